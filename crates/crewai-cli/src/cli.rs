@@ -1,0 +1,135 @@
+//! The command line, with CrewAI's command and flag names.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(name = "crewai", version, about = "Run CrewAI projects: YAML crews, scaffolded Rust crews, replays")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the crew of a project (YAML/JSON directly, a Rust project through cargo).
+    Run(RunArgs),
+    /// Scaffold a new project.
+    Create {
+        #[command(subcommand)]
+        kind: CreateKind,
+    },
+    /// List the task outputs of the latest kickoff (the ids `replay -t` takes).
+    LogTasksOutputs {
+        #[arg(long, default_value = ".")]
+        project: PathBuf,
+    },
+    /// Re-run the latest kickoff from a task, reusing the stored outputs before it.
+    Replay(ReplayArgs),
+    /// Forget stored data: kickoff outputs, memory, knowledge.
+    ResetMemories(ResetArgs),
+    /// Show the version.
+    Version {
+        /// Also list the built-in tools.
+        #[arg(long)]
+        tools: bool,
+    },
+    /// Ask for the crew's inputs, then run it.
+    Chat(ChatArgs),
+    /// Train the crew (not supported yet).
+    Train {
+        #[arg(short = 'n', long = "n-iterations", default_value_t = 5)]
+        n_iterations: u32,
+        #[arg(short = 'f', long)]
+        filename: Option<String>,
+    },
+    /// Evaluate the crew (not supported yet).
+    Test {
+        #[arg(short = 'n', long = "n-iterations", default_value_t = 3)]
+        n_iterations: u32,
+        #[arg(short = 'm', long)]
+        model: Option<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum CreateKind {
+    /// A Rust crew project: Cargo.toml, src/main.rs, src/tools.rs, config/*.yaml.
+    Crew {
+        name: String,
+        /// The folder to create it in (default: the current folder).
+        #[arg(short = 'o', long = "output-dir")]
+        output_dir: Option<PathBuf>,
+    },
+    /// A flow project (not supported yet).
+    Flow { name: String },
+}
+
+/// What `run`, `replay` and `chat` share.
+#[derive(Debug, Clone, Args)]
+pub struct ProjectArgs {
+    /// The project folder.
+    #[arg(long, short = 'p', default_value = ".")]
+    pub project: PathBuf,
+    /// Use this model for every agent (and the manager), e.g. `openai/gpt-4o-mini`.
+    #[arg(long)]
+    pub llm: Option<String>,
+    /// Print every step of the agents.
+    #[arg(long, short = 'v')]
+    pub verbose: bool,
+    /// Print the crew's output as one JSON line, last on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub common: ProjectArgs,
+    /// An input for `{placeholders}`, as NAME=VALUE (repeatable).
+    #[arg(long = "inputs", short = 'i', value_name = "NAME=VALUE")]
+    pub inputs: Vec<String>,
+    /// Inputs from a JSON or YAML file (a mapping); `--inputs` wins.
+    #[arg(long = "inputs-file", value_name = "FILE")]
+    pub inputs_file: Option<PathBuf>,
+    /// Check everything and print the plan, calling no model.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ReplayArgs {
+    #[command(flatten)]
+    pub common: ProjectArgs,
+    /// The task to restart from: its id (see `log-tasks-outputs`) or its name.
+    #[arg(long = "task-id", short = 't')]
+    pub task_id: String,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ChatArgs {
+    #[command(flatten)]
+    pub common: ProjectArgs,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ResetArgs {
+    #[arg(long, default_value = ".")]
+    pub project: PathBuf,
+    /// Crew memory (short-term, long-term, entity: all one memory).
+    #[arg(short = 'm', long, visible_short_aliases = ['l', 's', 'e'])]
+    pub memory: bool,
+    /// Crew knowledge.
+    #[arg(long = "knowledge", visible_alias = "kn")]
+    pub knowledge: bool,
+    /// Agents' knowledge.
+    #[arg(long = "agent-knowledge", visible_alias = "akn")]
+    pub agent_knowledge: bool,
+    /// The stored outputs of the latest kickoff.
+    #[arg(short = 'k', long = "kickoff-outputs")]
+    pub kickoff_outputs: bool,
+    /// Everything.
+    #[arg(short = 'a', long)]
+    pub all: bool,
+}

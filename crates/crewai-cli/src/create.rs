@@ -1,0 +1,138 @@
+//! `crewai create crew NAME`: a Rust crew project that builds and runs.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, bail};
+use minijinja::{Environment, context};
+
+use crate::outcome::Failure;
+
+const CARGO_TOML: &str = include_str!("../templates/crew/Cargo.toml.j2");
+const MAIN_RS: &str = include_str!("../templates/crew/main.rs.j2");
+const TOOLS_RS: &str = include_str!("../templates/crew/tools.rs.j2");
+const AGENTS_YAML: &str = include_str!("../templates/crew/agents.yaml.j2");
+const TASKS_YAML: &str = include_str!("../templates/crew/tasks.yaml.j2");
+const CREW_YAML: &str = include_str!("../templates/crew/crew.yaml.j2");
+const ENV_EXAMPLE: &str = include_str!("../templates/crew/env.example.j2");
+const README: &str = include_str!("../templates/crew/README.md.j2");
+const GITIGNORE: &str = include_str!("../templates/crew/gitignore.j2");
+const USER_PREFERENCE: &str = include_str!("../templates/crew/user_preference.txt.j2");
+
+/// The crates a scaffolded project depends on.
+const CREWAI_CRATES: &[&str] = &["crewai-core", "crewai-project", "crewai-tools"];
+
+/// CrewAI's folder rule: lowercase, spaces and hyphens become `_`.
+pub fn folder_name(name: &str) -> String {
+    name.trim().to_lowercase().chars().map(|c| if c == ' ' || c == '-' { '_' } else { c }).collect()
+}
+
+/// Where this workspace's crates are, if the binary runs on the machine it was built on.
+fn workspace_crates() -> Option<PathBuf> {
+    let crates = Path::new(env!("CARGO_MANIFEST_DIR")).parent()?.to_path_buf();
+    CREWAI_CRATES.iter().all(|c| crates.join(c).join("Cargo.toml").is_file()).then_some(crates)
+}
+
+fn dependency_lines() -> Vec<minijinja::Value> {
+    let crates = workspace_crates();
+    CREWAI_CRATES
+        .iter()
+        .map(|name| {
+            let spec = match &crates {
+                Some(dir) => format!("{{ path = {:?} }}", dir.join(name).to_string_lossy()),
+                None => format!("\"{}\"", env!("CARGO_PKG_VERSION")),
+            };
+            context! { name => *name, spec => spec }
+        })
+        .collect()
+}
+
+/// Writes the project; returns its folder.
+pub fn scaffold(name: &str, parent: &Path) -> anyhow::Result<PathBuf> {
+    let folder = folder_name(name);
+    if folder.is_empty() || !folder.chars().all(|c| c.is_alphanumeric() || c == '_') {
+        bail!("'{name}' cannot name a project: use letters, digits, spaces, '-' or '_'");
+    }
+    if folder.starts_with(|c: char| c.is_ascii_digit()) {
+        bail!("'{name}' cannot name a project: it must not start with a digit (it becomes a crate name)");
+    }
+    let dir = parent.join(&folder);
+    if dir.exists() {
+        bail!("{} already exists; pick another name or remove it", dir.display());
+    }
+    let env = Environment::new();
+    let year = chrono_year();
+    let vars = context! {
+        name => name.trim(),
+        crate_name => folder.replace('_', "-"),
+        crewai_deps => dependency_lines(),
+        current_year => year,
+    };
+    // minijinja drops a template's final newline; files should end with one.
+    let render = |template: &str| env.render_str(template, &vars).map(|text| format!("{}\n", text.trim_end_matches('\n'))).context("a project template failed to render");
+    let files: Vec<(&str, String)> = vec![
+        ("Cargo.toml", render(CARGO_TOML)?),
+        ("src/main.rs", render(MAIN_RS)?),
+        ("src/tools.rs", TOOLS_RS.to_string()),
+        ("config/agents.yaml", AGENTS_YAML.to_string()),
+        ("config/tasks.yaml", TASKS_YAML.to_string()),
+        ("config/crew.yaml", render(CREW_YAML)?),
+        (".env.example", ENV_EXAMPLE.to_string()),
+        ("README.md", render(README)?),
+        (".gitignore", GITIGNORE.to_string()),
+        ("knowledge/user_preference.txt", USER_PREFERENCE.to_string()),
+    ];
+    for (relative, text) in files {
+        let path = dir.join(relative);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
+        }
+        std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    Ok(dir)
+}
+
+/// The scaffold's default `current_year` input, as CrewAI's main.py computes it.
+fn chrono_year() -> String {
+    chrono::Utc::now().format("%Y").to_string()
+}
+
+pub fn create_crew(name: &str, output_dir: Option<&Path>) -> Result<(), Failure> {
+    let parent = match output_dir {
+        Some(dir) => dir.to_path_buf(),
+        None => std::env::current_dir().context("cannot read the current folder").map_err(Failure::config)?,
+    };
+    let dir = scaffold(name, &parent).map_err(Failure::config)?;
+    println!("Created {}", dir.display());
+    println!("Next:\n  cd {}\n  cp .env.example .env   # set your API key\n  crewai run --dry-run\n  crewai run", dir.display());
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn folder_names_follow_crewai() {
+        assert_eq!(folder_name("My Crew-One"), "my_crew_one");
+    }
+
+    #[test]
+    fn the_year_is_plausible() {
+        let year: i64 = chrono_year().parse().unwrap();
+        assert!((2024..3000).contains(&year));
+    }
+
+    #[test]
+    fn scaffolds_every_file_and_refuses_to_overwrite() {
+        let dir = tempfile::tempdir().unwrap();
+        let project = scaffold("demo", dir.path()).unwrap();
+        for file in ["Cargo.toml", "src/main.rs", "src/tools.rs", "config/agents.yaml", "config/tasks.yaml", "config/crew.yaml", ".env.example", "README.md", "knowledge/user_preference.txt"] {
+            assert!(project.join(file).is_file(), "{file} missing");
+        }
+        let cargo = std::fs::read_to_string(project.join("Cargo.toml")).unwrap();
+        assert!(cargo.contains("name = \"demo\""), "{cargo}");
+        assert!(cargo.contains("crewai-project = { path = "), "{cargo}");
+        assert!(scaffold("demo", dir.path()).unwrap_err().to_string().contains("already exists"));
+        assert!(scaffold("9lives", dir.path()).is_err());
+    }
+}

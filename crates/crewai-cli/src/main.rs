@@ -1,0 +1,53 @@
+//! `crewai`: runs CrewAI projects (YAML or JSON layout, or a scaffolded Rust project), scaffolds
+//! new ones, and reads the kickoff outputs a project's `.crewai/` store keeps.
+//!
+//! Exit codes: 0 success, 1 the run failed, 2 usage or configuration error.
+
+mod cli;
+mod create;
+mod inputs;
+mod outcome;
+mod progress;
+mod run;
+mod stored;
+
+use clap::Parser;
+
+use crate::cli::{Cli, Command, CreateKind};
+use crate::outcome::Failure;
+
+fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    let result = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime.block_on(dispatch(cli)),
+        Err(err) => Err(Failure::run(anyhow::anyhow!("cannot start the async runtime: {err}"))),
+    };
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(failure) => {
+            eprintln!("{}", failure.render());
+            std::process::ExitCode::from(failure.code)
+        }
+    }
+}
+
+async fn dispatch(cli: Cli) -> Result<(), Failure> {
+    match cli.command {
+        Command::Run(args) => run::run(args).await,
+        Command::Create { kind: CreateKind::Crew { name, output_dir } } => create::create_crew(&name, output_dir.as_deref()),
+        Command::Create { kind: CreateKind::Flow { .. } } => Err(Failure::not_supported("`crewai create flow` (flows are not supported yet)")),
+        Command::LogTasksOutputs { project } => stored::log_tasks_outputs(&project).await,
+        Command::Replay(args) => run::replay(args).await,
+        Command::ResetMemories(args) => stored::reset_memories(&args).await,
+        Command::Version { tools } => {
+            println!("crewai {}", env!("CARGO_PKG_VERSION"));
+            if tools {
+                println!("built-in tools: {}", crewai_project::BUILTIN_TOOLS.join(", "));
+            }
+            Ok(())
+        }
+        Command::Chat(args) => run::chat(args).await,
+        Command::Train { .. } => Err(Failure::not_supported("`crewai train`")),
+        Command::Test { .. } => Err(Failure::not_supported("`crewai test`")),
+    }
+}

@@ -1,0 +1,154 @@
+//! Live progress of a run, as a listener on the crew's event bus: a spinner line per task on a
+//! terminal (agent, tool calls as they happen, tokens, elapsed time), plain log lines otherwise.
+//! Everything goes to stderr, so stdout carries only the crew's output.
+
+use std::collections::HashMap;
+use std::io::{IsTerminal, Write};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crewai_core::events::{Event, EventBus, EventKind};
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use serde_json::Value;
+
+struct TaskLine {
+    bar: Option<ProgressBar>,
+    label: String,
+    started: Instant,
+    tokens: u64,
+    tools: u32,
+}
+
+struct State {
+    multi: Option<MultiProgress>,
+    tasks: HashMap<String, TaskLine>,
+}
+
+/// Shows a run's progress; attach it before kickoff.
+#[derive(Clone)]
+pub struct Progress {
+    state: Arc<Mutex<State>>,
+}
+
+fn short_args(args: &Value) -> String {
+    let text = match args {
+        Value::Object(map) if map.is_empty() => String::new(),
+        other => other.to_string(),
+    };
+    if text.chars().count() > 60 { format!("{}…", text.chars().take(59).collect::<String>()) } else { text }
+}
+
+fn seconds(d: Duration) -> String {
+    format!("{:.1}s", d.as_secs_f64())
+}
+
+impl Progress {
+    /// A spinner display when stderr is a terminal, plain lines otherwise.
+    pub fn new() -> Self {
+        let multi = std::io::stderr().is_terminal().then(|| MultiProgress::with_draw_target(ProgressDrawTarget::stderr()));
+        Progress { state: Arc::new(Mutex::new(State { multi, tasks: HashMap::new() })) }
+    }
+
+    /// Subscribes to `bus`.
+    pub fn attach(&self, bus: &EventBus) {
+        let this = self.clone();
+        bus.subscribe(move |event| this.on_event(event));
+    }
+
+    fn line(state: &State, text: &str) {
+        match &state.multi {
+            Some(multi) => {
+                // A failed write to the terminal only loses a progress line.
+                let _ = multi.println(text);
+            }
+            None => {
+                let mut err = std::io::stderr().lock();
+                let _ = writeln!(err, "{text}");
+            }
+        }
+    }
+
+    fn on_event(&self, event: &Event) {
+        let Ok(mut state) = self.state.lock() else { return };
+        let state = &mut *state;
+        match &event.kind {
+            EventKind::TaskStarted { task_name, agent_role, .. } => {
+                let name = task_name.clone().unwrap_or_else(|| "task".into());
+                let label = match agent_role {
+                    Some(role) => format!("{name} · {}", role.trim()),
+                    None => name.clone(),
+                };
+                let bar = state.multi.as_ref().map(|multi| {
+                    let bar = multi.add(ProgressBar::new_spinner());
+                    bar.set_style(ProgressStyle::with_template("{spinner} {msg} [{elapsed}]").unwrap_or_else(|_| ProgressStyle::default_spinner()));
+                    bar.set_message(label.clone());
+                    bar.enable_steady_tick(Duration::from_millis(100));
+                    bar
+                });
+                if bar.is_none() {
+                    Self::line(state, &format!("[task started] {label}"));
+                }
+                state.tasks.insert(name, TaskLine { bar, label, started: Instant::now(), tokens: 0, tools: 0 });
+            }
+            EventKind::ToolUsageStarted { tool_name, tool_args, task_name, agent_role } => {
+                let who = agent_role.as_deref().map(str::trim).unwrap_or("agent");
+                let text = format!("  ↳ {who} uses {tool_name}({})", short_args(tool_args));
+                if let Some(task) = task_name.as_ref().and_then(|n| state.tasks.get_mut(n)) {
+                    task.tools += 1;
+                    if let Some(bar) = &task.bar {
+                        bar.set_message(format!("{} · {tool_name}…", task.label));
+                    }
+                }
+                Self::line(state, &text);
+            }
+            EventKind::ToolUsageError { tool_name, error, .. } => {
+                Self::line(state, &format!("  ✗ {tool_name} failed: {error}"));
+            }
+            EventKind::LlmCallCompleted { task_name, usage, .. } => {
+                if let Some(task) = task_name.as_ref().and_then(|n| state.tasks.get_mut(n)) {
+                    task.tokens += usage.total_tokens;
+                    if let Some(bar) = &task.bar {
+                        bar.set_message(format!("{} · {} tokens", task.label, task.tokens));
+                    }
+                }
+            }
+            EventKind::AgentDelegationStarted { from_agent, to_agent, kind, .. } => {
+                let verb = if kind == "ask" { "asks" } else { "delegates to" };
+                Self::line(state, &format!("  ↳ {} {verb} {}", from_agent.trim(), to_agent.trim()));
+            }
+            EventKind::TaskCompleted { task_name, .. } | EventKind::TaskFailed { task_name, .. } => {
+                let failed = matches!(event.kind, EventKind::TaskFailed { .. });
+                let name = task_name.clone().unwrap_or_else(|| "task".into());
+                let Some(task) = state.tasks.remove(&name) else { return };
+                let summary = format!(
+                    "{} {} · {} tokens · {} tool call{} · {}",
+                    if failed { "✗" } else { "✓" },
+                    task.label,
+                    task.tokens,
+                    task.tools,
+                    if task.tools == 1 { "" } else { "s" },
+                    seconds(task.started.elapsed())
+                );
+                match &task.bar {
+                    Some(bar) => bar.finish_with_message(summary),
+                    None => Self::line(state, &format!("[task {}] {}", if failed { "failed" } else { "completed" }, summary.trim_start_matches(['✓', '✗', ' ']))),
+                }
+                if let EventKind::TaskFailed { error, .. } = &event.kind {
+                    Self::line(state, &format!("  error: {error}"));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Stops any spinner still running (a run that ended early).
+    pub fn finish(&self) {
+        if let Ok(mut state) = self.state.lock() {
+            for (_, task) in state.tasks.drain() {
+                if let Some(bar) = task.bar {
+                    bar.abandon();
+                }
+            }
+        }
+    }
+}

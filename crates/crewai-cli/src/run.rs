@@ -1,0 +1,330 @@
+//! `crewai run`, `crewai replay` and `crewai chat`.
+
+use std::io::{BufRead, Write};
+use std::path::Path;
+use std::sync::{Arc, LazyLock};
+
+use anyhow::{Context, anyhow};
+use crewai_core::crew::Crew;
+use crewai_core::events::EventBus;
+use crewai_core::interpolate::Inputs;
+use crewai_core::output::CrewOutput;
+use crewai_llm::{LlmConfig, LlmError};
+use crewai_project::{BuildOptions, Project, ProjectError, ToolRegistry};
+use crewai_tools::{Tool, ToolContext, ToolError, ToolHandle, ToolOutput, async_trait};
+use regex::Regex;
+use serde_json::{Value, json};
+
+use crate::cli::{ChatArgs, ProjectArgs, ReplayArgs, RunArgs};
+use crate::inputs;
+use crate::outcome::Failure;
+use crate::progress::Progress;
+
+/// Loads `<project>/.env` without overriding variables already set.
+fn load_env(dir: &Path) -> Result<(), Failure> {
+    let path = dir.join(".env");
+    if !path.is_file() {
+        return Ok(());
+    }
+    let entries = dotenvy::from_path_iter(&path).with_context(|| format!("cannot read {}", path.display())).map_err(Failure::config)?;
+    for entry in entries {
+        let (key, value) = entry.with_context(|| format!("{} has a line that is not NAME=VALUE", path.display())).map_err(Failure::config)?;
+        if std::env::var_os(&key).is_none() {
+            // SAFETY: called before the runtime starts any task that reads the environment; the
+            // CLI is the only code in this process touching it at this point.
+            unsafe { std::env::set_var(&key, value) };
+        }
+    }
+    Ok(())
+}
+
+/// A scaffolded Rust project: a Cargo manifest with a binary.
+fn is_rust_project(dir: &Path) -> bool {
+    let manifest = dir.join("Cargo.toml");
+    manifest.is_file() && (dir.join("src/main.rs").is_file() || std::fs::read_to_string(&manifest).is_ok_and(|t| t.contains("[[bin]]")))
+}
+
+static TOOL_FN: LazyLock<Regex> = LazyLock::new(|| {
+    #[allow(clippy::expect_used)] // a constant pattern, exercised by the tests
+    Regex::new(r"#\[(?:crewai::)?tool\b[^\]]*\]\s*(?:///[^\n]*\n\s*)*(?:pub(?:\([^)]*\))?\s+)?(?:async\s+)?fn\s+([A-Za-z_][A-Za-z0-9_]*)").expect("tool pattern is valid")
+});
+
+/// The `#[tool]` functions of a Rust project's `src/tools.rs`, found by reading the source (a
+/// dry run does not compile the project).
+fn declared_rust_tools(dir: &Path) -> Vec<String> {
+    let Ok(source) = std::fs::read_to_string(dir.join("src/tools.rs")) else { return Vec::new() };
+    TOOL_FN.captures_iter(&source).map(|c| c[1].to_string()).collect()
+}
+
+/// A tool a compiled project provides; in a dry run only its name is known.
+struct DeclaredTool {
+    name: String,
+}
+
+#[async_trait]
+impl Tool for DeclaredTool {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn description(&self) -> &str {
+        "a tool of the compiled project (src/tools.rs)"
+    }
+    fn parameters(&self) -> Value {
+        json!({"type": "object", "properties": {}})
+    }
+    async fn run(&self, _: Value, _: &ToolContext) -> Result<ToolOutput, ToolError> {
+        Err(ToolError::failed(format!("tool '{}' is compiled into the project; run it with `crewai run` (cargo)", self.name)))
+    }
+}
+
+fn registry_for(project: &Project, dir: &Path) -> ToolRegistry {
+    let mut registry = ToolRegistry::with_builtins(&project.root);
+    for name in declared_rust_tools(dir) {
+        registry.register_handle(ToolHandle::new(Arc::new(DeclaredTool { name })));
+    }
+    registry
+}
+
+fn print_warnings(project: &Project) {
+    for warning in &project.warnings {
+        eprintln!("warning: {warning}");
+    }
+}
+
+fn load(dir: &Path) -> Result<Project, Failure> {
+    let project = Project::load(dir)?;
+    print_warnings(&project);
+    Ok(project)
+}
+
+pub async fn run(args: RunArgs) -> Result<(), Failure> {
+    let dir = args.common.project.clone();
+    load_env(&dir)?;
+    let given = inputs::gather(&args.inputs, args.inputs_file.as_deref()).map_err(Failure::config)?;
+    if is_rust_project(&dir) && !args.dry_run {
+        return cargo_run(&dir, &args).await;
+    }
+    let project = load(&dir)?;
+    let registry = registry_for(&project, &dir);
+    if args.dry_run {
+        let plan = project.plan(&given, &registry)?;
+        if args.common.json {
+            println!("{}", serde_json::to_string(&plan).context("cannot encode the plan").map_err(Failure::run)?);
+        } else {
+            print!("{plan}");
+            println!("\nDry run: the project is valid; no model was called.");
+        }
+        return Ok(());
+    }
+    let inputs = project.effective_inputs(&given);
+    let (crew, store, progress) = build(&project, &given, registry, &args.common)?;
+    let run_id = store.start_run_async(project.name(), inputs.clone(), false).await.map_err(Failure::run)?;
+    let result = crew.kickoff(inputs).await;
+    progress.finish();
+    finish(&store, run_id, result.map_err(|e| anyhow!(e)), args.common.json).await
+}
+
+/// Builds the crew with the CLI's options: event bus, the project's store, `--llm`, `--verbose`.
+fn build(project: &Project, given: &Inputs, registry: ToolRegistry, common: &ProjectArgs) -> Result<(Crew, crewai_store::Store, Progress), Failure> {
+    let store = crate::stored::open(&project.root)?;
+    let bus = EventBus::new();
+    let progress = Progress::new();
+    progress.attach(&bus);
+    let mut options = BuildOptions::new(registry).with_task_output_store(Arc::new(store.clone())).with_event_bus(bus);
+    if let Some(model) = &common.llm {
+        options = options.with_llm(LlmConfig::new(model.clone()));
+    }
+    if common.verbose {
+        options = options.with_verbose(true);
+    }
+    let crew = project.build(given, &options).map_err(|err| match &err {
+        ProjectError::Llm { source: LlmError::MissingApiKey { env_var, .. }, .. } => {
+            let env_var = env_var.clone();
+            Failure::config(anyhow!(err).context(format!("no model provider is configured: set {env_var} (in the environment or the project's .env)")))
+        }
+        _ => Failure::from(err),
+    })?;
+    Ok((crew, store, progress))
+}
+
+/// Records the outcome and prints the output: the raw text, or one JSON line with `--json`.
+async fn finish(store: &crewai_store::Store, run_id: i64, result: anyhow::Result<CrewOutput>, json: bool) -> Result<(), Failure> {
+    match result {
+        Ok(output) => {
+            let usage = serde_json::to_value(&output.token_usage).unwrap_or(Value::Null);
+            // The run succeeded; a failure to record it is only worth a warning.
+            if let Err(err) = store.finish_run_async(run_id, Ok((output.raw.clone(), usage))).await {
+                eprintln!("warning: the run could not be recorded: {err}");
+            }
+            if json {
+                println!("{}", crew_output_json(&output));
+            } else {
+                println!("{}", output.raw);
+            }
+            Ok(())
+        }
+        Err(err) => {
+            if let Err(record) = store.finish_run_async(run_id, Err(format!("{err:#}"))).await {
+                eprintln!("warning: the run could not be recorded: {record}");
+            }
+            Err(Failure::run(err))
+        }
+    }
+}
+
+/// The CrewOutput as one JSON line with CrewAI's keys. Each task output is CrewAI's
+/// `model_dump()` without the conversation (`messages`), which would dwarf everything else.
+pub fn crew_output_json(output: &CrewOutput) -> String {
+    let usage = &output.token_usage;
+    let task_value = |task: &crewai_core::output::TaskOutput| match serde_json::to_value(task) {
+        Ok(Value::Object(mut map)) => {
+            map.remove("messages");
+            Value::Object(map)
+        }
+        _ => json!({"raw": task.raw}),
+    };
+    let value = json!({
+        "raw": output.raw,
+        "json_dict": output.json_dict,
+        "pydantic": output.pydantic,
+        "tasks_output": output.tasks_output.iter().map(task_value).collect::<Vec<_>>(),
+        "token_usage": {
+            "prompt_tokens": usage.prompt_tokens,
+            "completion_tokens": usage.completion_tokens,
+            "total_tokens": usage.total_tokens,
+            "cached_prompt_tokens": usage.cached_prompt_tokens,
+            "successful_requests": usage.successful_requests,
+        },
+    });
+    value.to_string()
+}
+
+/// Runs a scaffolded Rust project through `cargo run`, passing the flags on.
+async fn cargo_run(dir: &Path, args: &RunArgs) -> Result<(), Failure> {
+    let mut command = tokio::process::Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    command.arg("run").arg("--quiet").arg("--manifest-path").arg(dir.join("Cargo.toml")).arg("--");
+    let mut pairs = inputs::gather(&args.inputs, args.inputs_file.as_deref()).map_err(Failure::config)?;
+    for (name, value) in std::mem::take(&mut pairs) {
+        command.arg("--inputs").arg(format!("{name}={}", crewai_core::interpolate::python_str(&value)));
+    }
+    if args.common.json {
+        command.arg("--json");
+    }
+    if let Some(model) = &args.common.llm {
+        command.env("MODEL", model);
+    }
+    eprintln!("Running the Rust project in {} with cargo…", dir.display());
+    let status = command.status().await.context("cannot start cargo; is the Rust toolchain installed?").map_err(Failure::config)?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(Failure::run(anyhow!("the crew program exited with {status}")))
+    }
+}
+
+pub async fn replay(args: ReplayArgs) -> Result<(), Failure> {
+    let dir = args.common.project.clone();
+    load_env(&dir)?;
+    let project = load(&dir)?;
+    let store = crate::stored::open(&dir)?;
+    let stored = store.task_outputs_async().await.map_err(Failure::run)?;
+    let Some(found) = stored.iter().find(|r| r.task_id == args.task_id || r.task_name.as_deref() == Some(args.task_id.as_str())) else {
+        let known: Vec<String> = stored.iter().map(|r| format!("{} ({})", r.task_id, r.task_name.as_deref().unwrap_or("-"))).collect();
+        let hint = if known.is_empty() { "no kickoff is stored yet; run `crewai run` first".to_string() } else { format!("stored tasks: {}", known.join(", ")) };
+        return Err(Failure::config(anyhow!("no stored output for task '{}'; {hint} (see `crewai log-tasks-outputs`)", args.task_id)));
+    };
+    // Task ids are fresh in every process (as in CrewAI), so the stored row's position says
+    // which task of this crew to restart from.
+    let Some(task) = project.tasks.get(found.task_index) else {
+        return Err(Failure::config(anyhow!(
+            "the stored kickoff had a task {} that the project no longer has; run `crewai run` again",
+            found.task_index + 1
+        )));
+    };
+    let task_name = task.name().to_string();
+    let inputs = found.inputs.clone();
+    let registry = registry_for(&project, &dir);
+    let (crew, store, progress) = build(&project, &inputs, registry, &args.common)?;
+    let inputs_for_replay = inputs.clone();
+    let run_id = store.start_run_async(project.name(), inputs, true).await.map_err(Failure::run)?;
+    let result = crew.replay(&task_name, Some(inputs_for_replay)).await;
+    progress.finish();
+    finish(&store, run_id, result.map_err(|e| anyhow!(e)), args.common.json).await
+}
+
+/// Asks for each input on stdin, offering the project's default.
+fn ask_inputs(project: &Project, input: &mut impl BufRead, out: &mut impl Write) -> anyhow::Result<Inputs> {
+    let defaults = project.default_inputs();
+    let mut inputs = Inputs::new();
+    for name in project.required_inputs() {
+        let default = defaults.get(&name).map(crewai_core::interpolate::python_str);
+        match &default {
+            Some(d) => write!(out, "{name} [{d}]: ")?,
+            None => write!(out, "{name}: ")?,
+        }
+        out.flush()?;
+        let mut line = String::new();
+        if input.read_line(&mut line)? == 0 && default.is_none() {
+            anyhow::bail!("the input ended before a value for '{name}' was given");
+        }
+        let line = line.trim();
+        match (line.is_empty(), default) {
+            (true, Some(d)) => inputs.insert(name, Value::String(d)),
+            (true, None) => anyhow::bail!("'{name}' needs a value"),
+            (false, _) => inputs.insert(name, Value::String(line.to_string())),
+        };
+    }
+    Ok(inputs)
+}
+
+pub async fn chat(args: ChatArgs) -> Result<(), Failure> {
+    let dir = args.common.project.clone();
+    load_env(&dir)?;
+    let project = load(&dir)?;
+    eprintln!("Crew '{}': {} agents, {} tasks. Give the inputs (Enter keeps the default):", project.name(), project.agents.len(), project.tasks.len());
+    let given = {
+        let stdin = std::io::stdin();
+        let mut err = std::io::stderr();
+        ask_inputs(&project, &mut stdin.lock(), &mut err).map_err(Failure::config)?
+    };
+    let inputs = project.effective_inputs(&given);
+    let registry = registry_for(&project, &dir);
+    let (crew, store, progress) = build(&project, &given, registry, &args.common)?;
+    let run_id = store.start_run_async(project.name(), inputs.clone(), false).await.map_err(Failure::run)?;
+    let result = crew.kickoff(inputs).await;
+    progress.finish();
+    finish(&store, run_id, result.map_err(|e| anyhow!(e)), args.common.json).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_tool_functions_in_rust_source() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("src")).unwrap();
+        std::fs::write(
+            dir.path().join("src/tools.rs"),
+            "/// Doc\n#[tool]\npub fn word_count(text: String) -> usize { 0 }\n#[tool(name = \"X\")]\n/// more\nasync fn fetch() {}\nfn helper() {}\n",
+        )
+        .unwrap();
+        assert_eq!(declared_rust_tools(dir.path()), ["word_count", "fetch"]);
+    }
+
+    #[test]
+    fn asks_each_input_and_keeps_defaults() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("config")).unwrap();
+        std::fs::write(dir.path().join("config/agents.yaml"), "a:\n  role: R {who}\n  goal: G\n  backstory: B\n").unwrap();
+        std::fs::write(dir.path().join("config/tasks.yaml"), "t:\n  description: D {topic}\n  expected_output: E\n  agent: a\n").unwrap();
+        std::fs::write(dir.path().join("config/crew.yaml"), "inputs: {topic: AI}\n").unwrap();
+        let project = Project::load(dir.path()).unwrap();
+        let mut out = Vec::new();
+        let inputs = ask_inputs(&project, &mut "Ann\n\n".as_bytes(), &mut out).unwrap();
+        assert_eq!(inputs["who"], "Ann");
+        assert_eq!(inputs["topic"], "AI");
+        assert_eq!(String::from_utf8(out).unwrap(), "who: topic [AI]: ");
+        assert!(ask_inputs(&project, &mut "".as_bytes(), &mut Vec::new()).is_err());
+    }
+}

@@ -1,0 +1,80 @@
+//! Commands that read or clear the project's `.crewai/` store.
+
+use std::path::Path;
+
+use anyhow::Context;
+use crewai_store::Store;
+
+use crate::cli::ResetArgs;
+use crate::outcome::Failure;
+
+/// Opens the store of the project in `dir`.
+pub fn open(dir: &Path) -> Result<Store, Failure> {
+    Store::open_project(dir).with_context(|| format!("cannot open the store of {}", dir.display())).map_err(Failure::config)
+}
+
+fn one_line(text: &str, width: usize) -> String {
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() <= width {
+        flat
+    } else {
+        format!("{}…", flat.chars().take(width.saturating_sub(1)).collect::<String>())
+    }
+}
+
+/// `crewai log-tasks-outputs`: the latest kickoff's tasks, with the ids `replay -t` takes.
+pub async fn log_tasks_outputs(dir: &Path) -> Result<(), Failure> {
+    let store = open(dir)?;
+    let rows = store.task_outputs_async().await.context("cannot read the stored task outputs").map_err(Failure::run)?;
+    if rows.is_empty() {
+        println!("No task outputs stored yet; run the crew with `crewai run` first.");
+        return Ok(());
+    }
+    println!("Task outputs of the latest kickoff:");
+    for row in rows {
+        println!(
+            "{:>2}. {}  {}  (agent: {}{}, {})",
+            row.task_index + 1,
+            row.task_id,
+            row.task_name.as_deref().unwrap_or("-"),
+            row.output.agent.trim(),
+            if row.was_replayed { ", replayed" } else { "" },
+            row.timestamp.format("%Y-%m-%d %H:%M:%S UTC"),
+        );
+        println!("    task: {}", one_line(&row.output.description, 100));
+        println!("    output: {}", one_line(&row.output.raw, 100));
+    }
+    Ok(())
+}
+
+/// `crewai reset-memories`: clears the kickoff outputs; memory and knowledge are not stored yet.
+pub async fn reset_memories(args: &ResetArgs) -> Result<(), Failure> {
+    if !(args.all || args.memory || args.knowledge || args.agent_knowledge || args.kickoff_outputs) {
+        return Err(Failure::config(anyhow::anyhow!(
+            "say what to reset: -m/--memory, --knowledge, --agent-knowledge, -k/--kickoff-outputs or -a/--all"
+        )));
+    }
+    if args.all || args.kickoff_outputs {
+        let store = open(&args.project)?;
+        store.reset_task_outputs_async().await.context("cannot clear the stored task outputs").map_err(Failure::run)?;
+        println!("Latest kickoff outputs reset.");
+    }
+    if args.all || args.memory {
+        println!("Memory: nothing is stored yet (crew memory is not supported yet).");
+    }
+    if args.all || args.knowledge || args.agent_knowledge {
+        println!("Knowledge: nothing is stored yet (knowledge is not supported yet).");
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_line_flattens_and_shortens() {
+        assert_eq!(one_line("a\n  b", 10), "a b");
+        assert_eq!(one_line("abcdefghijkl", 5), "abcd…");
+    }
+}

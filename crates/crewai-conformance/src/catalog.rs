@@ -1,0 +1,501 @@
+//! The README's catalog: test tools, tool cache functions and hooks, built through the public
+//! API (`crewai_tools::DynamicTool`, `ToolHandle`, `crewai_core::hooks::Hooks`). Guardrails and
+//! conditions live in [`crate::build`], beside the tasks they attach to.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use crewai_core::hooks::{HookDecision, Hooks, LlmCallContext, ToolCallContext};
+use crewai_tools::{DynamicTool, ToolError, ToolHandle, ToolOutput, field_title};
+use serde_json::{Map, Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::case::{Behaviour, CacheFunction, HookPoint, HookSpec, HooksSpec, ToolSpec};
+use crate::outcome::HookCall;
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    // The data behind these locks stays consistent across a panicking holder (plain counters
+    // and lists), so a poisoned lock is still safe to read.
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// How many times each test tool's body ran (shared by every copy of the tool).
+#[derive(Debug, Clone, Default)]
+pub struct ToolRuns(Arc<Mutex<BTreeMap<String, usize>>>);
+
+impl ToolRuns {
+    fn record(&self, tool: &str) {
+        *lock(&self.0).entry(tool.to_string()).or_default() += 1;
+    }
+
+    pub fn snapshot(&self) -> BTreeMap<String, usize> {
+        lock(&self.0).clone()
+    }
+}
+
+/// `str(value)` as Python prints it (strings verbatim, `True`, `None`, `2.0`).
+pub fn python_str(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        Value::Null => "None".into(),
+        Value::Bool(true) => "True".into(),
+        Value::Bool(false) => "False".into(),
+        Value::Number(n) => match (n.as_i64(), n.as_u64(), n.as_f64()) {
+            (Some(i), _, _) => i.to_string(),
+            (_, Some(u), _) => u.to_string(),
+            (_, _, Some(f)) => python_float(f),
+            _ => n.to_string(),
+        },
+        other => python_json(other),
+    }
+}
+
+/// A float as Python's `repr` prints it (`25.0`, `0.5`, `inf`).
+pub fn python_float(f: f64) -> String {
+    if f.is_nan() {
+        "nan".into()
+    } else if f.is_infinite() {
+        if f > 0.0 { "inf".into() } else { "-inf".into() }
+    } else if f.fract() == 0.0 && f.abs() < 1e16 {
+        format!("{f:.1}")
+    } else {
+        format!("{f}")
+    }
+}
+
+/// `json.dumps(value)` with Python's defaults: `", "` and `": "` separators, non-ASCII escaped.
+pub fn python_json(value: &Value) -> String {
+    fn string(out: &mut String, s: &str) {
+        out.push('"');
+        for c in s.chars() {
+            match c {
+                '"' => out.push_str("\\\""),
+                '\\' => out.push_str("\\\\"),
+                '\n' => out.push_str("\\n"),
+                '\r' => out.push_str("\\r"),
+                '\t' => out.push_str("\\t"),
+                c if (c as u32) < 0x20 || (c as u32) > 0x7e => {
+                    let mut units = [0u16; 2];
+                    for unit in c.encode_utf16(&mut units) {
+                        out.push_str(&format!("\\u{unit:04x}"));
+                    }
+                }
+                c => out.push(c),
+            }
+        }
+        out.push('"');
+    }
+    fn write(out: &mut String, value: &Value) {
+        match value {
+            Value::Null => out.push_str("null"),
+            Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+            Value::Number(n) => match n.as_f64() {
+                Some(f) if n.is_f64() => out.push_str(&python_float(f).replace("inf", "Infinity").replace("nan", "NaN")),
+                _ => out.push_str(&n.to_string()),
+            },
+            Value::String(s) => string(out, s),
+            Value::Array(items) => {
+                out.push('[');
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(", ");
+                    }
+                    write(out, item);
+                }
+                out.push(']');
+            }
+            Value::Object(map) => {
+                out.push('{');
+                for (i, (k, v)) in map.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(", ");
+                    }
+                    string(out, k);
+                    out.push_str(": ");
+                    write(out, v);
+                }
+                out.push('}');
+            }
+        }
+    }
+    let mut out = String::new();
+    write(&mut out, value);
+    out
+}
+
+/// The JSON schema of a tool: its `schema`, or one built from `args` the way a Python `@tool`
+/// function's signature becomes one (each property titled, all required).
+pub fn tool_schema(spec: &ToolSpec) -> Value {
+    if let Some(schema) = &spec.schema {
+        return schema.clone();
+    }
+    let mut properties = Map::new();
+    let mut required = Vec::new();
+    for (name, kind) in spec.args.iter().flat_map(|a| a.iter()) {
+        properties.insert(name.clone(), json!({"title": field_title(name), "type": kind}));
+        required.push(Value::String(name.clone()));
+    }
+    if required.is_empty() {
+        json!({"properties": properties, "type": "object"})
+    } else {
+        json!({"properties": properties, "required": required, "type": "object"})
+    }
+}
+
+/// The argument names in schema order.
+fn argument_names(schema: &Value) -> Vec<String> {
+    schema.get("properties").and_then(Value::as_object).map(|p| p.keys().cloned().collect()).unwrap_or_default()
+}
+
+/// A number argument as i64 when it is an integer, else f64.
+enum Number {
+    Int(i64),
+    Float(f64),
+}
+
+fn number(args: &Value, name: &str) -> Result<Number, ToolError> {
+    let value = args.get(name).ok_or_else(|| ToolError::InvalidArguments(format!("missing argument `{name}`")))?;
+    let parsed = match value {
+        Value::String(s) => serde_json::from_str::<Value>(s.trim()).ok(),
+        other => Some(other.clone()),
+    };
+    match parsed.as_ref().and_then(|v| v.as_number()) {
+        Some(n) if n.as_i64().is_some() => Ok(Number::Int(n.as_i64().unwrap_or_default())),
+        Some(n) => n.as_f64().map(Number::Float).ok_or_else(|| ToolError::InvalidArguments(format!("`{name}` is not a number"))),
+        None => Err(ToolError::InvalidArguments(format!("`{name}` must be a number, got {value}"))),
+    }
+}
+
+fn two_numbers(args: &Value, names: &[String]) -> Result<(Number, Number), ToolError> {
+    match names {
+        [a, b, ..] => Ok((number(args, a)?, number(args, b)?)),
+        _ => Err(ToolError::InvalidArguments("this tool needs two numeric arguments".into())),
+    }
+}
+
+fn as_f64(n: &Number) -> f64 {
+    match n {
+        Number::Int(i) => *i as f64,
+        Number::Float(f) => *f,
+    }
+}
+
+fn arithmetic(args: &Value, names: &[String], int: fn(i64, i64) -> Option<i64>, float: fn(f64, f64) -> f64) -> Result<String, ToolError> {
+    let (a, b) = two_numbers(args, names)?;
+    if let (Number::Int(x), Number::Int(y)) = (&a, &b)
+        && let Some(result) = int(*x, *y)
+    {
+        return Ok(result.to_string());
+    }
+    Ok(python_float(float(as_f64(&a), as_f64(&b))))
+}
+
+/// `template` with each `{arg}` replaced by that argument's value (unknown names stay as written).
+pub fn fill_template(template: &str, args: &Value) -> String {
+    let mut out = String::new();
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        match after.find('}') {
+            Some(close) if args.get(&after[..close]).is_some() => {
+                out.push_str(&python_str(&args[&after[..close]]));
+                rest = &after[close + 1..];
+            }
+            _ => {
+                out.push('{');
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Runs one behaviour; `runs` is how many times this tool ran before (0 on the first call).
+async fn behave(behaviour: &Behaviour, args: &Value, names: &[String], runs: usize, cancel: &CancellationToken) -> Result<String, ToolError> {
+    match behaviour {
+        Behaviour::Constant { value } => Ok(python_str(value)),
+        Behaviour::Multiply => arithmetic(args, names, i64::checked_mul, |a, b| a * b),
+        Behaviour::Add => arithmetic(args, names, i64::checked_add, |a, b| a + b),
+        Behaviour::Divide => {
+            let (a, b) = two_numbers(args, names)?;
+            let divisor = as_f64(&b);
+            if divisor == 0.0 {
+                return Err(ToolError::failed("division by zero"));
+            }
+            Ok(python_float(as_f64(&a) / divisor))
+        }
+        Behaviour::Echo => Ok(python_json(args)),
+        Behaviour::Fail { message } => Err(ToolError::failed(message.clone())),
+        Behaviour::Sequence { values } => Ok(values.get(runs).or(values.last()).map(python_str).unwrap_or_default()),
+        Behaviour::Counter => Ok((runs + 1).to_string()),
+        Behaviour::Format { template } => Ok(fill_template(template, args)),
+        Behaviour::Sleep { seconds, value } => {
+            let wait = Duration::from_secs_f64(seconds.max(0.0));
+            tokio::select! {
+                _ = tokio::time::sleep(wait) => Ok(python_str(value)),
+                _ = cancel.cancelled() => Err(ToolError::Cancelled),
+            }
+        }
+        Behaviour::Lookup { arg, cases, default } => {
+            let haystack = args.get(arg).map(python_str).unwrap_or_default().to_lowercase();
+            let hit = cases.iter().find(|case| case.contains.iter().all(|text| haystack.contains(&text.to_lowercase())));
+            Ok(match hit {
+                Some(case) => python_str(&case.value),
+                None => fill_template(default, args),
+            })
+        }
+    }
+}
+
+/// True when `output` is an even integer (the `even_result` cache function).
+fn is_even_integer(output: &ToolOutput) -> bool {
+    output.to_text().trim().parse::<i64>().is_ok_and(|n| n % 2 == 0)
+}
+
+/// Builds test tool `name` as a user would: a `DynamicTool` in a `ToolHandle` with the
+/// BaseTool options the case gives. Every run of its body is counted in `runs`.
+pub fn build_tool(name: &str, spec: &ToolSpec, runs: &ToolRuns) -> ToolHandle {
+    let schema = tool_schema(spec);
+    let names = Arc::new(argument_names(&schema));
+    let behaviour = Arc::new(spec.behaviour.clone());
+    let own_runs = Arc::new(AtomicUsize::new(0));
+    let counter = runs.clone();
+    let tool_name = name.to_string();
+    let tool = DynamicTool::new(name, spec.description.clone(), schema, move |args, ctx| {
+        let behaviour = behaviour.clone();
+        let names = names.clone();
+        let before = own_runs.fetch_add(1, Ordering::SeqCst);
+        counter.record(&tool_name);
+        async move { behave(&behaviour, &args, &names, before, &ctx.cancellation).await.map(ToolOutput::Text) }
+    });
+    let mut handle = tool.into_handle().with_result_as_answer(spec.result_as_answer);
+    if let Some(limit) = spec.max_usage_count {
+        handle = handle.with_max_usage_count(limit);
+    }
+    match (spec.cache, spec.cache_function) {
+        (Some(false), _) => handle = handle.with_cache_function(|_, _| false),
+        (_, Some(CacheFunction::EvenResult)) => handle = handle.with_cache_function(|_, output| is_even_integer(output)),
+        _ => {}
+    }
+    handle
+}
+
+/// Every call of every registered hook, by hook point.
+#[derive(Debug, Clone, Default)]
+pub struct HookLog(Arc<Mutex<BTreeMap<HookPoint, Vec<HookCall>>>>);
+
+impl HookLog {
+    fn push(&self, point: HookPoint, call: HookCall) {
+        lock(&self.0).entry(point).or_default().push(call);
+    }
+
+    pub fn snapshot(&self) -> BTreeMap<HookPoint, Vec<HookCall>> {
+        lock(&self.0).clone()
+    }
+}
+
+fn tool_call(ctx: &ToolCallContext) -> HookCall {
+    HookCall {
+        tool_name: Some(ctx.tool_name.clone()),
+        tool_input: Some(ctx.tool_input.clone()),
+        tool_result: ctx.tool_result.clone(),
+        agent_role: ctx.agent_role.clone(),
+        has_agent: ctx.agent_role.is_some(),
+        has_task: ctx.task_name.is_some(),
+        has_crew: ctx.crew_name.is_some(),
+        has_llm: false,
+        messages: 0,
+        response: None,
+    }
+}
+
+fn llm_call(ctx: &LlmCallContext) -> HookCall {
+    HookCall {
+        agent_role: ctx.agent_role.clone(),
+        has_agent: ctx.agent_role.is_some(),
+        has_task: ctx.task_name.is_some(),
+        has_crew: ctx.crew_name.is_some(),
+        has_llm: ctx.model.is_some(),
+        messages: ctx.messages.len(),
+        response: ctx.response.clone(),
+        ..Default::default()
+    }
+}
+
+/// Why a hook spec cannot be registered where it was put.
+fn misplaced(point: HookPoint, spec: &HookSpec) -> String {
+    format!("hook `{point}` cannot be {spec:?} (block is for before_tool_call, prefix for after_llm_call)")
+}
+
+/// The case's hooks as a [`Hooks`] set; each records its calls in `log`.
+pub fn build_hooks(spec: &HooksSpec, log: &HookLog) -> Result<Hooks, String> {
+    let mut hooks = Hooks::new();
+    if let Some(kind) = &spec.before_tool_call {
+        let log = log.clone();
+        let blocked: Vec<String> = match kind {
+            HookSpec::Record => Vec::new(),
+            HookSpec::Block { tools } => tools.clone(),
+            other => return Err(misplaced(HookPoint::BeforeToolCall, other)),
+        };
+        hooks = hooks.before_tool_call(move |ctx| {
+            log.push(HookPoint::BeforeToolCall, tool_call(ctx));
+            if blocked.iter().any(|t| *t == ctx.tool_name) { HookDecision::block() } else { HookDecision::Continue }
+        });
+    }
+    if let Some(kind) = &spec.after_tool_call {
+        if *kind != HookSpec::Record {
+            return Err(misplaced(HookPoint::AfterToolCall, kind));
+        }
+        let log = log.clone();
+        hooks = hooks.after_tool_call(move |ctx| {
+            log.push(HookPoint::AfterToolCall, tool_call(ctx));
+            None
+        });
+    }
+    if let Some(kind) = &spec.before_llm_call {
+        if *kind != HookSpec::Record {
+            return Err(misplaced(HookPoint::BeforeLlmCall, kind));
+        }
+        let log = log.clone();
+        hooks = hooks.before_llm_call(move |ctx| {
+            log.push(HookPoint::BeforeLlmCall, llm_call(ctx));
+            HookDecision::Continue
+        });
+    }
+    if let Some(kind) = &spec.after_llm_call {
+        let prefix = match kind {
+            HookSpec::Record => None,
+            HookSpec::Prefix { text } => Some(text.clone()),
+            other => return Err(misplaced(HookPoint::AfterLlmCall, other)),
+        };
+        let log = log.clone();
+        hooks = hooks.after_llm_call(move |ctx| {
+            log.push(HookPoint::AfterLlmCall, llm_call(ctx));
+            prefix.as_ref().map(|p| format!("{p}{}", ctx.response.as_deref().unwrap_or_default()))
+        });
+    }
+    Ok(hooks)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crewai_tools::ToolContext;
+
+    fn spec(yaml: &str) -> ToolSpec {
+        yaml_serde::from_str(yaml).unwrap()
+    }
+
+    async fn run(handle: &ToolHandle, args: Value) -> Result<String, ToolError> {
+        handle.tool().run(args, &ToolContext::default()).await.map(|o| o.to_text())
+    }
+
+    #[test]
+    fn python_printing() {
+        assert_eq!(python_str(&json!(42)), "42");
+        assert_eq!(python_str(&json!(2.5)), "2.5");
+        assert_eq!(python_float(25.0), "25.0");
+        assert_eq!(python_str(&json!(true)), "True");
+        assert_eq!(python_json(&json!({"a": 1, "b": "é"})), r#"{"a": 1, "b": "\u00e9"}"#);
+    }
+
+    #[test]
+    fn schema_from_args() {
+        let s = spec("description: d\nargs: {first_number: integer, b: string}\nbehaviour: {kind: multiply}\n");
+        assert_eq!(
+            tool_schema(&s),
+            json!({"properties": {"first_number": {"title": "First Number", "type": "integer"}, "b": {"title": "B", "type": "string"}}, "required": ["first_number", "b"], "type": "object"})
+        );
+        assert_eq!(tool_schema(&spec("args: {}\nbehaviour: {kind: counter}\n")), json!({"properties": {}, "type": "object"}));
+    }
+
+    #[tokio::test]
+    async fn behaviours() {
+        let runs = ToolRuns::default();
+        let multiply = build_tool("m", &spec("args: {a: integer, b: integer}\nbehaviour: {kind: multiply}\n"), &runs);
+        assert_eq!(run(&multiply, json!({"a": 7, "b": 6})).await.unwrap(), "42");
+        assert_eq!(run(&multiply, json!({"a": 1.5, "b": 2})).await.unwrap(), "3.0");
+        let add = build_tool("a", &spec("args: {a: number, b: number}\nbehaviour: {kind: add}\n"), &runs);
+        assert_eq!(run(&add, json!({"a": 2, "b": 3})).await.unwrap(), "5");
+        let divide = build_tool("d", &spec("args: {a: number, b: number}\nbehaviour: {kind: divide}\n"), &runs);
+        assert_eq!(run(&divide, json!({"a": 100, "b": 4})).await.unwrap(), "25.0");
+        assert!(run(&divide, json!({"a": 1, "b": 0})).await.is_err());
+        let echo = build_tool("e", &spec("args: {x: string}\nbehaviour: {kind: echo}\n"), &runs);
+        assert_eq!(run(&echo, json!({"x": "y"})).await.unwrap(), r#"{"x": "y"}"#);
+        let fail = build_tool("f", &spec("behaviour: {kind: fail, message: nope}\n"), &runs);
+        assert_eq!(run(&fail, json!({})).await.unwrap_err().to_string(), "nope");
+        let sequence = build_tool("s", &spec("behaviour: {kind: sequence, values: [a, 2]}\n"), &runs);
+        let mut seen = Vec::new();
+        for _ in 0..3 {
+            seen.push(run(&sequence, json!({})).await.unwrap());
+        }
+        assert_eq!(seen, ["a", "2", "2"]);
+        let counter = build_tool("c", &spec("behaviour: {kind: counter}\n"), &runs);
+        run(&counter, json!({})).await.unwrap();
+        assert_eq!(run(&counter, json!({})).await.unwrap(), "2");
+        let format = build_tool("fmt", &spec("args: {q: string}\nbehaviour: {kind: format, template: 'R: {q} {missing}'}\n"), &runs);
+        assert_eq!(run(&format, json!({"q": "x"})).await.unwrap(), "R: x {missing}");
+        let lookup = build_tool(
+            "l",
+            &spec("args: {query: string}\nbehaviour: {kind: lookup, arg: query, cases: [{contains: [tokyo], value: T}], default: 'none for {query}'}\n"),
+            &runs,
+        );
+        assert_eq!(run(&lookup, json!({"query": "TOKYO size"})).await.unwrap(), "T");
+        assert_eq!(run(&lookup, json!({"query": "Paris"})).await.unwrap(), "none for Paris");
+        let sleep = build_tool("z", &spec("behaviour: {kind: sleep, seconds: 0.01, value: ok}\n"), &runs);
+        assert_eq!(run(&sleep, json!({})).await.unwrap(), "ok");
+        let counts = runs.snapshot();
+        assert_eq!((counts["m"], counts["f"], counts["s"], counts["c"]), (2, 1, 3, 2));
+    }
+
+    #[tokio::test]
+    async fn sleep_is_cancellable() {
+        let runs = ToolRuns::default();
+        let sleep = build_tool("z", &spec("behaviour: {kind: sleep, seconds: 30, value: ok}\n"), &runs);
+        let ctx = ToolContext::default();
+        ctx.cancellation.cancel();
+        assert!(matches!(sleep.tool().run(json!({}), &ctx).await, Err(ToolError::Cancelled)));
+    }
+
+    #[test]
+    fn options_and_cache_functions() {
+        let runs = ToolRuns::default();
+        let handle = build_tool(
+            "m",
+            &spec("behaviour: {kind: multiply}\nresult_as_answer: true\nmax_usage_count: 2\ncache_function: {kind: even_result}\n"),
+            &runs,
+        );
+        assert!(handle.result_as_answer());
+        assert_eq!(handle.max_usage_count(), Some(2));
+        assert!(handle.should_cache(&json!({}), &ToolOutput::Text("12".into())));
+        assert!(!handle.should_cache(&json!({}), &ToolOutput::Text("3".into())));
+        let uncached = build_tool("u", &spec("behaviour: {kind: counter}\ncache: false\n"), &runs);
+        assert!(!uncached.should_cache(&json!({}), &ToolOutput::Text("2".into())));
+    }
+
+    #[test]
+    fn hooks_record_block_and_prefix() {
+        let spec: HooksSpec = yaml_serde::from_str(
+            "before_tool_call: {kind: block, tools: [danger]}\nafter_tool_call: {kind: record}\nbefore_llm_call: {kind: record}\nafter_llm_call: {kind: prefix, text: '[H] '}\n",
+        )
+        .unwrap();
+        let log = HookLog::default();
+        let hooks = build_hooks(&spec, &log).unwrap();
+        let mut danger = ToolCallContext { tool_name: "danger".into(), tool_input: json!({"a": 1}), agent_role: Some("R".into()), ..Default::default() };
+        assert_eq!(hooks.run_before_tool(&mut danger), HookDecision::block());
+        let mut safe = ToolCallContext { tool_name: "safe".into(), ..Default::default() };
+        assert_eq!(hooks.run_before_tool(&mut safe), HookDecision::Continue);
+        let mut llm = LlmCallContext { model: Some("gpt".into()), response: Some("hi".into()), ..Default::default() };
+        assert_eq!(hooks.run_after_llm(&mut llm).as_deref(), Some("[H] hi"));
+        let calls = log.snapshot();
+        assert_eq!(calls[&HookPoint::BeforeToolCall].len(), 2);
+        assert!(calls[&HookPoint::BeforeToolCall][0].has_agent);
+        assert!(calls[&HookPoint::AfterLlmCall][0].has_llm);
+        let bad: HooksSpec = yaml_serde::from_str("after_tool_call: {kind: prefix, text: x}\n").unwrap();
+        assert!(build_hooks(&bad, &log).is_err());
+    }
+}

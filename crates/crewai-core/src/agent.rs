@@ -1,0 +1,792 @@
+//! [`Agent`]: a role-playing worker with a model and tools (CrewAI's `Agent`).
+//!
+//! Build one with [`Agent::builder`]; run it alone with [`Agent::kickoff`] (CrewAI's LiteAgent), or
+//! let a crew run it on tasks through [`Agent::run_task`].
+//!
+//! ```no_run
+//! use crewai_core::agent::Agent;
+//! use crewai_llm::{LlmConfig, build_llm};
+//!
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! let agent = Agent::builder()
+//!     .role("Researcher")
+//!     .goal("Find accurate facts")
+//!     .backstory("You check every claim twice.")
+//!     .llm(build_llm(&LlmConfig::new("gpt-4o-mini"))?)
+//!     .max_iter(10)
+//!     .build()?;
+//! let answer = agent.kickoff("What is the capital of Australia?").await?;
+//! println!("{}", answer.raw);
+//! # Ok(()) }
+//! ```
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crewai_llm::{Llm, LlmConfig, LlmError, Message, RateLimiter, ResponseFormat, Usage};
+use crewai_tools::{ToolCache, ToolFailurePolicy, ToolHandle, ToolSet};
+use serde::Serialize;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+use crate::converter::OutputSchema;
+use crate::error::AgentError;
+use crate::events::{EventBus, EventKind};
+use crate::executor::{Execution, LoopMode, LoopOutcome, RunKind};
+use crate::guardrail::{Guardrail, GuardrailContext};
+use crate::hooks::Hooks;
+use crate::prompts::agent as agent_prompts;
+use crate::usage::UsageTracker;
+
+/// One step of an agent's work, as `step_callback` sees it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum AgentStep {
+    /// A tool ran (or was refused: then `result` says why).
+    ToolCall { tool: String, input: Value, result: String, thought: Option<String> },
+    /// The agent gave its final answer.
+    FinalAnswer { output: String, thought: Option<String> },
+}
+
+/// Called after every step of an agent (CrewAI's `step_callback`).
+pub type StepCallback = Arc<dyn Fn(&AgentStep) + Send + Sync>;
+
+/// The delegation chain of a run: the roles that handed this work down, outermost first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DelegationChain {
+    pub chain: Vec<String>,
+    /// How many hand-offs a request may go through (default 3).
+    pub max_depth: usize,
+}
+
+impl Default for DelegationChain {
+    fn default() -> Self {
+        DelegationChain { chain: Vec::new(), max_depth: 3 }
+    }
+}
+
+impl DelegationChain {
+    /// The chain one level down, after `role` delegated.
+    pub fn extended(&self, role: &str) -> Self {
+        let mut next = self.clone();
+        next.chain.push(role.to_string());
+        next
+    }
+
+    pub fn depth(&self) -> usize {
+        self.chain.len()
+    }
+}
+
+/// What a run shares with the crew around it (or what a standalone run gets by default): where events
+/// go, the hooks, the tool cache, the crew's rate limit, cancellation and delegation state.
+#[derive(Clone, Default)]
+pub struct RunServices {
+    pub events: EventBus,
+    /// Crew-level hooks; the agent's own hooks run after them.
+    pub hooks: Hooks,
+    /// The crew's tool-result cache (`None`: no caching, CrewAI's default).
+    pub tool_cache: Option<ToolCache>,
+    /// The crew's `max_rpm` limiter; an agent's own `max_rpm` wins.
+    pub rate_limiter: Option<Arc<RateLimiter>>,
+    pub crew_name: Option<String>,
+    pub crew_id: Option<String>,
+    /// Cancelling it stops the run promptly (in-flight calls are dropped).
+    pub cancellation: CancellationToken,
+    pub delegation: DelegationChain,
+    /// Every LLM call's usage is recorded here (per agent role and task).
+    pub usage: UsageTracker,
+    /// The crew's step callback, used when the agent has none.
+    pub step_callback: Option<StepCallback>,
+    /// The crew's tool failure policy, used when the agent has none (default warn).
+    pub tool_failure_policy: Option<ToolFailurePolicy>,
+    /// Stream model replies and emit `llm_stream_chunk` events (crew `stream: true`).
+    pub stream: bool,
+    /// A deadline for agents without `max_execution_time` (a crew-wide default).
+    pub default_timeout: Option<Duration>,
+}
+
+impl fmt::Debug for RunServices {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RunServices")
+            .field("crew_name", &self.crew_name)
+            .field("crew_id", &self.crew_id)
+            .field("hooks", &self.hooks)
+            .field("tool_cache", &self.tool_cache.is_some())
+            .field("rate_limiter", &self.rate_limiter.is_some())
+            .field("delegation", &self.delegation)
+            .field("stream", &self.stream)
+            .finish()
+    }
+}
+
+/// One task for an agent, prepared by the task/crew layer.
+#[derive(Debug, Clone, Default)]
+pub struct AgentTaskRequest {
+    /// The task prompt without the user-message wrapper: description, expected output, and any
+    /// format instructions (see [`crate::prompts::agent::task_prompt`]).
+    pub task_prompt: String,
+    /// Earlier outputs this task works from; added after the prompt.
+    pub context: Option<String>,
+    /// The tools for this task (the task's, or else the agent's, plus delegation tools).
+    pub tools: ToolSet,
+    /// Ask the provider for this JSON schema (only honoured when there are no tools, as CrewAI).
+    pub response_format: Option<ResponseFormat>,
+    pub task_name: Option<String>,
+    pub task_id: Option<String>,
+    /// The event the agent's events hang under (the `task_started` event).
+    pub parent_event_id: Option<Uuid>,
+    pub services: RunServices,
+}
+
+impl AgentTaskRequest {
+    pub fn new(task_prompt: impl Into<String>) -> Self {
+        AgentTaskRequest { task_prompt: task_prompt.into(), ..Default::default() }
+    }
+    pub fn with_context(mut self, context: impl Into<String>) -> Self {
+        self.context = Some(context.into());
+        self
+    }
+    pub fn with_tools(mut self, tools: impl Into<ToolSet>) -> Self {
+        self.tools = tools.into();
+        self
+    }
+    pub fn with_response_format(mut self, format: ResponseFormat) -> Self {
+        self.response_format = Some(format);
+        self
+    }
+    pub fn with_task_name(mut self, name: impl Into<String>) -> Self {
+        self.task_name = Some(name.into());
+        self
+    }
+    pub fn with_parent_event(mut self, parent: Uuid) -> Self {
+        self.parent_event_id = Some(parent);
+        self
+    }
+    pub fn with_services(mut self, services: RunServices) -> Self {
+        self.services = services;
+        self
+    }
+}
+
+/// What an agent produced for a task.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AgentTaskResult {
+    /// The final answer text.
+    pub raw: String,
+    /// The reply parsed as JSON when a response format was sent and honoured.
+    pub typed: Option<Value>,
+    /// The whole conversation of the successful attempt.
+    pub messages: Vec<Message>,
+    /// Usage of every LLM call of this execution (retries included).
+    pub usage: Usage,
+    /// The answer is a `result_as_answer` tool's output.
+    pub result_as_answer: bool,
+    /// Tool calls that failed (CrewAI's `task.tools_errors`).
+    pub tool_errors: u32,
+}
+
+/// What `Agent::kickoff` takes: a request text or a conversation.
+#[derive(Debug, Clone, PartialEq)]
+pub enum KickoffInput {
+    Text(String),
+    Messages(Vec<Message>),
+}
+
+impl From<&str> for KickoffInput {
+    fn from(text: &str) -> Self {
+        KickoffInput::Text(text.to_string())
+    }
+}
+
+impl From<String> for KickoffInput {
+    fn from(text: String) -> Self {
+        KickoffInput::Text(text)
+    }
+}
+
+impl From<Vec<Message>> for KickoffInput {
+    fn from(messages: Vec<Message>) -> Self {
+        KickoffInput::Messages(messages)
+    }
+}
+
+/// What `Agent::kickoff` returns (CrewAI's `LiteAgentOutput`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct AgentOutput {
+    pub raw: String,
+    /// The structured value (CrewAI's `pydantic`): from the response format or a guardrail.
+    pub typed: Option<Value>,
+    pub agent_role: String,
+    pub messages: Vec<Message>,
+    /// This kickoff's usage (CrewAI's `usage_metrics`).
+    pub usage: Usage,
+}
+
+impl AgentOutput {
+    /// The structured value deserialised into `T`.
+    pub fn typed_as<T: serde::de::DeserializeOwned>(&self) -> Result<T, String> {
+        let value = self.typed.as_ref().ok_or_else(|| "the output has no structured value".to_string())?;
+        serde_json::from_value(value.clone()).map_err(|e| e.to_string())
+    }
+}
+
+impl fmt::Display for AgentOutput {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.raw)
+    }
+}
+
+#[derive(Clone)]
+pub(crate) struct AgentConfig {
+    pub(crate) id: Uuid,
+    pub(crate) role: String,
+    pub(crate) goal: String,
+    pub(crate) backstory: String,
+    /// `Err` keeps why no model could be made, reported when the agent first needs one.
+    pub(crate) llm: Result<Arc<dyn Llm>, LlmError>,
+    pub(crate) function_calling_llm: Option<Arc<dyn Llm>>,
+    pub(crate) tools: Vec<ToolHandle>,
+    pub(crate) max_iter: u32,
+    pub(crate) max_rpm: Option<u32>,
+    pub(crate) rate_limiter: Option<Arc<RateLimiter>>,
+    pub(crate) max_execution_time: Option<Duration>,
+    pub(crate) max_retry_limit: u32,
+    pub(crate) allow_delegation: bool,
+    pub(crate) use_system_prompt: bool,
+    pub(crate) system_template: Option<String>,
+    pub(crate) prompt_template: Option<String>,
+    pub(crate) response_template: Option<String>,
+    pub(crate) respect_context_window: bool,
+    pub(crate) inject_date: bool,
+    pub(crate) date_format: String,
+    pub(crate) step_callback: Option<StepCallback>,
+    pub(crate) guardrail: Option<Guardrail>,
+    pub(crate) guardrail_max_retries: u32,
+    pub(crate) tool_failure_policy: Option<ToolFailurePolicy>,
+    pub(crate) cache: bool,
+    pub(crate) verbose: bool,
+    pub(crate) hooks: Hooks,
+    pub(crate) event_bus: Option<EventBus>,
+}
+
+/// An agent (cheap to clone: the configuration is shared).
+#[derive(Clone)]
+pub struct Agent {
+    pub(crate) config: Arc<AgentConfig>,
+}
+
+impl fmt::Debug for Agent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let c = &self.config;
+        f.debug_struct("Agent")
+            .field("role", &c.role)
+            .field("goal", &c.goal)
+            .field("llm", &c.llm.as_ref().map(|l| l.model().to_string()).ok())
+            .field("tools", &c.tools.iter().map(|t| t.name().to_string()).collect::<Vec<_>>())
+            .field("max_iter", &c.max_iter)
+            .field("allow_delegation", &c.allow_delegation)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Agent {
+    /// Starts building an agent; `role`, `goal` and `backstory` are required.
+    pub fn builder() -> AgentBuilder {
+        AgentBuilder::default()
+    }
+
+    /// Its id (a fresh UUID per built agent; copies made with `with_*` keep it).
+    pub fn id(&self) -> Uuid {
+        self.config.id
+    }
+    pub fn role(&self) -> &str {
+        &self.config.role
+    }
+    pub fn goal(&self) -> &str {
+        &self.config.goal
+    }
+    pub fn backstory(&self) -> &str {
+        &self.config.backstory
+    }
+    /// Its model, or why it has none.
+    pub fn llm(&self) -> Result<Arc<dyn Llm>, AgentError> {
+        self.config.llm.clone().map_err(|source| AgentError::NoLlm { role: self.config.role.clone(), source })
+    }
+    pub fn function_calling_llm(&self) -> Option<&Arc<dyn Llm>> {
+        self.config.function_calling_llm.as_ref()
+    }
+    pub fn tools(&self) -> &[ToolHandle] {
+        &self.config.tools
+    }
+    pub fn max_iter(&self) -> u32 {
+        self.config.max_iter
+    }
+    pub fn max_rpm(&self) -> Option<u32> {
+        self.config.max_rpm
+    }
+    pub fn max_execution_time(&self) -> Option<Duration> {
+        self.config.max_execution_time
+    }
+    pub fn max_retry_limit(&self) -> u32 {
+        self.config.max_retry_limit
+    }
+    pub fn allow_delegation(&self) -> bool {
+        self.config.allow_delegation
+    }
+    pub fn use_system_prompt(&self) -> bool {
+        self.config.use_system_prompt
+    }
+    pub fn respect_context_window(&self) -> bool {
+        self.config.respect_context_window
+    }
+    pub fn step_callback(&self) -> Option<&StepCallback> {
+        self.config.step_callback.as_ref()
+    }
+    pub fn guardrail(&self) -> Option<&Guardrail> {
+        self.config.guardrail.as_ref()
+    }
+    pub fn guardrail_max_retries(&self) -> u32 {
+        self.config.guardrail_max_retries
+    }
+    pub fn tool_failure_policy(&self) -> Option<ToolFailurePolicy> {
+        self.config.tool_failure_policy
+    }
+    /// Whether the agent joins the crew's tool cache (CrewAI's `cache`, default true).
+    pub fn cache(&self) -> bool {
+        self.config.cache
+    }
+    pub fn verbose(&self) -> bool {
+        self.config.verbose
+    }
+    pub fn hooks(&self) -> &Hooks {
+        &self.config.hooks
+    }
+    /// The bus `kickoff` reports to (a fresh one per kickoff when none was given).
+    pub fn event_bus(&self) -> Option<&EventBus> {
+        self.config.event_bus.as_ref()
+    }
+
+    fn modified(&self, change: impl FnOnce(&mut AgentConfig)) -> Agent {
+        let mut config = (*self.config).clone();
+        change(&mut config);
+        Agent { config: Arc::new(config) }
+    }
+
+    /// A copy with other role, goal and backstory (what `{placeholder}` interpolation produces).
+    pub fn with_identity(&self, role: impl Into<String>, goal: impl Into<String>, backstory: impl Into<String>) -> Agent {
+        let (role, goal, backstory) = (role.into(), goal.into(), backstory.into());
+        self.modified(|c| {
+            c.role = role;
+            c.goal = goal;
+            c.backstory = backstory;
+        })
+    }
+
+    /// A copy with other tools.
+    pub fn with_tools(&self, tools: Vec<ToolHandle>) -> Agent {
+        self.modified(|c| c.tools = tools)
+    }
+
+    /// A copy with another model (a crew's `manager_llm`, a project override).
+    pub fn with_llm(&self, llm: Arc<dyn Llm>) -> Agent {
+        self.modified(|c| c.llm = Ok(llm))
+    }
+
+    /// A copy with a function-calling model set (inherited from the crew when the agent has none).
+    pub fn with_function_calling_llm(&self, llm: Arc<dyn Llm>) -> Agent {
+        self.modified(|c| c.function_calling_llm = Some(llm))
+    }
+}
+
+/// Builds an [`Agent`]; defaults are CrewAI's.
+#[derive(Default)]
+pub struct AgentBuilder {
+    role: Option<String>,
+    goal: Option<String>,
+    backstory: Option<String>,
+    llm: Option<Result<Arc<dyn Llm>, LlmError>>,
+    function_calling_llm: Option<Arc<dyn Llm>>,
+    tools: Vec<ToolHandle>,
+    max_iter: Option<u32>,
+    max_rpm: Option<u32>,
+    max_execution_time: Option<Duration>,
+    max_retry_limit: Option<u32>,
+    allow_delegation: bool,
+    use_system_prompt: Option<bool>,
+    system_template: Option<String>,
+    prompt_template: Option<String>,
+    response_template: Option<String>,
+    respect_context_window: Option<bool>,
+    inject_date: bool,
+    date_format: Option<String>,
+    step_callback: Option<StepCallback>,
+    guardrail: Option<Guardrail>,
+    guardrail_max_retries: Option<u32>,
+    tool_failure_policy: Option<ToolFailurePolicy>,
+    cache: Option<bool>,
+    verbose: bool,
+    hooks: Hooks,
+    event_bus: Option<EventBus>,
+}
+
+impl AgentBuilder {
+    pub fn role(mut self, role: impl Into<String>) -> Self {
+        self.role = Some(role.into());
+        self
+    }
+    pub fn goal(mut self, goal: impl Into<String>) -> Self {
+        self.goal = Some(goal.into());
+        self
+    }
+    pub fn backstory(mut self, backstory: impl Into<String>) -> Self {
+        self.backstory = Some(backstory.into());
+        self
+    }
+    /// The model (default: `MODEL` from the environment, else `gpt-4.1-mini`).
+    pub fn llm(mut self, llm: Arc<dyn Llm>) -> Self {
+        self.llm = Some(Ok(llm));
+        self
+    }
+    /// The model, from a configuration (`openai/gpt-4o-mini`, or a mapping); built when the agent is.
+    pub fn llm_config(mut self, config: &LlmConfig) -> Self {
+        self.llm = Some(crewai_llm::build_llm(config));
+        self
+    }
+    /// CrewAI's `function_calling_llm` (deprecated there): kept for compatibility; the native loop
+    /// calls tools with the agent's own model, as current CrewAI does.
+    pub fn function_calling_llm(mut self, llm: Arc<dyn Llm>) -> Self {
+        self.function_calling_llm = Some(llm);
+        self
+    }
+    pub fn tools(mut self, tools: Vec<ToolHandle>) -> Self {
+        self.tools = tools;
+        self
+    }
+    pub fn tool(mut self, tool: ToolHandle) -> Self {
+        self.tools.push(tool);
+        self
+    }
+    /// Tool rounds before the agent must answer (default 25).
+    pub fn max_iter(mut self, max_iter: u32) -> Self {
+        self.max_iter = Some(max_iter);
+        self
+    }
+    /// The agent's own requests-per-minute limit (wins over the crew's).
+    pub fn max_rpm(mut self, max_rpm: u32) -> Self {
+        self.max_rpm = Some(max_rpm);
+        self
+    }
+    /// A deadline on each whole execution (default none).
+    pub fn max_execution_time(mut self, limit: Duration) -> Self {
+        self.max_execution_time = Some(limit);
+        self
+    }
+    /// Re-runs after an error (default 2; not after a timeout).
+    pub fn max_retry_limit(mut self, retries: u32) -> Self {
+        self.max_retry_limit = Some(retries);
+        self
+    }
+    pub fn allow_delegation(mut self, allow: bool) -> Self {
+        self.allow_delegation = allow;
+        self
+    }
+    /// `false` sends everything as one user message (models without system prompts).
+    pub fn use_system_prompt(mut self, use_it: bool) -> Self {
+        self.use_system_prompt = Some(use_it);
+        self
+    }
+    /// A template with `{{ .System }}`; used together with `prompt_template`.
+    pub fn system_template(mut self, template: impl Into<String>) -> Self {
+        self.system_template = Some(template.into());
+        self
+    }
+    /// A template with `{{ .Prompt }}`; used together with `system_template`.
+    pub fn prompt_template(mut self, template: impl Into<String>) -> Self {
+        self.prompt_template = Some(template.into());
+        self
+    }
+    /// A template with `{{ .Response }}`; the part before it ends the prompt.
+    pub fn response_template(mut self, template: impl Into<String>) -> Self {
+        self.response_template = Some(template.into());
+        self
+    }
+    /// Summarise the history when it outgrows the model's window (default true).
+    pub fn respect_context_window(mut self, respect: bool) -> Self {
+        self.respect_context_window = Some(respect);
+        self
+    }
+    /// Append today's date to the system prompt.
+    pub fn inject_date(mut self, inject: bool) -> Self {
+        self.inject_date = inject;
+        self
+    }
+    /// The date's strftime format (default `%Y-%m-%d`).
+    pub fn date_format(mut self, format: impl Into<String>) -> Self {
+        self.date_format = Some(format.into());
+        self
+    }
+    pub fn step_callback(mut self, callback: impl Fn(&AgentStep) + Send + Sync + 'static) -> Self {
+        self.step_callback = Some(Arc::new(callback));
+        self
+    }
+    /// Checks `kickoff`'s answer (tasks have their own guardrails).
+    pub fn guardrail(mut self, guardrail: Guardrail) -> Self {
+        self.guardrail = Some(guardrail);
+        self
+    }
+    /// Retries after a guardrail failure (default 3).
+    pub fn guardrail_max_retries(mut self, retries: u32) -> Self {
+        self.guardrail_max_retries = Some(retries);
+        self
+    }
+    pub fn tool_failure_policy(mut self, policy: ToolFailurePolicy) -> Self {
+        self.tool_failure_policy = Some(policy);
+        self
+    }
+    /// Whether the agent uses the crew's tool cache when the crew has one (default true).
+    pub fn cache(mut self, cache: bool) -> Self {
+        self.cache = Some(cache);
+        self
+    }
+    pub fn verbose(mut self, verbose: bool) -> Self {
+        self.verbose = verbose;
+        self
+    }
+    /// The agent's own hooks (they run after the crew's).
+    pub fn hooks(mut self, hooks: Hooks) -> Self {
+        self.hooks = hooks;
+        self
+    }
+    /// Where `kickoff` reports its events.
+    pub fn event_bus(mut self, bus: EventBus) -> Self {
+        self.event_bus = Some(bus);
+        self
+    }
+
+    /// Checks the configuration and builds the agent.
+    pub fn build(self) -> Result<Agent, AgentError> {
+        let role = self.role.filter(|r| !r.trim().is_empty());
+        let config_error = |message: &str| AgentError::Config { role: role.clone(), message: message.to_string() };
+        let Some(role_text) = role.clone() else {
+            return Err(config_error("`role` is required"));
+        };
+        let goal = self.goal.filter(|g| !g.trim().is_empty()).ok_or_else(|| config_error("`goal` is required"))?;
+        let backstory = self.backstory.filter(|b| !b.trim().is_empty()).ok_or_else(|| config_error("`backstory` is required"))?;
+        if self.max_rpm == Some(0) {
+            return Err(config_error("`max_rpm` must be at least 1 (leave it unset for no limit)"));
+        }
+        if self.max_execution_time.is_some_and(|t| t.is_zero()) {
+            return Err(config_error("`max_execution_time` must be longer than zero (leave it unset for no deadline)"));
+        }
+        let date_format = self.date_format.unwrap_or_else(|| "%Y-%m-%d".to_string());
+        if chrono::format::StrftimeItems::new(&date_format).any(|item| matches!(item, chrono::format::Item::Error)) {
+            return Err(config_error(&format!("`date_format` '{date_format}' is not a valid strftime format (for example %Y-%m-%d)")));
+        }
+        let llm = self.llm.unwrap_or_else(crewai_llm::default_llm);
+        Ok(Agent {
+            config: Arc::new(AgentConfig {
+                id: Uuid::new_v4(),
+                role: role_text,
+                goal,
+                backstory,
+                llm,
+                function_calling_llm: self.function_calling_llm,
+                tools: self.tools,
+                max_iter: self.max_iter.unwrap_or(25),
+                max_rpm: self.max_rpm,
+                rate_limiter: self.max_rpm.map(RateLimiter::per_minute),
+                max_execution_time: self.max_execution_time,
+                max_retry_limit: self.max_retry_limit.unwrap_or(2),
+                allow_delegation: self.allow_delegation,
+                use_system_prompt: self.use_system_prompt.unwrap_or(true),
+                system_template: self.system_template,
+                prompt_template: self.prompt_template,
+                response_template: self.response_template,
+                respect_context_window: self.respect_context_window.unwrap_or(true),
+                inject_date: self.inject_date,
+                date_format,
+                step_callback: self.step_callback,
+                guardrail: self.guardrail,
+                guardrail_max_retries: self.guardrail_max_retries.unwrap_or(3),
+                tool_failure_policy: self.tool_failure_policy,
+                cache: self.cache.unwrap_or(true),
+                verbose: self.verbose,
+                hooks: self.hooks,
+                event_bus: self.event_bus,
+            }),
+        })
+    }
+}
+
+impl Agent {
+    fn execution(&self, services: RunServices, tools: ToolSet, kind: RunKind) -> Result<Execution, AgentError> {
+        Ok(Execution::new(self, self.llm()?, services, tools, kind))
+    }
+
+    /// Runs one task the task/crew layer prepared: emits `agent_execution_started` (under the
+    /// request's parent event), runs the loop the model and tools call for, and emits
+    /// `agent_execution_completed` (or `agent_execution_error` for each failed attempt).
+    pub async fn run_task(&self, request: AgentTaskRequest) -> Result<AgentTaskResult, AgentError> {
+        let AgentTaskRequest { task_prompt, context, tools, response_format, task_name, task_id, parent_event_id, services } = request;
+        let mut execution = self.execution(services, tools, RunKind::Task)?;
+        execution.response_format = response_format;
+        execution.task_name = task_name;
+        execution.task_id = task_id;
+        let events = execution.services.events.clone();
+        let started = events.emit(
+            parent_event_id,
+            EventKind::AgentExecutionStarted {
+                agent_role: self.role().to_string(),
+                agent_id: self.id().to_string(),
+                task_name: execution.task_name.clone(),
+                task_prompt: task_prompt.clone(),
+                tools: execution.tools.names().iter().map(|n| n.to_string()).collect(),
+            },
+        );
+        execution.event_id = Some(started);
+        let task_text = match context.as_deref().filter(|c| !c.trim().is_empty()) {
+            Some(context) => agent_prompts::with_context(&task_prompt, context),
+            None => task_prompt.clone(),
+        };
+        let messages = execution.opening_messages(&KickoffInput::Text(task_text));
+        let outcome = execution.run(&messages, &execution.work_label(&task_prompt)).await?;
+        events.emit(
+            parent_event_id,
+            EventKind::AgentExecutionCompleted {
+                agent_role: self.role().to_string(),
+                agent_id: self.id().to_string(),
+                task_name: execution.task_name.clone(),
+                output: outcome.output.clone(),
+            },
+        );
+        Ok(AgentTaskResult {
+            raw: outcome.output,
+            typed: outcome.typed,
+            messages: outcome.messages,
+            usage: execution.usage(),
+            result_as_answer: outcome.result_as_answer,
+            tool_errors: execution.tool_errors(),
+        })
+    }
+
+    /// Runs the agent on its own (CrewAI's `Agent.kickoff` / LiteAgent) with its own tools, hooks and
+    /// event bus, applying its guardrail.
+    pub async fn kickoff(&self, input: impl Into<KickoffInput>) -> Result<AgentOutput, AgentError> {
+        self.kickoff_with(input, None, RunServices { events: self.config.event_bus.clone().unwrap_or_default(), ..Default::default() }).await
+    }
+
+    /// [`Agent::kickoff`] asking for structured output: without tools the first call already asks the
+    /// provider for the schema; with tools the final answer is parsed (or converted by one more call).
+    pub async fn kickoff_with_format(&self, input: impl Into<KickoffInput>, format: ResponseFormat) -> Result<AgentOutput, AgentError> {
+        self.kickoff_with(input, Some(format), RunServices { events: self.config.event_bus.clone().unwrap_or_default(), ..Default::default() }).await
+    }
+
+    /// The general kickoff: an optional response format and the services to run with (a flow passes
+    /// its event bus, cancellation and usage tracker here).
+    pub async fn kickoff_with(&self, input: impl Into<KickoffInput>, format: Option<ResponseFormat>, services: RunServices) -> Result<AgentOutput, AgentError> {
+        let input = input.into();
+        let mut execution = self.execution(services, ToolSet::from(self.tools().to_vec()), RunKind::Kickoff)?;
+        let input = match (&input, &format) {
+            (KickoffInput::Text(text), Some(format)) => KickoffInput::Text(format!("{text}{}", agent_prompts::kickoff_format_hint(&schema_fields(&format.schema)))),
+            _ => input,
+        };
+        if execution.mode == LoopMode::Direct {
+            execution.response_format = format.clone();
+        }
+        let events = execution.services.events.clone();
+        let started = events.emit(
+            None,
+            EventKind::LiteAgentExecutionStarted {
+                agent_role: self.role().to_string(),
+                agent_id: self.id().to_string(),
+                tools: execution.tools.names().iter().map(|n| n.to_string()).collect(),
+                messages: serde_json::to_value(match &input {
+                    KickoffInput::Text(text) => vec![Message::user(text.clone())],
+                    KickoffInput::Messages(messages) => messages.clone(),
+                })
+                .unwrap_or(Value::Null),
+            },
+        );
+        execution.event_id = Some(started);
+        let request_text = match &input {
+            KickoffInput::Text(text) => text.clone(),
+            KickoffInput::Messages(messages) => messages.iter().filter(|m| m.role == crewai_llm::Role::User).map(Message::text).collect::<Vec<_>>().join("\n"),
+        };
+        let label = execution.work_label(&request_text);
+        let mut outcome = execution.run(&execution.opening_messages(&input), &label).await?;
+        let mut typed = self.structured_value(&execution, &outcome, format.as_ref()).await?;
+
+        let mut retries = 0;
+        if let Some(guardrail) = self.guardrail() {
+            loop {
+                let mut checked = crate::output::TaskOutput::new(request_text.clone(), String::new(), outcome.output.clone(), self.role());
+                checked.pydantic = typed.clone();
+                let ctx = GuardrailContext {
+                    llm: Some(&execution.llm),
+                    events: &events,
+                    parent_event_id: Some(started),
+                    retry_count: retries,
+                    agent_role: Some(self.role()),
+                    task_name: None,
+                };
+                let verdict = guardrail.evaluate(&checked, ctx).await.map_err(|e| AgentError::Guardrail { role: self.role().to_string(), message: e.to_string() })?;
+                match verdict.outcome {
+                    Ok(pass) => {
+                        pass.apply(&mut checked);
+                        outcome.output = checked.raw;
+                        typed = checked.pydantic;
+                        break;
+                    }
+                    Err(feedback) => {
+                        if retries >= self.guardrail_max_retries() {
+                            let error = AgentError::GuardrailFailed { role: self.role().to_string(), retries, last_error: feedback };
+                            execution.emit_error(&error);
+                            return Err(error);
+                        }
+                        retries += 1;
+                        let mut messages = outcome.messages;
+                        messages.push(Message::user(agent_prompts::guardrail_feedback(&feedback)));
+                        outcome = execution.run(&messages, &label).await?;
+                        typed = self.structured_value(&execution, &outcome, format.as_ref()).await?;
+                    }
+                }
+            }
+        }
+
+        events.emit(
+            None,
+            EventKind::LiteAgentExecutionCompleted { agent_role: self.role().to_string(), agent_id: self.id().to_string(), output: outcome.output.clone() },
+        );
+        Ok(AgentOutput { raw: outcome.output, typed, agent_role: self.role().to_string(), messages: outcome.messages, usage: execution.usage() })
+    }
+
+    /// The kickoff's typed value: the direct loop's parsed reply, or the tool loops' answer parsed
+    /// (and, when it is prose, converted by one more call).
+    async fn structured_value(&self, execution: &Execution, outcome: &LoopOutcome, format: Option<&ResponseFormat>) -> Result<Option<Value>, AgentError> {
+        let Some(format) = format else {
+            return Ok(None);
+        };
+        if outcome.typed.is_some() {
+            return Ok(outcome.typed.clone());
+        }
+        let schema = OutputSchema::json(format.schema.clone());
+        if let Ok(value) = schema.parse_lenient(&outcome.output) {
+            return Ok(Some(value));
+        }
+        let (value, usage) = schema.convert_with_llm(execution.llm.as_ref(), &outcome.output, 1).await.map_err(|e| AgentError::InvalidStructuredOutput {
+            role: self.role().to_string(),
+            format: format.name.clone(),
+            message: e.to_string(),
+        })?;
+        execution.record_usage(&usage);
+        Ok(Some(value))
+    }
+}
+
+/// The top-level property names of an object schema.
+fn schema_fields(schema: &Value) -> Vec<String> {
+    schema.get("properties").and_then(Value::as_object).map(|props| props.keys().cloned().collect()).unwrap_or_default()
+}

@@ -1,0 +1,1018 @@
+//! [`Crew`]: agents working through tasks, sequentially or under a manager (CrewAI's `Crew`).
+//!
+//! A crew is a specification plus the bookkeeping of its latest kickoff (usage, the manager's
+//! tools). Every kickoff works on its own interpolated copies of the agents and tasks, with its own
+//! usage ledger and deadlines, so kickoffs never share run state: not between two crews, and not
+//! between two kickoffs of the same crew.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::io::Write;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use chrono::Utc;
+use crewai_llm::{Llm, RateLimiter};
+use crewai_tools::{ToolCache, ToolHandle};
+use futures::{Stream, StreamExt};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+use crate::agent::{Agent, DelegationChain, RunServices, StepCallback};
+use crate::delegation::DEFAULT_MAX_DELEGATION_DEPTH;
+use crate::events::{ConsoleListener, Event, EventBus, EventKind};
+use crate::hooks::Hooks;
+use crate::interpolate::{Inputs, InterpolationError, Location, interpolate, placeholders};
+use crate::output::{CrewOutput, TaskOutput};
+use crate::process::hierarchical::{self, ManagerError};
+use crate::process::{RunContext, execute_task, merge_tools};
+use crate::prompts::crew as prompts;
+use crate::store::{InMemoryTaskOutputStore, StoreError, StoredTaskOutput, TaskOutputStore};
+use crate::task::{ConsoleInputProvider, InputProvider, Task, TaskCallback, TaskContext, TaskError};
+use crate::usage::{UsageSummary, UsageTracker};
+
+/// How a crew goes through its tasks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Process {
+    /// Each task by its own agent, in order.
+    #[default]
+    Sequential,
+    /// Every task through a manager that delegates to the agents.
+    Hierarchical,
+}
+
+/// Changes the inputs before a kickoff (CrewAI's `before_kickoff_callbacks`).
+pub type BeforeKickoff = Arc<dyn Fn(Inputs) -> Inputs + Send + Sync>;
+/// Changes the output after a kickoff (CrewAI's `after_kickoff_callbacks`).
+pub type AfterKickoff = Arc<dyn Fn(CrewOutput) -> CrewOutput + Send + Sync>;
+
+/// The default deadline of a task whose agent has no `max_execution_time`.
+pub const DEFAULT_TASK_TIMEOUT: Duration = Duration::from_secs(3600);
+/// How many kickoffs `kickoff_for_each` runs at once by default.
+pub const DEFAULT_KICKOFF_CONCURRENCY: usize = 4;
+
+/// Everything that can go wrong building or running a crew.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum CrewError {
+    #[error("crew '{crew}' is misconfigured: {message}")]
+    Config { crew: String, message: String },
+    #[error("crew '{crew}': `{feature}: true` is not supported yet; remove it (it is never silently ignored)")]
+    Unsupported { crew: String, feature: &'static str },
+    #[error("crew '{crew}': {source}")]
+    Manager { crew: String, source: ManagerError },
+    #[error(transparent)]
+    Interpolation(#[from] InterpolationError),
+    #[error(transparent)]
+    Task(#[from] TaskError),
+    #[error("crew '{crew}': task '{task}' crashed: {message}")]
+    TaskPanicked { crew: String, task: String, message: String },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("{0}")]
+    Replay(String),
+}
+
+#[derive(Default)]
+struct RunRecord {
+    usage: UsageSummary,
+    manager_tools: Vec<ToolHandle>,
+}
+
+struct CrewSpec {
+    id: Uuid,
+    name: String,
+    agents: Vec<Agent>,
+    tasks: Vec<Task>,
+    process: Process,
+    manager: Option<Agent>,
+    function_calling_llm: Option<Arc<dyn Llm>>,
+    rate_limiter: Option<Arc<RateLimiter>>,
+    cache: bool,
+    stream: bool,
+    events: EventBus,
+    hooks: Hooks,
+    step_callback: Option<StepCallback>,
+    task_callback: Option<TaskCallback>,
+    before_kickoff: Vec<BeforeKickoff>,
+    after_kickoff: Vec<AfterKickoff>,
+    store: Arc<dyn TaskOutputStore>,
+    input_provider: Arc<dyn InputProvider>,
+    task_timeout: Option<Duration>,
+    max_delegation_depth: usize,
+    kickoff_concurrency: usize,
+    last_run: Mutex<RunRecord>,
+}
+
+/// A crew of agents and their tasks.
+///
+/// ```no_run
+/// use crewai_core::agent::Agent;
+/// use crewai_core::crew::Crew;
+/// use crewai_core::task::Task;
+/// use crewai_llm::{build_llm, LlmConfig};
+///
+/// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+/// let llm = build_llm(&LlmConfig::new("gpt-4o-mini"))?;
+/// let researcher = Agent::builder().role("{topic} Researcher").goal("Find facts").backstory("Careful.").llm(llm).build()?;
+/// let research = Task::builder().name("research").description("Three facts about {topic}").expected_output("Three bullets").agent(researcher.clone()).build()?;
+/// let crew = Crew::builder().agents(vec![researcher]).tasks(vec![research]).build()?;
+/// let output = crew.kickoff([("topic".to_string(), "AI".into())].into()).await?;
+/// println!("{}\n{} tokens", output.raw, output.token_usage.total_tokens);
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct Crew {
+    spec: Arc<CrewSpec>,
+}
+
+impl fmt::Debug for Crew {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Crew")
+            .field("name", &self.spec.name)
+            .field("process", &self.spec.process)
+            .field("agents", &self.spec.agents.iter().map(|a| a.role().to_string()).collect::<Vec<_>>())
+            .field("tasks", &self.spec.tasks.iter().map(Task::key).collect::<Vec<_>>())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The agents and tasks of one kickoff, interpolated.
+struct Prepared {
+    agents: Vec<Agent>,
+    tasks: Vec<Task>,
+    manager: Option<Agent>,
+}
+
+/// Where a replay starts: the task index and the restored outputs before it.
+struct ReplayStart {
+    index: usize,
+    restored: Vec<(usize, TaskOutput)>,
+}
+
+impl Crew {
+    pub fn builder() -> CrewBuilder {
+        CrewBuilder::default()
+    }
+
+    pub fn id(&self) -> Uuid {
+        self.spec.id
+    }
+    pub fn name(&self) -> &str {
+        &self.spec.name
+    }
+    pub fn agents(&self) -> &[Agent] {
+        &self.spec.agents
+    }
+    pub fn tasks(&self) -> &[Task] {
+        &self.spec.tasks
+    }
+    pub fn process(&self) -> Process {
+        self.spec.process
+    }
+    /// The manager of a hierarchical crew.
+    pub fn manager(&self) -> Option<&Agent> {
+        self.spec.manager.as_ref()
+    }
+    /// The bus this crew reports to.
+    pub fn event_bus(&self) -> &EventBus {
+        &self.spec.events
+    }
+
+    fn record(&self) -> MutexGuard<'_, RunRecord> {
+        // Plain data: a panic elsewhere cannot leave it half-written.
+        self.spec.last_run.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Usage of the latest kickoff (the sum of all runs after `kickoff_for_each`): in total, per
+    /// agent role (the manager included) and per task.
+    pub fn usage(&self) -> UsageSummary {
+        self.record().usage.clone()
+    }
+
+    /// The tools the manager had for the last task it ran (the two delegation tools).
+    pub fn manager_tools(&self) -> Vec<ToolHandle> {
+        self.record().manager_tools.clone()
+    }
+
+    /// The placeholder names the agents and tasks use (CrewAI's `fetch_inputs`).
+    pub fn fetch_inputs(&self) -> BTreeSet<String> {
+        let mut names = BTreeSet::new();
+        for agent in &self.spec.agents {
+            for text in [agent.role(), agent.goal(), agent.backstory()] {
+                names.extend(placeholders(text));
+            }
+        }
+        for task in &self.spec.tasks {
+            names.extend(placeholders(task.description()));
+            names.extend(placeholders(task.expected_output()));
+        }
+        names
+    }
+
+    /// A copy of the crew with its own run bookkeeping (the bus, store and rate limit are shared).
+    pub fn copy(&self) -> Crew {
+        let s = &self.spec;
+        Crew {
+            spec: Arc::new(CrewSpec {
+                id: Uuid::new_v4(),
+                name: s.name.clone(),
+                agents: s.agents.clone(),
+                tasks: s.tasks.clone(),
+                process: s.process,
+                manager: s.manager.clone(),
+                function_calling_llm: s.function_calling_llm.clone(),
+                rate_limiter: s.rate_limiter.clone(),
+                cache: s.cache,
+                stream: s.stream,
+                events: s.events.clone(),
+                hooks: s.hooks.clone(),
+                step_callback: s.step_callback.clone(),
+                task_callback: s.task_callback.clone(),
+                before_kickoff: s.before_kickoff.clone(),
+                after_kickoff: s.after_kickoff.clone(),
+                store: s.store.clone(),
+                input_provider: s.input_provider.clone(),
+                task_timeout: s.task_timeout,
+                max_delegation_depth: s.max_delegation_depth,
+                kickoff_concurrency: s.kickoff_concurrency,
+                last_run: Mutex::new(RunRecord::default()),
+            }),
+        }
+    }
+
+    /// Runs the crew. `inputs` fill the `{placeholders}` of agents and tasks (empty: nothing is
+    /// interpolated); every placeholder is checked before anything runs.
+    pub async fn kickoff(&self, inputs: Inputs) -> Result<CrewOutput, CrewError> {
+        self.run(inputs, None, self.spec.stream).await
+    }
+
+    /// Starts a kickoff in the background.
+    pub fn kickoff_async(&self, inputs: Inputs) -> JoinHandle<Result<CrewOutput, CrewError>> {
+        let crew = self.clone();
+        tokio::spawn(async move { crew.kickoff(inputs).await })
+    }
+
+    /// Runs one kickoff per input set, concurrently (at most `kickoff_concurrency` at once), each on
+    /// its own copy of the crew; outputs come back in input order, each with its own usage, and
+    /// [`Crew::usage`] afterwards is their sum. All inputs are checked before any run starts.
+    pub async fn kickoff_for_each(&self, inputs: Vec<Inputs>) -> Result<Vec<CrewOutput>, CrewError> {
+        for set in &inputs {
+            self.prepare(&self.apply_before_kickoff(set.clone()))?;
+        }
+        let copies: Vec<Crew> = inputs.iter().map(|_| self.copy()).collect();
+        let runs = futures::stream::iter(copies.iter().zip(inputs).map(|(copy, set)| copy.kickoff(set)))
+            .buffered(self.spec.kickoff_concurrency.max(1))
+            .collect::<Vec<_>>()
+            .await;
+        let mut total = UsageSummary::default();
+        for copy in &copies {
+            let usage = copy.usage();
+            total.total.add(&usage.total);
+            for (role, u) in usage.by_agent {
+                total.by_agent.entry(role).or_default().add(&u);
+            }
+            for (task, u) in usage.by_task {
+                total.by_task.entry(task).or_default().add(&u);
+            }
+        }
+        self.record().usage = total;
+        runs.into_iter().collect()
+    }
+
+    /// Runs the crew and streams text chunks (from the model's streamed replies) and tool calls as
+    /// they happen; the [`CrewStream`] ends with the kickoff's result.
+    pub fn kickoff_stream(&self, inputs: Inputs) -> CrewStream {
+        let (sender, chunks) = mpsc::unbounded_channel();
+        let claim = Arc::new(Mutex::new(StreamClaim::default()));
+        let listener_claim = claim.clone();
+        let listener = self.spec.events.subscribe(move |event| {
+            if let Some(chunk) = listener_claim.lock().unwrap_or_else(|p| p.into_inner()).chunk_for(event) {
+                let _ = sender.send(chunk);
+            }
+        });
+        let crew = self.clone();
+        let result = tokio::spawn(async move {
+            let outcome = crew.run_claimed(inputs, claim).await;
+            crew.spec.events.unsubscribe(listener);
+            outcome
+        });
+        CrewStream { chunks, result }
+    }
+
+    async fn run_claimed(&self, inputs: Inputs, claim: Arc<Mutex<StreamClaim>>) -> Result<CrewOutput, CrewError> {
+        claim.lock().unwrap_or_else(|p| p.into_inner()).armed_on = Some(std::thread::current().id());
+        self.run_inner(inputs, None, true, Some(claim)).await
+    }
+
+    /// Re-runs the crew from `task` (its name or id): the earlier tasks get the outputs stored by the
+    /// last kickoff, the inputs are `inputs` or the ones stored with that task.
+    pub async fn replay(&self, task: &str, inputs: Option<Inputs>) -> Result<CrewOutput, CrewError> {
+        let index = self
+            .spec
+            .tasks
+            .iter()
+            .position(|t| t.is_called(task))
+            .ok_or_else(|| CrewError::Replay(format!("Task with id {task} not found in the crew's tasks.")))?;
+        let stored = self.spec.store.load()?;
+        let mut restored = Vec::with_capacity(index);
+        for earlier in 0..index {
+            let row = stored.iter().find(|row| row.task_index == earlier).ok_or_else(|| {
+                CrewError::Replay(format!(
+                    "cannot replay from task '{task}': no stored output for task {} ('{}'); run a kickoff first",
+                    earlier + 1,
+                    self.spec.tasks[earlier].key()
+                ))
+            })?;
+            restored.push((earlier, row.output.clone()));
+        }
+        let inputs = inputs.unwrap_or_else(|| stored.iter().find(|row| row.task_index == index).map(|row| row.inputs.clone()).unwrap_or_default());
+        self.run(inputs, Some(ReplayStart { index, restored }), self.spec.stream).await
+    }
+
+    fn apply_before_kickoff(&self, mut inputs: Inputs) -> Inputs {
+        for callback in &self.spec.before_kickoff {
+            inputs = callback(inputs);
+        }
+        inputs
+    }
+
+    async fn run(&self, inputs: Inputs, replay: Option<ReplayStart>, stream: bool) -> Result<CrewOutput, CrewError> {
+        self.run_inner(inputs, replay, stream, None).await
+    }
+
+    async fn run_inner(&self, inputs: Inputs, replay: Option<ReplayStart>, stream: bool, claim: Option<Arc<Mutex<StreamClaim>>>) -> Result<CrewOutput, CrewError> {
+        let spec = &self.spec;
+        let inputs = self.apply_before_kickoff(inputs);
+        let prepared = self.prepare(&inputs)?;
+
+        let inputs_json = (!inputs.is_empty()).then(|| serde_json::to_value(&inputs).unwrap_or(Value::Null));
+        let started = spec.events.emit(None, EventKind::CrewKickoffStarted { crew_name: spec.name.clone(), crew_id: Some(spec.id.to_string()), inputs: inputs_json });
+        if let Some(claim) = claim {
+            claim.lock().unwrap_or_else(|p| p.into_inner()).armed_on = None;
+        }
+
+        let usage = UsageTracker::new();
+        let cancellation = CancellationToken::new();
+        let services = RunServices {
+            events: spec.events.clone(),
+            hooks: spec.hooks.clone(),
+            tool_cache: spec.cache.then(ToolCache::new),
+            rate_limiter: spec.rate_limiter.clone(),
+            crew_name: Some(spec.name.clone()),
+            crew_id: Some(spec.id.to_string()),
+            cancellation: cancellation.clone(),
+            delegation: DelegationChain { chain: Vec::new(), max_depth: spec.max_delegation_depth },
+            usage: usage.clone(),
+            step_callback: spec.step_callback.clone(),
+            tool_failure_policy: None,
+            stream,
+            default_timeout: spec.task_timeout,
+        };
+        let run = RunContext {
+            services,
+            agents: prepared.agents.clone(),
+            task_callback: spec.task_callback.clone(),
+            input_provider: spec.input_provider.clone(),
+            task_timeout: spec.task_timeout,
+        };
+
+        let result = self.execute_tasks(&run, &prepared, started, replay, &inputs).await;
+        cancellation.cancel();
+        self.record().usage = usage.summary();
+        match result {
+            Ok(outputs) => {
+                let mut output = CrewOutput::from_tasks(outputs, usage.total());
+                for callback in &spec.after_kickoff {
+                    output = callback(output);
+                }
+                spec.events.emit(
+                    Some(started),
+                    EventKind::CrewKickoffCompleted {
+                        crew_name: spec.name.clone(),
+                        crew_id: Some(spec.id.to_string()),
+                        output: output.raw.clone(),
+                        total_tokens: output.token_usage.total_tokens,
+                    },
+                );
+                Ok(output)
+            }
+            Err(error) => {
+                spec.events.emit(Some(started), EventKind::CrewKickoffFailed { crew_name: spec.name.clone(), crew_id: Some(spec.id.to_string()), error: error.to_string() });
+                Err(error)
+            }
+        }
+    }
+
+    /// Interpolates `inputs` into copies of the agents and tasks (checking every placeholder).
+    fn prepare(&self, inputs: &Inputs) -> Result<Prepared, CrewError> {
+        let spec = &self.spec;
+        let adapt = |agent: &Agent| -> Result<Agent, InterpolationError> {
+            let mut agent = interpolate_agent(agent, inputs)?;
+            if agent.function_calling_llm().is_none() {
+                if let Some(llm) = &spec.function_calling_llm {
+                    agent = agent.with_function_calling_llm(llm.clone());
+                }
+            }
+            Ok(agent)
+        };
+        let mut by_id: BTreeMap<Uuid, Agent> = BTreeMap::new();
+        let mut agents = Vec::with_capacity(spec.agents.len());
+        for agent in &spec.agents {
+            let ready = adapt(agent)?;
+            by_id.insert(agent.id(), ready.clone());
+            agents.push(ready);
+        }
+        let mut tasks = Vec::with_capacity(spec.tasks.len());
+        for task in &spec.tasks {
+            let mut ready = task.interpolated(inputs)?;
+            if let Some(agent) = task.agent() {
+                let agent = match by_id.get(&agent.id()) {
+                    Some(known) => known.clone(),
+                    None => {
+                        let made = adapt(agent)?;
+                        by_id.insert(agent.id(), made.clone());
+                        made
+                    }
+                };
+                ready = ready.with_agent(agent);
+            }
+            tasks.push(ready);
+        }
+        let manager = spec.manager.as_ref().map(adapt).transpose()?;
+        Ok(Prepared { agents, tasks, manager })
+    }
+
+    async fn execute_tasks(
+        &self,
+        run: &RunContext,
+        prepared: &Prepared,
+        parent: Uuid,
+        replay: Option<ReplayStart>,
+        inputs: &Inputs,
+    ) -> Result<Vec<TaskOutput>, CrewError> {
+        let (start, mut done) = match replay {
+            Some(replay) => (replay.index, replay.restored),
+            None => {
+                self.spec.store.reset()?;
+                (0, Vec::new())
+            }
+        };
+        let replaying = start > 0;
+        let mut pending: Vec<PendingTask> = Vec::new();
+
+        for (index, task) in prepared.tasks.iter().enumerate().skip(start) {
+            if task.is_conditional() || !task.is_async() || self.context_waits_on(task, &pending, &prepared.tasks) {
+                self.join_pending(&mut pending, &mut done, &prepared.tasks, inputs, replaying).await?;
+            }
+            if let Some(condition) = task.condition() {
+                if let Some((_, previous)) = done.last() {
+                    if !condition(previous) {
+                        let role = task.agent().map(|a| a.role().to_string()).unwrap_or_default();
+                        let skipped = TaskOutput::skipped(task.description(), task.expected_output(), task.name().map(str::to_string), role);
+                        self.save(index, task, &skipped, inputs, replaying)?;
+                        done.push((index, skipped));
+                        continue;
+                    }
+                }
+            }
+            let (agent, tools) = self.agent_and_tools(run, prepared, task, parent)?;
+            let context = context_for(task, &done, &prepared.tasks);
+            if task.is_async() {
+                let (run, task, agent) = (run.clone(), task.clone(), agent.clone());
+                let handle = tokio::spawn(async move { execute_task(&run, &task, &agent, context, tools, Some(parent)).await });
+                pending.push(PendingTask { index, handle: AbortOnDrop(handle) });
+            } else {
+                let output = execute_task(run, task, &agent, context, tools, Some(parent)).await?;
+                self.save(index, task, &output, inputs, replaying)?;
+                done.push((index, output));
+            }
+        }
+        self.join_pending(&mut pending, &mut done, &prepared.tasks, inputs, replaying).await?;
+        Ok(done.into_iter().map(|(_, output)| output).collect())
+    }
+
+    /// Whether an async task names, in its context, a task that is still running.
+    fn context_waits_on(&self, task: &Task, pending: &[PendingTask], tasks: &[Task]) -> bool {
+        match task.context() {
+            TaskContext::Tasks(names) => pending.iter().any(|p| names.iter().any(|n| tasks[p.index].is_called(n))),
+            _ => false,
+        }
+    }
+
+    /// Waits for the running async tasks (the first failure stops the others) and appends their
+    /// outputs in definition order.
+    async fn join_pending(&self, pending: &mut Vec<PendingTask>, done: &mut Vec<(usize, TaskOutput)>, tasks: &[Task], inputs: &Inputs, replaying: bool) -> Result<(), CrewError> {
+        if pending.is_empty() {
+            return Ok(());
+        }
+        let running = std::mem::take(pending);
+        let crew = self.spec.name.clone();
+        let results = futures::future::try_join_all(running.into_iter().map(|mut p| {
+            let crew = crew.clone();
+            let key = tasks[p.index].key();
+            async move {
+                match (&mut p.handle.0).await {
+                    Ok(Ok(output)) => Ok((p.index, output)),
+                    Ok(Err(error)) => Err(CrewError::Task(error)),
+                    Err(join) => Err(CrewError::TaskPanicked { crew, task: key, message: join.to_string() }),
+                }
+            }
+        }))
+        .await?;
+        for (index, output) in results {
+            self.save(index, &tasks[index], &output, inputs, replaying)?;
+            done.push((index, output));
+        }
+        Ok(())
+    }
+
+    fn save(&self, index: usize, task: &Task, output: &TaskOutput, inputs: &Inputs, replaying: bool) -> Result<(), CrewError> {
+        self.spec.store.save(StoredTaskOutput {
+            task_id: task.id().to_string(),
+            task_name: task.name().map(str::to_string),
+            task_index: index,
+            output: output.clone(),
+            inputs: inputs.clone(),
+            was_replayed: replaying,
+            timestamp: Utc::now(),
+        })?;
+        Ok(())
+    }
+
+    /// Who runs `task` and with which tools: its agent with the task's (or its own) tools plus
+    /// delegation tools for its coworkers; in a hierarchical crew the manager with only the
+    /// delegation tools.
+    fn agent_and_tools(&self, run: &RunContext, prepared: &Prepared, task: &Task, parent: Uuid) -> Result<(Agent, Vec<ToolHandle>), CrewError> {
+        let key = task.key();
+        match self.spec.process {
+            Process::Sequential => {
+                let agent = task.agent().cloned().ok_or_else(|| CrewError::Task(TaskError::NoAgent { task: key.clone() }))?;
+                let own = if task.tools().is_empty() { agent.tools().to_vec() } else { task.tools().to_vec() };
+                let delegation = if agent.allow_delegation() && prepared.agents.len() > 1 { run.delegation_tools(&agent, &prepared.agents, &key, Some(parent)) } else { Vec::new() };
+                Ok((agent, merge_tools(own, delegation)))
+            }
+            Process::Hierarchical => {
+                let manager = prepared.manager.clone().ok_or_else(|| CrewError::Manager { crew: self.spec.name.clone(), source: ManagerError::Missing })?;
+                let coworkers = hierarchical::coworkers_for(task, &prepared.agents);
+                let tools = run.delegation_tools(&manager, &coworkers, &key, Some(parent));
+                self.record().manager_tools = tools.clone();
+                Ok((manager, tools))
+            }
+        }
+    }
+}
+
+/// The context a task gets from the outputs so far.
+fn context_for(task: &Task, done: &[(usize, TaskOutput)], tasks: &[Task]) -> Option<String> {
+    let selected: Vec<&str> = match task.context() {
+        TaskContext::None => return None,
+        TaskContext::AllPrevious => done.iter().map(|(_, o)| o.raw.as_str()).filter(|raw| !raw.is_empty()).collect(),
+        TaskContext::Tasks(names) => done
+            .iter()
+            .filter(|(index, _)| names.iter().any(|name| tasks[*index].is_called(name)))
+            .map(|(_, o)| o.raw.as_str())
+            .filter(|raw| !raw.is_empty())
+            .collect(),
+    };
+    (!selected.is_empty()).then(|| prompts::join_context(selected))
+}
+
+fn interpolate_agent(agent: &Agent, inputs: &Inputs) -> Result<Agent, InterpolationError> {
+    if inputs.is_empty() {
+        return Ok(agent.clone());
+    }
+    let owner = format!("agent '{}'", agent.role());
+    let at = |field: &'static str| Location { owner: owner.clone(), field };
+    let role = interpolate(agent.role(), inputs, &at("role"))?;
+    let goal = interpolate(agent.goal(), inputs, &at("goal"))?;
+    let backstory = interpolate(agent.backstory(), inputs, &at("backstory"))?;
+    if role == agent.role() && goal == agent.goal() && backstory == agent.backstory() {
+        return Ok(agent.clone());
+    }
+    Ok(agent.with_identity(role, goal, backstory))
+}
+
+/// A spawned task that is aborted when dropped, so a failed kickoff leaves nothing running.
+struct AbortOnDrop(JoinHandle<Result<TaskOutput, TaskError>>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+struct PendingTask {
+    index: usize,
+    handle: AbortOnDrop,
+}
+
+/// What a chunk of a streamed kickoff carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StreamChunkType {
+    Text,
+    ToolCall,
+}
+
+/// A tool call announced in the stream.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StreamToolCall {
+    pub tool_name: String,
+    pub arguments: Value,
+}
+
+/// One piece of a streamed kickoff (CrewAI's `StreamChunk`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StreamChunk {
+    /// Reply text (empty for tool calls).
+    pub content: String,
+    pub chunk_type: StreamChunkType,
+    pub task_name: Option<String>,
+    pub agent_role: Option<String>,
+    pub tool_call: Option<StreamToolCall>,
+}
+
+/// Picks this kickoff's events off a bus other kickoffs may share: the kickoff's start event is
+/// recognised while armed (it is emitted on the arming thread, synchronously), and from then on
+/// every descendant of it.
+#[derive(Default)]
+struct StreamClaim {
+    armed_on: Option<std::thread::ThreadId>,
+    ours: std::collections::HashSet<Uuid>,
+}
+
+impl StreamClaim {
+    fn chunk_for(&mut self, event: &Event) -> Option<StreamChunk> {
+        let mine = match (&event.kind, event.parent_event_id) {
+            (EventKind::CrewKickoffStarted { .. }, None) => self.armed_on == Some(std::thread::current().id()) && self.ours.is_empty(),
+            (_, Some(parent)) => self.ours.contains(&parent),
+            _ => false,
+        };
+        if !mine {
+            return None;
+        }
+        self.ours.insert(event.event_id);
+        match &event.kind {
+            EventKind::LlmStreamChunk { agent_role, task_name, chunk, .. } if !chunk.is_empty() => Some(StreamChunk {
+                content: chunk.clone(),
+                chunk_type: StreamChunkType::Text,
+                task_name: task_name.clone(),
+                agent_role: agent_role.clone(),
+                tool_call: None,
+            }),
+            EventKind::ToolUsageStarted { tool_name, tool_args, agent_role, task_name } => Some(StreamChunk {
+                content: String::new(),
+                chunk_type: StreamChunkType::ToolCall,
+                task_name: task_name.clone(),
+                agent_role: agent_role.clone(),
+                tool_call: Some(StreamToolCall { tool_name: tool_name.clone(), arguments: tool_args.clone() }),
+            }),
+            _ => None,
+        }
+    }
+}
+
+/// A streamed kickoff: iterate the chunks, then take the result with [`CrewStream::result`].
+pub struct CrewStream {
+    chunks: mpsc::UnboundedReceiver<StreamChunk>,
+    result: JoinHandle<Result<CrewOutput, CrewError>>,
+}
+
+impl CrewStream {
+    /// Waits for the kickoff to finish (chunks not yet read are dropped).
+    pub async fn result(self) -> Result<CrewOutput, CrewError> {
+        let CrewStream { result, .. } = self;
+        result.await.map_err(|e| CrewError::TaskPanicked { crew: "stream".into(), task: "kickoff".into(), message: e.to_string() })?
+    }
+}
+
+impl Stream for CrewStream {
+    type Item = StreamChunk;
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<StreamChunk>> {
+        self.chunks.poll_recv(cx)
+    }
+}
+
+/// Builds a [`Crew`]; defaults are CrewAI's.
+#[derive(Default)]
+pub struct CrewBuilder {
+    name: Option<String>,
+    agents: Vec<Agent>,
+    tasks: Vec<Task>,
+    process: Process,
+    manager_llm: Option<Arc<dyn Llm>>,
+    manager_agent: Option<Agent>,
+    function_calling_llm: Option<Arc<dyn Llm>>,
+    max_rpm: Option<u32>,
+    cache: bool,
+    memory: bool,
+    planning: bool,
+    stream: bool,
+    verbose: bool,
+    events: Option<EventBus>,
+    hooks: Hooks,
+    step_callback: Option<StepCallback>,
+    task_callback: Option<TaskCallback>,
+    before_kickoff: Vec<BeforeKickoff>,
+    after_kickoff: Vec<AfterKickoff>,
+    output_log_file: Option<PathBuf>,
+    store: Option<Arc<dyn TaskOutputStore>>,
+    input_provider: Option<Arc<dyn InputProvider>>,
+    task_timeout: Option<Option<Duration>>,
+    max_delegation_depth: Option<usize>,
+    kickoff_concurrency: Option<usize>,
+}
+
+impl CrewBuilder {
+    /// The crew's name (default `crew`).
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+    pub fn agents(mut self, agents: Vec<Agent>) -> Self {
+        self.agents = agents;
+        self
+    }
+    pub fn agent(mut self, agent: Agent) -> Self {
+        self.agents.push(agent);
+        self
+    }
+    pub fn tasks(mut self, tasks: Vec<Task>) -> Self {
+        self.tasks = tasks;
+        self
+    }
+    pub fn task(mut self, task: Task) -> Self {
+        self.tasks.push(task);
+        self
+    }
+    pub fn process(mut self, process: Process) -> Self {
+        self.process = process;
+        self
+    }
+    /// The model of the manager a hierarchical crew creates.
+    pub fn manager_llm(mut self, llm: Arc<dyn Llm>) -> Self {
+        self.manager_llm = Some(llm);
+        self
+    }
+    /// A manager of your own for a hierarchical crew (it must have no tools).
+    pub fn manager_agent(mut self, agent: Agent) -> Self {
+        self.manager_agent = Some(agent);
+        self
+    }
+    /// Given to agents that have no `function_calling_llm` of their own.
+    pub fn function_calling_llm(mut self, llm: Arc<dyn Llm>) -> Self {
+        self.function_calling_llm = Some(llm);
+        self
+    }
+    /// One requests-per-minute limit shared by all the crew's agents (an agent's own wins).
+    pub fn max_rpm(mut self, max_rpm: u32) -> Self {
+        self.max_rpm = Some(max_rpm);
+        self
+    }
+    /// Share tool results between the crew's agents (opt-in; agents with `cache: false` stay out).
+    pub fn cache(mut self, cache: bool) -> Self {
+        self.cache = cache;
+        self
+    }
+    /// Not supported yet: `true` is rejected at build.
+    pub fn memory(mut self, memory: bool) -> Self {
+        self.memory = memory;
+        self
+    }
+    /// Not supported yet: `true` is rejected at build.
+    pub fn planning(mut self, planning: bool) -> Self {
+        self.planning = planning;
+        self
+    }
+    /// Stream model replies (chunks appear as `llm_stream_chunk` events; see `Crew::kickoff_stream`).
+    pub fn stream(mut self, stream: bool) -> Self {
+        self.stream = stream;
+        self
+    }
+    /// Print the run to standard output (a console listener on the crew's bus).
+    pub fn verbose(mut self, verbose: bool) -> Self {
+        self.verbose = verbose;
+        self
+    }
+    /// Report to this bus (default: a bus of the crew's own).
+    pub fn event_bus(mut self, bus: EventBus) -> Self {
+        self.events = Some(bus);
+        self
+    }
+    pub fn hooks(mut self, hooks: Hooks) -> Self {
+        self.hooks = hooks;
+        self
+    }
+    /// Called after every step of agents that have no step callback.
+    pub fn step_callback(mut self, callback: impl Fn(&crate::agent::AgentStep) + Send + Sync + 'static) -> Self {
+        self.step_callback = Some(Arc::new(callback));
+        self
+    }
+    /// Called with every task's output.
+    pub fn task_callback(mut self, callback: impl Fn(&TaskOutput) + Send + Sync + 'static) -> Self {
+        self.task_callback = Some(Arc::new(callback));
+        self
+    }
+    pub fn before_kickoff(mut self, callback: impl Fn(Inputs) -> Inputs + Send + Sync + 'static) -> Self {
+        self.before_kickoff.push(Arc::new(callback));
+        self
+    }
+    pub fn after_kickoff(mut self, callback: impl Fn(CrewOutput) -> CrewOutput + Send + Sync + 'static) -> Self {
+        self.after_kickoff.push(Arc::new(callback));
+        self
+    }
+    /// Append every event of the crew's runs to this file, one JSON object per line.
+    pub fn output_log_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.output_log_file = Some(path.into());
+        self
+    }
+    /// Where kickoffs keep task outputs for `replay` (default: in memory).
+    pub fn task_output_store(mut self, store: Arc<dyn TaskOutputStore>) -> Self {
+        self.store = Some(store);
+        self
+    }
+    /// Where `human_input` tasks ask for feedback (default: the console).
+    pub fn input_provider(mut self, provider: Arc<dyn InputProvider>) -> Self {
+        self.input_provider = Some(provider);
+        self
+    }
+    /// The deadline of a task whose agent has no `max_execution_time` (default one hour; `None`:
+    /// only the LLM layer's own timeouts apply).
+    pub fn task_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.task_timeout = Some(timeout);
+        self
+    }
+    /// How many hand-offs one delegation chain may have (default 3).
+    pub fn max_delegation_depth(mut self, depth: usize) -> Self {
+        self.max_delegation_depth = Some(depth);
+        self
+    }
+    /// How many kickoffs `kickoff_for_each` runs at once (default 4).
+    pub fn kickoff_concurrency(mut self, concurrency: usize) -> Self {
+        self.kickoff_concurrency = Some(concurrency);
+        self
+    }
+
+    /// Checks the crew (CrewAI's validations and ours) and builds it.
+    pub fn build(self) -> Result<Crew, CrewError> {
+        let name = self.name.unwrap_or_else(|| "crew".to_string());
+        let config = |message: String| CrewError::Config { crew: name.clone(), message };
+        if self.planning {
+            return Err(CrewError::Unsupported { crew: name, feature: "planning" });
+        }
+        if self.memory {
+            return Err(CrewError::Unsupported { crew: name, feature: "memory" });
+        }
+        if self.tasks.is_empty() {
+            return Err(config("a crew needs at least one task".into()));
+        }
+        if self.max_rpm == Some(0) {
+            return Err(config("`max_rpm` must be at least 1 (leave it unset for no limit)".into()));
+        }
+        validate_tasks(&self.tasks, self.process).map_err(config)?;
+        let manager = match self.process {
+            Process::Sequential => None,
+            Process::Hierarchical => {
+                if self.agents.is_empty() && self.tasks.iter().any(|t| t.agent().is_none()) {
+                    return Err(config("a hierarchical crew needs agents for its manager to delegate to".into()));
+                }
+                Some(hierarchical::manager(self.manager_agent.as_ref(), self.manager_llm.as_ref(), &self.agents).map_err(|source| CrewError::Manager { crew: name.clone(), source })?)
+            }
+        };
+        let events = self.events.unwrap_or_default();
+        if self.verbose {
+            ConsoleListener::stdout().attach(&events);
+        }
+        if let Some(path) = &self.output_log_file {
+            attach_log_file(&events, path).map_err(|e| config(format!("cannot open output_log_file {}: {e}", path.display())))?;
+        }
+        Ok(Crew {
+            spec: Arc::new(CrewSpec {
+                id: Uuid::new_v4(),
+                name,
+                agents: self.agents,
+                tasks: self.tasks,
+                process: self.process,
+                manager,
+                function_calling_llm: self.function_calling_llm,
+                rate_limiter: self.max_rpm.map(RateLimiter::per_minute),
+                cache: self.cache,
+                stream: self.stream,
+                events,
+                hooks: self.hooks,
+                step_callback: self.step_callback,
+                task_callback: self.task_callback,
+                before_kickoff: self.before_kickoff,
+                after_kickoff: self.after_kickoff,
+                store: self.store.unwrap_or_else(|| Arc::new(InMemoryTaskOutputStore::new())),
+                input_provider: self.input_provider.unwrap_or_else(|| Arc::new(ConsoleInputProvider)),
+                task_timeout: self.task_timeout.unwrap_or(Some(DEFAULT_TASK_TIMEOUT)),
+                max_delegation_depth: self.max_delegation_depth.unwrap_or(DEFAULT_MAX_DELEGATION_DEPTH),
+                kickoff_concurrency: self.kickoff_concurrency.unwrap_or(DEFAULT_KICKOFF_CONCURRENCY),
+                last_run: Mutex::new(RunRecord::default()),
+            }),
+        })
+    }
+}
+
+/// CrewAI's task-list rules, plus a check that context names exist.
+fn validate_tasks(tasks: &[Task], process: Process) -> Result<(), String> {
+    for (index, task) in tasks.iter().enumerate() {
+        if process == Process::Sequential && task.agent().is_none() {
+            return Err(format!("task '{}' has no agent; every task of a sequential crew needs one", task.key()));
+        }
+        if let TaskContext::Tasks(names) = task.context() {
+            for name in names {
+                match tasks.iter().position(|t| t.is_called(name)) {
+                    None => return Err(format!("task '{}' lists '{name}' in its context, but no task has that name", task.key())),
+                    Some(at) if at >= index => {
+                        return Err(format!("task '{}' lists '{name}' in its context, but that task does not come before it", task.key()));
+                    }
+                    Some(at) if at + 1 == index && task.is_async() && tasks[at].is_async() => {
+                        return Err(format!(
+                            "task '{}' is asynchronous and lists the asynchronous task '{name}' right before it in its context; they would run at the same time",
+                            task.key()
+                        ));
+                    }
+                    Some(_) => {}
+                }
+            }
+        }
+        if task.is_conditional() && index == 0 {
+            return Err(format!("the conditional task '{}' cannot be the first task: it needs a previous output to decide on", task.key()));
+        }
+    }
+    if tasks.iter().all(Task::is_conditional) {
+        return Err("a crew needs at least one task that is not conditional".into());
+    }
+    let trailing_async = tasks.iter().rev().take_while(|t| t.is_async()).count();
+    if trailing_async > 1 {
+        return Err("the crew ends with more than one asynchronous task; end it with at most one (or a synchronous task that gathers them)".into());
+    }
+    Ok(())
+}
+
+fn attach_log_file(events: &EventBus, path: &PathBuf) -> std::io::Result<()> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)?;
+    }
+    let file = Mutex::new(std::fs::OpenOptions::new().create(true).append(true).open(path)?);
+    events.subscribe(move |event| {
+        if matches!(event.kind, EventKind::LlmStreamChunk { .. }) {
+            return;
+        }
+        let mut file = file.lock().unwrap_or_else(|p| p.into_inner());
+        // The log is best effort: a full disk must not fail the run.
+        let _ = writeln!(file, "{}", event.to_json());
+    });
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::output::TaskOutput;
+
+    fn done(raws: &[&str]) -> Vec<(usize, TaskOutput)> {
+        raws.iter().enumerate().map(|(i, raw)| (i, TaskOutput::new("d", "e", *raw, "A"))).collect()
+    }
+
+    fn task(name: &str) -> Task {
+        Task::builder().name(name).description("d").expected_output("e").build().unwrap()
+    }
+
+    #[test]
+    fn context_rules() {
+        let tasks = vec![task("a"), task("b"), task("c")];
+        let outputs = done(&["A", "", "C"]);
+        assert_eq!(context_for(&tasks[2], &outputs, &tasks).as_deref(), Some("A\n\n----------\n\nC"));
+        let only_a = Task::builder().name("x").description("d").expected_output("e").context(["a"]).build().unwrap();
+        assert_eq!(context_for(&only_a, &outputs, &tasks).as_deref(), Some("A"));
+        let none = Task::builder().name("y").description("d").expected_output("e").context_none().build().unwrap();
+        assert_eq!(context_for(&none, &outputs, &tasks), None);
+    }
+
+    #[test]
+    fn validation_catches_bad_task_lists() {
+        let later = Task::builder().name("a").description("d").expected_output("e").context(["b"]).build().unwrap();
+        let err = validate_tasks(&[later, task("b")], Process::Hierarchical).unwrap_err();
+        assert!(err.contains("does not come before"), "{err}");
+        let unknown = Task::builder().name("a").description("d").expected_output("e").context(["zzz"]).build().unwrap();
+        assert!(validate_tasks(&[unknown], Process::Hierarchical).unwrap_err().contains("zzz"));
+        assert!(validate_tasks(&[task("a")], Process::Sequential).unwrap_err().contains("has no agent"));
+        let conditional = Task::builder().name("c").description("d").expected_output("e").condition(|_| true).build().unwrap();
+        assert!(validate_tasks(&[conditional], Process::Hierarchical).unwrap_err().contains("cannot be the first"));
+        let a1 = Task::builder().name("a1").description("d").expected_output("e").async_execution(true).build().unwrap();
+        let a2 = Task::builder().name("a2").description("d").expected_output("e").async_execution(true).build().unwrap();
+        assert!(validate_tasks(&[a1, a2], Process::Hierarchical).unwrap_err().contains("more than one asynchronous"));
+    }
+}

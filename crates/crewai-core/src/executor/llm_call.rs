@@ -1,0 +1,221 @@
+//! One model call of an execution: rate limit, hooks, events, usage, streaming, structured-output
+//! validation and context-window recovery.
+
+use crewai_llm::{LlmError, LlmRequest, LlmResponse, Message, StreamEvent, ToolChoice, ToolDefinition, collect_stream};
+use futures::FutureExt;
+use serde_json::Value;
+
+use super::Execution;
+use crate::error::AgentError;
+use crate::events::EventKind;
+use crate::hooks::{HookDecision, LlmCallContext};
+
+/// Summaries in a row before an overflow is given up on (each one should shrink the history a lot).
+const MAX_SUMMARIES: u32 = 3;
+
+/// Why a call produced no usable response.
+#[derive(Debug)]
+pub(crate) enum CallFailure {
+    Llm(LlmError),
+    /// A structured-output reply that is not JSON.
+    NotJson(String),
+}
+
+/// What a call asks for besides the messages.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct CallShape<'a> {
+    pub(crate) tools: &'a [ToolDefinition],
+    pub(crate) stop: &'a [String],
+    /// Send the execution's response format and insist on JSON back.
+    pub(crate) structured: bool,
+    /// Tool rounds done so far (shown to hooks).
+    pub(crate) iterations: u32,
+}
+
+/// Parses a structured-output reply: bare JSON, optionally inside one code fence.
+pub(crate) fn parse_structured(text: &str) -> Result<Value, String> {
+    let trimmed = text.trim();
+    let body = match trimmed.strip_prefix("```") {
+        Some(rest) => {
+            let rest = rest.split_once('\n').map(|(_, body)| body).unwrap_or(rest);
+            rest.trim_end().strip_suffix("```").unwrap_or(rest)
+        }
+        None => trimmed,
+    };
+    serde_json::from_str(body.trim()).map_err(|e| format!("the reply is not valid JSON ({e})"))
+}
+
+impl Execution {
+    /// A model call with hooks and context-window recovery: the before-hooks may rewrite
+    /// `messages` (kept for the rest of the run) or block; on a context-length error the history is
+    /// summarised and the call made again (or, with `respect_context_window: false`, the error says
+    /// how to fix it); the after-hooks may replace the reply text.
+    pub(crate) async fn call_model(&self, messages: &mut Vec<Message>, shape: CallShape<'_>) -> Result<LlmResponse, AgentError> {
+        let mut summaries = 0;
+        loop {
+            let mut hook_ctx = LlmCallContext {
+                messages: std::mem::take(messages),
+                model: Some(self.llm.model().to_string()),
+                agent_role: Some(self.role().to_string()),
+                task_name: self.task_name.clone(),
+                crew_name: self.services.crew_name.clone(),
+                iterations: shape.iterations,
+                response: None,
+            };
+            let decision = self.hooks.run_before_llm(&mut hook_ctx);
+            *messages = std::mem::take(&mut hook_ctx.messages);
+            if let HookDecision::Block { reason } = decision {
+                return Err(AgentError::LlmCallBlocked { role: self.role().to_string(), reason });
+            }
+
+            let mut request = LlmRequest::new(messages.clone()).with_tools(shape.tools.to_vec());
+            if !shape.tools.is_empty() {
+                request.options.tool_choice = Some(ToolChoice::Auto);
+            }
+            request.options.stop = shape.stop.to_vec();
+            if shape.structured {
+                request.response_format = self.response_format.clone();
+            }
+
+            match self.send(request).await {
+                Ok(mut response) => {
+                    hook_ctx.messages = messages.clone();
+                    hook_ctx.response = response.content.clone();
+                    if let Some(text) = self.hooks.run_after_llm(&mut hook_ctx) {
+                        response.content = Some(text);
+                    }
+                    return Ok(response);
+                }
+                Err(CallFailure::NotJson(message)) => {
+                    let format = self.response_format.as_ref().map(|f| f.name.clone()).unwrap_or_default();
+                    return Err(AgentError::InvalidStructuredOutput { role: self.role().to_string(), format, message });
+                }
+                Err(CallFailure::Llm(error)) if error.is_context_length() => {
+                    if !self.agent.respect_context_window() {
+                        return Err(self.context_error(error.to_string()));
+                    }
+                    if summaries >= MAX_SUMMARIES {
+                        return Err(self.context_error(format!("still too long after summarising the history {MAX_SUMMARIES} times: {error}")));
+                    }
+                    summaries += 1;
+                    tracing::info!(agent = self.role(), "the conversation outgrew the context window; summarising it");
+                    self.summarize(messages).await?;
+                }
+                Err(CallFailure::Llm(source)) => return Err(AgentError::Llm { role: self.role().to_string(), source }),
+            }
+        }
+    }
+
+    pub(crate) fn context_error(&self, message: String) -> AgentError {
+        AgentError::ContextWindowExceeded { role: self.role().to_string(), model: self.llm.model().to_string(), message }
+    }
+
+    /// Waits for the rate limit (the agent's own, else the crew's), saying so when it has to wait.
+    async fn wait_for_rate_limit(&self) {
+        let Some(limiter) = self.agent.config.rate_limiter.as_ref().or(self.services.rate_limiter.as_ref()) else {
+            return;
+        };
+        let mut slot = Box::pin(limiter.acquire());
+        if (&mut slot).now_or_never().is_none() {
+            if self.agent.verbose() {
+                // CrewAI's wording, which its users (and conformance) look for in verbose output.
+                println!("Max RPM reached, waiting for next minute to start.");
+            }
+            tracing::info!(agent = self.role(), "max RPM reached; waiting for the rate limit");
+            slot.await;
+        }
+    }
+
+    /// The bare call: rate limit, `llm_call_*` events, usage, streaming chunks, JSON check.
+    pub(crate) async fn send(&self, request: LlmRequest) -> Result<LlmResponse, CallFailure> {
+        self.wait_for_rate_limit().await;
+        let call_id = uuid::Uuid::new_v4().to_string();
+        let model = self.llm.model().to_string();
+        let structured = request.response_format.is_some();
+        self.services.events.emit(
+            self.event_id,
+            EventKind::LlmCallStarted {
+                call_id: call_id.clone(),
+                model: model.clone(),
+                agent_role: Some(self.role().to_string()),
+                task_name: self.task_name.clone(),
+                messages: serde_json::to_value(&request.messages).unwrap_or(Value::Null),
+                tools: request.tools.iter().map(|t| t.name.clone()).collect(),
+            },
+        );
+        let result = if self.services.stream {
+            match self.llm.stream(request).await {
+                Ok(stream) => {
+                    collect_stream(stream, |event| {
+                        if let StreamEvent::TextDelta(chunk) = event {
+                            self.services.events.emit(
+                                self.event_id,
+                                EventKind::LlmStreamChunk {
+                                    call_id: call_id.clone(),
+                                    agent_role: Some(self.role().to_string()),
+                                    task_name: self.task_name.clone(),
+                                    chunk: chunk.clone(),
+                                },
+                            );
+                        }
+                    })
+                    .await
+                }
+                Err(error) => Err(error),
+            }
+        } else {
+            self.llm.call(request).await
+        };
+        let failed = |error: String| EventKind::LlmCallFailed {
+            call_id: call_id.clone(),
+            model: model.clone(),
+            agent_role: Some(self.role().to_string()),
+            task_name: self.task_name.clone(),
+            error,
+        };
+        let response = match result {
+            Ok(response) => response,
+            Err(error) => {
+                self.services.events.emit(self.event_id, failed(error.to_string()));
+                return Err(CallFailure::Llm(error));
+            }
+        };
+        self.record_usage(&response.usage);
+        if structured && response.tool_calls.is_empty() {
+            let text = response.content.clone().unwrap_or_default();
+            if let Err(problem) = parse_structured(&text) {
+                self.services.events.emit(self.event_id, failed(problem.clone()));
+                return Err(CallFailure::NotJson(problem));
+            }
+        }
+        let response_value = if response.tool_calls.is_empty() {
+            Value::String(response.content.clone().unwrap_or_default())
+        } else {
+            serde_json::to_value(&response.tool_calls).unwrap_or(Value::Null)
+        };
+        self.services.events.emit(
+            self.event_id,
+            EventKind::LlmCallCompleted {
+                call_id,
+                model,
+                agent_role: Some(self.role().to_string()),
+                task_name: self.task_name.clone(),
+                response: response_value,
+                usage: response.usage,
+            },
+        );
+        Ok(response)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_structured;
+
+    #[test]
+    fn structured_replies_may_be_fenced_but_must_be_json() {
+        assert_eq!(parse_structured("{\"score\":4}").unwrap()["score"], 4);
+        assert_eq!(parse_structured("```json\n{\"score\": 4}\n```").unwrap()["score"], 4);
+        assert!(parse_structured("Thought: I now can give a great answer\nFinal Answer: {\"score\": 4}").is_err());
+    }
+}

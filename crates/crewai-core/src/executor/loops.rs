@@ -1,0 +1,132 @@
+//! The three loops and the forced final answer.
+
+use crewai_llm::{Message, ToolCall};
+
+use super::llm_call::{CallShape, parse_structured};
+use super::react::{self, OBSERVATION_STOP, ReactStep};
+use super::{Execution, LoopMode, LoopOutcome};
+use crate::agent::AgentStep;
+use crate::error::AgentError;
+use crate::prompts::agent as prompts;
+
+impl Execution {
+    pub(crate) async fn run_loop(&self, messages: Vec<Message>) -> Result<LoopOutcome, AgentError> {
+        match self.mode {
+            LoopMode::Native => self.native_loop(messages).await,
+            LoopMode::React => self.react_loop(messages).await,
+            LoopMode::Direct => self.direct_answer(messages).await,
+        }
+    }
+
+    fn finish(&self, messages: Vec<Message>, output: String, thought: Option<String>) -> Result<LoopOutcome, AgentError> {
+        if output.trim().is_empty() {
+            return Err(AgentError::EmptyAnswer { role: self.role().to_string() });
+        }
+        self.report_step(AgentStep::FinalAnswer { output: output.clone(), thought });
+        Ok(LoopOutcome { output, typed: None, messages, result_as_answer: false })
+    }
+
+    fn tool_answer(&self, messages: Vec<Message>, output: String) -> LoopOutcome {
+        LoopOutcome { output, typed: None, messages, result_as_answer: true }
+    }
+
+    /// Native tool calling: text ends the run; tool calls run and their results go back.
+    async fn native_loop(&self, mut messages: Vec<Message>) -> Result<LoopOutcome, AgentError> {
+        let definitions = self.tools.definitions();
+        let mut iterations = 0;
+        loop {
+            if iterations >= self.agent.max_iter() {
+                return self.forced_final_answer(messages, iterations).await;
+            }
+            let response = self.call_model(&mut messages, CallShape { tools: &definitions, iterations, ..Default::default() }).await?;
+            messages.push(response.to_message());
+            if response.tool_calls.is_empty() {
+                let text = response.content.unwrap_or_default();
+                return self.finish(messages, text, None);
+            }
+            let results = self.run_native_calls(&response.tool_calls).await?;
+            let mut answer = None;
+            for (call, result) in response.tool_calls.iter().zip(results) {
+                messages.push(tool_message(call, &result.text));
+                if result.is_answer && answer.is_none() {
+                    answer = Some(result.text);
+                }
+            }
+            if let Some(answer) = answer {
+                return Ok(self.tool_answer(messages, answer));
+            }
+            iterations += 1;
+        }
+    }
+
+    /// ReAct text: parse each reply; actions run a tool and the observation goes back.
+    async fn react_loop(&self, mut messages: Vec<Message>) -> Result<LoopOutcome, AgentError> {
+        let stop = vec![OBSERVATION_STOP.to_string()];
+        let mut iterations = 0;
+        loop {
+            if iterations >= self.agent.max_iter() {
+                return self.forced_final_answer(messages, iterations).await;
+            }
+            let response = self.call_model(&mut messages, CallShape { stop: &stop, iterations, ..Default::default() }).await?;
+            let reply = response.content.unwrap_or_default();
+            match react::parse(&reply) {
+                ReactStep::Finish { thought, output, text } => {
+                    messages.push(Message::assistant(text));
+                    return self.finish(messages, output, Some(thought).filter(|t| !t.is_empty()));
+                }
+                ReactStep::Action { thought, tool, tool_input, text } => {
+                    let result = self.run_tool(&tool, &serde_json::Value::String(tool_input), Some(&thought)).await?;
+                    messages.push(Message::assistant(format!("{text}\nObservation: {}", result.text)));
+                    if result.is_answer {
+                        return Ok(self.tool_answer(messages, result.text));
+                    }
+                    messages.push(Message::user(prompts::AFTER_TOOL_REACT));
+                    iterations += 1;
+                }
+            }
+        }
+    }
+
+    /// No tools: one call (with the response format when asked), the reply is the answer.
+    async fn direct_answer(&self, mut messages: Vec<Message>) -> Result<LoopOutcome, AgentError> {
+        let structured = self.response_format.is_some();
+        let response = self.call_model(&mut messages, CallShape { structured, ..Default::default() }).await?;
+        let reply = response.content.unwrap_or_default();
+        messages.push(Message::assistant(reply.clone()));
+        if structured {
+            // `send` already refused a reply that is not JSON, so this parse succeeds; a hook may
+            // still have replaced the text, which is then checked again here.
+            let typed = parse_structured(&reply).map_err(|message| AgentError::InvalidStructuredOutput {
+                role: self.role().to_string(),
+                format: self.response_format.as_ref().map(|f| f.name.clone()).unwrap_or_default(),
+                message,
+            })?;
+            let mut outcome = self.finish(messages, reply.trim().to_string(), None)?;
+            outcome.typed = Some(typed);
+            return Ok(outcome);
+        }
+        let (output, thought) = match react::parse(&reply) {
+            ReactStep::Finish { output, thought, .. } => (output, Some(thought).filter(|t| !t.is_empty())),
+            // Without tools an action cannot run: the reply itself is the answer.
+            ReactStep::Action { .. } => (reply.trim().to_string(), None),
+        };
+        self.finish(messages, output, thought)
+    }
+
+    /// `max_iter` reached: tell the model to answer now and make one call without tools.
+    async fn forced_final_answer(&self, mut messages: Vec<Message>, iterations: u32) -> Result<LoopOutcome, AgentError> {
+        messages.push(Message::assistant(prompts::FORCED_FINAL_ANSWER));
+        let response = self.call_model(&mut messages, CallShape { iterations, ..Default::default() }).await?;
+        let reply = response.content.unwrap_or_default();
+        let output = match react::parse(&reply) {
+            ReactStep::Finish { output, .. } => output,
+            ReactStep::Action { .. } => reply.trim().to_string(),
+        };
+        messages.push(Message::assistant(reply));
+        self.finish(messages, output, None)
+    }
+}
+
+fn tool_message(call: &ToolCall, text: &str) -> Message {
+    Message::tool_result(call.id.clone(), call.name.clone(), text)
+}

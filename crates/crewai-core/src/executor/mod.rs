@@ -1,0 +1,230 @@
+//! The agent executor: the loops that take an agent from a prompt to a final answer.
+//!
+//! Which loop runs is decided per execution, as CrewAI decides it:
+//! - **native tool calling** when the agent has tools and its model supports function calling: the
+//!   tools go to the provider as schemas; any text reply is the final answer; all tool calls of one
+//!   response run before the next call (concurrently, at most 8 at once, unless a called tool has
+//!   `result_as_answer` or `max_usage_count`), and their results go back as tool messages in call
+//!   order;
+//! - **ReAct text** when the agent has tools but the model cannot call functions: the tools are
+//!   described in the system prompt and replies are parsed by [`react`];
+//! - **direct answer** when the agent has no tools: one call, with the response format when one is
+//!   asked for.
+//!
+//! Around every loop: `max_iter` tool rounds then a forced final answer without tools,
+//! `max_execution_time` as a deadline on the whole execution, `max_retry_limit` re-runs after an
+//! error, context-window summarisation, hooks, events and usage.
+
+mod context;
+mod llm_call;
+mod loops;
+mod messages;
+pub mod react;
+mod tool_call;
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+
+use crewai_llm::{Llm, Message, ResponseFormat, Usage};
+use crewai_tools::{ToolFailurePolicy, ToolSet};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+use crate::agent::{Agent, AgentStep, RunServices, StepCallback};
+use crate::error::AgentError;
+use crate::events::EventKind;
+use crate::hooks::Hooks;
+
+/// The loop an execution runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LoopMode {
+    Native,
+    React,
+    Direct,
+}
+
+/// What kind of run the execution serves, for its error events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RunKind {
+    /// A task given by a crew or `execute_task` (`agent_execution_*` events).
+    Task,
+    /// `Agent::kickoff` (`lite_agent_execution_*` events).
+    Kickoff,
+}
+
+/// The final answer of one loop run and the conversation that led to it.
+#[derive(Debug, Clone)]
+pub(crate) struct LoopOutcome {
+    pub(crate) output: String,
+    pub(crate) typed: Option<Value>,
+    pub(crate) messages: Vec<Message>,
+    pub(crate) result_as_answer: bool,
+}
+
+/// One execution of an agent: everything the loops share.
+pub(crate) struct Execution {
+    pub(crate) agent: Agent,
+    pub(crate) llm: Arc<dyn Llm>,
+    pub(crate) services: RunServices,
+    /// Crew hooks followed by the agent's.
+    pub(crate) hooks: Hooks,
+    pub(crate) tools: ToolSet,
+    pub(crate) mode: LoopMode,
+    pub(crate) kind: RunKind,
+    /// Sent only by the direct loop (a model with tools is not held to a format, as in CrewAI).
+    pub(crate) response_format: Option<ResponseFormat>,
+    pub(crate) task_name: Option<String>,
+    pub(crate) task_id: Option<String>,
+    /// The agent's execution event: the parent of its LLM and tool events.
+    pub(crate) event_id: Option<Uuid>,
+    /// Cancelled when the execution ends by timeout or from outside, so tools can stop.
+    pub(crate) cancellation: CancellationToken,
+    usage: Mutex<Usage>,
+    tool_errors: AtomicU32,
+}
+
+impl Execution {
+    pub(crate) fn new(agent: &Agent, llm: Arc<dyn Llm>, services: RunServices, tools: ToolSet, kind: RunKind) -> Self {
+        let mode = if tools.is_empty() {
+            LoopMode::Direct
+        } else if llm.capabilities().function_calling {
+            LoopMode::Native
+        } else {
+            LoopMode::React
+        };
+        Execution {
+            agent: agent.clone(),
+            hooks: services.hooks.merged(agent.hooks()),
+            cancellation: services.cancellation.child_token(),
+            llm,
+            services,
+            tools,
+            mode,
+            kind,
+            response_format: None,
+            task_name: None,
+            task_id: None,
+            event_id: None,
+            usage: Mutex::new(Usage::default()),
+            tool_errors: AtomicU32::new(0),
+        }
+    }
+
+    pub(crate) fn role(&self) -> &str {
+        self.agent.role()
+    }
+
+    /// Usage of every call made so far.
+    pub(crate) fn usage(&self) -> Usage {
+        *self.usage.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(crate) fn tool_errors(&self) -> u32 {
+        self.tool_errors.load(Ordering::SeqCst)
+    }
+
+    /// Adds one call's usage to this execution and to the run's tracker.
+    pub(crate) fn record_usage(&self, usage: &Usage) {
+        self.usage.lock().unwrap_or_else(|p| p.into_inner()).add(usage);
+        self.services.usage.record(self.role(), self.task_name.as_deref(), usage);
+    }
+
+    fn count_tool_error(&self) {
+        self.tool_errors.fetch_add(1, Ordering::SeqCst);
+    }
+
+    pub(crate) fn tool_failure_policy(&self) -> ToolFailurePolicy {
+        self.agent.tool_failure_policy().or(self.services.tool_failure_policy).unwrap_or_default()
+    }
+
+    fn step_callback(&self) -> Option<&StepCallback> {
+        self.agent.step_callback().or(self.services.step_callback.as_ref())
+    }
+
+    /// Reports a step to the step callback; a panicking callback is logged, not fatal.
+    pub(crate) fn report_step(&self, step: AgentStep) {
+        if let Some(callback) = self.step_callback()
+            && std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| callback(&step))).is_err()
+        {
+            tracing::warn!(agent = self.role(), "the step callback panicked");
+        }
+    }
+
+    /// A short name of the work for errors: the task name, or the start of the prompt.
+    pub(crate) fn work_label(&self, prompt: &str) -> String {
+        match &self.task_name {
+            Some(name) => name.clone(),
+            None => {
+                let mut label: String = prompt.trim().chars().take(60).collect();
+                if prompt.trim().chars().count() > 60 {
+                    label.push('…');
+                }
+                label
+            }
+        }
+    }
+
+    pub(crate) fn emit_error(&self, error: &AgentError) {
+        let kind = match self.kind {
+            RunKind::Task => EventKind::AgentExecutionError {
+                agent_role: self.role().to_string(),
+                agent_id: self.agent.id().to_string(),
+                task_name: self.task_name.clone(),
+                error: error.to_string(),
+            },
+            RunKind::Kickoff => EventKind::LiteAgentExecutionError {
+                agent_role: self.role().to_string(),
+                agent_id: self.agent.id().to_string(),
+                error: error.to_string(),
+            },
+        };
+        self.services.events.emit(self.event_id, kind);
+    }
+
+    /// Runs the loop from `messages`, re-running after retryable errors up to `max_retry_limit`
+    /// times, within the agent's deadline, and stopping when the run is cancelled. Every failed
+    /// attempt emits an execution error event.
+    pub(crate) async fn run(&self, messages: &[Message], work_label: &str) -> Result<LoopOutcome, AgentError> {
+        let attempts = async {
+            let mut retries = 0;
+            loop {
+                match self.run_loop(messages.to_vec()).await {
+                    Ok(outcome) => return Ok(outcome),
+                    Err(error) => {
+                        self.emit_error(&error);
+                        if !error.is_retryable() || retries >= self.agent.max_retry_limit() {
+                            return Err(error);
+                        }
+                        retries += 1;
+                        tracing::info!(agent = self.role(), retries, %error, "retrying the agent's work after an error");
+                    }
+                }
+            }
+        };
+        let deadline = self.agent.max_execution_time().or(self.services.default_timeout);
+        let bounded = async {
+            match deadline {
+                Some(limit) => match tokio::time::timeout(limit, attempts).await {
+                    Ok(result) => result,
+                    Err(_) => {
+                        let error = AgentError::Timeout { role: self.role().to_string(), task: work_label.to_string(), after: limit };
+                        self.emit_error(&error);
+                        Err(error)
+                    }
+                },
+                None => attempts.await,
+            }
+        };
+        let result = tokio::select! {
+            biased;
+            _ = self.cancellation.cancelled() => Err(AgentError::Cancelled { role: self.role().to_string() }),
+            result = bounded => result,
+        };
+        if result.is_err() {
+            // Work this execution started (tool tasks) must not outlive a failed or cancelled run.
+            self.cancellation.cancel();
+        }
+        result
+    }
+}

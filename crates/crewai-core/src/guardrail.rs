@@ -1,0 +1,304 @@
+//! Guardrails: checks an answer must pass before it is accepted (CrewAI's `guardrail`).
+//!
+//! A guardrail is either a Rust function of the [`TaskOutput`] or a plain-language requirement that
+//! an LLM judges (CrewAI's string guardrail). Tasks apply them (`Task::guardrail(s)`), and so does
+//! `Agent::kickoff` (the agent's own `guardrail`): on failure the feedback goes back to the agent,
+//! which tries again, up to `guardrail_max_retries` times.
+//!
+//! ```
+//! use crewai_core::guardrail::{Guardrail, GuardrailPass};
+//! use crewai_core::output::TaskOutput;
+//!
+//! let short = Guardrail::named("under_100_words", |out: &TaskOutput| {
+//!     if out.raw.split_whitespace().count() <= 100 { Ok(GuardrailPass::Keep) } else { Err("Keep it under 100 words.".into()) }
+//! });
+//! assert_eq!(short.name(), "under_100_words");
+//! assert!(short.check_fn(&TaskOutput::new("d", "e", "brief", "Writer")).unwrap().is_ok());
+//!
+//! let italian = Guardrail::llm("Ensure the authors are from Italy");
+//! assert_eq!(italian.name(), "Ensure the authors are from Italy");
+//! ```
+
+use std::fmt;
+use std::sync::Arc;
+
+use crewai_llm::{Llm, LlmRequest, Message, ResponseFormat, Usage};
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+use crate::events::{EventBus, EventKind};
+use crate::output::{OutputFormat, TaskOutput};
+use crate::prompts::{agent as agent_prompts, crew as crew_prompts};
+
+/// What a passing guardrail does with the output.
+#[derive(Debug, Clone, PartialEq)]
+pub enum GuardrailPass {
+    /// Accept the output as it is.
+    Keep,
+    /// Accept, replacing the raw text.
+    Raw(String),
+    /// Accept, setting the typed value (CrewAI: a guardrail that returns a Pydantic model); the raw
+    /// text is kept.
+    Typed(Value),
+}
+
+impl GuardrailPass {
+    /// Applies the pass to an output.
+    pub fn apply(self, output: &mut TaskOutput) {
+        match self {
+            GuardrailPass::Keep => {}
+            GuardrailPass::Raw(raw) => output.raw = raw,
+            GuardrailPass::Typed(value) => {
+                if output.output_format == OutputFormat::Json {
+                    output.json_dict = Some(value.clone());
+                }
+                output.pydantic = Some(value);
+            }
+        }
+    }
+
+    /// The `result` field of the `llm_guardrail_completed` event.
+    fn event_result(&self, output: &TaskOutput) -> Value {
+        match self {
+            GuardrailPass::Keep => Value::String(output.raw.clone()),
+            GuardrailPass::Raw(raw) => Value::String(raw.clone()),
+            GuardrailPass::Typed(value) => value.clone(),
+        }
+    }
+}
+
+type GuardrailFn = Arc<dyn Fn(&TaskOutput) -> Result<GuardrailPass, String> + Send + Sync>;
+
+#[derive(Clone)]
+enum Check {
+    Function(GuardrailFn),
+    Llm { requirement: String, llm: Option<Arc<dyn Llm>> },
+}
+
+/// A check an answer must pass.
+#[derive(Clone)]
+pub struct Guardrail {
+    name: String,
+    check: Check,
+}
+
+impl fmt::Debug for Guardrail {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let kind = match self.check {
+            Check::Function(_) => "function",
+            Check::Llm { .. } => "llm",
+        };
+        f.debug_struct("Guardrail").field("name", &self.name).field("kind", &kind).finish()
+    }
+}
+
+/// The outcome of one guardrail evaluation and the tokens it used.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GuardrailVerdict {
+    /// `Ok` when the output passed, `Err(feedback)` when it did not.
+    pub outcome: Result<GuardrailPass, String>,
+    pub usage: Usage,
+}
+
+/// Where a guardrail runs: the model for LLM guardrails and where its events go.
+#[derive(Clone)]
+pub struct GuardrailContext<'a> {
+    /// Judges LLM guardrails that were not given their own model (the agent's LLM, as CrewAI).
+    pub llm: Option<&'a Arc<dyn Llm>>,
+    pub events: &'a EventBus,
+    pub parent_event_id: Option<Uuid>,
+    /// Retries made before this check (0 on the first check).
+    pub retry_count: u32,
+    pub agent_role: Option<&'a str>,
+    pub task_name: Option<&'a str>,
+}
+
+/// Why a guardrail could not be evaluated at all (as opposed to rejecting the output).
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum GuardrailError {
+    #[error("the LLM guardrail '{requirement}' has no model to judge it: give the guardrail or its agent an LLM")]
+    NoLlm { requirement: String },
+    #[error("the LLM guardrail '{requirement}' could not be judged: {message}")]
+    Judge { requirement: String, message: String },
+}
+
+impl Guardrail {
+    /// A function guardrail, named `guardrail` in events (use [`Guardrail::named`] to name it).
+    pub fn func(check: impl Fn(&TaskOutput) -> Result<GuardrailPass, String> + Send + Sync + 'static) -> Self {
+        Self::named("guardrail", check)
+    }
+
+    /// A function guardrail with the name its events carry (CrewAI uses the function's name).
+    pub fn named(name: impl Into<String>, check: impl Fn(&TaskOutput) -> Result<GuardrailPass, String> + Send + Sync + 'static) -> Self {
+        Guardrail { name: name.into(), check: Check::Function(Arc::new(check)) }
+    }
+
+    /// A requirement in plain language, judged by the agent's LLM.
+    pub fn llm(requirement: impl Into<String>) -> Self {
+        let requirement = requirement.into();
+        Guardrail { name: requirement.clone(), check: Check::Llm { requirement, llm: None } }
+    }
+
+    /// A requirement judged by a given model.
+    pub fn llm_with(requirement: impl Into<String>, llm: Arc<dyn Llm>) -> Self {
+        let requirement = requirement.into();
+        Guardrail { name: requirement.clone(), check: Check::Llm { requirement, llm: Some(llm) } }
+    }
+
+    /// The `guardrail` field of its events: the requirement, or the function's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Whether it needs a model.
+    pub fn is_llm(&self) -> bool {
+        matches!(self.check, Check::Llm { .. })
+    }
+
+    /// Runs a function guardrail synchronously; `None` for LLM guardrails.
+    pub fn check_fn(&self, output: &TaskOutput) -> Option<Result<GuardrailPass, String>> {
+        match &self.check {
+            Check::Function(check) => Some(guarded_call(check, output)),
+            Check::Llm { .. } => None,
+        }
+    }
+
+    /// Evaluates the guardrail, emitting `llm_guardrail_started` and `llm_guardrail_completed`.
+    pub async fn evaluate(&self, output: &TaskOutput, ctx: GuardrailContext<'_>) -> Result<GuardrailVerdict, GuardrailError> {
+        ctx.events.emit(
+            ctx.parent_event_id,
+            EventKind::LlmGuardrailStarted {
+                guardrail: self.name.clone(),
+                retry_count: ctx.retry_count,
+                agent_role: ctx.agent_role.map(str::to_string),
+                task_name: ctx.task_name.map(str::to_string),
+            },
+        );
+        let verdict = match &self.check {
+            Check::Function(check) => Ok(GuardrailVerdict { outcome: guarded_call(check, output), usage: Usage::default() }),
+            Check::Llm { requirement, llm } => match llm.as_ref().or(ctx.llm) {
+                Some(llm) => judge(requirement, llm.as_ref(), output).await,
+                None => Err(GuardrailError::NoLlm { requirement: requirement.clone() }),
+            },
+        };
+        let (success, result, error) = match &verdict {
+            Ok(GuardrailVerdict { outcome: Ok(pass), .. }) => (true, Some(pass.event_result(output)), None),
+            Ok(GuardrailVerdict { outcome: Err(feedback), .. }) => (false, None, Some(feedback.clone())),
+            Err(error) => (false, None, Some(error.to_string())),
+        };
+        // Both events hang under the caller's event (the task or the agent run).
+        ctx.events.emit(
+            ctx.parent_event_id,
+            EventKind::LlmGuardrailCompleted {
+                success,
+                result,
+                error,
+                retry_count: ctx.retry_count,
+                agent_role: ctx.agent_role.map(str::to_string),
+                task_name: ctx.task_name.map(str::to_string),
+            },
+        );
+        verdict
+    }
+}
+
+/// A guardrail function written by the user must not take the run down with a panic.
+fn guarded_call(check: &GuardrailFn, output: &TaskOutput) -> Result<GuardrailPass, String> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check(output))).unwrap_or_else(|_| Err("the guardrail function panicked".to_string()))
+}
+
+/// The judge's answer shape (CrewAI's `LLMGuardrailResult`).
+fn judge_format() -> ResponseFormat {
+    ResponseFormat {
+        name: "LLMGuardrailResult".into(),
+        schema: json!({
+            "type": "object",
+            "properties": {
+                "valid": {"type": "boolean", "description": "Whether the work meets the requirement"},
+                "feedback": {"type": ["string", "null"], "description": "What to fix when it does not"}
+            },
+            "required": ["valid", "feedback"],
+            "additionalProperties": false
+        }),
+        strict: true,
+    }
+}
+
+async fn judge(requirement: &str, llm: &dyn Llm, output: &TaskOutput) -> Result<GuardrailVerdict, GuardrailError> {
+    let system = agent_prompts::role_playing(agent_prompts::GUARDRAIL_ROLE, agent_prompts::GUARDRAIL_BACKSTORY, agent_prompts::GUARDRAIL_GOAL);
+    let query = crew_prompts::llm_guardrail_query(requirement, &output.raw);
+    let request = LlmRequest::new(vec![Message::system(system), Message::user(agent_prompts::task_message_no_tools(&query))])
+        .with_response_format(judge_format());
+    let failed = |message: String| GuardrailError::Judge { requirement: requirement.to_string(), message };
+    let response = llm.call(request).await.map_err(|e| failed(e.to_string()))?;
+    let text = response.content.clone().unwrap_or_default();
+    let verdict = parse_judgement(&text).map_err(failed)?;
+    Ok(GuardrailVerdict { outcome: verdict, usage: response.usage })
+}
+
+/// Reads `{"valid": bool, "feedback": str|null}` (tolerating a code fence around it).
+fn parse_judgement(text: &str) -> Result<Result<GuardrailPass, String>, String> {
+    let trimmed = text.trim().trim_start_matches("```json").trim_start_matches("```").trim_end_matches("```").trim();
+    let value: Value = serde_json::from_str(trimmed).map_err(|e| format!("the judge's reply is not the expected JSON ({e}): {text}"))?;
+    match value.get("valid").and_then(Value::as_bool) {
+        Some(true) => Ok(Ok(GuardrailPass::Keep)),
+        Some(false) => {
+            let feedback = value.get("feedback").and_then(Value::as_str).filter(|f| !f.trim().is_empty()).unwrap_or("The output does not meet the requirement.");
+            Ok(Err(feedback.to_string()))
+        }
+        None => Err(format!("the judge's reply has no boolean `valid`: {text}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::events::EventRecorder;
+
+    fn output(raw: &str) -> TaskOutput {
+        TaskOutput::new("describe", "expected", raw, "Writer")
+    }
+
+    #[tokio::test]
+    async fn function_guardrails_emit_started_and_completed() {
+        let bus = EventBus::new();
+        let recorder = EventRecorder::attach(&bus);
+        let guardrail = Guardrail::named("custom_guardrail", |_| Ok(GuardrailPass::Raw("good result".into())));
+        let ctx = GuardrailContext { llm: None, events: &bus, parent_event_id: None, retry_count: 0, agent_role: Some("Writer"), task_name: None };
+        let verdict = guardrail.evaluate(&output("x"), ctx).await.unwrap();
+        assert_eq!(verdict.outcome, Ok(GuardrailPass::Raw("good result".into())));
+        let events = recorder.events();
+        assert_eq!(events[0].to_json()["guardrail"], "custom_guardrail");
+        assert_eq!(events[1].to_json()["result"], "good result");
+        assert_eq!(events[1].to_json()["success"], true);
+        assert_eq!(events[1].parent_event_id, events[0].parent_event_id);
+    }
+
+    #[tokio::test]
+    async fn an_llm_guardrail_without_a_model_is_an_error() {
+        let bus = EventBus::new();
+        let ctx = GuardrailContext { llm: None, events: &bus, parent_event_id: None, retry_count: 1, agent_role: None, task_name: None };
+        assert!(matches!(Guardrail::llm("be nice").evaluate(&output("x"), ctx).await, Err(GuardrailError::NoLlm { .. })));
+    }
+
+    #[test]
+    fn judgements_are_read() {
+        assert_eq!(parse_judgement("{\"valid\": true, \"feedback\": null}").unwrap(), Ok(GuardrailPass::Keep));
+        assert_eq!(parse_judgement("```json\n{\"valid\": false, \"feedback\": \"no\"}\n```").unwrap(), Err("no".to_string()));
+        assert!(parse_judgement("yes").is_err());
+    }
+
+    #[test]
+    fn typed_passes_set_the_typed_value_and_keep_raw() {
+        let mut out = output("top 10 list");
+        GuardrailPass::Typed(json!({"name": "Lionel Messi"})).apply(&mut out);
+        assert_eq!(out.raw, "top 10 list");
+        assert_eq!(out.pydantic, Some(json!({"name": "Lionel Messi"})));
+    }
+
+    #[test]
+    fn a_panicking_function_fails_the_check() {
+        let guardrail = Guardrail::func(|_| panic!("bug"));
+        assert!(guardrail.check_fn(&output("x")).unwrap().is_err());
+    }
+}

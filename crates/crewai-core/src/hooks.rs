@@ -1,0 +1,394 @@
+//! Hooks around every LLM call and every tool call (CrewAI's `@before_llm_call`, `@after_llm_call`,
+//! `@before_tool_call`, `@after_tool_call`), registered per crew or per agent, never globally.
+//!
+//! - A before-LLM hook may rewrite the messages or block the call (the run fails with
+//!   "LLM call blocked by before_llm_call hook").
+//! - An after-LLM hook may replace the response text.
+//! - A before-tool hook may rewrite the arguments or block the call: the tool does not run and its
+//!   result is `Tool execution blocked by hook. Tool: <name>` (plus the reason, when given); the
+//!   after-tool hooks still run on that result.
+//! - An after-tool hook may replace the result.
+//!
+//! ```
+//! use crewai_core::hooks::{HookDecision, Hooks};
+//!
+//! let hooks = Hooks::new()
+//!     .before_tool_call(|ctx| if ctx.tool_name == "delete_everything" { HookDecision::block() } else { HookDecision::Continue })
+//!     .after_llm_call(|ctx| ctx.response.as_ref().map(|text| format!("[checked] {text}")));
+//! assert_eq!(hooks.len(), 2);
+//! ```
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use crewai_llm::{Capabilities, Llm, LlmError, LlmRequest, LlmResponse, LlmStream, Message};
+use serde_json::Value;
+
+/// What a before-hook decides.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum HookDecision {
+    /// Go on (with whatever the hook rewrote in the context).
+    #[default]
+    Continue,
+    /// Stop this call; the reason, when given, is shown to the model (tool calls) or in the error.
+    Block { reason: Option<String> },
+}
+
+impl HookDecision {
+    /// Block without a reason.
+    pub fn block() -> Self {
+        HookDecision::Block { reason: None }
+    }
+
+    /// Block and tell the model why.
+    pub fn block_because(reason: impl Into<String>) -> Self {
+        HookDecision::Block { reason: Some(reason.into()) }
+    }
+}
+
+impl From<bool> for HookDecision {
+    /// CrewAI's convention: `false` blocks, `true` continues.
+    fn from(allow: bool) -> Self {
+        if allow { HookDecision::Continue } else { HookDecision::block() }
+    }
+}
+
+/// What an LLM-call hook sees. Before the call `messages` may be edited; after it `response` holds
+/// the reply text.
+#[derive(Debug, Clone, Default)]
+pub struct LlmCallContext {
+    pub messages: Vec<Message>,
+    /// The model called (`None` never happens for real calls; kept optional for symmetry).
+    pub model: Option<String>,
+    pub agent_role: Option<String>,
+    pub task_name: Option<String>,
+    pub crew_name: Option<String>,
+    /// Tool rounds completed so far in this execution.
+    pub iterations: u32,
+    pub response: Option<String>,
+}
+
+/// What a tool-call hook sees. Before the call `tool_input` may be edited; after it `tool_result`
+/// holds the text the model will see.
+#[derive(Debug, Clone, Default)]
+pub struct ToolCallContext {
+    pub tool_name: String,
+    pub tool_input: Value,
+    pub agent_role: Option<String>,
+    pub task_name: Option<String>,
+    pub crew_name: Option<String>,
+    pub tool_result: Option<String>,
+}
+
+type BeforeLlm = Arc<dyn Fn(&mut LlmCallContext) -> HookDecision + Send + Sync>;
+type AfterLlm = Arc<dyn Fn(&mut LlmCallContext) -> Option<String> + Send + Sync>;
+type BeforeTool = Arc<dyn Fn(&mut ToolCallContext) -> HookDecision + Send + Sync>;
+type AfterTool = Arc<dyn Fn(&mut ToolCallContext) -> Option<String> + Send + Sync>;
+
+/// A set of hooks (cheap to clone). Hooks of one kind run in registration order.
+#[derive(Clone, Default)]
+pub struct Hooks {
+    before_llm: Vec<BeforeLlm>,
+    after_llm: Vec<AfterLlm>,
+    before_tool: Vec<BeforeTool>,
+    after_tool: Vec<AfterTool>,
+}
+
+impl std::fmt::Debug for Hooks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Hooks")
+            .field("before_llm_call", &self.before_llm.len())
+            .field("after_llm_call", &self.after_llm.len())
+            .field("before_tool_call", &self.before_tool.len())
+            .field("after_tool_call", &self.after_tool.len())
+            .finish()
+    }
+}
+
+/// The tool result a blocking before-tool hook leaves (the text CrewAI uses, kept for conformance).
+pub fn blocked_tool_result(tool_name: &str, reason: Option<&str>) -> String {
+    match reason {
+        Some(reason) => format!("Tool execution blocked by hook. Tool: {tool_name}. Reason: {reason}"),
+        None => format!("Tool execution blocked by hook. Tool: {tool_name}"),
+    }
+}
+
+/// The error text of a blocked LLM call.
+pub const LLM_CALL_BLOCKED: &str = "LLM call blocked by before_llm_call hook";
+
+impl Hooks {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn before_llm_call(mut self, hook: impl Fn(&mut LlmCallContext) -> HookDecision + Send + Sync + 'static) -> Self {
+        self.before_llm.push(Arc::new(hook));
+        self
+    }
+
+    pub fn after_llm_call(mut self, hook: impl Fn(&mut LlmCallContext) -> Option<String> + Send + Sync + 'static) -> Self {
+        self.after_llm.push(Arc::new(hook));
+        self
+    }
+
+    pub fn before_tool_call(mut self, hook: impl Fn(&mut ToolCallContext) -> HookDecision + Send + Sync + 'static) -> Self {
+        self.before_tool.push(Arc::new(hook));
+        self
+    }
+
+    pub fn after_tool_call(mut self, hook: impl Fn(&mut ToolCallContext) -> Option<String> + Send + Sync + 'static) -> Self {
+        self.after_tool.push(Arc::new(hook));
+        self
+    }
+
+    /// A before-tool hook that runs only for the named tools (CrewAI's `tools=[...]` filter).
+    pub fn before_tool_call_for(
+        self,
+        tools: impl IntoIterator<Item = impl Into<String>>,
+        hook: impl Fn(&mut ToolCallContext) -> HookDecision + Send + Sync + 'static,
+    ) -> Self {
+        let tools: Vec<String> = tools.into_iter().map(Into::into).collect();
+        self.before_tool_call(move |ctx| if tools.iter().any(|t| *t == ctx.tool_name) { hook(ctx) } else { HookDecision::Continue })
+    }
+
+    /// An after-tool hook that runs only for the named tools.
+    pub fn after_tool_call_for(
+        self,
+        tools: impl IntoIterator<Item = impl Into<String>>,
+        hook: impl Fn(&mut ToolCallContext) -> Option<String> + Send + Sync + 'static,
+    ) -> Self {
+        let tools: Vec<String> = tools.into_iter().map(Into::into).collect();
+        self.after_tool_call(move |ctx| if tools.iter().any(|t| *t == ctx.tool_name) { hook(ctx) } else { None })
+    }
+
+    /// These hooks followed by `other`'s (crew hooks first, then the agent's).
+    pub fn merged(&self, other: &Hooks) -> Hooks {
+        let mut merged = self.clone();
+        merged.before_llm.extend(other.before_llm.iter().cloned());
+        merged.after_llm.extend(other.after_llm.iter().cloned());
+        merged.before_tool.extend(other.before_tool.iter().cloned());
+        merged.after_tool.extend(other.after_tool.iter().cloned());
+        merged
+    }
+
+    /// How many hooks are registered in all.
+    pub fn len(&self) -> usize {
+        self.before_llm.len() + self.after_llm.len() + self.before_tool.len() + self.after_tool.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Runs the before-LLM hooks; the first block wins.
+    pub fn run_before_llm(&self, ctx: &mut LlmCallContext) -> HookDecision {
+        for hook in &self.before_llm {
+            if let block @ HookDecision::Block { .. } = hook(ctx) {
+                return block;
+            }
+        }
+        HookDecision::Continue
+    }
+
+    /// Runs the after-LLM hooks; each replacement becomes the response the next hook sees.
+    /// Returns the final response text when any hook replaced it.
+    pub fn run_after_llm(&self, ctx: &mut LlmCallContext) -> Option<String> {
+        let mut replaced = None;
+        for hook in &self.after_llm {
+            if let Some(text) = hook(ctx) {
+                ctx.response = Some(text.clone());
+                replaced = Some(text);
+            }
+        }
+        replaced
+    }
+
+    /// Runs the before-tool hooks; the first block wins.
+    pub fn run_before_tool(&self, ctx: &mut ToolCallContext) -> HookDecision {
+        for hook in &self.before_tool {
+            if let block @ HookDecision::Block { .. } = hook(ctx) {
+                return block;
+            }
+        }
+        HookDecision::Continue
+    }
+
+    /// Runs the after-tool hooks, chaining replacements; returns the final result text.
+    pub fn run_after_tool(&self, ctx: &mut ToolCallContext) -> Option<String> {
+        let mut replaced = None;
+        for hook in &self.after_tool {
+            if let Some(text) = hook(ctx) {
+                ctx.tool_result = Some(text.clone());
+                replaced = Some(text);
+            }
+        }
+        replaced
+    }
+}
+
+/// An LLM with hooks around each call, for bare LLM calls outside an agent (agents run their hooks
+/// themselves).
+///
+/// ```
+/// use std::sync::Arc;
+/// use crewai_core::hooks::{HookDecision, HookedLlm, Hooks};
+/// use crewai_llm::{async_trait, Llm, LlmError, LlmRequest, LlmResponse, Message};
+///
+/// struct Fixed;
+/// #[async_trait]
+/// impl Llm for Fixed {
+///     fn model(&self) -> &str { "fixed" }
+///     async fn call(&self, _: LlmRequest) -> Result<LlmResponse, LlmError> {
+///         Ok(LlmResponse { content: Some("Hello".into()), ..Default::default() })
+///     }
+/// }
+///
+/// let hooks = Hooks::new().after_llm_call(|ctx| ctx.response.as_ref().map(|r| format!("[HOOKED] {r}")));
+/// let llm = HookedLlm::new(Arc::new(Fixed), hooks);
+/// let reply = futures::executor::block_on(llm.call(LlmRequest::new(vec![Message::user("hi")]))).unwrap();
+/// assert_eq!(reply.content.as_deref(), Some("[HOOKED] Hello"));
+/// ```
+pub struct HookedLlm {
+    inner: Arc<dyn Llm>,
+    hooks: Hooks,
+}
+
+impl HookedLlm {
+    pub fn new(inner: Arc<dyn Llm>, hooks: Hooks) -> Self {
+        HookedLlm { inner, hooks }
+    }
+
+    fn before(&self, request: &mut LlmRequest) -> Result<LlmCallContext, LlmError> {
+        let mut ctx = LlmCallContext { messages: std::mem::take(&mut request.messages), model: Some(self.inner.model().to_string()), ..Default::default() };
+        let decision = self.hooks.run_before_llm(&mut ctx);
+        request.messages = ctx.messages.clone();
+        match decision {
+            HookDecision::Continue => Ok(ctx),
+            HookDecision::Block { reason } => Err(LlmError::Unsupported(match reason {
+                Some(reason) => format!("{LLM_CALL_BLOCKED}: {reason}"),
+                None => LLM_CALL_BLOCKED.to_string(),
+            })),
+        }
+    }
+}
+
+#[async_trait]
+impl Llm for HookedLlm {
+    fn model(&self) -> &str {
+        self.inner.model()
+    }
+
+    fn provider(&self) -> &str {
+        self.inner.provider()
+    }
+
+    async fn call(&self, mut request: LlmRequest) -> Result<LlmResponse, LlmError> {
+        let mut ctx = self.before(&mut request)?;
+        let mut response = self.inner.call(request).await?;
+        ctx.response = response.content.clone();
+        if let Some(text) = self.hooks.run_after_llm(&mut ctx) {
+            response.content = Some(text);
+        }
+        Ok(response)
+    }
+
+    /// Streams pass through untouched after the before-hooks: an after-hook cannot rewrite text
+    /// that was already delivered, so a hooked stream with after-hooks is made as one call instead.
+    async fn stream(&self, mut request: LlmRequest) -> Result<LlmStream, LlmError> {
+        if self.hooks.after_llm.is_empty() {
+            self.before(&mut request)?;
+            return self.inner.stream(request).await;
+        }
+        let response = self.call(request).await?;
+        let mut events = Vec::new();
+        if let Some(text) = response.content.clone().filter(|t| !t.is_empty()) {
+            events.push(Ok(crewai_llm::StreamEvent::TextDelta(text)));
+        }
+        events.push(Ok(crewai_llm::StreamEvent::Done(response)));
+        Ok(Box::pin(futures::stream::iter(events)))
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        self.inner.capabilities()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn first_block_wins_and_later_hooks_do_not_run() {
+        let hooks = Hooks::new()
+            .before_tool_call(|ctx| {
+                ctx.tool_input = serde_json::json!({"rewritten": true});
+                HookDecision::Continue
+            })
+            .before_tool_call(|_| HookDecision::block_because("not allowed"))
+            .before_tool_call(|_| panic!("must not run after a block"));
+        let mut ctx = ToolCallContext { tool_name: "t".into(), ..Default::default() };
+        assert_eq!(hooks.run_before_tool(&mut ctx), HookDecision::block_because("not allowed"));
+        assert_eq!(ctx.tool_input["rewritten"], true);
+    }
+
+    #[test]
+    fn after_hooks_chain_replacements() {
+        let hooks = Hooks::new()
+            .after_tool_call(|ctx| ctx.tool_result.as_ref().map(|r| format!("{r}!")))
+            .after_tool_call(|_| None)
+            .after_tool_call(|ctx| ctx.tool_result.as_ref().map(|r| format!("<{r}>")));
+        let mut ctx = ToolCallContext { tool_name: "t".into(), tool_result: Some("42".into()), ..Default::default() };
+        assert_eq!(hooks.run_after_tool(&mut ctx).as_deref(), Some("<42!>"));
+    }
+
+    #[test]
+    fn filtered_hooks_only_see_their_tools() {
+        let hooks = Hooks::new().before_tool_call_for(["danger"], |_| HookDecision::block());
+        let mut safe = ToolCallContext { tool_name: "safe".into(), ..Default::default() };
+        let mut danger = ToolCallContext { tool_name: "danger".into(), ..Default::default() };
+        assert_eq!(hooks.run_before_tool(&mut safe), HookDecision::Continue);
+        assert_eq!(hooks.run_before_tool(&mut danger), HookDecision::block());
+    }
+
+    #[test]
+    fn blocked_text_is_crewais() {
+        assert_eq!(blocked_tool_result("dangerous_operation", None), "Tool execution blocked by hook. Tool: dangerous_operation");
+        assert!(HookDecision::from(false) != HookDecision::Continue);
+    }
+
+    #[test]
+    fn merged_keeps_order() {
+        let first = Hooks::new().after_llm_call(|_| Some("first".into()));
+        let second = Hooks::new().after_llm_call(|ctx| ctx.response.as_ref().map(|r| format!("{r}+second")));
+        let mut ctx = LlmCallContext::default();
+        assert_eq!(first.merged(&second).run_after_llm(&mut ctx).as_deref(), Some("first+second"));
+    }
+
+    struct Fixed;
+    #[async_trait]
+    impl Llm for Fixed {
+        fn model(&self) -> &str {
+            "fixed"
+        }
+        async fn call(&self, request: LlmRequest) -> Result<LlmResponse, LlmError> {
+            Ok(LlmResponse { content: Some(format!("{} messages", request.messages.len())), ..Default::default() })
+        }
+    }
+
+    #[tokio::test]
+    async fn hooked_llm_blocks_and_rewrites_messages() {
+        let blocked = HookedLlm::new(Arc::new(Fixed), Hooks::new().before_llm_call(|_| HookDecision::block()));
+        let error = blocked.call(LlmRequest::new(vec![Message::user("hi")])).await.unwrap_err();
+        assert_eq!(error.to_string(), LLM_CALL_BLOCKED);
+
+        let rewriting = HookedLlm::new(
+            Arc::new(Fixed),
+            Hooks::new().before_llm_call(|ctx| {
+                ctx.messages.push(Message::user("extra"));
+                HookDecision::Continue
+            }),
+        );
+        let reply = rewriting.call(LlmRequest::new(vec![Message::user("hi")])).await.unwrap();
+        assert_eq!(reply.content.as_deref(), Some("2 messages"));
+    }
+}

@@ -1,0 +1,194 @@
+//! `{placeholder}` interpolation of kickoff inputs into agents' and tasks' text, with CrewAI's
+//! rules: a placeholder is `{` + a name of letters, digits, `_` and `-` (not starting with a
+//! digit or `-`) + `}`; other braces (JSON examples in a prompt) are left alone; values are
+//! rendered the way Python's `str()` renders them.
+
+use std::collections::BTreeMap;
+use std::sync::LazyLock;
+
+use regex::Regex;
+use serde_json::Value;
+
+use crate::output::python_number;
+
+/// Kickoff inputs: placeholder name → value. Empty means "interpolate nothing".
+pub type Inputs = BTreeMap<String, Value>;
+
+static PLACEHOLDER: LazyLock<Regex> = LazyLock::new(|| {
+    #[allow(clippy::expect_used)] // a constant pattern, checked by the unit tests
+    Regex::new(r"\{([A-Za-z_][A-Za-z0-9_\-]*)\}").expect("placeholder pattern is valid")
+});
+
+/// Where a placeholder was used: which agent or task, and which of its fields.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Location {
+    /// `agent 'Researcher'` or `task 'research'`.
+    pub owner: String,
+    /// `role`, `goal`, `backstory`, `description`, `expected_output`, `output_file`.
+    pub field: &'static str,
+}
+
+impl std::fmt::Display for Location {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}", self.owner, self.field)
+    }
+}
+
+/// A placeholder that the inputs do not provide.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("placeholder {{{placeholder}}} in {location} has no value in the kickoff inputs (given: {given}); add `{placeholder}` to the inputs")]
+pub struct InterpolationError {
+    pub placeholder: String,
+    pub location: Location,
+    /// The input names that were given, comma-separated.
+    pub given: String,
+}
+
+/// The placeholder names used in `text`, in order of first use.
+pub fn placeholders(text: &str) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for capture in PLACEHOLDER.captures_iter(text) {
+        let name = capture[1].to_string();
+        if !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    names
+}
+
+/// Replaces every `{name}` in `text` with its input rendered like Python's `str()`.
+///
+/// Empty `inputs` leave the text unchanged (CrewAI does not interpolate without inputs). A
+/// placeholder missing from non-empty inputs is an error naming it and `location`.
+///
+/// ```
+/// use crewai_core::interpolate::{interpolate, Inputs, Location};
+/// let mut inputs = Inputs::new();
+/// inputs.insert("topic-name".into(), "AI".into());
+/// inputs.insert("n".into(), serde_json::json!(3));
+/// let at = Location { owner: "task 'research'".into(), field: "description" };
+/// let text = interpolate("{n} facts on {topic-name}, as {\"json\": true}", &inputs, &at).unwrap();
+/// assert_eq!(text, "3 facts on AI, as {\"json\": true}");
+/// assert!(interpolate("{missing}", &inputs, &at).unwrap_err().to_string().contains("task 'research' description"));
+/// ```
+pub fn interpolate(text: &str, inputs: &Inputs, location: &Location) -> Result<String, InterpolationError> {
+    if inputs.is_empty() || !text.contains('{') {
+        return Ok(text.to_string());
+    }
+    if let Some(missing) = placeholders(text).into_iter().find(|name| !inputs.contains_key(name)) {
+        return Err(InterpolationError {
+            placeholder: missing,
+            location: location.clone(),
+            given: inputs.keys().cloned().collect::<Vec<_>>().join(", "),
+        });
+    }
+    // One pass, so a value that itself contains `{x}` is never interpolated again.
+    Ok(PLACEHOLDER
+        .replace_all(text, |caps: &regex::Captures<'_>| inputs.get(&caps[1]).map(python_str).unwrap_or_default())
+        .into_owned())
+}
+
+/// A JSON value rendered the way Python's `str()` renders the equivalent Python value:
+/// strings bare, `True`/`False`/`None`, lists and dicts as their `repr`.
+///
+/// ```
+/// use crewai_core::interpolate::python_str;
+/// use serde_json::json;
+/// assert_eq!(python_str(&json!("AI")), "AI");
+/// assert_eq!(python_str(&json!(true)), "True");
+/// assert_eq!(python_str(&json!({"a": [1, "b", null]})), "{'a': [1, 'b', None]}");
+/// ```
+pub fn python_str(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        other => python_repr(other),
+    }
+}
+
+fn python_repr(value: &Value) -> String {
+    match value {
+        Value::Null => "None".into(),
+        Value::Bool(true) => "True".into(),
+        Value::Bool(false) => "False".into(),
+        Value::Number(n) => python_number(n),
+        Value::String(s) => python_string_repr(s),
+        Value::Array(items) => format!("[{}]", items.iter().map(python_repr).collect::<Vec<_>>().join(", ")),
+        Value::Object(map) => format!(
+            "{{{}}}",
+            map.iter().map(|(k, v)| format!("{}: {}", python_string_repr(k), python_repr(v))).collect::<Vec<_>>().join(", ")
+        ),
+    }
+}
+
+fn python_string_repr(s: &str) -> String {
+    let quote = if s.contains('\'') && !s.contains('"') { '"' } else { '\'' };
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push(quote);
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c == quote => {
+                out.push('\\');
+                out.push(c);
+            }
+            c if c.is_control() => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push(quote);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn at() -> Location {
+        Location { owner: "agent 'Writer'".into(), field: "goal" }
+    }
+
+    #[test]
+    fn hyphenated_and_repeated_names() {
+        let inputs: Inputs = [("a-b".to_string(), json!("x"))].into();
+        assert_eq!(interpolate("{a-b} and {a-b}", &inputs, &at()).unwrap(), "x and x");
+    }
+
+    #[test]
+    fn no_inputs_leaves_text_alone() {
+        assert_eq!(interpolate("{topic}", &Inputs::new(), &at()).unwrap(), "{topic}");
+    }
+
+    #[test]
+    fn json_braces_are_not_placeholders() {
+        let inputs: Inputs = [("x".to_string(), json!(1))].into();
+        let text = r#"{"key": "value"} { spaced } {1abc} {x}"#;
+        assert_eq!(interpolate(text, &inputs, &at()).unwrap(), r#"{"key": "value"} { spaced } {1abc} 1"#);
+    }
+
+    #[test]
+    fn missing_placeholder_names_it_and_where() {
+        let inputs: Inputs = [("x".to_string(), json!(1))].into();
+        let err = interpolate("{x} {topic}", &inputs, &at()).unwrap_err();
+        assert_eq!(err.placeholder, "topic");
+        let text = err.to_string();
+        assert!(text.contains("{topic}") && text.contains("agent 'Writer' goal") && text.contains("given: x"), "{text}");
+    }
+
+    #[test]
+    fn values_render_like_python_str() {
+        assert_eq!(python_str(&json!(2.0)), "2.0");
+        assert_eq!(python_str(&json!(false)), "False");
+        assert_eq!(python_str(&json!(null)), "None");
+        assert_eq!(python_str(&json!(["it's", "x"])), r#"["it's", 'x']"#);
+    }
+
+    #[test]
+    fn values_are_not_reinterpolated() {
+        let inputs: Inputs = [("a".to_string(), json!("{b}")), ("b".to_string(), json!("B"))].into();
+        assert_eq!(interpolate("{a} {b}", &inputs, &at()).unwrap(), "{b} B");
+    }
+}

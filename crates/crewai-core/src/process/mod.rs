@@ -1,0 +1,313 @@
+//! Running tasks: one task through its agent with structured output, guardrails, human feedback,
+//! callbacks and its output file ([`execute_task`]); the delegation runner that lets an agent
+//! hand work to a coworker; and the hierarchical manager ([`hierarchical`]).
+
+pub mod hierarchical;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use crewai_tools::{ToolContext, ToolHandle, ToolSet};
+use uuid::Uuid;
+
+use crate::agent::{Agent, AgentTaskRequest, AgentTaskResult, RunServices};
+use crate::delegation::{CoworkerRunner, DelegationRequest, DelegationScope};
+use crate::events::EventKind;
+use crate::guardrail::GuardrailContext;
+use crate::output::{OutputFormat, TaskOutput};
+use crate::prompts::crew as prompts;
+use crate::task::{ConsoleInputProvider, InputProvider, Task, TaskCallback, TaskError};
+
+/// What every task of one kickoff shares: the agent run services (events, hooks, usage, limits,
+/// cache), the crew's agents (for delegation), and the crew-level task settings.
+#[derive(Clone)]
+pub struct RunContext {
+    pub services: RunServices,
+    /// All agents of the crew, in crew order (the coworkers delegation may reach).
+    pub agents: Vec<Agent>,
+    pub task_callback: Option<TaskCallback>,
+    pub input_provider: Arc<dyn InputProvider>,
+    /// The deadline of a task whose agent has no `max_execution_time`.
+    pub task_timeout: Option<Duration>,
+}
+
+impl RunContext {
+    /// A context for a task run outside any crew.
+    pub fn standalone() -> Self {
+        RunContext { services: RunServices::default(), agents: Vec::new(), task_callback: None, input_provider: Arc::new(ConsoleInputProvider), task_timeout: None }
+    }
+
+    /// The deadline for a task run by `agent`.
+    pub fn deadline_for(&self, agent: &Agent) -> Option<Duration> {
+        agent.max_execution_time().or(self.task_timeout)
+    }
+
+    /// The delegation tools `agent` gets in this run, if it may delegate and has coworkers.
+    /// `coworkers` are the candidates; the agent itself is never one of them.
+    pub fn delegation_tools(&self, agent: &Agent, coworkers: &[Agent], task_key: &str, parent: Option<Uuid>) -> Vec<ToolHandle> {
+        let others: Vec<Agent> = coworkers.iter().filter(|c| c.role() != agent.role()).cloned().collect();
+        let chain = self.services.delegation.extended(agent.role());
+        // Tools that could only be refused are not offered; the others stay reachable so that a
+        // model naming an agent up the chain is told why it cannot.
+        if others.iter().all(|c| chain.chain.iter().any(|on| on == c.role())) {
+            return Vec::new();
+        }
+        DelegationScope {
+            coworkers: others.iter().map(|a| a.role().to_string()).collect(),
+            chain: chain.chain.clone(),
+            max_depth: chain.max_depth,
+            runner: Arc::new(CrewCoworkers { run: self.clone(), coworkers: others, task_key: task_key.to_string(), parent }),
+        }
+        .tools()
+    }
+}
+
+/// Merges tool lists by sanitised name (later ones replace earlier ones), as CrewAI does.
+pub fn merge_tools(base: Vec<ToolHandle>, extra: Vec<ToolHandle>) -> Vec<ToolHandle> {
+    let mut set = ToolSet::from(base);
+    for tool in extra {
+        set.insert(tool);
+    }
+    set.to_vec()
+}
+
+/// Runs one task with `agent`: emits `task_started`, runs the agent (within the deadline), shapes
+/// structured output, applies guardrails and human feedback, calls the callbacks, writes the
+/// output file, and emits `task_completed` or `task_failed`.
+pub async fn execute_task(
+    run: &RunContext,
+    task: &Task,
+    agent: &Agent,
+    context: Option<String>,
+    tools: Vec<ToolHandle>,
+    parent: Option<Uuid>,
+) -> Result<TaskOutput, TaskError> {
+    let started = run.services.events.emit(
+        parent,
+        EventKind::TaskStarted {
+            task_name: task.name().map(str::to_string),
+            task_id: Some(task.id().to_string()),
+            agent_role: Some(agent.role().to_string()),
+            context: context.clone(),
+        },
+    );
+    let work = run_task_steps(run, task, agent, context, tools, started);
+    let result = match run.deadline_for(agent) {
+        Some(limit) => match tokio::time::timeout(limit, work).await {
+            Ok(result) => result,
+            Err(_) => Err(TaskError::Timeout { task: task.key(), agent: agent.role().to_string(), after: limit }),
+        },
+        None => work.await,
+    };
+    let kind = match &result {
+        Ok(output) => EventKind::TaskCompleted {
+            task_name: task.name().map(str::to_string),
+            task_id: Some(task.id().to_string()),
+            agent_role: Some(agent.role().to_string()),
+            output: output.raw.clone(),
+        },
+        Err(error) => EventKind::TaskFailed {
+            task_name: task.name().map(str::to_string),
+            task_id: Some(task.id().to_string()),
+            agent_role: Some(agent.role().to_string()),
+            error: error.to_string(),
+        },
+    };
+    run.services.events.emit(Some(started), kind);
+    result
+}
+
+async fn run_task_steps(
+    run: &RunContext,
+    task: &Task,
+    agent: &Agent,
+    context: Option<String>,
+    tools: Vec<ToolHandle>,
+    started: Uuid,
+) -> Result<TaskOutput, TaskError> {
+    let attempt = |extra: Option<String>| {
+        let context = match (&context, extra) {
+            (Some(base), Some(extra)) => Some(prompts::join_context([base.as_str(), extra.as_str()])),
+            (base, extra) => extra.or_else(|| base.clone()),
+        };
+        run_and_shape(run, task, agent, context, tools.clone(), started)
+    };
+    let mut output = attempt(None).await?;
+
+    if task.human_input() {
+        loop {
+            let question = prompts::human_feedback_request(task.description(), &output.raw);
+            let feedback = run.input_provider.ask(&question).await.map_err(|e| TaskError::HumanInput { task: task.key(), message: e.to_string() })?;
+            if feedback.trim().is_empty() {
+                break;
+            }
+            output = attempt(Some(prompts::human_feedback_context(feedback.trim(), &output.raw))).await?;
+        }
+    }
+
+    let several = task.guardrails().len() > 1;
+    for (index, guardrail) in task.guardrails().iter().enumerate() {
+        let mut retries = 0;
+        loop {
+            let llm = agent.llm().ok();
+            let ctx = GuardrailContext {
+                llm: llm.as_ref(),
+                events: &run.services.events,
+                parent_event_id: Some(started),
+                retry_count: retries,
+                agent_role: Some(agent.role()),
+                task_name: task.name(),
+            };
+            let verdict = guardrail.evaluate(&output, ctx).await.map_err(|e| TaskError::Guardrail { task: task.key(), message: e.to_string() })?;
+            run.services.usage.record(agent.role(), Some(&task.key()), &verdict.usage);
+            match verdict.outcome {
+                Ok(pass) => {
+                    pass.apply(&mut output);
+                    break;
+                }
+                Err(feedback) => {
+                    if retries >= task.guardrail_max_retries() {
+                        let label = if several { format!("guardrail {index}") } else { format!("guardrail '{}'", guardrail.name()) };
+                        return Err(TaskError::GuardrailFailed { task: task.key(), guardrail: label, retries, last_error: feedback });
+                    }
+                    retries += 1;
+                    output = attempt(Some(prompts::guardrail_retry_context(&feedback, &output.raw))).await?;
+                }
+            }
+        }
+    }
+
+    for callback in [task.callback(), run.task_callback.as_ref()].into_iter().flatten() {
+        if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| callback(&output))).is_err() {
+            tracing::warn!(task = %task.key(), "a task callback panicked; the task's output is kept");
+        }
+    }
+    write_output_file(task, &output).await?;
+    Ok(output)
+}
+
+/// One agent run for the task, and the structured output made from its answer.
+async fn run_and_shape(
+    run: &RunContext,
+    task: &Task,
+    agent: &Agent,
+    context: Option<String>,
+    tools: Vec<ToolHandle>,
+    started: Uuid,
+) -> Result<TaskOutput, TaskError> {
+    let schema = task.output_schema();
+    // Native structured output only without tools: a tool-calling turn cannot also be held to a format.
+    let native = schema.filter(|_| tools.is_empty());
+    let mut request = AgentTaskRequest::new(task.prompt()).with_tools(tools.clone()).with_parent_event(started).with_services(run.services.clone());
+    request.context = context;
+    request.task_name = task.name().map(str::to_string);
+    request.task_id = Some(task.id().to_string());
+    if let Some(schema) = native {
+        request = request.with_response_format(schema.response_format());
+    }
+    let result: AgentTaskResult = agent.run_task(request).await.map_err(|source| TaskError::Agent { task: task.key(), source })?;
+
+    let mut output = TaskOutput::new(task.description(), task.expected_output(), result.raw.clone(), agent.role());
+    output.name = task.name().map(str::to_string);
+    output.messages = result.messages;
+    let Some(schema) = schema else {
+        return Ok(output);
+    };
+    output.output_format = schema.format();
+    let conversion_failed = |source| TaskError::Conversion { task: task.key(), source, raw: result.raw.clone() };
+
+    let value = match result.typed.as_ref().map(|typed| schema.validate(typed).map(|_| typed.clone())) {
+        Some(Ok(value)) => value,
+        _ => match schema.parse_lenient(&result.raw) {
+            Ok(value) => value,
+            Err(_) => {
+                let llm = agent.function_calling_llm().cloned().map(Ok).unwrap_or_else(|| agent.llm()).map_err(|source| TaskError::Agent { task: task.key(), source })?;
+                let (value, usage) = schema.convert_with_llm(llm.as_ref(), &result.raw, agent.max_retry_limit() + 1).await.map_err(conversion_failed)?;
+                run.services.usage.record(agent.role(), Some(&task.key()), &usage);
+                value
+            }
+        },
+    };
+    match schema.format() {
+        OutputFormat::Json => output.json_dict = Some(value),
+        _ => output.pydantic = Some(value),
+    }
+    Ok(output)
+}
+
+/// Writes the output where `output_file` says: the JSON object indented, the typed value compact,
+/// otherwise the raw text (CrewAI's choices).
+async fn write_output_file(task: &Task, output: &TaskOutput) -> Result<(), TaskError> {
+    let Some(file) = task.output_file() else {
+        return Ok(());
+    };
+    let path = PathBuf::from(file);
+    let failed = |message: String| TaskError::OutputFile { task: task.key(), path: path.clone(), message };
+    let text = match (output.output_format, &output.json_dict, &output.pydantic) {
+        (OutputFormat::Json, Some(value), _) => serde_json::to_string_pretty(value).map_err(|e| failed(e.to_string()))?,
+        (OutputFormat::Pydantic, _, Some(value)) => value.to_string(),
+        _ => output.raw.clone(),
+    };
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        if task.create_directory() {
+            tokio::fs::create_dir_all(dir).await.map_err(|e| failed(e.to_string()))?;
+        } else if !dir.exists() {
+            return Err(failed(format!("the directory {} does not exist and create_directory is false", dir.display())));
+        }
+    }
+    tokio::fs::write(&path, text).await.map_err(|e| failed(e.to_string()))
+}
+
+/// Runs delegated work on a coworker within the crew's run.
+struct CrewCoworkers {
+    run: RunContext,
+    coworkers: Vec<Agent>,
+    task_key: String,
+    parent: Option<Uuid>,
+}
+
+#[async_trait]
+impl CoworkerRunner for CrewCoworkers {
+    async fn run_coworker(&self, request: DelegationRequest, _ctx: &ToolContext) -> Result<String, String> {
+        let coworker = self.coworkers.iter().find(|a| a.role() == request.coworker).ok_or_else(|| format!("no coworker '{}' in this crew", request.coworker))?;
+        let from = request.chain.last().cloned().unwrap_or_default();
+        let events = &self.run.services.events;
+        let delegation = events.emit(
+            self.parent,
+            EventKind::AgentDelegationStarted { from_agent: from.clone(), to_agent: coworker.role().to_string(), kind: request.kind.as_str().into(), task: request.work.clone() },
+        );
+
+        // One level down the chain: the coworker may delegate on only to agents not yet on it.
+        let mut run = self.run.clone();
+        run.services.delegation.chain = request.chain.clone();
+        let tools = if coworker.allow_delegation() { run.delegation_tools(coworker, &run.agents.clone(), &self.task_key, Some(delegation)) } else { Vec::new() };
+        let tools = merge_tools(coworker.tools().to_vec(), tools);
+
+        let mut task_request = AgentTaskRequest::new(crate::prompts::agent::task_prompt(&request.work, prompts::DELEGATED_EXPECTED_OUTPUT))
+            .with_tools(tools)
+            .with_parent_event(delegation)
+            .with_services(run.services.clone())
+            .with_task_name(self.task_key.clone());
+        if !request.context.trim().is_empty() {
+            task_request = task_request.with_context(request.context.clone());
+        }
+        let work = coworker.run_task(task_request);
+        let result = match run.deadline_for(coworker) {
+            Some(limit) => tokio::time::timeout(limit, work).await.map_err(|_| format!("no answer within {}s", limit.as_secs_f64()))?,
+            None => work.await,
+        };
+        let answer = result.map(|r| r.raw).map_err(|e| e.to_string());
+        events.emit(
+            Some(delegation),
+            EventKind::AgentDelegationCompleted {
+                from_agent: from,
+                to_agent: coworker.role().to_string(),
+                kind: request.kind.as_str().into(),
+                output: answer.clone().unwrap_or_else(|e| e.clone()),
+            },
+        );
+        answer
+    }
+}

@@ -1,0 +1,14 @@
+//! Every piece of text crewai sends to a model lives here, and nothing else in the engine builds
+//! prompt text.
+//!
+//! - [`agent`]: what one agent sees: the role-playing system prompt, tool and ReAct format
+//!   instructions, the task prompt with its expected output and context, the forced final answer,
+//!   observations for tool problems, context-window summarisation, templates and the date block.
+//! - [`crew`]: what crews add: delegation tool descriptions, the default manager, guardrail retry
+//!   feedback, the LLM guardrail judge, structured-output conversion, human feedback.
+//!
+//! The structure follows CrewAI's (users and recorded runs depend on where things go); the wording is
+//! our own, except for the few sentences conformance cases check byte for byte, which say so.
+
+pub mod agent;
+pub mod crew;

@@ -1,0 +1,513 @@
+//! [`Task`]: one piece of work for an agent, with CrewAI's fields and defaults.
+//!
+//! A task is a specification: running it (in a crew, or alone with [`Task::execute`]) never
+//! changes it, so one `Task` can be shared by many kickoffs at once.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use crewai_tools::ToolHandle;
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use uuid::Uuid;
+
+use crate::agent::Agent;
+use crate::converter::{ConversionError, OutputSchema};
+use crate::error::AgentError;
+use crate::guardrail::Guardrail;
+use crate::interpolate::{Inputs, InterpolationError, Location, interpolate};
+use crate::output::{OutputFormat, TaskOutput};
+use crate::prompts;
+
+/// Called with every output of the task (CrewAI's `callback`).
+pub type TaskCallback = Arc<dyn Fn(&TaskOutput) + Send + Sync>;
+/// Decides from the previous task's output whether a conditional task runs.
+pub type Condition = Arc<dyn Fn(&TaskOutput) -> bool + Send + Sync>;
+
+/// Which earlier outputs a task sees (CrewAI's `context`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum TaskContext {
+    /// Every earlier task's output (CrewAI's default, `NOT_SPECIFIED`).
+    #[default]
+    AllPrevious,
+    /// No context (`context: []`).
+    None,
+    /// The outputs of these earlier tasks, by name (or id).
+    Tasks(Vec<String>),
+}
+
+/// Asks a human for feedback on a task's answer (`human_input: true`).
+#[async_trait]
+pub trait InputProvider: Send + Sync {
+    /// Shows `prompt` and returns the reply; an empty reply accepts the answer.
+    async fn ask(&self, prompt: &str) -> Result<String, std::io::Error>;
+}
+
+/// Reads feedback from the terminal (the default [`InputProvider`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ConsoleInputProvider;
+
+#[async_trait]
+impl InputProvider for ConsoleInputProvider {
+    async fn ask(&self, prompt: &str) -> Result<String, std::io::Error> {
+        let prompt = prompt.to_string();
+        tokio::task::spawn_blocking(move || {
+            use std::io::Write;
+            let mut out = std::io::stderr();
+            write!(out, "{prompt}")?;
+            out.flush()?;
+            let mut line = String::new();
+            std::io::stdin().read_line(&mut line)?;
+            Ok(line.trim().to_string())
+        })
+        .await
+        .map_err(std::io::Error::other)?
+    }
+}
+
+/// Everything that can go wrong building or running a task.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum TaskError {
+    #[error("task '{task}' is misconfigured: {message}")]
+    Config { task: String, message: String },
+    #[error("task '{task}' has no agent: give it one with `.agent(..)`, or run it in a hierarchical crew")]
+    NoAgent { task: String },
+    #[error("task '{task}': {source}")]
+    Agent { task: String, source: AgentError },
+    #[error(
+        "task '{task}' (agent '{agent}') did not finish within {}s; raise the agent's max_execution_time or the crew's task_timeout",
+        .after.as_secs_f64()
+    )]
+    Timeout { task: String, agent: String, after: Duration },
+    /// The text starts the way CrewAI's does.
+    #[error("Task failed guardrail validation after {retries} retries. Last error: {last_error} (task '{task}', {guardrail})")]
+    GuardrailFailed { task: String, guardrail: String, retries: u32, last_error: String },
+    #[error("task '{task}': the guardrail could not be evaluated: {message}")]
+    Guardrail { task: String, message: String },
+    #[error("task '{task}': structured output failed: {source}; the answer was: {raw}")]
+    Conversion { task: String, source: ConversionError, raw: String },
+    #[error("task '{task}': could not write output_file {}: {message}", .path.display())]
+    OutputFile { task: String, path: PathBuf, message: String },
+    #[error("task '{task}': asking for human feedback failed: {message}")]
+    HumanInput { task: String, message: String },
+    #[error(transparent)]
+    Interpolation(#[from] InterpolationError),
+}
+
+/// One piece of work (CrewAI's `Task`, and `ConditionalTask` when it has a condition).
+///
+/// ```
+/// use crewai_core::task::{Task, TaskContext};
+/// let research = Task::builder()
+///     .name("research")
+///     .description("Find three facts about {topic}")
+///     .expected_output("Three bullet points")
+///     .build()
+///     .unwrap();
+/// let report = Task::builder()
+///     .name("report")
+///     .description("Write a paragraph from the facts")
+///     .expected_output("One paragraph")
+///     .context(["research"])
+///     .output_file("out/{topic}.md")
+///     .build()
+///     .unwrap();
+/// assert_eq!(research.context(), &TaskContext::AllPrevious);
+/// assert_eq!(report.context(), &TaskContext::Tasks(vec!["research".into()]));
+/// assert!(report.prompt().starts_with("Write a paragraph from the facts"));
+/// ```
+#[derive(Clone)]
+pub struct Task {
+    id: Uuid,
+    name: Option<String>,
+    description: String,
+    expected_output: String,
+    agent: Option<Agent>,
+    context: TaskContext,
+    tools: Vec<ToolHandle>,
+    async_execution: bool,
+    output_schema: Option<OutputSchema>,
+    output_file: Option<String>,
+    create_directory: bool,
+    markdown: bool,
+    callback: Option<TaskCallback>,
+    human_input: bool,
+    guardrails: Vec<Guardrail>,
+    guardrail_max_retries: u32,
+    condition: Option<Condition>,
+}
+
+impl fmt::Debug for Task {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Task")
+            .field("id", &self.id)
+            .field("name", &self.name)
+            .field("description", &self.description)
+            .field("agent", &self.agent.as_ref().map(|a| a.role().to_string()))
+            .field("context", &self.context)
+            .field("async_execution", &self.async_execution)
+            .field("output_schema", &self.output_schema)
+            .field("output_file", &self.output_file)
+            .field("guardrails", &self.guardrails.len())
+            .field("conditional", &self.condition.is_some())
+            .finish()
+    }
+}
+
+impl Task {
+    pub fn builder() -> TaskBuilder {
+        TaskBuilder::default()
+    }
+
+    /// A unique id, fixed at build time (replay accepts it or the name).
+    pub fn id(&self) -> Uuid {
+        self.id
+    }
+    pub fn name(&self) -> Option<&str> {
+        self.name.as_deref()
+    }
+    /// The name, or else the start of the description: how errors and events refer to the task.
+    pub fn key(&self) -> String {
+        self.name.clone().unwrap_or_else(|| crate::output::summarize_description(&self.description))
+    }
+    pub fn description(&self) -> &str {
+        &self.description
+    }
+    pub fn expected_output(&self) -> &str {
+        &self.expected_output
+    }
+    pub fn agent(&self) -> Option<&Agent> {
+        self.agent.as_ref()
+    }
+    pub fn context(&self) -> &TaskContext {
+        &self.context
+    }
+    /// The task's own tools (they replace the agent's when not empty).
+    pub fn tools(&self) -> &[ToolHandle] {
+        &self.tools
+    }
+    pub fn is_async(&self) -> bool {
+        self.async_execution
+    }
+    pub fn output_schema(&self) -> Option<&OutputSchema> {
+        self.output_schema.as_ref()
+    }
+    /// The output format a result of this task has.
+    pub fn output_format(&self) -> OutputFormat {
+        self.output_schema.as_ref().map(OutputSchema::format).unwrap_or_default()
+    }
+    pub fn output_file(&self) -> Option<&str> {
+        self.output_file.as_deref()
+    }
+    pub fn create_directory(&self) -> bool {
+        self.create_directory
+    }
+    pub fn markdown(&self) -> bool {
+        self.markdown
+    }
+    pub fn callback(&self) -> Option<&TaskCallback> {
+        self.callback.as_ref()
+    }
+    pub fn human_input(&self) -> bool {
+        self.human_input
+    }
+    pub fn guardrails(&self) -> &[Guardrail] {
+        &self.guardrails
+    }
+    pub fn guardrail_max_retries(&self) -> u32 {
+        self.guardrail_max_retries
+    }
+    /// The condition of a conditional task.
+    pub fn condition(&self) -> Option<&Condition> {
+        self.condition.as_ref()
+    }
+    pub fn is_conditional(&self) -> bool {
+        self.condition.is_some()
+    }
+
+    /// Whether `reference` (a name or an id) names this task.
+    pub fn is_called(&self, reference: &str) -> bool {
+        self.name.as_deref() == Some(reference) || self.id.to_string() == reference
+    }
+
+    /// CrewAI's `Task.prompt()`: the description, the expected output, the Markdown instructions
+    /// and the description of the output schema.
+    pub fn prompt(&self) -> String {
+        let mut prompt = prompts::agent::task_prompt(&self.description, &self.expected_output);
+        if self.markdown {
+            prompt.push('\n');
+            prompt.push_str(prompts::agent::MARKDOWN_INSTRUCTIONS);
+        }
+        if let Some(schema) = &self.output_schema {
+            prompt.push('\n');
+            prompt.push_str(&prompts::crew::structured_output_instructions(&schema.pretty()));
+        }
+        prompt
+    }
+
+    /// A copy with a different agent.
+    pub fn with_agent(&self, agent: Agent) -> Task {
+        let mut task = self.clone();
+        task.agent = Some(agent);
+        task
+    }
+
+    /// A copy with `inputs` interpolated into the description, expected output and output file.
+    /// Empty inputs change nothing.
+    pub fn interpolated(&self, inputs: &Inputs) -> Result<Task, InterpolationError> {
+        if inputs.is_empty() {
+            return Ok(self.clone());
+        }
+        let owner = format!("task '{}'", self.key());
+        let at = |field: &'static str| Location { owner: owner.clone(), field };
+        let mut task = self.clone();
+        task.description = interpolate(&self.description, inputs, &at("description"))?;
+        task.expected_output = interpolate(&self.expected_output, inputs, &at("expected_output"))?;
+        if let Some(file) = &self.output_file {
+            task.output_file = Some(interpolate(file, inputs, &at("output_file"))?);
+        }
+        Ok(task)
+    }
+
+    /// Runs the task alone with `agent` (or its own), guardrails and output file included
+    /// (CrewAI's `task.execute_sync`).
+    pub async fn execute(&self, agent: Option<&Agent>) -> Result<TaskOutput, TaskError> {
+        let agent = agent.or(self.agent.as_ref()).cloned().ok_or_else(|| TaskError::NoAgent { task: self.key() })?;
+        let run = crate::process::RunContext::standalone();
+        let tools = if self.tools.is_empty() { agent.tools().to_vec() } else { self.tools.clone() };
+        crate::process::execute_task(&run, self, &agent, None, tools, None).await
+    }
+}
+
+/// Builds a [`Task`].
+#[derive(Default)]
+pub struct TaskBuilder {
+    name: Option<String>,
+    description: Option<String>,
+    expected_output: Option<String>,
+    agent: Option<Agent>,
+    context: TaskContext,
+    tools: Vec<ToolHandle>,
+    async_execution: bool,
+    output_json: Option<Value>,
+    output_pydantic: Option<OutputSchema>,
+    output_file: Option<String>,
+    create_directory: Option<bool>,
+    markdown: bool,
+    callback: Option<TaskCallback>,
+    human_input: bool,
+    guardrail: Option<Guardrail>,
+    guardrails: Vec<Guardrail>,
+    guardrail_max_retries: Option<u32>,
+    condition: Option<Condition>,
+}
+
+impl TaskBuilder {
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+    pub fn description(mut self, description: impl Into<String>) -> Self {
+        self.description = Some(description.into());
+        self
+    }
+    pub fn expected_output(mut self, expected_output: impl Into<String>) -> Self {
+        self.expected_output = Some(expected_output.into());
+        self
+    }
+    pub fn agent(mut self, agent: Agent) -> Self {
+        self.agent = Some(agent);
+        self
+    }
+    /// The outputs of these earlier tasks (by name) become this task's context.
+    pub fn context<S: Into<String>>(mut self, tasks: impl IntoIterator<Item = S>) -> Self {
+        self.context = TaskContext::Tasks(tasks.into_iter().map(Into::into).collect());
+        self
+    }
+    /// No context at all (CrewAI's `context=[]`).
+    pub fn context_none(mut self) -> Self {
+        self.context = TaskContext::None;
+        self
+    }
+    /// Tools for this task, used instead of the agent's.
+    pub fn tools(mut self, tools: Vec<ToolHandle>) -> Self {
+        self.tools = tools;
+        self
+    }
+    pub fn async_execution(mut self, async_execution: bool) -> Self {
+        self.async_execution = async_execution;
+        self
+    }
+    /// The result must be a JSON object following `schema`; it lands in `json_dict`.
+    pub fn output_json(mut self, schema: Value) -> Self {
+        self.output_json = Some(schema);
+        self
+    }
+    /// The result must follow `schema`; it lands in `pydantic` (the typed value).
+    pub fn output_pydantic(mut self, schema: Value) -> Self {
+        self.output_pydantic = Some(OutputSchema::pydantic(schema));
+        self
+    }
+    /// The result must be a `T`; read it with `TaskOutput::typed::<T>()`.
+    pub fn output<T: JsonSchema + DeserializeOwned + 'static>(mut self) -> Self {
+        self.output_pydantic = Some(OutputSchema::of::<T>());
+        self
+    }
+    /// Writes the result to this file (placeholders allowed; directories are created).
+    pub fn output_file(mut self, path: impl Into<String>) -> Self {
+        self.output_file = Some(path.into());
+        self
+    }
+    /// Whether missing directories of `output_file` are created (default true).
+    pub fn create_directory(mut self, create: bool) -> Self {
+        self.create_directory = Some(create);
+        self
+    }
+    pub fn markdown(mut self, markdown: bool) -> Self {
+        self.markdown = markdown;
+        self
+    }
+    pub fn callback(mut self, callback: impl Fn(&TaskOutput) + Send + Sync + 'static) -> Self {
+        self.callback = Some(Arc::new(callback));
+        self
+    }
+    pub fn human_input(mut self, human_input: bool) -> Self {
+        self.human_input = human_input;
+        self
+    }
+    /// One guardrail (ignored when `guardrails` is also given, as CrewAI).
+    pub fn guardrail(mut self, guardrail: Guardrail) -> Self {
+        self.guardrail = Some(guardrail);
+        self
+    }
+    /// Guardrails applied in order.
+    pub fn guardrails(mut self, guardrails: Vec<Guardrail>) -> Self {
+        self.guardrails = guardrails;
+        self
+    }
+    /// Retries after a failed guardrail (default 3).
+    pub fn guardrail_max_retries(mut self, retries: u32) -> Self {
+        self.guardrail_max_retries = Some(retries);
+        self
+    }
+    /// Makes this a conditional task: it runs only when `condition` accepts the previous output.
+    pub fn condition(mut self, condition: impl Fn(&TaskOutput) -> bool + Send + Sync + 'static) -> Self {
+        self.condition = Some(Arc::new(condition));
+        self
+    }
+
+    pub fn build(self) -> Result<Task, TaskError> {
+        let label = self.name.clone().unwrap_or_else(|| self.description.as_deref().map(crate::output::summarize_description).unwrap_or_else(|| "unnamed".into()));
+        let config = |message: &str| TaskError::Config { task: label.clone(), message: message.to_string() };
+        let description = self.description.filter(|d| !d.trim().is_empty()).ok_or_else(|| config("`description` is required"))?;
+        let expected_output = self.expected_output.filter(|e| !e.trim().is_empty()).ok_or_else(|| config("`expected_output` is required"))?;
+        let output_schema = match (self.output_json, self.output_pydantic) {
+            (Some(_), Some(_)) => return Err(config("only one output type can be set: choose output_json or output_pydantic")),
+            (Some(schema), None) => Some(OutputSchema::json(schema)),
+            (None, pydantic) => pydantic,
+        };
+        if let Some(schema) = &output_schema {
+            schema.check_schema().map_err(|e| config(&e.to_string()))?;
+        }
+        if let Some(file) = &self.output_file {
+            validate_output_file(file).map_err(|m| config(&m))?;
+        }
+        if self.condition.is_some() && self.async_execution {
+            return Err(config("a conditional task cannot run asynchronously"));
+        }
+        let guardrails = if self.guardrails.is_empty() { self.guardrail.into_iter().collect() } else { self.guardrails };
+        Ok(Task {
+            id: Uuid::new_v4(),
+            name: self.name,
+            description,
+            expected_output,
+            agent: self.agent,
+            context: self.context,
+            tools: self.tools,
+            async_execution: self.async_execution,
+            output_schema,
+            output_file: self.output_file,
+            create_directory: self.create_directory.unwrap_or(true),
+            markdown: self.markdown,
+            callback: self.callback,
+            human_input: self.human_input,
+            guardrails,
+            guardrail_max_retries: self.guardrail_max_retries.unwrap_or(3),
+            condition: self.condition,
+        })
+    }
+}
+
+/// CrewAI's output_file rules: no `..`, no shell expansion (`~`, `$` at the start), no shell
+/// operators. Unlike CrewAI, an absolute path stays absolute.
+fn validate_output_file(path: &str) -> Result<(), String> {
+    if path.trim().is_empty() {
+        return Err("output_file is empty".into());
+    }
+    if path.split(['/', '\\']).any(|part| part == "..") {
+        return Err(format!("output_file '{path}' must not contain '..'"));
+    }
+    if path.starts_with('~') || path.starts_with('$') {
+        return Err(format!("output_file '{path}' must not start with '~' or '$': shell expansion is not performed"));
+    }
+    if let Some(c) = path.chars().find(|c| matches!(c, '|' | '>' | '<' | '&' | ';')) {
+        return Err(format!("output_file '{path}' must not contain the shell character '{c}'"));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn base() -> TaskBuilder {
+        Task::builder().name("t").description("Say hi about {topic}").expected_output("A greeting")
+    }
+
+    #[test]
+    fn required_fields_and_exclusive_outputs() {
+        assert!(Task::builder().description("d").build().is_err());
+        let err = base().output_json(json!({"type": "object"})).output_pydantic(json!({"type": "object"})).build().unwrap_err();
+        assert!(err.to_string().contains("only one output type"), "{err}");
+    }
+
+    #[test]
+    fn output_file_rules() {
+        for bad in ["../x.txt", "~/x", "$HOME/x", "a|b", "a;b"] {
+            assert!(base().output_file(bad).build().is_err(), "{bad} accepted");
+        }
+        assert!(base().output_file("/tmp/out/{topic}.md").build().is_ok());
+    }
+
+    #[test]
+    fn conditional_tasks_cannot_be_async() {
+        assert!(base().condition(|_| true).async_execution(true).build().is_err());
+    }
+
+    #[test]
+    fn interpolation_covers_output_file_and_names_the_task() {
+        let task = base().output_file("out/{topic}.md").build().unwrap();
+        let inputs: Inputs = [("topic".to_string(), json!("AI"))].into();
+        let done = task.interpolated(&inputs).unwrap();
+        assert_eq!(done.description(), "Say hi about AI");
+        assert_eq!(done.output_file(), Some("out/AI.md"));
+        let other: Inputs = [("x".to_string(), json!(1))].into();
+        let err = task.interpolated(&other).unwrap_err().to_string();
+        assert!(err.contains("task 't' description") && err.contains("{topic}"), "{err}");
+        assert_eq!(task.interpolated(&Inputs::new()).unwrap().description(), "Say hi about {topic}");
+    }
+
+    #[test]
+    fn prompt_describes_schema_and_markdown() {
+        let task = base().markdown(true).output_json(json!({"type": "object", "properties": {"score": {"type": "integer"}}})).build().unwrap();
+        let prompt = task.prompt();
+        assert!(prompt.contains("A greeting") && prompt.contains("\"score\"") && prompt.contains("Markdown"), "{prompt}");
+        assert_eq!(task.output_format(), OutputFormat::Json);
+    }
+}

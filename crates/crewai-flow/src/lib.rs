@@ -1,0 +1,1 @@
+//! The crewai flow engine (in progress).

@@ -1,0 +1,260 @@
+//! `LlmConfig`: CrewAI's LLM parameters, from Rust or from YAML.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::Value;
+
+/// CrewAI's model used when none is configured (overridable with `MODEL`).
+pub const DEFAULT_MODEL: &str = "gpt-4.1-mini";
+
+/// Which OpenAI API a client speaks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OpenAiApi {
+    /// `/v1/chat/completions`
+    #[default]
+    #[serde(alias = "chat", alias = "chat_completions")]
+    Completions,
+    /// `/v1/responses`
+    Responses,
+}
+
+/// The configuration of one model client, with CrewAI's field names.
+///
+/// Deserialises from both forms CrewAI accepts in `agents.yaml`:
+///
+/// ```
+/// use crewai_llm::LlmConfig;
+/// let short: LlmConfig = yaml_serde::from_str("openai/gpt-4o-mini").unwrap();
+/// assert_eq!(short.model, "openai/gpt-4o-mini");
+/// let long: LlmConfig = yaml_serde::from_str("model: gpt-4o\ntemperature: 0.2").unwrap();
+/// assert_eq!(long.temperature, Some(0.2));
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct LlmConfig {
+    /// `provider/model` or a bare model name.
+    pub model: String,
+    /// Explicit provider, overriding the prefix of `model`.
+    pub provider: Option<String>,
+    pub temperature: Option<f64>,
+    pub top_p: Option<f64>,
+    pub max_tokens: Option<u32>,
+    pub max_completion_tokens: Option<u32>,
+    pub stop: Vec<String>,
+    pub seed: Option<i64>,
+    pub frequency_penalty: Option<f64>,
+    pub presence_penalty: Option<f64>,
+    /// Total time one HTTP request may take, in seconds (finite by default).
+    pub timeout: Option<f64>,
+    /// Time to establish a connection, in seconds.
+    pub connect_timeout: Option<f64>,
+    pub base_url: Option<String>,
+    pub api_key: Option<String>,
+    pub api_version: Option<String>,
+    /// A JSON schema (or `{"type": "json_object"}`) every call asks for.
+    pub response_format: Option<Value>,
+    /// `none | minimal | low | medium | high` (o-series and reasoning models).
+    pub reasoning_effort: Option<String>,
+    pub stream: bool,
+    /// Extra HTTP headers sent with every request.
+    pub extra_headers: BTreeMap<String, String>,
+    /// Extra top-level JSON fields merged into every request body (CrewAI's `additional_params`).
+    pub extra_body: serde_json::Map<String, Value>,
+    /// Which OpenAI API to speak (`completions` or `responses`).
+    pub api: Option<OpenAiApi>,
+    /// Retries of a retryable error (default 2, as the OpenAI SDK CrewAI uses).
+    pub max_retries: Option<u32>,
+    /// Models tried in order when this one still fails with a retryable error.
+    pub fallback_llms: Vec<LlmConfig>,
+    /// Requests per minute this client may make.
+    pub max_rpm: Option<u32>,
+    /// Tokens per minute this client may use (estimated before, corrected after each call).
+    pub max_tpm: Option<u32>,
+    /// Overrides the built-in context window size.
+    pub context_window_size: Option<u64>,
+    /// Anthropic extended thinking: `{type: enabled, budget_tokens: N}`.
+    pub thinking: Option<Value>,
+}
+
+impl LlmConfig {
+    /// A config for `model` with every other field at its default.
+    pub fn new(model: impl Into<String>) -> Self {
+        LlmConfig { model: model.into(), ..Default::default() }
+    }
+
+    /// The total request timeout (600 s unless set, like the OpenAI SDK; never infinite).
+    pub fn request_timeout(&self) -> Duration {
+        Duration::from_secs_f64(self.timeout.filter(|t| t.is_finite() && *t > 0.0).unwrap_or(600.0))
+    }
+
+    /// The connect timeout (10 s unless set).
+    pub fn connect_timeout(&self) -> Duration {
+        Duration::from_secs_f64(self.connect_timeout.filter(|t| t.is_finite() && *t > 0.0).unwrap_or(10.0))
+    }
+
+    pub fn with_base_url(mut self, url: impl Into<String>) -> Self {
+        self.base_url = Some(url.into());
+        self
+    }
+    pub fn with_api_key(mut self, key: impl Into<String>) -> Self {
+        self.api_key = Some(key.into());
+        self
+    }
+    pub fn with_temperature(mut self, t: f64) -> Self {
+        self.temperature = Some(t);
+        self
+    }
+    pub fn with_max_tokens(mut self, n: u32) -> Self {
+        self.max_tokens = Some(n);
+        self
+    }
+    pub fn with_stop(mut self, stop: Vec<String>) -> Self {
+        self.stop = stop;
+        self
+    }
+    pub fn with_timeout(mut self, seconds: f64) -> Self {
+        self.timeout = Some(seconds);
+        self
+    }
+    pub fn with_fallback(mut self, fallback: LlmConfig) -> Self {
+        self.fallback_llms.push(fallback);
+        self
+    }
+    /// Names the provider explicitly (overrides the prefix of `model`).
+    pub fn with_provider(mut self, provider: impl Into<String>) -> Self {
+        self.provider = Some(provider.into());
+        self
+    }
+    pub fn with_max_retries(mut self, retries: u32) -> Self {
+        self.max_retries = Some(retries);
+        self
+    }
+    pub fn with_max_rpm(mut self, rpm: u32) -> Self {
+        self.max_rpm = Some(rpm);
+        self
+    }
+    pub fn with_reasoning_effort(mut self, effort: impl Into<String>) -> Self {
+        self.reasoning_effort = Some(effort.into());
+        self
+    }
+    /// A JSON schema every call asks for (see [`LlmConfig::response_format`]).
+    pub fn with_response_format(mut self, format: Value) -> Self {
+        self.response_format = Some(format);
+        self
+    }
+    /// Speak OpenAI's Responses API instead of chat completions.
+    pub fn with_api(mut self, api: OpenAiApi) -> Self {
+        self.api = Some(api);
+        self
+    }
+    pub fn with_stream(mut self, stream: bool) -> Self {
+        self.stream = stream;
+        self
+    }
+}
+
+/// The mapping form, with CrewAI's aliases.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LlmConfigMap {
+    #[serde(alias = "model_name")]
+    model: Option<String>,
+    provider: Option<String>,
+    temperature: Option<f64>,
+    top_p: Option<f64>,
+    max_tokens: Option<u32>,
+    max_completion_tokens: Option<u32>,
+    #[serde(default, deserialize_with = "one_or_many")]
+    stop: Vec<String>,
+    seed: Option<i64>,
+    frequency_penalty: Option<f64>,
+    presence_penalty: Option<f64>,
+    timeout: Option<f64>,
+    connect_timeout: Option<f64>,
+    #[serde(alias = "api_base")]
+    base_url: Option<String>,
+    api_key: Option<String>,
+    api_version: Option<String>,
+    response_format: Option<Value>,
+    reasoning_effort: Option<String>,
+    #[serde(default)]
+    stream: bool,
+    #[serde(default, alias = "default_headers", alias = "headers")]
+    extra_headers: BTreeMap<String, String>,
+    #[serde(default, alias = "additional_params", alias = "extra_body_params")]
+    extra_body: serde_json::Map<String, Value>,
+    api: Option<OpenAiApi>,
+    max_retries: Option<u32>,
+    #[serde(default, alias = "fallbacks")]
+    fallback_llms: Vec<LlmConfig>,
+    max_rpm: Option<u32>,
+    max_tpm: Option<u32>,
+    context_window_size: Option<u64>,
+    thinking: Option<Value>,
+}
+
+fn one_or_many<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum OneOrMany {
+        One(String),
+        Many(Vec<String>),
+    }
+    Ok(match Option::<OneOrMany>::deserialize(d)? {
+        None => Vec::new(),
+        Some(OneOrMany::One(s)) => vec![s],
+        Some(OneOrMany::Many(v)) => v,
+    })
+}
+
+impl<'de> Deserialize<'de> for LlmConfig {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Form {
+            Model(String),
+            Map(Box<LlmConfigMap>),
+        }
+        match Form::deserialize(deserializer).map_err(|_| {
+            serde::de::Error::custom(
+                "an LLM is a model string like `openai/gpt-4o-mini` or a mapping with `model:` and CrewAI's LLM fields (temperature, max_tokens, base_url, ...); check for a misspelt field",
+            )
+        })? {
+            Form::Model(model) => Ok(LlmConfig::new(model)),
+            Form::Map(m) => {
+                let m = *m;
+                Ok(LlmConfig {
+                    model: m.model.unwrap_or_default(),
+                    provider: m.provider,
+                    temperature: m.temperature,
+                    top_p: m.top_p,
+                    max_tokens: m.max_tokens,
+                    max_completion_tokens: m.max_completion_tokens,
+                    stop: m.stop,
+                    seed: m.seed,
+                    frequency_penalty: m.frequency_penalty,
+                    presence_penalty: m.presence_penalty,
+                    timeout: m.timeout,
+                    connect_timeout: m.connect_timeout,
+                    base_url: m.base_url,
+                    api_key: m.api_key,
+                    api_version: m.api_version,
+                    response_format: m.response_format,
+                    reasoning_effort: m.reasoning_effort,
+                    stream: m.stream,
+                    extra_headers: m.extra_headers,
+                    extra_body: m.extra_body,
+                    api: m.api,
+                    max_retries: m.max_retries,
+                    fallback_llms: m.fallback_llms,
+                    max_rpm: m.max_rpm,
+                    max_tpm: m.max_tpm,
+                    context_window_size: m.context_window_size,
+                    thinking: m.thinking,
+                })
+            }
+        }
+    }
+}

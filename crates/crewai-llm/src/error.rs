@@ -1,0 +1,86 @@
+//! Typed errors of the LLM layer.
+
+use std::time::Duration;
+
+/// Everything that can go wrong in a model call.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum LlmError {
+    #[error("{provider}: authentication failed ({message}); check {hint}")]
+    Authentication { provider: String, message: String, hint: String },
+    #[error("{provider}: permission denied: {message}")]
+    PermissionDenied { provider: String, message: String },
+    #[error("{provider}: model '{model}' not found: {message}")]
+    ModelNotFound { provider: String, model: String, message: String },
+    #[error("{provider}: rate limited{}: {message}", retry_after.map(|d| format!(" (retry after {:.1}s)", d.as_secs_f64())).unwrap_or_default())]
+    RateLimited { provider: String, retry_after: Option<Duration>, message: String },
+    #[error("{provider}: context length exceeded: {message}")]
+    ContextLengthExceeded { provider: String, message: String },
+    #[error("{provider}: invalid request: {message}")]
+    InvalidRequest { provider: String, status: u16, message: String },
+    #[error("{provider}: server error {status}: {message}")]
+    Server { provider: String, status: u16, message: String, retry_after: Option<Duration> },
+    #[error("{provider}: request timed out after {}s", .after.as_secs_f64())]
+    Timeout { provider: String, after: Duration },
+    #[error("{provider}: connection failed: {message}")]
+    Connection { provider: String, message: String },
+    #[error("{provider}: malformed response: {message}")]
+    MalformedResponse { provider: String, message: String },
+    #[error("{provider} needs an API key: set {env_var}")]
+    MissingApiKey { provider: String, env_var: String },
+    #[error("invalid LLM configuration: {0}")]
+    Config(String),
+    #[error("{0}")]
+    Unsupported(String),
+    #[error("the call was cancelled")]
+    Cancelled,
+    #[error("all models failed; last error: {last}")]
+    AllFallbacksFailed { last: Box<LlmError>, attempts: Vec<String> },
+}
+
+impl LlmError {
+    /// Worth trying again (same model after a backoff, or a fallback model).
+    pub fn is_retryable(&self) -> bool {
+        matches!(
+            self,
+            LlmError::RateLimited { .. } | LlmError::Server { .. } | LlmError::Timeout { .. } | LlmError::Connection { .. }
+        )
+    }
+
+    /// The wait the provider asked for, if it said.
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            LlmError::RateLimited { retry_after, .. } | LlmError::Server { retry_after, .. } => *retry_after,
+            _ => None,
+        }
+    }
+
+    /// True for a context-window overflow, however the provider phrased it.
+    pub fn is_context_length(&self) -> bool {
+        match self {
+            LlmError::ContextLengthExceeded { .. } => true,
+            LlmError::InvalidRequest { message, .. } => looks_like_context_overflow(message),
+            LlmError::AllFallbacksFailed { last, .. } => last.is_context_length(),
+            _ => false,
+        }
+    }
+}
+
+/// Recognises a provider's context-overflow message (the phrases CrewAI matches, and a few more).
+pub fn looks_like_context_overflow(message: &str) -> bool {
+    const PHRASES: &[&str] = &[
+        "maximum context length",
+        "context length exceeded",
+        "context_length_exceeded",
+        "context window full",
+        "too many tokens",
+        "input is too long",
+        "exceeds token limit",
+        "expected a string with maximum length",
+        "prompt is too long",
+        "exceeds the context window",
+        "input token count",
+    ];
+    let lower = message.to_lowercase();
+    PHRASES.iter().any(|p| lower.contains(p))
+}

@@ -1,0 +1,443 @@
+//! The HTTP plumbing every provider client shares.
+//!
+//! - [`HttpClient`]: one reqwest client per model client, always with a connect timeout and a
+//!   total timeout, and a pluggable [`Transport`] so a run can be recorded to or replayed from a
+//!   cassette (see [`crate::cassette`]) without the provider code knowing.
+//! - [`classify_status`]: an HTTP error status plus body becomes the right [`LlmError`]
+//!   (authentication, rate limit with `Retry-After`, context length, ...).
+//! - [`parse_retry_after`]: `retry-after-ms`, `Retry-After: <seconds>` and `Retry-After: <HTTP date>`.
+//! - [`HttpClient::post_sse`]: a server-sent-event reader over the response body.
+//!
+//! A provider module uses it like this:
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), crewai_llm::LlmError> {
+//! use crewai_llm::http::{ErrorContext, HttpClient};
+//! use crewai_llm::LlmConfig;
+//! let config = LlmConfig::new("anthropic/claude-sonnet-4-5");
+//! let http = HttpClient::new(ErrorContext::new("anthropic", "claude-sonnet-4-5", "ANTHROPIC_API_KEY"), &config)?;
+//! let headers = vec![("x-api-key".to_string(), "sk-...".to_string())];
+//! let body = serde_json::json!({"model": "claude-sonnet-4-5", "max_tokens": 64, "messages": []});
+//! let reply: serde_json::Value = http.post_json("https://api.anthropic.com/v1/messages", &headers, &body).await?;
+//! # let _ = reply; Ok(()) }
+//! ```
+
+use std::fmt;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use eventsource_stream::Eventsource;
+use futures::{Stream, StreamExt};
+use serde_json::Value;
+
+use crate::config::LlmConfig;
+use crate::error::{LlmError, looks_like_context_overflow};
+
+/// The longest `Retry-After` we honour; a provider asking for more is treated as asking for this.
+pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
+
+/// What an error needs to name: the provider, the model and the setting that holds the key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ErrorContext {
+    pub provider: String,
+    pub model: String,
+    /// Where the key comes from, shown on authentication errors (`OPENAI_API_KEY`).
+    pub key_hint: String,
+}
+
+impl ErrorContext {
+    pub fn new(provider: impl Into<String>, model: impl Into<String>, key_hint: impl Into<String>) -> Self {
+        ErrorContext { provider: provider.into(), model: model.into(), key_hint: key_hint.into() }
+    }
+}
+
+/// A byte stream of a response body.
+pub type BodyStream = Pin<Box<dyn Stream<Item = Result<Bytes, LlmError>> + Send>>;
+
+/// A response body: complete, or still arriving.
+pub enum ResponseBody {
+    Complete(Bytes),
+    Streaming(BodyStream),
+}
+
+impl fmt::Debug for ResponseBody {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ResponseBody::Complete(bytes) => write!(f, "Complete({} bytes)", bytes.len()),
+            ResponseBody::Streaming(_) => f.write_str("Streaming"),
+        }
+    }
+}
+
+impl ResponseBody {
+    /// Reads the whole body.
+    pub async fn into_bytes(self) -> Result<Bytes, LlmError> {
+        match self {
+            ResponseBody::Complete(bytes) => Ok(bytes),
+            ResponseBody::Streaming(mut stream) => {
+                let mut all = Vec::new();
+                while let Some(chunk) = stream.next().await {
+                    all.extend_from_slice(&chunk?);
+                }
+                Ok(Bytes::from(all))
+            }
+        }
+    }
+
+    fn into_stream(self) -> BodyStream {
+        match self {
+            ResponseBody::Complete(bytes) => Box::pin(futures::stream::once(async move { Ok(bytes) })),
+            ResponseBody::Streaming(stream) => stream,
+        }
+    }
+}
+
+/// One HTTP request, as a [`Transport`] sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HttpRequest {
+    pub method: String,
+    pub url: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Bytes,
+    /// The caller wants the body as it arrives (server-sent events).
+    pub streaming: bool,
+}
+
+/// One HTTP response, as a [`Transport`] returns it.
+#[derive(Debug)]
+pub struct HttpResponse {
+    pub status: u16,
+    /// Header names in lower case.
+    pub headers: Vec<(String, String)>,
+    pub body: ResponseBody,
+}
+
+impl HttpResponse {
+    /// The first value of a header (names compared case-insensitively).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+    }
+}
+
+/// Moves requests to a server and responses back. The default is [`ReqwestTransport`]; the
+/// cassette module adds a recorder and a replayer.
+#[async_trait]
+pub trait Transport: Send + Sync {
+    async fn send(&self, request: HttpRequest, context: &ErrorContext) -> Result<HttpResponse, LlmError>;
+}
+
+/// The real network, through reqwest, with the client's timeouts.
+#[derive(Debug, Clone)]
+pub struct ReqwestTransport {
+    client: reqwest::Client,
+    request_timeout: Duration,
+}
+
+impl ReqwestTransport {
+    /// A transport whose requests fail after `connect_timeout` without a connection and after
+    /// `request_timeout` in total (body included).
+    pub fn new(connect_timeout: Duration, request_timeout: Duration) -> Result<Self, LlmError> {
+        let client = reqwest::Client::builder()
+            .connect_timeout(connect_timeout)
+            .timeout(request_timeout)
+            .user_agent(concat!("crewai-rs/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| LlmError::Config(format!("could not build the HTTP client: {e}")))?;
+        Ok(ReqwestTransport { client, request_timeout })
+    }
+
+    fn map_error(&self, error: reqwest::Error, context: &ErrorContext) -> LlmError {
+        map_reqwest_error(error, context, self.request_timeout)
+    }
+}
+
+/// Turns a reqwest failure into the matching [`LlmError`].
+pub fn map_reqwest_error(error: reqwest::Error, context: &ErrorContext, timeout: Duration) -> LlmError {
+    if error.is_timeout() {
+        LlmError::Timeout { provider: context.provider.clone(), after: timeout }
+    } else if error.is_decode() || error.is_body() {
+        LlmError::MalformedResponse { provider: context.provider.clone(), message: error_chain(&error) }
+    } else {
+        LlmError::Connection { provider: context.provider.clone(), message: error_chain(&error) }
+    }
+}
+
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+#[async_trait]
+impl Transport for ReqwestTransport {
+    async fn send(&self, request: HttpRequest, context: &ErrorContext) -> Result<HttpResponse, LlmError> {
+        let method = reqwest::Method::from_bytes(request.method.as_bytes())
+            .map_err(|_| LlmError::Config(format!("invalid HTTP method '{}'", request.method)))?;
+        let mut builder = self.client.request(method, &request.url).body(request.body);
+        for (name, value) in &request.headers {
+            builder = builder.header(name, value);
+        }
+        let response = builder.send().await.map_err(|e| self.map_error(e, context))?;
+        let status = response.status().as_u16();
+        let headers = response
+            .headers()
+            .iter()
+            .map(|(n, v)| (n.as_str().to_ascii_lowercase(), String::from_utf8_lossy(v.as_bytes()).into_owned()))
+            .collect();
+        let body = if request.streaming && status < 400 {
+            let this = self.clone();
+            let context = context.clone();
+            ResponseBody::Streaming(Box::pin(response.bytes_stream().map(move |chunk| chunk.map_err(|e| this.map_error(e, &context)))))
+        } else {
+            ResponseBody::Complete(response.bytes().await.map_err(|e| self.map_error(e, context))?)
+        };
+        Ok(HttpResponse { status, headers, body })
+    }
+}
+
+/// One server-sent event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SseEvent {
+    /// The `event:` field (empty when the server sent none).
+    pub event: String,
+    pub data: String,
+}
+
+/// A stream of server-sent events.
+pub type SseStream = Pin<Box<dyn Stream<Item = Result<SseEvent, LlmError>> + Send>>;
+
+/// The HTTP side of one model client: transport, timeouts and error context.
+#[derive(Clone)]
+pub struct HttpClient {
+    transport: Arc<dyn Transport>,
+    context: ErrorContext,
+}
+
+impl fmt::Debug for HttpClient {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HttpClient").field("context", &self.context).finish_non_exhaustive()
+    }
+}
+
+impl HttpClient {
+    /// A client over the network with the timeouts of `config`.
+    pub fn new(context: ErrorContext, config: &LlmConfig) -> Result<Self, LlmError> {
+        let transport = ReqwestTransport::new(config.connect_timeout(), config.request_timeout())?;
+        Ok(HttpClient { transport: Arc::new(transport), context })
+    }
+
+    /// A client over the given transport (a cassette recorder or replayer, or your own).
+    pub fn with_transport(context: ErrorContext, transport: Arc<dyn Transport>) -> Self {
+        HttpClient { transport, context }
+    }
+
+    /// Replaces the transport, keeping the error context.
+    pub fn set_transport(&mut self, transport: Arc<dyn Transport>) {
+        self.transport = transport;
+    }
+
+    /// The transport in use (wrap it to record).
+    pub fn transport(&self) -> Arc<dyn Transport> {
+        self.transport.clone()
+    }
+
+    pub fn context(&self) -> &ErrorContext {
+        &self.context
+    }
+
+    /// POSTs a JSON body and parses the JSON reply; an error status becomes its [`LlmError`].
+    pub async fn post_json(&self, url: &str, headers: &[(String, String)], body: &Value) -> Result<Value, LlmError> {
+        let response = self.send(url, headers, body, false).await?;
+        let bytes = response.body.into_bytes().await?;
+        serde_json::from_slice(&bytes).map_err(|e| LlmError::MalformedResponse {
+            provider: self.context.provider.clone(),
+            message: format!("the reply is not JSON ({e}): {}", snippet(&String::from_utf8_lossy(&bytes))),
+        })
+    }
+
+    /// POSTs a JSON body and reads the reply as server-sent events.
+    pub async fn post_sse(&self, url: &str, headers: &[(String, String)], body: &Value) -> Result<SseStream, LlmError> {
+        let mut headers = headers.to_vec();
+        if !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("accept")) {
+            headers.push(("accept".into(), "text/event-stream".into()));
+        }
+        let response = self.send(url, &headers, body, true).await?;
+        Ok(sse_events(response.body.into_stream(), self.context.provider.clone()))
+    }
+
+    /// Sends a JSON POST and returns the response if its status is a success.
+    pub async fn send(&self, url: &str, headers: &[(String, String)], body: &Value, streaming: bool) -> Result<HttpResponse, LlmError> {
+        let mut all_headers = vec![("content-type".to_string(), "application/json".to_string())];
+        all_headers.extend(headers.iter().filter(|(n, _)| !n.eq_ignore_ascii_case("content-type")).cloned());
+        let request = HttpRequest {
+            method: "POST".into(),
+            url: url.to_string(),
+            headers: all_headers,
+            body: Bytes::from(serde_json::to_vec(body).map_err(|e| LlmError::Config(format!("request body: {e}")))?),
+            streaming,
+        };
+        let response = self.transport.send(request, &self.context).await?;
+        if response.status >= 400 {
+            let retry_after = parse_retry_after(&response.headers);
+            let status = response.status;
+            let body = response.body.into_bytes().await.unwrap_or_default();
+            return Err(classify_status(&self.context, status, retry_after, &String::from_utf8_lossy(&body)));
+        }
+        Ok(response)
+    }
+}
+
+/// Parses a body stream as server-sent events (blank-line separated `event:`/`data:` fields).
+pub fn sse_events(body: BodyStream, provider: String) -> SseStream {
+    Box::pin(body.eventsource().map(move |item| match item {
+        Ok(event) => Ok(SseEvent { event: event.event, data: event.data }),
+        Err(eventsource_stream::EventStreamError::Transport(error)) => Err(error),
+        Err(other) => Err(LlmError::MalformedResponse { provider: provider.clone(), message: format!("bad event stream: {other}") }),
+    }))
+}
+
+/// The wait a response asked for: `retry-after-ms`, then `Retry-After` as seconds or as an HTTP
+/// date; capped at [`MAX_RETRY_AFTER`].
+pub fn parse_retry_after(headers: &[(String, String)]) -> Option<Duration> {
+    let find = |name: &str| headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.trim());
+    let wait = if let Some(ms) = find("retry-after-ms").and_then(|v| v.parse::<f64>().ok()) {
+        Duration::try_from_secs_f64(ms / 1000.0).ok()?
+    } else {
+        let value = find("retry-after")?;
+        if let Ok(seconds) = value.parse::<f64>() {
+            Duration::try_from_secs_f64(seconds).ok()?
+        } else {
+            let when = chrono::DateTime::parse_from_rfc2822(value).ok()?;
+            let delta = when.with_timezone(&chrono::Utc) - chrono::Utc::now();
+            delta.to_std().unwrap_or(Duration::ZERO)
+        }
+    };
+    Some(wait.min(MAX_RETRY_AFTER))
+}
+
+/// The provider's own error message from an error body (OpenAI, Anthropic, Gemini and Ollama
+/// shapes), or the body itself, shortened.
+pub fn provider_error_message(body: &str) -> String {
+    let Ok(json) = serde_json::from_str::<Value>(body) else {
+        return snippet(body);
+    };
+    let error = json.get("error").unwrap_or(&json);
+    error
+        .get("message")
+        .and_then(Value::as_str)
+        .or_else(|| error.as_str())
+        .or_else(|| json.get("message").and_then(Value::as_str))
+        .or_else(|| json.get("detail").and_then(Value::as_str))
+        .map(str::to_string)
+        .unwrap_or_else(|| snippet(body))
+}
+
+fn provider_error_code(body: &str) -> Option<String> {
+    let json = serde_json::from_str::<Value>(body).ok()?;
+    let error = json.get("error")?;
+    ["code", "type", "status"]
+        .iter()
+        .find_map(|key| error.get(*key).and_then(Value::as_str).map(str::to_string))
+}
+
+/// Text cut to a readable length for error messages.
+pub fn snippet(text: &str) -> String {
+    const LIMIT: usize = 500;
+    let text = text.trim();
+    if text.chars().count() <= LIMIT {
+        return text.to_string();
+    }
+    let cut: String = text.chars().take(LIMIT).collect();
+    format!("{cut}…")
+}
+
+/// Maps an HTTP error status and body to the matching [`LlmError`].
+pub fn classify_status(context: &ErrorContext, status: u16, retry_after: Option<Duration>, body: &str) -> LlmError {
+    let message = provider_error_message(body);
+    let code = provider_error_code(body).unwrap_or_default();
+    let provider = context.provider.clone();
+    let context_overflow = code == "context_length_exceeded" || looks_like_context_overflow(&message);
+    match status {
+        401 => LlmError::Authentication { provider, message, hint: context.key_hint.clone() },
+        403 => LlmError::PermissionDenied { provider, message },
+        404 => LlmError::ModelNotFound { provider, model: context.model.clone(), message },
+        413 => LlmError::ContextLengthExceeded { provider, message },
+        429 if code == "insufficient_quota" => LlmError::PermissionDenied { provider, message: format!("quota exhausted: {message}") },
+        429 => LlmError::RateLimited { provider, retry_after, message },
+        408 => LlmError::Server { provider, status, message, retry_after },
+        400..=499 if context_overflow => LlmError::ContextLengthExceeded { provider, message },
+        400..=499 => LlmError::InvalidRequest { provider, status, message },
+        _ => LlmError::Server { provider, status, message, retry_after },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ctx() -> ErrorContext {
+        ErrorContext::new("openai", "gpt-4o", "OPENAI_API_KEY")
+    }
+
+    #[test]
+    fn retry_after_seconds_ms_and_date() {
+        let h = |n: &str, v: &str| vec![(n.to_string(), v.to_string())];
+        assert_eq!(parse_retry_after(&h("Retry-After", "2")), Some(Duration::from_secs(2)));
+        assert_eq!(parse_retry_after(&h("retry-after-ms", "250")), Some(Duration::from_millis(250)));
+        assert_eq!(parse_retry_after(&h("retry-after", "99999")), Some(MAX_RETRY_AFTER));
+        let past = "Wed, 21 Oct 2015 07:28:00 GMT";
+        assert_eq!(parse_retry_after(&h("retry-after", past)), Some(Duration::ZERO));
+        let soon = (chrono::Utc::now() + chrono::Duration::seconds(30)).to_rfc2822();
+        let wait = parse_retry_after(&h("retry-after", &soon)).unwrap_or_default();
+        assert!(wait > Duration::from_secs(25) && wait <= Duration::from_secs(30), "{wait:?}");
+        assert_eq!(parse_retry_after(&h("retry-after", "soon")), None);
+        assert_eq!(parse_retry_after(&[]), None);
+    }
+
+    #[test]
+    fn statuses_become_typed_errors() {
+        let body = r#"{"error":{"message":"Incorrect API key provided","type":"invalid_request_error","code":"invalid_api_key"}}"#;
+        match classify_status(&ctx(), 401, None, body) {
+            LlmError::Authentication { hint, message, .. } => {
+                assert_eq!(hint, "OPENAI_API_KEY");
+                assert_eq!(message, "Incorrect API key provided");
+            }
+            other => panic!("{other:?}"),
+        }
+        let overflow = r#"{"error":{"message":"This model's maximum context length is 128000 tokens.","code":"context_length_exceeded"}}"#;
+        assert!(matches!(classify_status(&ctx(), 400, None, overflow), LlmError::ContextLengthExceeded { .. }));
+        let anthropic = r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 210000 tokens > 200000 maximum"}}"#;
+        assert!(matches!(classify_status(&ctx(), 400, None, anthropic), LlmError::ContextLengthExceeded { .. }));
+        let limited = classify_status(&ctx(), 429, Some(Duration::from_secs(1)), "{}");
+        assert_eq!(limited.retry_after(), Some(Duration::from_secs(1)));
+        assert!(limited.is_retryable());
+        assert!(matches!(classify_status(&ctx(), 403, None, "{}"), LlmError::PermissionDenied { .. }));
+        let quota = r#"{"error":{"message":"You exceeded your current quota","type":"insufficient_quota","code":"insufficient_quota"}}"#;
+        assert!(!classify_status(&ctx(), 429, None, quota).is_retryable(), "an empty quota does not refill by retrying");
+        assert!(matches!(classify_status(&ctx(), 404, None, "not here"), LlmError::ModelNotFound { model, .. } if model == "gpt-4o"));
+        assert!(matches!(classify_status(&ctx(), 529, None, "overloaded"), LlmError::Server { status: 529, .. }));
+        assert!(!classify_status(&ctx(), 422, None, "bad").is_retryable());
+    }
+
+    #[tokio::test]
+    async fn sse_reader_splits_events() {
+        let chunks: Vec<Result<Bytes, LlmError>> = vec![
+            Ok(Bytes::from_static(b"event: message_start\ndata: {\"a\":")),
+            Ok(Bytes::from_static(b"1}\n\ndata: [DONE]\n\n")),
+        ];
+        let events: Vec<_> = sse_events(Box::pin(futures::stream::iter(chunks)), "test".into()).collect().await;
+        let events: Vec<SseEvent> = events.into_iter().collect::<Result<_, _>>().unwrap_or_default();
+        assert_eq!(events.len(), 2);
+        assert_eq!(events[0].event, "message_start");
+        assert_eq!(events[0].data, "{\"a\":1}");
+        assert_eq!(events[1].data, "[DONE]");
+    }
+}

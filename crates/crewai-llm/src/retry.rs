@@ -1,0 +1,225 @@
+//! Retries of retryable failures: exponential backoff with full jitter, honouring `Retry-After`,
+//! with a bounded number of attempts and a bounded total time.
+//!
+//! ```
+//! use std::time::Duration;
+//! use crewai_llm::retry::RetryPolicy;
+//! let policy = RetryPolicy::default();
+//! assert_eq!(policy.max_retries, 2);
+//! // A server's Retry-After wins over the computed backoff (capped at `max_retry_after`).
+//! assert_eq!(policy.delay_for(0, Some(Duration::from_secs(3))), Duration::from_secs(3));
+//! assert!(policy.delay_for(5, None) <= policy.max_delay);
+//! ```
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use rand::Rng;
+use tokio::time::Instant;
+
+use crate::error::LlmError;
+use crate::traits::{Llm, LlmStream};
+use crate::types::{Capabilities, LlmRequest, LlmResponse};
+
+/// When and how often to try again.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RetryPolicy {
+    /// Retries after the first attempt (2 by default, like the OpenAI SDK).
+    pub max_retries: u32,
+    /// The first backoff's upper bound; doubled per retry.
+    pub base_delay: Duration,
+    /// The largest computed backoff.
+    pub max_delay: Duration,
+    /// The longest `Retry-After` honoured.
+    pub max_retry_after: Duration,
+    /// All attempts and waits together; no retry starts past it and the running attempt is cut at it.
+    pub max_total: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            max_retries: 2,
+            base_delay: Duration::from_millis(500),
+            max_delay: Duration::from_secs(8),
+            max_retry_after: crate::http::MAX_RETRY_AFTER,
+            max_total: Duration::from_secs(30 * 60),
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// No retries at all.
+    pub fn none() -> Self {
+        RetryPolicy { max_retries: 0, ..Default::default() }
+    }
+
+    pub fn with_max_retries(mut self, retries: u32) -> Self {
+        self.max_retries = retries;
+        self
+    }
+
+    /// Scales every wait (tests use milliseconds).
+    pub fn with_delays(mut self, base: Duration, max: Duration) -> Self {
+        self.base_delay = base;
+        self.max_delay = max;
+        self
+    }
+
+    pub fn with_max_retry_after(mut self, cap: Duration) -> Self {
+        self.max_retry_after = cap;
+        self
+    }
+
+    pub fn with_max_total(mut self, total: Duration) -> Self {
+        self.max_total = total;
+        self
+    }
+
+    /// The wait before retry number `retry` (0-based): the server's `Retry-After` when given,
+    /// else a uniformly random time up to `min(max_delay, base_delay * 2^retry)`.
+    pub fn delay_for(&self, retry: u32, retry_after: Option<Duration>) -> Duration {
+        if let Some(wait) = retry_after {
+            return wait.min(self.max_retry_after);
+        }
+        let ceiling = self.base_delay.saturating_mul(2u32.saturating_pow(retry.min(20))).min(self.max_delay);
+        if ceiling.is_zero() {
+            return Duration::ZERO;
+        }
+        rand::rng().random_range(Duration::ZERO..=ceiling)
+    }
+}
+
+/// Wraps a model so retryable failures are tried again under a [`RetryPolicy`].
+pub struct RetryLlm {
+    inner: Arc<dyn Llm>,
+    policy: RetryPolicy,
+}
+
+impl RetryLlm {
+    pub fn new(inner: Arc<dyn Llm>, policy: RetryPolicy) -> Self {
+        RetryLlm { inner, policy }
+    }
+
+    pub fn policy(&self) -> &RetryPolicy {
+        &self.policy
+    }
+
+    async fn run<T, F, Fut>(&self, mut attempt: F) -> Result<T, LlmError>
+    where
+        F: FnMut() -> Fut + Send,
+        Fut: std::future::Future<Output = Result<T, LlmError>> + Send,
+        T: Send,
+    {
+        let deadline = Instant::now() + self.policy.max_total;
+        let mut retry = 0;
+        loop {
+            let outcome = match tokio::time::timeout_at(deadline, attempt()).await {
+                Ok(outcome) => outcome,
+                Err(_) => {
+                    return Err(LlmError::Timeout { provider: self.inner.provider().to_string(), after: self.policy.max_total });
+                }
+            };
+            let error = match outcome {
+                Ok(value) => return Ok(value),
+                Err(error) => error,
+            };
+            if !error.is_retryable() || retry >= self.policy.max_retries {
+                return Err(error);
+            }
+            let wait = self.policy.delay_for(retry, error.retry_after());
+            if Instant::now() + wait >= deadline {
+                return Err(error);
+            }
+            tracing::warn!(
+                provider = self.inner.provider(),
+                model = self.inner.model(),
+                retry = retry + 1,
+                wait_ms = wait.as_millis() as u64,
+                %error,
+                "retrying the model call"
+            );
+            tokio::time::sleep(wait).await;
+            retry += 1;
+        }
+    }
+}
+
+#[async_trait]
+impl Llm for RetryLlm {
+    fn model(&self) -> &str {
+        self.inner.model()
+    }
+    fn provider(&self) -> &str {
+        self.inner.provider()
+    }
+    fn capabilities(&self) -> Capabilities {
+        self.inner.capabilities()
+    }
+
+    async fn call(&self, request: LlmRequest) -> Result<LlmResponse, LlmError> {
+        self.run(|| self.inner.call(request.clone())).await
+    }
+
+    /// Retries opening the stream; once events flow, a failure is passed on (the caller has
+    /// already shown part of the reply).
+    async fn stream(&self, request: LlmRequest) -> Result<LlmStream, LlmError> {
+        self.run(|| self.inner.stream(request.clone())).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::Message;
+
+    /// A model whose every call fails with a connection error, or never answers.
+    struct Unreachable {
+        hang: bool,
+        calls: std::sync::atomic::AtomicU32,
+    }
+
+    #[async_trait]
+    impl Llm for Unreachable {
+        fn model(&self) -> &str {
+            "unreachable"
+        }
+        async fn call(&self, _request: LlmRequest) -> Result<LlmResponse, LlmError> {
+            self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            if self.hang {
+                futures::future::pending::<()>().await;
+            }
+            Err(LlmError::Connection { provider: "test".into(), message: "refused".into() })
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn total_time_is_bounded() {
+        let hanging = Arc::new(Unreachable { hang: true, calls: Default::default() });
+        let policy = RetryPolicy::default().with_max_total(Duration::from_secs(5));
+        let error = RetryLlm::new(hanging, policy).call(LlmRequest::new(vec![Message::user("hi")])).await.err();
+        assert!(matches!(error, Some(LlmError::Timeout { after, .. }) if after == Duration::from_secs(5)), "{error:?}");
+
+        // Backoff that would overrun the budget is not started: the last error comes back.
+        let failing = Arc::new(Unreachable { hang: false, calls: Default::default() });
+        let policy = RetryPolicy::default().with_max_retries(10).with_delays(Duration::from_secs(4), Duration::from_secs(4)).with_max_total(Duration::from_secs(1));
+        let llm = RetryLlm::new(failing.clone(), policy);
+        let error = llm.call(LlmRequest::new(vec![Message::user("hi")])).await.err();
+        assert!(matches!(error, Some(LlmError::Connection { .. })), "{error:?}");
+        assert!(failing.calls.load(std::sync::atomic::Ordering::SeqCst) < 10);
+    }
+
+    #[test]
+    fn backoff_is_bounded_and_jittered() {
+        let policy = RetryPolicy::default();
+        for retry in 0..10 {
+            let wait = policy.delay_for(retry, None);
+            assert!(wait <= Duration::from_secs(8));
+            assert!(wait <= Duration::from_millis(500) * 2u32.pow(retry));
+        }
+        assert_eq!(policy.delay_for(0, Some(Duration::from_secs(600))), policy.max_retry_after);
+        let zero = RetryPolicy::default().with_delays(Duration::ZERO, Duration::ZERO);
+        assert_eq!(zero.delay_for(3, None), Duration::ZERO);
+    }
+}

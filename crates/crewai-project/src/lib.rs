@@ -1,0 +1,256 @@
+//! # crewai-project
+//!
+//! Loads CrewAI projects as CrewAI users write them, checks them, and turns them into crews.
+//!
+//! Two layouts are read: the classic `config/agents.yaml` + `config/tasks.yaml` (+ an optional
+//! `config/crew.yaml` for what CrewAI keeps in `crew.py`, including `agents:`/`tasks:` overlays),
+//! and CrewAI's newer JSON layout, `crew.jsonc` + `agents/<name>.jsonc`. Every problem is
+//! reported with its file and line, the field, and a suggestion when one is likely:
+//!
+//! ```text
+//! config/tasks.yaml:12: task 'report' names agent 'writter', which is not defined; did you mean 'writer'?
+//! ```
+//!
+//! ```no_run
+//! use crewai_project::{Project, ToolRegistry};
+//! let project = Project::load("examples/research-and-report")?;
+//! let tools = ToolRegistry::with_builtins(&project.root);
+//! let plan = project.plan(&Default::default(), &tools)?;
+//! println!("{plan}");
+//! # Ok::<(), crewai_project::ProjectError>(())
+//! ```
+
+mod build;
+mod check;
+mod error;
+mod load;
+mod plan;
+mod registry;
+mod source;
+mod spec;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crewai_core::interpolate::{Inputs, placeholders};
+use crewai_tools::ToolHandle;
+
+pub use build::BuildOptions;
+pub use check::{OutputKind, OutputSchema};
+pub use error::{Diagnostic, ProjectError, closest, did_you_mean};
+pub use load::{AgentEntry, Layout, ProjectFiles, TaskEntry};
+pub use plan::{ContextPlan, Plan, PlannedAgent, PlannedTask};
+pub use registry::{BUILTIN_TOOLS, ToolFactory, ToolLookupError, ToolRegistry};
+pub use source::{DocPath, Format, Seg, SourceFile, strip_jsonc};
+pub use spec::{
+    AgentSpec, CrewSpec, GuardrailSpec, LogFileSpec, OneOrMany, Origin, ProcessSpec, SchemaRef, TaskSpec, ToolFailurePolicySpec, ToolRef,
+};
+
+/// A loaded and checked project.
+#[derive(Debug, Clone)]
+pub struct Project {
+    /// The project folder.
+    pub root: PathBuf,
+    pub layout: Layout,
+    /// The folder holding the YAML files (`config/`), or the root for the JSON layout.
+    pub config_dir: PathBuf,
+    /// Agents in file order.
+    pub agents: Vec<AgentEntry>,
+    /// Tasks in the order they run.
+    pub tasks: Vec<TaskEntry>,
+    pub crew: CrewSpec,
+    pub files: ProjectFiles,
+    /// Things that do not stop a run but deserve a look (fields with no effect here).
+    pub warnings: Vec<Diagnostic>,
+    schemas: BTreeMap<String, OutputSchema>,
+}
+
+/// One `{placeholder}` use: the name, and the field it is written in.
+#[derive(Debug, Clone)]
+pub struct PlaceholderUse {
+    pub name: String,
+    /// `agent 'researcher'` or `task 'report'`.
+    pub owner: String,
+    pub field: &'static str,
+    pub origin: Origin,
+}
+
+impl Project {
+    /// Reads the project in `root` and checks everything that needs no inputs and no tools.
+    /// All problems found are returned together.
+    pub fn load(root: impl AsRef<Path>) -> Result<Project, ProjectError> {
+        let root = root.as_ref().to_path_buf();
+        let mut loaded = load::load(&root)?;
+        let checked = check::check(&root, &mut loaded);
+        if !loaded.diagnostics.is_empty() {
+            return Err(ProjectError::Invalid(loaded.diagnostics));
+        }
+        Ok(Project {
+            root,
+            layout: loaded.layout,
+            config_dir: loaded.config_dir,
+            agents: loaded.agents,
+            tasks: loaded.tasks,
+            crew: loaded.crew,
+            files: loaded.files,
+            warnings: loaded.warnings,
+            schemas: checked.schemas,
+        })
+    }
+
+    /// The crew's name: `name:` in the crew file, else the folder's name.
+    pub fn name(&self) -> String {
+        self.crew.name.clone().unwrap_or_else(|| {
+            self.root
+                .canonicalize()
+                .ok()
+                .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+                .unwrap_or_else(|| "crew".to_string())
+        })
+    }
+
+    pub fn agent(&self, key: &str) -> Option<&AgentEntry> {
+        self.agents.iter().find(|a| a.key == key)
+    }
+
+    pub fn task(&self, key_or_name: &str) -> Option<&TaskEntry> {
+        self.tasks.iter().find(|t| t.key == key_or_name || t.name() == key_or_name)
+    }
+
+    /// The key of the agent that manages a hierarchical crew, if one is named.
+    pub fn manager_key(&self) -> Option<&str> {
+        match self.crew.process.unwrap_or_default() {
+            ProcessSpec::Hierarchical => self.crew.manager_agent.as_deref(),
+            ProcessSpec::Sequential => None,
+        }
+    }
+
+    /// The crew's members: every agent except the manager.
+    pub fn members(&self) -> impl Iterator<Item = &AgentEntry> {
+        let manager = self.manager_key();
+        self.agents.iter().filter(move |a| Some(a.key.as_str()) != manager)
+    }
+
+    /// The structured-output schema of a task, read from its file when it names one.
+    pub fn output_schema(&self, task_key: &str) -> Option<&OutputSchema> {
+        self.schemas.get(task_key)
+    }
+
+    /// `inputs:` of the crew file (defaults the caller's inputs override).
+    pub fn default_inputs(&self) -> Inputs {
+        self.crew.inputs.clone().map(|m| m.into_iter().collect()).unwrap_or_default()
+    }
+
+    /// The defaults with `given` laid over them.
+    pub fn effective_inputs(&self, given: &Inputs) -> Inputs {
+        let mut inputs = self.default_inputs();
+        inputs.extend(given.iter().map(|(k, v)| (k.clone(), v.clone())));
+        inputs
+    }
+
+    /// Every `{placeholder}` the agents and tasks use, where CrewAI interpolates them.
+    pub fn placeholders(&self) -> Vec<PlaceholderUse> {
+        let mut uses = Vec::new();
+        let mut scan = |owner: String, field: &'static str, text: Option<&String>, origin: Option<&Origin>| {
+            if let (Some(text), Some(origin)) = (text, origin) {
+                for name in placeholders(text) {
+                    uses.push(PlaceholderUse { name, owner: owner.clone(), field, origin: origin.clone() });
+                }
+            }
+        };
+        for agent in &self.agents {
+            let owner = format!("agent '{}'", agent.key);
+            let s = &agent.spec;
+            scan(owner.clone(), "role", s.role.as_ref(), s.origin("role"));
+            scan(owner.clone(), "goal", s.goal.as_ref(), s.origin("goal"));
+            scan(owner, "backstory", s.backstory.as_ref(), s.origin("backstory"));
+        }
+        for task in &self.tasks {
+            let owner = format!("task '{}'", task.key);
+            let s = &task.spec;
+            scan(owner.clone(), "description", s.description.as_ref(), s.origin("description"));
+            scan(owner.clone(), "expected_output", s.expected_output.as_ref(), s.origin("expected_output"));
+            scan(owner, "output_file", s.output_file.as_ref(), s.origin("output_file"));
+        }
+        uses
+    }
+
+    /// The input names the project needs, in order of first use (what `crewai chat` asks for).
+    pub fn required_inputs(&self) -> Vec<String> {
+        let mut names: Vec<String> = Vec::new();
+        for used in self.placeholders() {
+            if !names.contains(&used.name) {
+                names.push(used.name);
+            }
+        }
+        names
+    }
+
+    /// Problems with `inputs` (after defaults): each placeholder no input provides, at its line.
+    pub fn check_inputs(&self, inputs: &Inputs) -> Vec<Diagnostic> {
+        let given: Vec<&str> = inputs.keys().map(String::as_str).collect();
+        self.placeholders()
+            .into_iter()
+            .filter(|used| !inputs.contains_key(&used.name))
+            .map(|used| {
+                let hint = did_you_mean(&used.name, given.iter().copied())
+                    .map(|s| format!("{s} (inputs given: {})", given.join(", ")))
+                    .unwrap_or_else(|| format!("pass `--inputs {}=...` or add it under `inputs:` in the crew file", used.name));
+                used.origin
+                    .diagnostic(format!("{} field '{}' uses {{{}}}, which no input provides", used.owner, used.field, used.name))
+                    .with_hint(Some(hint))
+            })
+            .collect()
+    }
+
+    /// Creates the tools each agent and task names, reporting unknown names at their line.
+    pub fn resolve_tools(&self, registry: &ToolRegistry) -> Result<ResolvedTools, ProjectError> {
+        let mut diagnostics = Vec::new();
+        let mut resolved = ResolvedTools::default();
+        let mut resolve = |owner: &str, list: &Option<Vec<ToolRef>>, origin: Option<&Origin>| -> Vec<ToolHandle> {
+            let (Some(list), Some(origin)) = (list, origin) else { return Vec::new() };
+            let mut tools = Vec::new();
+            for (i, tool_ref) in list.iter().enumerate() {
+                match registry.resolve(tool_ref) {
+                    Ok(tool) => tools.push(tool),
+                    Err(ToolLookupError::Unknown { name, nearest }) => {
+                        let hint = match nearest.first() {
+                            Some(first) => format!("did you mean '{first}'?"),
+                            None => format!("known tools: {}", registry.names().join(", ")),
+                        };
+                        diagnostics.push(origin.child(i).diagnostic(format!("{owner} names tool '{name}', which no one provides")).with_hint(Some(hint)));
+                    }
+                    Err(err @ ToolLookupError::Construction { .. }) => {
+                        diagnostics.push(origin.child(i).diagnostic(format!("{owner}: {err}")));
+                    }
+                }
+            }
+            tools
+        };
+        for agent in &self.agents {
+            let tools = resolve(&format!("agent '{}'", agent.key), &agent.spec.tools, agent.spec.origin("tools"));
+            resolved.agents.insert(agent.key.clone(), tools);
+        }
+        for task in &self.tasks {
+            let tools = resolve(&format!("task '{}'", task.key), &task.spec.tools, task.spec.origin("tools"));
+            resolved.tasks.insert(task.key.clone(), tools);
+        }
+        if diagnostics.is_empty() { Ok(resolved) } else { Err(ProjectError::Invalid(diagnostics)) }
+    }
+}
+
+/// The tools created for each agent and task, by key.
+#[derive(Clone, Default)]
+pub struct ResolvedTools {
+    pub agents: BTreeMap<String, Vec<ToolHandle>>,
+    pub tasks: BTreeMap<String, Vec<ToolHandle>>,
+}
+
+impl std::fmt::Debug for ResolvedTools {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names = |map: &BTreeMap<String, Vec<ToolHandle>>| -> BTreeMap<String, Vec<String>> {
+            map.iter().map(|(k, v)| (k.clone(), v.iter().map(|t| t.original_name().to_string()).collect())).collect()
+        };
+        f.debug_struct("ResolvedTools").field("agents", &names(&self.agents)).field("tasks", &names(&self.tasks)).finish()
+    }
+}

@@ -1,0 +1,422 @@
+//! Reading a project folder: CrewAI's classic `config/*.yaml` layout or its JSON layout.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use crate::error::{Diagnostic, ProjectError, did_you_mean};
+use crate::source::{Format, Seg, SourceFile};
+use crate::spec::{AgentSpec, CrewSpec, Fields, Origin, TaskSpec, describe};
+
+/// Which of CrewAI's project layouts a folder uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    /// `config/agents.yaml`, `config/tasks.yaml`, optional `config/crew.yaml`.
+    Classic,
+    /// `crew.jsonc` with `agents/<name>.jsonc`.
+    Json,
+}
+
+/// An agent of the project, under the key it has in `agents.yaml` (or its file name).
+#[derive(Debug, Clone)]
+pub struct AgentEntry {
+    pub key: String,
+    pub spec: AgentSpec,
+    /// Where the entry starts.
+    pub origin: Origin,
+}
+
+/// A task of the project, in file order, under its key in `tasks.yaml` (or its `name`).
+#[derive(Debug, Clone)]
+pub struct TaskEntry {
+    pub key: String,
+    pub spec: TaskSpec,
+    pub origin: Origin,
+}
+
+impl TaskEntry {
+    /// The task's name: its `name:` field, else its key (as `@CrewBase` names it after the method).
+    pub fn name(&self) -> &str {
+        self.spec.name.as_deref().unwrap_or(&self.key)
+    }
+}
+
+/// The files of a loaded project, for messages that name a whole file.
+#[derive(Debug, Clone)]
+pub struct ProjectFiles {
+    pub agents: Option<Arc<SourceFile>>,
+    pub tasks: Option<Arc<SourceFile>>,
+    pub crew: Option<Arc<SourceFile>>,
+}
+
+/// Reads and merges the project's files; the result still needs [`crate::Project`]'s checks.
+pub(crate) struct Loaded {
+    pub layout: Layout,
+    pub config_dir: PathBuf,
+    pub agents: Vec<AgentEntry>,
+    pub tasks: Vec<TaskEntry>,
+    pub crew: CrewSpec,
+    pub files: ProjectFiles,
+    pub diagnostics: Vec<Diagnostic>,
+    pub warnings: Vec<Diagnostic>,
+}
+
+/// Finds the folder holding `agents.yaml`: `config/`, or `src/<name>/config/` as
+/// `crewai create crew --classic` lays it out.
+fn classic_config_dir(root: &Path) -> Option<PathBuf> {
+    let direct = root.join("config");
+    if yaml_file(&direct, "agents").is_some() {
+        return Some(direct);
+    }
+    let mut nested: Vec<PathBuf> = std::fs::read_dir(root.join("src"))
+        .ok()?
+        .filter_map(|entry| entry.ok().map(|e| e.path().join("config")))
+        .filter(|dir| yaml_file(dir, "agents").is_some())
+        .collect();
+    nested.sort();
+    nested.into_iter().next()
+}
+
+fn yaml_file(dir: &Path, stem: &str) -> Option<PathBuf> {
+    ["yaml", "yml"].iter().map(|ext| dir.join(format!("{stem}.{ext}"))).find(|p| p.is_file())
+}
+
+pub(crate) fn load(root: &Path) -> Result<Loaded, ProjectError> {
+    if let Some(config_dir) = classic_config_dir(root) {
+        return load_classic(root, config_dir);
+    }
+    let crew_json = ["crew.jsonc", "crew.json"].iter().map(|n| root.join(n)).find(|p| p.is_file());
+    if let Some(crew_json) = crew_json {
+        return load_json(root, &crew_json);
+    }
+    Err(ProjectError::NotAProject(root.to_path_buf()))
+}
+
+struct Loader {
+    diagnostics: Vec<Diagnostic>,
+    warnings: Vec<Diagnostic>,
+}
+
+impl Loader {
+    fn parse(&mut self, source: &SourceFile) -> Value {
+        source.parse().unwrap_or_else(|d| {
+            self.diagnostics.push(d);
+            Value::Null
+        })
+    }
+
+    /// Sets each field of `map` on `spec`, reporting unknown keys and wrong types at their line.
+    /// Keys in `handled` belong to the caller.
+    fn apply<S: Fields>(&mut self, spec: &mut S, map: &Map<String, Value>, base: &Origin, owner: &str, handled: &[&str]) {
+        for (key, value) in map {
+            if handled.contains(&key.as_str()) {
+                continue;
+            }
+            let origin = base.child(key.as_str());
+            let Some(field) = S::canonical_field(key) else {
+                let hint = did_you_mean(key, S::fields().iter().copied().chain(handled.iter().copied()))
+                    .or_else(|| Some(format!("known fields: {}", S::fields().join(", "))));
+                self.diagnostics.push(origin.diagnostic(format!("{owner} has an unknown field '{key}'")).with_hint(hint));
+                continue;
+            };
+            let value = match value {
+                // `context:` left empty means "no context", as `[]` does.
+                Value::Null if field == "context" => Value::Array(Vec::new()),
+                Value::Null => continue,
+                other => other.clone(),
+            };
+            if let Err(problem) = spec.set_field(field, value, origin.clone()) {
+                self.diagnostics.push(origin.diagnostic(format!("{owner} field '{key}': {problem}")));
+            }
+        }
+    }
+
+    /// The entries of a top-level mapping of names to field mappings (`agents.yaml`, `tasks.yaml`).
+    fn entries<'v>(&mut self, source: &Arc<SourceFile>, value: &'v Value, kind: &str) -> Vec<(&'v String, &'v Map<String, Value>)> {
+        match value {
+            Value::Object(map) => map
+                .iter()
+                .filter_map(|(key, fields)| match fields {
+                    Value::Object(fields) => Some((key, fields)),
+                    other => {
+                        let origin = Origin::new(source, vec![Seg::Key(key.clone())]);
+                        self.diagnostics.push(origin.diagnostic(format!(
+                            "{kind} '{key}' must be a mapping of its fields, not {}",
+                            describe(other)
+                        )));
+                        None
+                    }
+                })
+                .collect(),
+            Value::Null => Vec::new(),
+            other => {
+                self.diagnostics.push(Diagnostic::new(
+                    source,
+                    Some(1),
+                    format!("expected a mapping of {kind} names to their fields, found {}", describe(other)),
+                ));
+                Vec::new()
+            }
+        }
+    }
+}
+
+fn load_classic(root: &Path, config_dir: PathBuf) -> Result<Loaded, ProjectError> {
+    let mut loader = Loader { diagnostics: Vec::new(), warnings: Vec::new() };
+    let agents_path = yaml_file(&config_dir, "agents").ok_or_else(|| ProjectError::NotAProject(root.to_path_buf()))?;
+    let agents_src = Arc::new(SourceFile::read(&agents_path, root, Format::Yaml)?);
+    let agents_value = loader.parse(&agents_src);
+    let mut agents = Vec::new();
+    for (key, fields) in loader.entries(&agents_src, &agents_value, "agent") {
+        let origin = Origin::new(&agents_src, vec![Seg::Key(key.clone())]);
+        let mut spec = AgentSpec::default();
+        loader.apply(&mut spec, fields, &origin, &format!("agent '{key}'"), &[]);
+        agents.push(AgentEntry { key: key.clone(), spec, origin });
+    }
+    if agents.is_empty() && agents_value.is_null() {
+        loader.diagnostics.push(Diagnostic::new(&agents_src, None, "defines no agents; add at least one (role, goal, backstory)"));
+    }
+
+    let tasks_src = match yaml_file(&config_dir, "tasks") {
+        Some(path) => Some(Arc::new(SourceFile::read(&path, root, Format::Yaml)?)),
+        None => {
+            let display = config_dir.join("tasks.yaml");
+            let display = display.strip_prefix(root).unwrap_or(&display).to_string_lossy().replace('\\', "/");
+            loader.diagnostics.push(Diagnostic::in_file(display, "is missing; a crew needs at least one task"));
+            None
+        }
+    };
+    let mut tasks = Vec::new();
+    if let Some(tasks_src) = &tasks_src {
+        let tasks_value = loader.parse(tasks_src);
+        for (key, fields) in loader.entries(tasks_src, &tasks_value, "task") {
+            let origin = Origin::new(tasks_src, vec![Seg::Key(key.clone())]);
+            let mut spec = TaskSpec::default();
+            loader.apply(&mut spec, fields, &origin, &format!("task '{key}'"), &["type"]);
+            check_task_type(&mut loader, fields, &origin, key);
+            tasks.push(TaskEntry { key: key.clone(), spec, origin });
+        }
+        if tasks.is_empty() && tasks_value.is_null() {
+            loader.diagnostics.push(Diagnostic::new(tasks_src, None, "defines no tasks; add at least one (description, expected_output, agent)"));
+        }
+    }
+
+    let mut crew = CrewSpec::default();
+    let crew_src = match yaml_file(&config_dir, "crew") {
+        Some(path) => Some(Arc::new(SourceFile::read(&path, root, Format::Yaml)?)),
+        None => None,
+    };
+    if let Some(crew_src) = &crew_src {
+        match loader.parse(crew_src) {
+            Value::Object(map) => {
+                let base = Origin::new(crew_src, Vec::new());
+                loader.apply(&mut crew, &map, &base, "crew", &["agents", "tasks"]);
+                apply_overlays(&mut loader, &map, &base, &mut agents, &mut tasks);
+            }
+            Value::Null => {}
+            other => loader.diagnostics.push(Diagnostic::new(
+                crew_src,
+                Some(1),
+                format!("expected a mapping of crew fields (process, manager_llm, ...), found {}", describe(&other)),
+            )),
+        }
+    }
+
+    Ok(Loaded {
+        layout: Layout::Classic,
+        config_dir,
+        agents,
+        tasks,
+        crew,
+        files: ProjectFiles { agents: Some(agents_src), tasks: tasks_src, crew: crew_src },
+        diagnostics: loader.diagnostics,
+        warnings: loader.warnings,
+    })
+}
+
+/// `agents:` and `tasks:` in `config/crew.yaml`: fields merged onto the entries of the same
+/// name, the overlay winning (what a `crew.py` would have wired).
+fn apply_overlays(loader: &mut Loader, crew: &Map<String, Value>, base: &Origin, agents: &mut [AgentEntry], tasks: &mut [TaskEntry]) {
+    if let Some(overlay) = crew.get("agents") {
+        let origin = base.child("agents");
+        for (key, fields) in overlay_entries(loader, overlay, &origin, "agents") {
+            let at = origin.child(key.as_str());
+            match agents.iter_mut().find(|a| a.key == *key) {
+                Some(agent) => loader.apply(&mut agent.spec, fields, &at, &format!("agent '{key}'"), &[]),
+                None => {
+                    let hint = did_you_mean(key, agents.iter().map(|a| a.key.as_str()));
+                    loader.diagnostics.push(at.diagnostic(format!("`agents:` names agent '{key}', which agents.yaml does not define")).with_hint(hint));
+                }
+            }
+        }
+    }
+    if let Some(overlay) = crew.get("tasks") {
+        let origin = base.child("tasks");
+        for (key, fields) in overlay_entries(loader, overlay, &origin, "tasks") {
+            let at = origin.child(key.as_str());
+            match tasks.iter_mut().find(|t| t.key == *key) {
+                Some(task) => loader.apply(&mut task.spec, fields, &at, &format!("task '{key}'"), &[]),
+                None => {
+                    let hint = did_you_mean(key, tasks.iter().map(|t| t.key.as_str()));
+                    loader.diagnostics.push(at.diagnostic(format!("`tasks:` names task '{key}', which tasks.yaml does not define")).with_hint(hint));
+                }
+            }
+        }
+    }
+}
+
+fn overlay_entries<'v>(loader: &mut Loader, overlay: &'v Value, origin: &Origin, what: &str) -> Vec<(&'v String, &'v Map<String, Value>)> {
+    match overlay {
+        Value::Object(map) => map
+            .iter()
+            .filter_map(|(key, fields)| match fields {
+                Value::Object(fields) => Some((key, fields)),
+                Value::Null => None,
+                other => {
+                    loader.diagnostics.push(origin.child(key.as_str()).diagnostic(format!(
+                        "`{what}:` entry '{key}' must be a mapping of fields to set, not {}",
+                        describe(other)
+                    )));
+                    None
+                }
+            })
+            .collect(),
+        Value::Null => Vec::new(),
+        other => {
+            loader.diagnostics.push(origin.diagnostic(format!(
+                "`{what}:` must be a mapping of names to the fields to set on them, not {}",
+                describe(other)
+            )));
+            Vec::new()
+        }
+    }
+}
+
+/// `type: ConditionalTask` needs a condition function, which a project file cannot hold.
+fn check_task_type(loader: &mut Loader, fields: &Map<String, Value>, origin: &Origin, key: &str) {
+    match fields.get("type") {
+        None | Some(Value::Null) => {}
+        Some(Value::String(kind)) if kind == "Task" => {}
+        Some(Value::String(kind)) if kind == "ConditionalTask" => loader.diagnostics.push(
+            origin
+                .child("type")
+                .diagnostic(format!("task '{key}' is a ConditionalTask, which is not supported in project files yet"))
+                .with_hint(Some("build it in Rust with crewai::Task::builder().condition(..)".into())),
+        ),
+        Some(other) => loader.diagnostics.push(
+            origin
+                .child("type")
+                .diagnostic(format!("task '{key}' field 'type': unknown task type {other}"))
+                .with_hint(Some("use `Task` or `ConditionalTask`".into())),
+        ),
+    }
+}
+
+fn load_json(root: &Path, crew_path: &Path) -> Result<Loaded, ProjectError> {
+    let mut loader = Loader { diagnostics: Vec::new(), warnings: Vec::new() };
+    let crew_src = Arc::new(SourceFile::read(crew_path, root, Format::Jsonc)?);
+    let crew_value = loader.parse(&crew_src);
+    let mut crew = CrewSpec::default();
+    let mut agents = Vec::new();
+    let mut tasks = Vec::new();
+    let base = Origin::new(&crew_src, Vec::new());
+    let empty = Map::new();
+    let map = match &crew_value {
+        Value::Object(map) => map,
+        Value::Null => &empty,
+        other => {
+            loader.diagnostics.push(Diagnostic::new(&crew_src, Some(1), format!("expected a JSON object, found {}", describe(other))));
+            &empty
+        }
+    };
+    loader.apply(&mut crew, map, &base, "crew", &["agents", "tasks"]);
+
+    let agents_dir = root.join("agents");
+    let mut agent_names: Vec<(String, Origin)> = Vec::new();
+    match map.get("agents") {
+        Some(Value::Array(names)) => {
+            for (i, name) in names.iter().enumerate() {
+                let at = base.child("agents").child(i);
+                match name {
+                    Value::String(name) => agent_names.push((name.clone(), at)),
+                    other => loader.diagnostics.push(at.diagnostic(format!("`agents` lists agent names (files in agents/), not {}", describe(other)))),
+                }
+            }
+        }
+        None | Some(Value::Null) => loader.diagnostics.push(Diagnostic::new(&crew_src, None, "has no `agents` list")),
+        Some(other) => loader.diagnostics.push(base.child("agents").diagnostic(format!("`agents` must be a list of agent names, not {}", describe(other)))),
+    }
+    if let Some(Value::String(manager)) = map.get("manager_agent") {
+        if !agent_names.iter().any(|(n, _)| n == manager) {
+            agent_names.push((manager.clone(), base.child("manager_agent")));
+        }
+    }
+    let available: Vec<String> = std::fs::read_dir(&agents_dir)
+        .map(|dir| {
+            dir.filter_map(|e| e.ok())
+                .filter_map(|e| e.file_name().to_str().and_then(|n| n.strip_suffix(".jsonc").or_else(|| n.strip_suffix(".json"))).map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default();
+    for (name, listed_at) in agent_names {
+        let Some(path) = ["jsonc", "json"].iter().map(|ext| agents_dir.join(format!("{name}.{ext}"))).find(|p| p.is_file()) else {
+            let hint = did_you_mean(&name, available.iter().map(String::as_str));
+            loader.diagnostics.push(listed_at.diagnostic(format!("agent '{name}' has no file agents/{name}.jsonc")).with_hint(hint));
+            continue;
+        };
+        let src = Arc::new(SourceFile::read(&path, root, Format::Jsonc)?);
+        let origin = Origin::new(&src, Vec::new());
+        let mut spec = AgentSpec::default();
+        match loader.parse(&src) {
+            Value::Object(fields) => {
+                let owner = format!("agent '{name}'");
+                loader.apply(&mut spec, &fields, &origin, &owner, &["settings", "type"]);
+                match fields.get("settings") {
+                    Some(Value::Object(settings)) => loader.apply(&mut spec, settings, &origin.child("settings"), &owner, &[]),
+                    None | Some(Value::Null) => {}
+                    Some(other) => loader.diagnostics.push(origin.child("settings").diagnostic(format!("{owner}: `settings` must be an object, not {}", describe(other)))),
+                }
+                if let Some(kind) = fields.get("type").filter(|v| !v.is_null()) {
+                    loader.diagnostics.push(origin.child("type").diagnostic(format!("{owner}: custom agent classes ({kind}) are not supported")));
+                }
+            }
+            Value::Null => {}
+            other => loader.diagnostics.push(Diagnostic::new(&src, Some(1), format!("expected a JSON object, found {}", describe(&other)))),
+        }
+        agents.push(AgentEntry { key: name, spec, origin: Origin::new(&src, vec![Seg::Key("role".into())]) });
+    }
+
+    match map.get("tasks") {
+        Some(Value::Array(items)) => {
+            for (i, item) in items.iter().enumerate() {
+                let origin = base.child("tasks").child(i);
+                let Value::Object(fields) = item else {
+                    loader.diagnostics.push(origin.diagnostic(format!("each task is an object with name, description, expected_output, agent; found {}", describe(item))));
+                    continue;
+                };
+                let key = match fields.get("name") {
+                    Some(Value::String(name)) => name.clone(),
+                    _ => format!("task_{}", i + 1),
+                };
+                let mut spec = TaskSpec::default();
+                loader.apply(&mut spec, fields, &origin, &format!("task '{key}'"), &["type"]);
+                check_task_type(&mut loader, fields, &origin, &key);
+                tasks.push(TaskEntry { key, spec, origin });
+            }
+        }
+        None | Some(Value::Null) => loader.diagnostics.push(Diagnostic::new(&crew_src, None, "has no `tasks` list")),
+        Some(other) => loader.diagnostics.push(base.child("tasks").diagnostic(format!("`tasks` must be a list of task objects, not {}", describe(other)))),
+    }
+
+    Ok(Loaded {
+        layout: Layout::Json,
+        config_dir: root.to_path_buf(),
+        agents,
+        tasks,
+        crew,
+        files: ProjectFiles { agents: None, tasks: None, crew: Some(crew_src) },
+        diagnostics: loader.diagnostics,
+        warnings: loader.warnings,
+    })
+}

@@ -1,0 +1,254 @@
+//! The dry run: what a kickoff would do, in order, with the prompts rendered, calling no model.
+
+use std::fmt;
+
+use crewai_core::interpolate::{Inputs, Location, interpolate};
+use crewai_core::prompts::agent::{MARKDOWN_INSTRUCTIONS, role_playing, task_message_native, task_message_no_tools, task_prompt};
+use crewai_core::prompts::crew::structured_output_instructions;
+use serde::Serialize;
+
+use crate::check::OutputKind;
+use crate::error::{Diagnostic, ProjectError};
+use crate::registry::ToolRegistry;
+use crate::spec::ProcessSpec;
+use crate::{Project, ResolvedTools};
+
+/// Which earlier outputs a task sees.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind", content = "tasks")]
+pub enum ContextPlan {
+    /// No `context:` given: every earlier task's output (CrewAI's default).
+    AllPrevious,
+    /// The outputs of these tasks.
+    Tasks(Vec<String>),
+}
+
+/// An agent as it will run.
+#[derive(Debug, Clone, Serialize)]
+pub struct PlannedAgent {
+    pub key: String,
+    pub role: String,
+    /// The model, or `None` when the default model is used.
+    pub llm: Option<String>,
+    pub tools: Vec<String>,
+    pub allow_delegation: bool,
+    /// The rendered system prompt.
+    pub system_prompt: String,
+}
+
+/// A task as it will run.
+#[derive(Debug, Clone, Serialize)]
+pub struct PlannedTask {
+    pub name: String,
+    /// The agent's key (`None` in a hierarchical crew when the manager picks).
+    pub agent: Option<String>,
+    /// The tools the agent has for this task (task tools replace agent tools, as in CrewAI).
+    pub tools: Vec<String>,
+    pub context: ContextPlan,
+    pub async_execution: bool,
+    /// `json` / `pydantic` when the answer is structured.
+    pub output: Option<&'static str>,
+    pub output_file: Option<String>,
+    pub guardrails: Vec<String>,
+    pub human_input: bool,
+    /// The user message the agent receives (before context is added).
+    pub prompt: String,
+}
+
+/// What a kickoff of the project would do.
+#[derive(Debug, Clone, Serialize)]
+pub struct Plan {
+    pub crew: String,
+    /// `sequential` or `hierarchical`.
+    pub process: &'static str,
+    /// The manager of a hierarchical crew: an agent key, or `manager_llm: <model>`.
+    pub manager: Option<String>,
+    pub inputs: Inputs,
+    pub agents: Vec<PlannedAgent>,
+    pub tasks: Vec<PlannedTask>,
+    /// Things that do not stop the run, each with file and line.
+    pub warnings: Vec<String>,
+}
+
+fn process_name(process: ProcessSpec) -> &'static str {
+    match process {
+        ProcessSpec::Sequential => "sequential",
+        ProcessSpec::Hierarchical => "hierarchical",
+    }
+}
+
+/// Interpolates one text field (already checked for missing placeholders).
+fn render(text: &str, inputs: &Inputs, owner: &str, field: &'static str) -> Result<String, ProjectError> {
+    interpolate(text, inputs, &Location { owner: owner.to_string(), field })
+        .map_err(|err| ProjectError::Build { context: owner.to_string(), message: err.to_string() })
+}
+
+impl Project {
+    /// Checks inputs and tools and renders what would run. `inputs` are laid over the crew
+    /// file's `inputs:`.
+    pub fn plan(&self, inputs: &Inputs, tools: &ToolRegistry) -> Result<Plan, ProjectError> {
+        let inputs = self.effective_inputs(inputs);
+        let mut diagnostics: Vec<Diagnostic> = self.check_inputs(&inputs);
+        let resolved = match self.resolve_tools(tools) {
+            Ok(resolved) => Some(resolved),
+            Err(ProjectError::Invalid(list)) => {
+                diagnostics.extend(list);
+                None
+            }
+            Err(other) => return Err(other),
+        };
+        if !diagnostics.is_empty() {
+            return Err(ProjectError::Invalid(diagnostics));
+        }
+        let resolved = resolved.unwrap_or_default();
+        self.render_plan(&inputs, &resolved)
+    }
+
+    fn render_plan(&self, inputs: &Inputs, resolved: &ResolvedTools) -> Result<Plan, ProjectError> {
+        let tool_names = |list: Option<&Vec<crewai_tools::ToolHandle>>| -> Vec<String> {
+            list.map(|l| l.iter().map(|t| t.name().to_string()).collect()).unwrap_or_default()
+        };
+        let mut agents = Vec::new();
+        for agent in &self.agents {
+            let owner = format!("agent '{}'", agent.key);
+            let s = &agent.spec;
+            let role = render(s.role.as_deref().unwrap_or_default(), inputs, &owner, "role")?;
+            let goal = render(s.goal.as_deref().unwrap_or_default(), inputs, &owner, "goal")?;
+            let backstory = render(s.backstory.as_deref().unwrap_or_default(), inputs, &owner, "backstory")?;
+            agents.push(PlannedAgent {
+                key: agent.key.clone(),
+                system_prompt: role_playing(&role, &backstory, &goal),
+                role,
+                llm: s.llm.as_ref().map(|l| l.model.clone()).filter(|m| !m.is_empty()),
+                tools: tool_names(resolved.agents.get(&agent.key)),
+                allow_delegation: s.allow_delegation.unwrap_or(false),
+            });
+        }
+        let mut tasks = Vec::new();
+        for task in &self.tasks {
+            let owner = format!("task '{}'", task.key);
+            let s = &task.spec;
+            let description = render(s.description.as_deref().unwrap_or_default(), inputs, &owner, "description")?;
+            let expected = render(s.expected_output.as_deref().unwrap_or_default(), inputs, &owner, "expected_output")?;
+            let mut prompt = task_prompt(&description, &expected);
+            if s.markdown.unwrap_or(false) {
+                prompt = format!("{prompt}\n{MARKDOWN_INSTRUCTIONS}");
+            }
+            let schema = self.output_schema(&task.key);
+            if let Some(schema) = schema {
+                let pretty = serde_json::to_string_pretty(&schema.schema).unwrap_or_default();
+                prompt = format!("{prompt}\n{}", structured_output_instructions(&pretty));
+            }
+            let task_tools = tool_names(resolved.tasks.get(&task.key));
+            let tools = match (&s.agent, task_tools.is_empty()) {
+                (_, false) => task_tools,
+                (Some(agent), true) => tool_names(resolved.agents.get(agent)),
+                (None, true) => Vec::new(),
+            };
+            let message = if tools.is_empty() { task_message_no_tools(&prompt) } else { task_message_native(&prompt) };
+            let guardrails = match (&s.guardrails, &s.guardrail) {
+                (Some(list), _) => list.to_vec(),
+                (None, Some(one)) => vec![one.clone()],
+                (None, None) => Vec::new(),
+            }
+            .into_iter()
+            .filter_map(|g| match g {
+                crate::spec::GuardrailSpec::Rule(rule) => Some(rule),
+                crate::spec::GuardrailSpec::Reference(_) => None,
+            })
+            .collect();
+            tasks.push(PlannedTask {
+                name: task.name().to_string(),
+                agent: s.agent.clone(),
+                tools,
+                context: match &s.context {
+                    None => ContextPlan::AllPrevious,
+                    Some(list) => ContextPlan::Tasks(list.clone()),
+                },
+                async_execution: s.async_execution.unwrap_or(false),
+                output: schema.map(|s| match s.kind {
+                    OutputKind::Json => "json",
+                    OutputKind::Pydantic => "pydantic",
+                }),
+                output_file: s.output_file.as_deref().map(|f| render(f, inputs, &owner, "output_file")).transpose()?,
+                guardrails,
+                human_input: s.human_input.unwrap_or(false),
+                prompt: message,
+            });
+        }
+        let process = self.crew.process.unwrap_or_default();
+        let manager = match process {
+            ProcessSpec::Sequential => None,
+            ProcessSpec::Hierarchical => self
+                .crew
+                .manager_agent
+                .clone()
+                .or_else(|| self.crew.manager_llm.as_ref().map(|l| format!("manager_llm: {}", l.model))),
+        };
+        Ok(Plan {
+            crew: self.name(),
+            process: process_name(process),
+            manager,
+            inputs: inputs.clone(),
+            agents,
+            tasks,
+            warnings: self.warnings.iter().map(ToString::to_string).collect(),
+        })
+    }
+}
+
+fn indent(text: &str, by: &str) -> String {
+    text.lines().map(|l| if l.is_empty() { String::new() } else { format!("{by}{l}") }).collect::<Vec<_>>().join("\n")
+}
+
+impl fmt::Display for Plan {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "Crew '{}' ({} process, {} agents, {} tasks)", self.crew, self.process, self.agents.len(), self.tasks.len())?;
+        if let Some(manager) = &self.manager {
+            writeln!(f, "Manager: {manager}")?;
+        }
+        if !self.inputs.is_empty() {
+            let shown: Vec<String> = self.inputs.iter().map(|(k, v)| format!("{k}={}", crewai_core::interpolate::python_str(v))).collect();
+            writeln!(f, "Inputs: {}", shown.join(", "))?;
+        }
+        writeln!(f, "\nAgents:")?;
+        for agent in &self.agents {
+            writeln!(
+                f,
+                "  {} — {} [llm: {}; tools: {}{}]",
+                agent.key,
+                agent.role.trim(),
+                agent.llm.as_deref().unwrap_or("default"),
+                if agent.tools.is_empty() { "none".to_string() } else { agent.tools.join(", ") },
+                if agent.allow_delegation { "; may delegate" } else { "" }
+            )?;
+        }
+        writeln!(f, "\nTasks:")?;
+        for (i, task) in self.tasks.iter().enumerate() {
+            writeln!(f, "  {}. {}{}", i + 1, task.name, if task.async_execution { " (async)" } else { "" })?;
+            writeln!(f, "     agent: {}", task.agent.as_deref().unwrap_or("chosen by the manager"))?;
+            writeln!(f, "     tools: {}", if task.tools.is_empty() { "none".to_string() } else { task.tools.join(", ") })?;
+            let context = match &task.context {
+                ContextPlan::AllPrevious if i == 0 => "none".to_string(),
+                ContextPlan::AllPrevious => "all earlier tasks".to_string(),
+                ContextPlan::Tasks(list) if list.is_empty() => "none".to_string(),
+                ContextPlan::Tasks(list) => list.join(", "),
+            };
+            writeln!(f, "     context: {context}")?;
+            if let Some(output) = task.output {
+                writeln!(f, "     output: {output}")?;
+            }
+            if let Some(file) = &task.output_file {
+                writeln!(f, "     output_file: {file}")?;
+            }
+            for guardrail in &task.guardrails {
+                writeln!(f, "     guardrail: {}", guardrail.trim())?;
+            }
+            writeln!(f, "     prompt:\n{}", indent(&task.prompt, "       | "))?;
+        }
+        for warning in &self.warnings {
+            writeln!(f, "warning: {warning}")?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,197 @@
+//! Tools a project can name in `tools:`: the built-in tools and the Rust tools a compiled
+//! project registers.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crewai_tools::{Tool, ToolHandle};
+use serde_json::{Map, Value};
+
+use crate::spec::ToolRef;
+
+/// The built-in tools every project can name (`crewai_tools::builtin::by_name`).
+pub const BUILTIN_TOOLS: &[&str] = &["file_read", "file_write", "directory_read", "http_get"];
+
+/// Makes a tool from the constructor arguments written beside its name in YAML.
+pub type ToolFactory = Arc<dyn Fn(&Map<String, Value>) -> Result<ToolHandle, String> + Send + Sync>;
+
+#[derive(Clone)]
+struct Registered {
+    name: String,
+    factory: ToolFactory,
+}
+
+/// Why a named tool could not be provided.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ToolLookupError {
+    #[error("no tool is named '{name}'")]
+    Unknown {
+        name: String,
+        /// The nearest known names, best first.
+        nearest: Vec<String>,
+    },
+    #[error("tool '{name}' could not be created: {message}")]
+    Construction { name: String, message: String },
+}
+
+/// Named tools, looked up the forgiving way CrewAI users write them: `file_read`,
+/// `FileReadTool`, `file-read-tool` and `custom:file_read` all find the same tool.
+///
+/// ```
+/// use std::sync::Arc;
+/// use crewai_project::{ToolRef, ToolRegistry};
+/// # use crewai_tools::{async_trait, Tool, ToolContext, ToolError, ToolOutput};
+/// # struct Echo;
+/// # #[async_trait]
+/// # impl Tool for Echo {
+/// #     fn name(&self) -> &str { "echo" }
+/// #     fn description(&self) -> &str { "repeats" }
+/// #     fn parameters(&self) -> serde_json::Value { serde_json::json!({"type": "object"}) }
+/// #     async fn run(&self, a: serde_json::Value, _: &ToolContext) -> Result<ToolOutput, ToolError> { Ok(a.to_string().into()) }
+/// # }
+/// let mut tools = ToolRegistry::new();
+/// tools.register(Arc::new(Echo));
+/// let tool = tools.resolve(&ToolRef { name: "EchoTool".into(), args: Default::default() }).unwrap();
+/// assert_eq!(tool.name(), "echo");
+/// ```
+#[derive(Clone, Default)]
+pub struct ToolRegistry {
+    tools: BTreeMap<String, Registered>,
+}
+
+impl std::fmt::Debug for ToolRegistry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolRegistry").field("tools", &self.names()).finish()
+    }
+}
+
+/// The comparison key of a tool name: lowercase, no separators, no `custom:` prefix, no `Tool`
+/// suffix.
+fn lookup_key(name: &str) -> String {
+    let name = name.trim();
+    let name = name.strip_prefix("custom:").unwrap_or(name);
+    let key: String = name.chars().filter(|c| c.is_alphanumeric()).flat_map(char::to_lowercase).collect();
+    match key.strip_suffix("tool") {
+        Some(stem) if !stem.is_empty() => stem.to_string(),
+        _ => key,
+    }
+}
+
+impl ToolRegistry {
+    /// An empty registry.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The built-in tools, with file tools working inside `root` (the project folder).
+    pub fn with_builtins(root: &Path) -> Self {
+        let mut registry = Self::new();
+        for name in BUILTIN_TOOLS {
+            let root: PathBuf = root.to_path_buf();
+            let tool_name = *name;
+            registry.register_factory(
+                name,
+                Arc::new(move |args: &Map<String, Value>| {
+                    if !args.is_empty() {
+                        return Err(format!("the built-in tool takes no arguments in project files (given: {})", args.keys().cloned().collect::<Vec<_>>().join(", ")));
+                    }
+                    crewai_tools::builtin::by_name(tool_name, &root)
+                        .map(ToolHandle::new)
+                        .ok_or_else(|| format!("the built-in tool '{tool_name}' is not available in this build"))
+                }),
+            );
+        }
+        registry
+    }
+
+    /// Adds a ready-made tool (any [`Tool`]); it takes no YAML arguments.
+    pub fn register(&mut self, tool: Arc<dyn Tool>) -> &mut Self {
+        self.register_handle(ToolHandle::new(tool))
+    }
+
+    /// Adds a tool with its usage options, such as what a `#[tool]` function's `*_tool()` returns.
+    pub fn register_handle(&mut self, handle: ToolHandle) -> &mut Self {
+        let name = handle.original_name().to_string();
+        let factory: ToolFactory = Arc::new(move |args: &Map<String, Value>| {
+            if args.is_empty() {
+                Ok(handle.clone())
+            } else {
+                Err(format!("this tool takes no arguments in project files (given: {})", args.keys().cloned().collect::<Vec<_>>().join(", ")))
+            }
+        });
+        self.register_factory(&name, factory)
+    }
+
+    /// Adds a tool made from the arguments written beside its name.
+    pub fn register_factory(&mut self, name: &str, factory: ToolFactory) -> &mut Self {
+        self.tools.insert(lookup_key(name), Registered { name: name.to_string(), factory });
+        self
+    }
+
+    /// Whether some tool answers to `name`.
+    pub fn contains(&self, name: &str) -> bool {
+        self.tools.contains_key(&lookup_key(name))
+    }
+
+    /// The registered names, sorted.
+    pub fn names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.tools.values().map(|r| r.name.clone()).collect();
+        names.sort();
+        names
+    }
+
+    /// Makes the tool a `tools:` entry names. `result_as_answer` and `max_usage_count` given
+    /// beside the name apply to any tool, as they do to every CrewAI tool.
+    pub fn resolve(&self, tool: &ToolRef) -> Result<ToolHandle, ToolLookupError> {
+        let Some(found) = self.tools.get(&lookup_key(&tool.name)) else {
+            return Err(ToolLookupError::Unknown { name: tool.name.clone(), nearest: self.nearest(&tool.name) });
+        };
+        let construction = |message: String| ToolLookupError::Construction { name: tool.name.clone(), message };
+        let mut args = tool.args.clone();
+        let result_as_answer = match args.remove("result_as_answer") {
+            None | Some(Value::Null) => None,
+            Some(Value::Bool(b)) => Some(b),
+            Some(other) => return Err(construction(format!("`result_as_answer` must be true or false, not {other}"))),
+        };
+        let max_usage_count = match args.remove("max_usage_count") {
+            None | Some(Value::Null) => None,
+            Some(Value::Number(n)) if n.as_u64().is_some_and(|n| n <= u64::from(u32::MAX)) => n.as_u64().map(|n| n as u32),
+            Some(other) => return Err(construction(format!("`max_usage_count` must be a whole number, not {other}"))),
+        };
+        let mut handle = (found.factory)(&args).map_err(construction)?;
+        if let Some(flag) = result_as_answer {
+            handle = handle.with_result_as_answer(flag);
+        }
+        if let Some(limit) = max_usage_count {
+            handle = handle.with_max_usage_count(limit);
+        }
+        Ok(handle)
+    }
+
+    /// Up to three known names close to `name`.
+    fn nearest(&self, name: &str) -> Vec<String> {
+        let key = lookup_key(name);
+        let mut scored: Vec<(f64, &str)> = self
+            .tools
+            .iter()
+            .map(|(k, r)| (strsim::jaro_winkler(&key, k), r.name.as_str()))
+            .filter(|(score, _)| *score >= 0.7)
+            .collect();
+        scored.sort_by(|a, b| b.0.total_cmp(&a.0));
+        scored.into_iter().take(3).map(|(_, n)| n.to_string()).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lookup_keys_ignore_case_separators_prefix_and_suffix() {
+        assert_eq!(lookup_key("FileReadTool"), "fileread");
+        assert_eq!(lookup_key("file_read"), "fileread");
+        assert_eq!(lookup_key("custom:file-read"), "fileread");
+        assert_eq!(lookup_key("Tool"), "tool");
+    }
+}

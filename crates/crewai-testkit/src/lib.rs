@@ -1,0 +1,8 @@
+//! # crewai-testkit
+//!
+//! Real HTTP servers on 127.0.0.1 that stand in for LLM providers in tests:
+//! [`scripted`] answers from a queue of scripted replies and records every request;
+//! [`replay`] plays a VCR cassette recorded from a real provider.
+
+pub mod replay;
+pub mod scripted;
