@@ -17,7 +17,7 @@ use crate::cli::{Cli, Command, CreateKind};
 use crate::outcome::Failure;
 
 fn main() -> std::process::ExitCode {
-    let cli = Cli::parse();
+    let cli = Cli::parse_from(std::env::args_os().map(crewai_style_flags));
     let result = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime.block_on(dispatch(cli)),
         Err(err) => Err(Failure::run(anyhow::anyhow!("cannot start the async runtime: {err}"))),
@@ -28,6 +28,16 @@ fn main() -> std::process::ExitCode {
             eprintln!("{}", failure.render());
             std::process::ExitCode::from(failure.code)
         }
+    }
+}
+
+/// CrewAI spells two `reset-memories` flags as multi-letter short options (`-kn`, `-akn`),
+/// which clap would read as bundled single letters.
+fn crewai_style_flags(arg: std::ffi::OsString) -> std::ffi::OsString {
+    match arg.to_str() {
+        Some("-kn") => "--knowledge".into(),
+        Some("-akn") => "--agent-knowledge".into(),
+        _ => arg,
     }
 }
 

@@ -1,5 +1,7 @@
 //! How a command fails: the message and the exit code (1 run error, 2 usage/config error).
 
+use std::io::Write;
+
 use crewai_project::ProjectError;
 
 /// A failed command.
@@ -44,3 +46,13 @@ impl From<ProjectError> for Failure {
         Failure::config(err)
     }
 }
+
+/// Writes a line to stdout; a reader that went away (`| head`) is not an error.
+pub fn print_out(text: &str) -> Result<(), Failure> {
+    let mut out = std::io::stdout().lock();
+    match writeln!(out, "{text}").and_then(|_| out.flush()) {
+        Err(err) if err.kind() != std::io::ErrorKind::BrokenPipe => Err(Failure::run(anyhow::anyhow!("cannot write to stdout: {err}"))),
+        _ => Ok(()),
+    }
+}
+

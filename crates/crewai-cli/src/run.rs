@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 
 use crate::cli::{ChatArgs, ProjectArgs, ReplayArgs, RunArgs};
 use crate::inputs;
-use crate::outcome::Failure;
+use crate::outcome::{Failure, print_out};
 use crate::progress::Progress;
 
 /// Loads `<project>/.env` without overriding variables already set.
@@ -108,13 +108,12 @@ pub async fn run(args: RunArgs) -> Result<(), Failure> {
     let registry = registry_for(&project, &dir);
     if args.dry_run {
         let plan = project.plan(&given, &registry)?;
-        if args.common.json {
-            println!("{}", serde_json::to_string(&plan).context("cannot encode the plan").map_err(Failure::run)?);
+        let text = if args.common.json {
+            serde_json::to_string(&plan).context("cannot encode the plan").map_err(Failure::run)?
         } else {
-            print!("{plan}");
-            println!("\nDry run: the project is valid; no model was called.");
-        }
-        return Ok(());
+            format!("{plan}\nDry run: the project is valid; no model was called.")
+        };
+        return print_out(&text);
     }
     let inputs = project.effective_inputs(&given);
     let (crew, store, progress) = build(&project, &given, registry, &args.common)?;
@@ -151,17 +150,12 @@ fn build(project: &Project, given: &Inputs, registry: ToolRegistry, common: &Pro
 async fn finish(store: &crewai_store::Store, run_id: i64, result: anyhow::Result<CrewOutput>, json: bool) -> Result<(), Failure> {
     match result {
         Ok(output) => {
-            let usage = serde_json::to_value(&output.token_usage).unwrap_or(Value::Null);
+            let usage = serde_json::to_value(output.token_usage).unwrap_or(Value::Null);
             // The run succeeded; a failure to record it is only worth a warning.
             if let Err(err) = store.finish_run_async(run_id, Ok((output.raw.clone(), usage))).await {
                 eprintln!("warning: the run could not be recorded: {err}");
             }
-            if json {
-                println!("{}", crew_output_json(&output));
-            } else {
-                println!("{}", output.raw);
-            }
-            Ok(())
+            print_out(&if json { crew_output_json(&output) } else { output.raw })
         }
         Err(err) => {
             if let Err(record) = store.finish_run_async(run_id, Err(format!("{err:#}"))).await {

@@ -6,7 +6,7 @@ use anyhow::Context;
 use crewai_store::Store;
 
 use crate::cli::ResetArgs;
-use crate::outcome::Failure;
+use crate::outcome::{Failure, print_out};
 
 /// Opens the store of the project in `dir`.
 pub fn open(dir: &Path) -> Result<Store, Failure> {
@@ -27,24 +27,23 @@ pub async fn log_tasks_outputs(dir: &Path) -> Result<(), Failure> {
     let store = open(dir)?;
     let rows = store.task_outputs_async().await.context("cannot read the stored task outputs").map_err(Failure::run)?;
     if rows.is_empty() {
-        println!("No task outputs stored yet; run the crew with `crewai run` first.");
-        return Ok(());
+        return print_out("No task outputs stored yet; run the crew with `crewai run` first.");
     }
-    println!("Task outputs of the latest kickoff:");
+    let mut listing = String::from("Task outputs of the latest kickoff:");
     for row in rows {
-        println!(
-            "{:>2}. {}  {}  (agent: {}{}, {})",
+        listing.push_str(&format!(
+            "\n{:>2}. {}  {}  (agent: {}{}, {})",
             row.task_index + 1,
             row.task_id,
             row.task_name.as_deref().unwrap_or("-"),
             row.output.agent.trim(),
             if row.was_replayed { ", replayed" } else { "" },
             row.timestamp.format("%Y-%m-%d %H:%M:%S UTC"),
-        );
-        println!("    task: {}", one_line(&row.output.description, 100));
-        println!("    output: {}", one_line(&row.output.raw, 100));
+        ));
+        listing.push_str(&format!("\n    task: {}", one_line(&row.output.description, 100)));
+        listing.push_str(&format!("\n    output: {}", one_line(&row.output.raw, 100)));
     }
-    Ok(())
+    print_out(&listing)
 }
 
 /// `crewai reset-memories`: clears the kickoff outputs; memory and knowledge are not stored yet.

@@ -101,7 +101,8 @@ fn dry_run_shows_agents_tools_context_and_prompts() {
     let hierarchical = run(crewai(&["run", "--project", examples().join("content-team").to_str().unwrap(), "--dry-run"]));
     let stdout = text(&hierarchical.stdout);
     assert!(stdout.contains("Manager: editor_in_chief"), "{stdout}");
-    assert!(stdout.contains("agent: chosen by the manager"), "{stdout}");
+    assert!(stdout.contains("agent: editor_in_chief (manager), delegating to the agent it picks"), "{stdout}");
+    assert!(stdout.contains("tools: delegate_work_to_coworker, ask_question_to_coworker"), "{stdout}");
 }
 
 #[test]
@@ -285,4 +286,120 @@ fn version_and_unsupported_commands() {
     assert_eq!(out.status.code(), Some(2));
     let out = run(crewai(&["reset-memories"]));
     assert_eq!(out.status.code(), Some(2));
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(crewai(&["reset-memories", "--project", dir.path().to_str().unwrap(), "-kn", "-akn", "-m"]));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("Knowledge: nothing is stored yet"), "{}", text(&out.stdout));
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+#[test]
+fn the_research_example_runs_and_writes_its_report_inside_the_project() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_dir(&examples().join("research-and-report"), dir.path());
+    let server = ScriptedServer::start_blocking();
+    server.push_text("- point one\n- point two");
+    server.push_text("# AI Agents report\n\nFull sections.");
+    // Run from another folder: outputs still land in the project.
+    let mut command = with_server(crewai(&["run", "--project", dir.path().to_str().unwrap()]), &server);
+    command.current_dir(std::env::temp_dir());
+    let out = run(command);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let report = std::fs::read_to_string(dir.path().join("output/report.md")).unwrap();
+    assert_eq!(report, "# AI Agents report\n\nFull sections.");
+    let first = &server.requests()[0];
+    assert!(first.tool_names().contains(&"http_get".to_string()), "{:?}", first.tool_names());
+}
+
+#[test]
+fn the_hierarchical_content_team_runs_through_its_manager() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_dir(&examples().join("content-team"), dir.path());
+    let server = ScriptedServer::start_blocking();
+    let delegate = |coworker: &str, task: &str| {
+        Reply::tool_call("delegate_work_to_coworker", serde_json::json!({"task": task, "context": "the brief", "coworker": coworker}))
+    };
+    server.push(delegate("Content Strategist", "Write the outline"));
+    server.push_text("Outline: 1. Why 2. How");
+    server.push_text("Outline: 1. Why 2. How");
+    server.push(delegate("Senior Writer", "Write the article"));
+    server.push_text("# Composting\n\nDraft.");
+    server.push_text("# Composting\n\nDraft.");
+    server.push(delegate("SEO Specialist", "Optimise the article"));
+    server.push_text("SEO title: Composting\n\n# Composting\n\nFinal.");
+    server.push_text("SEO title: Composting\n\n# Composting\n\nFinal.");
+    // The LLM guardrail of seo_task asks the manager's model for a verdict.
+    server.push_text("{\"valid\": true, \"feedback\": null}");
+    let out = run(with_server(crewai(&["run", "--project", dir.path().to_str().unwrap(), "--json"]), &server));
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{}\n{stdout}\nrequests: {}", text(&out.stderr), server.request_count());
+    let output: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    assert!(output["raw"].as_str().unwrap().contains("Final."), "{output}");
+    assert_eq!(output["tasks_output"].as_array().unwrap().len(), 3);
+    let first = &server.requests()[0];
+    assert!(first.tool_names().contains(&"delegate_work_to_coworker".to_string()), "{:?}", first.tool_names());
+    assert!(first.body.to_string().contains("Editor-in-Chief"), "the custom manager leads: {}", first.body);
+    assert_eq!(server.remaining(), 0, "every scripted reply was used");
+}
+
+/// Compiles the scaffold (a minute or more on a cold cache), so it runs only when asked:
+/// `cargo test -p crewai-cli --test cli -- --ignored`.
+#[test]
+#[ignore = "compiles a scaffolded project with cargo"]
+fn a_scaffolded_rust_project_runs_through_cargo() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(crewai(&["create", "crew", "demo", "-o", dir.path().to_str().unwrap()]));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let project = dir.path().join("demo");
+    let server = ScriptedServer::start_blocking();
+    server.push_text("ten bullet points");
+    // The reporting analyst calls the project's own #[tool] before answering.
+    server.push(Reply::tool_call("word_count", serde_json::json!({"text": "ten bullet points"})));
+    server.push_text("A report of 3 words");
+    let mut command = with_server(crewai(&["run", "--project", project.to_str().unwrap(), "--json"]), &server);
+    for var in ["HOME", "CARGO_HOME", "RUSTUP_HOME", "CARGO_TARGET_DIR", "RUSTUP_TOOLCHAIN"] {
+        if let Some(value) = std::env::var_os(var) {
+            command.env(var, value);
+        }
+    }
+    let out = run(command);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{}\n{stdout}", text(&out.stderr));
+    let output: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    assert_eq!(output["raw"], "A report of 3 words");
+    let tool_result = server.requests()[2].body.to_string();
+    assert!(tool_result.contains("\"content\":\"3\""), "the tool ran in the compiled project: {tool_result}");
+}
+
+#[test]
+fn a_json_layout_project_dry_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        &[
+            (
+                "crew.jsonc",
+                "{\n  // CrewAI's newer layout\n  \"name\": \"poems\",\n  \"agents\": [\"poet\"],\n  \"tasks\": [\n    {\"name\": \"poem\", \"description\": \"A poem on {topic}\", \"expected_output\": \"A poem\", \"agent\": \"poet\",},\n  ],\n  \"inputs\": {\"topic\": \"rain\"},\n}\n",
+            ),
+            ("agents/poet.jsonc", "{\"role\": \"Poet\", \"goal\": \"Write\", \"backstory\": \"Writes.\", \"tools\": [\"FileReadTool\"], \"settings\": {\"max_iter\": 3}}"),
+        ],
+    );
+    let out = run(crewai(&["run", "--project", dir.path().to_str().unwrap(), "--dry-run"]));
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(stdout.contains("Crew 'poems'"), "{stdout}");
+    assert!(stdout.contains("A poem on rain"), "{stdout}");
+    assert!(stdout.contains("tools: file_read"), "{stdout}");
 }

@@ -12,12 +12,12 @@ use crewai_core::crew::{Crew, Process};
 use crewai_core::guardrail::{Guardrail, GuardrailPass};
 use crewai_core::hooks::{HookedLlm, Hooks};
 use crewai_core::output::{CrewOutput, TaskOutput};
+use crewai_core::process::RunContext;
 use crewai_core::store::{InMemoryTaskOutputStore, StoredTaskOutput, TaskOutputStore};
 use crewai_core::task::Task;
 use crewai_llm::{BuildOptions, DEFAULT_MODEL, Llm, LlmConfig, LlmRequest, Message, OpenAiApi, ResponseFormat, StreamEvent, Usage, build_llm_with};
 use crewai_tools::ToolHandle;
 use futures::StreamExt;
-use futures::future::BoxFuture;
 use serde_json::{Map, Value};
 
 use crate::case::{AgentSpec, Case, ConditionSpec, CrewSpec, GuardrailSpec, MessageSpec, Mode, ProcessSpec, Provider, ResultType, TaskSpec};
@@ -198,9 +198,8 @@ impl<'a> World<'a> {
         if let Some(v) = spec.max_retry_limit {
             builder = builder.max_retry_limit(v);
         }
-        if let Some(v) = spec.verbose {
-            builder = builder.verbose(v);
-        }
+        // `verbose` is not passed on: it only prints the run to stdout, which would interleave
+        // with the PASS/FAIL report of cases running in parallel.
         if let Some(v) = spec.cache {
             builder = builder.cache(v);
         }
@@ -335,9 +334,7 @@ impl<'a> World<'a> {
         if let Some(v) = spec.stream {
             builder = builder.stream(v);
         }
-        if let Some(v) = spec.verbose {
-            builder = builder.verbose(v);
-        }
+        // `verbose` is not passed on (see `World::agent`).
         if let Some(store) = store {
             builder = builder.task_output_store(store);
         }
@@ -483,6 +480,16 @@ async fn run_agent(case: &Case, world: &World<'_>) -> Result<Execution, RunError
     })))
 }
 
+/// CrewAI's `agent.execute_task(task, context, tools)`: the agent runs one task outside any crew.
+// The engine has no `Agent::execute_task` yet (api.md promises it); until it lands this goes
+// through the public `process::execute_task` the crew itself uses, with the case's bus and hooks.
+async fn execute_task(world: &World<'_>, agent: &Agent, task: &Task, context: Option<&str>, tools: Option<Vec<ToolHandle>>) -> Result<TaskOutput, String> {
+    let mut run = RunContext::standalone();
+    run.services.events = world.env.bus.clone();
+    let tools = tools.unwrap_or_else(|| agent.tools().to_vec());
+    crewai_core::process::execute_task(&run, task, agent, context.map(str::to_string), tools, None).await.map_err(|e| e.to_string())
+}
+
 /// Mode task: each task in order, by its agent (or the case's only agent), with no crew.
 async fn run_tasks(case: &Case, world: &World<'_>) -> Result<Execution, RunError> {
     let mut agents = BTreeMap::new();
@@ -500,7 +507,7 @@ async fn run_tasks(case: &Case, world: &World<'_>) -> Result<Execution, RunError
             task.execute(Some(agent)).await.map_err(|e| e.to_string())
         } else {
             let tools = spec.tools.as_ref().map(|names| world.tools(names)).transpose()?;
-            { let _ = tools; Err(String::new()) }
+            execute_task(world, agent, &task, spec.context_text.as_deref(), tools).await
         };
         match result {
             Ok(output) => outputs.push(output),
@@ -603,16 +610,104 @@ async fn run_replay(case: &Case, world: &World<'_>) -> Result<Execution, RunErro
 }
 
 /// Builds and runs `case`.
-pub fn execute<'a>(case: &'a Case, env: &'a RunEnv) -> BoxFuture<'a, Result<Execution, RunError>> {
-    Box::pin(async move {
-        let world = World::new(case, env)?;
-        match case.mode {
-            Mode::Llm => Err(RunError::Invalid(String::new())),
-            Mode::Agent => Err(RunError::Invalid(String::new())),
-            Mode::Task => Err(RunError::Invalid(String::new())),
-            Mode::Crew => Err(RunError::Invalid(String::new())),
-            Mode::Replay => run_replay(case, &world).await,
-            Mode::Flow => Err(RunError::Unsupported("mode flow (no flow engine yet)".into())),
+pub async fn execute(case: &Case, env: &RunEnv) -> Result<Execution, RunError> {
+    let world = World::new(case, env)?;
+    match case.mode {
+        Mode::Llm => run_llm(case, env, &world).await,
+        Mode::Agent => run_agent(case, &world).await,
+        Mode::Task => run_tasks(case, &world).await,
+        Mode::Crew => run_crew(case, &world).await,
+        Mode::Replay => run_replay(case, &world).await,
+        Mode::Flow => Err(RunError::Unsupported("mode flow (no flow engine yet)".into())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::{HookLog, ToolRuns};
+    use serde_json::json;
+
+    fn env() -> RunEnv {
+        RunEnv {
+            server_url: "http://127.0.0.1:9".into(),
+            bus: Default::default(),
+            tool_runs: ToolRuns::default(),
+            hook_log: HookLog::default(),
+            workdir: std::env::temp_dir(),
         }
-    })
+    }
+
+    fn case(yaml: &str) -> Case {
+        Case::parse(yaml, std::path::Path::new("case.yaml")).unwrap()
+    }
+
+    fn fields(value: Value) -> Map<String, Value> {
+        value.as_object().cloned().unwrap_or_default()
+    }
+
+    #[test]
+    fn llm_config_points_at_the_replay_server() {
+        let c = case("name: x\n");
+        let config = llm_config(&c, None, &env()).unwrap();
+        assert_eq!(config.model, DEFAULT_MODEL);
+        assert_eq!(config.provider.as_deref(), Some("openai"));
+        assert_eq!(config.base_url.as_deref(), Some("http://127.0.0.1:9/v1"));
+        assert_eq!(config.api_key.as_deref(), Some("test"));
+        let config = llm_config(&c, Some(&fields(json!({"model": "gpt-4o-mini", "is_litellm": true, "stream": true, "temperature": 0.7}))), &env()).unwrap();
+        assert!(config.stream);
+        assert_eq!(config.temperature, Some(0.7));
+        let anthropic = case("name: x\nprovider: anthropic\n");
+        assert_eq!(llm_config(&anthropic, None, &env()).unwrap().base_url.as_deref(), Some("http://127.0.0.1:9"));
+        let responses = llm_config(&case("name: x\nprovider: openai_responses\n"), None, &env()).unwrap();
+        assert_eq!(responses.api, Some(OpenAiApi::Responses));
+        let error = llm_config(&c, Some(&fields(json!({"model": "m", "temprature": 1}))), &env()).unwrap_err();
+        assert!(matches!(error, RunError::Invalid(_)), "{error}");
+    }
+
+    fn check(spec: &str, raw: &str) -> Result<GuardrailPass, String> {
+        let spec: GuardrailSpec = yaml_serde::from_str(spec).unwrap();
+        let guardrail = build_guardrail(&spec);
+        guardrail.check_fn(&TaskOutput::new("d", "e", raw, "R")).unwrap()
+    }
+
+    #[test]
+    fn guardrails() {
+        assert_eq!(check("{kind: max_words, n: 2}", "two words"), Ok(GuardrailPass::Keep));
+        assert!(check("{kind: max_words, n: 2}", "three words here").unwrap_err().contains("at most 2"));
+        assert!(check("{kind: contains, text: x}", "abc").is_err());
+        assert_eq!(check("{kind: contains_all, texts: [a, b]}", "a b"), Ok(GuardrailPass::Keep));
+        assert!(check("{kind: contains_all, texts: [a, z]}", "a b").unwrap_err().contains("\"z\""));
+        assert_eq!(check("{kind: always_fail, message: no}", "x"), Err("no".into()));
+        assert_eq!(check("{kind: always_pass}", "x"), Ok(GuardrailPass::Keep));
+        assert_eq!(check("{kind: replace, value: new}", "x"), Ok(GuardrailPass::Raw("new".into())));
+        assert_eq!(check("{kind: replace, value: {a: 1}}", "x"), Ok(GuardrailPass::Typed(json!({"a": 1}))));
+        let twice: GuardrailSpec = yaml_serde::from_str("{kind: fail_then_pass, message: again, failures: 2}").unwrap();
+        let guardrail = build_guardrail(&twice);
+        let out = TaskOutput::new("d", "e", "x", "R");
+        let verdicts: Vec<bool> = (0..3).map(|_| guardrail.check_fn(&out).unwrap().is_ok()).collect();
+        assert_eq!(verdicts, [false, false, true]);
+        assert!(build_guardrail(&GuardrailSpec::Llm { description: "be nice".into() }).check_fn(&out).is_none());
+    }
+
+    #[test]
+    fn conditions() {
+        let out = TaskOutput::new("d", "e", "the answer is yes", "R");
+        assert!(!condition(&ConditionSpec::Always { value: false })(&out));
+        assert!(condition(&ConditionSpec::PreviousContains { text: "yes".into() })(&out));
+        assert!(!condition(&ConditionSpec::PreviousContains { text: "no way".into() })(&out));
+    }
+
+    #[test]
+    fn response_format_names_come_from_titles() {
+        assert_eq!(response_format(&json!({"title": "Simple Output!", "type": "object"})).name, "SimpleOutput");
+        assert_eq!(response_format(&json!({"type": "object"})).name, "response");
+    }
+
+    #[tokio::test]
+    async fn flows_are_unsupported_for_now() {
+        let c = case("name: f\nmode: flow\nflow: {methods: [{name: a, start: true}]}\n");
+        let error = execute(&c, &env()).await.unwrap_err();
+        assert_eq!(error.to_string(), "unsupported: mode flow (no flow engine yet)");
+    }
 }

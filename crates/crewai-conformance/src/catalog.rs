@@ -343,7 +343,7 @@ pub fn build_hooks(spec: &HooksSpec, log: &HookLog) -> Result<Hooks, String> {
         };
         hooks = hooks.before_tool_call(move |ctx| {
             log.push(HookPoint::BeforeToolCall, tool_call(ctx));
-            if blocked.iter().any(|t| *t == ctx.tool_name) { HookDecision::block() } else { HookDecision::Continue }
+            if blocked.contains(&ctx.tool_name) { HookDecision::block() } else { HookDecision::Continue }
         });
     }
     if let Some(kind) = &spec.after_tool_call {

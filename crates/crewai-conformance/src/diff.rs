@@ -158,9 +158,9 @@ pub fn text_difference(sent: &str, recorded: &str) -> Option<(usize, String, Str
             s.push('…');
         }
         s.extend(&chars[start..at]);
-        s.push_str("⟦");
+        s.push('⟦');
         s.extend(&chars[at..end]);
-        s.push_str("⟧");
+        s.push('⟧');
         if end < chars.len() {
             s.push('…');
         }

@@ -7,7 +7,8 @@ use std::time::{Duration, Instant};
 
 use crewai_core::events::{Event, EventBus};
 use crewai_testkit::replay::{Cassette, ReplayServer};
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
+use std::panic::AssertUnwindSafe;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -144,19 +145,12 @@ pub async fn run_case(dir: &Path, options: &RunOptions) -> CaseReport {
         workdir: workdir.path().to_path_buf(),
     };
 
-    // The engine runs in its own task so that a panic fails this case only.
-    let case = case_dir.case.clone();
-    let task_env = env.clone();
-    let run = tokio::spawn(async move { build::execute(&case, &task_env).await });
-    let abort = run.abort_handle();
+    // A panic in the engine fails this case only; the deadline drops (cancels) the run.
+    let run = AssertUnwindSafe(build::execute(&case_dir.case, &env)).catch_unwind();
     let executed = match tokio::time::timeout(options.timeout, run).await {
         Ok(Ok(result)) => result,
-        Ok(Err(join)) if join.is_panic() => Err(RunError::Failed(format!("the engine panicked: {}", panic_text(join)))),
-        Ok(Err(join)) => Err(RunError::Failed(format!("the run was cancelled: {join}"))),
-        Err(_) => {
-            abort.abort();
-            Err(RunError::Timeout(options.timeout))
-        }
+        Ok(Err(panic)) => Err(RunError::Failed(format!("the engine panicked: {}", panic_text(panic)))),
+        Err(_) => Err(RunError::Timeout(options.timeout)),
     };
 
     let mut outcome = Outcome {
@@ -195,8 +189,7 @@ pub async fn run_case(dir: &Path, options: &RunOptions) -> CaseReport {
     }
 }
 
-fn panic_text(join: tokio::task::JoinError) -> String {
-    let payload = join.into_panic();
+fn panic_text(payload: Box<dyn std::any::Any + Send>) -> String {
     payload
         .downcast_ref::<&str>()
         .map(|s| s.to_string())

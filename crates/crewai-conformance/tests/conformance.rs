@@ -40,7 +40,9 @@ async fn shared_cases_pass_except_the_expected_failures() {
     );
     let expected = expected_failures(&manifest_dir().join("../../conformance/expected-failures.txt"));
     let dirs = select_cases(&cases, None).unwrap_or_else(|e| panic!("{e}"));
-    let reports = run_all(dirs, &RunOptions::default(), |_| {}).await;
+    // A shorter deadline than the binary's: no shared case needs more than a few seconds.
+    let options = RunOptions { timeout: std::time::Duration::from_secs(30), ..RunOptions::default() };
+    let reports = run_all(dirs, &options, |_| {}).await;
 
     let mut problems = Vec::new();
     for report in &reports {

@@ -49,7 +49,7 @@ async fn a_matching_case_passes_and_failures_say_why() {
     assert_eq!(report.status, Status::Fail);
     assert_eq!(report.line(), "FAIL wrong: raw: got \"The capital of France is Paris.\", expected \"Madrid\"");
     let diff = report.diff.unwrap();
-    assert!(diff.contains("message 0 (user) differs at char 26"), "{diff}");
+    assert!(diff.contains("message 0 (user) differs at char 23"), "{diff}");
     assert!(diff.contains("capital of ⟦Spain?⟧") && diff.contains("capital of ⟦France?⟧"), "{diff}");
 
     let report = run_case(&empty, &options).await;

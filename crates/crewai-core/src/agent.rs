@@ -33,7 +33,7 @@ use uuid::Uuid;
 
 use crate::converter::OutputSchema;
 use crate::error::AgentError;
-use crate::events::{EventBus, EventKind};
+use crate::events::{ConsoleListener, EventBus, EventKind};
 use crate::executor::{Execution, LoopMode, LoopOutcome, RunKind};
 use crate::guardrail::{Guardrail, GuardrailContext};
 use crate::hooks::Hooks;
@@ -45,9 +45,17 @@ use crate::usage::UsageTracker;
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum AgentStep {
     /// A tool ran (or was refused: then `result` says why).
-    ToolCall { tool: String, input: Value, result: String, thought: Option<String> },
+    ToolCall {
+        tool: String,
+        input: Value,
+        result: String,
+        thought: Option<String>,
+    },
     /// The agent gave its final answer.
-    FinalAnswer { output: String, thought: Option<String> },
+    FinalAnswer {
+        output: String,
+        thought: Option<String>,
+    },
 }
 
 /// Called after every step of an agent (CrewAI's `step_callback`).
@@ -63,7 +71,10 @@ pub struct DelegationChain {
 
 impl Default for DelegationChain {
     fn default() -> Self {
-        DelegationChain { chain: Vec::new(), max_depth: 3 }
+        DelegationChain {
+            chain: Vec::new(),
+            max_depth: 3,
+        }
     }
 }
 
@@ -143,7 +154,10 @@ pub struct AgentTaskRequest {
 
 impl AgentTaskRequest {
     pub fn new(task_prompt: impl Into<String>) -> Self {
-        AgentTaskRequest { task_prompt: task_prompt.into(), ..Default::default() }
+        AgentTaskRequest {
+            task_prompt: task_prompt.into(),
+            ..Default::default()
+        }
     }
     pub fn with_context(mut self, context: impl Into<String>) -> Self {
         self.context = Some(context.into());
@@ -213,6 +227,18 @@ impl From<Vec<Message>> for KickoffInput {
     }
 }
 
+/// How [`Agent::kickoff_with`] runs.
+#[derive(Debug, Clone, Default)]
+pub struct KickoffOptions {
+    /// Ask for structured output (see [`Agent::kickoff_with_format`]).
+    pub response_format: Option<ResponseFormat>,
+    /// The services to run with (a flow passes its event bus, cancellation and usage tracker);
+    /// default: the agent's event bus, or a fresh one (printing to the console when verbose).
+    pub services: Option<RunServices>,
+    /// The event the kickoff's events hang under (a flow method's).
+    pub parent_event_id: Option<Uuid>,
+}
+
 /// What `Agent::kickoff` returns (CrewAI's `LiteAgentOutput`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct AgentOutput {
@@ -228,7 +254,10 @@ pub struct AgentOutput {
 impl AgentOutput {
     /// The structured value deserialised into `T`.
     pub fn typed_as<T: serde::de::DeserializeOwned>(&self) -> Result<T, String> {
-        let value = self.typed.as_ref().ok_or_else(|| "the output has no structured value".to_string())?;
+        let value = self
+            .typed
+            .as_ref()
+            .ok_or_else(|| "the output has no structured value".to_string())?;
         serde_json::from_value(value.clone()).map_err(|e| e.to_string())
     }
 }
@@ -285,7 +314,13 @@ impl fmt::Debug for Agent {
             .field("role", &c.role)
             .field("goal", &c.goal)
             .field("llm", &c.llm.as_ref().map(|l| l.model().to_string()).ok())
-            .field("tools", &c.tools.iter().map(|t| t.name().to_string()).collect::<Vec<_>>())
+            .field(
+                "tools",
+                &c.tools
+                    .iter()
+                    .map(|t| t.name().to_string())
+                    .collect::<Vec<_>>(),
+            )
             .field("max_iter", &c.max_iter)
             .field("allow_delegation", &c.allow_delegation)
             .finish_non_exhaustive()
@@ -313,7 +348,10 @@ impl Agent {
     }
     /// Its model, or why it has none.
     pub fn llm(&self) -> Result<Arc<dyn Llm>, AgentError> {
-        self.config.llm.clone().map_err(|source| AgentError::NoLlm { role: self.config.role.clone(), source })
+        self.config.llm.clone().map_err(|source| AgentError::NoLlm {
+            role: self.config.role.clone(),
+            source,
+        })
     }
     pub fn function_calling_llm(&self) -> Option<&Arc<dyn Llm>> {
         self.config.function_calling_llm.as_ref()
@@ -372,11 +410,18 @@ impl Agent {
     fn modified(&self, change: impl FnOnce(&mut AgentConfig)) -> Agent {
         let mut config = (*self.config).clone();
         change(&mut config);
-        Agent { config: Arc::new(config) }
+        Agent {
+            config: Arc::new(config),
+        }
     }
 
     /// A copy with other role, goal and backstory (what `{placeholder}` interpolation produces).
-    pub fn with_identity(&self, role: impl Into<String>, goal: impl Into<String>, backstory: impl Into<String>) -> Agent {
+    pub fn with_identity(
+        &self,
+        role: impl Into<String>,
+        goal: impl Into<String>,
+        backstory: impl Into<String>,
+    ) -> Agent {
         let (role, goal, backstory) = (role.into(), goal.into(), backstory.into());
         self.modified(|c| {
             c.role = role;
@@ -569,21 +614,38 @@ impl AgentBuilder {
     /// Checks the configuration and builds the agent.
     pub fn build(self) -> Result<Agent, AgentError> {
         let role = self.role.filter(|r| !r.trim().is_empty());
-        let config_error = |message: &str| AgentError::Config { role: role.clone(), message: message.to_string() };
+        let config_error = |message: &str| AgentError::Config {
+            role: role.clone(),
+            message: message.to_string(),
+        };
         let Some(role_text) = role.clone() else {
             return Err(config_error("`role` is required"));
         };
-        let goal = self.goal.filter(|g| !g.trim().is_empty()).ok_or_else(|| config_error("`goal` is required"))?;
-        let backstory = self.backstory.filter(|b| !b.trim().is_empty()).ok_or_else(|| config_error("`backstory` is required"))?;
+        let goal = self
+            .goal
+            .filter(|g| !g.trim().is_empty())
+            .ok_or_else(|| config_error("`goal` is required"))?;
+        let backstory = self
+            .backstory
+            .filter(|b| !b.trim().is_empty())
+            .ok_or_else(|| config_error("`backstory` is required"))?;
         if self.max_rpm == Some(0) {
-            return Err(config_error("`max_rpm` must be at least 1 (leave it unset for no limit)"));
+            return Err(config_error(
+                "`max_rpm` must be at least 1 (leave it unset for no limit)",
+            ));
         }
         if self.max_execution_time.is_some_and(|t| t.is_zero()) {
-            return Err(config_error("`max_execution_time` must be longer than zero (leave it unset for no deadline)"));
+            return Err(config_error(
+                "`max_execution_time` must be longer than zero (leave it unset for no deadline)",
+            ));
         }
         let date_format = self.date_format.unwrap_or_else(|| "%Y-%m-%d".to_string());
-        if chrono::format::StrftimeItems::new(&date_format).any(|item| matches!(item, chrono::format::Item::Error)) {
-            return Err(config_error(&format!("`date_format` '{date_format}' is not a valid strftime format (for example %Y-%m-%d)")));
+        if chrono::format::StrftimeItems::new(&date_format)
+            .any(|item| matches!(item, chrono::format::Item::Error))
+        {
+            return Err(config_error(&format!(
+                "`date_format` '{date_format}' is not a valid strftime format (for example %Y-%m-%d)"
+            )));
         }
         let llm = self.llm.unwrap_or_else(crewai_llm::default_llm);
         Ok(Agent {
@@ -622,7 +684,12 @@ impl AgentBuilder {
 }
 
 impl Agent {
-    fn execution(&self, services: RunServices, tools: ToolSet, kind: RunKind) -> Result<Execution, AgentError> {
+    fn execution(
+        &self,
+        services: RunServices,
+        tools: ToolSet,
+        kind: RunKind,
+    ) -> Result<Execution, AgentError> {
         Ok(Execution::new(self, self.llm()?, services, tools, kind))
     }
 
@@ -630,7 +697,16 @@ impl Agent {
     /// request's parent event), runs the loop the model and tools call for, and emits
     /// `agent_execution_completed` (or `agent_execution_error` for each failed attempt).
     pub async fn run_task(&self, request: AgentTaskRequest) -> Result<AgentTaskResult, AgentError> {
-        let AgentTaskRequest { task_prompt, context, tools, response_format, task_name, task_id, parent_event_id, services } = request;
+        let AgentTaskRequest {
+            task_prompt,
+            context,
+            tools,
+            response_format,
+            task_name,
+            task_id,
+            parent_event_id,
+            services,
+        } = request;
         let mut execution = self.execution(services, tools, RunKind::Task)?;
         execution.response_format = response_format;
         execution.task_name = task_name;
@@ -643,7 +719,12 @@ impl Agent {
                 agent_id: self.id().to_string(),
                 task_name: execution.task_name.clone(),
                 task_prompt: task_prompt.clone(),
-                tools: execution.tools.names().iter().map(|n| n.to_string()).collect(),
+                tools: execution
+                    .tools
+                    .names()
+                    .iter()
+                    .map(|n| n.to_string())
+                    .collect(),
             },
         );
         execution.event_id = Some(started);
@@ -652,7 +733,9 @@ impl Agent {
             None => task_prompt.clone(),
         };
         let messages = execution.opening_messages(&KickoffInput::Text(task_text));
-        let outcome = execution.run(&messages, &execution.work_label(&task_prompt)).await?;
+        let outcome = execution
+            .run(&messages, &execution.work_label(&task_prompt))
+            .await?;
         events.emit(
             parent_event_id,
             EventKind::AgentExecutionCompleted {
@@ -675,22 +758,68 @@ impl Agent {
     /// Runs the agent on its own (CrewAI's `Agent.kickoff` / LiteAgent) with its own tools, hooks and
     /// event bus, applying its guardrail.
     pub async fn kickoff(&self, input: impl Into<KickoffInput>) -> Result<AgentOutput, AgentError> {
-        self.kickoff_with(input, None, RunServices { events: self.config.event_bus.clone().unwrap_or_default(), ..Default::default() }).await
+        self.kickoff_with(input, KickoffOptions::default()).await
     }
 
     /// [`Agent::kickoff`] asking for structured output: without tools the first call already asks the
     /// provider for the schema; with tools the final answer is parsed (or converted by one more call).
-    pub async fn kickoff_with_format(&self, input: impl Into<KickoffInput>, format: ResponseFormat) -> Result<AgentOutput, AgentError> {
-        self.kickoff_with(input, Some(format), RunServices { events: self.config.event_bus.clone().unwrap_or_default(), ..Default::default() }).await
+    pub async fn kickoff_with_format(
+        &self,
+        input: impl Into<KickoffInput>,
+        format: ResponseFormat,
+    ) -> Result<AgentOutput, AgentError> {
+        self.kickoff_with(
+            input,
+            KickoffOptions {
+                response_format: Some(format),
+                ..Default::default()
+            },
+        )
+        .await
     }
 
-    /// The general kickoff: an optional response format and the services to run with (a flow passes
-    /// its event bus, cancellation and usage tracker here).
-    pub async fn kickoff_with(&self, input: impl Into<KickoffInput>, format: Option<ResponseFormat>, services: RunServices) -> Result<AgentOutput, AgentError> {
+    /// A standalone run's services: the agent's bus, or a fresh one that prints to the console when
+    /// the agent is verbose.
+    fn kickoff_services(&self) -> RunServices {
+        let events = match &self.config.event_bus {
+            Some(bus) => bus.clone(),
+            None => {
+                let bus = EventBus::new();
+                if self.verbose() {
+                    ConsoleListener::stdout().attach(&bus);
+                }
+                bus
+            }
+        };
+        RunServices {
+            events,
+            ..Default::default()
+        }
+    }
+
+    /// The general kickoff (see [`KickoffOptions`]).
+    pub async fn kickoff_with(
+        &self,
+        input: impl Into<KickoffInput>,
+        options: KickoffOptions,
+    ) -> Result<AgentOutput, AgentError> {
         let input = input.into();
-        let mut execution = self.execution(services, ToolSet::from(self.tools().to_vec()), RunKind::Kickoff)?;
+        let KickoffOptions {
+            response_format: format,
+            services,
+            parent_event_id,
+        } = options;
+        let services = services.unwrap_or_else(|| self.kickoff_services());
+        let mut execution = self.execution(
+            services,
+            ToolSet::from(self.tools().to_vec()),
+            RunKind::Kickoff,
+        )?;
         let input = match (&input, &format) {
-            (KickoffInput::Text(text), Some(format)) => KickoffInput::Text(format!("{text}{}", agent_prompts::kickoff_format_hint(&schema_fields(&format.schema)))),
+            (KickoffInput::Text(text), Some(format)) => KickoffInput::Text(format!(
+                "{text}{}",
+                agent_prompts::kickoff_format_hint(&schema_fields(&format.schema))
+            )),
             _ => input,
         };
         if execution.mode == LoopMode::Direct {
@@ -698,11 +827,16 @@ impl Agent {
         }
         let events = execution.services.events.clone();
         let started = events.emit(
-            None,
+            parent_event_id,
             EventKind::LiteAgentExecutionStarted {
                 agent_role: self.role().to_string(),
                 agent_id: self.id().to_string(),
-                tools: execution.tools.names().iter().map(|n| n.to_string()).collect(),
+                tools: execution
+                    .tools
+                    .names()
+                    .iter()
+                    .map(|n| n.to_string())
+                    .collect(),
                 messages: serde_json::to_value(match &input {
                     KickoffInput::Text(text) => vec![Message::user(text.clone())],
                     KickoffInput::Messages(messages) => messages.clone(),
@@ -713,16 +847,30 @@ impl Agent {
         execution.event_id = Some(started);
         let request_text = match &input {
             KickoffInput::Text(text) => text.clone(),
-            KickoffInput::Messages(messages) => messages.iter().filter(|m| m.role == crewai_llm::Role::User).map(Message::text).collect::<Vec<_>>().join("\n"),
+            KickoffInput::Messages(messages) => messages
+                .iter()
+                .filter(|m| m.role == crewai_llm::Role::User)
+                .map(Message::text)
+                .collect::<Vec<_>>()
+                .join("\n"),
         };
         let label = execution.work_label(&request_text);
-        let mut outcome = execution.run(&execution.opening_messages(&input), &label).await?;
-        let mut typed = self.structured_value(&execution, &outcome, format.as_ref()).await?;
+        let mut outcome = execution
+            .run(&execution.opening_messages(&input), &label)
+            .await?;
+        let mut typed = self
+            .structured_value(&execution, &outcome, format.as_ref())
+            .await?;
 
         let mut retries = 0;
         if let Some(guardrail) = self.guardrail() {
             loop {
-                let mut checked = crate::output::TaskOutput::new(request_text.clone(), String::new(), outcome.output.clone(), self.role());
+                let mut checked = crate::output::TaskOutput::new(
+                    request_text.clone(),
+                    String::new(),
+                    outcome.output.clone(),
+                    self.role(),
+                );
                 checked.pydantic = typed.clone();
                 let ctx = GuardrailContext {
                     llm: Some(&execution.llm),
@@ -732,7 +880,14 @@ impl Agent {
                     agent_role: Some(self.role()),
                     task_name: None,
                 };
-                let verdict = guardrail.evaluate(&checked, ctx).await.map_err(|e| AgentError::Guardrail { role: self.role().to_string(), message: e.to_string() })?;
+                let verdict =
+                    guardrail
+                        .evaluate(&checked, ctx)
+                        .await
+                        .map_err(|e| AgentError::Guardrail {
+                            role: self.role().to_string(),
+                            message: e.to_string(),
+                        })?;
                 match verdict.outcome {
                     Ok(pass) => {
                         pass.apply(&mut checked);
@@ -742,7 +897,11 @@ impl Agent {
                     }
                     Err(feedback) => {
                         if retries >= self.guardrail_max_retries() {
-                            let error = AgentError::GuardrailFailed { role: self.role().to_string(), retries, last_error: feedback };
+                            let error = AgentError::GuardrailFailed {
+                                role: self.role().to_string(),
+                                retries,
+                                last_error: feedback,
+                            };
                             execution.emit_error(&error);
                             return Err(error);
                         }
@@ -750,22 +909,39 @@ impl Agent {
                         let mut messages = outcome.messages;
                         messages.push(Message::user(agent_prompts::guardrail_feedback(&feedback)));
                         outcome = execution.run(&messages, &label).await?;
-                        typed = self.structured_value(&execution, &outcome, format.as_ref()).await?;
+                        typed = self
+                            .structured_value(&execution, &outcome, format.as_ref())
+                            .await?;
                     }
                 }
             }
         }
 
         events.emit(
-            None,
-            EventKind::LiteAgentExecutionCompleted { agent_role: self.role().to_string(), agent_id: self.id().to_string(), output: outcome.output.clone() },
+            parent_event_id,
+            EventKind::LiteAgentExecutionCompleted {
+                agent_role: self.role().to_string(),
+                agent_id: self.id().to_string(),
+                output: outcome.output.clone(),
+            },
         );
-        Ok(AgentOutput { raw: outcome.output, typed, agent_role: self.role().to_string(), messages: outcome.messages, usage: execution.usage() })
+        Ok(AgentOutput {
+            raw: outcome.output,
+            typed,
+            agent_role: self.role().to_string(),
+            messages: outcome.messages,
+            usage: execution.usage(),
+        })
     }
 
     /// The kickoff's typed value: the direct loop's parsed reply, or the tool loops' answer parsed
     /// (and, when it is prose, converted by one more call).
-    async fn structured_value(&self, execution: &Execution, outcome: &LoopOutcome, format: Option<&ResponseFormat>) -> Result<Option<Value>, AgentError> {
+    async fn structured_value(
+        &self,
+        execution: &Execution,
+        outcome: &LoopOutcome,
+        format: Option<&ResponseFormat>,
+    ) -> Result<Option<Value>, AgentError> {
         let Some(format) = format else {
             return Ok(None);
         };
@@ -776,11 +952,14 @@ impl Agent {
         if let Ok(value) = schema.parse_lenient(&outcome.output) {
             return Ok(Some(value));
         }
-        let (value, usage) = schema.convert_with_llm(execution.llm.as_ref(), &outcome.output, 1).await.map_err(|e| AgentError::InvalidStructuredOutput {
-            role: self.role().to_string(),
-            format: format.name.clone(),
-            message: e.to_string(),
-        })?;
+        let (value, usage) = schema
+            .convert_with_llm(execution.llm.as_ref(), &outcome.output, 1)
+            .await
+            .map_err(|e| AgentError::InvalidStructuredOutput {
+                role: self.role().to_string(),
+                format: format.name.clone(),
+                message: e.to_string(),
+            })?;
         execution.record_usage(&usage);
         Ok(Some(value))
     }
@@ -788,5 +967,9 @@ impl Agent {
 
 /// The top-level property names of an object schema.
 fn schema_fields(schema: &Value) -> Vec<String> {
-    schema.get("properties").and_then(Value::as_object).map(|props| props.keys().cloned().collect()).unwrap_or_default()
+    schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .map(|props| props.keys().cloned().collect())
+        .unwrap_or_default()
 }

@@ -96,7 +96,8 @@ struct CrewSpec {
     manager: Option<Agent>,
     function_calling_llm: Option<Arc<dyn Llm>>,
     rate_limiter: Option<Arc<RateLimiter>>,
-    cache: bool,
+    /// The crew's shared tool-result cache (`cache: true`); copies get their own.
+    tool_cache: Option<ToolCache>,
     stream: bool,
     events: EventBus,
     hooks: Hooks,
@@ -231,7 +232,7 @@ impl Crew {
                 manager: s.manager.clone(),
                 function_calling_llm: s.function_calling_llm.clone(),
                 rate_limiter: s.rate_limiter.clone(),
-                cache: s.cache,
+                tool_cache: s.tool_cache.as_ref().map(|_| ToolCache::new()),
                 stream: s.stream,
                 events: s.events.clone(),
                 hooks: s.hooks.clone(),
@@ -365,7 +366,7 @@ impl Crew {
         let services = RunServices {
             events: spec.events.clone(),
             hooks: spec.hooks.clone(),
-            tool_cache: spec.cache.then(ToolCache::new),
+            tool_cache: spec.tool_cache.clone(),
             rate_limiter: spec.rate_limiter.clone(),
             crew_name: Some(spec.name.clone()),
             crew_id: Some(spec.id.to_string()),
@@ -417,10 +418,10 @@ impl Crew {
         let spec = &self.spec;
         let adapt = |agent: &Agent| -> Result<Agent, InterpolationError> {
             let mut agent = interpolate_agent(agent, inputs)?;
-            if agent.function_calling_llm().is_none() {
-                if let Some(llm) = &spec.function_calling_llm {
-                    agent = agent.with_function_calling_llm(llm.clone());
-                }
+            if agent.function_calling_llm().is_none()
+                && let Some(llm) = &spec.function_calling_llm
+            {
+                agent = agent.with_function_calling_llm(llm.clone());
             }
             Ok(agent)
         };
@@ -473,16 +474,15 @@ impl Crew {
             if task.is_conditional() || !task.is_async() || self.context_waits_on(task, &pending, &prepared.tasks) {
                 self.join_pending(&mut pending, &mut done, &prepared.tasks, inputs, replaying).await?;
             }
-            if let Some(condition) = task.condition() {
-                if let Some((_, previous)) = done.last() {
-                    if !condition(previous) {
-                        let role = task.agent().map(|a| a.role().to_string()).unwrap_or_default();
-                        let skipped = TaskOutput::skipped(task.description(), task.expected_output(), task.name().map(str::to_string), role);
-                        self.save(index, task, &skipped, inputs, replaying)?;
-                        done.push((index, skipped));
-                        continue;
-                    }
-                }
+            if let Some(condition) = task.condition()
+                && let Some((_, previous)) = done.last()
+                && !condition(previous)
+            {
+                let role = task.agent().map(|a| a.role().to_string()).unwrap_or_default();
+                let skipped = TaskOutput::skipped(task.description(), task.expected_output(), task.name().map(str::to_string), role);
+                self.save(index, task, &skipped, inputs, replaying)?;
+                done.push((index, skipped));
+                continue;
             }
             let (agent, tools) = self.agent_and_tools(run, prepared, task, parent)?;
             let context = context_for(task, &done, &prepared.tasks);
@@ -557,13 +557,13 @@ impl Crew {
             Process::Sequential => {
                 let agent = task.agent().cloned().ok_or_else(|| CrewError::Task(TaskError::NoAgent { task: key.clone() }))?;
                 let own = if task.tools().is_empty() { agent.tools().to_vec() } else { task.tools().to_vec() };
-                let delegation = if agent.allow_delegation() && prepared.agents.len() > 1 { run.delegation_tools(&agent, &prepared.agents, &key, Some(parent)) } else { Vec::new() };
+                let delegation = if agent.allow_delegation() && prepared.agents.len() > 1 { run.delegation_tools(&agent, &prepared.agents, task.name(), Some(parent)) } else { Vec::new() };
                 Ok((agent, merge_tools(own, delegation)))
             }
             Process::Hierarchical => {
                 let manager = prepared.manager.clone().ok_or_else(|| CrewError::Manager { crew: self.spec.name.clone(), source: ManagerError::Missing })?;
                 let coworkers = hierarchical::coworkers_for(task, &prepared.agents);
-                let tools = run.delegation_tools(&manager, &coworkers, &key, Some(parent));
+                let tools = run.delegation_tools(&manager, &coworkers, task.name(), Some(parent));
                 self.record().manager_tools = tools.clone();
                 Ok((manager, tools))
             }
@@ -905,7 +905,7 @@ impl CrewBuilder {
                 manager,
                 function_calling_llm: self.function_calling_llm,
                 rate_limiter: self.max_rpm.map(RateLimiter::per_minute),
-                cache: self.cache,
+                tool_cache: self.cache.then(ToolCache::new),
                 stream: self.stream,
                 events,
                 hooks: self.hooks,

@@ -73,7 +73,8 @@ impl DelegationScope {
     pub fn tools(&self) -> Vec<ToolHandle> {
         [DelegationKind::Delegate, DelegationKind::Ask]
             .into_iter()
-            .map(|kind| ToolHandle::new(Arc::new(DelegationTool { kind, scope: self.clone(), description: String::new() }.described())))
+            // A delegation is work, not a pure lookup: never served from the tool cache.
+            .map(|kind| ToolHandle::new(Arc::new(DelegationTool { kind, scope: self.clone(), description: String::new() }.described())).with_cache_function(|_, _| false))
             .collect()
     }
 }

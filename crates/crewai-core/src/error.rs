@@ -10,7 +10,10 @@ use crewai_llm::LlmError;
 pub enum AgentError {
     /// The agent was built wrong (a required field missing, a value out of range).
     #[error("invalid agent configuration{}: {message}", role.as_ref().map(|r| format!(" for '{r}'")).unwrap_or_default())]
-    Config { role: Option<String>, message: String },
+    Config {
+        role: Option<String>,
+        message: String,
+    },
 
     /// No model was given and none could be created from the environment.
     #[error("agent '{role}' has no LLM: {source}")]
@@ -22,7 +25,10 @@ pub enum AgentError {
 
     /// A before-LLM hook blocked the call.
     #[error("agent '{role}': {}{}", crate::hooks::LLM_CALL_BLOCKED, reason.as_ref().map(|r| format!(": {r}")).unwrap_or_default())]
-    LlmCallBlocked { role: String, reason: Option<String> },
+    LlmCallBlocked {
+        role: String,
+        reason: Option<String>,
+    },
 
     /// The conversation outgrew the model's window and `respect_context_window` is off.
     #[error(
@@ -30,30 +36,54 @@ pub enum AgentError {
          Set `respect_context_window: true` on the agent to summarise the history automatically, \
          use a model with a larger window, or give the task less context"
     )]
-    ContextWindowExceeded { role: String, model: String, message: String },
+    ContextWindowExceeded {
+        role: String,
+        model: String,
+        message: String,
+    },
 
     /// `max_execution_time` passed.
     #[error(
         "agent '{role}' timed out after {}s on task '{task}'; raise the agent's max_execution_time or make the task smaller",
         .after.as_secs_f64()
     )]
-    Timeout { role: String, task: String, after: Duration },
+    Timeout {
+        role: String,
+        task: String,
+        after: Duration,
+    },
 
     /// A tool failed and the tool failure policy is `raise`.
     #[error("agent '{role}': tool '{tool}' failed and tool_failure_policy is raise: {message}")]
-    ToolFailed { role: String, tool: String, message: String },
+    ToolFailed {
+        role: String,
+        tool: String,
+        message: String,
+    },
 
     /// The model's reply should have been JSON matching the response format but was not.
-    #[error("agent '{role}': the reply does not match the requested response format '{format}': {message}")]
-    InvalidStructuredOutput { role: String, format: String, message: String },
+    #[error(
+        "agent '{role}': the reply does not match the requested response format '{format}': {message}"
+    )]
+    InvalidStructuredOutput {
+        role: String,
+        format: String,
+        message: String,
+    },
 
     /// The model gave an empty final answer.
     #[error("agent '{role}': the model returned an empty final answer")]
     EmptyAnswer { role: String },
 
     /// `Agent::kickoff`'s guardrail kept rejecting the answer. The text starts the way CrewAI's does.
-    #[error("Agent's guardrail failed validation after {retries} retries. Last error: {last_error}")]
-    GuardrailFailed { role: String, retries: u32, last_error: String },
+    #[error(
+        "Agent's guardrail failed validation after {retries} retries. Last error: {last_error}"
+    )]
+    GuardrailFailed {
+        role: String,
+        retries: u32,
+        last_error: String,
+    },
 
     /// A guardrail could not be evaluated (an LLM guardrail's judge call failed).
     #[error("agent '{role}': the guardrail could not be evaluated: {message}")]
@@ -67,21 +97,17 @@ pub enum AgentError {
 impl AgentError {
     /// Whether `max_retry_limit` should run the work again after this error.
     ///
-    /// Not retried, as in CrewAI: timeouts, tool failures under `raise`, cancellation. Also not
-    /// retried because a second attempt cannot succeed: configuration problems, blocked calls,
-    /// context-window errors, and LLM errors that are about credentials or the model name.
+    /// Retried: replies that could not be used (not JSON when JSON was asked for, empty, garbled)
+    /// and guardrail judges that failed. Not retried, as in CrewAI: timeouts, tool failures under
+    /// `raise`, cancellation, and provider errors (the LLM layer already retried those that can
+    /// pass, and the rest, like bad credentials or a request the provider rejects, would fail
+    /// the same way again); nor configuration problems, blocked calls and context-window errors.
     pub fn is_retryable(&self) -> bool {
         match self {
-            AgentError::Llm { source, .. } => !matches!(
-                source,
-                LlmError::Authentication { .. }
-                    | LlmError::PermissionDenied { .. }
-                    | LlmError::ModelNotFound { .. }
-                    | LlmError::MissingApiKey { .. }
-                    | LlmError::Config(_)
-                    | LlmError::Cancelled
-            ),
-            AgentError::InvalidStructuredOutput { .. } | AgentError::EmptyAnswer { .. } | AgentError::Guardrail { .. } => true,
+            AgentError::Llm { source, .. } => matches!(source, LlmError::MalformedResponse { .. }),
+            AgentError::InvalidStructuredOutput { .. }
+            | AgentError::EmptyAnswer { .. }
+            | AgentError::Guardrail { .. } => true,
             _ => false,
         }
     }
@@ -111,23 +137,50 @@ mod tests {
 
     #[test]
     fn messages_name_agent_and_task() {
-        let timeout = AgentError::Timeout { role: "Researcher".into(), task: "research".into(), after: Duration::from_secs(2) };
+        let timeout = AgentError::Timeout {
+            role: "Researcher".into(),
+            task: "research".into(),
+            after: Duration::from_secs(2),
+        };
         let text = timeout.to_string();
-        assert!(text.contains("Researcher") && text.contains("research") && text.contains("timed out"), "{text}");
+        assert!(
+            text.contains("Researcher") && text.contains("research") && text.contains("timed out"),
+            "{text}"
+        );
         assert!(!timeout.is_retryable());
     }
 
     #[test]
     fn guardrail_failure_reads_like_crewai() {
-        let error = AgentError::GuardrailFailed { role: "a".into(), retries: 2, last_error: "no".into() };
-        assert_eq!(error.to_string(), "Agent's guardrail failed validation after 2 retries. Last error: no");
+        let error = AgentError::GuardrailFailed {
+            role: "a".into(),
+            retries: 2,
+            last_error: "no".into(),
+        };
+        assert_eq!(
+            error.to_string(),
+            "Agent's guardrail failed validation after 2 retries. Last error: no"
+        );
     }
 
     #[test]
-    fn credential_errors_are_not_retried() {
-        let auth = AgentError::Llm { role: "a".into(), source: LlmError::MissingApiKey { provider: "openai".into(), env_var: "OPENAI_API_KEY".into() } };
+    fn only_unusable_replies_are_retried() {
+        let auth = AgentError::Llm {
+            role: "a".into(),
+            source: LlmError::MissingApiKey {
+                provider: "openai".into(),
+                env_var: "OPENAI_API_KEY".into(),
+            },
+        };
         assert!(!auth.is_retryable());
-        let server = AgentError::Llm { role: "a".into(), source: LlmError::Server { provider: "openai".into(), status: 500, message: "x".into(), retry_after: None } };
-        assert!(server.is_retryable());
+        let garbled = AgentError::Llm {
+            role: "a".into(),
+            source: LlmError::MalformedResponse {
+                provider: "openai".into(),
+                message: "x".into(),
+            },
+        };
+        assert!(garbled.is_retryable());
+        assert!(AgentError::EmptyAnswer { role: "a".into() }.is_retryable());
     }
 }

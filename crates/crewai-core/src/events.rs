@@ -40,52 +40,191 @@ use uuid::Uuid;
 #[serde(tag = "type", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum EventKind {
-    CrewKickoffStarted { crew_name: String, crew_id: Option<String>, inputs: Option<Value> },
-    CrewKickoffCompleted { crew_name: String, crew_id: Option<String>, output: String, total_tokens: u64 },
-    CrewKickoffFailed { crew_name: String, crew_id: Option<String>, error: String },
+    CrewKickoffStarted {
+        crew_name: String,
+        crew_id: Option<String>,
+        inputs: Option<Value>,
+    },
+    CrewKickoffCompleted {
+        crew_name: String,
+        crew_id: Option<String>,
+        output: String,
+        total_tokens: u64,
+    },
+    CrewKickoffFailed {
+        crew_name: String,
+        crew_id: Option<String>,
+        error: String,
+    },
 
-    TaskStarted { task_name: Option<String>, task_id: Option<String>, agent_role: Option<String>, context: Option<String> },
-    TaskCompleted { task_name: Option<String>, task_id: Option<String>, agent_role: Option<String>, output: String },
-    TaskFailed { task_name: Option<String>, task_id: Option<String>, agent_role: Option<String>, error: String },
+    TaskStarted {
+        task_name: Option<String>,
+        task_id: Option<String>,
+        agent_role: Option<String>,
+        context: Option<String>,
+    },
+    TaskCompleted {
+        task_name: Option<String>,
+        task_id: Option<String>,
+        agent_role: Option<String>,
+        output: String,
+    },
+    TaskFailed {
+        task_name: Option<String>,
+        task_id: Option<String>,
+        agent_role: Option<String>,
+        error: String,
+    },
 
     /// An agent starts working on a task; `task_prompt` is the task text without the user-message
     /// wrapper, `tools` the names of the tools it may use.
-    AgentExecutionStarted { agent_role: String, agent_id: String, task_name: Option<String>, task_prompt: String, tools: Vec<String> },
-    AgentExecutionCompleted { agent_role: String, agent_id: String, task_name: Option<String>, output: String },
-    AgentExecutionError { agent_role: String, agent_id: String, task_name: Option<String>, error: String },
+    AgentExecutionStarted {
+        agent_role: String,
+        agent_id: String,
+        task_name: Option<String>,
+        task_prompt: String,
+        tools: Vec<String>,
+    },
+    AgentExecutionCompleted {
+        agent_role: String,
+        agent_id: String,
+        task_name: Option<String>,
+        output: String,
+    },
+    AgentExecutionError {
+        agent_role: String,
+        agent_id: String,
+        task_name: Option<String>,
+        error: String,
+    },
 
     /// `Agent::kickoff` (CrewAI's LiteAgent) starts.
-    LiteAgentExecutionStarted { agent_role: String, agent_id: String, tools: Vec<String>, messages: Value },
-    LiteAgentExecutionCompleted { agent_role: String, agent_id: String, output: String },
-    LiteAgentExecutionError { agent_role: String, agent_id: String, error: String },
+    LiteAgentExecutionStarted {
+        agent_role: String,
+        agent_id: String,
+        tools: Vec<String>,
+        messages: Value,
+    },
+    LiteAgentExecutionCompleted {
+        agent_role: String,
+        agent_id: String,
+        output: String,
+    },
+    LiteAgentExecutionError {
+        agent_role: String,
+        agent_id: String,
+        error: String,
+    },
 
     /// A model call starts; `messages` is the request's conversation as JSON.
-    LlmCallStarted { call_id: String, model: String, agent_role: Option<String>, task_name: Option<String>, messages: Value, tools: Vec<String> },
-    LlmCallCompleted { call_id: String, model: String, agent_role: Option<String>, task_name: Option<String>, response: Value, usage: Usage },
-    LlmCallFailed { call_id: String, model: String, agent_role: Option<String>, task_name: Option<String>, error: String },
+    LlmCallStarted {
+        call_id: String,
+        model: String,
+        agent_role: Option<String>,
+        task_name: Option<String>,
+        messages: Value,
+        tools: Vec<String>,
+    },
+    LlmCallCompleted {
+        call_id: String,
+        model: String,
+        agent_role: Option<String>,
+        task_name: Option<String>,
+        response: Value,
+        usage: Usage,
+    },
+    LlmCallFailed {
+        call_id: String,
+        model: String,
+        agent_role: Option<String>,
+        task_name: Option<String>,
+        error: String,
+    },
     /// A piece of streamed reply text.
-    LlmStreamChunk { call_id: String, agent_role: Option<String>, task_name: Option<String>, chunk: String },
+    LlmStreamChunk {
+        call_id: String,
+        agent_role: Option<String>,
+        task_name: Option<String>,
+        chunk: String,
+    },
 
-    ToolUsageStarted { tool_name: String, tool_args: Value, agent_role: Option<String>, task_name: Option<String> },
-    ToolUsageFinished { tool_name: String, tool_args: Value, agent_role: Option<String>, task_name: Option<String>, output: String, from_cache: bool },
-    ToolUsageError { tool_name: String, tool_args: Value, agent_role: Option<String>, task_name: Option<String>, error: String },
+    ToolUsageStarted {
+        tool_name: String,
+        tool_args: Value,
+        agent_role: Option<String>,
+        task_name: Option<String>,
+    },
+    ToolUsageFinished {
+        tool_name: String,
+        tool_args: Value,
+        agent_role: Option<String>,
+        task_name: Option<String>,
+        output: String,
+        from_cache: bool,
+    },
+    ToolUsageError {
+        tool_name: String,
+        tool_args: Value,
+        agent_role: Option<String>,
+        task_name: Option<String>,
+        error: String,
+    },
 
     /// A guardrail check starts; `guardrail` is the description of an LLM guardrail or the name of a
     /// function guardrail; `retry_count` counts the retries before this check.
-    LlmGuardrailStarted { guardrail: String, retry_count: u32, agent_role: Option<String>, task_name: Option<String> },
+    LlmGuardrailStarted {
+        guardrail: String,
+        retry_count: u32,
+        agent_role: Option<String>,
+        task_name: Option<String>,
+    },
     /// `result` is the (possibly replaced) output when it passed, `error` the feedback when not.
-    LlmGuardrailCompleted { success: bool, result: Option<Value>, error: Option<String>, retry_count: u32, agent_role: Option<String>, task_name: Option<String> },
+    LlmGuardrailCompleted {
+        success: bool,
+        result: Option<Value>,
+        error: Option<String>,
+        retry_count: u32,
+        agent_role: Option<String>,
+        task_name: Option<String>,
+    },
 
     /// An agent hands work to (or asks) a coworker; `kind` is `delegate` or `ask`.
-    AgentDelegationStarted { from_agent: String, to_agent: String, kind: String, task: String },
-    AgentDelegationCompleted { from_agent: String, to_agent: String, kind: String, output: String },
+    AgentDelegationStarted {
+        from_agent: String,
+        to_agent: String,
+        kind: String,
+        task: String,
+    },
+    AgentDelegationCompleted {
+        from_agent: String,
+        to_agent: String,
+        kind: String,
+        output: String,
+    },
 
     // Reserved for the flow engine, with CrewAI's names.
-    FlowStarted { flow_name: String, inputs: Option<Value> },
-    FlowFinished { flow_name: String, result: Option<Value> },
-    MethodExecutionStarted { flow_name: String, method_name: String },
-    MethodExecutionFinished { flow_name: String, method_name: String, result: Option<Value> },
-    MethodExecutionFailed { flow_name: String, method_name: String, error: String },
+    FlowStarted {
+        flow_name: String,
+        inputs: Option<Value>,
+    },
+    FlowFinished {
+        flow_name: String,
+        result: Option<Value>,
+    },
+    MethodExecutionStarted {
+        flow_name: String,
+        method_name: String,
+    },
+    MethodExecutionFinished {
+        flow_name: String,
+        method_name: String,
+        result: Option<Value>,
+    },
+    MethodExecutionFailed {
+        flow_name: String,
+        method_name: String,
+        error: String,
+    },
 }
 
 impl EventKind {
@@ -154,9 +293,20 @@ impl Event {
             }
         };
         object.insert("event_id".into(), Value::String(self.event_id.to_string()));
-        object.insert("parent_event_id".into(), self.parent_event_id.map(|id| Value::String(id.to_string())).unwrap_or(Value::Null));
-        object.insert("emission_sequence".into(), Value::from(self.emission_sequence));
-        object.insert("timestamp".into(), Value::String(self.timestamp.to_rfc3339()));
+        object.insert(
+            "parent_event_id".into(),
+            self.parent_event_id
+                .map(|id| Value::String(id.to_string()))
+                .unwrap_or(Value::Null),
+        );
+        object.insert(
+            "emission_sequence".into(),
+            Value::from(self.emission_sequence),
+        );
+        object.insert(
+            "timestamp".into(),
+            Value::String(self.timestamp.to_rfc3339()),
+        );
         Value::Object(object)
     }
 }
@@ -182,7 +332,9 @@ pub struct EventBus {
 
 impl std::fmt::Debug for EventBus {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("EventBus").field("listeners", &self.listener_count()).finish()
+        f.debug_struct("EventBus")
+            .field("listeners", &self.listener_count())
+            .finish()
     }
 }
 
@@ -194,20 +346,32 @@ impl EventBus {
     /// Registers a listener; it is called synchronously, in emission order, for every event.
     pub fn subscribe(&self, listener: impl Fn(&Event) + Send + Sync + 'static) -> ListenerId {
         let id = ListenerId(self.inner.next_listener.fetch_add(1, Ordering::Relaxed));
-        self.inner.listeners.write().unwrap_or_else(|p| p.into_inner()).push((id, Arc::new(listener)));
+        self.inner
+            .listeners
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .push((id, Arc::new(listener)));
         id
     }
 
     /// Removes a listener; returns whether it was registered.
     pub fn unsubscribe(&self, id: ListenerId) -> bool {
-        let mut listeners = self.inner.listeners.write().unwrap_or_else(|p| p.into_inner());
+        let mut listeners = self
+            .inner
+            .listeners
+            .write()
+            .unwrap_or_else(|p| p.into_inner());
         let before = listeners.len();
         listeners.retain(|(listener_id, _)| *listener_id != id);
         listeners.len() != before
     }
 
     pub fn listener_count(&self) -> usize {
-        self.inner.listeners.read().unwrap_or_else(|p| p.into_inner()).len()
+        self.inner
+            .listeners
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .len()
     }
 
     /// Emits an event under `parent` and returns its id (the parent of the events it causes).
@@ -222,10 +386,21 @@ impl EventBus {
             kind,
         };
         // Listeners are cloned out so one may subscribe or emit from inside a callback without deadlocking.
-        let listeners: Vec<Listener> = self.inner.listeners.read().unwrap_or_else(|p| p.into_inner()).iter().map(|(_, l)| l.clone()).collect();
+        let listeners: Vec<Listener> = self
+            .inner
+            .listeners
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .map(|(_, l)| l.clone())
+            .collect();
         for listener in listeners {
-            if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| listener(&event))).is_err() {
-                tracing::warn!(event = event.type_name(), "an event listener panicked; it was skipped for this event");
+            if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| listener(&event))).is_err()
+            {
+                tracing::warn!(
+                    event = event.type_name(),
+                    "an event listener panicked; it was skipped for this event"
+                );
             }
         }
         event.event_id
@@ -243,13 +418,20 @@ impl EventRecorder {
     pub fn attach(bus: &EventBus) -> Self {
         let recorder = EventRecorder::default();
         let sink = recorder.events.clone();
-        bus.subscribe(move |event| sink.lock().unwrap_or_else(|p| p.into_inner()).push(event.clone()));
+        bus.subscribe(move |event| {
+            sink.lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(event.clone())
+        });
         recorder
     }
 
     /// The events recorded so far, in emission order.
     pub fn events(&self) -> Vec<Event> {
-        self.events.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.events
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// The type names recorded so far, in emission order.
@@ -259,7 +441,10 @@ impl EventRecorder {
 
     /// The recorded events of one type.
     pub fn of_type(&self, type_name: &str) -> Vec<Event> {
-        self.events().into_iter().filter(|e| e.type_name() == type_name).collect()
+        self.events()
+            .into_iter()
+            .filter(|e| e.type_name() == type_name)
+            .collect()
     }
 }
 
@@ -288,7 +473,9 @@ impl ConsoleListener {
     }
 
     pub fn with_writer(out: Box<dyn Write + Send>) -> Self {
-        ConsoleListener { out: Mutex::new(out) }
+        ConsoleListener {
+            out: Mutex::new(out),
+        }
     }
 
     /// Subscribes this listener to `bus`.
@@ -308,25 +495,78 @@ fn console_line(event: &Event) -> Option<String> {
     let optional = |value: &Option<String>| value.clone().unwrap_or_else(|| "-".into());
     let text = match &event.kind {
         EventKind::CrewKickoffStarted { crew_name, .. } => format!("🚀 Crew '{crew_name}' started"),
-        EventKind::CrewKickoffCompleted { crew_name, output, total_tokens, .. } => {
-            format!("✅ Crew '{crew_name}' completed ({total_tokens} tokens)\nFinal output:\n{output}")
+        EventKind::CrewKickoffCompleted {
+            crew_name,
+            output,
+            total_tokens,
+            ..
+        } => {
+            format!(
+                "✅ Crew '{crew_name}' completed ({total_tokens} tokens)\nFinal output:\n{output}"
+            )
         }
-        EventKind::CrewKickoffFailed { crew_name, error, .. } => format!("❌ Crew '{crew_name}' failed: {error}"),
-        EventKind::TaskStarted { task_name, agent_role, .. } => format!("📋 Task '{}' started (agent: {})", optional(task_name), optional(agent_role)),
-        EventKind::TaskCompleted { task_name, .. } => format!("📋 Task '{}' completed", optional(task_name)),
-        EventKind::TaskFailed { task_name, error, .. } => format!("❌ Task '{}' failed: {error}", optional(task_name)),
-        EventKind::AgentExecutionStarted { agent_role, task_prompt, .. } => format!("🤖 Agent: {agent_role}\n   Task: {task_prompt}"),
-        EventKind::AgentExecutionCompleted { agent_role, output, .. } => format!("🤖 Agent: {agent_role}\n   Final Answer:\n{output}"),
-        EventKind::AgentExecutionError { agent_role, error, .. } => format!("⚠️  Agent {agent_role} failed: {error}"),
-        EventKind::LiteAgentExecutionStarted { agent_role, .. } => format!("🤖 Agent {agent_role} started"),
-        EventKind::LiteAgentExecutionCompleted { agent_role, output, .. } => format!("🤖 Agent: {agent_role}\n   Final Answer:\n{output}"),
-        EventKind::LiteAgentExecutionError { agent_role, error, .. } => format!("⚠️  Agent {agent_role} failed: {error}"),
-        EventKind::ToolUsageStarted { tool_name, tool_args, .. } => format!("🔧 Using tool {tool_name} with {tool_args}"),
-        EventKind::ToolUsageFinished { tool_name, output, from_cache, .. } => {
-            format!("🔧 Tool {tool_name}{} returned:\n{output}", if *from_cache { " (cached)" } else { "" })
+        EventKind::CrewKickoffFailed {
+            crew_name, error, ..
+        } => format!("❌ Crew '{crew_name}' failed: {error}"),
+        EventKind::TaskStarted {
+            task_name,
+            agent_role,
+            ..
+        } => format!(
+            "📋 Task '{}' started (agent: {})",
+            optional(task_name),
+            optional(agent_role)
+        ),
+        EventKind::TaskCompleted { task_name, .. } => {
+            format!("📋 Task '{}' completed", optional(task_name))
         }
-        EventKind::ToolUsageError { tool_name, error, .. } => format!("🔧 Tool {tool_name} failed: {error}"),
-        EventKind::LlmGuardrailStarted { guardrail, retry_count, .. } => format!("🛡️  Guardrail '{guardrail}' checking (retry {retry_count})"),
+        EventKind::TaskFailed {
+            task_name, error, ..
+        } => format!("❌ Task '{}' failed: {error}", optional(task_name)),
+        EventKind::AgentExecutionStarted {
+            agent_role,
+            task_prompt,
+            ..
+        } => format!("🤖 Agent: {agent_role}\n   Task: {task_prompt}"),
+        EventKind::AgentExecutionCompleted {
+            agent_role, output, ..
+        } => format!("🤖 Agent: {agent_role}\n   Final Answer:\n{output}"),
+        EventKind::AgentExecutionError {
+            agent_role, error, ..
+        } => format!("⚠️  Agent {agent_role} failed: {error}"),
+        EventKind::LiteAgentExecutionStarted { agent_role, .. } => {
+            format!("🤖 Agent {agent_role} started")
+        }
+        EventKind::LiteAgentExecutionCompleted {
+            agent_role, output, ..
+        } => format!("🤖 Agent: {agent_role}\n   Final Answer:\n{output}"),
+        EventKind::LiteAgentExecutionError {
+            agent_role, error, ..
+        } => format!("⚠️  Agent {agent_role} failed: {error}"),
+        EventKind::ToolUsageStarted {
+            tool_name,
+            tool_args,
+            ..
+        } => format!("🔧 Using tool {tool_name} with {tool_args}"),
+        EventKind::ToolUsageFinished {
+            tool_name,
+            output,
+            from_cache,
+            ..
+        } => {
+            format!(
+                "🔧 Tool {tool_name}{} returned:\n{output}",
+                if *from_cache { " (cached)" } else { "" }
+            )
+        }
+        EventKind::ToolUsageError {
+            tool_name, error, ..
+        } => format!("🔧 Tool {tool_name} failed: {error}"),
+        EventKind::LlmGuardrailStarted {
+            guardrail,
+            retry_count,
+            ..
+        } => format!("🛡️  Guardrail '{guardrail}' checking (retry {retry_count})"),
         EventKind::LlmGuardrailCompleted { success, error, .. } => {
             if *success {
                 "🛡️  Guardrail passed".to_string()
@@ -334,10 +574,19 @@ fn console_line(event: &Event) -> Option<String> {
                 format!("🛡️  Guardrail failed: {}", optional(error))
             }
         }
-        EventKind::AgentDelegationStarted { from_agent, to_agent, kind, .. } => format!("🤝 {from_agent} -> {to_agent} ({kind})"),
+        EventKind::AgentDelegationStarted {
+            from_agent,
+            to_agent,
+            kind,
+            ..
+        } => format!("🤝 {from_agent} -> {to_agent} ({kind})"),
         EventKind::FlowStarted { flow_name, .. } => format!("🌊 Flow '{flow_name}' started"),
         EventKind::FlowFinished { flow_name, .. } => format!("🌊 Flow '{flow_name}' finished"),
-        EventKind::MethodExecutionFailed { flow_name, method_name, error } => format!("❌ Flow '{flow_name}' method '{method_name}' failed: {error}"),
+        EventKind::MethodExecutionFailed {
+            flow_name,
+            method_name,
+            error,
+        } => format!("❌ Flow '{flow_name}' method '{method_name}' failed: {error}"),
         _ => return None,
     };
     Some(text)
@@ -350,11 +599,36 @@ mod tests {
     #[test]
     fn type_names_match_serde_tags() {
         let kinds = vec![
-            EventKind::CrewKickoffFailed { crew_name: "c".into(), crew_id: None, error: "e".into() },
-            EventKind::LlmGuardrailCompleted { success: true, result: None, error: None, retry_count: 0, agent_role: None, task_name: None },
-            EventKind::LiteAgentExecutionError { agent_role: "a".into(), agent_id: "1".into(), error: "e".into() },
-            EventKind::ToolUsageError { tool_name: "t".into(), tool_args: Value::Null, agent_role: None, task_name: None, error: "e".into() },
-            EventKind::MethodExecutionFinished { flow_name: "f".into(), method_name: "m".into(), result: None },
+            EventKind::CrewKickoffFailed {
+                crew_name: "c".into(),
+                crew_id: None,
+                error: "e".into(),
+            },
+            EventKind::LlmGuardrailCompleted {
+                success: true,
+                result: None,
+                error: None,
+                retry_count: 0,
+                agent_role: None,
+                task_name: None,
+            },
+            EventKind::LiteAgentExecutionError {
+                agent_role: "a".into(),
+                agent_id: "1".into(),
+                error: "e".into(),
+            },
+            EventKind::ToolUsageError {
+                tool_name: "t".into(),
+                tool_args: Value::Null,
+                agent_role: None,
+                task_name: None,
+                error: "e".into(),
+            },
+            EventKind::MethodExecutionFinished {
+                flow_name: "f".into(),
+                method_name: "m".into(),
+                result: None,
+            },
         ];
         for kind in kinds {
             let json = serde_json::to_value(&kind).unwrap();
@@ -368,9 +642,28 @@ mod tests {
         let second = EventBus::new();
         let seen_first = EventRecorder::attach(&first);
         let seen_second = EventRecorder::attach(&second);
-        first.emit(None, EventKind::FlowStarted { flow_name: "a".into(), inputs: None });
-        first.emit(None, EventKind::FlowFinished { flow_name: "a".into(), result: None });
-        assert_eq!(seen_first.events().iter().map(|e| e.emission_sequence).collect::<Vec<_>>(), vec![1, 2]);
+        first.emit(
+            None,
+            EventKind::FlowStarted {
+                flow_name: "a".into(),
+                inputs: None,
+            },
+        );
+        first.emit(
+            None,
+            EventKind::FlowFinished {
+                flow_name: "a".into(),
+                result: None,
+            },
+        );
+        assert_eq!(
+            seen_first
+                .events()
+                .iter()
+                .map(|e| e.emission_sequence)
+                .collect::<Vec<_>>(),
+            vec![1, 2]
+        );
         assert!(seen_second.events().is_empty());
     }
 
@@ -379,7 +672,13 @@ mod tests {
         let bus = EventBus::new();
         bus.subscribe(|_| panic!("listener bug"));
         let recorder = EventRecorder::attach(&bus);
-        bus.emit(None, EventKind::FlowStarted { flow_name: "a".into(), inputs: None });
+        bus.emit(
+            None,
+            EventKind::FlowStarted {
+                flow_name: "a".into(),
+                inputs: None,
+            },
+        );
         assert_eq!(recorder.events().len(), 1);
     }
 
@@ -391,9 +690,21 @@ mod tests {
         let id = bus.subscribe(move |_| {
             counter.fetch_add(1, Ordering::SeqCst);
         });
-        bus.emit(None, EventKind::FlowStarted { flow_name: "a".into(), inputs: None });
+        bus.emit(
+            None,
+            EventKind::FlowStarted {
+                flow_name: "a".into(),
+                inputs: None,
+            },
+        );
         assert!(bus.unsubscribe(id));
-        bus.emit(None, EventKind::FlowStarted { flow_name: "a".into(), inputs: None });
+        bus.emit(
+            None,
+            EventKind::FlowStarted {
+                flow_name: "a".into(),
+                inputs: None,
+            },
+        );
         assert_eq!(count.load(Ordering::SeqCst), 1);
     }
 
@@ -401,8 +712,23 @@ mod tests {
     fn json_has_common_fields() {
         let bus = EventBus::new();
         let recorder = EventRecorder::attach(&bus);
-        let parent = bus.emit(None, EventKind::CrewKickoffStarted { crew_name: "c".into(), crew_id: None, inputs: None });
-        bus.emit(Some(parent), EventKind::CrewKickoffCompleted { crew_name: "c".into(), crew_id: None, output: "o".into(), total_tokens: 3 });
+        let parent = bus.emit(
+            None,
+            EventKind::CrewKickoffStarted {
+                crew_name: "c".into(),
+                crew_id: None,
+                inputs: None,
+            },
+        );
+        bus.emit(
+            Some(parent),
+            EventKind::CrewKickoffCompleted {
+                crew_name: "c".into(),
+                crew_id: None,
+                output: "o".into(),
+                total_tokens: 3,
+            },
+        );
         let json = recorder.events()[1].to_json();
         assert_eq!(json["type"], "crew_kickoff_completed");
         assert_eq!(json["parent_event_id"], parent.to_string());

@@ -72,7 +72,10 @@ type GuardrailFn = Arc<dyn Fn(&TaskOutput) -> Result<GuardrailPass, String> + Se
 #[derive(Clone)]
 enum Check {
     Function(GuardrailFn),
-    Llm { requirement: String, llm: Option<Arc<dyn Llm>> },
+    Llm {
+        requirement: String,
+        llm: Option<Arc<dyn Llm>>,
+    },
 }
 
 /// A check an answer must pass.
@@ -88,7 +91,10 @@ impl fmt::Debug for Guardrail {
             Check::Function(_) => "function",
             Check::Llm { .. } => "llm",
         };
-        f.debug_struct("Guardrail").field("name", &self.name).field("kind", &kind).finish()
+        f.debug_struct("Guardrail")
+            .field("name", &self.name)
+            .field("kind", &kind)
+            .finish()
     }
 }
 
@@ -116,33 +122,58 @@ pub struct GuardrailContext<'a> {
 /// Why a guardrail could not be evaluated at all (as opposed to rejecting the output).
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum GuardrailError {
-    #[error("the LLM guardrail '{requirement}' has no model to judge it: give the guardrail or its agent an LLM")]
+    #[error(
+        "the LLM guardrail '{requirement}' has no model to judge it: give the guardrail or its agent an LLM"
+    )]
     NoLlm { requirement: String },
     #[error("the LLM guardrail '{requirement}' could not be judged: {message}")]
-    Judge { requirement: String, message: String },
+    Judge {
+        requirement: String,
+        message: String,
+    },
 }
 
 impl Guardrail {
     /// A function guardrail, named `guardrail` in events (use [`Guardrail::named`] to name it).
-    pub fn func(check: impl Fn(&TaskOutput) -> Result<GuardrailPass, String> + Send + Sync + 'static) -> Self {
+    pub fn func(
+        check: impl Fn(&TaskOutput) -> Result<GuardrailPass, String> + Send + Sync + 'static,
+    ) -> Self {
         Self::named("guardrail", check)
     }
 
     /// A function guardrail with the name its events carry (CrewAI uses the function's name).
-    pub fn named(name: impl Into<String>, check: impl Fn(&TaskOutput) -> Result<GuardrailPass, String> + Send + Sync + 'static) -> Self {
-        Guardrail { name: name.into(), check: Check::Function(Arc::new(check)) }
+    pub fn named(
+        name: impl Into<String>,
+        check: impl Fn(&TaskOutput) -> Result<GuardrailPass, String> + Send + Sync + 'static,
+    ) -> Self {
+        Guardrail {
+            name: name.into(),
+            check: Check::Function(Arc::new(check)),
+        }
     }
 
     /// A requirement in plain language, judged by the agent's LLM.
     pub fn llm(requirement: impl Into<String>) -> Self {
         let requirement = requirement.into();
-        Guardrail { name: requirement.clone(), check: Check::Llm { requirement, llm: None } }
+        Guardrail {
+            name: requirement.clone(),
+            check: Check::Llm {
+                requirement,
+                llm: None,
+            },
+        }
     }
 
     /// A requirement judged by a given model.
     pub fn llm_with(requirement: impl Into<String>, llm: Arc<dyn Llm>) -> Self {
         let requirement = requirement.into();
-        Guardrail { name: requirement.clone(), check: Check::Llm { requirement, llm: Some(llm) } }
+        Guardrail {
+            name: requirement.clone(),
+            check: Check::Llm {
+                requirement,
+                llm: Some(llm),
+            },
+        }
     }
 
     /// The `guardrail` field of its events: the requirement, or the function's name.
@@ -164,7 +195,11 @@ impl Guardrail {
     }
 
     /// Evaluates the guardrail, emitting `llm_guardrail_started` and `llm_guardrail_completed`.
-    pub async fn evaluate(&self, output: &TaskOutput, ctx: GuardrailContext<'_>) -> Result<GuardrailVerdict, GuardrailError> {
+    pub async fn evaluate(
+        &self,
+        output: &TaskOutput,
+        ctx: GuardrailContext<'_>,
+    ) -> Result<GuardrailVerdict, GuardrailError> {
         ctx.events.emit(
             ctx.parent_event_id,
             EventKind::LlmGuardrailStarted {
@@ -175,15 +210,25 @@ impl Guardrail {
             },
         );
         let verdict = match &self.check {
-            Check::Function(check) => Ok(GuardrailVerdict { outcome: guarded_call(check, output), usage: Usage::default() }),
+            Check::Function(check) => Ok(GuardrailVerdict {
+                outcome: guarded_call(check, output),
+                usage: Usage::default(),
+            }),
             Check::Llm { requirement, llm } => match llm.as_ref().or(ctx.llm) {
                 Some(llm) => judge(requirement, llm.as_ref(), output).await,
-                None => Err(GuardrailError::NoLlm { requirement: requirement.clone() }),
+                None => Err(GuardrailError::NoLlm {
+                    requirement: requirement.clone(),
+                }),
             },
         };
         let (success, result, error) = match &verdict {
-            Ok(GuardrailVerdict { outcome: Ok(pass), .. }) => (true, Some(pass.event_result(output)), None),
-            Ok(GuardrailVerdict { outcome: Err(feedback), .. }) => (false, None, Some(feedback.clone())),
+            Ok(GuardrailVerdict {
+                outcome: Ok(pass), ..
+            }) => (true, Some(pass.event_result(output)), None),
+            Ok(GuardrailVerdict {
+                outcome: Err(feedback),
+                ..
+            }) => (false, None, Some(feedback.clone())),
             Err(error) => (false, None, Some(error.to_string())),
         };
         // Both events hang under the caller's event (the task or the agent run).
@@ -204,7 +249,8 @@ impl Guardrail {
 
 /// A guardrail function written by the user must not take the run down with a panic.
 fn guarded_call(check: &GuardrailFn, output: &TaskOutput) -> Result<GuardrailPass, String> {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check(output))).unwrap_or_else(|_| Err("the guardrail function panicked".to_string()))
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check(output)))
+        .unwrap_or_else(|_| Err("the guardrail function panicked".to_string()))
 }
 
 /// The judge's answer shape (CrewAI's `LLMGuardrailResult`).
@@ -224,26 +270,53 @@ fn judge_format() -> ResponseFormat {
     }
 }
 
-async fn judge(requirement: &str, llm: &dyn Llm, output: &TaskOutput) -> Result<GuardrailVerdict, GuardrailError> {
-    let system = agent_prompts::role_playing(agent_prompts::GUARDRAIL_ROLE, agent_prompts::GUARDRAIL_BACKSTORY, agent_prompts::GUARDRAIL_GOAL);
+async fn judge(
+    requirement: &str,
+    llm: &dyn Llm,
+    output: &TaskOutput,
+) -> Result<GuardrailVerdict, GuardrailError> {
+    let system = agent_prompts::role_playing(
+        agent_prompts::GUARDRAIL_ROLE,
+        agent_prompts::GUARDRAIL_BACKSTORY,
+        agent_prompts::GUARDRAIL_GOAL,
+    );
     let query = crew_prompts::llm_guardrail_query(requirement, &output.raw);
-    let request = LlmRequest::new(vec![Message::system(system), Message::user(agent_prompts::task_message_no_tools(&query))])
-        .with_response_format(judge_format());
-    let failed = |message: String| GuardrailError::Judge { requirement: requirement.to_string(), message };
+    let request = LlmRequest::new(vec![
+        Message::system(system),
+        Message::user(agent_prompts::task_message_no_tools(&query)),
+    ])
+    .with_response_format(judge_format());
+    let failed = |message: String| GuardrailError::Judge {
+        requirement: requirement.to_string(),
+        message,
+    };
     let response = llm.call(request).await.map_err(|e| failed(e.to_string()))?;
     let text = response.content.clone().unwrap_or_default();
     let verdict = parse_judgement(&text).map_err(failed)?;
-    Ok(GuardrailVerdict { outcome: verdict, usage: response.usage })
+    Ok(GuardrailVerdict {
+        outcome: verdict,
+        usage: response.usage,
+    })
 }
 
 /// Reads `{"valid": bool, "feedback": str|null}` (tolerating a code fence around it).
 fn parse_judgement(text: &str) -> Result<Result<GuardrailPass, String>, String> {
-    let trimmed = text.trim().trim_start_matches("```json").trim_start_matches("```").trim_end_matches("```").trim();
-    let value: Value = serde_json::from_str(trimmed).map_err(|e| format!("the judge's reply is not the expected JSON ({e}): {text}"))?;
+    let trimmed = text
+        .trim()
+        .trim_start_matches("```json")
+        .trim_start_matches("```")
+        .trim_end_matches("```")
+        .trim();
+    let value: Value = serde_json::from_str(trimmed)
+        .map_err(|e| format!("the judge's reply is not the expected JSON ({e}): {text}"))?;
     match value.get("valid").and_then(Value::as_bool) {
         Some(true) => Ok(Ok(GuardrailPass::Keep)),
         Some(false) => {
-            let feedback = value.get("feedback").and_then(Value::as_str).filter(|f| !f.trim().is_empty()).unwrap_or("The output does not meet the requirement.");
+            let feedback = value
+                .get("feedback")
+                .and_then(Value::as_str)
+                .filter(|f| !f.trim().is_empty())
+                .unwrap_or("The output does not meet the requirement.");
             Ok(Err(feedback.to_string()))
         }
         None => Err(format!("the judge's reply has no boolean `valid`: {text}")),
@@ -263,10 +336,22 @@ mod tests {
     async fn function_guardrails_emit_started_and_completed() {
         let bus = EventBus::new();
         let recorder = EventRecorder::attach(&bus);
-        let guardrail = Guardrail::named("custom_guardrail", |_| Ok(GuardrailPass::Raw("good result".into())));
-        let ctx = GuardrailContext { llm: None, events: &bus, parent_event_id: None, retry_count: 0, agent_role: Some("Writer"), task_name: None };
+        let guardrail = Guardrail::named("custom_guardrail", |_| {
+            Ok(GuardrailPass::Raw("good result".into()))
+        });
+        let ctx = GuardrailContext {
+            llm: None,
+            events: &bus,
+            parent_event_id: None,
+            retry_count: 0,
+            agent_role: Some("Writer"),
+            task_name: None,
+        };
         let verdict = guardrail.evaluate(&output("x"), ctx).await.unwrap();
-        assert_eq!(verdict.outcome, Ok(GuardrailPass::Raw("good result".into())));
+        assert_eq!(
+            verdict.outcome,
+            Ok(GuardrailPass::Raw("good result".into()))
+        );
         let events = recorder.events();
         assert_eq!(events[0].to_json()["guardrail"], "custom_guardrail");
         assert_eq!(events[1].to_json()["result"], "good result");
@@ -277,14 +362,30 @@ mod tests {
     #[tokio::test]
     async fn an_llm_guardrail_without_a_model_is_an_error() {
         let bus = EventBus::new();
-        let ctx = GuardrailContext { llm: None, events: &bus, parent_event_id: None, retry_count: 1, agent_role: None, task_name: None };
-        assert!(matches!(Guardrail::llm("be nice").evaluate(&output("x"), ctx).await, Err(GuardrailError::NoLlm { .. })));
+        let ctx = GuardrailContext {
+            llm: None,
+            events: &bus,
+            parent_event_id: None,
+            retry_count: 1,
+            agent_role: None,
+            task_name: None,
+        };
+        assert!(matches!(
+            Guardrail::llm("be nice").evaluate(&output("x"), ctx).await,
+            Err(GuardrailError::NoLlm { .. })
+        ));
     }
 
     #[test]
     fn judgements_are_read() {
-        assert_eq!(parse_judgement("{\"valid\": true, \"feedback\": null}").unwrap(), Ok(GuardrailPass::Keep));
-        assert_eq!(parse_judgement("```json\n{\"valid\": false, \"feedback\": \"no\"}\n```").unwrap(), Err("no".to_string()));
+        assert_eq!(
+            parse_judgement("{\"valid\": true, \"feedback\": null}").unwrap(),
+            Ok(GuardrailPass::Keep)
+        );
+        assert_eq!(
+            parse_judgement("```json\n{\"valid\": false, \"feedback\": \"no\"}\n```").unwrap(),
+            Err("no".to_string())
+        );
         assert!(parse_judgement("yes").is_err());
     }
 

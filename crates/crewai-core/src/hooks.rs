@@ -42,14 +42,20 @@ impl HookDecision {
 
     /// Block and tell the model why.
     pub fn block_because(reason: impl Into<String>) -> Self {
-        HookDecision::Block { reason: Some(reason.into()) }
+        HookDecision::Block {
+            reason: Some(reason.into()),
+        }
     }
 }
 
 impl From<bool> for HookDecision {
     /// CrewAI's convention: `false` blocks, `true` continues.
     fn from(allow: bool) -> Self {
-        if allow { HookDecision::Continue } else { HookDecision::block() }
+        if allow {
+            HookDecision::Continue
+        } else {
+            HookDecision::block()
+        }
     }
 }
 
@@ -80,10 +86,12 @@ pub struct ToolCallContext {
     pub tool_result: Option<String>,
 }
 
-type BeforeLlm = Arc<dyn Fn(&mut LlmCallContext) -> HookDecision + Send + Sync>;
-type AfterLlm = Arc<dyn Fn(&mut LlmCallContext) -> Option<String> + Send + Sync>;
-type BeforeTool = Arc<dyn Fn(&mut ToolCallContext) -> HookDecision + Send + Sync>;
-type AfterTool = Arc<dyn Fn(&mut ToolCallContext) -> Option<String> + Send + Sync>;
+type BeforeHook<C> = Arc<dyn Fn(&mut C) -> HookDecision + Send + Sync>;
+type AfterHook<C> = Arc<dyn Fn(&mut C) -> Option<String> + Send + Sync>;
+type BeforeLlm = BeforeHook<LlmCallContext>;
+type AfterLlm = AfterHook<LlmCallContext>;
+type BeforeTool = BeforeHook<ToolCallContext>;
+type AfterTool = AfterHook<ToolCallContext>;
 
 /// A set of hooks (cheap to clone). Hooks of one kind run in registration order.
 #[derive(Clone, Default)]
@@ -108,7 +116,9 @@ impl std::fmt::Debug for Hooks {
 /// The tool result a blocking before-tool hook leaves (the text CrewAI uses, kept for conformance).
 pub fn blocked_tool_result(tool_name: &str, reason: Option<&str>) -> String {
     match reason {
-        Some(reason) => format!("Tool execution blocked by hook. Tool: {tool_name}. Reason: {reason}"),
+        Some(reason) => {
+            format!("Tool execution blocked by hook. Tool: {tool_name}. Reason: {reason}")
+        }
         None => format!("Tool execution blocked by hook. Tool: {tool_name}"),
     }
 }
@@ -121,22 +131,34 @@ impl Hooks {
         Self::default()
     }
 
-    pub fn before_llm_call(mut self, hook: impl Fn(&mut LlmCallContext) -> HookDecision + Send + Sync + 'static) -> Self {
+    pub fn before_llm_call(
+        mut self,
+        hook: impl Fn(&mut LlmCallContext) -> HookDecision + Send + Sync + 'static,
+    ) -> Self {
         self.before_llm.push(Arc::new(hook));
         self
     }
 
-    pub fn after_llm_call(mut self, hook: impl Fn(&mut LlmCallContext) -> Option<String> + Send + Sync + 'static) -> Self {
+    pub fn after_llm_call(
+        mut self,
+        hook: impl Fn(&mut LlmCallContext) -> Option<String> + Send + Sync + 'static,
+    ) -> Self {
         self.after_llm.push(Arc::new(hook));
         self
     }
 
-    pub fn before_tool_call(mut self, hook: impl Fn(&mut ToolCallContext) -> HookDecision + Send + Sync + 'static) -> Self {
+    pub fn before_tool_call(
+        mut self,
+        hook: impl Fn(&mut ToolCallContext) -> HookDecision + Send + Sync + 'static,
+    ) -> Self {
         self.before_tool.push(Arc::new(hook));
         self
     }
 
-    pub fn after_tool_call(mut self, hook: impl Fn(&mut ToolCallContext) -> Option<String> + Send + Sync + 'static) -> Self {
+    pub fn after_tool_call(
+        mut self,
+        hook: impl Fn(&mut ToolCallContext) -> Option<String> + Send + Sync + 'static,
+    ) -> Self {
         self.after_tool.push(Arc::new(hook));
         self
     }
@@ -148,7 +170,13 @@ impl Hooks {
         hook: impl Fn(&mut ToolCallContext) -> HookDecision + Send + Sync + 'static,
     ) -> Self {
         let tools: Vec<String> = tools.into_iter().map(Into::into).collect();
-        self.before_tool_call(move |ctx| if tools.iter().any(|t| *t == ctx.tool_name) { hook(ctx) } else { HookDecision::Continue })
+        self.before_tool_call(move |ctx| {
+            if tools.contains(&ctx.tool_name) {
+                hook(ctx)
+            } else {
+                HookDecision::Continue
+            }
+        })
     }
 
     /// An after-tool hook that runs only for the named tools.
@@ -158,7 +186,13 @@ impl Hooks {
         hook: impl Fn(&mut ToolCallContext) -> Option<String> + Send + Sync + 'static,
     ) -> Self {
         let tools: Vec<String> = tools.into_iter().map(Into::into).collect();
-        self.after_tool_call(move |ctx| if tools.iter().any(|t| *t == ctx.tool_name) { hook(ctx) } else { None })
+        self.after_tool_call(move |ctx| {
+            if tools.contains(&ctx.tool_name) {
+                hook(ctx)
+            } else {
+                None
+            }
+        })
     }
 
     /// These hooks followed by `other`'s (crew hooks first, then the agent's).
@@ -173,7 +207,10 @@ impl Hooks {
 
     /// How many hooks are registered in all.
     pub fn len(&self) -> usize {
-        self.before_llm.len() + self.after_llm.len() + self.before_tool.len() + self.after_tool.len()
+        self.before_llm.len()
+            + self.after_llm.len()
+            + self.before_tool.len()
+            + self.after_tool.len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -182,48 +219,58 @@ impl Hooks {
 
     /// Runs the before-LLM hooks; the first block wins.
     pub fn run_before_llm(&self, ctx: &mut LlmCallContext) -> HookDecision {
-        for hook in &self.before_llm {
-            if let block @ HookDecision::Block { .. } = hook(ctx) {
-                return block;
-            }
-        }
-        HookDecision::Continue
+        run_before(&self.before_llm, ctx)
     }
 
     /// Runs the after-LLM hooks; each replacement becomes the response the next hook sees.
     /// Returns the final response text when any hook replaced it.
     pub fn run_after_llm(&self, ctx: &mut LlmCallContext) -> Option<String> {
-        let mut replaced = None;
-        for hook in &self.after_llm {
-            if let Some(text) = hook(ctx) {
-                ctx.response = Some(text.clone());
-                replaced = Some(text);
-            }
-        }
-        replaced
+        run_after(&self.after_llm, ctx, |ctx, text| ctx.response = Some(text))
     }
 
     /// Runs the before-tool hooks; the first block wins.
     pub fn run_before_tool(&self, ctx: &mut ToolCallContext) -> HookDecision {
-        for hook in &self.before_tool {
-            if let block @ HookDecision::Block { .. } = hook(ctx) {
-                return block;
-            }
-        }
-        HookDecision::Continue
+        run_before(&self.before_tool, ctx)
     }
 
     /// Runs the after-tool hooks, chaining replacements; returns the final result text.
     pub fn run_after_tool(&self, ctx: &mut ToolCallContext) -> Option<String> {
-        let mut replaced = None;
-        for hook in &self.after_tool {
-            if let Some(text) = hook(ctx) {
-                ctx.tool_result = Some(text.clone());
+        run_after(&self.after_tool, ctx, |ctx, text| {
+            ctx.tool_result = Some(text)
+        })
+    }
+}
+
+/// A hook is user code: one that panics blocks the call (before) or changes nothing (after), and
+/// the run goes on.
+fn run_before<C>(hooks: &[BeforeHook<C>], ctx: &mut C) -> HookDecision {
+    for hook in hooks {
+        let decision = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| hook(ctx)))
+            .unwrap_or_else(|_| HookDecision::block_because("a before-call hook panicked"));
+        if let HookDecision::Block { .. } = decision {
+            return decision;
+        }
+    }
+    HookDecision::Continue
+}
+
+fn run_after<C>(
+    hooks: &[AfterHook<C>],
+    ctx: &mut C,
+    store: impl Fn(&mut C, String),
+) -> Option<String> {
+    let mut replaced = None;
+    for hook in hooks {
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| hook(ctx))) {
+            Ok(Some(text)) => {
+                store(ctx, text.clone());
                 replaced = Some(text);
             }
+            Ok(None) => {}
+            Err(_) => tracing::warn!("an after-call hook panicked; its result is ignored"),
         }
-        replaced
     }
+    replaced
 }
 
 /// An LLM with hooks around each call, for bare LLM calls outside an agent (agents run their hooks
@@ -259,7 +306,11 @@ impl HookedLlm {
     }
 
     fn before(&self, request: &mut LlmRequest) -> Result<LlmCallContext, LlmError> {
-        let mut ctx = LlmCallContext { messages: std::mem::take(&mut request.messages), model: Some(self.inner.model().to_string()), ..Default::default() };
+        let mut ctx = LlmCallContext {
+            messages: std::mem::take(&mut request.messages),
+            model: Some(self.inner.model().to_string()),
+            ..Default::default()
+        };
         let decision = self.hooks.run_before_llm(&mut ctx);
         request.messages = ctx.messages.clone();
         match decision {
@@ -326,8 +377,14 @@ mod tests {
             })
             .before_tool_call(|_| HookDecision::block_because("not allowed"))
             .before_tool_call(|_| panic!("must not run after a block"));
-        let mut ctx = ToolCallContext { tool_name: "t".into(), ..Default::default() };
-        assert_eq!(hooks.run_before_tool(&mut ctx), HookDecision::block_because("not allowed"));
+        let mut ctx = ToolCallContext {
+            tool_name: "t".into(),
+            ..Default::default()
+        };
+        assert_eq!(
+            hooks.run_before_tool(&mut ctx),
+            HookDecision::block_because("not allowed")
+        );
         assert_eq!(ctx.tool_input["rewritten"], true);
     }
 
@@ -337,31 +394,65 @@ mod tests {
             .after_tool_call(|ctx| ctx.tool_result.as_ref().map(|r| format!("{r}!")))
             .after_tool_call(|_| None)
             .after_tool_call(|ctx| ctx.tool_result.as_ref().map(|r| format!("<{r}>")));
-        let mut ctx = ToolCallContext { tool_name: "t".into(), tool_result: Some("42".into()), ..Default::default() };
+        let mut ctx = ToolCallContext {
+            tool_name: "t".into(),
+            tool_result: Some("42".into()),
+            ..Default::default()
+        };
         assert_eq!(hooks.run_after_tool(&mut ctx).as_deref(), Some("<42!>"));
     }
 
     #[test]
     fn filtered_hooks_only_see_their_tools() {
         let hooks = Hooks::new().before_tool_call_for(["danger"], |_| HookDecision::block());
-        let mut safe = ToolCallContext { tool_name: "safe".into(), ..Default::default() };
-        let mut danger = ToolCallContext { tool_name: "danger".into(), ..Default::default() };
+        let mut safe = ToolCallContext {
+            tool_name: "safe".into(),
+            ..Default::default()
+        };
+        let mut danger = ToolCallContext {
+            tool_name: "danger".into(),
+            ..Default::default()
+        };
         assert_eq!(hooks.run_before_tool(&mut safe), HookDecision::Continue);
         assert_eq!(hooks.run_before_tool(&mut danger), HookDecision::block());
     }
 
     #[test]
+    fn a_panicking_hook_blocks_instead_of_crashing() {
+        let hooks = Hooks::new()
+            .before_tool_call(|_| panic!("hook bug"))
+            .after_tool_call(|_| panic!("hook bug"));
+        let mut ctx = ToolCallContext {
+            tool_name: "t".into(),
+            tool_result: Some("r".into()),
+            ..Default::default()
+        };
+        assert!(matches!(
+            hooks.run_before_tool(&mut ctx),
+            HookDecision::Block { .. }
+        ));
+        assert_eq!(hooks.run_after_tool(&mut ctx), None);
+    }
+
+    #[test]
     fn blocked_text_is_crewais() {
-        assert_eq!(blocked_tool_result("dangerous_operation", None), "Tool execution blocked by hook. Tool: dangerous_operation");
+        assert_eq!(
+            blocked_tool_result("dangerous_operation", None),
+            "Tool execution blocked by hook. Tool: dangerous_operation"
+        );
         assert!(HookDecision::from(false) != HookDecision::Continue);
     }
 
     #[test]
     fn merged_keeps_order() {
         let first = Hooks::new().after_llm_call(|_| Some("first".into()));
-        let second = Hooks::new().after_llm_call(|ctx| ctx.response.as_ref().map(|r| format!("{r}+second")));
+        let second =
+            Hooks::new().after_llm_call(|ctx| ctx.response.as_ref().map(|r| format!("{r}+second")));
         let mut ctx = LlmCallContext::default();
-        assert_eq!(first.merged(&second).run_after_llm(&mut ctx).as_deref(), Some("first+second"));
+        assert_eq!(
+            first.merged(&second).run_after_llm(&mut ctx).as_deref(),
+            Some("first+second")
+        );
     }
 
     struct Fixed;
@@ -371,14 +462,23 @@ mod tests {
             "fixed"
         }
         async fn call(&self, request: LlmRequest) -> Result<LlmResponse, LlmError> {
-            Ok(LlmResponse { content: Some(format!("{} messages", request.messages.len())), ..Default::default() })
+            Ok(LlmResponse {
+                content: Some(format!("{} messages", request.messages.len())),
+                ..Default::default()
+            })
         }
     }
 
     #[tokio::test]
     async fn hooked_llm_blocks_and_rewrites_messages() {
-        let blocked = HookedLlm::new(Arc::new(Fixed), Hooks::new().before_llm_call(|_| HookDecision::block()));
-        let error = blocked.call(LlmRequest::new(vec![Message::user("hi")])).await.unwrap_err();
+        let blocked = HookedLlm::new(
+            Arc::new(Fixed),
+            Hooks::new().before_llm_call(|_| HookDecision::block()),
+        );
+        let error = blocked
+            .call(LlmRequest::new(vec![Message::user("hi")]))
+            .await
+            .unwrap_err();
         assert_eq!(error.to_string(), LLM_CALL_BLOCKED);
 
         let rewriting = HookedLlm::new(
@@ -388,7 +488,10 @@ mod tests {
                 HookDecision::Continue
             }),
         );
-        let reply = rewriting.call(LlmRequest::new(vec![Message::user("hi")])).await.unwrap();
+        let reply = rewriting
+            .call(LlmRequest::new(vec![Message::user("hi")]))
+            .await
+            .unwrap();
         assert_eq!(reply.content.as_deref(), Some("2 messages"));
     }
 }

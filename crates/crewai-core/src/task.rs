@@ -78,9 +78,9 @@ pub enum TaskError {
     #[error("task '{task}' has no agent: give it one with `.agent(..)`, or run it in a hierarchical crew")]
     NoAgent { task: String },
     #[error("task '{task}': {source}")]
-    Agent { task: String, source: AgentError },
+    Agent { task: String, source: Box<AgentError> },
     #[error(
-        "task '{task}' (agent '{agent}') did not finish within {}s; raise the agent's max_execution_time or the crew's task_timeout",
+        "task '{task}' (agent '{agent}') timed out after {}s; raise the agent's max_execution_time or the crew's task_timeout, or make the task smaller",
         .after.as_secs_f64()
     )]
     Timeout { task: String, agent: String, after: Duration },
@@ -90,7 +90,7 @@ pub enum TaskError {
     #[error("task '{task}': the guardrail could not be evaluated: {message}")]
     Guardrail { task: String, message: String },
     #[error("task '{task}': structured output failed: {source}; the answer was: {raw}")]
-    Conversion { task: String, source: ConversionError, raw: String },
+    Conversion { task: String, source: Box<ConversionError>, raw: String },
     #[error("task '{task}': could not write output_file {}: {message}", .path.display())]
     OutputFile { task: String, path: PathBuf, message: String },
     #[error("task '{task}': asking for human feedback failed: {message}")]
@@ -275,12 +275,21 @@ impl Task {
     }
 
     /// Runs the task alone with `agent` (or its own), guardrails and output file included
-    /// (CrewAI's `task.execute_sync`).
+    /// (CrewAI's `task.execute_sync`). Events go to the agent's event bus, when it has one.
     pub async fn execute(&self, agent: Option<&Agent>) -> Result<TaskOutput, TaskError> {
+        self.execute_with(agent, None, None).await
+    }
+
+    /// [`Task::execute`] with a context text (earlier results) and tools replacing the task's
+    /// and the agent's.
+    pub async fn execute_with(&self, agent: Option<&Agent>, context: Option<&str>, tools: Option<Vec<ToolHandle>>) -> Result<TaskOutput, TaskError> {
         let agent = agent.or(self.agent.as_ref()).cloned().ok_or_else(|| TaskError::NoAgent { task: self.key() })?;
-        let run = crate::process::RunContext::standalone();
-        let tools = if self.tools.is_empty() { agent.tools().to_vec() } else { self.tools.clone() };
-        crate::process::execute_task(&run, self, &agent, None, tools, None).await
+        let mut run = crate::process::RunContext::standalone();
+        if let Some(bus) = agent.event_bus() {
+            run.services.events = bus.clone();
+        }
+        let tools = tools.unwrap_or_else(|| if self.tools.is_empty() { agent.tools().to_vec() } else { self.tools.clone() });
+        crate::process::execute_task(&run, self, &agent, context.map(str::to_string), tools, None).await
     }
 }
 

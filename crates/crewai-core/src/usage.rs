@@ -42,14 +42,19 @@ impl UsageTracker {
 
     fn lock(&self) -> MutexGuard<'_, UsageSummary> {
         // The ledger holds plain numbers: a panic elsewhere cannot leave it inconsistent.
-        self.book.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.book
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Adds one call's usage for `agent_role` (and `task`, when the call served one).
     pub fn record(&self, agent_role: &str, task: Option<&str>, usage: &Usage) {
         let mut book = self.lock();
         book.total.add(usage);
-        book.by_agent.entry(agent_role.to_string()).or_default().add(usage);
+        book.by_agent
+            .entry(agent_role.to_string())
+            .or_default()
+            .add(usage);
         if let Some(task) = task {
             book.by_task.entry(task.to_string()).or_default().add(usage);
         }

@@ -18,15 +18,23 @@ use serde_json::{Value, json};
 async fn max_execution_time_fails_with_a_timeout_naming_agent_and_task() {
     let server = server().await;
     server.push(Reply::text("too late").delayed(Duration::from_secs(30)));
-    let agent = agent_with(openai(&server)).max_execution_time(Duration::from_millis(300)).build().unwrap();
+    let agent = agent_with(openai(&server))
+        .max_execution_time(Duration::from_millis(300))
+        .build()
+        .unwrap();
     let services = RunServices::default();
     let recorder = EventRecorder::attach(&services.events);
-    let request = AgentTaskRequest::new("Say something").with_task_name("slow_task").with_services(services);
+    let request = AgentTaskRequest::new("Say something")
+        .with_task_name("slow_task")
+        .with_services(services);
 
     let error = agent.run_task(request).await.unwrap_err();
     assert!(matches!(error, AgentError::Timeout { .. }), "{error:?}");
     let text = error.to_string();
-    assert!(text.contains("test role") && text.contains("slow_task") && text.contains("timed out"), "{text}");
+    assert!(
+        text.contains("test role") && text.contains("slow_task") && text.contains("timed out"),
+        "{text}"
+    );
     assert_eq!(server.request_count(), 1, "a timeout is not retried");
     assert_eq!(recorder.of_type("agent_execution_error").len(), 1);
 }
@@ -37,22 +45,33 @@ async fn a_slow_tool_is_cancelled_by_the_deadline() {
     server.push(Reply::tool_call("sleeper", json!({})));
     let cancelled = Arc::new(AtomicU32::new(0));
     let seen = cancelled.clone();
-    let sleeper = DynamicTool::new("sleeper", "Sleeps.", json!({"type": "object", "properties": {}}), move |_args: Value, ctx| {
-        let seen = seen.clone();
-        async move {
-            // Runs detached so it outlives the dropped call and can observe the cancellation.
-            let waiter = tokio::spawn(async move {
-                ctx.cancellation.cancelled().await;
-                seen.fetch_add(1, Ordering::SeqCst);
-            });
-            tokio::time::sleep(Duration::from_secs(30)).await;
-            drop(waiter);
-            Ok::<ToolOutput, ToolError>(ToolOutput::Text("woke".into()))
-        }
-    })
+    let sleeper = DynamicTool::new(
+        "sleeper",
+        "Sleeps.",
+        json!({"type": "object", "properties": {}}),
+        move |_args: Value, ctx| {
+            let seen = seen.clone();
+            async move {
+                // Runs detached so it outlives the dropped call and can observe the cancellation.
+                let waiter = tokio::spawn(async move {
+                    ctx.cancellation.cancelled().await;
+                    seen.fetch_add(1, Ordering::SeqCst);
+                });
+                tokio::time::sleep(Duration::from_secs(30)).await;
+                drop(waiter);
+                Ok::<ToolOutput, ToolError>(ToolOutput::Text("woke".into()))
+            }
+        },
+    )
     .into_handle();
-    let agent = agent_with(openai(&server)).max_execution_time(Duration::from_millis(300)).build().unwrap();
-    let error = agent.run_task(AgentTaskRequest::new("Sleep").with_tools(ToolSet::from(vec![sleeper]))).await.unwrap_err();
+    let agent = agent_with(openai(&server))
+        .max_execution_time(Duration::from_millis(300))
+        .build()
+        .unwrap();
+    let error = agent
+        .run_task(AgentTaskRequest::new("Sleep").with_tools(ToolSet::from(vec![sleeper])))
+        .await
+        .unwrap_err();
     assert!(matches!(error, AgentError::Timeout { .. }), "{error:?}");
     for _ in 0..100 {
         if cancelled.load(Ordering::SeqCst) == 1 {
@@ -64,47 +83,97 @@ async fn a_slow_tool_is_cancelled_by_the_deadline() {
 }
 
 #[tokio::test]
-async fn an_error_is_retried_up_to_max_retry_limit() {
+async fn an_unusable_reply_is_retried_up_to_max_retry_limit() {
     let server = server().await;
-    server.push(Reply::error(400, "transient nonsense"));
-    server.push(Reply::error(400, "more nonsense"));
+    server.push(Reply::raw(
+        200,
+        "application/json",
+        "{\"choices\": \"garbled",
+    ));
+    server.push(Reply::text(""));
     server.push(Reply::text("Final Answer: recovered"));
     let agent = agent_with(openai(&server)).build().unwrap();
     let services = RunServices::default();
     let recorder = EventRecorder::attach(&services.events);
-    let result = agent.run_task(AgentTaskRequest::new("Try").with_services(services)).await.unwrap();
+    let result = agent
+        .run_task(AgentTaskRequest::new("Try").with_services(services))
+        .await
+        .unwrap();
     assert_eq!(result.raw, "recovered");
     assert_eq!(recorder.of_type("agent_execution_error").len(), 2);
     assert_eq!(recorder.of_type("agent_execution_completed").len(), 1);
 
     let exhausted = agent_common::server().await;
-    exhausted.push_all([Reply::error(400, "a"), Reply::error(400, "b")]);
-    let agent = agent_with(openai(&exhausted)).max_retry_limit(1).build().unwrap();
-    let error = agent.run_task(AgentTaskRequest::new("Try")).await.unwrap_err();
-    assert!(error.to_string().contains('b'), "the last error is reported: {error}");
+    exhausted.push_all([Reply::text(""), Reply::text("  ")]);
+    let agent = agent_with(openai(&exhausted))
+        .max_retry_limit(1)
+        .build()
+        .unwrap();
+    let error = agent
+        .run_task(AgentTaskRequest::new("Try"))
+        .await
+        .unwrap_err();
+    assert!(matches!(error, AgentError::EmptyAnswer { .. }), "{error:?}");
     assert_eq!(exhausted.request_count(), 2);
+}
+
+#[tokio::test]
+async fn a_rejected_request_is_not_retried() {
+    let server = server().await;
+    server.push(Reply::error(400, "Invalid value for 'model'"));
+    let agent = agent_with(openai(&server)).build().unwrap();
+    let error = agent
+        .run_task(AgentTaskRequest::new("Try"))
+        .await
+        .unwrap_err();
+    assert!(
+        error.to_string().contains("Invalid value for 'model'"),
+        "{error}"
+    );
+    assert_eq!(server.request_count(), 1);
 }
 
 #[tokio::test]
 async fn context_overflow_summarises_the_history_and_retries() {
     let server = server().await;
     server.push(Reply::context_length_exceeded());
-    server.push(Reply::text("<summary>The user wants the sum of 2 and 2.</summary>"));
+    server.push(Reply::text(
+        "<summary>The user wants the sum of 2 and 2.</summary>",
+    ));
     server.push(Reply::text("Final Answer: 4"));
     let agent = agent_with(openai(&server)).build().unwrap();
-    let result = agent.run_task(AgentTaskRequest::new("Add 2 and 2").with_context("x".repeat(500))).await.unwrap();
+    let result = agent
+        .run_task(AgentTaskRequest::new("Add 2 and 2").with_context("x".repeat(500)))
+        .await
+        .unwrap();
     assert_eq!(result.raw, "4");
 
     let requests = server.requests();
     assert_eq!(requests.len(), 3);
     let summarise = message_text(&requests[1], 1);
-    assert!(summarise.contains("Add 2 and 2"), "the summariser sees the history: {summarise}");
+    assert!(
+        summarise.contains("Add 2 and 2"),
+        "the summariser sees the history: {summarise}"
+    );
     let retried = requests[2].messages();
     assert_eq!(retried.len(), 2);
     assert_eq!(retried[0]["role"], "system");
-    assert!(retried[0]["content"].as_str().unwrap().starts_with("You are test role."));
-    assert!(retried[1]["content"].as_str().unwrap().contains("The user wants the sum of 2 and 2."));
-    assert_eq!(result.usage.successful_requests, 2, "the summary call is counted");
+    assert!(
+        retried[0]["content"]
+            .as_str()
+            .unwrap()
+            .starts_with("You are test role.")
+    );
+    assert!(
+        retried[1]["content"]
+            .as_str()
+            .unwrap()
+            .contains("The user wants the sum of 2 and 2.")
+    );
+    assert_eq!(
+        result.usage.successful_requests, 2,
+        "the summary call is counted"
+    );
 }
 
 #[tokio::test]
@@ -116,15 +185,28 @@ async fn long_histories_are_summarised_in_several_chunks() {
         server.push(Reply::text(format!("<summary>part {part}</summary>")));
     }
     server.push(Reply::text("Final Answer: done"));
-    let agent = agent_with(openai_with_window(&server, 1024)).build().unwrap();
-    let context = (0..3).map(|i| format!("section {i}: {}", "words ".repeat(400))).collect::<Vec<_>>().join("\n");
-    let result = agent.run_task(AgentTaskRequest::new("Summarise the sections").with_context(context)).await;
+    let agent = agent_with(openai_with_window(&server, 1024))
+        .build()
+        .unwrap();
+    let context = (0..3)
+        .map(|i| format!("section {i}: {}", "words ".repeat(400)))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let result = agent
+        .run_task(AgentTaskRequest::new("Summarise the sections").with_context(context))
+        .await;
     let requests = server.requests();
-    let summary_calls = requests.iter().filter(|r| message_text(r, 0) == crewai_core::prompts::agent::SUMMARIZER_SYSTEM).count();
+    let summary_calls = requests
+        .iter()
+        .filter(|r| message_text(r, 0) == crewai_core::prompts::agent::SUMMARIZER_SYSTEM)
+        .count();
     assert_eq!(summary_calls, 3);
     let final_request = requests.last().unwrap();
     let continuation = message_text(final_request, 1);
-    assert!(continuation.contains("part 0\n\npart 1\n\npart 2"), "{continuation}");
+    assert!(
+        continuation.contains("part 0\n\npart 1\n\npart 2"),
+        "{continuation}"
+    );
     assert_eq!(result.unwrap().raw, "done");
 }
 
@@ -132,10 +214,22 @@ async fn long_histories_are_summarised_in_several_chunks() {
 async fn without_respect_context_window_the_error_says_how_to_fix_it() {
     let server = server().await;
     server.push(Reply::context_length_exceeded());
-    let agent = agent_with(openai(&server)).respect_context_window(false).build().unwrap();
-    let error = agent.run_task(AgentTaskRequest::new("Too much")).await.unwrap_err();
-    assert!(matches!(error, AgentError::ContextWindowExceeded { .. }), "{error:?}");
-    assert!(error.to_string().contains("respect_context_window: true"), "{error}");
+    let agent = agent_with(openai(&server))
+        .respect_context_window(false)
+        .build()
+        .unwrap();
+    let error = agent
+        .run_task(AgentTaskRequest::new("Too much"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error, AgentError::ContextWindowExceeded { .. }),
+        "{error:?}"
+    );
+    assert!(
+        error.to_string().contains("respect_context_window: true"),
+        "{error}"
+    );
     assert_eq!(server.request_count(), 1);
 }
 
@@ -144,17 +238,31 @@ async fn a_failing_tool_becomes_an_observation_and_an_event() {
     let server = server().await;
     server.push(Reply::tool_call("failing_tool", json!({})));
     server.push(Reply::text("It failed."));
-    let agent = agent_with(openai(&server)).role("Calculator").build().unwrap();
+    let agent = agent_with(openai(&server))
+        .role("Calculator")
+        .build()
+        .unwrap();
     let services = RunServices::default();
     let recorder = EventRecorder::attach(&services.events);
     let result = agent
-        .run_task(AgentTaskRequest::new("Use the failing tool").with_tools(ToolSet::from(vec![failing("This tool always fails")])).with_services(services))
+        .run_task(
+            AgentTaskRequest::new("Use the failing tool")
+                .with_tools(ToolSet::from(vec![failing("This tool always fails")]))
+                .with_services(services),
+        )
         .await
         .unwrap();
     assert_eq!(result.raw, "It failed.");
     assert_eq!(result.tool_errors, 1);
-    let observation = server.requests()[1].messages()[3]["content"].as_str().unwrap().to_string();
-    assert!(observation.contains("Error executing tool") && observation.contains("This tool always fails"), "{observation}");
+    let observation = server.requests()[1].messages()[3]["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        observation.contains("Error executing tool")
+            && observation.contains("This tool always fails"),
+        "{observation}"
+    );
     let errors = recorder.of_type("tool_usage_error");
     assert_eq!(errors.len(), 1);
     assert_eq!(errors[0].to_json()["tool_name"], "failing_tool");
@@ -165,11 +273,21 @@ async fn a_failing_tool_becomes_an_observation_and_an_event() {
 async fn tool_failure_policy_raise_fails_the_run() {
     let server = server().await;
     server.push(Reply::tool_call("failing_tool", json!({})));
-    let agent = agent_with(openai(&server)).tool_failure_policy(ToolFailurePolicy::Raise).build().unwrap();
-    let error = agent.run_task(AgentTaskRequest::new("Use it").with_tools(ToolSet::from(vec![failing("boom")]))).await.unwrap_err();
+    let agent = agent_with(openai(&server))
+        .tool_failure_policy(ToolFailurePolicy::Raise)
+        .build()
+        .unwrap();
+    let error = agent
+        .run_task(AgentTaskRequest::new("Use it").with_tools(ToolSet::from(vec![failing("boom")])))
+        .await
+        .unwrap_err();
     assert!(matches!(error, AgentError::ToolFailed { .. }), "{error:?}");
     assert!(error.to_string().contains("failing_tool") && error.to_string().contains("boom"));
-    assert_eq!(server.request_count(), 1, "a raised tool failure is not retried");
+    assert_eq!(
+        server.request_count(),
+        1,
+        "a raised tool failure is not retried"
+    );
 }
 
 #[tokio::test]
@@ -180,21 +298,44 @@ async fn invalid_arguments_are_explained_to_the_model_and_the_tool_does_not_run(
     server.push(Reply::text("42"));
     let runs = Arc::new(AtomicU32::new(0));
     let agent = agent_with(openai(&server)).build().unwrap();
-    let result = agent.run_task(AgentTaskRequest::new("Multiply").with_tools(ToolSet::from(vec![multiplier(runs.clone())]))).await.unwrap();
+    let result = agent
+        .run_task(
+            AgentTaskRequest::new("Multiply")
+                .with_tools(ToolSet::from(vec![multiplier(runs.clone())])),
+        )
+        .await
+        .unwrap();
     assert_eq!(result.raw, "42");
     assert_eq!(runs.load(Ordering::SeqCst), 1);
-    let observation = server.requests()[1].messages()[3]["content"].as_str().unwrap().to_string();
-    assert!(observation.contains("`a`") && observation.contains("integer"), "{observation}");
+    let observation = server.requests()[1].messages()[3]["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        observation.contains("`a`") && observation.contains("integer"),
+        "{observation}"
+    );
 }
 
 #[tokio::test]
 async fn broken_argument_json_is_repaired() {
     let server = server().await;
-    server.push(Reply::tool_calls([crewai_testkit::scripted::ScriptedToolCall::raw("multiplier", "```json\n{\"a\": 2, \"b\": 3,}\n```")]));
+    server.push(Reply::tool_calls([
+        crewai_testkit::scripted::ScriptedToolCall::raw(
+            "multiplier",
+            "```json\n{\"a\": 2, \"b\": 3,}\n```",
+        ),
+    ]));
     server.push(Reply::text("6"));
     let runs = Arc::new(AtomicU32::new(0));
     let agent = agent_with(openai(&server)).build().unwrap();
-    agent.run_task(AgentTaskRequest::new("Multiply").with_tools(ToolSet::from(vec![multiplier(runs.clone())]))).await.unwrap();
+    agent
+        .run_task(
+            AgentTaskRequest::new("Multiply")
+                .with_tools(ToolSet::from(vec![multiplier(runs.clone())])),
+        )
+        .await
+        .unwrap();
     assert_eq!(runs.load(Ordering::SeqCst), 1);
     assert_eq!(server.requests()[1].messages()[3]["content"], "6");
 }
@@ -205,9 +346,21 @@ async fn an_unknown_native_tool_gets_the_list_of_tools() {
     server.push(Reply::tool_call("divider", json!({})));
     server.push(Reply::text("ok"));
     let agent = agent_with(openai(&server)).build().unwrap();
-    agent.run_task(AgentTaskRequest::new("Divide").with_tools(ToolSet::from(vec![multiplier(Arc::new(AtomicU32::new(0)))]))).await.unwrap();
-    let observation = server.requests()[1].messages()[3]["content"].as_str().unwrap().to_string();
-    assert!(observation.contains("divider") && observation.contains("multiplier"), "{observation}");
+    agent
+        .run_task(
+            AgentTaskRequest::new("Divide")
+                .with_tools(ToolSet::from(vec![multiplier(Arc::new(AtomicU32::new(0)))])),
+        )
+        .await
+        .unwrap();
+    let observation = server.requests()[1].messages()[3]["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        observation.contains("divider") && observation.contains("multiplier"),
+        "{observation}"
+    );
 }
 
 #[tokio::test]
@@ -219,21 +372,46 @@ async fn the_crew_cache_serves_repeated_calls_when_the_agent_joins_it() {
     server.push(Reply::text("12 again"));
     let runs = Arc::new(AtomicU32::new(0));
     let tool = multiplier(runs.clone());
-    let services = RunServices { tool_cache: Some(crewai_tools::ToolCache::new()), ..Default::default() };
+    let services = RunServices {
+        tool_cache: Some(crewai_tools::ToolCache::new()),
+        ..Default::default()
+    };
     let recorder = EventRecorder::attach(&services.events);
     let agent = agent_with(openai(&server)).build().unwrap();
     for _ in 0..2 {
-        agent.run_task(AgentTaskRequest::new("Multiply").with_tools(ToolSet::from(vec![tool.clone()])).with_services(services.clone())).await.unwrap();
+        agent
+            .run_task(
+                AgentTaskRequest::new("Multiply")
+                    .with_tools(ToolSet::from(vec![tool.clone()]))
+                    .with_services(services.clone()),
+            )
+            .await
+            .unwrap();
     }
-    assert_eq!(runs.load(Ordering::SeqCst), 1, "the second call is served from the cache");
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        1,
+        "the second call is served from the cache"
+    );
     let finished = recorder.of_type("tool_usage_finished");
     assert_eq!(finished.last().unwrap().to_json()["from_cache"], true);
 
     let uncached = agent_with(openai(&server)).cache(false).build().unwrap();
     server.push(Reply::tool_call("multiplier", json!({"a": 2, "b": 6})));
     server.push(Reply::text("12"));
-    uncached.run_task(AgentTaskRequest::new("Multiply").with_tools(ToolSet::from(vec![tool])).with_services(services)).await.unwrap();
-    assert_eq!(runs.load(Ordering::SeqCst), 2, "an agent with cache: false does not read the crew cache");
+    uncached
+        .run_task(
+            AgentTaskRequest::new("Multiply")
+                .with_tools(ToolSet::from(vec![tool]))
+                .with_services(services),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        2,
+        "an agent with cache: false does not read the crew cache"
+    );
 }
 
 #[tokio::test]
@@ -243,7 +421,11 @@ async fn cancelling_the_run_stops_it() {
     let agent = agent_with(openai(&server)).build().unwrap();
     let services = RunServices::default();
     let token = services.cancellation.clone();
-    let run = tokio::spawn(async move { agent.run_task(AgentTaskRequest::new("Wait").with_services(services)).await });
+    let run = tokio::spawn(async move {
+        agent
+            .run_task(AgentTaskRequest::new("Wait").with_services(services))
+            .await
+    });
     assert!(server.wait_for_requests(1, Duration::from_secs(5)).await);
     token.cancel();
     let error = run.await.unwrap().unwrap_err();

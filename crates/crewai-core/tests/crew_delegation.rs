@@ -80,6 +80,10 @@ async fn delegation_round_trip_through_the_manager() {
     let delegations = recorder.of_type("agent_delegation_started");
     assert_eq!(delegations[0].to_json()["to_agent"], "Researcher");
     assert_eq!(delegations[0].to_json()["from_agent"], "Crew Manager");
+    let tool_call = &recorder.of_type("tool_usage_started")[0];
+    assert_eq!(delegations[0].parent_event_id, Some(tool_call.event_id), "the delegation hangs under the tool call");
+    let coworker_run = recorder.of_type("agent_execution_started").into_iter().find(|e| e.to_json()["agent_role"] == "Researcher").unwrap();
+    assert_eq!(coworker_run.parent_event_id, Some(delegations[0].event_id));
     let usage = crew.usage();
     assert_eq!(usage.by_agent["Researcher"].prompt_tokens, 40);
     assert!(usage.by_agent.contains_key("Crew Manager"), "the manager's usage is included");

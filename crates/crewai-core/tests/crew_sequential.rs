@@ -396,7 +396,9 @@ async fn a_single_delegating_agent_gets_no_delegation_tools() {
 async fn standalone_task_execute_applies_guardrails() {
     let server = ScriptedServer::start().await;
     server.push_text("no").push_text("yes");
-    let a = agent("Checker", &server);
+    let bus = EventBus::new();
+    let recorder = EventRecorder::attach(&bus);
+    let a = agent_with("Checker", &server, |b| b.event_bus(bus.clone()));
     let t = Task::builder()
         .name("check")
         .description("Answer yes")
@@ -407,6 +409,8 @@ async fn standalone_task_execute_applies_guardrails() {
         .unwrap();
     let output = t.execute(None).await.unwrap();
     assert_eq!(output.raw, "yes");
+    assert_eq!(recorder.of_type("llm_guardrail_completed").len(), 2, "events reach the agent's bus");
+    assert_eq!(recorder.of_type("task_completed").len(), 1);
     let unassigned = Task::builder().name("x").description("d").expected_output("e").build().unwrap();
     assert!(matches!(unassigned.execute(None).await, Err(TaskError::NoAgent { .. })));
 }

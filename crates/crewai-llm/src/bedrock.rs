@@ -260,7 +260,7 @@ fn content_blocks(message: &Message) -> Vec<Value> {
 }
 
 /// Parses a Converse reply; `structured` is the response-format tool's provider name.
-pub fn parse_converse(body: &Value, names: &ToolNameMap, structured: Option<&str>) -> Result<LlmResponse, LlmError> {
+fn parse_converse(body: &Value, names: &ToolNameMap, structured: Option<&str>) -> Result<LlmResponse, LlmError> {
     let malformed = |message: String| LlmError::MalformedResponse { provider: PROVIDER.into(), message };
     let content = body
         .pointer("/output/message/content")
@@ -424,7 +424,7 @@ pub fn sign_v4(input: &SigningInput<'_>) -> Vec<(String, String)> {
     let canonical_query = query.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join("&");
     let payload_hash = hex::encode(Sha256::digest(input.body));
     let canonical_request = format!("{}\n{canonical_uri}\n{canonical_query}\n{canonical_headers}\n{signed_headers}\n{payload_hash}", input.method);
-    let date = &input.amz_date[..input.amz_date.len().min(8)];
+    let date = input.amz_date.get(..8).unwrap_or(input.amz_date);
     let scope = format!("{date}/{}/{}/aws4_request", input.region, input.service);
     let string_to_sign = format!("AWS4-HMAC-SHA256\n{}\n{scope}\n{}", input.amz_date, hex::encode(Sha256::digest(canonical_request.as_bytes())));
     let signature = hex::encode(hmac_sha256(&signing_key(&input.credentials.secret_access_key, date, input.region, input.service), string_to_sign.as_bytes()));

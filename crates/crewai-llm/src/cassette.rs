@@ -163,6 +163,12 @@ impl CassetteRecorder {
         Arc::new(CassetteRecorder { inner, path: path.into(), cassette: Arc::default() })
     }
 
+    /// Records into the same cassette what `inner` exchanges (one tap per model client, so
+    /// each keeps its own transport and timeouts).
+    pub fn tap(&self, inner: Arc<dyn Transport>) -> Arc<Self> {
+        Arc::new(CassetteRecorder { inner, path: self.path.clone(), cassette: self.cassette.clone() })
+    }
+
     /// The interactions recorded so far.
     pub fn cassette(&self) -> Cassette {
         self.cassette.lock().unwrap_or_else(|p| p.into_inner()).clone()
@@ -363,10 +369,13 @@ impl Transport for CassetteReplayer {
 
 /// A model whose real HTTP exchanges are recorded to `path` (retries are recorded too, each as
 /// its own interaction).
+///
+/// To record several models (a crew's agents) into one cassette, share a recorder instead:
+/// `BuildOptions::new().with_recorder(CassetteRecorder::new(network, path))`.
 pub fn record_llm(config: &LlmConfig, path: impl Into<PathBuf>) -> Result<Arc<dyn Llm>, LlmError> {
     let network = ReqwestTransport::new(config.connect_timeout(), config.request_timeout())?;
     let recorder = CassetteRecorder::new(Arc::new(network), path);
-    build_llm_with(config, &BuildOptions::new().with_transport(recorder))
+    build_llm_with(config, &BuildOptions::new().with_recorder(recorder))
 }
 
 /// A model answering from the cassette at `path`, offline. No API key is needed. Retries happen

@@ -82,7 +82,7 @@ pub enum Auth {
 }
 
 impl Auth {
-    fn headers(&self) -> Vec<(String, String)> {
+    pub(crate) fn headers(&self) -> Vec<(String, String)> {
         match self {
             Auth::Bearer(key) => vec![("authorization".into(), format!("Bearer {key}"))],
             Auth::ApiKeyHeader(key) => vec![("api-key".into(), key.clone())],

@@ -32,6 +32,13 @@ use crate::types::{
     Capabilities, ContentPart, FinishReason, LlmRequest, LlmResponse, Message, Role, StreamEvent, ToolCall, ToolChoice, Usage,
 };
 
+/// True for OpenAI models served only by the Responses API (`o1-pro`, `o3-pro`, `codex-mini`,
+/// `computer-use-preview`); they are routed there unless the config names an API.
+pub fn only_on_responses_api(model: &str) -> bool {
+    let name = model.to_ascii_lowercase();
+    (is_reasoning_model(&name) && name.contains("-pro")) || name.starts_with("codex-") || name.starts_with("computer-use")
+}
+
 /// A Responses-API client.
 #[derive(Debug, Clone)]
 pub struct OpenAiResponsesClient {
@@ -57,11 +64,7 @@ impl OpenAiResponsesClient {
     }
 
     fn headers(&self) -> Vec<(String, String)> {
-        let mut headers = match &self.auth {
-            Auth::Bearer(key) => vec![("authorization".to_string(), format!("Bearer {key}"))],
-            Auth::ApiKeyHeader(key) => vec![("api-key".to_string(), key.clone())],
-            Auth::None => Vec::new(),
-        };
+        let mut headers = self.auth.headers();
         headers.extend(self.config.extra_headers.iter().map(|(k, v)| (k.clone(), v.clone())));
         headers
     }
@@ -335,6 +338,16 @@ impl Llm for OpenAiResponsesClient {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pro_and_codex_models_need_the_responses_api() {
+        for model in ["o1-pro", "o3-pro-2025-06-10", "codex-mini-latest", "computer-use-preview"] {
+            assert!(only_on_responses_api(model), "{model}");
+        }
+        for model in ["o3-mini", "gpt-4.1", "gpt-4o"] {
+            assert!(!only_on_responses_api(model), "{model}");
+        }
+    }
 
     #[test]
     fn tool_turns_become_items() {

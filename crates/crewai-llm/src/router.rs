@@ -2,6 +2,21 @@
 //! it, API keys and endpoints from the variables CrewAI users already set, and the wrappers
 //! (stop words, retries, rate limits, fallbacks) in that order.
 //!
+//! | Provider (prefix) | Key | Endpoint (default) |
+//! |---|---|---|
+//! | `openai/`, `gpt-*`, `o1`/`o3`/`o4`, unknown names | `OPENAI_API_KEY` (optional for a local `base_url`) | `OPENAI_BASE_URL` or `OPENAI_API_BASE` (`https://api.openai.com/v1`) |
+//! | `anthropic/`, `claude-*` | `ANTHROPIC_API_KEY` | `ANTHROPIC_BASE_URL` (`https://api.anthropic.com`) |
+//! | `gemini/`, `gemini-*` | `GEMINI_API_KEY` or `GOOGLE_API_KEY` | `GEMINI_API_BASE` (Google's) |
+//! | `azure/<deployment>` | `AZURE_API_KEY` | `AZURE_API_BASE` + `AZURE_API_VERSION` |
+//! | `ollama/` | none | `OLLAMA_HOST` (`http://localhost:11434`) + `/v1` |
+//! | `openrouter/` | `OPENROUTER_API_KEY` | `https://openrouter.ai/api/v1` |
+//! | `deepseek/` | `DEEPSEEK_API_KEY` | `https://api.deepseek.com/v1` |
+//! | `groq/` | `GROQ_API_KEY` | `https://api.groq.com/openai/v1` |
+//! | `bedrock/` (feature `bedrock`) | `AWS_ACCESS_KEY_ID` + `AWS_SECRET_ACCESS_KEY` (+ `AWS_SESSION_TOKEN`) or `AWS_BEARER_TOKEN_BEDROCK` | `AWS_REGION` (`us-east-1`) |
+//!
+//! The config's `api_key` and `base_url` win over the environment; `MODEL` names the model when
+//! the config has none.
+//!
 //! ```
 //! use crewai_llm::router::{Provider, route};
 //! assert_eq!(route("anthropic/claude-sonnet-4-5", None).unwrap(), (Provider::Anthropic, "claude-sonnet-4-5".to_string()));
@@ -16,7 +31,8 @@ use crate::config::{DEFAULT_MODEL, LlmConfig, OpenAiApi};
 use crate::error::LlmError;
 use crate::fallback::FallbackLlm;
 use crate::gemini::GeminiLlm;
-use crate::http::Transport;
+use crate::cassette::CassetteRecorder;
+use crate::http::{ReqwestTransport, Transport};
 use crate::openai::{AZURE_DEFAULT_API_VERSION, Auth, OPENAI_BASE_URL, OpenAiClient};
 use crate::openai_responses::OpenAiResponsesClient;
 use crate::rate_limit::{RateLimitedLlm, RateLimiter};
@@ -141,17 +157,22 @@ pub struct BuildOptions {
     env: SharedEnv,
     retry: RetryPolicy,
     transport: Option<Arc<dyn Transport>>,
+    recorder: Option<Arc<CassetteRecorder>>,
 }
 
 impl Default for BuildOptions {
     fn default() -> Self {
-        BuildOptions { env: Arc::new(process_env), retry: RetryPolicy::default(), transport: None }
+        BuildOptions { env: Arc::new(process_env), retry: RetryPolicy::default(), transport: None, recorder: None }
     }
 }
 
 impl std::fmt::Debug for BuildOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("BuildOptions").field("retry", &self.retry).field("transport", &self.transport.is_some()).finish_non_exhaustive()
+        f.debug_struct("BuildOptions")
+            .field("retry", &self.retry)
+            .field("transport", &self.transport.is_some())
+            .field("recording", &self.recorder.is_some())
+            .finish_non_exhaustive()
     }
 }
 
@@ -182,6 +203,13 @@ impl BuildOptions {
     /// Sends every provider request through `transport`.
     pub fn with_transport(mut self, transport: Arc<dyn Transport>) -> Self {
         self.transport = Some(transport);
+        self
+    }
+
+    /// Records every exchange of every model built with these options into one cassette; each
+    /// client keeps its own timeouts. Share the options among a crew's agents to record a run.
+    pub fn with_recorder(mut self, recorder: Arc<CassetteRecorder>) -> Self {
+        self.recorder = Some(recorder);
         self
     }
 
@@ -232,7 +260,17 @@ fn attach<T: Llm + 'static>(client: T, transport: Option<&Arc<dyn Transport>>, s
 /// Builds the provider client alone, without wrappers.
 pub fn build_provider(config: &LlmConfig, options: &BuildOptions) -> Result<Arc<dyn Llm>, LlmError> {
     let env: EnvLookup<'_> = options.env.as_ref();
-    let transport = options.transport.as_ref();
+    let transport: Option<Arc<dyn Transport>> = match (&options.transport, &options.recorder) {
+        (inner, Some(recorder)) => {
+            let inner: Arc<dyn Transport> = match inner {
+                Some(inner) => inner.clone(),
+                None => Arc::new(ReqwestTransport::new(config.connect_timeout(), config.request_timeout())?),
+            };
+            Some(recorder.tap(inner))
+        }
+        (inner, None) => inner.clone(),
+    };
+    let transport = transport.as_ref();
     let model_string = if config.model.trim().is_empty() { default_model(env) } else { config.model.clone() };
     let (provider, model) = route(&model_string, config.provider.as_deref())?;
     let key = |names: &[&str]| config.api_key.clone().filter(|k| !k.trim().is_empty()).or_else(|| first_env(env, names));
@@ -261,7 +299,7 @@ pub fn build_provider(config: &LlmConfig, options: &BuildOptions) -> Result<Arc<
                 None if is_local_url(&base) => Auth::None,
                 None => return Err(missing("OPENAI_API_KEY")),
             };
-            if config.api == Some(OpenAiApi::Responses) {
+            if config.api.map_or_else(|| crate::openai_responses::only_on_responses_api(&model), |api| api == OpenAiApi::Responses) {
                 let client = OpenAiResponsesClient::new(config, &model, &base, auth)?;
                 return Ok(attach(client, transport, OpenAiResponsesClient::with_transport));
             }

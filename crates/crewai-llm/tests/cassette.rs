@@ -153,3 +153,25 @@ async fn body_matching_replays_requests_in_any_order() {
     }
     assert_eq!(replayer.remaining(), 0);
 }
+
+#[tokio::test]
+async fn one_recorder_records_several_models_into_one_cassette() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let path = dir.path().join("crew.yaml");
+    let server = MockServer::start().await;
+    let ok = json!({"id": "m", "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "hi"}}]});
+    Mock::given(method("POST")).respond_with(ResponseTemplate::new(200).set_body_raw(ok.to_string(), "application/json")).mount(&server).await;
+    let network = ReqwestTransport::new(std::time::Duration::from_secs(2), std::time::Duration::from_secs(5)).unwrap_or_else(|e| panic!("{e}"));
+    let options = BuildOptions::new().with_env_vars([("OPENAI_API_KEY", "k")]).with_recorder(CassetteRecorder::new(Arc::new(network), &path));
+    let researcher = build_llm_with(&openai_at(&server.uri(), "gpt-4o"), &options).unwrap_or_else(|e| panic!("{e}"));
+    let writer = build_llm_with(&openai_at(&server.uri(), "gpt-4o-mini").with_timeout(30.0), &options).unwrap_or_else(|e| panic!("{e}"));
+    researcher.call(LlmRequest::new(vec![Message::user("research")])).await.unwrap_or_else(|e| panic!("{e}"));
+    writer.call(LlmRequest::new(vec![Message::user("write")])).await.unwrap_or_else(|e| panic!("{e}"));
+    let cassette = Cassette::load(&path).unwrap_or_else(|e| panic!("{e}"));
+    let models: Vec<String> = cassette
+        .interactions
+        .iter()
+        .map(|i| serde_json::from_str::<serde_json::Value>(i.request.body.as_deref().unwrap_or_default()).unwrap_or_default()["model"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(models, ["gpt-4o", "gpt-4o-mini"]);
+}

@@ -478,3 +478,22 @@ async fn compatible_servers_get_stop_words_in_the_body() {
     // A server ignoring `stop` is still cut on the client.
     assert_eq!(response.content.as_deref(), Some("Thought: done"));
 }
+
+#[tokio::test]
+async fn stream_true_in_config_streams_under_a_plain_call() {
+    let sse = "data: {\"id\":\"s1\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hel\"}}]}\n\n\
+               data: {\"id\":\"s1\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"lo\"},\"finish_reason\":\"stop\"}]}\n\n\
+               data: {\"id\":\"s1\",\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":2,\"total_tokens\":5}}\n\n\
+               data: [DONE]\n\n";
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(body_partial_json(json!({"stream": true})))
+        .respond_with(ResponseTemplate::new(200).set_body_raw(sse, "text/event-stream"))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let config = openai_at(&server.uri(), "gpt-4o-mini").with_stream(true);
+    let response = build(&config, 0).call(LlmRequest::new(vec![Message::user("hi")])).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(response.content.as_deref(), Some("Hello"));
+    assert_eq!(response.usage.total_tokens, 5, "streamed calls report usage (CrewAI reports 0)");
+}

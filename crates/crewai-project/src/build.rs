@@ -209,10 +209,8 @@ impl Project {
                 .name(entry.name())
                 .description(s.description.clone().unwrap_or_default())
                 .expected_output(s.expected_output.clone().unwrap_or_default());
-            if let Some(key) = &s.agent {
-                if let Some((_, agent)) = agents.iter().find(|(k, _)| k == key) {
-                    builder = builder.agent(agent.clone());
-                }
+            if let Some((_, agent)) = s.agent.as_ref().and_then(|key| agents.iter().find(|(k, _)| k == key)) {
+                builder = builder.agent(agent.clone());
             }
             match &s.context {
                 None => {}

@@ -170,10 +170,10 @@ fn check_task(task: &TaskEntry, agent_keys: &[&str], process: ProcessSpec, error
         let origin = spec.origin(formats[1]).unwrap_or(&task.origin);
         errors.push(origin.diagnostic(format!("{owner} sets {}; only one output type can be set", formats.join(" and "))));
     }
-    if let (Some(path), Some(origin)) = (&spec.output_file, spec.origin("output_file")) {
-        if let Some(problem) = output_file_problem(path) {
-            errors.push(origin.diagnostic(format!("{owner} field 'output_file' ({path}) {problem}")));
-        }
+    if let (Some(path), Some(origin)) = (&spec.output_file, spec.origin("output_file"))
+        && let Some(problem) = output_file_problem(path)
+    {
+        errors.push(origin.diagnostic(format!("{owner} field 'output_file' ({path}) {problem}")));
     }
     if let (Some(GuardrailSpec::Reference(reference)), Some(origin)) = (&spec.guardrail, spec.origin("guardrail")) {
         errors.push(code_reference(&owner, "guardrail", reference, origin));

@@ -215,6 +215,10 @@ impl Project {
                     Ok(tool) => tools.push(tool),
                     Err(ToolLookupError::Unknown { name, nearest }) => {
                         let hint = match nearest.first() {
+                            _ if ToolRegistry::is_crewai_tool_not_yet_available(&name) => format!(
+                                "{name} is a crewai-tools tool that crewai-rs does not provide yet; available: {}",
+                                registry.names().join(", ")
+                            ),
                             Some(first) => format!("did you mean '{first}'?"),
                             None => format!("known tools: {}", registry.names().join(", ")),
                         };

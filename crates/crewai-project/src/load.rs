@@ -95,7 +95,6 @@ pub(crate) fn load(root: &Path) -> Result<Loaded, ProjectError> {
 
 struct Loader {
     diagnostics: Vec<Diagnostic>,
-    warnings: Vec<Diagnostic>,
 }
 
 impl Loader {
@@ -163,7 +162,7 @@ impl Loader {
 }
 
 fn load_classic(root: &Path, config_dir: PathBuf) -> Result<Loaded, ProjectError> {
-    let mut loader = Loader { diagnostics: Vec::new(), warnings: Vec::new() };
+    let mut loader = Loader { diagnostics: Vec::new() };
     let agents_path = yaml_file(&config_dir, "agents").ok_or_else(|| ProjectError::NotAProject(root.to_path_buf()))?;
     let agents_src = Arc::new(SourceFile::read(&agents_path, root, Format::Yaml)?);
     let agents_value = loader.parse(&agents_src);
@@ -231,7 +230,7 @@ fn load_classic(root: &Path, config_dir: PathBuf) -> Result<Loaded, ProjectError
         crew,
         files: ProjectFiles { agents: Some(agents_src), tasks: tasks_src, crew: crew_src },
         diagnostics: loader.diagnostics,
-        warnings: loader.warnings,
+        warnings: Vec::new(),
     })
 }
 
@@ -314,7 +313,7 @@ fn check_task_type(loader: &mut Loader, fields: &Map<String, Value>, origin: &Or
 }
 
 fn load_json(root: &Path, crew_path: &Path) -> Result<Loaded, ProjectError> {
-    let mut loader = Loader { diagnostics: Vec::new(), warnings: Vec::new() };
+    let mut loader = Loader { diagnostics: Vec::new() };
     let crew_src = Arc::new(SourceFile::read(crew_path, root, Format::Jsonc)?);
     let crew_value = loader.parse(&crew_src);
     let mut crew = CrewSpec::default();
@@ -347,10 +346,10 @@ fn load_json(root: &Path, crew_path: &Path) -> Result<Loaded, ProjectError> {
         None | Some(Value::Null) => loader.diagnostics.push(Diagnostic::new(&crew_src, None, "has no `agents` list")),
         Some(other) => loader.diagnostics.push(base.child("agents").diagnostic(format!("`agents` must be a list of agent names, not {}", describe(other)))),
     }
-    if let Some(Value::String(manager)) = map.get("manager_agent") {
-        if !agent_names.iter().any(|(n, _)| n == manager) {
-            agent_names.push((manager.clone(), base.child("manager_agent")));
-        }
+    if let Some(Value::String(manager)) = map.get("manager_agent")
+        && !agent_names.iter().any(|(n, _)| n == manager)
+    {
+        agent_names.push((manager.clone(), base.child("manager_agent")));
     }
     let available: Vec<String> = std::fs::read_dir(&agents_dir)
         .map(|dir| {
@@ -417,6 +416,6 @@ fn load_json(root: &Path, crew_path: &Path) -> Result<Loaded, ProjectError> {
         crew,
         files: ProjectFiles { agents: None, tasks: None, crew: Some(crew_src) },
         diagnostics: loader.diagnostics,
-        warnings: loader.warnings,
+        warnings: Vec::new(),
     })
 }

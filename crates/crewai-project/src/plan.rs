@@ -40,7 +40,7 @@ pub struct PlannedAgent {
 #[derive(Debug, Clone, Serialize)]
 pub struct PlannedTask {
     pub name: String,
-    /// The agent's key (`None` in a hierarchical crew when the manager picks).
+    /// The agent's key (in a hierarchical crew, the agent the manager should delegate to, if set).
     pub agent: Option<String>,
     /// The tools the agent has for this task (task tools replace agent tools, as in CrewAI).
     pub tools: Vec<String>,
@@ -69,6 +69,10 @@ pub struct Plan {
     /// Things that do not stop the run, each with file and line.
     pub warnings: Vec<String>,
 }
+
+/// The tools the engine adds to a delegating agent (CrewAI's names, sanitised). crewai-core
+/// builds them only inside a run, so the plan names them here.
+const DELEGATION_TOOLS: [&str; 2] = ["delegate_work_to_coworker", "ask_question_to_coworker"];
 
 fn process_name(process: ProcessSpec) -> &'static str {
     match process {
@@ -140,11 +144,21 @@ impl Project {
                 prompt = format!("{prompt}\n{}", structured_output_instructions(&pretty));
             }
             let task_tools = tool_names(resolved.tasks.get(&task.key));
-            let tools = match (&s.agent, task_tools.is_empty()) {
+            let hierarchical = self.crew.process.unwrap_or_default() == ProcessSpec::Hierarchical;
+            let mut tools = match (&s.agent, task_tools.is_empty()) {
+                _ if hierarchical => Vec::new(),
                 (_, false) => task_tools,
                 (Some(agent), true) => tool_names(resolved.agents.get(agent)),
                 (None, true) => Vec::new(),
             };
+            // In a hierarchical crew the manager runs every task through delegation; in a
+            // sequential one an agent with `allow_delegation` may hand work to the others.
+            let delegates = hierarchical
+                || (self.members().count() > 1
+                    && s.agent.as_deref().and_then(|key| self.agent(key)).is_some_and(|a| a.spec.allow_delegation.unwrap_or(false)));
+            if delegates {
+                tools.extend(DELEGATION_TOOLS.iter().map(|t| t.to_string()));
+            }
             let message = if tools.is_empty() { task_message_no_tools(&prompt) } else { task_message_native(&prompt) };
             let guardrails = match (&s.guardrails, &s.guardrail) {
                 (Some(list), _) => list.to_vec(),
@@ -198,7 +212,7 @@ impl Project {
 }
 
 fn indent(text: &str, by: &str) -> String {
-    text.lines().map(|l| if l.is_empty() { String::new() } else { format!("{by}{l}") }).collect::<Vec<_>>().join("\n")
+    text.lines().map(|l| format!("{by}{l}").trim_end().to_string()).collect::<Vec<_>>().join("\n")
 }
 
 impl fmt::Display for Plan {
@@ -226,7 +240,11 @@ impl fmt::Display for Plan {
         writeln!(f, "\nTasks:")?;
         for (i, task) in self.tasks.iter().enumerate() {
             writeln!(f, "  {}. {}{}", i + 1, task.name, if task.async_execution { " (async)" } else { "" })?;
-            writeln!(f, "     agent: {}", task.agent.as_deref().unwrap_or("chosen by the manager"))?;
+            match (&self.manager, &task.agent) {
+                (Some(manager), Some(agent)) => writeln!(f, "     agent: {manager} (manager), delegating to {agent}")?,
+                (Some(manager), None) => writeln!(f, "     agent: {manager} (manager), delegating to the agent it picks")?,
+                (None, agent) => writeln!(f, "     agent: {}", agent.as_deref().unwrap_or("none"))?,
+            }
             writeln!(f, "     tools: {}", if task.tools.is_empty() { "none".to_string() } else { task.tools.join(", ") })?;
             let context = match &task.context {
                 ContextPlan::AllPrevious if i == 0 => "none".to_string(),

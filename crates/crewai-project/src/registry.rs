@@ -13,6 +13,38 @@ use crate::spec::ToolRef;
 /// The built-in tools every project can name (`crewai_tools::builtin::by_name`).
 pub const BUILTIN_TOOLS: &[&str] = &["file_read", "file_write", "directory_read", "http_get"];
 
+/// CrewAI's crewai-tools class names for the built-ins, where they differ from ours by more than
+/// case, separators and a `Tool` suffix.
+const BUILTIN_ALIASES: &[(&str, &str)] = &[("FileWriterTool", "file_write"), ("ReadFileTool", "file_read")];
+
+/// crewai-tools classes that CrewAI projects name and that are not available here yet.
+const CREWAI_TOOLS_NOT_YET: &[&str] = &[
+    "SerperDevTool",
+    "ScrapeWebsiteTool",
+    "WebsiteSearchTool",
+    "JSONSearchTool",
+    "CSVSearchTool",
+    "PDFSearchTool",
+    "DOCXSearchTool",
+    "TXTSearchTool",
+    "MDXSearchTool",
+    "XMLSearchTool",
+    "DirectorySearchTool",
+    "CodeDocsSearchTool",
+    "YoutubeVideoSearchTool",
+    "YoutubeChannelSearchTool",
+    "GithubSearchTool",
+    "CodeInterpreterTool",
+    "DallETool",
+    "VisionTool",
+    "EXASearchTool",
+    "BraveSearchTool",
+    "TavilySearchTool",
+    "FirecrawlScrapeWebsiteTool",
+    "SeleniumScrapingTool",
+    "RagTool",
+];
+
 /// Makes a tool from the constructor arguments written beside its name in YAML.
 pub type ToolFactory = Arc<dyn Fn(&Map<String, Value>) -> Result<ToolHandle, String> + Send + Sync>;
 
@@ -102,7 +134,18 @@ impl ToolRegistry {
                 }),
             );
         }
+        for (alias, name) in BUILTIN_ALIASES {
+            if let Some(found) = registry.tools.get(&lookup_key(name)).cloned() {
+                registry.tools.insert(lookup_key(alias), found);
+            }
+        }
         registry
+    }
+
+    /// Whether `name` is a crewai-tools class that is known but not provided here yet.
+    pub fn is_crewai_tool_not_yet_available(name: &str) -> bool {
+        let key = lookup_key(name);
+        CREWAI_TOOLS_NOT_YET.iter().any(|known| lookup_key(known) == key)
     }
 
     /// Adds a ready-made tool (any [`Tool`]); it takes no YAML arguments.
@@ -186,6 +229,17 @@ impl ToolRegistry {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn builtin_aliases_and_known_crewai_tools() {
+        let registry = ToolRegistry::with_builtins(Path::new("."));
+        assert!(registry.contains("FileWriterTool"));
+        assert!(registry.contains("FileReadTool"));
+        assert!(registry.contains("directory_read"));
+        assert!(ToolRegistry::is_crewai_tool_not_yet_available("SerperDevTool"));
+        assert!(ToolRegistry::is_crewai_tool_not_yet_available("serper_dev_tool"));
+        assert!(!ToolRegistry::is_crewai_tool_not_yet_available("file_read"));
+    }
 
     #[test]
     fn lookup_keys_ignore_case_separators_prefix_and_suffix() {

@@ -524,3 +524,33 @@ fn a_folder_without_a_project_says_what_it_expected() {
     let err = Project::load(dir.path()).unwrap_err();
     assert!(err.to_string().contains("expected config/agents.yaml and config/tasks.yaml"), "{err}");
 }
+
+#[test]
+fn crewai_tool_class_names_resolve_or_say_they_are_not_available_yet() {
+    let agents = format!("{AGENTS}  tools: [FileReadTool, FileWriterTool, DirectoryReadTool, SerperDevTool]\n");
+    let (_dir, p) = ok(&[("config/agents.yaml", &agents), ("config/tasks.yaml", TASKS)]);
+    let registry = ToolRegistry::with_builtins(&p.root);
+    let err = p.plan(&inputs(&[("topic", "AI")]), &registry).unwrap_err();
+    let errs: Vec<String> = err.diagnostics().iter().map(ToString::to_string).collect();
+    assert_eq!(errs.len(), 1, "{errs:#?}");
+    assert!(
+        errs[0].starts_with("config/agents.yaml:10: agent 'writer' names tool 'SerperDevTool', which no one provides; SerperDevTool is a crewai-tools tool that crewai-rs does not provide yet"),
+        "{errs:#?}"
+    );
+}
+
+#[test]
+fn tool_mappings_take_usage_options() {
+    let agents = format!("{AGENTS}  tools:\n    - {{name: file_read, result_as_answer: true, max_usage_count: 2}}\n    - {{name: file_write, path: x}}\n");
+    let (_dir, p) = ok(&[("config/agents.yaml", &agents), ("config/tasks.yaml", TASKS)]);
+    let registry = ToolRegistry::with_builtins(&p.root);
+    let err = p.resolve_tools(&registry).unwrap_err();
+    let errs: Vec<String> = err.diagnostics().iter().map(ToString::to_string).collect();
+    assert_eq!(errs, ["config/agents.yaml:12: agent 'writer': tool 'file_write' could not be created: the built-in tool takes no arguments in project files (given: path)"]);
+    let agents = format!("{AGENTS}  tools:\n    - {{name: file_read, result_as_answer: true, max_usage_count: 2}}\n");
+    let (_dir, p) = ok(&[("config/agents.yaml", &agents), ("config/tasks.yaml", TASKS)]);
+    let resolved = p.resolve_tools(&registry).unwrap();
+    let tool = &resolved.agents["writer"][0];
+    assert!(tool.result_as_answer());
+    assert_eq!(tool.max_usage_count(), Some(2));
+}

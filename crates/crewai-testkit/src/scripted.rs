@@ -96,12 +96,20 @@ pub struct ScriptedToolCall {
 impl ScriptedToolCall {
     /// A call of `name` with `arguments` serialised as JSON.
     pub fn new(name: impl Into<String>, arguments: Value) -> Self {
-        ScriptedToolCall { id: None, name: name.into(), arguments: arguments.to_string() }
+        ScriptedToolCall {
+            id: None,
+            name: name.into(),
+            arguments: arguments.to_string(),
+        }
     }
 
     /// A call whose arguments text is sent verbatim (for broken-JSON tests).
     pub fn raw(name: impl Into<String>, arguments: impl Into<String>) -> Self {
-        ScriptedToolCall { id: None, name: name.into(), arguments: arguments.into() }
+        ScriptedToolCall {
+            id: None,
+            name: name.into(),
+            arguments: arguments.into(),
+        }
     }
 
     /// Fixes the call id.
@@ -123,10 +131,24 @@ pub struct Reply {
 
 #[derive(Debug, Clone, PartialEq)]
 enum ReplyBody {
-    Completion { content: Option<String>, tool_calls: Vec<ScriptedToolCall> },
-    Error { status: u16, message: String, error_type: String, code: Option<String> },
-    Raw { status: u16, content_type: String, body: String },
-    RawSse { events: Vec<String> },
+    Completion {
+        content: Option<String>,
+        tool_calls: Vec<ScriptedToolCall>,
+    },
+    Error {
+        status: u16,
+        message: String,
+        error_type: String,
+        code: Option<String>,
+    },
+    Raw {
+        status: u16,
+        content_type: String,
+        body: String,
+    },
+    RawSse {
+        events: Vec<String>,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -139,14 +161,22 @@ struct ScriptedUsage {
 
 impl Default for ScriptedUsage {
     fn default() -> Self {
-        ScriptedUsage { prompt: 10, completion: 5, cached: 0, reasoning: 0 }
+        ScriptedUsage {
+            prompt: 10,
+            completion: 5,
+            cached: 0,
+            reasoning: 0,
+        }
     }
 }
 
 impl Reply {
     fn completion(content: Option<String>, tool_calls: Vec<ScriptedToolCall>) -> Self {
         Reply {
-            body: ReplyBody::Completion { content, tool_calls },
+            body: ReplyBody::Completion {
+                content,
+                tool_calls,
+            },
             usage: ScriptedUsage::default(),
             finish_reason: None,
             headers: Vec::new(),
@@ -155,7 +185,13 @@ impl Reply {
     }
 
     fn from_body(body: ReplyBody) -> Self {
-        Reply { body, usage: ScriptedUsage::default(), finish_reason: None, headers: Vec::new(), delay: None }
+        Reply {
+            body,
+            usage: ScriptedUsage::default(),
+            finish_reason: None,
+            headers: Vec::new(),
+            delay: None,
+        }
     }
 
     /// A plain assistant text reply (`finish_reason: stop`).
@@ -174,7 +210,10 @@ impl Reply {
     }
 
     /// Text and tool calls in the same assistant message.
-    pub fn text_and_tool_calls(content: impl Into<String>, calls: impl IntoIterator<Item = ScriptedToolCall>) -> Self {
+    pub fn text_and_tool_calls(
+        content: impl Into<String>,
+        calls: impl IntoIterator<Item = ScriptedToolCall>,
+    ) -> Self {
         Self::completion(Some(content.into()), calls.into_iter().collect())
     }
 
@@ -188,7 +227,12 @@ impl Reply {
             429 => "rate_limit_error",
             _ => "server_error",
         };
-        Self::from_body(ReplyBody::Error { status, message: message.into(), error_type: error_type.to_string(), code: None })
+        Self::from_body(ReplyBody::Error {
+            status,
+            message: message.into(),
+            error_type: error_type.to_string(),
+            code: None,
+        })
     }
 
     /// Sets the error's `code` (only meaningful on [`Reply::error`]).
@@ -210,18 +254,26 @@ impl Reply {
 
     /// HTTP 429 with a `retry-after` header (seconds).
     pub fn rate_limited(retry_after_seconds: u64) -> Self {
-        Self::error(429, "Rate limit reached for requests").with_error_code("rate_limit_exceeded").with_header("retry-after", retry_after_seconds.to_string())
+        Self::error(429, "Rate limit reached for requests")
+            .with_error_code("rate_limit_exceeded")
+            .with_header("retry-after", retry_after_seconds.to_string())
     }
 
     /// Any status and body, sent as is.
     pub fn raw(status: u16, content_type: impl Into<String>, body: impl Into<String>) -> Self {
-        Self::from_body(ReplyBody::Raw { status, content_type: content_type.into(), body: body.into() })
+        Self::from_body(ReplyBody::Raw {
+            status,
+            content_type: content_type.into(),
+            body: body.into(),
+        })
     }
 
     /// A hand-written SSE stream: each entry is the text after `data: ` of one event (add `"[DONE]"`
     /// yourself if the stream should end properly).
     pub fn raw_sse(events: impl IntoIterator<Item = impl Into<String>>) -> Self {
-        Self::from_body(ReplyBody::RawSse { events: events.into_iter().map(Into::into).collect() })
+        Self::from_body(ReplyBody::RawSse {
+            events: events.into_iter().map(Into::into).collect(),
+        })
     }
 
     /// The usage the response reports (total = prompt + completion).
@@ -276,19 +328,30 @@ pub struct RecordedRequest {
 impl RecordedRequest {
     /// A header's value (name compared case-insensitively).
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
     }
 
     /// The `messages` array of a chat-completions body (empty when absent).
     pub fn messages(&self) -> &[Value] {
-        self.body["messages"].as_array().map(Vec::as_slice).unwrap_or(&[])
+        self.body["messages"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or(&[])
     }
 
     /// The names of the offered tools (`tools[].function.name`).
     pub fn tool_names(&self) -> Vec<String> {
         self.body["tools"]
             .as_array()
-            .map(|tools| tools.iter().filter_map(|t| t["function"]["name"].as_str().map(str::to_string)).collect())
+            .map(|tools| {
+                tools
+                    .iter()
+                    .filter_map(|t| t["function"]["name"].as_str().map(str::to_string))
+                    .collect()
+            })
             .unwrap_or_default()
     }
 }
@@ -310,7 +373,9 @@ struct Shared {
 impl Shared {
     fn lock(&self) -> MutexGuard<'_, Script> {
         // A test that panicked while holding the lock must not hide its own failure behind a poison error.
-        self.script.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.script
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
 
@@ -327,8 +392,12 @@ impl ScriptedServer {
     ///
     /// Panics if no port can be bound (a broken test machine, not a test outcome).
     pub async fn start() -> Self {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind 127.0.0.1:0 for the scripted server");
-        let address = listener.local_addr().expect("local address of the scripted server");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind 127.0.0.1:0 for the scripted server");
+        let address = listener
+            .local_addr()
+            .expect("local address of the scripted server");
         let shared = Arc::new(Shared::default());
         let (shutdown, stopped) = oneshot::channel::<()>();
         let app = router(shared.clone());
@@ -339,7 +408,12 @@ impl ScriptedServer {
                 })
                 .await;
         });
-        ScriptedServer { address, shared, shutdown: Some(shutdown), background: None }
+        ScriptedServer {
+            address,
+            shared,
+            shutdown: Some(shutdown),
+            background: None,
+        }
     }
 
     /// Starts a server on its own thread and runtime, for synchronous tests (spawning a binary).
@@ -347,10 +421,17 @@ impl ScriptedServer {
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         let (shutdown, stopped) = oneshot::channel::<()>();
         let background = std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("tokio runtime for the scripted server");
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("tokio runtime for the scripted server");
             runtime.block_on(async move {
-                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind 127.0.0.1:0 for the scripted server");
-                let address = listener.local_addr().expect("local address of the scripted server");
+                let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+                    .await
+                    .expect("bind 127.0.0.1:0 for the scripted server");
+                let address = listener
+                    .local_addr()
+                    .expect("local address of the scripted server");
                 let shared = Arc::new(Shared::default());
                 let app = router(shared.clone());
                 let _ = ready_tx.send((address, shared));
@@ -362,7 +443,12 @@ impl ScriptedServer {
             });
         });
         let (address, shared) = ready_rx.recv().expect("the scripted server thread started");
-        ScriptedServer { address, shared, shutdown: Some(shutdown), background: Some(background) }
+        ScriptedServer {
+            address,
+            shared,
+            shutdown: Some(shutdown),
+            background: Some(background),
+        }
     }
 
     /// The socket address the server listens on.
@@ -447,16 +533,31 @@ fn router(shared: Arc<Shared>) -> Router {
     Router::new().fallback(answer).with_state(shared)
 }
 
-async fn answer(State(shared): State<Arc<Shared>>, method: Method, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
+async fn answer(
+    State(shared): State<Arc<Shared>>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     let body_json = if body.is_empty() {
         Value::Null
     } else {
-        serde_json::from_slice(&body).unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&body).into_owned()))
+        serde_json::from_slice(&body)
+            .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&body).into_owned()))
     };
     let recorded = RecordedRequest {
         method: method.to_string(),
         path: uri.path().to_string(),
-        headers: headers.iter().map(|(n, v)| (n.to_string(), String::from_utf8_lossy(v.as_bytes()).into_owned())).collect(),
+        headers: headers
+            .iter()
+            .map(|(n, v)| {
+                (
+                    n.to_string(),
+                    String::from_utf8_lossy(v.as_bytes()).into_owned(),
+                )
+            })
+            .collect(),
         body: body_json.clone(),
     };
     let (reply, request_number, response_id, call_ids) = {
@@ -467,7 +568,10 @@ async fn answer(State(shared): State<Arc<Shared>>, method: Method, uri: Uri, hea
         script.next_response_id += 1;
         let response_id = format!("chatcmpl-scripted-{}", script.next_response_id);
         let call_ids: Vec<String> = match &reply {
-            Some(Reply { body: ReplyBody::Completion { tool_calls, .. }, .. }) => tool_calls
+            Some(Reply {
+                body: ReplyBody::Completion { tool_calls, .. },
+                ..
+            }) => tool_calls
                 .iter()
                 .map(|call| {
                     call.id.clone().unwrap_or_else(|| {
@@ -485,7 +589,10 @@ async fn answer(State(shared): State<Arc<Shared>>, method: Method, uri: Uri, hea
     let Some(reply) = reply else {
         return error_response(
             400,
-            &format!("scripted server: no reply left for request #{request_number} to {}", uri.path()),
+            &format!(
+                "scripted server: no reply left for request #{request_number} to {}",
+                uri.path()
+            ),
             "invalid_request_error",
             Some("scripted_queue_empty"),
             &[],
@@ -494,25 +601,72 @@ async fn answer(State(shared): State<Arc<Shared>>, method: Method, uri: Uri, hea
     if let Some(delay) = reply.delay {
         tokio::time::sleep(delay).await;
     }
-    let model = body_json["model"].as_str().unwrap_or("scripted-model").to_string();
+    let model = body_json["model"]
+        .as_str()
+        .unwrap_or("scripted-model")
+        .to_string();
     let streaming = body_json["stream"].as_bool().unwrap_or(false);
-    let include_usage = body_json["stream_options"]["include_usage"].as_bool().unwrap_or(false);
+    let include_usage = body_json["stream_options"]["include_usage"]
+        .as_bool()
+        .unwrap_or(false);
 
     match &reply.body {
-        ReplyBody::Error { status, message, error_type, code } => error_response(*status, message, error_type, code.as_deref(), &reply.headers),
-        ReplyBody::Raw { status, content_type, body } => plain_response(*status, content_type, body.clone(), &reply.headers),
+        ReplyBody::Error {
+            status,
+            message,
+            error_type,
+            code,
+        } => error_response(
+            *status,
+            message,
+            error_type,
+            code.as_deref(),
+            &reply.headers,
+        ),
+        ReplyBody::Raw {
+            status,
+            content_type,
+            body,
+        } => plain_response(*status, content_type, body.clone(), &reply.headers),
         ReplyBody::RawSse { events } => {
             let text: String = events.iter().map(|e| format!("data: {e}\n\n")).collect();
             plain_response(200, "text/event-stream", text, &reply.headers)
         }
-        ReplyBody::Completion { content, tool_calls } => {
-            let calls: Vec<(String, &ScriptedToolCall)> = call_ids.into_iter().zip(tool_calls.iter()).collect();
-            let finish_reason = reply.finish_reason.clone().unwrap_or_else(|| if calls.is_empty() { "stop".into() } else { "tool_calls".into() });
-            let completion = Completion { id: &response_id, model: &model, content: content.as_deref(), calls: &calls, finish_reason: &finish_reason, usage: reply.usage };
+        ReplyBody::Completion {
+            content,
+            tool_calls,
+        } => {
+            let calls: Vec<(String, &ScriptedToolCall)> =
+                call_ids.into_iter().zip(tool_calls.iter()).collect();
+            let finish_reason = reply.finish_reason.clone().unwrap_or_else(|| {
+                if calls.is_empty() {
+                    "stop".into()
+                } else {
+                    "tool_calls".into()
+                }
+            });
+            let completion = Completion {
+                id: &response_id,
+                model: &model,
+                content: content.as_deref(),
+                calls: &calls,
+                finish_reason: &finish_reason,
+                usage: reply.usage,
+            };
             if streaming {
-                plain_response(200, "text/event-stream", completion.sse(include_usage), &reply.headers)
+                plain_response(
+                    200,
+                    "text/event-stream",
+                    completion.sse(include_usage),
+                    &reply.headers,
+                )
             } else {
-                plain_response(200, "application/json", completion.json().to_string(), &reply.headers)
+                plain_response(
+                    200,
+                    "application/json",
+                    completion.json().to_string(),
+                    &reply.headers,
+                )
             }
         }
     }
@@ -585,10 +739,18 @@ impl Completion<'_> {
                 json!({"tool_calls": [{"index": index, "id": id, "type": "function", "function": {"name": call.name, "arguments": ""}}]}),
                 None,
             ));
-            let middle = call.arguments.char_indices().nth(call.arguments.chars().count() / 2).map(|(i, _)| i).unwrap_or(0);
+            let middle = call
+                .arguments
+                .char_indices()
+                .nth(call.arguments.chars().count() / 2)
+                .map(|(i, _)| i)
+                .unwrap_or(0);
             let (head, tail) = call.arguments.split_at(middle);
             for part in [head, tail].into_iter().filter(|p| !p.is_empty()) {
-                chunks.push(self.chunk(json!({"tool_calls": [{"index": index, "function": {"arguments": part}}]}), None));
+                chunks.push(self.chunk(
+                    json!({"tool_calls": [{"index": index, "function": {"arguments": part}}]}),
+                    None,
+                ));
             }
         }
         chunks.push(self.chunk(json!({}), Some(self.finish_reason)));
@@ -614,20 +776,36 @@ fn split_for_streaming(text: &str) -> Vec<String> {
     chars.chunks(8).map(|c| c.iter().collect()).collect()
 }
 
-fn error_response(status: u16, message: &str, error_type: &str, code: Option<&str>, headers: &[(String, String)]) -> Response {
-    let body = json!({"error": {"message": message, "type": error_type, "param": null, "code": code}});
+fn error_response(
+    status: u16,
+    message: &str,
+    error_type: &str,
+    code: Option<&str>,
+    headers: &[(String, String)],
+) -> Response {
+    let body =
+        json!({"error": {"message": message, "type": error_type, "param": null, "code": code}});
     plain_response(status, "application/json", body.to_string(), headers)
 }
 
-fn plain_response(status: u16, content_type: &str, body: String, headers: &[(String, String)]) -> Response {
+fn plain_response(
+    status: u16,
+    content_type: &str,
+    body: String,
+    headers: &[(String, String)],
+) -> Response {
     let mut response = Response::new(Body::from(body));
-    *response.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    *response.status_mut() =
+        StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let response_headers = response.headers_mut();
     if let Ok(value) = HeaderValue::from_str(content_type) {
         response_headers.insert(axum::http::header::CONTENT_TYPE, value);
     }
     for (name, value) in headers {
-        if let (Ok(name), Ok(value)) = (HeaderName::from_bytes(name.as_bytes()), HeaderValue::from_str(value)) {
+        if let (Ok(name), Ok(value)) = (
+            HeaderName::from_bytes(name.as_bytes()),
+            HeaderValue::from_str(value),
+        ) {
             response_headers.insert(name, value);
         }
     }
@@ -640,7 +818,9 @@ mod tests {
 
     async fn post(server: &ScriptedServer, body: Value) -> (u16, String) {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
-        let mut stream = tokio::net::TcpStream::connect(server.address()).await.unwrap();
+        let mut stream = tokio::net::TcpStream::connect(server.address())
+            .await
+            .unwrap();
         let payload = body.to_string();
         let request = format!(
             "POST /v1/chat/completions HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{payload}",
@@ -658,7 +838,10 @@ mod tests {
     #[tokio::test]
     async fn answers_in_order_and_records_requests() {
         let server = ScriptedServer::start().await;
-        server.push(Reply::tool_calls([ScriptedToolCall::new("a", json!({"x": 1})), ScriptedToolCall::new("b", json!({}))]));
+        server.push(Reply::tool_calls([
+            ScriptedToolCall::new("a", json!({"x": 1})),
+            ScriptedToolCall::new("b", json!({})),
+        ]));
         server.push(Reply::text("done").with_usage(7, 3));
 
         let (status, first) = post(&server, json!({"model": "m1", "messages": []})).await;
@@ -671,7 +854,11 @@ mod tests {
         assert_eq!(first["choices"][0]["finish_reason"], "tool_calls");
         assert_eq!(first["model"], "m1");
 
-        let (_, second) = post(&server, json!({"model": "m1", "messages": [{"role": "user", "content": "hi"}]})).await;
+        let (_, second) = post(
+            &server,
+            json!({"model": "m1", "messages": [{"role": "user", "content": "hi"}]}),
+        )
+        .await;
         let second: Value = serde_json::from_str(&second).unwrap();
         assert_eq!(second["choices"][0]["message"]["content"], "done");
         assert_eq!(second["usage"]["total_tokens"], 10);
@@ -704,13 +891,24 @@ mod tests {
     async fn streams_when_asked() {
         let server = ScriptedServer::start().await;
         server.push(Reply::text("hello streaming world"));
-        let (_, body) = post(&server, json!({"model": "m", "stream": true, "stream_options": {"include_usage": true}})).await;
-        let events: Vec<&str> = body.lines().filter_map(|l| l.strip_prefix("data: ")).collect();
+        let (_, body) = post(
+            &server,
+            json!({"model": "m", "stream": true, "stream_options": {"include_usage": true}}),
+        )
+        .await;
+        let events: Vec<&str> = body
+            .lines()
+            .filter_map(|l| l.strip_prefix("data: "))
+            .collect();
         assert_eq!(events.last(), Some(&"[DONE]"));
         let text: String = events
             .iter()
             .filter_map(|e| serde_json::from_str::<Value>(e).ok())
-            .filter_map(|v| v["choices"][0]["delta"]["content"].as_str().map(str::to_string))
+            .filter_map(|v| {
+                v["choices"][0]["delta"]["content"]
+                    .as_str()
+                    .map(str::to_string)
+            })
             .collect();
         assert_eq!(text, "hello streaming world");
         assert!(events.iter().any(|e| e.contains("\"usage\"")));
@@ -720,7 +918,10 @@ mod tests {
     fn blocking_server_serves_from_its_own_thread() {
         let server = ScriptedServer::start_blocking();
         server.push_text("hi");
-        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
         let (status, _) = runtime.block_on(post(&server, json!({"model": "m"})));
         assert_eq!(status, 200);
         assert_eq!(server.remaining(), 0);

@@ -15,6 +15,9 @@ pub struct ToolContext {
     pub task_name: Option<String>,
     pub crew_id: Option<String>,
     pub cancellation: CancellationToken,
+    /// The id of the event that announced this call (`tool_usage_started`), so that work the tool
+    /// causes (a delegated coworker's run) is reported under it.
+    pub parent_event_id: Option<String>,
 }
 
 impl ToolContext {

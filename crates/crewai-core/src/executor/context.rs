@@ -26,7 +26,11 @@ fn transcript_line(message: &Message) -> String {
     };
     let mut line = format!("{role}: {}", message.text());
     for call in &message.tool_calls {
-        line.push_str(&format!("\n(called tool {} with {})", call.name, call.arguments_text()));
+        line.push_str(&format!(
+            "\n(called tool {} with {})",
+            call.name,
+            call.arguments_text()
+        ));
     }
     line
 }
@@ -38,7 +42,11 @@ pub(crate) fn chunk_transcript(lines: &[String], limit: usize) -> Vec<String> {
     let mut current = String::new();
     for line in lines {
         let pieces: Vec<String> = if line.chars().count() > limit {
-            line.chars().collect::<Vec<_>>().chunks(limit).map(|c| c.iter().collect()).collect()
+            line.chars()
+                .collect::<Vec<_>>()
+                .chunks(limit)
+                .map(|c| c.iter().collect())
+                .collect()
         } else {
             vec![line.clone()]
         };
@@ -61,21 +69,33 @@ pub(crate) fn chunk_transcript(lines: &[String], limit: usize) -> Vec<String> {
 /// The text between `<summary>` and `</summary>`, or the whole reply when the tags are missing.
 pub(crate) fn extract_summary(reply: &str) -> String {
     match (reply.find("<summary>"), reply.rfind("</summary>")) {
-        (Some(start), Some(end)) if end > start => reply[start + "<summary>".len()..end].trim().to_string(),
+        (Some(start), Some(end)) if end > start => {
+            reply[start + "<summary>".len()..end].trim().to_string()
+        }
         _ => reply.trim().to_string(),
     }
 }
 
 impl Execution {
-    async fn summarize_chunk(&self, chunk: &str, permits: &tokio::sync::Semaphore) -> Result<String, AgentError> {
+    async fn summarize_chunk(
+        &self,
+        chunk: &str,
+        permits: &tokio::sync::Semaphore,
+    ) -> Result<String, AgentError> {
         let _permit = permits.acquire().await;
-        let request = LlmRequest::new(vec![Message::system(prompts::SUMMARIZER_SYSTEM), Message::user(prompts::summarize_chunk(chunk))]);
+        let request = LlmRequest::new(vec![
+            Message::system(prompts::SUMMARIZER_SYSTEM),
+            Message::user(prompts::summarize_chunk(chunk)),
+        ]);
         match self.send(request).await {
             Ok(response) => Ok(extract_summary(&response.content.unwrap_or_default())),
-            Err(CallFailure::Llm(error)) if error.is_context_length() => {
-                Err(self.context_error(format!("a part of the history is too long even to summarise: {error}")))
-            }
-            Err(CallFailure::Llm(source)) => Err(AgentError::Llm { role: self.role().to_string(), source }),
+            Err(CallFailure::Llm(error)) if error.is_context_length() => Err(self.context_error(
+                format!("a part of the history is too long even to summarise: {error}"),
+            )),
+            Err(CallFailure::Llm(source)) => Err(AgentError::Llm {
+                role: self.role().to_string(),
+                source,
+            }),
             Err(CallFailure::NotJson(message)) => Err(self.context_error(message)),
         }
     }
@@ -84,15 +104,22 @@ impl Execution {
     pub(crate) async fn summarize(&self, messages: &mut Vec<Message>) -> Result<(), AgentError> {
         let window_tokens = self.llm.capabilities().context_window.max(1024) as f64;
         let chunk_chars = (window_tokens * USABLE_WINDOW_SHARE) as usize * CHARS_PER_TOKEN;
-        let (system, history): (Vec<Message>, Vec<Message>) = messages.drain(..).partition(|m| m.role == Role::System);
+        let (system, history): (Vec<Message>, Vec<Message>) =
+            messages.drain(..).partition(|m| m.role == Role::System);
         let lines: Vec<String> = history.iter().map(transcript_line).collect();
         let chunks = chunk_transcript(&lines, chunk_chars);
         // Futures collected first, then polled together: a closure inside a stream adapter would make
         // this future non-`Send` (rustc's higher-ranked lifetime limitation), and crews spawn runs.
         let permits = tokio::sync::Semaphore::new(CONCURRENT_SUMMARIES);
-        let runs: Vec<_> = chunks.iter().map(|chunk| self.summarize_chunk(chunk, &permits)).collect();
+        let runs: Vec<_> = chunks
+            .iter()
+            .map(|chunk| self.summarize_chunk(chunk, &permits))
+            .collect();
         let summaries = futures::future::join_all(runs).await;
-        let merged = summaries.into_iter().collect::<Result<Vec<_>, _>>()?.join("\n\n");
+        let merged = summaries
+            .into_iter()
+            .collect::<Result<Vec<_>, _>>()?
+            .join("\n\n");
         *messages = system;
         messages.push(Message::user(prompts::summary_continuation(&merged)));
         Ok(())
@@ -105,7 +132,9 @@ mod tests {
 
     #[test]
     fn chunks_respect_the_limit_and_keep_everything() {
-        let lines: Vec<String> = (0..10).map(|i| format!("line {i} {}", "x".repeat(20))).collect();
+        let lines: Vec<String> = (0..10)
+            .map(|i| format!("line {i} {}", "x".repeat(20)))
+            .collect();
         let chunks = chunk_transcript(&lines, 60);
         assert!(chunks.len() > 1);
         assert!(chunks.iter().all(|c| c.chars().count() <= 60));
@@ -123,7 +152,10 @@ mod tests {
 
     #[test]
     fn summary_tags_are_extracted() {
-        assert_eq!(extract_summary("Sure.\n<summary>\nfacts\n</summary>"), "facts");
+        assert_eq!(
+            extract_summary("Sure.\n<summary>\nfacts\n</summary>"),
+            "facts"
+        );
         assert_eq!(extract_summary("no tags"), "no tags");
     }
 }

@@ -1,7 +1,10 @@
 //! One model call of an execution: rate limit, hooks, events, usage, streaming, structured-output
 //! validation and context-window recovery.
 
-use crewai_llm::{LlmError, LlmRequest, LlmResponse, Message, StreamEvent, ToolChoice, ToolDefinition, collect_stream};
+use crewai_llm::{
+    LlmError, LlmRequest, LlmResponse, Message, StreamEvent, ToolChoice, ToolDefinition,
+    collect_stream,
+};
 use futures::FutureExt;
 use serde_json::Value;
 
@@ -50,7 +53,11 @@ impl Execution {
     /// `messages` (kept for the rest of the run) or block; on a context-length error the history is
     /// summarised and the call made again (or, with `respect_context_window: false`, the error says
     /// how to fix it); the after-hooks may replace the reply text.
-    pub(crate) async fn call_model(&self, messages: &mut Vec<Message>, shape: CallShape<'_>) -> Result<LlmResponse, AgentError> {
+    pub(crate) async fn call_model(
+        &self,
+        messages: &mut Vec<Message>,
+        shape: CallShape<'_>,
+    ) -> Result<LlmResponse, AgentError> {
         let mut summaries = 0;
         loop {
             let mut hook_ctx = LlmCallContext {
@@ -65,7 +72,10 @@ impl Execution {
             let decision = self.hooks.run_before_llm(&mut hook_ctx);
             *messages = std::mem::take(&mut hook_ctx.messages);
             if let HookDecision::Block { reason } = decision {
-                return Err(AgentError::LlmCallBlocked { role: self.role().to_string(), reason });
+                return Err(AgentError::LlmCallBlocked {
+                    role: self.role().to_string(),
+                    reason,
+                });
             }
 
             let mut request = LlmRequest::new(messages.clone()).with_tools(shape.tools.to_vec());
@@ -87,8 +97,16 @@ impl Execution {
                     return Ok(response);
                 }
                 Err(CallFailure::NotJson(message)) => {
-                    let format = self.response_format.as_ref().map(|f| f.name.clone()).unwrap_or_default();
-                    return Err(AgentError::InvalidStructuredOutput { role: self.role().to_string(), format, message });
+                    let format = self
+                        .response_format
+                        .as_ref()
+                        .map(|f| f.name.clone())
+                        .unwrap_or_default();
+                    return Err(AgentError::InvalidStructuredOutput {
+                        role: self.role().to_string(),
+                        format,
+                        message,
+                    });
                 }
                 Err(CallFailure::Llm(error)) if error.is_context_length() => {
                     if !self.agent.respect_context_window() {
@@ -98,21 +116,39 @@ impl Execution {
                         return Err(self.context_error(format!("still too long after summarising the history {MAX_SUMMARIES} times: {error}")));
                     }
                     summaries += 1;
-                    tracing::info!(agent = self.role(), "the conversation outgrew the context window; summarising it");
+                    tracing::info!(
+                        agent = self.role(),
+                        "the conversation outgrew the context window; summarising it"
+                    );
                     self.summarize(messages).await?;
                 }
-                Err(CallFailure::Llm(source)) => return Err(AgentError::Llm { role: self.role().to_string(), source }),
+                Err(CallFailure::Llm(source)) => {
+                    return Err(AgentError::Llm {
+                        role: self.role().to_string(),
+                        source,
+                    });
+                }
             }
         }
     }
 
     pub(crate) fn context_error(&self, message: String) -> AgentError {
-        AgentError::ContextWindowExceeded { role: self.role().to_string(), model: self.llm.model().to_string(), message }
+        AgentError::ContextWindowExceeded {
+            role: self.role().to_string(),
+            model: self.llm.model().to_string(),
+            message,
+        }
     }
 
     /// Waits for the rate limit (the agent's own, else the crew's), saying so when it has to wait.
     async fn wait_for_rate_limit(&self) {
-        let Some(limiter) = self.agent.config.rate_limiter.as_ref().or(self.services.rate_limiter.as_ref()) else {
+        let Some(limiter) = self
+            .agent
+            .config
+            .rate_limiter
+            .as_ref()
+            .or(self.services.rate_limiter.as_ref())
+        else {
             return;
         };
         let mut slot = Box::pin(limiter.acquire());
@@ -121,7 +157,10 @@ impl Execution {
                 // CrewAI's wording, which its users (and conformance) look for in verbose output.
                 println!("Max RPM reached, waiting for next minute to start.");
             }
-            tracing::info!(agent = self.role(), "max RPM reached; waiting for the rate limit");
+            tracing::info!(
+                agent = self.role(),
+                "max RPM reached; waiting for the rate limit"
+            );
             slot.await;
         }
     }
@@ -176,7 +215,9 @@ impl Execution {
         let response = match result {
             Ok(response) => response,
             Err(error) => {
-                self.services.events.emit(self.event_id, failed(error.to_string()));
+                self.services
+                    .events
+                    .emit(self.event_id, failed(error.to_string()));
                 return Err(CallFailure::Llm(error));
             }
         };
@@ -184,7 +225,9 @@ impl Execution {
         if structured && response.tool_calls.is_empty() {
             let text = response.content.clone().unwrap_or_default();
             if let Err(problem) = parse_structured(&text) {
-                self.services.events.emit(self.event_id, failed(problem.clone()));
+                self.services
+                    .events
+                    .emit(self.event_id, failed(problem.clone()));
                 return Err(CallFailure::NotJson(problem));
             }
         }
@@ -215,7 +258,15 @@ mod tests {
     #[test]
     fn structured_replies_may_be_fenced_but_must_be_json() {
         assert_eq!(parse_structured("{\"score\":4}").unwrap()["score"], 4);
-        assert_eq!(parse_structured("```json\n{\"score\": 4}\n```").unwrap()["score"], 4);
-        assert!(parse_structured("Thought: I now can give a great answer\nFinal Answer: {\"score\": 4}").is_err());
+        assert_eq!(
+            parse_structured("```json\n{\"score\": 4}\n```").unwrap()["score"],
+            4
+        );
+        assert!(
+            parse_structured(
+                "Thought: I now can give a great answer\nFinal Answer: {\"score\": 4}"
+            )
+            .is_err()
+        );
     }
 }

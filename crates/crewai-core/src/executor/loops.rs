@@ -1,6 +1,6 @@
 //! The three loops and the forced final answer.
 
-use crewai_llm::{Message, ToolCall};
+use crewai_llm::{LlmError, Message, ToolCall};
 
 use super::llm_call::{CallShape, parse_structured};
 use super::react::{self, OBSERVATION_STOP, ReactStep};
@@ -13,21 +13,41 @@ impl Execution {
     pub(crate) async fn run_loop(&self, messages: Vec<Message>) -> Result<LoopOutcome, AgentError> {
         match self.mode {
             LoopMode::Native => self.native_loop(messages).await,
-            LoopMode::React => self.react_loop(messages).await,
+            LoopMode::React => self.react_loop(messages, 0).await,
             LoopMode::Direct => self.direct_answer(messages).await,
         }
     }
 
-    fn finish(&self, messages: Vec<Message>, output: String, thought: Option<String>) -> Result<LoopOutcome, AgentError> {
+    fn finish(
+        &self,
+        messages: Vec<Message>,
+        output: String,
+        thought: Option<String>,
+    ) -> Result<LoopOutcome, AgentError> {
         if output.trim().is_empty() {
-            return Err(AgentError::EmptyAnswer { role: self.role().to_string() });
+            return Err(AgentError::EmptyAnswer {
+                role: self.role().to_string(),
+            });
         }
-        self.report_step(AgentStep::FinalAnswer { output: output.clone(), thought });
-        Ok(LoopOutcome { output, typed: None, messages, result_as_answer: false })
+        self.report_step(AgentStep::FinalAnswer {
+            output: output.clone(),
+            thought,
+        });
+        Ok(LoopOutcome {
+            output,
+            typed: None,
+            messages,
+            result_as_answer: false,
+        })
     }
 
     fn tool_answer(&self, messages: Vec<Message>, output: String) -> LoopOutcome {
-        LoopOutcome { output, typed: None, messages, result_as_answer: true }
+        LoopOutcome {
+            output,
+            typed: None,
+            messages,
+            result_as_answer: true,
+        }
     }
 
     /// Native tool calling: text ends the run; tool calls run and their results go back.
@@ -38,7 +58,27 @@ impl Execution {
             if iterations >= self.agent.max_iter() {
                 return self.forced_final_answer(messages, iterations).await;
             }
-            let response = self.call_model(&mut messages, CallShape { tools: &definitions, iterations, ..Default::default() }).await?;
+            let response = match self
+                .call_model(
+                    &mut messages,
+                    CallShape {
+                        tools: &definitions,
+                        iterations,
+                        ..Default::default()
+                    },
+                )
+                .await
+            {
+                Ok(response) => response,
+                Err(AgentError::Llm { source, .. }) if native_tools_unsupported(&source) => {
+                    tracing::warn!(agent = self.role(), %source, "the provider refused native tools; continuing with ReAct text tool calls");
+                    messages.push(Message::user(prompts::native_tools_unavailable(
+                        &self.react_instructions(),
+                    )));
+                    return self.react_loop(messages, iterations).await;
+                }
+                Err(error) => return Err(error),
+            };
             messages.push(response.to_message());
             if response.tool_calls.is_empty() {
                 let text = response.content.unwrap_or_default();
@@ -60,23 +100,53 @@ impl Execution {
     }
 
     /// ReAct text: parse each reply; actions run a tool and the observation goes back.
-    async fn react_loop(&self, mut messages: Vec<Message>) -> Result<LoopOutcome, AgentError> {
+    async fn react_loop(
+        &self,
+        mut messages: Vec<Message>,
+        mut iterations: u32,
+    ) -> Result<LoopOutcome, AgentError> {
         let stop = vec![OBSERVATION_STOP.to_string()];
-        let mut iterations = 0;
         loop {
             if iterations >= self.agent.max_iter() {
                 return self.forced_final_answer(messages, iterations).await;
             }
-            let response = self.call_model(&mut messages, CallShape { stop: &stop, iterations, ..Default::default() }).await?;
+            let response = self
+                .call_model(
+                    &mut messages,
+                    CallShape {
+                        stop: &stop,
+                        iterations,
+                        ..Default::default()
+                    },
+                )
+                .await?;
             let reply = response.content.unwrap_or_default();
             match react::parse(&reply) {
-                ReactStep::Finish { thought, output, text } => {
+                ReactStep::Finish {
+                    thought,
+                    output,
+                    text,
+                } => {
                     messages.push(Message::assistant(text));
                     return self.finish(messages, output, Some(thought).filter(|t| !t.is_empty()));
                 }
-                ReactStep::Action { thought, tool, tool_input, text } => {
-                    let result = self.run_tool(&tool, &serde_json::Value::String(tool_input), Some(&thought)).await?;
-                    messages.push(Message::assistant(format!("{text}\nObservation: {}", result.text)));
+                ReactStep::Action {
+                    thought,
+                    tool,
+                    tool_input,
+                    text,
+                } => {
+                    let result = self
+                        .run_tool(
+                            &tool,
+                            &serde_json::Value::String(tool_input),
+                            Some(&thought),
+                        )
+                        .await?;
+                    messages.push(Message::assistant(format!(
+                        "{text}\nObservation: {}",
+                        result.text
+                    )));
                     if result.is_answer {
                         return Ok(self.tool_answer(messages, result.text));
                     }
@@ -90,23 +160,39 @@ impl Execution {
     /// No tools: one call (with the response format when asked), the reply is the answer.
     async fn direct_answer(&self, mut messages: Vec<Message>) -> Result<LoopOutcome, AgentError> {
         let structured = self.response_format.is_some();
-        let response = self.call_model(&mut messages, CallShape { structured, ..Default::default() }).await?;
+        let response = self
+            .call_model(
+                &mut messages,
+                CallShape {
+                    structured,
+                    ..Default::default()
+                },
+            )
+            .await?;
         let reply = response.content.unwrap_or_default();
         messages.push(Message::assistant(reply.clone()));
         if structured {
             // `send` already refused a reply that is not JSON, so this parse succeeds; a hook may
             // still have replaced the text, which is then checked again here.
-            let typed = parse_structured(&reply).map_err(|message| AgentError::InvalidStructuredOutput {
-                role: self.role().to_string(),
-                format: self.response_format.as_ref().map(|f| f.name.clone()).unwrap_or_default(),
-                message,
+            let typed = parse_structured(&reply).map_err(|message| {
+                AgentError::InvalidStructuredOutput {
+                    role: self.role().to_string(),
+                    format: self
+                        .response_format
+                        .as_ref()
+                        .map(|f| f.name.clone())
+                        .unwrap_or_default(),
+                    message,
+                }
             })?;
             let mut outcome = self.finish(messages, reply.trim().to_string(), None)?;
             outcome.typed = Some(typed);
             return Ok(outcome);
         }
         let (output, thought) = match react::parse(&reply) {
-            ReactStep::Finish { output, thought, .. } => (output, Some(thought).filter(|t| !t.is_empty())),
+            ReactStep::Finish {
+                output, thought, ..
+            } => (output, Some(thought).filter(|t| !t.is_empty())),
             // Without tools an action cannot run: the reply itself is the answer.
             ReactStep::Action { .. } => (reply.trim().to_string(), None),
         };
@@ -114,9 +200,21 @@ impl Execution {
     }
 
     /// `max_iter` reached: tell the model to answer now and make one call without tools.
-    async fn forced_final_answer(&self, mut messages: Vec<Message>, iterations: u32) -> Result<LoopOutcome, AgentError> {
+    async fn forced_final_answer(
+        &self,
+        mut messages: Vec<Message>,
+        iterations: u32,
+    ) -> Result<LoopOutcome, AgentError> {
         messages.push(Message::assistant(prompts::FORCED_FINAL_ANSWER));
-        let response = self.call_model(&mut messages, CallShape { iterations, ..Default::default() }).await?;
+        let response = self
+            .call_model(
+                &mut messages,
+                CallShape {
+                    iterations,
+                    ..Default::default()
+                },
+            )
+            .await?;
         let reply = response.content.unwrap_or_default();
         let output = match react::parse(&reply) {
             ReactStep::Finish { output, .. } => output,
@@ -125,6 +223,26 @@ impl Execution {
         messages.push(Message::assistant(reply));
         self.finish(messages, output, None)
     }
+}
+
+/// Whether a provider error says the model cannot take tools (then the run goes on in text mode).
+fn native_tools_unsupported(error: &LlmError) -> bool {
+    const PHRASES: &[&str] = &[
+        "does not support tools",
+        "tools are not supported",
+        "tool use is not supported",
+        "does not support function calling",
+        "function calling is not supported",
+        "tool_choice is not supported",
+        "unsupported parameter: 'tools'",
+    ];
+    let message = match error {
+        LlmError::Unsupported(message) | LlmError::InvalidRequest { message, .. } => {
+            message.to_lowercase()
+        }
+        _ => return false,
+    };
+    PHRASES.iter().any(|phrase| message.contains(phrase))
 }
 
 fn tool_message(call: &ToolCall, text: &str) -> Message {

@@ -15,7 +15,9 @@ impl Execution {
             system.push_str(&self.react_instructions());
         }
         if agent.config.inject_date {
-            let date = chrono::Local::now().format(&agent.config.date_format).to_string();
+            let date = chrono::Local::now()
+                .format(&agent.config.date_format)
+                .to_string();
             system.push_str(&prompts::date_block(&date));
         }
         system
@@ -27,7 +29,8 @@ impl Execution {
             .tools
             .iter()
             .map(|tool| {
-                let schema = serde_json::to_string_pretty(&tool.parameters()).unwrap_or_else(|_| tool.parameters().to_string());
+                let schema = serde_json::to_string_pretty(&tool.parameters())
+                    .unwrap_or_else(|_| tool.parameters().to_string());
                 prompts::react_tool_entry(tool.name(), &schema, tool.description())
             })
             .collect();
@@ -52,8 +55,16 @@ impl Execution {
         match input {
             KickoffInput::Text(task_text) => {
                 let user = self.task_message(task_text);
-                if let (Some(system_template), Some(prompt_template)) = (&config.system_template, &config.prompt_template) {
-                    let prompt = prompts::render_templates(system_template, prompt_template, config.response_template.as_deref(), &system, &user);
+                if let (Some(system_template), Some(prompt_template)) =
+                    (&config.system_template, &config.prompt_template)
+                {
+                    let prompt = prompts::render_templates(
+                        system_template,
+                        prompt_template,
+                        config.response_template.as_deref(),
+                        &system,
+                        &user,
+                    );
                     vec![Message::user(prompt)]
                 } else if !config.use_system_prompt {
                     vec![Message::user(format!("{system}{user}"))]
@@ -63,8 +74,17 @@ impl Execution {
             }
             KickoffInput::Messages(given) => {
                 let mut messages = Vec::with_capacity(given.len() + 1);
-                messages.push(if config.use_system_prompt { Message::system(system) } else { Message::user(system) });
-                messages.extend(given.iter().filter(|m| config.use_system_prompt || m.role != Role::System).cloned());
+                messages.push(if config.use_system_prompt {
+                    Message::system(system)
+                } else {
+                    Message::user(system)
+                });
+                messages.extend(
+                    given
+                        .iter()
+                        .filter(|m| config.use_system_prompt || m.role != Role::System)
+                        .cloned(),
+                );
                 messages
             }
         }

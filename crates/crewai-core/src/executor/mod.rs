@@ -85,7 +85,13 @@ pub(crate) struct Execution {
 }
 
 impl Execution {
-    pub(crate) fn new(agent: &Agent, llm: Arc<dyn Llm>, services: RunServices, tools: ToolSet, kind: RunKind) -> Self {
+    pub(crate) fn new(
+        agent: &Agent,
+        llm: Arc<dyn Llm>,
+        services: RunServices,
+        tools: ToolSet,
+        kind: RunKind,
+    ) -> Self {
         let mode = if tools.is_empty() {
             LoopMode::Direct
         } else if llm.capabilities().function_calling {
@@ -126,8 +132,13 @@ impl Execution {
 
     /// Adds one call's usage to this execution and to the run's tracker.
     pub(crate) fn record_usage(&self, usage: &Usage) {
-        self.usage.lock().unwrap_or_else(|p| p.into_inner()).add(usage);
-        self.services.usage.record(self.role(), self.task_name.as_deref(), usage);
+        self.usage
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .add(usage);
+        self.services
+            .usage
+            .record(self.role(), self.task_name.as_deref(), usage);
     }
 
     fn count_tool_error(&self) {
@@ -135,11 +146,16 @@ impl Execution {
     }
 
     pub(crate) fn tool_failure_policy(&self) -> ToolFailurePolicy {
-        self.agent.tool_failure_policy().or(self.services.tool_failure_policy).unwrap_or_default()
+        self.agent
+            .tool_failure_policy()
+            .or(self.services.tool_failure_policy)
+            .unwrap_or_default()
     }
 
     fn step_callback(&self) -> Option<&StepCallback> {
-        self.agent.step_callback().or(self.services.step_callback.as_ref())
+        self.agent
+            .step_callback()
+            .or(self.services.step_callback.as_ref())
     }
 
     /// Reports a step to the step callback; a panicking callback is logged, not fatal.
@@ -185,7 +201,11 @@ impl Execution {
     /// Runs the loop from `messages`, re-running after retryable errors up to `max_retry_limit`
     /// times, within the agent's deadline, and stopping when the run is cancelled. Every failed
     /// attempt emits an execution error event.
-    pub(crate) async fn run(&self, messages: &[Message], work_label: &str) -> Result<LoopOutcome, AgentError> {
+    pub(crate) async fn run(
+        &self,
+        messages: &[Message],
+        work_label: &str,
+    ) -> Result<LoopOutcome, AgentError> {
         let attempts = async {
             let mut retries = 0;
             loop {
@@ -202,13 +222,20 @@ impl Execution {
                 }
             }
         };
-        let deadline = self.agent.max_execution_time().or(self.services.default_timeout);
+        let deadline = self
+            .agent
+            .max_execution_time()
+            .or(self.services.default_timeout);
         let bounded = async {
             match deadline {
                 Some(limit) => match tokio::time::timeout(limit, attempts).await {
                     Ok(result) => result,
                     Err(_) => {
-                        let error = AgentError::Timeout { role: self.role().to_string(), task: work_label.to_string(), after: limit };
+                        let error = AgentError::Timeout {
+                            role: self.role().to_string(),
+                            task: work_label.to_string(),
+                            after: limit,
+                        };
                         self.emit_error(&error);
                         Err(error)
                     }

@@ -19,16 +19,26 @@ const FINAL_ANSWER: &str = "Final Answer:";
 
 static ACTION: LazyLock<Regex> = LazyLock::new(|| {
     // The same shape as CrewAI's: optional digits after the keywords, the input runs to the end.
-    Regex::new(r"(?s)Action\s*\d*\s*:\s*(.*?)\s*Action\s*\d*\s*Input\s*\d*\s*:\s*(.*)").unwrap_or_else(|e| unreachable!("static regex: {e}"))
+    Regex::new(r"(?s)Action\s*\d*\s*:\s*(.*?)\s*Action\s*\d*\s*Input\s*\d*\s*:\s*(.*)")
+        .unwrap_or_else(|e| unreachable!("static regex: {e}"))
 });
 
 /// What a ReAct reply asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ReactStep {
     /// Run a tool; `tool_input` is the raw argument text.
-    Action { thought: String, tool: String, tool_input: String, text: String },
+    Action {
+        thought: String,
+        tool: String,
+        tool_input: String,
+        text: String,
+    },
     /// The reply is the final answer.
-    Finish { thought: String, output: String, text: String },
+    Finish {
+        thought: String,
+        output: String,
+        text: String,
+    },
 }
 
 /// Cuts a reply at the first `\nObservation:`.
@@ -45,24 +55,58 @@ pub fn parse(reply: &str) -> ReactStep {
     let thought = extract_thought(&text);
     if let Some(index) = text.rfind(FINAL_ANSWER) {
         let output = drop_dangling_fence(text[index + FINAL_ANSWER.len()..].trim());
-        return ReactStep::Finish { thought, output, text };
+        return ReactStep::Finish {
+            thought,
+            output,
+            text,
+        };
     }
     if let Some(captures) = ACTION.captures(&text) {
-        let tool = captures.get(1).map(|m| m.as_str()).unwrap_or_default().replace('*', "").trim().to_string();
-        let tool_input = captures.get(2).map(|m| m.as_str()).unwrap_or_default().trim().trim_matches(' ').trim_matches('"').trim().to_string();
+        let tool = captures
+            .get(1)
+            .map(|m| m.as_str())
+            .unwrap_or_default()
+            .replace('*', "")
+            .trim()
+            .to_string();
+        let tool_input = captures
+            .get(2)
+            .map(|m| m.as_str())
+            .unwrap_or_default()
+            .trim()
+            .trim_matches(' ')
+            .trim_matches('"')
+            .trim()
+            .to_string();
         if !tool.is_empty() {
-            return ReactStep::Action { thought, tool, tool_input, text };
+            return ReactStep::Action {
+                thought,
+                tool,
+                tool_input,
+                text,
+            };
         }
     }
-    ReactStep::Finish { thought: String::new(), output: text.trim().to_string(), text }
+    ReactStep::Finish {
+        thought: String::new(),
+        output: text.trim().to_string(),
+        text,
+    }
 }
 
 /// The reasoning before the first action (or before the final answer), without backticks.
 fn extract_thought(text: &str) -> String {
-    let end = text.find("\nAction").or_else(|| text.find("\nFinal Answer")).unwrap_or(0);
+    let end = text
+        .find("\nAction")
+        .or_else(|| text.find("\nFinal Answer"))
+        .unwrap_or(0);
     let thought = text[..end].replace('`', "");
     let thought = thought.trim();
-    thought.strip_prefix("Thought:").unwrap_or(thought).trim().to_string()
+    thought
+        .strip_prefix("Thought:")
+        .unwrap_or(thought)
+        .trim()
+        .to_string()
 }
 
 /// Removes a closing ``` that has no opening partner (the model closed a fence it never opened
@@ -88,7 +132,12 @@ mod tests {
 
     #[test]
     fn final_answer_is_the_text_after_it() {
-        assert_eq!(finish_output(parse("Thought: I now can give a great answer\nFinal Answer: hi")), "hi");
+        assert_eq!(
+            finish_output(parse(
+                "Thought: I now can give a great answer\nFinal Answer: hi"
+            )),
+            "hi"
+        );
     }
 
     #[test]
@@ -99,23 +148,36 @@ mod tests {
 
     #[test]
     fn the_last_final_answer_counts() {
-        assert_eq!(finish_output(parse("Final Answer: draft\nThought: better\nFinal Answer: final")), "final");
+        assert_eq!(
+            finish_output(parse(
+                "Final Answer: draft\nThought: better\nFinal Answer: final"
+            )),
+            "final"
+        );
     }
 
     #[test]
     fn multiline_final_answers_keep_their_lines() {
-        assert_eq!(finish_output(parse("Final Answer: {\n  \"score\": 4\n}")), "{\n  \"score\": 4\n}");
+        assert_eq!(
+            finish_output(parse("Final Answer: {\n  \"score\": 4\n}")),
+            "{\n  \"score\": 4\n}"
+        );
     }
 
     #[test]
     fn a_dangling_fence_is_dropped_but_a_full_block_is_kept() {
         assert_eq!(finish_output(parse("Final Answer: 42\n```")), "42");
-        assert_eq!(finish_output(parse("Final Answer: ```json\n{}\n```")), "```json\n{}\n```");
+        assert_eq!(
+            finish_output(parse("Final Answer: ```json\n{}\n```")),
+            "```json\n{}\n```"
+        );
     }
 
     #[test]
     fn action_and_input_are_extracted() {
-        let step = parse("Thought: I should search\nAction: **search_web**\nAction Input: \"{\"query\": \"tokyo\"}\"");
+        let step = parse(
+            "Thought: I should search\nAction: **search_web**\nAction Input: \"{\"query\": \"tokyo\"}\"",
+        );
         assert_eq!(
             step,
             ReactStep::Action {
@@ -130,7 +192,9 @@ mod tests {
     #[test]
     fn numbered_keywords_are_accepted() {
         match parse("Action 1: calc\nAction 1 Input: {\"a\": 1}") {
-            ReactStep::Action { tool, tool_input, .. } => {
+            ReactStep::Action {
+                tool, tool_input, ..
+            } => {
                 assert_eq!(tool, "calc");
                 assert_eq!(tool_input, "{\"a\": 1}");
             }
@@ -142,7 +206,12 @@ mod tests {
     fn the_reply_is_cut_at_the_observation() {
         let reply = "Action: calc\nAction Input: {\"a\": 1}\nObservation: 2\nThought: done\nFinal Answer: 2";
         match parse(reply) {
-            ReactStep::Action { tool, tool_input, text, .. } => {
+            ReactStep::Action {
+                tool,
+                tool_input,
+                text,
+                ..
+            } => {
                 assert_eq!(tool, "calc");
                 assert_eq!(tool_input, "{\"a\": 1}");
                 assert!(!text.contains("Observation"));
@@ -153,7 +222,10 @@ mod tests {
 
     #[test]
     fn unparseable_text_is_the_final_answer() {
-        assert_eq!(finish_output(parse("Just the answer, no format.")), "Just the answer, no format.");
+        assert_eq!(
+            finish_output(parse("Just the answer, no format.")),
+            "Just the answer, no format."
+        );
         // An action without its input cannot run, so it is an answer too (CrewAI's format_answer).
         assert_eq!(finish_output(parse("Action: search")), "Action: search");
     }

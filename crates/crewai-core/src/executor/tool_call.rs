@@ -3,7 +3,9 @@
 //! failure under `tool_failure_policy: raise` stops the run.
 
 use crewai_llm::ToolCall;
-use crewai_tools::{ToolContext, ToolFailurePolicy, ToolHandle, prepare_arguments, usage_limit_message};
+use crewai_tools::{
+    ToolContext, ToolFailurePolicy, ToolHandle, prepare_arguments, usage_limit_message,
+};
 use futures::StreamExt;
 use serde_json::Value;
 
@@ -28,10 +30,17 @@ pub(crate) struct ToolCallResult {
 
 impl Execution {
     /// Runs the calls of one native response; results come back in call order.
-    pub(crate) async fn run_native_calls(&self, calls: &[ToolCall]) -> Result<Vec<ToolCallResult>, AgentError> {
+    pub(crate) async fn run_native_calls(
+        &self,
+        calls: &[ToolCall],
+    ) -> Result<Vec<ToolCallResult>, AgentError> {
         // A tool whose result ends the run or whose uses are counted must see the calls one by one.
         let one_by_one = calls.len() < 2
-            || calls.iter().any(|call| self.tools.find(&call.name).is_some_and(|tool| tool.result_as_answer() || tool.max_usage_count().is_some()));
+            || calls.iter().any(|call| {
+                self.tools
+                    .find(&call.name)
+                    .is_some_and(|tool| tool.result_as_answer() || tool.max_usage_count().is_some())
+            });
         if one_by_one {
             let mut results = Vec::with_capacity(calls.len());
             for call in calls {
@@ -41,7 +50,10 @@ impl Execution {
         }
         // Futures collected first: a closure inside the stream type would make this future
         // non-`Send` (rustc's higher-ranked lifetime limitation), and crews spawn task runs.
-        let runs: Vec<_> = calls.iter().map(|call| self.run_tool(&call.name, &call.arguments, None)).collect();
+        let runs: Vec<_> = calls
+            .iter()
+            .map(|call| self.run_tool(&call.name, &call.arguments, None))
+            .collect();
         futures::stream::iter(runs)
             .buffered(MAX_PARALLEL_TOOL_CALLS)
             .collect::<Vec<_>>()
@@ -65,8 +77,16 @@ impl Execution {
     }
 
     /// Runs one call by the name and raw arguments the model gave.
-    pub(crate) async fn run_tool(&self, name: &str, raw_arguments: &Value, thought: Option<&str>) -> Result<ToolCallResult, AgentError> {
-        let refused = |text: String| ToolCallResult { text, is_answer: false };
+    pub(crate) async fn run_tool(
+        &self,
+        name: &str,
+        raw_arguments: &Value,
+        thought: Option<&str>,
+    ) -> Result<ToolCallResult, AgentError> {
+        let refused = |text: String| ToolCallResult {
+            text,
+            is_answer: false,
+        };
         let Some(tool) = self.tools.find(name) else {
             let text = self.tools.unknown_tool_message(name);
             self.tool_error_event(name, raw_arguments, &text);
@@ -92,25 +112,43 @@ impl Execution {
         let decision = self.hooks.run_before_tool(&mut hook_ctx);
         let arguments = hook_ctx.tool_input.clone();
         let (mut text, succeeded) = match decision {
-            HookDecision::Block { reason } => (blocked_tool_result(tool.name(), reason.as_deref()), false),
+            HookDecision::Block { reason } => {
+                (blocked_tool_result(tool.name(), reason.as_deref()), false)
+            }
             HookDecision::Continue => self.invoke(tool, &arguments).await?,
         };
         hook_ctx.tool_result = Some(text.clone());
         if let Some(replaced) = self.hooks.run_after_tool(&mut hook_ctx) {
             text = replaced;
         }
-        self.report_step(AgentStep::ToolCall { tool: tool.name().to_string(), input: arguments, result: text.clone(), thought: thought.map(str::to_string) });
-        Ok(ToolCallResult { is_answer: succeeded && tool.result_as_answer(), text })
+        self.report_step(AgentStep::ToolCall {
+            tool: tool.name().to_string(),
+            input: arguments,
+            result: text.clone(),
+            thought: thought.map(str::to_string),
+        });
+        Ok(ToolCallResult {
+            is_answer: succeeded && tool.result_as_answer(),
+            text,
+        })
     }
 
     /// The usage limit, the cache and the run; returns the text and whether the tool succeeded.
-    async fn invoke(&self, tool: &ToolHandle, arguments: &Value) -> Result<(String, bool), AgentError> {
+    async fn invoke(
+        &self,
+        tool: &ToolHandle,
+        arguments: &Value,
+    ) -> Result<(String, bool), AgentError> {
         if let Some(limit) = tool.max_usage_count()
             && tool.current_usage_count() >= limit
         {
             return Ok((usage_limit_message(tool.name(), limit), false));
         }
-        let cache = self.services.tool_cache.as_ref().filter(|_| self.agent.cache());
+        let cache = self
+            .services
+            .tool_cache
+            .as_ref()
+            .filter(|_| self.agent.cache());
         let started = |events: &crate::events::EventBus| {
             events.emit(
                 self.event_id,
@@ -133,14 +171,16 @@ impl Execution {
         if let Some(hit) = cache.and_then(|cache| cache.get_for(tool, arguments)) {
             let text = hit.to_text();
             started(&self.services.events);
-            self.services.events.emit(self.event_id, finished(&text, true));
+            self.services
+                .events
+                .emit(self.event_id, finished(&text, true));
             return Ok((text, true));
         }
         // Claimed only now: a blocked, refused or cached call does not use up the tool.
         if let Err(limit) = tool.try_claim_use() {
             return Ok((limit.to_string(), false));
         }
-        started(&self.services.events);
+        let started_id = started(&self.services.events);
         let context = ToolContext {
             agent_id: Some(self.agent.id().to_string()),
             agent_role: Some(self.role().to_string()),
@@ -148,6 +188,7 @@ impl Execution {
             task_name: self.task_name.clone(),
             crew_id: self.services.crew_id.clone(),
             cancellation: self.cancellation.clone(),
+            parent_event_id: Some(started_id.to_string()),
         };
         match tool.tool().run(arguments.clone(), &context).await {
             Ok(output) => {
@@ -155,7 +196,9 @@ impl Execution {
                     cache.put_for(tool, arguments, &output);
                 }
                 let text = output.to_text();
-                self.services.events.emit(self.event_id, finished(&text, false));
+                self.services
+                    .events
+                    .emit(self.event_id, finished(&text, false));
                 Ok((text, true))
             }
             Err(error) => {
@@ -163,9 +206,15 @@ impl Execution {
                 self.tool_error_event(tool.name(), arguments, &message);
                 match self.tool_failure_policy() {
                     ToolFailurePolicy::Raise => {
-                        return Err(AgentError::ToolFailed { role: self.role().to_string(), tool: tool.name().to_string(), message });
+                        return Err(AgentError::ToolFailed {
+                            role: self.role().to_string(),
+                            tool: tool.name().to_string(),
+                            message,
+                        });
                     }
-                    ToolFailurePolicy::Warn => tracing::warn!(agent = self.role(), tool = tool.name(), %message, "a tool failed; the model is told"),
+                    ToolFailurePolicy::Warn => {
+                        tracing::warn!(agent = self.role(), tool = tool.name(), %message, "a tool failed; the model is told")
+                    }
                     ToolFailurePolicy::Ignore => {}
                 }
                 Ok((prompts::tool_error(tool.name(), &message), false))

@@ -20,7 +20,7 @@ pub enum ManagerError {
     #[error("the manager agent '{0}' is also one of the crew's agents; give the manager separately from `agents`")]
     AlsoWorker(String),
     #[error("could not create the manager: {0}")]
-    Build(#[from] AgentError),
+    Build(Box<AgentError>),
 }
 
 /// The crew's manager: `manager_agent` as given (checked), or a new one on `manager_llm`.
@@ -35,13 +35,14 @@ pub fn manager(manager_agent: Option<&Agent>, manager_llm: Option<&Arc<dyn Llm>>
         return Ok(agent.clone());
     }
     let llm = manager_llm.ok_or(ManagerError::Missing)?;
-    Ok(Agent::builder()
+    Agent::builder()
         .role(prompts::MANAGER_ROLE)
         .goal(prompts::MANAGER_GOAL)
         .backstory(prompts::MANAGER_BACKSTORY)
         .llm(llm.clone())
         .allow_delegation(true)
-        .build()?)
+        .build()
+        .map_err(|e| ManagerError::Build(Box::new(e)))
 }
 
 /// The coworkers the manager may use for `task`: its agent if it has one, else every agent.

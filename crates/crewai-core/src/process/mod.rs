@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use crewai_llm::{Capabilities, Llm, LlmError, LlmRequest, LlmResponse};
 use crewai_tools::{ToolContext, ToolHandle, ToolSet};
 use uuid::Uuid;
 
@@ -46,7 +47,7 @@ impl RunContext {
 
     /// The delegation tools `agent` gets in this run, if it may delegate and has coworkers.
     /// `coworkers` are the candidates; the agent itself is never one of them.
-    pub fn delegation_tools(&self, agent: &Agent, coworkers: &[Agent], task_key: &str, parent: Option<Uuid>) -> Vec<ToolHandle> {
+    pub fn delegation_tools(&self, agent: &Agent, coworkers: &[Agent], task_name: Option<&str>, parent: Option<Uuid>) -> Vec<ToolHandle> {
         let others: Vec<Agent> = coworkers.iter().filter(|c| c.role() != agent.role()).cloned().collect();
         let chain = self.services.delegation.extended(agent.role());
         // Tools that could only be refused are not offered; the others stay reachable so that a
@@ -58,7 +59,7 @@ impl RunContext {
             coworkers: others.iter().map(|a| a.role().to_string()).collect(),
             chain: chain.chain.clone(),
             max_depth: chain.max_depth,
-            runner: Arc::new(CrewCoworkers { run: self.clone(), coworkers: others, task_key: task_key.to_string(), parent }),
+            runner: Arc::new(CrewCoworkers { run: self.clone(), coworkers: others, task_name: task_name.map(str::to_string), parent }),
         }
         .tools()
     }
@@ -151,7 +152,7 @@ async fn run_task_steps(
     for (index, guardrail) in task.guardrails().iter().enumerate() {
         let mut retries = 0;
         loop {
-            let llm = agent.llm().ok();
+            let llm = agent.llm().ok().map(|llm| SideCallLlm::wrap(llm, run, agent, task, started));
             let ctx = GuardrailContext {
                 llm: llm.as_ref(),
                 events: &run.services.events,
@@ -161,7 +162,6 @@ async fn run_task_steps(
                 task_name: task.name(),
             };
             let verdict = guardrail.evaluate(&output, ctx).await.map_err(|e| TaskError::Guardrail { task: task.key(), message: e.to_string() })?;
-            run.services.usage.record(agent.role(), Some(&task.key()), &verdict.usage);
             match verdict.outcome {
                 Ok(pass) => {
                     pass.apply(&mut output);
@@ -207,7 +207,7 @@ async fn run_and_shape(
     if let Some(schema) = native {
         request = request.with_response_format(schema.response_format());
     }
-    let result: AgentTaskResult = agent.run_task(request).await.map_err(|source| TaskError::Agent { task: task.key(), source })?;
+    let result: AgentTaskResult = agent.run_task(request).await.map_err(|source| TaskError::Agent { task: task.key(), source: Box::new(source) })?;
 
     let mut output = TaskOutput::new(task.description(), task.expected_output(), result.raw.clone(), agent.role());
     output.name = task.name().map(str::to_string);
@@ -216,16 +216,16 @@ async fn run_and_shape(
         return Ok(output);
     };
     output.output_format = schema.format();
-    let conversion_failed = |source| TaskError::Conversion { task: task.key(), source, raw: result.raw.clone() };
+    let conversion_failed = |source| TaskError::Conversion { task: task.key(), source: Box::new(source), raw: result.raw.clone() };
 
     let value = match result.typed.as_ref().map(|typed| schema.validate(typed).map(|_| typed.clone())) {
         Some(Ok(value)) => value,
         _ => match schema.parse_lenient(&result.raw) {
             Ok(value) => value,
             Err(_) => {
-                let llm = agent.function_calling_llm().cloned().map(Ok).unwrap_or_else(|| agent.llm()).map_err(|source| TaskError::Agent { task: task.key(), source })?;
-                let (value, usage) = schema.convert_with_llm(llm.as_ref(), &result.raw, agent.max_retry_limit() + 1).await.map_err(conversion_failed)?;
-                run.services.usage.record(agent.role(), Some(&task.key()), &usage);
+                let llm = agent.function_calling_llm().cloned().map(Ok).unwrap_or_else(|| agent.llm()).map_err(|source| TaskError::Agent { task: task.key(), source: Box::new(source) })?;
+                let llm = SideCallLlm::wrap(llm, run, agent, task, started);
+                let (value, _usage) = schema.convert_with_llm(llm.as_ref(), &result.raw, agent.max_retry_limit() + 1).await.map_err(conversion_failed)?;
                 value
             }
         },
@@ -260,36 +260,114 @@ async fn write_output_file(task: &Task, output: &TaskOutput) -> Result<(), TaskE
     tokio::fs::write(&path, text).await.map_err(|e| failed(e.to_string()))
 }
 
+/// A model call the task layer makes itself (structured-output conversion, an LLM guardrail's
+/// judge): held to the crew's rate limit, reported as `llm_call_*` events under the task, and
+/// counted in the run's usage, like the agent's own calls.
+struct SideCallLlm {
+    inner: Arc<dyn Llm>,
+    services: RunServices,
+    agent_role: String,
+    task_name: Option<String>,
+    parent: Uuid,
+}
+
+impl SideCallLlm {
+    fn wrap(inner: Arc<dyn Llm>, run: &RunContext, agent: &Agent, task: &Task, parent: Uuid) -> Arc<dyn Llm> {
+        Arc::new(SideCallLlm { inner, services: run.services.clone(), agent_role: agent.role().to_string(), task_name: task.name().map(str::to_string), parent })
+    }
+}
+
+#[async_trait]
+impl Llm for SideCallLlm {
+    fn model(&self) -> &str {
+        self.inner.model()
+    }
+    fn provider(&self) -> &str {
+        self.inner.provider()
+    }
+    fn capabilities(&self) -> Capabilities {
+        self.inner.capabilities()
+    }
+    async fn call(&self, request: LlmRequest) -> Result<LlmResponse, LlmError> {
+        if let Some(limiter) = &self.services.rate_limiter {
+            limiter.acquire().await;
+        }
+        let call_id = Uuid::new_v4().to_string();
+        let events = &self.services.events;
+        events.emit(
+            Some(self.parent),
+            EventKind::LlmCallStarted {
+                call_id: call_id.clone(),
+                model: self.model().to_string(),
+                agent_role: Some(self.agent_role.clone()),
+                task_name: self.task_name.clone(),
+                messages: serde_json::to_value(&request.messages).unwrap_or(serde_json::Value::Null),
+                tools: request.tools.iter().map(|t| t.name.clone()).collect(),
+            },
+        );
+        let result = tokio::select! {
+            result = self.inner.call(request) => result,
+            _ = self.services.cancellation.cancelled() => Err(LlmError::Cancelled),
+        };
+        match &result {
+            Ok(response) => {
+                self.services.usage.record(&self.agent_role, self.task_name.as_deref(), &response.usage);
+                events.emit(
+                    Some(self.parent),
+                    EventKind::LlmCallCompleted {
+                        call_id,
+                        model: self.model().to_string(),
+                        agent_role: Some(self.agent_role.clone()),
+                        task_name: self.task_name.clone(),
+                        response: serde_json::Value::String(response.content.clone().unwrap_or_default()),
+                        usage: response.usage,
+                    },
+                );
+            }
+            Err(error) => {
+                events.emit(
+                    Some(self.parent),
+                    EventKind::LlmCallFailed { call_id, model: self.model().to_string(), agent_role: Some(self.agent_role.clone()), task_name: self.task_name.clone(), error: error.to_string() },
+                );
+            }
+        }
+        result
+    }
+}
+
 /// Runs delegated work on a coworker within the crew's run.
 struct CrewCoworkers {
     run: RunContext,
     coworkers: Vec<Agent>,
-    task_key: String,
+    /// The delegating task's name: the coworker's usage counts toward it.
+    task_name: Option<String>,
     parent: Option<Uuid>,
 }
 
 #[async_trait]
 impl CoworkerRunner for CrewCoworkers {
-    async fn run_coworker(&self, request: DelegationRequest, _ctx: &ToolContext) -> Result<String, String> {
+    async fn run_coworker(&self, request: DelegationRequest, ctx: &ToolContext) -> Result<String, String> {
         let coworker = self.coworkers.iter().find(|a| a.role() == request.coworker).ok_or_else(|| format!("no coworker '{}' in this crew", request.coworker))?;
         let from = request.chain.last().cloned().unwrap_or_default();
         let events = &self.run.services.events;
+        // Under the tool call that asked for it, when the executor says which one it was.
+        let parent = ctx.parent_event_id.as_deref().and_then(|id| Uuid::parse_str(id).ok()).or(self.parent);
         let delegation = events.emit(
-            self.parent,
+            parent,
             EventKind::AgentDelegationStarted { from_agent: from.clone(), to_agent: coworker.role().to_string(), kind: request.kind.as_str().into(), task: request.work.clone() },
         );
 
         // One level down the chain: the coworker may delegate on only to agents not yet on it.
         let mut run = self.run.clone();
         run.services.delegation.chain = request.chain.clone();
-        let tools = if coworker.allow_delegation() { run.delegation_tools(coworker, &run.agents.clone(), &self.task_key, Some(delegation)) } else { Vec::new() };
+        let tools = if coworker.allow_delegation() { run.delegation_tools(coworker, &run.agents.clone(), self.task_name.as_deref(), Some(delegation)) } else { Vec::new() };
         let tools = merge_tools(coworker.tools().to_vec(), tools);
 
         let mut task_request = AgentTaskRequest::new(crate::prompts::agent::task_prompt(&request.work, prompts::DELEGATED_EXPECTED_OUTPUT))
             .with_tools(tools)
             .with_parent_event(delegation)
-            .with_services(run.services.clone())
-            .with_task_name(self.task_key.clone());
+            .with_services(run.services.clone());
+        task_request.task_name = self.task_name.clone();
         if !request.context.trim().is_empty() {
             task_request = task_request.with_context(request.context.clone());
         }

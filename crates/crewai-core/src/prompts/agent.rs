@@ -17,7 +17,9 @@ pub fn date_block(date: &str) -> String {
 
 /// One tool as the ReAct instructions list it.
 pub fn react_tool_entry(name: &str, arguments_schema_pretty: &str, description: &str) -> String {
-    format!("Tool Name: {name}\nTool Arguments: {arguments_schema_pretty}\nTool Description: {description}")
+    format!(
+        "Tool Name: {name}\nTool Arguments: {arguments_schema_pretty}\nTool Description: {description}"
+    )
 }
 
 /// The ReAct text-mode instructions: the tools, then the reply format the parser understands.
@@ -58,7 +60,10 @@ pub fn task_message_native(task_prompt: &str) -> String {
 
 /// The user message when the agent has no tools.
 pub fn task_message_no_tools(task_prompt: &str) -> String {
-    format!("{}\n\nGive your complete response:", current_task(task_prompt))
+    format!(
+        "{}\n\nGive your complete response:",
+        current_task(task_prompt)
+    )
 }
 
 /// The task prompt: the description, then what the final answer must be.
@@ -83,7 +88,10 @@ pub fn with_context(task_prompt: &str, context: &str) -> String {
 
 /// What `Agent::kickoff` with a response format adds to the user's request.
 pub fn kickoff_format_hint(fields: &[String]) -> String {
-    format!(" Reply with a JSON object that has these fields: {}", fields.join(", "))
+    format!(
+        " Reply with a JSON object that has these fields: {}",
+        fields.join(", ")
+    )
 }
 
 /// The assistant message appended when `max_iter` tool rounds are used up; the next call has no tools.
@@ -96,7 +104,9 @@ otherwise use the next tool. Reply with the answer itself, without remarks about
 
 /// The observation when a tool call's arguments do not match its schema (native or ReAct).
 pub fn invalid_arguments(tool_name: &str, problem: &str) -> String {
-    format!("The arguments for the tool '{tool_name}' are not valid: {problem}\nCall it again with corrected arguments.")
+    format!(
+        "The arguments for the tool '{tool_name}' are not valid: {problem}\nCall it again with corrected arguments."
+    )
 }
 
 /// The observation when a tool failed.
@@ -107,7 +117,9 @@ pub fn tool_error(tool_name: &str, error: &str) -> String {
 /// The user message that moves a run from native tool calls to ReAct text when a provider turns out
 /// not to support tools.
 pub fn native_tools_unavailable(react_instructions: &str) -> String {
-    format!("This model cannot call tools natively here, so continue with the text format below instead.\n{react_instructions}")
+    format!(
+        "This model cannot call tools natively here, so continue with the text format below instead.\n{react_instructions}"
+    )
 }
 
 /// The user message `Agent::kickoff` appends when its guardrail rejected an answer.
@@ -117,7 +129,8 @@ pub fn guardrail_feedback(error: &str) -> String {
 
 /// Who judges an LLM guardrail (the system prompt of the judge call).
 pub const GUARDRAIL_ROLE: &str = "Guardrail Agent";
-pub const GUARDRAIL_GOAL: &str = "Decide fairly whether a piece of work meets the stated requirement";
+pub const GUARDRAIL_GOAL: &str =
+    "Decide fairly whether a piece of work meets the stated requirement";
 pub const GUARDRAIL_BACKSTORY: &str = "You review work against requirements. You judge only what the requirement asks, \
 and when the work falls short you say precisely what to change.";
 
@@ -149,12 +162,21 @@ pub const RESPONSE_PLACEHOLDER: &str = "{{ .Response }}";
 /// The single prompt built from user templates, as CrewAI builds it: the rendered system template,
 /// the rendered prompt template, and the part of the response template before `{{ .Response }}`,
 /// joined with newlines.
-pub fn render_templates(system_template: &str, prompt_template: &str, response_template: Option<&str>, system: &str, prompt: &str) -> String {
+pub fn render_templates(
+    system_template: &str,
+    prompt_template: &str,
+    response_template: Option<&str>,
+    system: &str,
+    prompt: &str,
+) -> String {
     let system_part = system_template.replace(SYSTEM_PLACEHOLDER, system);
     let prompt_part = prompt_template.replace(PROMPT_PLACEHOLDER, prompt);
     match response_template {
         Some(response) => {
-            let response_prefix = response.split(RESPONSE_PLACEHOLDER).next().unwrap_or_default();
+            let response_prefix = response
+                .split(RESPONSE_PLACEHOLDER)
+                .next()
+                .unwrap_or_default();
             format!("{system_part}\n{prompt_part}\n{response_prefix}")
         }
         None => format!("{system_part}\n{prompt_part}"),
@@ -167,7 +189,10 @@ mod tests {
 
     #[test]
     fn system_prompt_has_crewais_structure() {
-        assert_eq!(role_playing("test role", "test backstory", "test goal"), "You are test role. test backstory\nYour personal goal is: test goal");
+        assert_eq!(
+            role_playing("test role", "test backstory", "test goal"),
+            "You are test role. test backstory\nYour personal goal is: test goal"
+        );
     }
 
     #[test]
@@ -180,7 +205,11 @@ mod tests {
 
     #[test]
     fn user_messages_start_with_the_current_task() {
-        for message in [task_message_react("T"), task_message_native("T"), task_message_no_tools("T")] {
+        for message in [
+            task_message_react("T"),
+            task_message_native("T"),
+            task_message_no_tools("T"),
+        ] {
             assert!(message.starts_with("\nCurrent Task: T"));
         }
         assert!(task_message_react("T").ends_with("Thought:"));
@@ -198,8 +227,17 @@ mod tests {
 
     #[test]
     fn templates_render_like_crewai() {
-        let rendered = render_templates("<sys>{{ .System }}</sys>", "<p>{{ .Prompt }}</p>", Some("<r>{{ .Response }}</r>"), "S", "P");
+        let rendered = render_templates(
+            "<sys>{{ .System }}</sys>",
+            "<p>{{ .Prompt }}</p>",
+            Some("<r>{{ .Response }}</r>"),
+            "S",
+            "P",
+        );
         assert_eq!(rendered, "<sys>S</sys>\n<p>P</p>\n<r>");
-        assert_eq!(render_templates("{{ .System }}", "{{ .Prompt }}", None, "S", "P"), "S\nP");
+        assert_eq!(
+            render_templates("{{ .System }}", "{{ .Prompt }}", None, "S", "P"),
+            "S\nP"
+        );
     }
 }

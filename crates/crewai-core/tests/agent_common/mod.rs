@@ -6,7 +6,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use crewai_core::agent::{Agent, AgentBuilder};
-use crewai_llm::{Capabilities, Llm, LlmConfig, LlmError, LlmRequest, LlmResponse, LlmStream, async_trait, build_llm};
+use crewai_llm::{
+    Capabilities, Llm, LlmConfig, LlmError, LlmRequest, LlmResponse, LlmStream, async_trait,
+    build_llm,
+};
 use crewai_testkit::scripted::ScriptedServer;
 use crewai_tools::{DynamicTool, ToolError, ToolHandle, ToolOutput};
 use serde_json::{Value, json};
@@ -18,14 +21,20 @@ pub async fn server() -> ScriptedServer {
 /// The real OpenAI chat-completions client against the scripted server (no client retries, so
 /// scripted errors reach the agent as they are).
 pub fn openai(server: &ScriptedServer) -> Arc<dyn Llm> {
-    let mut config = LlmConfig::new("openai/gpt-4o-mini").with_base_url(server.base_url()).with_api_key("sk-test").with_timeout(30.0);
+    let mut config = LlmConfig::new("openai/gpt-4o-mini")
+        .with_base_url(server.base_url())
+        .with_api_key("sk-test")
+        .with_timeout(30.0);
     config.max_retries = Some(0);
     build_llm(&config).expect("an OpenAI client for the scripted server")
 }
 
 /// The same client with a context window of `tokens`.
 pub fn openai_with_window(server: &ScriptedServer, tokens: u64) -> Arc<dyn Llm> {
-    let mut config = LlmConfig::new("openai/gpt-4o-mini").with_base_url(server.base_url()).with_api_key("sk-test").with_timeout(30.0);
+    let mut config = LlmConfig::new("openai/gpt-4o-mini")
+        .with_base_url(server.base_url())
+        .with_api_key("sk-test")
+        .with_timeout(30.0);
     config.max_retries = Some(0);
     config.context_window_size = Some(tokens);
     build_llm(&config).expect("an OpenAI client for the scripted server")
@@ -50,12 +59,19 @@ impl Llm for TextOnly {
         self.0.stream(request).await
     }
     fn capabilities(&self) -> Capabilities {
-        Capabilities { function_calling: false, ..self.0.capabilities() }
+        Capabilities {
+            function_calling: false,
+            ..self.0.capabilities()
+        }
     }
 }
 
 pub fn agent_with(llm: Arc<dyn Llm>) -> AgentBuilder {
-    Agent::builder().role("test role").goal("test goal").backstory("test backstory").llm(llm)
+    Agent::builder()
+        .role("test role")
+        .goal("test goal")
+        .backstory("test backstory")
+        .llm(llm)
 }
 
 /// A tool that multiplies `a` and `b` and counts its runs.
@@ -78,13 +94,21 @@ pub fn multiplier(runs: Arc<AtomicU32>) -> ToolHandle {
 
 /// A tool that always fails with `message`.
 pub fn failing(message: &'static str) -> ToolHandle {
-    DynamicTool::new("failing_tool", "Always fails.", json!({"type": "object", "properties": {}}), move |_args: Value, _ctx| async move {
-        Err::<ToolOutput, ToolError>(ToolError::failed(message))
-    })
+    DynamicTool::new(
+        "failing_tool",
+        "Always fails.",
+        json!({"type": "object", "properties": {}}),
+        move |_args: Value, _ctx| async move {
+            Err::<ToolOutput, ToolError>(ToolError::failed(message))
+        },
+    )
     .into_handle()
 }
 
 /// The text of message `index` of recorded request `request`.
 pub fn message_text(request: &crewai_testkit::scripted::RecordedRequest, index: usize) -> String {
-    request.messages()[index]["content"].as_str().unwrap_or_default().to_string()
+    request.messages()[index]["content"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
 }
