@@ -5,7 +5,11 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 #[derive(Debug, Parser)]
-#[command(name = "crewai", version, about = "Run CrewAI projects: YAML crews, scaffolded Rust crews, replays")]
+#[command(
+    name = "crewai",
+    version,
+    about = "Run CrewAI projects: YAML crews, scaffolded Rust crews, replays"
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,

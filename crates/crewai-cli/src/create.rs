@@ -23,13 +23,22 @@ const CREWAI_CRATES: &[&str] = &["crewai-core", "crewai-project", "crewai-tools"
 
 /// CrewAI's folder rule: lowercase, spaces and hyphens become `_`.
 pub fn folder_name(name: &str) -> String {
-    name.trim().to_lowercase().chars().map(|c| if c == ' ' || c == '-' { '_' } else { c }).collect()
+    name.trim()
+        .to_lowercase()
+        .chars()
+        .map(|c| if c == ' ' || c == '-' { '_' } else { c })
+        .collect()
 }
 
 /// Where this workspace's crates are, if the binary runs on the machine it was built on.
 fn workspace_crates() -> Option<PathBuf> {
-    let crates = Path::new(env!("CARGO_MANIFEST_DIR")).parent()?.to_path_buf();
-    CREWAI_CRATES.iter().all(|c| crates.join(c).join("Cargo.toml").is_file()).then_some(crates)
+    let crates = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()?
+        .to_path_buf();
+    CREWAI_CRATES
+        .iter()
+        .all(|c| crates.join(c).join("Cargo.toml").is_file())
+        .then_some(crates)
 }
 
 fn dependency_lines() -> Vec<minijinja::Value> {
@@ -53,11 +62,16 @@ pub fn scaffold(name: &str, parent: &Path) -> anyhow::Result<PathBuf> {
         bail!("'{name}' cannot name a project: use letters, digits, spaces, '-' or '_'");
     }
     if folder.starts_with(|c: char| c.is_ascii_digit()) {
-        bail!("'{name}' cannot name a project: it must not start with a digit (it becomes a crate name)");
+        bail!(
+            "'{name}' cannot name a project: it must not start with a digit (it becomes a crate name)"
+        );
     }
     let dir = parent.join(&folder);
     if dir.exists() {
-        bail!("{} already exists; pick another name or remove it", dir.display());
+        bail!(
+            "{} already exists; pick another name or remove it",
+            dir.display()
+        );
     }
     let env = Environment::new();
     let year = chrono_year();
@@ -68,7 +82,11 @@ pub fn scaffold(name: &str, parent: &Path) -> anyhow::Result<PathBuf> {
         current_year => year,
     };
     // minijinja drops a template's final newline; files should end with one.
-    let render = |template: &str| env.render_str(template, &vars).map(|text| format!("{}\n", text.trim_end_matches('\n'))).context("a project template failed to render");
+    let render = |template: &str| {
+        env.render_str(template, &vars)
+            .map(|text| format!("{}\n", text.trim_end_matches('\n')))
+            .context("a project template failed to render")
+    };
     let files: Vec<(&str, String)> = vec![
         ("Cargo.toml", render(CARGO_TOML)?),
         ("src/main.rs", render(MAIN_RS)?),
@@ -84,7 +102,8 @@ pub fn scaffold(name: &str, parent: &Path) -> anyhow::Result<PathBuf> {
     for (relative, text) in files {
         let path = dir.join(relative);
         if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("cannot create {}", parent.display()))?;
         }
         std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
     }
@@ -99,11 +118,16 @@ fn chrono_year() -> String {
 pub fn create_crew(name: &str, output_dir: Option<&Path>) -> Result<(), Failure> {
     let parent = match output_dir {
         Some(dir) => dir.to_path_buf(),
-        None => std::env::current_dir().context("cannot read the current folder").map_err(Failure::config)?,
+        None => std::env::current_dir()
+            .context("cannot read the current folder")
+            .map_err(Failure::config)?,
     };
     let dir = scaffold(name, &parent).map_err(Failure::config)?;
     println!("Created {}", dir.display());
-    println!("Next:\n  cd {}\n  cp .env.example .env   # set your API key\n  crewai run --dry-run\n  crewai run", dir.display());
+    println!(
+        "Next:\n  cd {}\n  cp .env.example .env   # set your API key\n  crewai run --dry-run\n  crewai run",
+        dir.display()
+    );
     Ok(())
 }
 
@@ -126,13 +150,28 @@ mod tests {
     fn scaffolds_every_file_and_refuses_to_overwrite() {
         let dir = tempfile::tempdir().unwrap();
         let project = scaffold("demo", dir.path()).unwrap();
-        for file in ["Cargo.toml", "src/main.rs", "src/tools.rs", "config/agents.yaml", "config/tasks.yaml", "config/crew.yaml", ".env.example", "README.md", "knowledge/user_preference.txt"] {
+        for file in [
+            "Cargo.toml",
+            "src/main.rs",
+            "src/tools.rs",
+            "config/agents.yaml",
+            "config/tasks.yaml",
+            "config/crew.yaml",
+            ".env.example",
+            "README.md",
+            "knowledge/user_preference.txt",
+        ] {
             assert!(project.join(file).is_file(), "{file} missing");
         }
         let cargo = std::fs::read_to_string(project.join("Cargo.toml")).unwrap();
         assert!(cargo.contains("name = \"demo\""), "{cargo}");
         assert!(cargo.contains("crewai-project = { path = "), "{cargo}");
-        assert!(scaffold("demo", dir.path()).unwrap_err().to_string().contains("already exists"));
+        assert!(
+            scaffold("demo", dir.path())
+                .unwrap_err()
+                .to_string()
+                .contains("already exists")
+        );
         assert!(scaffold("9lives", dir.path()).is_err());
     }
 }

@@ -24,15 +24,21 @@ pub fn parse_pairs(pairs: &[String]) -> anyhow::Result<Inputs> {
 
 /// Reads a JSON or YAML mapping of inputs (values keep their types).
 pub fn read_file(path: &Path) -> anyhow::Result<Inputs> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read the inputs file {}", path.display()))?;
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read the inputs file {}", path.display()))?;
     let value: Value = match path.extension().and_then(|e| e.to_str()) {
-        Some("json") => serde_json::from_str(&text).with_context(|| format!("{} is not valid JSON", path.display()))?,
-        _ => yaml_serde::from_str(&text).with_context(|| format!("{} is not valid YAML or JSON", path.display()))?,
+        Some("json") => serde_json::from_str(&text)
+            .with_context(|| format!("{} is not valid JSON", path.display()))?,
+        _ => yaml_serde::from_str(&text)
+            .with_context(|| format!("{} is not valid YAML or JSON", path.display()))?,
     };
     match value {
         Value::Object(map) => Ok(map.into_iter().collect()),
         Value::Null => Ok(Inputs::new()),
-        _ => bail!("{} must hold a mapping of input names to values", path.display()),
+        _ => bail!(
+            "{} must hold a mapping of input names to values",
+            path.display()
+        ),
     }
 }
 
@@ -55,7 +61,12 @@ mod tests {
         let inputs = parse_pairs(&["topic=AI".into(), "q=a=b".into()]).unwrap();
         assert_eq!(inputs["topic"], "AI");
         assert_eq!(inputs["q"], "a=b");
-        assert!(parse_pairs(&["novalue".into()]).unwrap_err().to_string().contains("NAME=VALUE"));
+        assert!(
+            parse_pairs(&["novalue".into()])
+                .unwrap_err()
+                .to_string()
+                .contains("NAME=VALUE")
+        );
     }
 
     #[test]

@@ -18,9 +18,14 @@ use crate::outcome::Failure;
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse_from(std::env::args_os().map(crewai_style_flags));
-    let result = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let result = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(runtime) => runtime.block_on(dispatch(cli)),
-        Err(err) => Err(Failure::run(anyhow::anyhow!("cannot start the async runtime: {err}"))),
+        Err(err) => Err(Failure::run(anyhow::anyhow!(
+            "cannot start the async runtime: {err}"
+        ))),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
@@ -44,15 +49,24 @@ fn crewai_style_flags(arg: std::ffi::OsString) -> std::ffi::OsString {
 async fn dispatch(cli: Cli) -> Result<(), Failure> {
     match cli.command {
         Command::Run(args) => run::run(args).await,
-        Command::Create { kind: CreateKind::Crew { name, output_dir } } => create::create_crew(&name, output_dir.as_deref()),
-        Command::Create { kind: CreateKind::Flow { .. } } => Err(Failure::not_supported("`crewai create flow` (flows are not supported yet)")),
+        Command::Create {
+            kind: CreateKind::Crew { name, output_dir },
+        } => create::create_crew(&name, output_dir.as_deref()),
+        Command::Create {
+            kind: CreateKind::Flow { .. },
+        } => Err(Failure::not_supported(
+            "`crewai create flow` (flows are not supported yet)",
+        )),
         Command::LogTasksOutputs { project } => stored::log_tasks_outputs(&project).await,
         Command::Replay(args) => run::replay(args).await,
         Command::ResetMemories(args) => stored::reset_memories(&args).await,
         Command::Version { tools } => {
             println!("crewai {}", env!("CARGO_PKG_VERSION"));
             if tools {
-                println!("built-in tools: {}", crewai_project::BUILTIN_TOOLS.join(", "));
+                println!(
+                    "built-in tools: {}",
+                    crewai_project::BUILTIN_TOOLS.join(", ")
+                );
             }
             Ok(())
         }

@@ -14,12 +14,18 @@ pub struct Failure {
 impl Failure {
     /// The run itself failed (a model or tool error, a task that could not finish).
     pub fn run(error: impl Into<anyhow::Error>) -> Self {
-        Failure { code: 1, error: error.into() }
+        Failure {
+            code: 1,
+            error: error.into(),
+        }
     }
 
     /// The command, the project files or the environment are wrong; nothing ran.
     pub fn config(error: impl Into<anyhow::Error>) -> Self {
-        Failure { code: 2, error: error.into() }
+        Failure {
+            code: 2,
+            error: error.into(),
+        }
     }
 
     pub fn not_supported(what: &str) -> Self {
@@ -33,7 +39,11 @@ impl Failure {
             for diagnostic in list {
                 out.push_str(&format!("error: {diagnostic}\n"));
             }
-            out.push_str(&format!("{} problem{} found; nothing was run", list.len(), if list.len() == 1 { "" } else { "s" }));
+            out.push_str(&format!(
+                "{} problem{} found; nothing was run",
+                list.len(),
+                if list.len() == 1 { "" } else { "s" }
+            ));
             return out;
         }
         format!("error: {:#}", self.error)
@@ -51,8 +61,9 @@ impl From<ProjectError> for Failure {
 pub fn print_out(text: &str) -> Result<(), Failure> {
     let mut out = std::io::stdout().lock();
     match writeln!(out, "{text}").and_then(|_| out.flush()) {
-        Err(err) if err.kind() != std::io::ErrorKind::BrokenPipe => Err(Failure::run(anyhow::anyhow!("cannot write to stdout: {err}"))),
+        Err(err) if err.kind() != std::io::ErrorKind::BrokenPipe => Err(Failure::run(
+            anyhow::anyhow!("cannot write to stdout: {err}"),
+        )),
         _ => Ok(()),
     }
 }
-

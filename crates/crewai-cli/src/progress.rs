@@ -35,7 +35,11 @@ fn short_args(args: &Value) -> String {
         Value::Object(map) if map.is_empty() => String::new(),
         other => other.to_string(),
     };
-    if text.chars().count() > 60 { format!("{}…", text.chars().take(59).collect::<String>()) } else { text }
+    if text.chars().count() > 60 {
+        format!("{}…", text.chars().take(59).collect::<String>())
+    } else {
+        text
+    }
 }
 
 fn seconds(d: Duration) -> String {
@@ -45,8 +49,15 @@ fn seconds(d: Duration) -> String {
 impl Progress {
     /// A spinner display when stderr is a terminal, plain lines otherwise.
     pub fn new() -> Self {
-        let multi = std::io::stderr().is_terminal().then(|| MultiProgress::with_draw_target(ProgressDrawTarget::stderr()));
-        Progress { state: Arc::new(Mutex::new(State { multi, tasks: HashMap::new() })) }
+        let multi = std::io::stderr()
+            .is_terminal()
+            .then(|| MultiProgress::with_draw_target(ProgressDrawTarget::stderr()));
+        Progress {
+            state: Arc::new(Mutex::new(State {
+                multi,
+                tasks: HashMap::new(),
+            })),
+        }
     }
 
     /// Subscribes to `bus`.
@@ -69,10 +80,16 @@ impl Progress {
     }
 
     fn on_event(&self, event: &Event) {
-        let Ok(mut state) = self.state.lock() else { return };
+        let Ok(mut state) = self.state.lock() else {
+            return;
+        };
         let state = &mut *state;
         match &event.kind {
-            EventKind::TaskStarted { task_name, agent_role, .. } => {
+            EventKind::TaskStarted {
+                task_name,
+                agent_role,
+                ..
+            } => {
                 let name = task_name.clone().unwrap_or_else(|| "task".into());
                 let label = match agent_role {
                     Some(role) => format!("{name} · {}", role.trim()),
@@ -80,7 +97,10 @@ impl Progress {
                 };
                 let bar = state.multi.as_ref().map(|multi| {
                     let bar = multi.add(ProgressBar::new_spinner());
-                    bar.set_style(ProgressStyle::with_template("{spinner} {msg} [{elapsed}]").unwrap_or_else(|_| ProgressStyle::default_spinner()));
+                    bar.set_style(
+                        ProgressStyle::with_template("{spinner} {msg} [{elapsed}]")
+                            .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+                    );
                     bar.set_message(label.clone());
                     bar.enable_steady_tick(Duration::from_millis(100));
                     bar
@@ -88,9 +108,23 @@ impl Progress {
                 if bar.is_none() {
                     Self::line(state, &format!("[task started] {label}"));
                 }
-                state.tasks.insert(name, TaskLine { bar, label, started: Instant::now(), tokens: 0, tools: 0 });
+                state.tasks.insert(
+                    name,
+                    TaskLine {
+                        bar,
+                        label,
+                        started: Instant::now(),
+                        tokens: 0,
+                        tools: 0,
+                    },
+                );
             }
-            EventKind::ToolUsageStarted { tool_name, tool_args, task_name, agent_role } => {
+            EventKind::ToolUsageStarted {
+                tool_name,
+                tool_args,
+                task_name,
+                agent_role,
+            } => {
                 let who = agent_role.as_deref().map(str::trim).unwrap_or("agent");
                 let text = format!("  ↳ {who} uses {tool_name}({})", short_args(tool_args));
                 if let Some(task) = task_name.as_ref().and_then(|n| state.tasks.get_mut(n)) {
@@ -101,10 +135,14 @@ impl Progress {
                 }
                 Self::line(state, &text);
             }
-            EventKind::ToolUsageError { tool_name, error, .. } => {
+            EventKind::ToolUsageError {
+                tool_name, error, ..
+            } => {
                 Self::line(state, &format!("  ✗ {tool_name} failed: {error}"));
             }
-            EventKind::LlmCallCompleted { task_name, usage, .. } => {
+            EventKind::LlmCallCompleted {
+                task_name, usage, ..
+            } => {
                 if let Some(task) = task_name.as_ref().and_then(|n| state.tasks.get_mut(n)) {
                     task.tokens += usage.total_tokens;
                     if let Some(bar) = &task.bar {
@@ -112,14 +150,29 @@ impl Progress {
                     }
                 }
             }
-            EventKind::AgentDelegationStarted { from_agent, to_agent, kind, .. } => {
-                let verb = if kind == "ask" { "asks" } else { "delegates to" };
-                Self::line(state, &format!("  ↳ {} {verb} {}", from_agent.trim(), to_agent.trim()));
+            EventKind::AgentDelegationStarted {
+                from_agent,
+                to_agent,
+                kind,
+                ..
+            } => {
+                let verb = if kind == "ask" {
+                    "asks"
+                } else {
+                    "delegates to"
+                };
+                Self::line(
+                    state,
+                    &format!("  ↳ {} {verb} {}", from_agent.trim(), to_agent.trim()),
+                );
             }
-            EventKind::TaskCompleted { task_name, .. } | EventKind::TaskFailed { task_name, .. } => {
+            EventKind::TaskCompleted { task_name, .. }
+            | EventKind::TaskFailed { task_name, .. } => {
                 let failed = matches!(event.kind, EventKind::TaskFailed { .. });
                 let name = task_name.clone().unwrap_or_else(|| "task".into());
-                let Some(task) = state.tasks.remove(&name) else { return };
+                let Some(task) = state.tasks.remove(&name) else {
+                    return;
+                };
                 let summary = format!(
                     "{} {} · {} tokens · {} tool call{} · {}",
                     if failed { "✗" } else { "✓" },
@@ -131,7 +184,14 @@ impl Progress {
                 );
                 match &task.bar {
                     Some(bar) => bar.finish_with_message(summary),
-                    None => Self::line(state, &format!("[task {}] {}", if failed { "failed" } else { "completed" }, summary.trim_start_matches(['✓', '✗', ' ']))),
+                    None => Self::line(
+                        state,
+                        &format!(
+                            "[task {}] {}",
+                            if failed { "failed" } else { "completed" },
+                            summary.trim_start_matches(['✓', '✗', ' '])
+                        ),
+                    ),
                 }
                 if let EventKind::TaskFailed { error, .. } = &event.kind {
                     Self::line(state, &format!("  error: {error}"));

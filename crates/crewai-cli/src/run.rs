@@ -26,9 +26,13 @@ fn load_env(dir: &Path) -> Result<(), Failure> {
     if !path.is_file() {
         return Ok(());
     }
-    let entries = dotenvy::from_path_iter(&path).with_context(|| format!("cannot read {}", path.display())).map_err(Failure::config)?;
+    let entries = dotenvy::from_path_iter(&path)
+        .with_context(|| format!("cannot read {}", path.display()))
+        .map_err(Failure::config)?;
     for entry in entries {
-        let (key, value) = entry.with_context(|| format!("{} has a line that is not NAME=VALUE", path.display())).map_err(Failure::config)?;
+        let (key, value) = entry
+            .with_context(|| format!("{} has a line that is not NAME=VALUE", path.display()))
+            .map_err(Failure::config)?;
         if std::env::var_os(&key).is_none() {
             // SAFETY: called before the runtime starts any task that reads the environment; the
             // CLI is the only code in this process touching it at this point.
@@ -41,7 +45,9 @@ fn load_env(dir: &Path) -> Result<(), Failure> {
 /// A scaffolded Rust project: a Cargo manifest with a binary.
 fn is_rust_project(dir: &Path) -> bool {
     let manifest = dir.join("Cargo.toml");
-    manifest.is_file() && (dir.join("src/main.rs").is_file() || std::fs::read_to_string(&manifest).is_ok_and(|t| t.contains("[[bin]]")))
+    manifest.is_file()
+        && (dir.join("src/main.rs").is_file()
+            || std::fs::read_to_string(&manifest).is_ok_and(|t| t.contains("[[bin]]")))
 }
 
 static TOOL_FN: LazyLock<Regex> = LazyLock::new(|| {
@@ -52,8 +58,13 @@ static TOOL_FN: LazyLock<Regex> = LazyLock::new(|| {
 /// The `#[tool]` functions of a Rust project's `src/tools.rs`, found by reading the source (a
 /// dry run does not compile the project).
 fn declared_rust_tools(dir: &Path) -> Vec<String> {
-    let Ok(source) = std::fs::read_to_string(dir.join("src/tools.rs")) else { return Vec::new() };
-    TOOL_FN.captures_iter(&source).map(|c| c[1].to_string()).collect()
+    let Ok(source) = std::fs::read_to_string(dir.join("src/tools.rs")) else {
+        return Vec::new();
+    };
+    TOOL_FN
+        .captures_iter(&source)
+        .map(|c| c[1].to_string())
+        .collect()
 }
 
 /// A tool a compiled project provides; in a dry run only its name is known.
@@ -73,7 +84,10 @@ impl Tool for DeclaredTool {
         json!({"type": "object", "properties": {}})
     }
     async fn run(&self, _: Value, _: &ToolContext) -> Result<ToolOutput, ToolError> {
-        Err(ToolError::failed(format!("tool '{}' is compiled into the project; run it with `crewai run` (cargo)", self.name)))
+        Err(ToolError::failed(format!(
+            "tool '{}' is compiled into the project; run it with `crewai run` (cargo)",
+            self.name
+        )))
     }
 }
 
@@ -100,7 +114,8 @@ fn load(dir: &Path) -> Result<Project, Failure> {
 pub async fn run(args: RunArgs) -> Result<(), Failure> {
     let dir = args.common.project.clone();
     load_env(&dir)?;
-    let given = inputs::gather(&args.inputs, args.inputs_file.as_deref()).map_err(Failure::config)?;
+    let given =
+        inputs::gather(&args.inputs, args.inputs_file.as_deref()).map_err(Failure::config)?;
     if is_rust_project(&dir) && !args.dry_run {
         return cargo_run(&dir, &args).await;
     }
@@ -109,7 +124,9 @@ pub async fn run(args: RunArgs) -> Result<(), Failure> {
     if args.dry_run {
         let plan = project.plan(&given, &registry)?;
         let text = if args.common.json {
-            serde_json::to_string(&plan).context("cannot encode the plan").map_err(Failure::run)?
+            serde_json::to_string(&plan)
+                .context("cannot encode the plan")
+                .map_err(Failure::run)?
         } else {
             format!("{plan}\nDry run: the project is valid; no model was called.")
         };
@@ -117,19 +134,35 @@ pub async fn run(args: RunArgs) -> Result<(), Failure> {
     }
     let inputs = project.effective_inputs(&given);
     let (crew, store, progress) = build(&project, &given, registry, &args.common)?;
-    let run_id = store.start_run_async(project.name(), inputs.clone(), false).await.map_err(Failure::run)?;
+    let run_id = store
+        .start_run_async(project.name(), inputs.clone(), false)
+        .await
+        .map_err(Failure::run)?;
     let result = crew.kickoff(inputs).await;
     progress.finish();
-    finish(&store, run_id, result.map_err(|e| anyhow!(e)), args.common.json).await
+    finish(
+        &store,
+        run_id,
+        result.map_err(|e| anyhow!(e)),
+        args.common.json,
+    )
+    .await
 }
 
 /// Builds the crew with the CLI's options: event bus, the project's store, `--llm`, `--verbose`.
-fn build(project: &Project, given: &Inputs, registry: ToolRegistry, common: &ProjectArgs) -> Result<(Crew, crewai_store::Store, Progress), Failure> {
+fn build(
+    project: &Project,
+    given: &Inputs,
+    registry: ToolRegistry,
+    common: &ProjectArgs,
+) -> Result<(Crew, crewai_store::Store, Progress), Failure> {
     let store = crate::stored::open(&project.root)?;
     let bus = EventBus::new();
     let progress = Progress::new();
     progress.attach(&bus);
-    let mut options = BuildOptions::new(registry).with_task_output_store(Arc::new(store.clone())).with_event_bus(bus);
+    let mut options = BuildOptions::new(registry)
+        .with_task_output_store(Arc::new(store.clone()))
+        .with_event_bus(bus);
     if let Some(model) = &common.llm {
         options = options.with_llm(LlmConfig::new(model.clone()));
     }
@@ -147,18 +180,33 @@ fn build(project: &Project, given: &Inputs, registry: ToolRegistry, common: &Pro
 }
 
 /// Records the outcome and prints the output: the raw text, or one JSON line with `--json`.
-async fn finish(store: &crewai_store::Store, run_id: i64, result: anyhow::Result<CrewOutput>, json: bool) -> Result<(), Failure> {
+async fn finish(
+    store: &crewai_store::Store,
+    run_id: i64,
+    result: anyhow::Result<CrewOutput>,
+    json: bool,
+) -> Result<(), Failure> {
     match result {
         Ok(output) => {
             let usage = serde_json::to_value(output.token_usage).unwrap_or(Value::Null);
             // The run succeeded; a failure to record it is only worth a warning.
-            if let Err(err) = store.finish_run_async(run_id, Ok((output.raw.clone(), usage))).await {
+            if let Err(err) = store
+                .finish_run_async(run_id, Ok((output.raw.clone(), usage)))
+                .await
+            {
                 eprintln!("warning: the run could not be recorded: {err}");
             }
-            print_out(&if json { crew_output_json(&output) } else { output.raw })
+            print_out(&if json {
+                crew_output_json(&output)
+            } else {
+                output.raw
+            })
         }
         Err(err) => {
-            if let Err(record) = store.finish_run_async(run_id, Err(format!("{err:#}"))).await {
+            if let Err(record) = store
+                .finish_run_async(run_id, Err(format!("{err:#}")))
+                .await
+            {
                 eprintln!("warning: the run could not be recorded: {record}");
             }
             Err(Failure::run(err))
@@ -195,11 +243,21 @@ pub fn crew_output_json(output: &CrewOutput) -> String {
 
 /// Runs a scaffolded Rust project through `cargo run`, passing the flags on.
 async fn cargo_run(dir: &Path, args: &RunArgs) -> Result<(), Failure> {
-    let mut command = tokio::process::Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
-    command.arg("run").arg("--quiet").arg("--manifest-path").arg(dir.join("Cargo.toml")).arg("--");
-    let mut pairs = inputs::gather(&args.inputs, args.inputs_file.as_deref()).map_err(Failure::config)?;
+    let mut command =
+        tokio::process::Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    command
+        .arg("run")
+        .arg("--quiet")
+        .arg("--manifest-path")
+        .arg(dir.join("Cargo.toml"))
+        .arg("--");
+    let mut pairs =
+        inputs::gather(&args.inputs, args.inputs_file.as_deref()).map_err(Failure::config)?;
     for (name, value) in std::mem::take(&mut pairs) {
-        command.arg("--inputs").arg(format!("{name}={}", crewai_core::interpolate::python_str(&value)));
+        command.arg("--inputs").arg(format!(
+            "{name}={}",
+            crewai_core::interpolate::python_str(&value)
+        ));
     }
     if args.common.json {
         command.arg("--json");
@@ -208,11 +266,17 @@ async fn cargo_run(dir: &Path, args: &RunArgs) -> Result<(), Failure> {
         command.env("MODEL", model);
     }
     eprintln!("Running the Rust project in {} with cargo…", dir.display());
-    let status = command.status().await.context("cannot start cargo; is the Rust toolchain installed?").map_err(Failure::config)?;
+    let status = command
+        .status()
+        .await
+        .context("cannot start cargo; is the Rust toolchain installed?")
+        .map_err(Failure::config)?;
     if status.success() {
         Ok(())
     } else {
-        Err(Failure::run(anyhow!("the crew program exited with {status}")))
+        Err(Failure::run(anyhow!(
+            "the crew program exited with {status}"
+        )))
     }
 }
 
@@ -222,10 +286,22 @@ pub async fn replay(args: ReplayArgs) -> Result<(), Failure> {
     let project = load(&dir)?;
     let store = crate::stored::open(&dir)?;
     let stored = store.task_outputs_async().await.map_err(Failure::run)?;
-    let Some(found) = stored.iter().find(|r| r.task_id == args.task_id || r.task_name.as_deref() == Some(args.task_id.as_str())) else {
-        let known: Vec<String> = stored.iter().map(|r| format!("{} ({})", r.task_id, r.task_name.as_deref().unwrap_or("-"))).collect();
-        let hint = if known.is_empty() { "no kickoff is stored yet; run `crewai run` first".to_string() } else { format!("stored tasks: {}", known.join(", ")) };
-        return Err(Failure::config(anyhow!("no stored output for task '{}'; {hint} (see `crewai log-tasks-outputs`)", args.task_id)));
+    let Some(found) = stored.iter().find(|r| {
+        r.task_id == args.task_id || r.task_name.as_deref() == Some(args.task_id.as_str())
+    }) else {
+        let known: Vec<String> = stored
+            .iter()
+            .map(|r| format!("{} ({})", r.task_id, r.task_name.as_deref().unwrap_or("-")))
+            .collect();
+        let hint = if known.is_empty() {
+            "no kickoff is stored yet; run `crewai run` first".to_string()
+        } else {
+            format!("stored tasks: {}", known.join(", "))
+        };
+        return Err(Failure::config(anyhow!(
+            "no stored output for task '{}'; {hint} (see `crewai log-tasks-outputs`)",
+            args.task_id
+        )));
     };
     // Task ids are fresh in every process (as in CrewAI), so the stored row's position says
     // which task of this crew to restart from.
@@ -240,18 +316,33 @@ pub async fn replay(args: ReplayArgs) -> Result<(), Failure> {
     let registry = registry_for(&project, &dir);
     let (crew, store, progress) = build(&project, &inputs, registry, &args.common)?;
     let inputs_for_replay = inputs.clone();
-    let run_id = store.start_run_async(project.name(), inputs, true).await.map_err(Failure::run)?;
+    let run_id = store
+        .start_run_async(project.name(), inputs, true)
+        .await
+        .map_err(Failure::run)?;
     let result = crew.replay(&task_name, Some(inputs_for_replay)).await;
     progress.finish();
-    finish(&store, run_id, result.map_err(|e| anyhow!(e)), args.common.json).await
+    finish(
+        &store,
+        run_id,
+        result.map_err(|e| anyhow!(e)),
+        args.common.json,
+    )
+    .await
 }
 
 /// Asks for each input on stdin, offering the project's default.
-fn ask_inputs(project: &Project, input: &mut impl BufRead, out: &mut impl Write) -> anyhow::Result<Inputs> {
+fn ask_inputs(
+    project: &Project,
+    input: &mut impl BufRead,
+    out: &mut impl Write,
+) -> anyhow::Result<Inputs> {
     let defaults = project.default_inputs();
     let mut inputs = Inputs::new();
     for name in project.required_inputs() {
-        let default = defaults.get(&name).map(crewai_core::interpolate::python_str);
+        let default = defaults
+            .get(&name)
+            .map(crewai_core::interpolate::python_str);
         match &default {
             Some(d) => write!(out, "{name} [{d}]: ")?,
             None => write!(out, "{name}: ")?,
@@ -275,7 +366,12 @@ pub async fn chat(args: ChatArgs) -> Result<(), Failure> {
     let dir = args.common.project.clone();
     load_env(&dir)?;
     let project = load(&dir)?;
-    eprintln!("Crew '{}': {} agents, {} tasks. Give the inputs (Enter keeps the default):", project.name(), project.agents.len(), project.tasks.len());
+    eprintln!(
+        "Crew '{}': {} agents, {} tasks. Give the inputs (Enter keeps the default):",
+        project.name(),
+        project.agents.len(),
+        project.tasks.len()
+    );
     let given = {
         let stdin = std::io::stdin();
         let mut err = std::io::stderr();
@@ -284,10 +380,19 @@ pub async fn chat(args: ChatArgs) -> Result<(), Failure> {
     let inputs = project.effective_inputs(&given);
     let registry = registry_for(&project, &dir);
     let (crew, store, progress) = build(&project, &given, registry, &args.common)?;
-    let run_id = store.start_run_async(project.name(), inputs.clone(), false).await.map_err(Failure::run)?;
+    let run_id = store
+        .start_run_async(project.name(), inputs.clone(), false)
+        .await
+        .map_err(Failure::run)?;
     let result = crew.kickoff(inputs).await;
     progress.finish();
-    finish(&store, run_id, result.map_err(|e| anyhow!(e)), args.common.json).await
+    finish(
+        &store,
+        run_id,
+        result.map_err(|e| anyhow!(e)),
+        args.common.json,
+    )
+    .await
 }
 
 #[cfg(test)]
@@ -310,8 +415,16 @@ mod tests {
     fn asks_each_input_and_keeps_defaults() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(dir.path().join("config")).unwrap();
-        std::fs::write(dir.path().join("config/agents.yaml"), "a:\n  role: R {who}\n  goal: G\n  backstory: B\n").unwrap();
-        std::fs::write(dir.path().join("config/tasks.yaml"), "t:\n  description: D {topic}\n  expected_output: E\n  agent: a\n").unwrap();
+        std::fs::write(
+            dir.path().join("config/agents.yaml"),
+            "a:\n  role: R {who}\n  goal: G\n  backstory: B\n",
+        )
+        .unwrap();
+        std::fs::write(
+            dir.path().join("config/tasks.yaml"),
+            "t:\n  description: D {topic}\n  expected_output: E\n  agent: a\n",
+        )
+        .unwrap();
         std::fs::write(dir.path().join("config/crew.yaml"), "inputs: {topic: AI}\n").unwrap();
         let project = Project::load(dir.path()).unwrap();
         let mut out = Vec::new();

@@ -10,7 +10,9 @@ use crate::outcome::{Failure, print_out};
 
 /// Opens the store of the project in `dir`.
 pub fn open(dir: &Path) -> Result<Store, Failure> {
-    Store::open_project(dir).with_context(|| format!("cannot open the store of {}", dir.display())).map_err(Failure::config)
+    Store::open_project(dir)
+        .with_context(|| format!("cannot open the store of {}", dir.display()))
+        .map_err(Failure::config)
 }
 
 fn one_line(text: &str, width: usize) -> String {
@@ -18,14 +20,23 @@ fn one_line(text: &str, width: usize) -> String {
     if flat.chars().count() <= width {
         flat
     } else {
-        format!("{}…", flat.chars().take(width.saturating_sub(1)).collect::<String>())
+        format!(
+            "{}…",
+            flat.chars()
+                .take(width.saturating_sub(1))
+                .collect::<String>()
+        )
     }
 }
 
 /// `crewai log-tasks-outputs`: the latest kickoff's tasks, with the ids `replay -t` takes.
 pub async fn log_tasks_outputs(dir: &Path) -> Result<(), Failure> {
     let store = open(dir)?;
-    let rows = store.task_outputs_async().await.context("cannot read the stored task outputs").map_err(Failure::run)?;
+    let rows = store
+        .task_outputs_async()
+        .await
+        .context("cannot read the stored task outputs")
+        .map_err(Failure::run)?;
     if rows.is_empty() {
         return print_out("No task outputs stored yet; run the crew with `crewai run` first.");
     }
@@ -40,7 +51,10 @@ pub async fn log_tasks_outputs(dir: &Path) -> Result<(), Failure> {
             if row.was_replayed { ", replayed" } else { "" },
             row.timestamp.format("%Y-%m-%d %H:%M:%S UTC"),
         ));
-        listing.push_str(&format!("\n    task: {}", one_line(&row.output.description, 100)));
+        listing.push_str(&format!(
+            "\n    task: {}",
+            one_line(&row.output.description, 100)
+        ));
         listing.push_str(&format!("\n    output: {}", one_line(&row.output.raw, 100)));
     }
     print_out(&listing)
@@ -48,14 +62,19 @@ pub async fn log_tasks_outputs(dir: &Path) -> Result<(), Failure> {
 
 /// `crewai reset-memories`: clears the kickoff outputs; memory and knowledge are not stored yet.
 pub async fn reset_memories(args: &ResetArgs) -> Result<(), Failure> {
-    if !(args.all || args.memory || args.knowledge || args.agent_knowledge || args.kickoff_outputs) {
+    if !(args.all || args.memory || args.knowledge || args.agent_knowledge || args.kickoff_outputs)
+    {
         return Err(Failure::config(anyhow::anyhow!(
             "say what to reset: -m/--memory, --knowledge, --agent-knowledge, -k/--kickoff-outputs or -a/--all"
         )));
     }
     if args.all || args.kickoff_outputs {
         let store = open(&args.project)?;
-        store.reset_task_outputs_async().await.context("cannot clear the stored task outputs").map_err(Failure::run)?;
+        store
+            .reset_task_outputs_async()
+            .await
+            .context("cannot clear the stored task outputs")
+            .map_err(Failure::run)?;
         println!("Latest kickoff outputs reset.");
     }
     if args.all || args.memory {

@@ -21,7 +21,9 @@ fn crewai(args: &[&str]) -> Command {
 }
 
 fn with_server(mut command: Command, server: &ScriptedServer) -> Command {
-    command.env("OPENAI_BASE_URL", server.base_url()).env("OPENAI_API_KEY", "test");
+    command
+        .env("OPENAI_BASE_URL", server.base_url())
+        .env("OPENAI_API_KEY", "test");
     command
 }
 
@@ -65,7 +67,14 @@ report:
 
 fn two_task_project() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    write(dir.path(), &[("config/agents.yaml", AGENTS), ("config/tasks.yaml", TASKS), ("config/crew.yaml", "inputs: {topic: Rust}\n")]);
+    write(
+        dir.path(),
+        &[
+            ("config/agents.yaml", AGENTS),
+            ("config/tasks.yaml", TASKS),
+            ("config/crew.yaml", "inputs: {topic: Rust}\n"),
+        ],
+    );
     dir
 }
 
@@ -73,10 +82,22 @@ fn two_task_project() -> tempfile::TempDir {
 fn every_example_dry_runs_offline() {
     for name in ["research-and-report", "trip-planner", "content-team"] {
         let project = examples().join(name);
-        let out = run(crewai(&["run", "--project", project.to_str().unwrap(), "--dry-run"]));
+        let out = run(crewai(&[
+            "run",
+            "--project",
+            project.to_str().unwrap(),
+            "--dry-run",
+        ]));
         let stdout = text(&out.stdout);
-        assert!(out.status.success(), "{name}: {}\n{stdout}", text(&out.stderr));
-        assert!(stdout.contains("Dry run: the project is valid"), "{name}: {stdout}");
+        assert!(
+            out.status.success(),
+            "{name}: {}\n{stdout}",
+            text(&out.stderr)
+        );
+        assert!(
+            stdout.contains("Dry run: the project is valid"),
+            "{name}: {stdout}"
+        );
         assert!(stdout.contains("Tasks:"), "{name}: {stdout}");
     }
 }
@@ -84,32 +105,78 @@ fn every_example_dry_runs_offline() {
 #[test]
 fn dry_run_shows_agents_tools_context_and_prompts() {
     let project = examples().join("trip-planner");
-    let out = run(crewai(&["run", "--project", project.to_str().unwrap(), "--dry-run", "--inputs", "origin=Porto"]));
+    let out = run(crewai(&[
+        "run",
+        "--project",
+        project.to_str().unwrap(),
+        "--dry-run",
+        "--inputs",
+        "origin=Porto",
+    ]));
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(stdout.contains("3. plan_itinerary"), "{stdout}");
-    assert!(stdout.contains("context: identify_city, gather_city_info"), "{stdout}");
+    assert!(
+        stdout.contains("context: identify_city, gather_city_info"),
+        "{stdout}"
+    );
     assert!(stdout.contains("tools: http_get"), "{stdout}");
-    assert!(stdout.contains("Traveling from: Porto"), "the input overrides the crew.yaml default: {stdout}");
+    assert!(
+        stdout.contains("Traveling from: Porto"),
+        "the input overrides the crew.yaml default: {stdout}"
+    );
     assert!(stdout.contains("output: json"), "{stdout}");
 
-    let out = run(crewai(&["run", "--project", project.to_str().unwrap(), "--dry-run", "--json"]));
+    let out = run(crewai(&[
+        "run",
+        "--project",
+        project.to_str().unwrap(),
+        "--dry-run",
+        "--json",
+    ]));
     let plan: Value = serde_json::from_str(text(&out.stdout).trim()).unwrap();
     assert_eq!(plan["tasks"][2]["name"], "plan_itinerary");
     assert_eq!(plan["process"], "sequential");
 
-    let hierarchical = run(crewai(&["run", "--project", examples().join("content-team").to_str().unwrap(), "--dry-run"]));
+    let hierarchical = run(crewai(&[
+        "run",
+        "--project",
+        examples().join("content-team").to_str().unwrap(),
+        "--dry-run",
+    ]));
     let stdout = text(&hierarchical.stdout);
     assert!(stdout.contains("Manager: editor_in_chief"), "{stdout}");
-    assert!(stdout.contains("agent: editor_in_chief (manager), delegating to the agent it picks"), "{stdout}");
-    assert!(stdout.contains("tools: delegate_work_to_coworker, ask_question_to_coworker"), "{stdout}");
+    assert!(
+        stdout.contains("agent: editor_in_chief (manager), delegating to the agent it picks"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("tools: delegate_work_to_coworker, ask_question_to_coworker"),
+        "{stdout}"
+    );
 }
 
 #[test]
 fn an_unknown_agent_is_reported_with_line_and_suggestion() {
     let dir = tempfile::tempdir().unwrap();
-    write(dir.path(), &[("config/agents.yaml", AGENTS), ("config/tasks.yaml", &TASKS.replace("agent: writer", "agent: writter"))]);
-    let out = run(crewai(&["run", "--project", dir.path().to_str().unwrap(), "--dry-run", "--inputs", "topic=AI"]));
+    write(
+        dir.path(),
+        &[
+            ("config/agents.yaml", AGENTS),
+            (
+                "config/tasks.yaml",
+                &TASKS.replace("agent: writer", "agent: writter"),
+            ),
+        ],
+    );
+    let out = run(crewai(&[
+        "run",
+        "--project",
+        dir.path().to_str().unwrap(),
+        "--dry-run",
+        "--inputs",
+        "topic=AI",
+    ]));
     assert_eq!(out.status.code(), Some(2));
     let stderr = text(&out.stderr);
     assert!(
@@ -121,8 +188,16 @@ fn an_unknown_agent_is_reported_with_line_and_suggestion() {
 #[test]
 fn a_missing_input_is_a_usage_error_naming_it() {
     let dir = tempfile::tempdir().unwrap();
-    write(dir.path(), &[("config/agents.yaml", AGENTS), ("config/tasks.yaml", TASKS)]);
-    let out = run(crewai(&["run", "--project", dir.path().to_str().unwrap(), "--dry-run"]));
+    write(
+        dir.path(),
+        &[("config/agents.yaml", AGENTS), ("config/tasks.yaml", TASKS)],
+    );
+    let out = run(crewai(&[
+        "run",
+        "--project",
+        dir.path().to_str().unwrap(),
+        "--dry-run",
+    ]));
     assert_eq!(out.status.code(), Some(2));
     let stderr = text(&out.stderr);
     assert!(stderr.contains("config/agents.yaml:3: agent 'researcher' field 'goal' uses {topic}, which no input provides"), "{stderr}");
@@ -135,7 +210,10 @@ fn run_json_prints_the_crew_output_as_the_last_line_then_replays() {
     let server = ScriptedServer::start_blocking();
     server.push(Reply::text("Rust notes").with_usage(100, 20));
     server.push(Reply::text("The Rust report").with_usage(50, 10));
-    let out = run(with_server(crewai(&["run", "--project", project, "--json"]), &server));
+    let out = run(with_server(
+        crewai(&["run", "--project", project, "--json"]),
+        &server,
+    ));
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{}\n{stdout}", text(&out.stderr));
     let last = stdout.lines().last().unwrap();
@@ -157,28 +235,49 @@ fn run_json_prints_the_crew_output_as_the_last_line_then_replays() {
     let log = run(crewai(&["log-tasks-outputs", "--project", project]));
     let listing = text(&log.stdout);
     assert!(log.status.success(), "{}", text(&log.stderr));
-    assert!(listing.contains("research") && listing.contains("report"), "{listing}");
+    assert!(
+        listing.contains("research") && listing.contains("report"),
+        "{listing}"
+    );
     assert!(listing.contains("output: Rust notes"), "{listing}");
 
     // Replay from the second task: only it runs again, with the stored first output as context.
     server.push(Reply::text("A better report"));
-    let replay = run(with_server(crewai(&["replay", "--project", project, "-t", "report", "--json"]), &server));
+    let replay = run(with_server(
+        crewai(&["replay", "--project", project, "-t", "report", "--json"]),
+        &server,
+    ));
     let stdout = text(&replay.stdout);
-    assert!(replay.status.success(), "{}\n{stdout}", text(&replay.stderr));
+    assert!(
+        replay.status.success(),
+        "{}\n{stdout}",
+        text(&replay.stderr)
+    );
     let output: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
     assert_eq!(output["raw"], "A better report");
     assert_eq!(server.request_count(), 3);
     let replayed = server.requests()[2].body.to_string();
-    assert!(replayed.contains("Rust notes"), "the stored output is the context: {replayed}");
+    assert!(
+        replayed.contains("Rust notes"),
+        "the stored output is the context: {replayed}"
+    );
 
     let unknown = run(crewai(&["replay", "--project", project, "-t", "nope"]));
     assert_eq!(unknown.status.code(), Some(2));
-    assert!(text(&unknown.stderr).contains("no stored output for task 'nope'"), "{}", text(&unknown.stderr));
+    assert!(
+        text(&unknown.stderr).contains("no stored output for task 'nope'"),
+        "{}",
+        text(&unknown.stderr)
+    );
 
     let reset = run(crewai(&["reset-memories", "--project", project, "-k"]));
     assert!(reset.status.success());
     let log = run(crewai(&["log-tasks-outputs", "--project", project]));
-    assert!(text(&log.stdout).contains("No task outputs stored yet"), "{}", text(&log.stdout));
+    assert!(
+        text(&log.stdout).contains("No task outputs stored yet"),
+        "{}",
+        text(&log.stdout)
+    );
 }
 
 #[test]
@@ -192,7 +291,10 @@ fn plain_run_prints_the_final_answer_and_a_failed_call_exits_1() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout).trim(), "final answer");
     let stderr = text(&out.stderr);
-    assert!(stderr.contains("[task completed] research"), "progress lines when not a terminal: {stderr}");
+    assert!(
+        stderr.contains("[task completed] research"),
+        "progress lines when not a terminal: {stderr}"
+    );
 
     // An empty script: the provider answers 400 and the run fails.
     let failed = run(with_server(crewai(&["run", "--project", project]), &server));
@@ -212,12 +314,24 @@ fn without_a_provider_the_error_names_the_variable_to_set() {
 fn dot_env_is_loaded_without_overriding_the_environment() {
     let dir = two_task_project();
     let server = ScriptedServer::start_blocking();
-    write(dir.path(), &[(".env", &format!("OPENAI_API_KEY=from-dotenv\nOPENAI_BASE_URL={}\n", server.base_url()))]);
+    write(
+        dir.path(),
+        &[(
+            ".env",
+            &format!(
+                "OPENAI_API_KEY=from-dotenv\nOPENAI_BASE_URL={}\n",
+                server.base_url()
+            ),
+        )],
+    );
     server.push_text("notes");
     server.push_text("done");
     let out = run(crewai(&["run", "--project", dir.path().to_str().unwrap()]));
     assert!(out.status.success(), "{}", text(&out.stderr));
-    assert_eq!(server.requests()[0].header("authorization"), Some("Bearer from-dotenv"));
+    assert_eq!(
+        server.requests()[0].header("authorization"),
+        Some("Bearer from-dotenv")
+    );
 
     server.push_text("notes");
     server.push_text("done");
@@ -225,7 +339,10 @@ fn dot_env_is_loaded_without_overriding_the_environment() {
     command.env("OPENAI_API_KEY", "from-env");
     let out = run(command);
     assert!(out.status.success(), "{}", text(&out.stderr));
-    assert_eq!(server.requests()[2].header("authorization"), Some("Bearer from-env"));
+    assert_eq!(
+        server.requests()[2].header("authorization"),
+        Some("Bearer from-env")
+    );
 }
 
 #[test]
@@ -234,7 +351,16 @@ fn llm_flag_replaces_every_agents_model() {
     let server = ScriptedServer::start_blocking();
     server.push_text("notes");
     server.push_text("done");
-    let out = run(with_server(crewai(&["run", "--project", dir.path().to_str().unwrap(), "--llm", "openai/gpt-4o-mini"]), &server));
+    let out = run(with_server(
+        crewai(&[
+            "run",
+            "--project",
+            dir.path().to_str().unwrap(),
+            "--llm",
+            "openai/gpt-4o-mini",
+        ]),
+        &server,
+    ));
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(server.requests()[0].body["model"], "gpt-4o-mini");
 }
@@ -242,31 +368,56 @@ fn llm_flag_replaces_every_agents_model() {
 #[test]
 fn chat_asks_for_inputs_then_runs() {
     let dir = tempfile::tempdir().unwrap();
-    write(dir.path(), &[("config/agents.yaml", AGENTS), ("config/tasks.yaml", TASKS)]);
+    write(
+        dir.path(),
+        &[("config/agents.yaml", AGENTS), ("config/tasks.yaml", TASKS)],
+    );
     let server = ScriptedServer::start_blocking();
     server.push_text("notes");
     server.push_text("chat done");
-    let mut command = with_server(crewai(&["chat", "--project", dir.path().to_str().unwrap()]), &server);
-    command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut command = with_server(
+        crewai(&["chat", "--project", dir.path().to_str().unwrap()]),
+        &server,
+    );
+    command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
     let mut child = command.spawn().unwrap();
     use std::io::Write;
     child.stdin.take().unwrap().write_all(b"Zig\n").unwrap();
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout).trim(), "chat done");
-    assert!(server.requests()[0].body.to_string().contains("Research Zig"));
+    assert!(
+        server.requests()[0]
+            .body
+            .to_string()
+            .contains("Research Zig")
+    );
 }
 
 #[test]
 fn create_crew_scaffolds_a_project_that_dry_runs() {
     let dir = tempfile::tempdir().unwrap();
-    let out = run(crewai(&["create", "crew", "demo", "-o", dir.path().to_str().unwrap()]));
+    let out = run(crewai(&[
+        "create",
+        "crew",
+        "demo",
+        "-o",
+        dir.path().to_str().unwrap(),
+    ]));
     assert!(out.status.success(), "{}", text(&out.stderr));
     let project = dir.path().join("demo");
     assert!(project.join("Cargo.toml").is_file());
     assert!(project.join("config/agents.yaml").is_file());
     assert!(project.join("src/tools.rs").is_file());
-    let dry = run(crewai(&["run", "--project", project.to_str().unwrap(), "--dry-run"]));
+    let dry = run(crewai(&[
+        "run",
+        "--project",
+        project.to_str().unwrap(),
+        "--dry-run",
+    ]));
     let stdout = text(&dry.stdout);
     assert!(dry.status.success(), "{}\n{stdout}", text(&dry.stderr));
     assert!(stdout.contains("tools: word_count"), "{stdout}");
@@ -280,16 +431,31 @@ fn version_and_unsupported_commands() {
     for command in [&["train"][..], &["test"][..]] {
         let out = run(crewai(command));
         assert_eq!(out.status.code(), Some(2));
-        assert!(text(&out.stderr).contains("is not supported yet"), "{}", text(&out.stderr));
+        assert!(
+            text(&out.stderr).contains("is not supported yet"),
+            "{}",
+            text(&out.stderr)
+        );
     }
     let out = run(crewai(&["run", "--bogus"]));
     assert_eq!(out.status.code(), Some(2));
     let out = run(crewai(&["reset-memories"]));
     assert_eq!(out.status.code(), Some(2));
     let dir = tempfile::tempdir().unwrap();
-    let out = run(crewai(&["reset-memories", "--project", dir.path().to_str().unwrap(), "-kn", "-akn", "-m"]));
+    let out = run(crewai(&[
+        "reset-memories",
+        "--project",
+        dir.path().to_str().unwrap(),
+        "-kn",
+        "-akn",
+        "-m",
+    ]));
     assert!(out.status.success(), "{}", text(&out.stderr));
-    assert!(text(&out.stdout).contains("Knowledge: nothing is stored yet"), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stdout).contains("Knowledge: nothing is stored yet"),
+        "{}",
+        text(&out.stdout)
+    );
 }
 
 fn copy_dir(from: &Path, to: &Path) {
@@ -313,14 +479,21 @@ fn the_research_example_runs_and_writes_its_report_inside_the_project() {
     server.push_text("- point one\n- point two");
     server.push_text("# AI Agents report\n\nFull sections.");
     // Run from another folder: outputs still land in the project.
-    let mut command = with_server(crewai(&["run", "--project", dir.path().to_str().unwrap()]), &server);
+    let mut command = with_server(
+        crewai(&["run", "--project", dir.path().to_str().unwrap()]),
+        &server,
+    );
     command.current_dir(std::env::temp_dir());
     let out = run(command);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let report = std::fs::read_to_string(dir.path().join("output/report.md")).unwrap();
     assert_eq!(report, "# AI Agents report\n\nFull sections.");
     let first = &server.requests()[0];
-    assert!(first.tool_names().contains(&"http_get".to_string()), "{:?}", first.tool_names());
+    assert!(
+        first.tool_names().contains(&"http_get".to_string()),
+        "{:?}",
+        first.tool_names()
+    );
 }
 
 #[test]
@@ -329,7 +502,10 @@ fn the_hierarchical_content_team_runs_through_its_manager() {
     copy_dir(&examples().join("content-team"), dir.path());
     let server = ScriptedServer::start_blocking();
     let delegate = |coworker: &str, task: &str| {
-        Reply::tool_call("delegate_work_to_coworker", serde_json::json!({"task": task, "context": "the brief", "coworker": coworker}))
+        Reply::tool_call(
+            "delegate_work_to_coworker",
+            serde_json::json!({"task": task, "context": "the brief", "coworker": coworker}),
+        )
     };
     server.push(delegate("Content Strategist", "Write the outline"));
     server.push_text("Outline: 1. Why 2. How");
@@ -342,15 +518,36 @@ fn the_hierarchical_content_team_runs_through_its_manager() {
     server.push_text("SEO title: Composting\n\n# Composting\n\nFinal.");
     // The LLM guardrail of seo_task asks the manager's model for a verdict.
     server.push_text("{\"valid\": true, \"feedback\": null}");
-    let out = run(with_server(crewai(&["run", "--project", dir.path().to_str().unwrap(), "--json"]), &server));
+    let out = run(with_server(
+        crewai(&["run", "--project", dir.path().to_str().unwrap(), "--json"]),
+        &server,
+    ));
     let stdout = text(&out.stdout);
-    assert!(out.status.success(), "{}\n{stdout}\nrequests: {}", text(&out.stderr), server.request_count());
+    assert!(
+        out.status.success(),
+        "{}\n{stdout}\nrequests: {}",
+        text(&out.stderr),
+        server.request_count()
+    );
     let output: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
-    assert!(output["raw"].as_str().unwrap().contains("Final."), "{output}");
+    assert!(
+        output["raw"].as_str().unwrap().contains("Final."),
+        "{output}"
+    );
     assert_eq!(output["tasks_output"].as_array().unwrap().len(), 3);
     let first = &server.requests()[0];
-    assert!(first.tool_names().contains(&"delegate_work_to_coworker".to_string()), "{:?}", first.tool_names());
-    assert!(first.body.to_string().contains("Editor-in-Chief"), "the custom manager leads: {}", first.body);
+    assert!(
+        first
+            .tool_names()
+            .contains(&"delegate_work_to_coworker".to_string()),
+        "{:?}",
+        first.tool_names()
+    );
+    assert!(
+        first.body.to_string().contains("Editor-in-Chief"),
+        "the custom manager leads: {}",
+        first.body
+    );
     assert_eq!(server.remaining(), 0, "every scripted reply was used");
 }
 
@@ -360,16 +557,34 @@ fn the_hierarchical_content_team_runs_through_its_manager() {
 #[ignore = "compiles a scaffolded project with cargo"]
 fn a_scaffolded_rust_project_runs_through_cargo() {
     let dir = tempfile::tempdir().unwrap();
-    let out = run(crewai(&["create", "crew", "demo", "-o", dir.path().to_str().unwrap()]));
+    let out = run(crewai(&[
+        "create",
+        "crew",
+        "demo",
+        "-o",
+        dir.path().to_str().unwrap(),
+    ]));
     assert!(out.status.success(), "{}", text(&out.stderr));
     let project = dir.path().join("demo");
     let server = ScriptedServer::start_blocking();
     server.push_text("ten bullet points");
     // The reporting analyst calls the project's own #[tool] before answering.
-    server.push(Reply::tool_call("word_count", serde_json::json!({"text": "ten bullet points"})));
+    server.push(Reply::tool_call(
+        "word_count",
+        serde_json::json!({"text": "ten bullet points"}),
+    ));
     server.push_text("A report of 3 words");
-    let mut command = with_server(crewai(&["run", "--project", project.to_str().unwrap(), "--json"]), &server);
-    for var in ["HOME", "CARGO_HOME", "RUSTUP_HOME", "CARGO_TARGET_DIR", "RUSTUP_TOOLCHAIN"] {
+    let mut command = with_server(
+        crewai(&["run", "--project", project.to_str().unwrap(), "--json"]),
+        &server,
+    );
+    for var in [
+        "HOME",
+        "CARGO_HOME",
+        "RUSTUP_HOME",
+        "CARGO_TARGET_DIR",
+        "RUSTUP_TOOLCHAIN",
+    ] {
         if let Some(value) = std::env::var_os(var) {
             command.env(var, value);
         }
@@ -380,7 +595,10 @@ fn a_scaffolded_rust_project_runs_through_cargo() {
     let output: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
     assert_eq!(output["raw"], "A report of 3 words");
     let tool_result = server.requests()[2].body.to_string();
-    assert!(tool_result.contains("\"content\":\"3\""), "the tool ran in the compiled project: {tool_result}");
+    assert!(
+        tool_result.contains("\"content\":\"3\""),
+        "the tool ran in the compiled project: {tool_result}"
+    );
 }
 
 #[test]
@@ -393,10 +611,18 @@ fn a_json_layout_project_dry_runs() {
                 "crew.jsonc",
                 "{\n  // CrewAI's newer layout\n  \"name\": \"poems\",\n  \"agents\": [\"poet\"],\n  \"tasks\": [\n    {\"name\": \"poem\", \"description\": \"A poem on {topic}\", \"expected_output\": \"A poem\", \"agent\": \"poet\",},\n  ],\n  \"inputs\": {\"topic\": \"rain\"},\n}\n",
             ),
-            ("agents/poet.jsonc", "{\"role\": \"Poet\", \"goal\": \"Write\", \"backstory\": \"Writes.\", \"tools\": [\"FileReadTool\"], \"settings\": {\"max_iter\": 3}}"),
+            (
+                "agents/poet.jsonc",
+                "{\"role\": \"Poet\", \"goal\": \"Write\", \"backstory\": \"Writes.\", \"tools\": [\"FileReadTool\"], \"settings\": {\"max_iter\": 3}}",
+            ),
         ],
     );
-    let out = run(crewai(&["run", "--project", dir.path().to_str().unwrap(), "--dry-run"]));
+    let out = run(crewai(&[
+        "run",
+        "--project",
+        dir.path().to_str().unwrap(),
+        "--dry-run",
+    ]));
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(stdout.contains("Crew 'poems'"), "{stdout}");

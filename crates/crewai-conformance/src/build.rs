@@ -12,7 +12,6 @@ use crewai_core::crew::{Crew, Process};
 use crewai_core::guardrail::{Guardrail, GuardrailPass};
 use crewai_core::hooks::{HookedLlm, Hooks};
 use crewai_core::output::{CrewOutput, TaskOutput};
-use crewai_core::process::RunContext;
 use crewai_core::store::{InMemoryTaskOutputStore, StoredTaskOutput, TaskOutputStore};
 use crewai_core::task::Task;
 use crewai_llm::{BuildOptions, DEFAULT_MODEL, Llm, LlmConfig, LlmRequest, Message, OpenAiApi, ResponseFormat, StreamEvent, Usage, build_llm_with};
@@ -480,16 +479,6 @@ async fn run_agent(case: &Case, world: &World<'_>) -> Result<Execution, RunError
     })))
 }
 
-/// CrewAI's `agent.execute_task(task, context, tools)`: the agent runs one task outside any crew.
-// The engine has no `Agent::execute_task` yet (api.md promises it); until it lands this goes
-// through the public `process::execute_task` the crew itself uses, with the case's bus and hooks.
-async fn execute_task(world: &World<'_>, agent: &Agent, task: &Task, context: Option<&str>, tools: Option<Vec<ToolHandle>>) -> Result<TaskOutput, String> {
-    let mut run = RunContext::standalone();
-    run.services.events = world.env.bus.clone();
-    let tools = tools.unwrap_or_else(|| agent.tools().to_vec());
-    crewai_core::process::execute_task(&run, task, agent, context.map(str::to_string), tools, None).await.map_err(|e| e.to_string())
-}
-
 /// Mode task: each task in order, by its agent (or the case's only agent), with no crew.
 async fn run_tasks(case: &Case, world: &World<'_>) -> Result<Execution, RunError> {
     let mut agents = BTreeMap::new();
@@ -507,7 +496,9 @@ async fn run_tasks(case: &Case, world: &World<'_>) -> Result<Execution, RunError
             task.execute(Some(agent)).await.map_err(|e| e.to_string())
         } else {
             let tools = spec.tools.as_ref().map(|names| world.tools(names)).transpose()?;
-            execute_task(world, agent, &task, spec.context_text.as_deref(), tools).await
+            // CrewAI's agent.execute_task(task, context, tools): the engine spells it
+            // Task::execute_with (api.md's Agent::execute_task is not there).
+            task.execute_with(Some(agent), spec.context_text.as_deref(), tools).await.map_err(|e| e.to_string())
         };
         match result {
             Ok(output) => outputs.push(output),

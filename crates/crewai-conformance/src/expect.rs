@@ -71,6 +71,9 @@ pub fn check(expect: &Expect, outcome: &Outcome) -> Vec<String> {
             failures.push(format!("tool_calls: `{tool}` ran {ran} times, expected {wanted}"));
         }
     }
+    if let Err(f) = check_event_ids(&outcome.events) {
+        failures.push(f);
+    }
     if let Err(f) = check_events(&expect.events, &outcome.events) {
         failures.push(f);
     }
@@ -356,6 +359,20 @@ fn check_events(items: &[EventExpect], events: &[EventRecord]) -> Result<(), Str
     Ok(())
 }
 
+/// Every event has a non-empty id, unique within the run (the README's invariant).
+fn check_event_ids(events: &[EventRecord]) -> Result<(), String> {
+    let mut seen = std::collections::HashMap::new();
+    for (i, event) in events.iter().enumerate() {
+        if event.event_id.is_empty() {
+            return Err(format!("events: event #{} `{}` has an empty event_id", i + 1, event.name));
+        }
+        if let Some(first) = seen.insert(event.event_id.as_str(), i) {
+            return Err(format!("events: event #{} `{}` reuses the event_id of event #{}", i + 1, event.name, first + 1));
+        }
+    }
+    Ok(())
+}
+
 /// `a, b×3, c` for a long run of event names.
 fn compress_names(names: &[&str]) -> String {
     let mut out: Vec<String> = Vec::new();
@@ -499,6 +516,9 @@ mod tests {
         let mut outcome = ok(vec![output("x")]);
         outcome.events = events.clone();
         assert!(check(&e, &outcome).is_empty(), "{:?}", check(&e, &outcome));
+        let mut duplicate = outcome.clone();
+        duplicate.events[1].event_id = "c1".into();
+        assert!(check(&Expect::default(), &duplicate)[0].contains("reuses the event_id of event #1"));
         // The second task pointing at the first crew breaks the nearest-earlier rule.
         outcome.events[4].parent_event_id = Some("c1".into());
         let failures = check(&e, &outcome);

@@ -888,6 +888,7 @@ impl Agent {
                             role: self.role().to_string(),
                             message: e.to_string(),
                         })?;
+                execution.record_usage(&verdict.usage);
                 match verdict.outcome {
                     Ok(pass) => {
                         pass.apply(&mut checked);

@@ -414,3 +414,62 @@ async fn standalone_task_execute_applies_guardrails() {
     let unassigned = Task::builder().name("x").description("d").expected_output("e").build().unwrap();
     assert!(matches!(unassigned.execute(None).await, Err(TaskError::NoAgent { .. })));
 }
+
+fn counting_tool(runs: Arc<std::sync::atomic::AtomicUsize>) -> crewai_tools::ToolHandle {
+    DynamicTool::new(
+        "Counter",
+        "Counts its runs.",
+        json!({"type": "object", "properties": {"key": {"type": "string"}}, "required": ["key"]}),
+        move |_args, _ctx| {
+            let runs = runs.clone();
+            async move { Ok(ToolOutput::Text(format!("run {}", runs.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1))) }
+        },
+    )
+    .into_handle()
+}
+
+#[tokio::test]
+async fn the_crew_cache_is_opt_in_and_shared_by_its_agents() {
+    for (cache, expected_runs) in [(false, 2), (true, 1)] {
+        let server = ScriptedServer::start().await;
+        for _ in 0..2 {
+            server.push(Reply::tool_call("counter", json!({"key": "same"})));
+            server.push_text("done");
+        }
+        let runs = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let first = agent_with("First", &server, |b| b.tools(vec![counting_tool(runs.clone())]));
+        let second = agent_with("Second", &server, |b| b.tools(vec![counting_tool(runs.clone())]));
+        let crew = Crew::builder().agents(vec![first.clone(), second.clone()]).tasks(vec![task("a", "A", &first), task("b", "B", &second)]).cache(cache).build().unwrap();
+        crew.kickoff(Inputs::new()).await.unwrap();
+        assert_eq!(runs.load(std::sync::atomic::Ordering::SeqCst), expected_runs, "cache: {cache}");
+    }
+}
+
+#[tokio::test]
+async fn crew_hooks_and_step_callback_reach_every_agent() {
+    let server = ScriptedServer::start().await;
+    server.push_text("plain answer");
+    let a = agent("Writer", &server);
+    let steps = Arc::new(Mutex::new(Vec::new()));
+    let seen = steps.clone();
+    let hooks = crewai_core::hooks::Hooks::new().after_llm_call(|ctx| ctx.response.as_ref().map(|text| format!("[reviewed] {text}")));
+    let crew = Crew::builder()
+        .agents(vec![a.clone()])
+        .tasks(vec![task("t", "Write", &a)])
+        .hooks(hooks)
+        .step_callback(move |step| seen.lock().unwrap().push(format!("{step:?}")))
+        .build()
+        .unwrap();
+    let output = crew.kickoff(Inputs::new()).await.unwrap();
+    assert_eq!(output.raw, "[reviewed] plain answer");
+    assert!(steps.lock().unwrap().iter().any(|s| s.contains("FinalAnswer")), "{:?}", steps.lock().unwrap());
+}
+
+#[tokio::test]
+async fn fetch_inputs_lists_the_placeholders() {
+    let server = ScriptedServer::start().await;
+    let a = agent_with("{topic} Researcher", &server, |b| b.goal("Study {field-name}"));
+    let t = task("t", "Write about {topic} in {year}", &a);
+    let crew = Crew::builder().agents(vec![a]).tasks(vec![t]).build().unwrap();
+    assert_eq!(crew.fetch_inputs().into_iter().collect::<Vec<_>>(), ["field-name", "topic", "year"]);
+}

@@ -232,10 +232,11 @@ impl<S: FlowState> Flow<S> {
             let (x1, y1) = position[edge.from];
             let (x2, y2) = position[edge.to];
             let (path, label_at) = if back[e] || y2 <= y1 {
-                // A cycle goes out to the right and comes back into the target's side.
-                let out = x1.max(x2) + NODE_WIDTH / 2.0 + 50.0;
+                // A cycle leaves the source's bottom, runs up the right margin and enters the target's side.
+                let out = width - 50.0;
+                let below = y1 + NODE_HEIGHT / 2.0;
                 (
-                    format!("M{:.1},{:.1} C{out:.1},{:.1} {out:.1},{:.1} {:.1},{:.1}", x1 + NODE_WIDTH / 2.0, y1, y1, y2, x2 + NODE_WIDTH / 2.0, y2),
+                    format!("M{x1:.1},{below:.1} C{x1:.1},{:.1} {out:.1},{:.1} {out:.1},{:.1} S{out:.1},{y2:.1} {:.1},{y2:.1}", below + 30.0, below + 30.0, (below + y2) / 2.0, x2 + NODE_WIDTH / 2.0),
                     (out - 10.0, (y1 + y2) / 2.0),
                 )
             } else {

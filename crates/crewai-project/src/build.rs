@@ -42,7 +42,13 @@ pub struct BuildOptions {
 
 impl BuildOptions {
     pub fn new(tools: ToolRegistry) -> Self {
-        BuildOptions { tools, llm_override: None, event_bus: None, task_output_store: None, verbose: None }
+        BuildOptions {
+            tools,
+            llm_override: None,
+            event_bus: None,
+            task_output_store: None,
+            verbose: None,
+        }
     }
     pub fn with_llm(mut self, llm: LlmConfig) -> Self {
         self.llm_override = Some(llm);
@@ -86,13 +92,20 @@ fn place(origin: Option<&Origin>) -> String {
 }
 
 /// Creates a model client, naming who needs it and where it was configured.
-pub(crate) fn make_llm(config: Option<&LlmConfig>, who: &str, origin: Option<&Origin>) -> Result<Arc<dyn Llm>, ProjectError> {
+pub(crate) fn make_llm(
+    config: Option<&LlmConfig>,
+    who: &str,
+    origin: Option<&Origin>,
+) -> Result<Arc<dyn Llm>, ProjectError> {
     // An empty model means the default (`MODEL`, else CrewAI's), with the other settings kept.
     let result = match config {
         Some(config) => crewai_llm::build_llm(config),
         None => crewai_llm::default_llm(),
     };
-    result.map_err(|source| ProjectError::Llm { context: format!("{who}{}", place(origin)), source })
+    result.map_err(|source| ProjectError::Llm {
+        context: format!("{who}{}", place(origin)),
+        source,
+    })
 }
 
 fn policy(spec: ToolFailurePolicySpec) -> ToolFailurePolicy {
@@ -148,12 +161,20 @@ impl Project {
                 Some(agent) => builder = builder.manager_agent(agent),
                 None => {
                     let config = options.llm_override.as_ref().or(crew.manager_llm.as_ref());
-                    builder = builder.manager_llm(make_llm(config, "the crew's manager_llm", crew.origin("manager_llm"))?);
+                    builder = builder.manager_llm(make_llm(
+                        config,
+                        "the crew's manager_llm",
+                        crew.origin("manager_llm"),
+                    )?);
                 }
             }
         }
         if let Some(config) = &crew.function_calling_llm {
-            builder = builder.function_calling_llm(make_llm(Some(config), "the crew's function_calling_llm", crew.origin("function_calling_llm"))?);
+            builder = builder.function_calling_llm(make_llm(
+                Some(config),
+                "the crew's function_calling_llm",
+                crew.origin("function_calling_llm"),
+            )?);
         }
         if let Some(v) = crew.max_rpm {
             builder = builder.max_rpm(v);
@@ -168,8 +189,12 @@ impl Project {
             builder = builder.verbose(v);
         }
         match &crew.output_log_file {
-            Some(LogFileSpec::Enabled(true)) => builder = builder.output_log_file(self.root.join("logs.txt")),
-            Some(LogFileSpec::Path(path)) => builder = builder.output_log_file(self.root.join(path)),
+            Some(LogFileSpec::Enabled(true)) => {
+                builder = builder.output_log_file(self.root.join("logs.txt"))
+            }
+            Some(LogFileSpec::Path(path)) => {
+                builder = builder.output_log_file(self.root.join(path))
+            }
             Some(LogFileSpec::Enabled(false)) | None => {}
         }
         if let Some(bus) = &options.event_bus {
@@ -178,12 +203,25 @@ impl Project {
         if let Some(store) = &options.task_output_store {
             builder = builder.task_output_store(Arc::clone(store));
         }
-        let file = self.files.crew.as_ref().or(self.files.tasks.as_ref()).map(|f| f.display.clone()).unwrap_or_default();
-        builder.build().map_err(|err| ProjectError::Build { context: format!("crew '{}' ({file})", self.name()), message: err.to_string() })
+        let file = self
+            .files
+            .crew
+            .as_ref()
+            .or(self.files.tasks.as_ref())
+            .map(|f| f.display.clone())
+            .unwrap_or_default();
+        builder.build().map_err(|err| ProjectError::Build {
+            context: format!("crew '{}' ({file})", self.name()),
+            message: err.to_string(),
+        })
     }
 
     /// Checks `inputs` and tools, then builds every agent and task.
-    pub(crate) fn build_parts(&self, inputs: &Inputs, options: &BuildOptions) -> Result<(Parts, Inputs), ProjectError> {
+    pub(crate) fn build_parts(
+        &self,
+        inputs: &Inputs,
+        options: &BuildOptions,
+    ) -> Result<(Parts, Inputs), ProjectError> {
         let inputs = self.effective_inputs(inputs);
         let mut diagnostics = self.check_inputs(&inputs);
         let resolved = match self.resolve_tools(&options.tools) {
@@ -199,73 +237,116 @@ impl Project {
         }
         let mut agents = Vec::new();
         for entry in &self.agents {
-            agents.push((entry.key.clone(), self.build_agent(entry, &resolved, options)?));
+            agents.push((
+                entry.key.clone(),
+                self.build_agent(entry, &resolved, options)?,
+            ));
         }
         let mut tasks = Vec::new();
         for entry in &self.tasks {
-            let owner = format!("task '{}'", entry.key);
-            let s = &entry.spec;
-            let mut builder = Task::builder()
-                .name(entry.name())
-                .description(s.description.clone().unwrap_or_default())
-                .expected_output(s.expected_output.clone().unwrap_or_default());
-            if let Some((_, agent)) = s.agent.as_ref().and_then(|key| agents.iter().find(|(k, _)| k == key)) {
-                builder = builder.agent(agent.clone());
-            }
-            match &s.context {
-                None => {}
-                Some(list) if list.is_empty() => builder = builder.context_none(),
-                Some(list) => {
-                    let names: Vec<String> = list.iter().map(|c| self.task(c).map(|t| t.name().to_string()).unwrap_or_else(|| c.clone())).collect();
-                    builder = builder.context(names);
-                }
-            }
-            if let Some(tools) = resolved.tasks.get(&entry.key).filter(|t| !t.is_empty()) {
-                builder = builder.tools(tools.clone());
-            }
-            if let Some(flag) = s.async_execution {
-                builder = builder.async_execution(flag);
-            }
-            if let Some(schema) = self.output_schema(&entry.key) {
-                builder = match schema.kind {
-                    OutputKind::Json => builder.output_json(schema.schema.clone()),
-                    OutputKind::Pydantic => builder.output_pydantic(schema.schema.clone()),
-                };
-            }
-            if let Some(file) = &s.output_file {
-                // CrewAI strips a leading '/'; the rest is relative to the project, wherever the
-                // command runs from.
-                let root = self.root.canonicalize().unwrap_or_else(|_| self.root.clone());
-                builder = builder.output_file(root.join(file.trim_start_matches('/')).to_string_lossy().into_owned());
-            }
-            if let Some(flag) = s.create_directory {
-                builder = builder.create_directory(flag);
-            }
-            if let Some(flag) = s.markdown {
-                builder = builder.markdown(flag);
-            }
-            if let Some(flag) = s.human_input {
-                builder = builder.human_input(flag);
-            }
-            match (&s.guardrails, &s.guardrail) {
-                (Some(list), _) => builder = builder.guardrails(list.to_vec().iter().filter_map(guardrail_of).collect()),
-                (None, Some(one)) => {
-                    if let Some(guardrail) = guardrail_of(one) {
-                        builder = builder.guardrail(guardrail);
-                    }
-                }
-                (None, None) => {}
-            }
-            if let Some(retries) = s.guardrail_max_retries {
-                builder = builder.guardrail_max_retries(retries);
-            }
-            let task = builder.build().map_err(|err| ProjectError::Build { context: format!("{owner}{}", place(Some(&entry.origin))), message: err.to_string() })?;
-            tasks.push(task);
+            let agent = entry
+                .spec
+                .agent
+                .as_ref()
+                .and_then(|key| agents.iter().find(|(k, _)| k == key))
+                .map(|(_, a)| a.clone());
+            tasks.push(self.build_task(entry, agent, resolved.tasks.get(&entry.key).cloned())?);
         }
         Ok((Parts { agents, tasks }, inputs))
     }
 
-    fn build_agent(&self, entry: &crate::AgentEntry, resolved: &ResolvedTools, options: &BuildOptions) -> Result<Agent, ProjectError> {
+    /// Builds one task (without interpolating it) through the engine's builder.
+    pub(crate) fn build_task(
+        &self,
+        entry: &crate::TaskEntry,
+        agent: Option<Agent>,
+        tools: Option<Vec<crewai_tools::ToolHandle>>,
+    ) -> Result<Task, ProjectError> {
+        let owner = format!("task '{}'", entry.key);
+        let s = &entry.spec;
+        let mut builder = Task::builder()
+            .name(entry.name())
+            .description(s.description.clone().unwrap_or_default())
+            .expected_output(s.expected_output.clone().unwrap_or_default());
+        if let Some(agent) = agent {
+            builder = builder.agent(agent);
+        }
+        match &s.context {
+            None => {}
+            Some(list) if list.is_empty() => builder = builder.context_none(),
+            Some(list) => {
+                let names: Vec<String> = list
+                    .iter()
+                    .map(|c| {
+                        self.task(c)
+                            .map(|t| t.name().to_string())
+                            .unwrap_or_else(|| c.clone())
+                    })
+                    .collect();
+                builder = builder.context(names);
+            }
+        }
+        if let Some(tools) = tools.filter(|t| !t.is_empty()) {
+            builder = builder.tools(tools);
+        }
+        if let Some(flag) = s.async_execution {
+            builder = builder.async_execution(flag);
+        }
+        if let Some(schema) = self.output_schema(&entry.key) {
+            builder = match schema.kind {
+                OutputKind::Json => builder.output_json(schema.schema.clone()),
+                OutputKind::Pydantic => builder.output_pydantic(schema.schema.clone()),
+            };
+        }
+        if let Some(file) = &s.output_file {
+            // CrewAI strips a leading '/'; the rest is relative to the project, wherever the
+            // command runs from.
+            let root = self
+                .root
+                .canonicalize()
+                .unwrap_or_else(|_| self.root.clone());
+            builder = builder.output_file(
+                root.join(file.trim_start_matches('/'))
+                    .to_string_lossy()
+                    .into_owned(),
+            );
+        }
+        if let Some(flag) = s.create_directory {
+            builder = builder.create_directory(flag);
+        }
+        if let Some(flag) = s.markdown {
+            builder = builder.markdown(flag);
+        }
+        if let Some(flag) = s.human_input {
+            builder = builder.human_input(flag);
+        }
+        match (&s.guardrails, &s.guardrail) {
+            (Some(list), _) => {
+                builder =
+                    builder.guardrails(list.to_vec().iter().filter_map(guardrail_of).collect())
+            }
+            (None, Some(one)) => {
+                if let Some(guardrail) = guardrail_of(one) {
+                    builder = builder.guardrail(guardrail);
+                }
+            }
+            (None, None) => {}
+        }
+        if let Some(retries) = s.guardrail_max_retries {
+            builder = builder.guardrail_max_retries(retries);
+        }
+        builder.build().map_err(|err| ProjectError::Build {
+            context: format!("{owner}{}", place(Some(&entry.origin))),
+            message: err.to_string(),
+        })
+    }
+
+    fn build_agent(
+        &self,
+        entry: &crate::AgentEntry,
+        resolved: &ResolvedTools,
+        options: &BuildOptions,
+    ) -> Result<Agent, ProjectError> {
         let owner = format!("agent '{}'", entry.key);
         let s = &entry.spec;
         let (config, origin) = match &options.llm_override {
@@ -277,7 +358,10 @@ impl Project {
                 config.max_tokens.get_or_insert(max);
                 Some(config)
             }
-            (None, Some(max)) => Some(LlmConfig { max_tokens: Some(max), ..LlmConfig::default() }),
+            (None, Some(max)) => Some(LlmConfig {
+                max_tokens: Some(max),
+                ..LlmConfig::default()
+            }),
             (config, None) => config,
         };
         let llm = make_llm(config.as_ref(), &owner, origin.or(Some(&entry.origin)))?;
@@ -287,7 +371,11 @@ impl Project {
             .backstory(s.backstory.clone().unwrap_or_default())
             .llm(llm);
         if let Some(config) = &s.function_calling_llm {
-            builder = builder.function_calling_llm(make_llm(Some(config), &format!("{owner} function_calling_llm"), s.origin("function_calling_llm"))?);
+            builder = builder.function_calling_llm(make_llm(
+                Some(config),
+                &format!("{owner} function_calling_llm"),
+                s.origin("function_calling_llm"),
+            )?);
         }
         if let Some(tools) = resolved.agents.get(&entry.key) {
             builder = builder.tools(tools.clone());
@@ -343,6 +431,9 @@ impl Project {
         if let Some(v) = s.tool_failure_policy {
             builder = builder.tool_failure_policy(policy(v));
         }
-        builder.build().map_err(|err| ProjectError::Build { context: format!("{owner}{}", place(Some(&entry.origin))), message: err.to_string() })
+        builder.build().map_err(|err| ProjectError::Build {
+            context: format!("{owner}{}", place(Some(&entry.origin))),
+            message: err.to_string(),
+        })
     }
 }

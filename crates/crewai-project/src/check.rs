@@ -9,7 +9,8 @@ use serde_json::Value;
 use crate::error::{Diagnostic, did_you_mean};
 use crate::load::{AgentEntry, Loaded, TaskEntry};
 use crate::spec::{
-    AGENT_UNSUPPORTED, CREW_UNSUPPORTED, GuardrailSpec, Origin, ProcessSpec, SchemaRef, TASK_UNSUPPORTED, is_requested,
+    AGENT_UNSUPPORTED, CREW_UNSUPPORTED, GuardrailSpec, Origin, ProcessSpec, SchemaRef,
+    TASK_UNSUPPORTED, is_requested,
 };
 
 /// Whether a task's final answer is JSON checked against a schema, and in which of CrewAI's forms.
@@ -51,7 +52,13 @@ pub(crate) fn check(root: &Path, loaded: &mut Loaded) -> Checked {
     }
     check_duplicate_names(&loaded.tasks, &mut errors);
     check_async(&loaded.tasks, &mut errors);
-    check_crew(loaded, manager.as_deref(), process, &mut errors, &mut warnings);
+    check_crew(
+        loaded,
+        manager.as_deref(),
+        process,
+        &mut errors,
+        &mut warnings,
+    );
     loaded.diagnostics.extend(errors);
     loaded.warnings.extend(warnings);
     Checked { schemas }
@@ -65,11 +72,15 @@ fn unsupported<'a>(
     warnings: &mut Vec<Diagnostic>,
 ) {
     for (field, changes_behaviour, why) in table {
-        let Some((value, origin)) = value_of(field) else { continue };
+        let Some((value, origin)) = value_of(field) else {
+            continue;
+        };
         if !is_requested(&value) {
             continue;
         }
-        let diagnostic = origin.diagnostic(format!("{owner} field '{field}' is not supported yet: {why}"));
+        let diagnostic = origin.diagnostic(format!(
+            "{owner} field '{field}' is not supported yet: {why}"
+        ));
         if *changes_behaviour {
             errors.push(diagnostic.with_hint(Some(format!("remove `{field}` to run without it"))));
         } else {
@@ -81,19 +92,39 @@ fn unsupported<'a>(
 fn check_agent(agent: &AgentEntry, errors: &mut Vec<Diagnostic>, warnings: &mut Vec<Diagnostic>) {
     let owner = format!("agent '{}'", agent.key);
     let spec = &agent.spec;
-    for (field, value) in [("role", &spec.role), ("goal", &spec.goal), ("backstory", &spec.backstory)] {
+    for (field, value) in [
+        ("role", &spec.role),
+        ("goal", &spec.goal),
+        ("backstory", &spec.backstory),
+    ] {
         if value.is_none() {
-            errors.push(agent.origin.diagnostic(format!("{owner} has no `{field}`; every agent needs role, goal and backstory")));
+            errors.push(agent.origin.diagnostic(format!(
+                "{owner} has no `{field}`; every agent needs role, goal and backstory"
+            )));
         }
     }
     if let Some(origin) = spec.origin("id") {
-        errors.push(origin.diagnostic(format!("{owner} field 'id' may not be set; ids are generated")).with_hint(Some("remove `id`".into())));
+        errors.push(
+            origin
+                .diagnostic(format!(
+                    "{owner} field 'id' may not be set; ids are generated"
+                ))
+                .with_hint(Some("remove `id`".into())),
+        );
     }
-    if let (Some(GuardrailSpec::Reference(reference)), Some(origin)) = (&spec.guardrail, spec.origin("guardrail")) {
+    if let (Some(GuardrailSpec::Reference(reference)), Some(origin)) =
+        (&spec.guardrail, spec.origin("guardrail"))
+    {
         errors.push(code_reference(&owner, "guardrail", reference, origin));
     }
     let values = agent_values(spec);
-    unsupported(&owner, AGENT_UNSUPPORTED, |f| values.get(f).cloned(), errors, warnings);
+    unsupported(
+        &owner,
+        AGENT_UNSUPPORTED,
+        |f| values.get(f).cloned(),
+        errors,
+        warnings,
+    );
 }
 
 /// The raw values of the agent fields that take arbitrary values (for the unsupported table).
@@ -109,7 +140,10 @@ fn agent_values(spec: &crate::spec::AgentSpec) -> BTreeMap<&'static str, (Value,
     put("callbacks", spec.callbacks.clone());
     put("multimodal", spec.multimodal.map(Value::Bool));
     put("reasoning", spec.reasoning.map(Value::Bool));
-    put("max_reasoning_attempts", spec.max_reasoning_attempts.map(Value::from));
+    put(
+        "max_reasoning_attempts",
+        spec.max_reasoning_attempts.map(Value::from),
+    );
     put("planning", spec.planning.map(Value::Bool));
     put("planning_config", spec.planning_config.clone());
     put("knowledge_sources", spec.knowledge_sources.clone());
@@ -123,37 +157,67 @@ fn agent_values(spec: &crate::spec::AgentSpec) -> BTreeMap<&'static str, (Value,
     put("a2a", spec.a2a.clone());
     put("checkpoint", spec.checkpoint.clone());
     put("from_repository", spec.from_repository.clone());
-    put("allow_code_execution", spec.allow_code_execution.map(Value::Bool));
-    put("code_execution_mode", spec.code_execution_mode.clone().map(Value::String));
+    put(
+        "allow_code_execution",
+        spec.allow_code_execution.map(Value::Bool),
+    );
+    put(
+        "code_execution_mode",
+        spec.code_execution_mode.clone().map(Value::String),
+    );
     put("security_config", spec.security_config.clone());
     put("executor_class", spec.executor_class.clone());
     values
 }
 
-fn code_reference(owner: &str, field: &str, reference: &serde_json::Map<String, Value>, origin: &Origin) -> Diagnostic {
+fn code_reference(
+    owner: &str,
+    field: &str,
+    reference: &serde_json::Map<String, Value>,
+    origin: &Origin,
+) -> Diagnostic {
     let shown = Value::Object(reference.clone()).to_string();
     origin
         .diagnostic(format!("{owner} field '{field}' refers to code ({shown}), which a project file cannot run"))
         .with_hint(Some("write the guardrail as a rule in words (checked by the agent's model), or attach a function from Rust".into()))
 }
 
-fn check_task(task: &TaskEntry, agent_keys: &[&str], process: ProcessSpec, errors: &mut Vec<Diagnostic>, warnings: &mut Vec<Diagnostic>) {
+fn check_task(
+    task: &TaskEntry,
+    agent_keys: &[&str],
+    process: ProcessSpec,
+    errors: &mut Vec<Diagnostic>,
+    warnings: &mut Vec<Diagnostic>,
+) {
     let owner = format!("task '{}'", task.key);
     let spec = &task.spec;
-    for (field, value) in [("description", &spec.description), ("expected_output", &spec.expected_output)] {
+    for (field, value) in [
+        ("description", &spec.description),
+        ("expected_output", &spec.expected_output),
+    ] {
         if value.is_none() {
-            errors.push(task.origin.diagnostic(format!("{owner} has no `{field}`; every task needs description and expected_output")));
+            errors.push(task.origin.diagnostic(format!(
+                "{owner} has no `{field}`; every task needs description and expected_output"
+            )));
         }
     }
     match (&spec.agent, spec.origin("agent")) {
         (Some(agent), Some(origin)) if !agent_keys.contains(&agent.as_str()) => {
             let hint = did_you_mean(agent, agent_keys.iter().copied())
                 .or_else(|| Some(format!("defined agents: {}", agent_keys.join(", "))));
-            errors.push(origin.diagnostic(format!("{owner} names agent '{agent}', which is not defined")).with_hint(hint));
+            errors.push(
+                origin
+                    .diagnostic(format!(
+                        "{owner} names agent '{agent}', which is not defined"
+                    ))
+                    .with_hint(hint),
+            );
         }
         (None, _) if process == ProcessSpec::Sequential => errors.push(
             task.origin
-                .diagnostic(format!("{owner} has no agent; in a sequential crew every task needs `agent:`"))
+                .diagnostic(format!(
+                    "{owner} has no agent; in a sequential crew every task needs `agent:`"
+                ))
                 .with_hint(Some(match agent_keys.is_empty() {
                     true => "define an agent and name it with `agent:`".to_string(),
                     false => format!("add `agent: <name>` (one of: {})", agent_keys.join(", ")),
@@ -161,27 +225,41 @@ fn check_task(task: &TaskEntry, agent_keys: &[&str], process: ProcessSpec, error
         ),
         _ => {}
     }
-    let formats: Vec<&str> = [("output_json", spec.output_json.is_some()), ("output_pydantic", spec.output_pydantic.is_some()), ("response_model", spec.response_model.is_some())]
-        .iter()
-        .filter(|(_, set)| *set)
-        .map(|(name, _)| *name)
-        .collect();
+    let formats: Vec<&str> = [
+        ("output_json", spec.output_json.is_some()),
+        ("output_pydantic", spec.output_pydantic.is_some()),
+        ("response_model", spec.response_model.is_some()),
+    ]
+    .iter()
+    .filter(|(_, set)| *set)
+    .map(|(name, _)| *name)
+    .collect();
     if formats.len() > 1 {
         let origin = spec.origin(formats[1]).unwrap_or(&task.origin);
-        errors.push(origin.diagnostic(format!("{owner} sets {}; only one output type can be set", formats.join(" and "))));
+        errors.push(origin.diagnostic(format!(
+            "{owner} sets {}; only one output type can be set",
+            formats.join(" and ")
+        )));
     }
     if let (Some(path), Some(origin)) = (&spec.output_file, spec.origin("output_file"))
         && let Some(problem) = output_file_problem(path)
     {
         errors.push(origin.diagnostic(format!("{owner} field 'output_file' ({path}) {problem}")));
     }
-    if let (Some(GuardrailSpec::Reference(reference)), Some(origin)) = (&spec.guardrail, spec.origin("guardrail")) {
+    if let (Some(GuardrailSpec::Reference(reference)), Some(origin)) =
+        (&spec.guardrail, spec.origin("guardrail"))
+    {
         errors.push(code_reference(&owner, "guardrail", reference, origin));
     }
     if let (Some(list), Some(origin)) = (&spec.guardrails, spec.origin("guardrails")) {
         for (i, guardrail) in list.to_vec().iter().enumerate() {
             if let GuardrailSpec::Reference(reference) = guardrail {
-                errors.push(code_reference(&owner, "guardrails", reference, &origin.child(i)));
+                errors.push(code_reference(
+                    &owner,
+                    "guardrails",
+                    reference,
+                    &origin.child(i),
+                ));
             }
         }
         if spec.guardrail.is_some() {
@@ -193,7 +271,10 @@ fn check_task(task: &TaskEntry, agent_keys: &[&str], process: ProcessSpec, error
         ("callback", spec.callback.clone()),
         ("callbacks", spec.callbacks.clone()),
         ("converter_cls", spec.converter_cls.clone()),
-        ("allow_crewai_trigger_context", spec.allow_crewai_trigger_context.map(Value::Bool)),
+        (
+            "allow_crewai_trigger_context",
+            spec.allow_crewai_trigger_context.map(Value::Bool),
+        ),
         ("input_files", spec.input_files.clone()),
         ("condition", spec.condition.clone()),
         ("security_config", spec.security_config.clone()),
@@ -202,7 +283,13 @@ fn check_task(task: &TaskEntry, agent_keys: &[&str], process: ProcessSpec, error
             values.insert(field, (value, origin));
         }
     }
-    unsupported(&owner, TASK_UNSUPPORTED, |f| values.get(f).cloned(), errors, warnings);
+    unsupported(
+        &owner,
+        TASK_UNSUPPORTED,
+        |f| values.get(f).cloned(),
+        errors,
+        warnings,
+    );
 }
 
 /// CrewAI's rules for `output_file`: no `..`, no `~` or `$` at the start, no shell characters.
@@ -211,7 +298,10 @@ pub(crate) fn output_file_problem(path: &str) -> Option<&'static str> {
         Some("may not contain '..'")
     } else if path.starts_with('~') || path.starts_with('$') {
         Some("may not start with '~' or '$'; write a path relative to the project")
-    } else if path.chars().any(|c| matches!(c, '|' | '>' | '<' | '&' | ';')) {
+    } else if path
+        .chars()
+        .any(|c| matches!(c, '|' | '>' | '<' | '&' | ';'))
+    {
         Some("may not contain the characters | > < & ;")
     } else {
         None
@@ -220,19 +310,35 @@ pub(crate) fn output_file_problem(path: &str) -> Option<&'static str> {
 
 fn check_context(index: usize, tasks: &[TaskEntry], errors: &mut Vec<Diagnostic>) {
     let task = &tasks[index];
-    let (Some(context), Some(origin)) = (&task.spec.context, task.spec.origin("context")) else { return };
+    let (Some(context), Some(origin)) = (&task.spec.context, task.spec.origin("context")) else {
+        return;
+    };
     for (i, name) in context.iter().enumerate() {
         let at = origin.child(i);
-        let position = tasks.iter().position(|t| t.key == *name || t.name() == name);
+        let position = tasks
+            .iter()
+            .position(|t| t.key == *name || t.name() == name);
         match position {
             None => {
                 let hint = did_you_mean(name, tasks.iter().map(|t| t.key.as_str()));
-                errors.push(at.diagnostic(format!("task '{}' lists '{name}' in its context, which is not a task", task.key)).with_hint(hint));
+                errors.push(
+                    at.diagnostic(format!(
+                        "task '{}' lists '{name}' in its context, which is not a task",
+                        task.key
+                    ))
+                    .with_hint(hint),
+                );
             }
-            Some(p) if p == index => errors.push(at.diagnostic(format!("task '{}' lists itself in its context", task.key))),
+            Some(p) if p == index => errors
+                .push(at.diagnostic(format!("task '{}' lists itself in its context", task.key))),
             Some(p) if p > index => errors.push(
-                at.diagnostic(format!("task '{}' lists '{name}' in its context, which runs after it", task.key))
-                    .with_hint(Some("context may only name earlier tasks; move it later in the file".into())),
+                at.diagnostic(format!(
+                    "task '{}' lists '{name}' in its context, which runs after it",
+                    task.key
+                ))
+                .with_hint(Some(
+                    "context may only name earlier tasks; move it later in the file".into(),
+                )),
             ),
             Some(_) => {}
         }
@@ -242,7 +348,10 @@ fn check_context(index: usize, tasks: &[TaskEntry], errors: &mut Vec<Diagnostic>
 fn check_duplicate_names(tasks: &[TaskEntry], errors: &mut Vec<Diagnostic>) {
     for (i, task) in tasks.iter().enumerate() {
         if tasks[..i].iter().any(|t| t.name() == task.name()) {
-            errors.push(task.origin.diagnostic(format!("a second task is named '{}'; task names must be unique", task.name())));
+            errors.push(task.origin.diagnostic(format!(
+                "a second task is named '{}'; task names must be unique",
+                task.name()
+            )));
         }
     }
 }
@@ -254,17 +363,31 @@ fn check_async(tasks: &[TaskEntry], errors: &mut Vec<Diagnostic>) {
     if trailing > 1 {
         let last = &tasks[tasks.len() - 1];
         let origin = last.spec.origin("async_execution").unwrap_or(&last.origin);
-        errors.push(origin.diagnostic(format!("the crew ends with {trailing} asynchronous tasks; at most one may come last")).with_hint(Some("add a synchronous task after them that takes them as context".into())));
+        errors.push(
+            origin
+                .diagnostic(format!(
+                    "the crew ends with {trailing} asynchronous tasks; at most one may come last"
+                ))
+                .with_hint(Some(
+                    "add a synchronous task after them that takes them as context".into(),
+                )),
+        );
     }
     for (index, task) in tasks.iter().enumerate() {
         if !is_async(task) {
             continue;
         }
-        let (Some(context), Some(origin)) = (&task.spec.context, task.spec.origin("context")) else { continue };
+        let (Some(context), Some(origin)) = (&task.spec.context, task.spec.origin("context"))
+        else {
+            continue;
+        };
         // The run of asynchronous tasks right before this one still runs alongside it.
         let concurrent = tasks[..index].iter().rev().take_while(|t| is_async(t));
         for earlier in concurrent {
-            if let Some(i) = context.iter().position(|c| *c == earlier.key || c == earlier.name()) {
+            if let Some(i) = context
+                .iter()
+                .position(|c| *c == earlier.key || c == earlier.name())
+            {
                 errors.push(origin.child(i).diagnostic(format!(
                     "asynchronous task '{}' cannot take '{}' as context: that task is asynchronous too and still running",
                     task.key, earlier.key
@@ -274,13 +397,24 @@ fn check_async(tasks: &[TaskEntry], errors: &mut Vec<Diagnostic>) {
     }
 }
 
-fn check_crew(loaded: &Loaded, manager: Option<&str>, process: ProcessSpec, errors: &mut Vec<Diagnostic>, warnings: &mut Vec<Diagnostic>) {
+fn check_crew(
+    loaded: &Loaded,
+    manager: Option<&str>,
+    process: ProcessSpec,
+    errors: &mut Vec<Diagnostic>,
+    warnings: &mut Vec<Diagnostic>,
+) {
     let crew = &loaded.crew;
     if process == ProcessSpec::Hierarchical && crew.manager_llm.is_none() && manager.is_none() {
         let origin = crew.origin("process");
         let diagnostic = match origin {
-            Some(origin) => origin.diagnostic("a hierarchical crew needs `manager_llm` or `manager_agent`"),
-            None => Diagnostic::in_file("config/crew.yaml", "a hierarchical crew needs `manager_llm` or `manager_agent`"),
+            Some(origin) => {
+                origin.diagnostic("a hierarchical crew needs `manager_llm` or `manager_agent`")
+            }
+            None => Diagnostic::in_file(
+                "config/crew.yaml",
+                "a hierarchical crew needs `manager_llm` or `manager_agent`",
+            ),
         };
         errors.push(diagnostic.with_hint(Some("add `manager_llm: openai/gpt-4o` (or the key of a manager in agents.yaml as `manager_agent:`)".into())));
     }
@@ -288,14 +422,29 @@ fn check_crew(loaded: &Loaded, manager: Option<&str>, process: ProcessSpec, erro
         match loaded.agents.iter().find(|a| a.key == manager) {
             None => {
                 let hint = did_you_mean(manager, loaded.agents.iter().map(|a| a.key.as_str()));
-                errors.push(origin.diagnostic(format!("manager_agent '{manager}' is not defined")).with_hint(hint));
+                errors.push(
+                    origin
+                        .diagnostic(format!("manager_agent '{manager}' is not defined"))
+                        .with_hint(hint),
+                );
             }
             Some(agent) => {
                 if agent.spec.tools.as_ref().is_some_and(|t| !t.is_empty()) {
                     let at = agent.spec.origin("tools").unwrap_or(&agent.origin);
-                    errors.push(at.diagnostic(format!("agent '{manager}' manages the crew and may not have tools")).with_hint(Some("a manager only delegates; give the tools to its coworkers".into())));
+                    errors.push(
+                        at.diagnostic(format!(
+                            "agent '{manager}' manages the crew and may not have tools"
+                        ))
+                        .with_hint(Some(
+                            "a manager only delegates; give the tools to its coworkers".into(),
+                        )),
+                    );
                 }
-                if let Some(task) = loaded.tasks.iter().find(|t| t.spec.agent.as_deref() == Some(manager)) {
+                if let Some(task) = loaded
+                    .tasks
+                    .iter()
+                    .find(|t| t.spec.agent.as_deref() == Some(manager))
+                {
                     let at = task.spec.origin("agent").unwrap_or(&task.origin);
                     errors.push(at.diagnostic(format!("task '{}' is assigned to the manager '{manager}'; a manager delegates and does no task itself", task.key)));
                 }
@@ -309,12 +458,23 @@ fn check_crew(loaded: &Loaded, manager: Option<&str>, process: ProcessSpec, erro
     for (field, value) in [
         ("memory", crew.memory.map(Value::Bool)),
         ("planning", crew.planning.map(Value::Bool)),
-        ("planning_llm", crew.planning_llm.as_ref().map(|l| Value::String(l.model.clone()))),
+        (
+            "planning_llm",
+            crew.planning_llm
+                .as_ref()
+                .map(|l| Value::String(l.model.clone())),
+        ),
         ("embedder", crew.embedder.clone()),
         ("knowledge_sources", crew.knowledge_sources.clone()),
         ("prompt_file", crew.prompt_file.clone()),
-        ("before_kickoff_callbacks", crew.before_kickoff_callbacks.clone()),
-        ("after_kickoff_callbacks", crew.after_kickoff_callbacks.clone()),
+        (
+            "before_kickoff_callbacks",
+            crew.before_kickoff_callbacks.clone(),
+        ),
+        (
+            "after_kickoff_callbacks",
+            crew.after_kickoff_callbacks.clone(),
+        ),
         ("step_callback", crew.step_callback.clone()),
         ("task_callback", crew.task_callback.clone()),
         ("skills", crew.skills.clone()),
@@ -327,14 +487,29 @@ fn check_crew(loaded: &Loaded, manager: Option<&str>, process: ProcessSpec, erro
             values.insert(field, (value, origin));
         }
     }
-    unsupported("crew", CREW_UNSUPPORTED, |f| values.get(f).cloned(), errors, warnings);
+    unsupported(
+        "crew",
+        CREW_UNSUPPORTED,
+        |f| values.get(f).cloned(),
+        errors,
+        warnings,
+    );
 }
 
-fn output_schema(root: &Path, config_dir: &Path, task: &TaskEntry, errors: &mut Vec<Diagnostic>) -> Option<OutputSchema> {
+fn output_schema(
+    root: &Path,
+    config_dir: &Path,
+    task: &TaskEntry,
+    errors: &mut Vec<Diagnostic>,
+) -> Option<OutputSchema> {
     let spec = &task.spec;
     let (field, kind, schema) = [
         ("output_json", OutputKind::Json, &spec.output_json),
-        ("output_pydantic", OutputKind::Pydantic, &spec.output_pydantic),
+        (
+            "output_pydantic",
+            OutputKind::Pydantic,
+            &spec.output_pydantic,
+        ),
         ("response_model", OutputKind::Pydantic, &spec.response_model),
     ]
     .into_iter()
@@ -342,25 +517,41 @@ fn output_schema(root: &Path, config_dir: &Path, task: &TaskEntry, errors: &mut 
     let origin = spec.origin(field).unwrap_or(&task.origin);
     let owner = format!("task '{}' field '{field}'", task.key);
     match schema {
-        SchemaRef::Inline(map) => Some(OutputSchema { kind, schema: Value::Object(map.clone()) }),
+        SchemaRef::Inline(map) => Some(OutputSchema {
+            kind,
+            schema: Value::Object(map.clone()),
+        }),
         SchemaRef::File(path) => {
-            let Some(file) = [root.join(path), config_dir.join(path)].into_iter().find(|p| p.is_file()) else {
+            let Some(file) = [root.join(path), config_dir.join(path)]
+                .into_iter()
+                .find(|p| p.is_file())
+            else {
                 let hint = if path.contains('/') || path.contains('.') {
                     "the path is relative to the project folder"
                 } else {
                     "a Python class name cannot be read from a project file; give an inline JSON schema or the path of a .json schema file"
                 };
-                errors.push(origin.diagnostic(format!("{owner}: no schema file '{path}'")).with_hint(Some(hint.into())));
+                errors.push(
+                    origin
+                        .diagnostic(format!("{owner}: no schema file '{path}'"))
+                        .with_hint(Some(hint.into())),
+                );
                 return None;
             };
             let text = match std::fs::read_to_string(&file) {
                 Ok(text) => text,
                 Err(err) => {
-                    errors.push(origin.diagnostic(format!("{owner}: cannot read {}: {err}", file.display())));
+                    errors.push(
+                        origin
+                            .diagnostic(format!("{owner}: cannot read {}: {err}", file.display())),
+                    );
                     return None;
                 }
             };
-            let is_yaml = matches!(file.extension().and_then(|e| e.to_str()), Some("yaml" | "yml"));
+            let is_yaml = matches!(
+                file.extension().and_then(|e| e.to_str()),
+                Some("yaml" | "yml")
+            );
             let parsed: Result<Value, String> = if is_yaml {
                 yaml_serde::from_str(&text).map_err(|e| e.to_string())
             } else {
@@ -369,7 +560,10 @@ fn output_schema(root: &Path, config_dir: &Path, task: &TaskEntry, errors: &mut 
             match parsed {
                 Ok(schema @ Value::Object(_)) => Some(OutputSchema { kind, schema }),
                 Ok(_) => {
-                    errors.push(origin.diagnostic(format!("{owner}: {path} must hold a JSON schema object")));
+                    errors.push(
+                        origin
+                            .diagnostic(format!("{owner}: {path} must hold a JSON schema object")),
+                    );
                     None
                 }
                 Err(err) => {

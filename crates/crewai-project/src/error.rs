@@ -20,12 +20,22 @@ pub struct Diagnostic {
 
 impl Diagnostic {
     pub fn new(file: &SourceFile, line: Option<usize>, message: impl Into<String>) -> Self {
-        Diagnostic { file: file.display.clone(), line, message: message.into(), hint: None }
+        Diagnostic {
+            file: file.display.clone(),
+            line,
+            message: message.into(),
+            hint: None,
+        }
     }
 
     /// A problem that belongs to a file but no single line of it.
     pub fn in_file(file: impl Into<String>, message: impl Into<String>) -> Self {
-        Diagnostic { file: file.into(), line: None, message: message.into(), hint: None }
+        Diagnostic {
+            file: file.into(),
+            line: None,
+            message: message.into(),
+            hint: None,
+        }
     }
 
     pub fn with_hint(mut self, hint: Option<String>) -> Self {
@@ -53,7 +63,10 @@ impl fmt::Display for Diagnostic {
 pub enum ProjectError {
     /// A file could not be read.
     #[error("cannot read {}: {source}", path.display())]
-    Io { path: PathBuf, source: std::io::Error },
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     /// The folder holds no project in a layout we know.
     #[error(
         "{} holds no CrewAI project: expected config/agents.yaml and config/tasks.yaml (classic layout) or crew.jsonc with agents/*.jsonc",
@@ -65,7 +78,10 @@ pub enum ProjectError {
     Invalid(Vec<Diagnostic>),
     /// A model client could not be created for an agent or the manager.
     #[error("{context}: {source}")]
-    Llm { context: String, source: crewai_llm::LlmError },
+    Llm {
+        context: String,
+        source: crewai_llm::LlmError,
+    },
     /// The engine refused the agent, task or crew built from the files.
     #[error("{context}: {message}")]
     Build { context: String, message: String },
@@ -107,7 +123,10 @@ pub fn closest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) ->
 }
 
 /// `did you mean 'x'?` for the nearest candidate, if any is close.
-pub fn did_you_mean<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<String> {
+pub fn did_you_mean<'a>(
+    name: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Option<String> {
     closest(name, candidates).map(|c| format!("did you mean '{c}'?"))
 }
 
@@ -124,9 +143,23 @@ mod tests {
 
     #[test]
     fn renders_file_line_message_and_hint() {
-        let d = Diagnostic { file: "config/tasks.yaml".into(), line: Some(12), message: "bad".into(), hint: Some("did you mean 'x'?".into()) };
-        assert_eq!(d.to_string(), "config/tasks.yaml:12: bad; did you mean 'x'?");
-        let e = ProjectError::Invalid(vec![d.clone(), Diagnostic::in_file("config/crew.yaml", "worse")]);
-        assert_eq!(e.to_string(), "config/tasks.yaml:12: bad; did you mean 'x'?\nconfig/crew.yaml: worse");
+        let d = Diagnostic {
+            file: "config/tasks.yaml".into(),
+            line: Some(12),
+            message: "bad".into(),
+            hint: Some("did you mean 'x'?".into()),
+        };
+        assert_eq!(
+            d.to_string(),
+            "config/tasks.yaml:12: bad; did you mean 'x'?"
+        );
+        let e = ProjectError::Invalid(vec![
+            d.clone(),
+            Diagnostic::in_file("config/crew.yaml", "worse"),
+        ]);
+        assert_eq!(
+            e.to_string(),
+            "config/tasks.yaml:12: bad; did you mean 'x'?\nconfig/crew.yaml: worse"
+        );
     }
 }

@@ -43,7 +43,8 @@ pub use plan::{ContextPlan, Plan, PlannedAgent, PlannedTask};
 pub use registry::{BUILTIN_TOOLS, ToolFactory, ToolLookupError, ToolRegistry};
 pub use source::{DocPath, Format, Seg, SourceFile, strip_jsonc};
 pub use spec::{
-    AgentSpec, CrewSpec, GuardrailSpec, LogFileSpec, OneOrMany, Origin, ProcessSpec, SchemaRef, TaskSpec, ToolFailurePolicySpec, ToolRef,
+    AgentSpec, CrewSpec, GuardrailSpec, LogFileSpec, OneOrMany, Origin, ProcessSpec, SchemaRef,
+    TaskSpec, ToolFailurePolicySpec, ToolRef,
 };
 
 /// A loaded and checked project.
@@ -114,7 +115,9 @@ impl Project {
     }
 
     pub fn task(&self, key_or_name: &str) -> Option<&TaskEntry> {
-        self.tasks.iter().find(|t| t.key == key_or_name || t.name() == key_or_name)
+        self.tasks
+            .iter()
+            .find(|t| t.key == key_or_name || t.name() == key_or_name)
     }
 
     /// The key of the agent that manages a hierarchical crew, if one is named.
@@ -128,7 +131,9 @@ impl Project {
     /// The crew's members: every agent except the manager.
     pub fn members(&self) -> impl Iterator<Item = &AgentEntry> {
         let manager = self.manager_key();
-        self.agents.iter().filter(move |a| Some(a.key.as_str()) != manager)
+        self.agents
+            .iter()
+            .filter(move |a| Some(a.key.as_str()) != manager)
     }
 
     /// The structured-output schema of a task, read from its file when it names one.
@@ -138,7 +143,11 @@ impl Project {
 
     /// `inputs:` of the crew file (defaults the caller's inputs override).
     pub fn default_inputs(&self) -> Inputs {
-        self.crew.inputs.clone().map(|m| m.into_iter().collect()).unwrap_or_default()
+        self.crew
+            .inputs
+            .clone()
+            .map(|m| m.into_iter().collect())
+            .unwrap_or_default()
     }
 
     /// The defaults with `given` laid over them.
@@ -151,26 +160,52 @@ impl Project {
     /// Every `{placeholder}` the agents and tasks use, where CrewAI interpolates them.
     pub fn placeholders(&self) -> Vec<PlaceholderUse> {
         let mut uses = Vec::new();
-        let mut scan = |owner: String, field: &'static str, text: Option<&String>, origin: Option<&Origin>| {
-            if let (Some(text), Some(origin)) = (text, origin) {
-                for name in placeholders(text) {
-                    uses.push(PlaceholderUse { name, owner: owner.clone(), field, origin: origin.clone() });
+        let mut scan =
+            |owner: String, field: &'static str, text: Option<&String>, origin: Option<&Origin>| {
+                if let (Some(text), Some(origin)) = (text, origin) {
+                    for name in placeholders(text) {
+                        uses.push(PlaceholderUse {
+                            name,
+                            owner: owner.clone(),
+                            field,
+                            origin: origin.clone(),
+                        });
+                    }
                 }
-            }
-        };
+            };
         for agent in &self.agents {
             let owner = format!("agent '{}'", agent.key);
             let s = &agent.spec;
             scan(owner.clone(), "role", s.role.as_ref(), s.origin("role"));
             scan(owner.clone(), "goal", s.goal.as_ref(), s.origin("goal"));
-            scan(owner, "backstory", s.backstory.as_ref(), s.origin("backstory"));
+            scan(
+                owner,
+                "backstory",
+                s.backstory.as_ref(),
+                s.origin("backstory"),
+            );
         }
         for task in &self.tasks {
             let owner = format!("task '{}'", task.key);
             let s = &task.spec;
-            scan(owner.clone(), "description", s.description.as_ref(), s.origin("description"));
-            scan(owner.clone(), "expected_output", s.expected_output.as_ref(), s.origin("expected_output"));
-            scan(owner, "output_file", s.output_file.as_ref(), s.origin("output_file"));
+            scan(
+                owner.clone(),
+                "description",
+                s.description.as_ref(),
+                s.origin("description"),
+            );
+            scan(
+                owner.clone(),
+                "expected_output",
+                s.expected_output.as_ref(),
+                s.origin("expected_output"),
+            );
+            scan(
+                owner,
+                "output_file",
+                s.output_file.as_ref(),
+                s.origin("output_file"),
+            );
         }
         uses
     }
@@ -195,9 +230,17 @@ impl Project {
             .map(|used| {
                 let hint = did_you_mean(&used.name, given.iter().copied())
                     .map(|s| format!("{s} (inputs given: {})", given.join(", ")))
-                    .unwrap_or_else(|| format!("pass `--inputs {}=...` or add it under `inputs:` in the crew file", used.name));
+                    .unwrap_or_else(|| {
+                        format!(
+                            "pass `--inputs {}=...` or add it under `inputs:` in the crew file",
+                            used.name
+                        )
+                    });
                 used.origin
-                    .diagnostic(format!("{} field '{}' uses {{{}}}, which no input provides", used.owner, used.field, used.name))
+                    .diagnostic(format!(
+                        "{} field '{}' uses {{{}}}, which no input provides",
+                        used.owner, used.field, used.name
+                    ))
                     .with_hint(Some(hint))
             })
             .collect()
@@ -207,8 +250,13 @@ impl Project {
     pub fn resolve_tools(&self, registry: &ToolRegistry) -> Result<ResolvedTools, ProjectError> {
         let mut diagnostics = Vec::new();
         let mut resolved = ResolvedTools::default();
-        let mut resolve = |owner: &str, list: &Option<Vec<ToolRef>>, origin: Option<&Origin>| -> Vec<ToolHandle> {
-            let (Some(list), Some(origin)) = (list, origin) else { return Vec::new() };
+        let mut resolve = |owner: &str,
+                           list: &Option<Vec<ToolRef>>,
+                           origin: Option<&Origin>|
+         -> Vec<ToolHandle> {
+            let (Some(list), Some(origin)) = (list, origin) else {
+                return Vec::new();
+            };
             let mut tools = Vec::new();
             for (i, tool_ref) in list.iter().enumerate() {
                 match registry.resolve(tool_ref) {
@@ -222,7 +270,14 @@ impl Project {
                             Some(first) => format!("did you mean '{first}'?"),
                             None => format!("known tools: {}", registry.names().join(", ")),
                         };
-                        diagnostics.push(origin.child(i).diagnostic(format!("{owner} names tool '{name}', which no one provides")).with_hint(Some(hint)));
+                        diagnostics.push(
+                            origin
+                                .child(i)
+                                .diagnostic(format!(
+                                    "{owner} names tool '{name}', which no one provides"
+                                ))
+                                .with_hint(Some(hint)),
+                        );
                     }
                     Err(err @ ToolLookupError::Construction { .. }) => {
                         diagnostics.push(origin.child(i).diagnostic(format!("{owner}: {err}")));
@@ -232,14 +287,26 @@ impl Project {
             tools
         };
         for agent in &self.agents {
-            let tools = resolve(&format!("agent '{}'", agent.key), &agent.spec.tools, agent.spec.origin("tools"));
+            let tools = resolve(
+                &format!("agent '{}'", agent.key),
+                &agent.spec.tools,
+                agent.spec.origin("tools"),
+            );
             resolved.agents.insert(agent.key.clone(), tools);
         }
         for task in &self.tasks {
-            let tools = resolve(&format!("task '{}'", task.key), &task.spec.tools, task.spec.origin("tools"));
+            let tools = resolve(
+                &format!("task '{}'", task.key),
+                &task.spec.tools,
+                task.spec.origin("tools"),
+            );
             resolved.tasks.insert(task.key.clone(), tools);
         }
-        if diagnostics.is_empty() { Ok(resolved) } else { Err(ProjectError::Invalid(diagnostics)) }
+        if diagnostics.is_empty() {
+            Ok(resolved)
+        } else {
+            Err(ProjectError::Invalid(diagnostics))
+        }
     }
 }
 
@@ -253,8 +320,18 @@ pub struct ResolvedTools {
 impl std::fmt::Debug for ResolvedTools {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let names = |map: &BTreeMap<String, Vec<ToolHandle>>| -> BTreeMap<String, Vec<String>> {
-            map.iter().map(|(k, v)| (k.clone(), v.iter().map(|t| t.original_name().to_string()).collect())).collect()
+            map.iter()
+                .map(|(k, v)| {
+                    (
+                        k.clone(),
+                        v.iter().map(|t| t.original_name().to_string()).collect(),
+                    )
+                })
+                .collect()
         };
-        f.debug_struct("ResolvedTools").field("agents", &names(&self.agents)).field("tasks", &names(&self.tasks)).finish()
+        f.debug_struct("ResolvedTools")
+            .field("agents", &names(&self.agents))
+            .field("tasks", &names(&self.tasks))
+            .finish()
     }
 }

@@ -79,14 +79,20 @@ fn classic_config_dir(root: &Path) -> Option<PathBuf> {
 }
 
 fn yaml_file(dir: &Path, stem: &str) -> Option<PathBuf> {
-    ["yaml", "yml"].iter().map(|ext| dir.join(format!("{stem}.{ext}"))).find(|p| p.is_file())
+    ["yaml", "yml"]
+        .iter()
+        .map(|ext| dir.join(format!("{stem}.{ext}")))
+        .find(|p| p.is_file())
 }
 
 pub(crate) fn load(root: &Path) -> Result<Loaded, ProjectError> {
     if let Some(config_dir) = classic_config_dir(root) {
         return load_classic(root, config_dir);
     }
-    let crew_json = ["crew.jsonc", "crew.json"].iter().map(|n| root.join(n)).find(|p| p.is_file());
+    let crew_json = ["crew.jsonc", "crew.json"]
+        .iter()
+        .map(|n| root.join(n))
+        .find(|p| p.is_file());
     if let Some(crew_json) = crew_json {
         return load_json(root, &crew_json);
     }
@@ -107,16 +113,30 @@ impl Loader {
 
     /// Sets each field of `map` on `spec`, reporting unknown keys and wrong types at their line.
     /// Keys in `handled` belong to the caller.
-    fn apply<S: Fields>(&mut self, spec: &mut S, map: &Map<String, Value>, base: &Origin, owner: &str, handled: &[&str]) {
+    fn apply<S: Fields>(
+        &mut self,
+        spec: &mut S,
+        map: &Map<String, Value>,
+        base: &Origin,
+        owner: &str,
+        handled: &[&str],
+    ) {
         for (key, value) in map {
             if handled.contains(&key.as_str()) {
                 continue;
             }
             let origin = base.child(key.as_str());
             let Some(field) = S::canonical_field(key) else {
-                let hint = did_you_mean(key, S::fields().iter().copied().chain(handled.iter().copied()))
-                    .or_else(|| Some(format!("known fields: {}", S::fields().join(", "))));
-                self.diagnostics.push(origin.diagnostic(format!("{owner} has an unknown field '{key}'")).with_hint(hint));
+                let hint = did_you_mean(
+                    key,
+                    S::fields().iter().copied().chain(handled.iter().copied()),
+                )
+                .or_else(|| Some(format!("known fields: {}", S::fields().join(", "))));
+                self.diagnostics.push(
+                    origin
+                        .diagnostic(format!("{owner} has an unknown field '{key}'"))
+                        .with_hint(hint),
+                );
                 continue;
             };
             let value = match value {
@@ -126,13 +146,19 @@ impl Loader {
                 other => other.clone(),
             };
             if let Err(problem) = spec.set_field(field, value, origin.clone()) {
-                self.diagnostics.push(origin.diagnostic(format!("{owner} field '{key}': {problem}")));
+                self.diagnostics
+                    .push(origin.diagnostic(format!("{owner} field '{key}': {problem}")));
             }
         }
     }
 
     /// The entries of a top-level mapping of names to field mappings (`agents.yaml`, `tasks.yaml`).
-    fn entries<'v>(&mut self, source: &Arc<SourceFile>, value: &'v Value, kind: &str) -> Vec<(&'v String, &'v Map<String, Value>)> {
+    fn entries<'v>(
+        &mut self,
+        source: &Arc<SourceFile>,
+        value: &'v Value,
+        kind: &str,
+    ) -> Vec<(&'v String, &'v Map<String, Value>)> {
         match value {
             Value::Object(map) => map
                 .iter()
@@ -153,7 +179,10 @@ impl Loader {
                 self.diagnostics.push(Diagnostic::new(
                     source,
                     Some(1),
-                    format!("expected a mapping of {kind} names to their fields, found {}", describe(other)),
+                    format!(
+                        "expected a mapping of {kind} names to their fields, found {}",
+                        describe(other)
+                    ),
                 ));
                 Vec::new()
             }
@@ -162,8 +191,11 @@ impl Loader {
 }
 
 fn load_classic(root: &Path, config_dir: PathBuf) -> Result<Loaded, ProjectError> {
-    let mut loader = Loader { diagnostics: Vec::new() };
-    let agents_path = yaml_file(&config_dir, "agents").ok_or_else(|| ProjectError::NotAProject(root.to_path_buf()))?;
+    let mut loader = Loader {
+        diagnostics: Vec::new(),
+    };
+    let agents_path = yaml_file(&config_dir, "agents")
+        .ok_or_else(|| ProjectError::NotAProject(root.to_path_buf()))?;
     let agents_src = Arc::new(SourceFile::read(&agents_path, root, Format::Yaml)?);
     let agents_value = loader.parse(&agents_src);
     let mut agents = Vec::new();
@@ -171,18 +203,33 @@ fn load_classic(root: &Path, config_dir: PathBuf) -> Result<Loaded, ProjectError
         let origin = Origin::new(&agents_src, vec![Seg::Key(key.clone())]);
         let mut spec = AgentSpec::default();
         loader.apply(&mut spec, fields, &origin, &format!("agent '{key}'"), &[]);
-        agents.push(AgentEntry { key: key.clone(), spec, origin });
+        agents.push(AgentEntry {
+            key: key.clone(),
+            spec,
+            origin,
+        });
     }
     if agents.is_empty() && agents_value.is_null() {
-        loader.diagnostics.push(Diagnostic::new(&agents_src, None, "defines no agents; add at least one (role, goal, backstory)"));
+        loader.diagnostics.push(Diagnostic::new(
+            &agents_src,
+            None,
+            "defines no agents; add at least one (role, goal, backstory)",
+        ));
     }
 
     let tasks_src = match yaml_file(&config_dir, "tasks") {
         Some(path) => Some(Arc::new(SourceFile::read(&path, root, Format::Yaml)?)),
         None => {
             let display = config_dir.join("tasks.yaml");
-            let display = display.strip_prefix(root).unwrap_or(&display).to_string_lossy().replace('\\', "/");
-            loader.diagnostics.push(Diagnostic::in_file(display, "is missing; a crew needs at least one task"));
+            let display = display
+                .strip_prefix(root)
+                .unwrap_or(&display)
+                .to_string_lossy()
+                .replace('\\', "/");
+            loader.diagnostics.push(Diagnostic::in_file(
+                display,
+                "is missing; a crew needs at least one task",
+            ));
             None
         }
     };
@@ -192,12 +239,26 @@ fn load_classic(root: &Path, config_dir: PathBuf) -> Result<Loaded, ProjectError
         for (key, fields) in loader.entries(tasks_src, &tasks_value, "task") {
             let origin = Origin::new(tasks_src, vec![Seg::Key(key.clone())]);
             let mut spec = TaskSpec::default();
-            loader.apply(&mut spec, fields, &origin, &format!("task '{key}'"), &["type"]);
+            loader.apply(
+                &mut spec,
+                fields,
+                &origin,
+                &format!("task '{key}'"),
+                &["type"],
+            );
             check_task_type(&mut loader, fields, &origin, key);
-            tasks.push(TaskEntry { key: key.clone(), spec, origin });
+            tasks.push(TaskEntry {
+                key: key.clone(),
+                spec,
+                origin,
+            });
         }
         if tasks.is_empty() && tasks_value.is_null() {
-            loader.diagnostics.push(Diagnostic::new(tasks_src, None, "defines no tasks; add at least one (description, expected_output, agent)"));
+            loader.diagnostics.push(Diagnostic::new(
+                tasks_src,
+                None,
+                "defines no tasks; add at least one (description, expected_output, agent)",
+            ));
         }
     }
 
@@ -217,7 +278,10 @@ fn load_classic(root: &Path, config_dir: PathBuf) -> Result<Loaded, ProjectError
             other => loader.diagnostics.push(Diagnostic::new(
                 crew_src,
                 Some(1),
-                format!("expected a mapping of crew fields (process, manager_llm, ...), found {}", describe(&other)),
+                format!(
+                    "expected a mapping of crew fields (process, manager_llm, ...), found {}",
+                    describe(&other)
+                ),
             )),
         }
     }
@@ -228,7 +292,11 @@ fn load_classic(root: &Path, config_dir: PathBuf) -> Result<Loaded, ProjectError
         agents,
         tasks,
         crew,
-        files: ProjectFiles { agents: Some(agents_src), tasks: tasks_src, crew: crew_src },
+        files: ProjectFiles {
+            agents: Some(agents_src),
+            tasks: tasks_src,
+            crew: crew_src,
+        },
         diagnostics: loader.diagnostics,
         warnings: Vec::new(),
     })
@@ -236,16 +304,29 @@ fn load_classic(root: &Path, config_dir: PathBuf) -> Result<Loaded, ProjectError
 
 /// `agents:` and `tasks:` in `config/crew.yaml`: fields merged onto the entries of the same
 /// name, the overlay winning (what a `crew.py` would have wired).
-fn apply_overlays(loader: &mut Loader, crew: &Map<String, Value>, base: &Origin, agents: &mut [AgentEntry], tasks: &mut [TaskEntry]) {
+fn apply_overlays(
+    loader: &mut Loader,
+    crew: &Map<String, Value>,
+    base: &Origin,
+    agents: &mut [AgentEntry],
+    tasks: &mut [TaskEntry],
+) {
     if let Some(overlay) = crew.get("agents") {
         let origin = base.child("agents");
         for (key, fields) in overlay_entries(loader, overlay, &origin, "agents") {
             let at = origin.child(key.as_str());
             match agents.iter_mut().find(|a| a.key == *key) {
-                Some(agent) => loader.apply(&mut agent.spec, fields, &at, &format!("agent '{key}'"), &[]),
+                Some(agent) => {
+                    loader.apply(&mut agent.spec, fields, &at, &format!("agent '{key}'"), &[])
+                }
                 None => {
                     let hint = did_you_mean(key, agents.iter().map(|a| a.key.as_str()));
-                    loader.diagnostics.push(at.diagnostic(format!("`agents:` names agent '{key}', which agents.yaml does not define")).with_hint(hint));
+                    loader.diagnostics.push(
+                        at.diagnostic(format!(
+                            "`agents:` names agent '{key}', which agents.yaml does not define"
+                        ))
+                        .with_hint(hint),
+                    );
                 }
             }
         }
@@ -255,17 +336,29 @@ fn apply_overlays(loader: &mut Loader, crew: &Map<String, Value>, base: &Origin,
         for (key, fields) in overlay_entries(loader, overlay, &origin, "tasks") {
             let at = origin.child(key.as_str());
             match tasks.iter_mut().find(|t| t.key == *key) {
-                Some(task) => loader.apply(&mut task.spec, fields, &at, &format!("task '{key}'"), &[]),
+                Some(task) => {
+                    loader.apply(&mut task.spec, fields, &at, &format!("task '{key}'"), &[])
+                }
                 None => {
                     let hint = did_you_mean(key, tasks.iter().map(|t| t.key.as_str()));
-                    loader.diagnostics.push(at.diagnostic(format!("`tasks:` names task '{key}', which tasks.yaml does not define")).with_hint(hint));
+                    loader.diagnostics.push(
+                        at.diagnostic(format!(
+                            "`tasks:` names task '{key}', which tasks.yaml does not define"
+                        ))
+                        .with_hint(hint),
+                    );
                 }
             }
         }
     }
 }
 
-fn overlay_entries<'v>(loader: &mut Loader, overlay: &'v Value, origin: &Origin, what: &str) -> Vec<(&'v String, &'v Map<String, Value>)> {
+fn overlay_entries<'v>(
+    loader: &mut Loader,
+    overlay: &'v Value,
+    origin: &Origin,
+    what: &str,
+) -> Vec<(&'v String, &'v Map<String, Value>)> {
     match overlay {
         Value::Object(map) => map
             .iter()
@@ -273,10 +366,12 @@ fn overlay_entries<'v>(loader: &mut Loader, overlay: &'v Value, origin: &Origin,
                 Value::Object(fields) => Some((key, fields)),
                 Value::Null => None,
                 other => {
-                    loader.diagnostics.push(origin.child(key.as_str()).diagnostic(format!(
-                        "`{what}:` entry '{key}' must be a mapping of fields to set, not {}",
-                        describe(other)
-                    )));
+                    loader
+                        .diagnostics
+                        .push(origin.child(key.as_str()).diagnostic(format!(
+                            "`{what}:` entry '{key}' must be a mapping of fields to set, not {}",
+                            describe(other)
+                        )));
                     None
                 }
             })
@@ -300,20 +395,28 @@ fn check_task_type(loader: &mut Loader, fields: &Map<String, Value>, origin: &Or
         Some(Value::String(kind)) if kind == "ConditionalTask" => loader.diagnostics.push(
             origin
                 .child("type")
-                .diagnostic(format!("task '{key}' is a ConditionalTask, which is not supported in project files yet"))
-                .with_hint(Some("build it in Rust with crewai::Task::builder().condition(..)".into())),
+                .diagnostic(format!(
+                    "task '{key}' is a ConditionalTask, which is not supported in project files yet"
+                ))
+                .with_hint(Some(
+                    "build it in Rust with crewai::Task::builder().condition(..)".into(),
+                )),
         ),
         Some(other) => loader.diagnostics.push(
             origin
                 .child("type")
-                .diagnostic(format!("task '{key}' field 'type': unknown task type {other}"))
+                .diagnostic(format!(
+                    "task '{key}' field 'type': unknown task type {other}"
+                ))
                 .with_hint(Some("use `Task` or `ConditionalTask`".into())),
         ),
     }
 }
 
 fn load_json(root: &Path, crew_path: &Path) -> Result<Loaded, ProjectError> {
-    let mut loader = Loader { diagnostics: Vec::new() };
+    let mut loader = Loader {
+        diagnostics: Vec::new(),
+    };
     let crew_src = Arc::new(SourceFile::read(crew_path, root, Format::Jsonc)?);
     let crew_value = loader.parse(&crew_src);
     let mut crew = CrewSpec::default();
@@ -325,7 +428,11 @@ fn load_json(root: &Path, crew_path: &Path) -> Result<Loaded, ProjectError> {
         Value::Object(map) => map,
         Value::Null => &empty,
         other => {
-            loader.diagnostics.push(Diagnostic::new(&crew_src, Some(1), format!("expected a JSON object, found {}", describe(other))));
+            loader.diagnostics.push(Diagnostic::new(
+                &crew_src,
+                Some(1),
+                format!("expected a JSON object, found {}", describe(other)),
+            ));
             &empty
         }
     };
@@ -339,12 +446,24 @@ fn load_json(root: &Path, crew_path: &Path) -> Result<Loaded, ProjectError> {
                 let at = base.child("agents").child(i);
                 match name {
                     Value::String(name) => agent_names.push((name.clone(), at)),
-                    other => loader.diagnostics.push(at.diagnostic(format!("`agents` lists agent names (files in agents/), not {}", describe(other)))),
+                    other => loader.diagnostics.push(at.diagnostic(format!(
+                        "`agents` lists agent names (files in agents/), not {}",
+                        describe(other)
+                    ))),
                 }
             }
         }
-        None | Some(Value::Null) => loader.diagnostics.push(Diagnostic::new(&crew_src, None, "has no `agents` list")),
-        Some(other) => loader.diagnostics.push(base.child("agents").diagnostic(format!("`agents` must be a list of agent names, not {}", describe(other)))),
+        None | Some(Value::Null) => {
+            loader
+                .diagnostics
+                .push(Diagnostic::new(&crew_src, None, "has no `agents` list"))
+        }
+        Some(other) => loader
+            .diagnostics
+            .push(base.child("agents").diagnostic(format!(
+                "`agents` must be a list of agent names, not {}",
+                describe(other)
+            ))),
     }
     if let Some(Value::String(manager)) = map.get("manager_agent")
         && !agent_names.iter().any(|(n, _)| n == manager)
@@ -354,14 +473,27 @@ fn load_json(root: &Path, crew_path: &Path) -> Result<Loaded, ProjectError> {
     let available: Vec<String> = std::fs::read_dir(&agents_dir)
         .map(|dir| {
             dir.filter_map(|e| e.ok())
-                .filter_map(|e| e.file_name().to_str().and_then(|n| n.strip_suffix(".jsonc").or_else(|| n.strip_suffix(".json"))).map(str::to_string))
+                .filter_map(|e| {
+                    e.file_name()
+                        .to_str()
+                        .and_then(|n| n.strip_suffix(".jsonc").or_else(|| n.strip_suffix(".json")))
+                        .map(str::to_string)
+                })
                 .collect()
         })
         .unwrap_or_default();
     for (name, listed_at) in agent_names {
-        let Some(path) = ["jsonc", "json"].iter().map(|ext| agents_dir.join(format!("{name}.{ext}"))).find(|p| p.is_file()) else {
+        let Some(path) = ["jsonc", "json"]
+            .iter()
+            .map(|ext| agents_dir.join(format!("{name}.{ext}")))
+            .find(|p| p.is_file())
+        else {
             let hint = did_you_mean(&name, available.iter().map(String::as_str));
-            loader.diagnostics.push(listed_at.diagnostic(format!("agent '{name}' has no file agents/{name}.jsonc")).with_hint(hint));
+            loader.diagnostics.push(
+                listed_at
+                    .diagnostic(format!("agent '{name}' has no file agents/{name}.jsonc"))
+                    .with_hint(hint),
+            );
             continue;
         };
         let src = Arc::new(SourceFile::read(&path, root, Format::Jsonc)?);
@@ -372,18 +504,39 @@ fn load_json(root: &Path, crew_path: &Path) -> Result<Loaded, ProjectError> {
                 let owner = format!("agent '{name}'");
                 loader.apply(&mut spec, &fields, &origin, &owner, &["settings", "type"]);
                 match fields.get("settings") {
-                    Some(Value::Object(settings)) => loader.apply(&mut spec, settings, &origin.child("settings"), &owner, &[]),
+                    Some(Value::Object(settings)) => {
+                        loader.apply(&mut spec, settings, &origin.child("settings"), &owner, &[])
+                    }
                     None | Some(Value::Null) => {}
-                    Some(other) => loader.diagnostics.push(origin.child("settings").diagnostic(format!("{owner}: `settings` must be an object, not {}", describe(other)))),
+                    Some(other) => {
+                        loader
+                            .diagnostics
+                            .push(origin.child("settings").diagnostic(format!(
+                                "{owner}: `settings` must be an object, not {}",
+                                describe(other)
+                            )))
+                    }
                 }
                 if let Some(kind) = fields.get("type").filter(|v| !v.is_null()) {
-                    loader.diagnostics.push(origin.child("type").diagnostic(format!("{owner}: custom agent classes ({kind}) are not supported")));
+                    loader
+                        .diagnostics
+                        .push(origin.child("type").diagnostic(format!(
+                            "{owner}: custom agent classes ({kind}) are not supported"
+                        )));
                 }
             }
             Value::Null => {}
-            other => loader.diagnostics.push(Diagnostic::new(&src, Some(1), format!("expected a JSON object, found {}", describe(&other)))),
+            other => loader.diagnostics.push(Diagnostic::new(
+                &src,
+                Some(1),
+                format!("expected a JSON object, found {}", describe(&other)),
+            )),
         }
-        agents.push(AgentEntry { key: name, spec, origin: Origin::new(&src, vec![Seg::Key("role".into())]) });
+        agents.push(AgentEntry {
+            key: name,
+            spec,
+            origin: Origin::new(&src, vec![Seg::Key("role".into())]),
+        });
     }
 
     match map.get("tasks") {
@@ -399,13 +552,28 @@ fn load_json(root: &Path, crew_path: &Path) -> Result<Loaded, ProjectError> {
                     _ => format!("task_{}", i + 1),
                 };
                 let mut spec = TaskSpec::default();
-                loader.apply(&mut spec, fields, &origin, &format!("task '{key}'"), &["type"]);
+                loader.apply(
+                    &mut spec,
+                    fields,
+                    &origin,
+                    &format!("task '{key}'"),
+                    &["type"],
+                );
                 check_task_type(&mut loader, fields, &origin, &key);
                 tasks.push(TaskEntry { key, spec, origin });
             }
         }
-        None | Some(Value::Null) => loader.diagnostics.push(Diagnostic::new(&crew_src, None, "has no `tasks` list")),
-        Some(other) => loader.diagnostics.push(base.child("tasks").diagnostic(format!("`tasks` must be a list of task objects, not {}", describe(other)))),
+        None | Some(Value::Null) => {
+            loader
+                .diagnostics
+                .push(Diagnostic::new(&crew_src, None, "has no `tasks` list"))
+        }
+        Some(other) => loader
+            .diagnostics
+            .push(base.child("tasks").diagnostic(format!(
+                "`tasks` must be a list of task objects, not {}",
+                describe(other)
+            ))),
     }
 
     Ok(Loaded {
@@ -414,7 +582,11 @@ fn load_json(root: &Path, crew_path: &Path) -> Result<Loaded, ProjectError> {
         agents,
         tasks,
         crew,
-        files: ProjectFiles { agents: None, tasks: None, crew: Some(crew_src) },
+        files: ProjectFiles {
+            agents: None,
+            tasks: None,
+            crew: Some(crew_src),
+        },
         diagnostics: loader.diagnostics,
         warnings: Vec::new(),
     })

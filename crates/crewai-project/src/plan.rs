@@ -3,7 +3,9 @@
 use std::fmt;
 
 use crewai_core::interpolate::{Inputs, Location, interpolate};
-use crewai_core::prompts::agent::{MARKDOWN_INSTRUCTIONS, role_playing, task_message_native, task_message_no_tools, task_prompt};
+use crewai_core::prompts::agent::{
+    MARKDOWN_INSTRUCTIONS, role_playing, task_message_native, task_message_no_tools, task_prompt,
+};
 use crewai_core::prompts::crew::structured_output_instructions;
 use serde::Serialize;
 
@@ -82,9 +84,24 @@ fn process_name(process: ProcessSpec) -> &'static str {
 }
 
 /// Interpolates one text field (already checked for missing placeholders).
-fn render(text: &str, inputs: &Inputs, owner: &str, field: &'static str) -> Result<String, ProjectError> {
-    interpolate(text, inputs, &Location { owner: owner.to_string(), field })
-        .map_err(|err| ProjectError::Build { context: owner.to_string(), message: err.to_string() })
+fn render(
+    text: &str,
+    inputs: &Inputs,
+    owner: &str,
+    field: &'static str,
+) -> Result<String, ProjectError> {
+    interpolate(
+        text,
+        inputs,
+        &Location {
+            owner: owner.to_string(),
+            field,
+        },
+    )
+    .map_err(|err| ProjectError::Build {
+        context: owner.to_string(),
+        message: err.to_string(),
+    })
 }
 
 impl Project {
@@ -110,20 +127,40 @@ impl Project {
 
     fn render_plan(&self, inputs: &Inputs, resolved: &ResolvedTools) -> Result<Plan, ProjectError> {
         let tool_names = |list: Option<&Vec<crewai_tools::ToolHandle>>| -> Vec<String> {
-            list.map(|l| l.iter().map(|t| t.name().to_string()).collect()).unwrap_or_default()
+            list.map(|l| l.iter().map(|t| t.name().to_string()).collect())
+                .unwrap_or_default()
         };
         let mut agents = Vec::new();
         for agent in &self.agents {
             let owner = format!("agent '{}'", agent.key);
             let s = &agent.spec;
-            let role = render(s.role.as_deref().unwrap_or_default(), inputs, &owner, "role")?;
-            let goal = render(s.goal.as_deref().unwrap_or_default(), inputs, &owner, "goal")?;
-            let backstory = render(s.backstory.as_deref().unwrap_or_default(), inputs, &owner, "backstory")?;
+            let role = render(
+                s.role.as_deref().unwrap_or_default(),
+                inputs,
+                &owner,
+                "role",
+            )?;
+            let goal = render(
+                s.goal.as_deref().unwrap_or_default(),
+                inputs,
+                &owner,
+                "goal",
+            )?;
+            let backstory = render(
+                s.backstory.as_deref().unwrap_or_default(),
+                inputs,
+                &owner,
+                "backstory",
+            )?;
             agents.push(PlannedAgent {
                 key: agent.key.clone(),
                 system_prompt: role_playing(&role, &backstory, &goal),
                 role,
-                llm: s.llm.as_ref().map(|l| l.model.clone()).filter(|m| !m.is_empty()),
+                llm: s
+                    .llm
+                    .as_ref()
+                    .map(|l| l.model.clone())
+                    .filter(|m| !m.is_empty()),
                 tools: tool_names(resolved.agents.get(&agent.key)),
                 allow_delegation: s.allow_delegation.unwrap_or(false),
             });
@@ -132,17 +169,17 @@ impl Project {
         for task in &self.tasks {
             let owner = format!("task '{}'", task.key);
             let s = &task.spec;
-            let description = render(s.description.as_deref().unwrap_or_default(), inputs, &owner, "description")?;
-            let expected = render(s.expected_output.as_deref().unwrap_or_default(), inputs, &owner, "expected_output")?;
-            let mut prompt = task_prompt(&description, &expected);
-            if s.markdown.unwrap_or(false) {
-                prompt = format!("{prompt}\n{MARKDOWN_INSTRUCTIONS}");
-            }
+            // The engine's own task prompt (description, expected output, Markdown and schema
+            // instructions), from the task as it will be built.
+            let prompt = self
+                .build_task(task, None, None)?
+                .interpolated(inputs)
+                .map_err(|err| ProjectError::Build {
+                    context: owner.clone(),
+                    message: err.to_string(),
+                })?
+                .prompt();
             let schema = self.output_schema(&task.key);
-            if let Some(schema) = schema {
-                let pretty = serde_json::to_string_pretty(&schema.schema).unwrap_or_default();
-                prompt = format!("{prompt}\n{}", structured_output_instructions(&pretty));
-            }
             let task_tools = tool_names(resolved.tasks.get(&task.key));
             let hierarchical = self.crew.process.unwrap_or_default() == ProcessSpec::Hierarchical;
             let mut tools = match (&s.agent, task_tools.is_empty()) {
@@ -155,11 +192,18 @@ impl Project {
             // sequential one an agent with `allow_delegation` may hand work to the others.
             let delegates = hierarchical
                 || (self.members().count() > 1
-                    && s.agent.as_deref().and_then(|key| self.agent(key)).is_some_and(|a| a.spec.allow_delegation.unwrap_or(false)));
+                    && s.agent
+                        .as_deref()
+                        .and_then(|key| self.agent(key))
+                        .is_some_and(|a| a.spec.allow_delegation.unwrap_or(false)));
             if delegates {
                 tools.extend(DELEGATION_TOOLS.iter().map(|t| t.to_string()));
             }
-            let message = if tools.is_empty() { task_message_no_tools(&prompt) } else { task_message_native(&prompt) };
+            let message = if tools.is_empty() {
+                task_message_no_tools(&prompt)
+            } else {
+                task_message_native(&prompt)
+            };
             let guardrails = match (&s.guardrails, &s.guardrail) {
                 (Some(list), _) => list.to_vec(),
                 (None, Some(one)) => vec![one.clone()],
@@ -184,7 +228,11 @@ impl Project {
                     OutputKind::Json => "json",
                     OutputKind::Pydantic => "pydantic",
                 }),
-                output_file: s.output_file.as_deref().map(|f| render(f, inputs, &owner, "output_file")).transpose()?,
+                output_file: s
+                    .output_file
+                    .as_deref()
+                    .map(|f| render(f, inputs, &owner, "output_file"))
+                    .transpose()?,
                 guardrails,
                 human_input: s.human_input.unwrap_or(false),
                 prompt: message,
@@ -193,11 +241,12 @@ impl Project {
         let process = self.crew.process.unwrap_or_default();
         let manager = match process {
             ProcessSpec::Sequential => None,
-            ProcessSpec::Hierarchical => self
-                .crew
-                .manager_agent
-                .clone()
-                .or_else(|| self.crew.manager_llm.as_ref().map(|l| format!("manager_llm: {}", l.model))),
+            ProcessSpec::Hierarchical => self.crew.manager_agent.clone().or_else(|| {
+                self.crew
+                    .manager_llm
+                    .as_ref()
+                    .map(|l| format!("manager_llm: {}", l.model))
+            }),
         };
         Ok(Plan {
             crew: self.name(),
@@ -212,17 +261,31 @@ impl Project {
 }
 
 fn indent(text: &str, by: &str) -> String {
-    text.lines().map(|l| format!("{by}{l}").trim_end().to_string()).collect::<Vec<_>>().join("\n")
+    text.lines()
+        .map(|l| format!("{by}{l}").trim_end().to_string())
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 impl fmt::Display for Plan {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(f, "Crew '{}' ({} process, {} agents, {} tasks)", self.crew, self.process, self.agents.len(), self.tasks.len())?;
+        writeln!(
+            f,
+            "Crew '{}' ({} process, {} agents, {} tasks)",
+            self.crew,
+            self.process,
+            self.agents.len(),
+            self.tasks.len()
+        )?;
         if let Some(manager) = &self.manager {
             writeln!(f, "Manager: {manager}")?;
         }
         if !self.inputs.is_empty() {
-            let shown: Vec<String> = self.inputs.iter().map(|(k, v)| format!("{k}={}", crewai_core::interpolate::python_str(v))).collect();
+            let shown: Vec<String> = self
+                .inputs
+                .iter()
+                .map(|(k, v)| format!("{k}={}", crewai_core::interpolate::python_str(v)))
+                .collect();
             writeln!(f, "Inputs: {}", shown.join(", "))?;
         }
         writeln!(f, "\nAgents:")?;
@@ -233,19 +296,46 @@ impl fmt::Display for Plan {
                 agent.key,
                 agent.role.trim(),
                 agent.llm.as_deref().unwrap_or("default"),
-                if agent.tools.is_empty() { "none".to_string() } else { agent.tools.join(", ") },
-                if agent.allow_delegation { "; may delegate" } else { "" }
+                if agent.tools.is_empty() {
+                    "none".to_string()
+                } else {
+                    agent.tools.join(", ")
+                },
+                if agent.allow_delegation {
+                    "; may delegate"
+                } else {
+                    ""
+                }
             )?;
         }
         writeln!(f, "\nTasks:")?;
         for (i, task) in self.tasks.iter().enumerate() {
-            writeln!(f, "  {}. {}{}", i + 1, task.name, if task.async_execution { " (async)" } else { "" })?;
+            writeln!(
+                f,
+                "  {}. {}{}",
+                i + 1,
+                task.name,
+                if task.async_execution { " (async)" } else { "" }
+            )?;
             match (&self.manager, &task.agent) {
-                (Some(manager), Some(agent)) => writeln!(f, "     agent: {manager} (manager), delegating to {agent}")?,
-                (Some(manager), None) => writeln!(f, "     agent: {manager} (manager), delegating to the agent it picks")?,
+                (Some(manager), Some(agent)) => {
+                    writeln!(f, "     agent: {manager} (manager), delegating to {agent}")?
+                }
+                (Some(manager), None) => writeln!(
+                    f,
+                    "     agent: {manager} (manager), delegating to the agent it picks"
+                )?,
                 (None, agent) => writeln!(f, "     agent: {}", agent.as_deref().unwrap_or("none"))?,
             }
-            writeln!(f, "     tools: {}", if task.tools.is_empty() { "none".to_string() } else { task.tools.join(", ") })?;
+            writeln!(
+                f,
+                "     tools: {}",
+                if task.tools.is_empty() {
+                    "none".to_string()
+                } else {
+                    task.tools.join(", ")
+                }
+            )?;
             let context = match &task.context {
                 ContextPlan::AllPrevious if i == 0 => "none".to_string(),
                 ContextPlan::AllPrevious => "all earlier tasks".to_string(),

@@ -15,7 +15,10 @@ pub const BUILTIN_TOOLS: &[&str] = &["file_read", "file_write", "directory_read"
 
 /// CrewAI's crewai-tools class names for the built-ins, where they differ from ours by more than
 /// case, separators and a `Tool` suffix.
-const BUILTIN_ALIASES: &[(&str, &str)] = &[("FileWriterTool", "file_write"), ("ReadFileTool", "file_read")];
+const BUILTIN_ALIASES: &[(&str, &str)] = &[
+    ("FileWriterTool", "file_write"),
+    ("ReadFileTool", "file_read"),
+];
 
 /// crewai-tools classes that CrewAI projects name and that are not available here yet.
 const CREWAI_TOOLS_NOT_YET: &[&str] = &[
@@ -94,7 +97,9 @@ pub struct ToolRegistry {
 
 impl std::fmt::Debug for ToolRegistry {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ToolRegistry").field("tools", &self.names()).finish()
+        f.debug_struct("ToolRegistry")
+            .field("tools", &self.names())
+            .finish()
     }
 }
 
@@ -103,7 +108,11 @@ impl std::fmt::Debug for ToolRegistry {
 fn lookup_key(name: &str) -> String {
     let name = name.trim();
     let name = name.strip_prefix("custom:").unwrap_or(name);
-    let key: String = name.chars().filter(|c| c.is_alphanumeric()).flat_map(char::to_lowercase).collect();
+    let key: String = name
+        .chars()
+        .filter(|c| c.is_alphanumeric())
+        .flat_map(char::to_lowercase)
+        .collect();
     match key.strip_suffix("tool") {
         Some(stem) if !stem.is_empty() => stem.to_string(),
         _ => key,
@@ -126,11 +135,18 @@ impl ToolRegistry {
                 name,
                 Arc::new(move |args: &Map<String, Value>| {
                     if !args.is_empty() {
-                        return Err(format!("the built-in tool takes no arguments in project files (given: {})", args.keys().cloned().collect::<Vec<_>>().join(", ")));
+                        return Err(format!(
+                            "the built-in tool takes no arguments in project files (given: {})",
+                            args.keys().cloned().collect::<Vec<_>>().join(", ")
+                        ));
                     }
                     crewai_tools::builtin::by_name(tool_name, &root)
                         .map(ToolHandle::new)
-                        .ok_or_else(|| format!("the built-in tool '{tool_name}' is not available in this build"))
+                        .ok_or_else(|| {
+                            format!(
+                                "the built-in tool '{tool_name}' is not available in this build"
+                            )
+                        })
                 }),
             );
         }
@@ -145,7 +161,9 @@ impl ToolRegistry {
     /// Whether `name` is a crewai-tools class that is known but not provided here yet.
     pub fn is_crewai_tool_not_yet_available(name: &str) -> bool {
         let key = lookup_key(name);
-        CREWAI_TOOLS_NOT_YET.iter().any(|known| lookup_key(known) == key)
+        CREWAI_TOOLS_NOT_YET
+            .iter()
+            .any(|known| lookup_key(known) == key)
     }
 
     /// Adds a ready-made tool (any [`Tool`]); it takes no YAML arguments.
@@ -160,7 +178,10 @@ impl ToolRegistry {
             if args.is_empty() {
                 Ok(handle.clone())
             } else {
-                Err(format!("this tool takes no arguments in project files (given: {})", args.keys().cloned().collect::<Vec<_>>().join(", ")))
+                Err(format!(
+                    "this tool takes no arguments in project files (given: {})",
+                    args.keys().cloned().collect::<Vec<_>>().join(", ")
+                ))
             }
         });
         self.register_factory(&name, factory)
@@ -168,7 +189,13 @@ impl ToolRegistry {
 
     /// Adds a tool made from the arguments written beside its name.
     pub fn register_factory(&mut self, name: &str, factory: ToolFactory) -> &mut Self {
-        self.tools.insert(lookup_key(name), Registered { name: name.to_string(), factory });
+        self.tools.insert(
+            lookup_key(name),
+            Registered {
+                name: name.to_string(),
+                factory,
+            },
+        );
         self
     }
 
@@ -188,19 +215,35 @@ impl ToolRegistry {
     /// beside the name apply to any tool, as they do to every CrewAI tool.
     pub fn resolve(&self, tool: &ToolRef) -> Result<ToolHandle, ToolLookupError> {
         let Some(found) = self.tools.get(&lookup_key(&tool.name)) else {
-            return Err(ToolLookupError::Unknown { name: tool.name.clone(), nearest: self.nearest(&tool.name) });
+            return Err(ToolLookupError::Unknown {
+                name: tool.name.clone(),
+                nearest: self.nearest(&tool.name),
+            });
         };
-        let construction = |message: String| ToolLookupError::Construction { name: tool.name.clone(), message };
+        let construction = |message: String| ToolLookupError::Construction {
+            name: tool.name.clone(),
+            message,
+        };
         let mut args = tool.args.clone();
         let result_as_answer = match args.remove("result_as_answer") {
             None | Some(Value::Null) => None,
             Some(Value::Bool(b)) => Some(b),
-            Some(other) => return Err(construction(format!("`result_as_answer` must be true or false, not {other}"))),
+            Some(other) => {
+                return Err(construction(format!(
+                    "`result_as_answer` must be true or false, not {other}"
+                )));
+            }
         };
         let max_usage_count = match args.remove("max_usage_count") {
             None | Some(Value::Null) => None,
-            Some(Value::Number(n)) if n.as_u64().is_some_and(|n| n <= u64::from(u32::MAX)) => n.as_u64().map(|n| n as u32),
-            Some(other) => return Err(construction(format!("`max_usage_count` must be a whole number, not {other}"))),
+            Some(Value::Number(n)) if n.as_u64().is_some_and(|n| n <= u64::from(u32::MAX)) => {
+                n.as_u64().map(|n| n as u32)
+            }
+            Some(other) => {
+                return Err(construction(format!(
+                    "`max_usage_count` must be a whole number, not {other}"
+                )));
+            }
         };
         let mut handle = (found.factory)(&args).map_err(construction)?;
         if let Some(flag) = result_as_answer {
@@ -222,7 +265,11 @@ impl ToolRegistry {
             .filter(|(score, _)| *score >= 0.7)
             .collect();
         scored.sort_by(|a, b| b.0.total_cmp(&a.0));
-        scored.into_iter().take(3).map(|(_, n)| n.to_string()).collect()
+        scored
+            .into_iter()
+            .take(3)
+            .map(|(_, n)| n.to_string())
+            .collect()
     }
 }
 
@@ -236,8 +283,12 @@ mod tests {
         assert!(registry.contains("FileWriterTool"));
         assert!(registry.contains("FileReadTool"));
         assert!(registry.contains("directory_read"));
-        assert!(ToolRegistry::is_crewai_tool_not_yet_available("SerperDevTool"));
-        assert!(ToolRegistry::is_crewai_tool_not_yet_available("serper_dev_tool"));
+        assert!(ToolRegistry::is_crewai_tool_not_yet_available(
+            "SerperDevTool"
+        ));
+        assert!(ToolRegistry::is_crewai_tool_not_yet_available(
+            "serper_dev_tool"
+        ));
         assert!(!ToolRegistry::is_crewai_tool_not_yet_available("file_read"));
     }
 

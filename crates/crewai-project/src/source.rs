@@ -81,7 +81,12 @@ impl SourceFile {
             .unwrap_or(path)
             .to_string_lossy()
             .replace('\\', "/");
-        SourceFile { path: path.to_path_buf(), display, format, text }
+        SourceFile {
+            path: path.to_path_buf(),
+            display,
+            format,
+            text,
+        }
     }
 
     /// Parses the whole document into a JSON value (an empty YAML file is `null`).
@@ -89,14 +94,22 @@ impl SourceFile {
         match self.format {
             Format::Yaml => yaml_serde::from_str::<Value>(&self.text).map_err(|err| {
                 let line = err.location().map(|l| l.line());
-                Diagnostic::new(self, line, format!("invalid YAML: {}", strip_location(&err.to_string())))
-                    .with_hint(yaml_hint(&err.to_string()))
+                Diagnostic::new(
+                    self,
+                    line,
+                    format!("invalid YAML: {}", strip_location(&err.to_string())),
+                )
+                .with_hint(yaml_hint(&err.to_string()))
             }),
             Format::Jsonc => {
                 let clean = strip_jsonc(&self.text);
                 serde_json::from_str::<Value>(&clean).map_err(|err| {
                     let line = (err.line() > 0).then_some(err.line());
-                    Diagnostic::new(self, line, format!("invalid JSON: {}", strip_location(&err.to_string())))
+                    Diagnostic::new(
+                        self,
+                        line,
+                        format!("invalid JSON: {}", strip_location(&err.to_string())),
+                    )
                 })
             }
         }
@@ -112,7 +125,9 @@ impl SourceFile {
             Format::Yaml => {
                 let de = yaml_serde::Deserializer::from_str(&self.text);
                 match seed.deserialize(de) {
-                    Err(err) if err.to_string().contains(LOCATE_MARKER) => err.location().map(|l| l.line()),
+                    Err(err) if err.to_string().contains(LOCATE_MARKER) => {
+                        err.location().map(|l| l.line())
+                    }
                     _ => None,
                 }
             }
@@ -139,7 +154,9 @@ fn strip_location(message: &str) -> String {
 fn yaml_hint(message: &str) -> Option<String> {
     if message.contains("mapping values are not allowed") {
         Some("a value containing ': ' must be quoted or written as a block (`key: >`)".to_string())
-    } else if message.contains("found character that cannot start any token") && message.contains('\t') {
+    } else if message.contains("found character that cannot start any token")
+        && message.contains('\t')
+    {
         Some("YAML indentation must use spaces, not tabs".to_string())
     } else if message.contains("did not find expected key") || message.contains("block mapping") {
         Some("check the indentation of this entry and the one before it".to_string())
@@ -172,7 +189,10 @@ impl<'de> Visitor<'de> for Locate<'_> {
             while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
             return Ok(());
         };
-        while let Some(found) = map.next_key_seed(KeyMatch { target, fail_on_match: rest.is_empty() })? {
+        while let Some(found) = map.next_key_seed(KeyMatch {
+            target,
+            fail_on_match: rest.is_empty(),
+        })? {
             if found {
                 return map.next_value_seed(Locate { path: rest });
             }
@@ -235,7 +255,11 @@ impl KeyMatch<'_> {
         if key != self.target {
             return Ok(false);
         }
-        if self.fail_on_match { Err(E::custom(LOCATE_MARKER)) } else { Ok(true) }
+        if self.fail_on_match {
+            Err(E::custom(LOCATE_MARKER))
+        } else {
+            Ok(true)
+        }
     }
 }
 
@@ -379,7 +403,9 @@ pub fn strip_jsonc(text: &str) -> String {
                         }
                         Some(b'/') if bytes.get(j + 1) == Some(&b'*') => {
                             j += 2;
-                            while j < bytes.len() && !(bytes[j] == b'*' && bytes.get(j + 1) == Some(&b'/')) {
+                            while j < bytes.len()
+                                && !(bytes[j] == b'*' && bytes.get(j + 1) == Some(&b'/'))
+                            {
                                 j += 1;
                             }
                             j = (j + 2).min(bytes.len());
@@ -399,7 +425,8 @@ pub fn strip_jsonc(text: &str) -> String {
     }
     // Only ASCII bytes were replaced by ASCII spaces, and string contents were copied whole, so
     // the result is still valid UTF-8.
-    String::from_utf8(out).unwrap_or_else(|err| String::from_utf8_lossy(err.as_bytes()).into_owned())
+    String::from_utf8(out)
+        .unwrap_or_else(|err| String::from_utf8_lossy(err.as_bytes()).into_owned())
 }
 
 #[cfg(test)]
@@ -407,7 +434,12 @@ mod tests {
     use super::*;
 
     fn yaml(text: &str) -> SourceFile {
-        SourceFile::from_text(Path::new("/p/config/tasks.yaml"), Path::new("/p"), Format::Yaml, text.to_string())
+        SourceFile::from_text(
+            Path::new("/p/config/tasks.yaml"),
+            Path::new("/p"),
+            Format::Yaml,
+            text.to_string(),
+        )
     }
 
     #[test]
@@ -423,15 +455,24 @@ mod tests {
         assert_eq!(src.line_of(&["research".into()]), Some(2));
         assert_eq!(src.line_of(&["research".into(), "agent".into()]), Some(7));
         assert_eq!(src.line_of(&["report".into(), "agent".into()]), Some(10));
-        assert_eq!(src.line_of(&["report".into(), "context".into(), 1.into()]), Some(9));
+        assert_eq!(
+            src.line_of(&["report".into(), "context".into(), 1.into()]),
+            Some(9)
+        );
         assert_eq!(src.line_of(&["missing".into()]), None);
     }
 
     #[test]
     fn finds_sequence_items_on_their_own_lines() {
         let src = yaml("a:\n  tools:\n    - one\n    - two\n    - {name: three}\n");
-        assert_eq!(src.line_of(&["a".into(), "tools".into(), 1.into()]), Some(4));
-        assert_eq!(src.line_of(&["a".into(), "tools".into(), 2.into()]), Some(5));
+        assert_eq!(
+            src.line_of(&["a".into(), "tools".into(), 1.into()]),
+            Some(4)
+        );
+        assert_eq!(
+            src.line_of(&["a".into(), "tools".into(), 2.into()]),
+            Some(5)
+        );
     }
 
     #[test]
@@ -442,7 +483,12 @@ mod tests {
         let value: Value = serde_json::from_str(&clean).unwrap();
         assert_eq!(value["a"], "//not a comment");
         assert_eq!(value["b"], serde_json::json!([1, 2]));
-        let src = SourceFile::from_text(Path::new("/p/crew.jsonc"), Path::new("/p"), Format::Jsonc, text.to_string());
+        let src = SourceFile::from_text(
+            Path::new("/p/crew.jsonc"),
+            Path::new("/p"),
+            Format::Jsonc,
+            text.to_string(),
+        );
         assert_eq!(src.line_of(&["b".into()]), Some(5));
         assert_eq!(src.line_of(&["b".into(), 1.into()]), Some(5));
     }
@@ -451,6 +497,10 @@ mod tests {
     fn yaml_syntax_errors_carry_the_line() {
         let err = yaml("a:\n  b: c\n d: e: f\n").parse().unwrap_err();
         assert_eq!(err.line, Some(3), "{err}");
-        assert!(err.to_string().starts_with("config/tasks.yaml:3: invalid YAML"), "{err}");
+        assert!(
+            err.to_string()
+                .starts_with("config/tasks.yaml:3: invalid YAML"),
+            "{err}"
+        );
     }
 }

@@ -22,14 +22,20 @@ pub struct Origin {
 
 impl Origin {
     pub fn new(source: &Arc<SourceFile>, path: DocPath) -> Self {
-        Origin { source: Arc::clone(source), path }
+        Origin {
+            source: Arc::clone(source),
+            path,
+        }
     }
 
     /// The same file, one step deeper (`tools` → `tools[2]`).
     pub fn child(&self, seg: impl Into<Seg>) -> Self {
         let mut path = self.path.clone();
         path.push(seg.into());
-        Origin { source: Arc::clone(&self.source), path }
+        Origin {
+            source: Arc::clone(&self.source),
+            path,
+        }
     }
 
     /// The 1-based line of the key, found in the source text.
@@ -55,10 +61,15 @@ pub struct ToolRef {
 impl<'de> Deserialize<'de> for ToolRef {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         match Value::deserialize(deserializer)? {
-            Value::String(name) => Ok(ToolRef { name, args: Map::new() }),
+            Value::String(name) => Ok(ToolRef {
+                name,
+                args: Map::new(),
+            }),
             Value::Object(mut map) => match map.remove("name") {
                 Some(Value::String(name)) => Ok(ToolRef { name, args: map }),
-                _ => Err(serde::de::Error::custom("a tool given as a mapping needs `name:` (the tool's name) beside its arguments")),
+                _ => Err(serde::de::Error::custom(
+                    "a tool given as a mapping needs `name:` (the tool's name) beside its arguments",
+                )),
             },
             other => Err(serde::de::Error::custom(format!(
                 "a tool is a name like `file_read` or a mapping with `name:`, not {}",
@@ -145,14 +156,22 @@ pub(crate) fn describe(value: &Value) -> &'static str {
 
 /// Turns serde's wording into ours ("expected a string" → "expected text").
 pub(crate) fn type_error(err: &serde_json::Error) -> String {
-    err.to_string().replace("a string", "text").replace("expected u32", "expected a whole number").replace("expected u64", "expected a whole number")
+    err.to_string()
+        .replace("a string", "text")
+        .replace("expected u32", "expected a whole number")
+        .replace("expected u64", "expected a whole number")
 }
 
 /// A spec whose fields can be set by name (the loader's view of agents, tasks and the crew).
 pub(crate) trait Fields {
     fn fields() -> &'static [&'static str];
     fn canonical_field(key: &str) -> Option<&'static str>;
-    fn set_field(&mut self, field: &'static str, value: Value, origin: Origin) -> Result<(), String>;
+    fn set_field(
+        &mut self,
+        field: &'static str,
+        value: Value,
+        origin: Origin,
+    ) -> Result<(), String>;
 }
 
 /// Declares a spec struct whose fields are all optional and settable by name, so the loader can
@@ -358,57 +377,185 @@ pub(crate) fn is_requested(value: &Value) -> bool {
 /// Fields we read but cannot honour yet, with what a user should know. `true` = the run would
 /// behave differently if we ignored the field, so it is an error; `false` = a warning.
 pub(crate) const AGENT_UNSUPPORTED: &[(&str, bool, &str)] = &[
-    ("step_callback", true, "Python callbacks cannot run here; register a step callback from Rust (crewai::Agent::builder().step_callback)"),
-    ("cache_handler", true, "a custom cache handler is not supported yet; the crew's `cache: true` gives a shared tool cache"),
-    ("callbacks", true, "Python callbacks cannot run here; use the crew's event bus from Rust"),
-    ("multimodal", true, "multimodal agents are not supported yet"),
-    ("reasoning", true, "agent reasoning/planning is not supported yet"),
-    ("max_reasoning_attempts", false, "agent reasoning is not supported yet, so this has no effect"),
+    (
+        "step_callback",
+        true,
+        "Python callbacks cannot run here; register a step callback from Rust (crewai::Agent::builder().step_callback)",
+    ),
+    (
+        "cache_handler",
+        true,
+        "a custom cache handler is not supported yet; the crew's `cache: true` gives a shared tool cache",
+    ),
+    (
+        "callbacks",
+        true,
+        "Python callbacks cannot run here; use the crew's event bus from Rust",
+    ),
+    (
+        "multimodal",
+        true,
+        "multimodal agents are not supported yet",
+    ),
+    (
+        "reasoning",
+        true,
+        "agent reasoning/planning is not supported yet",
+    ),
+    (
+        "max_reasoning_attempts",
+        false,
+        "agent reasoning is not supported yet, so this has no effect",
+    ),
     ("planning", true, "agent planning is not supported yet"),
-    ("planning_config", true, "agent planning is not supported yet"),
-    ("knowledge_sources", true, "knowledge sources are not supported yet"),
-    ("knowledge_storage", true, "knowledge storage is not supported yet"),
+    (
+        "planning_config",
+        true,
+        "agent planning is not supported yet",
+    ),
+    (
+        "knowledge_sources",
+        true,
+        "knowledge sources are not supported yet",
+    ),
+    (
+        "knowledge_storage",
+        true,
+        "knowledge storage is not supported yet",
+    ),
     ("knowledge_config", true, "knowledge is not supported yet"),
-    ("embedder", true, "embedders (knowledge, memory) are not supported yet"),
+    (
+        "embedder",
+        true,
+        "embedders (knowledge, memory) are not supported yet",
+    ),
     ("memory", true, "agent memory is not supported yet"),
     ("apps", true, "platform apps are not supported yet"),
     ("mcps", true, "MCP servers are not supported yet"),
     ("skills", true, "skills are not supported yet"),
     ("a2a", true, "agent-to-agent (A2A) is not supported yet"),
     ("checkpoint", true, "checkpointing is not supported yet"),
-    ("from_repository", true, "loading agents from a repository is not supported yet"),
-    ("allow_code_execution", false, "CrewAI deprecated code execution; it has no effect"),
-    ("code_execution_mode", false, "CrewAI deprecated code execution; it has no effect"),
-    ("security_config", false, "security_config (fingerprints) has no effect here"),
-    ("executor_class", false, "there is one executor; executor_class has no effect"),
+    (
+        "from_repository",
+        true,
+        "loading agents from a repository is not supported yet",
+    ),
+    (
+        "allow_code_execution",
+        false,
+        "CrewAI deprecated code execution; it has no effect",
+    ),
+    (
+        "code_execution_mode",
+        false,
+        "CrewAI deprecated code execution; it has no effect",
+    ),
+    (
+        "security_config",
+        false,
+        "security_config (fingerprints) has no effect here",
+    ),
+    (
+        "executor_class",
+        false,
+        "there is one executor; executor_class has no effect",
+    ),
 ];
 
 pub(crate) const TASK_UNSUPPORTED: &[(&str, bool, &str)] = &[
-    ("callback", true, "Python callbacks cannot run here; register a task callback from Rust (crewai::Task::builder().callback)"),
-    ("callbacks", true, "Python callbacks cannot run here; register a task callback from Rust"),
-    ("converter_cls", true, "custom converters are not supported yet"),
-    ("allow_crewai_trigger_context", true, "trigger payloads are not supported yet"),
+    (
+        "callback",
+        true,
+        "Python callbacks cannot run here; register a task callback from Rust (crewai::Task::builder().callback)",
+    ),
+    (
+        "callbacks",
+        true,
+        "Python callbacks cannot run here; register a task callback from Rust",
+    ),
+    (
+        "converter_cls",
+        true,
+        "custom converters are not supported yet",
+    ),
+    (
+        "allow_crewai_trigger_context",
+        true,
+        "trigger payloads are not supported yet",
+    ),
     ("input_files", true, "input files are not supported yet"),
-    ("condition", true, "conditional tasks need a Rust condition (crewai::Task::builder().condition)"),
-    ("security_config", false, "security_config (fingerprints) has no effect here"),
+    (
+        "condition",
+        true,
+        "conditional tasks need a Rust condition (crewai::Task::builder().condition)",
+    ),
+    (
+        "security_config",
+        false,
+        "security_config (fingerprints) has no effect here",
+    ),
 ];
 
 pub(crate) const CREW_UNSUPPORTED: &[(&str, bool, &str)] = &[
     ("memory", true, "crew memory is not supported yet"),
     ("planning", true, "crew planning is not supported yet"),
-    ("planning_llm", false, "crew planning is not supported yet, so planning_llm has no effect"),
-    ("embedder", true, "embedders (knowledge, memory) are not supported yet"),
-    ("knowledge_sources", true, "knowledge sources are not supported yet"),
-    ("prompt_file", true, "custom prompt files are not supported yet"),
-    ("before_kickoff_callbacks", true, "Python callbacks cannot run here; register them from Rust (Crew::builder().before_kickoff)"),
-    ("after_kickoff_callbacks", true, "Python callbacks cannot run here; register them from Rust (Crew::builder().after_kickoff)"),
-    ("step_callback", true, "Python callbacks cannot run here; register them from Rust (Crew::builder().step_callback)"),
-    ("task_callback", true, "Python callbacks cannot run here; register them from Rust (Crew::builder().task_callback)"),
+    (
+        "planning_llm",
+        false,
+        "crew planning is not supported yet, so planning_llm has no effect",
+    ),
+    (
+        "embedder",
+        true,
+        "embedders (knowledge, memory) are not supported yet",
+    ),
+    (
+        "knowledge_sources",
+        true,
+        "knowledge sources are not supported yet",
+    ),
+    (
+        "prompt_file",
+        true,
+        "custom prompt files are not supported yet",
+    ),
+    (
+        "before_kickoff_callbacks",
+        true,
+        "Python callbacks cannot run here; register them from Rust (Crew::builder().before_kickoff)",
+    ),
+    (
+        "after_kickoff_callbacks",
+        true,
+        "Python callbacks cannot run here; register them from Rust (Crew::builder().after_kickoff)",
+    ),
+    (
+        "step_callback",
+        true,
+        "Python callbacks cannot run here; register them from Rust (Crew::builder().step_callback)",
+    ),
+    (
+        "task_callback",
+        true,
+        "Python callbacks cannot run here; register them from Rust (Crew::builder().task_callback)",
+    ),
     ("skills", true, "skills are not supported yet"),
     ("checkpoint", true, "checkpointing is not supported yet"),
-    ("tracing", false, "CrewAI's hosted tracing is not available; events go to the crew's event bus"),
-    ("share_crew", false, "sharing crew data with CrewAI has no effect here"),
-    ("security_config", false, "security_config (fingerprints) has no effect here"),
+    (
+        "tracing",
+        false,
+        "CrewAI's hosted tracing is not available; events go to the crew's event bus",
+    ),
+    (
+        "share_crew",
+        false,
+        "sharing crew data with CrewAI has no effect here",
+    ),
+    (
+        "security_config",
+        false,
+        "security_config (fingerprints) has no effect here",
+    ),
 ];
 
 #[cfg(test)]
@@ -420,7 +567,10 @@ mod tests {
     fn tool_refs_take_a_name_or_a_mapping() {
         let bare: ToolRef = serde_json::from_value(json!("file_read")).unwrap();
         assert_eq!(bare.name, "file_read");
-        let full: ToolRef = serde_json::from_value(json!({"name": "ScrapeWebsiteTool", "website_url": "https://x"})).unwrap();
+        let full: ToolRef = serde_json::from_value(
+            json!({"name": "ScrapeWebsiteTool", "website_url": "https://x"}),
+        )
+        .unwrap();
         assert_eq!(full.name, "ScrapeWebsiteTool");
         assert_eq!(full.args["website_url"], "https://x");
         let err = serde_json::from_value::<ToolRef>(json!({"website_url": "x"})).unwrap_err();
@@ -429,7 +579,10 @@ mod tests {
 
     #[test]
     fn aliases_map_to_canonical_fields() {
-        assert_eq!(TaskSpec::canonical("max_retries"), Some("guardrail_max_retries"));
+        assert_eq!(
+            TaskSpec::canonical("max_retries"),
+            Some("guardrail_max_retries")
+        );
         assert_eq!(AgentSpec::canonical("rol"), None);
         assert!(AgentSpec::FIELDS.contains(&"respect_context_window"));
     }

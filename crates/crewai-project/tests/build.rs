@@ -14,7 +14,8 @@ fn write(dir: &Path, files: &[(&str, &str)]) {
 }
 
 /// A model that needs no environment: key and endpoint are in the file.
-const LLM: &str = "  llm: {model: openai/gpt-4o-mini, api_key: k, base_url: 'http://127.0.0.1:9/v1'}\n";
+const LLM: &str =
+    "  llm: {model: openai/gpt-4o-mini, api_key: k, base_url: 'http://127.0.0.1:9/v1'}\n";
 
 fn agents() -> String {
     format!(
@@ -38,14 +39,36 @@ write:
 #[test]
 fn builds_a_sequential_crew_with_every_agent_and_task() {
     let dir = tempfile::tempdir().unwrap();
-    write(dir.path(), &[("config/agents.yaml", &agents()), ("config/tasks.yaml", TASKS), ("config/crew.yaml", "name: demo\ninputs: {topic: AI}\n")]);
+    write(
+        dir.path(),
+        &[
+            ("config/agents.yaml", &agents()),
+            ("config/tasks.yaml", TASKS),
+            ("config/crew.yaml", "name: demo\ninputs: {topic: AI}\n"),
+        ],
+    );
     let project = Project::load(dir.path()).unwrap();
-    let crew = project.build(&Default::default(), &BuildOptions::new(ToolRegistry::with_builtins(dir.path()))).unwrap();
+    let crew = project
+        .build(
+            &Default::default(),
+            &BuildOptions::new(ToolRegistry::with_builtins(dir.path())),
+        )
+        .unwrap();
     assert_eq!(crew.name(), "demo");
     assert_eq!(crew.process(), Process::Sequential);
     assert_eq!(crew.agents().len(), 3);
-    assert_eq!(crew.tasks().iter().map(|t| t.name().unwrap_or_default().to_string()).collect::<Vec<_>>(), ["research", "write"]);
-    assert_eq!(crew.tasks()[0].agent().map(|a| a.role().to_string()), Some("{topic} Researcher".to_string()), "interpolation waits for kickoff");
+    assert_eq!(
+        crew.tasks()
+            .iter()
+            .map(|t| t.name().unwrap_or_default().to_string())
+            .collect::<Vec<_>>(),
+        ["research", "write"]
+    );
+    assert_eq!(
+        crew.tasks()[0].agent().map(|a| a.role().to_string()),
+        Some("{topic} Researcher".to_string()),
+        "interpolation waits for kickoff"
+    );
     assert!(crew.tasks()[1].output_schema().is_some());
     assert!(crew.fetch_inputs().contains("topic"));
 }
@@ -53,31 +76,60 @@ fn builds_a_sequential_crew_with_every_agent_and_task() {
 #[test]
 fn builds_a_hierarchical_crew_with_its_manager_outside_the_members() {
     let dir = tempfile::tempdir().unwrap();
-    let tasks = TASKS.replace("  agent: researcher\n", "").replace("  agent: writer\n", "");
+    let tasks = TASKS
+        .replace("  agent: researcher\n", "")
+        .replace("  agent: writer\n", "");
     write(
         dir.path(),
-        &[("config/agents.yaml", &agents()), ("config/tasks.yaml", &tasks), ("config/crew.yaml", "process: hierarchical\nmanager_agent: lead\ninputs: {topic: AI}\n")],
+        &[
+            ("config/agents.yaml", &agents()),
+            ("config/tasks.yaml", &tasks),
+            (
+                "config/crew.yaml",
+                "process: hierarchical\nmanager_agent: lead\ninputs: {topic: AI}\n",
+            ),
+        ],
     );
     let project = Project::load(dir.path()).unwrap();
-    let crew = project.build(&Default::default(), &BuildOptions::new(ToolRegistry::with_builtins(dir.path()))).unwrap();
+    let crew = project
+        .build(
+            &Default::default(),
+            &BuildOptions::new(ToolRegistry::with_builtins(dir.path())),
+        )
+        .unwrap();
     assert_eq!(crew.process(), Process::Hierarchical);
     assert_eq!(crew.agents().len(), 2);
-    assert_eq!(crew.manager().map(|m| m.role().to_string()), Some("Lead".to_string()));
+    assert_eq!(
+        crew.manager().map(|m| m.role().to_string()),
+        Some("Lead".to_string())
+    );
 }
 
 #[test]
 fn build_reports_missing_inputs_and_model_problems_with_their_place() {
     let dir = tempfile::tempdir().unwrap();
-    write(dir.path(), &[("config/agents.yaml", &agents()), ("config/tasks.yaml", TASKS)]);
+    write(
+        dir.path(),
+        &[
+            ("config/agents.yaml", &agents()),
+            ("config/tasks.yaml", TASKS),
+        ],
+    );
     let project = Project::load(dir.path()).unwrap();
     let options = BuildOptions::new(ToolRegistry::with_builtins(dir.path()));
     let err = project.build(&Default::default(), &options).unwrap_err();
-    assert!(err.to_string().contains("config/agents.yaml:7: agent 'researcher' field 'role' uses {topic}"), "{err}");
+    assert!(
+        err.to_string()
+            .contains("config/agents.yaml:7: agent 'researcher' field 'role' uses {topic}"),
+        "{err}"
+    );
 
     let broken = agents().replacen("model: openai/gpt-4o-mini", "model: x, provider: nosuch", 1);
     write(dir.path(), &[("config/agents.yaml", &broken)]);
     let project = Project::load(dir.path()).unwrap();
-    let inputs = [("topic".to_string(), serde_json::json!("AI"))].into_iter().collect();
+    let inputs = [("topic".to_string(), serde_json::json!("AI"))]
+        .into_iter()
+        .collect();
     match project.build(&inputs, &options) {
         Err(err @ ProjectError::Llm { .. }) => {
             let text = err.to_string();

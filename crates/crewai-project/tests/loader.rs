@@ -2,7 +2,9 @@
 
 use std::path::Path;
 
-use crewai_project::{ContextPlan, Layout, ProcessSpec, Project, ProjectError, SchemaRef, ToolRegistry};
+use crewai_project::{
+    ContextPlan, Layout, ProcessSpec, Project, ProjectError, SchemaRef, ToolRegistry,
+};
 use serde_json::json;
 
 fn write(dir: &Path, files: &[(&str, &str)]) {
@@ -61,40 +63,72 @@ fn ok(files: &[(&str, &str)]) -> (tempfile::TempDir, Project) {
 }
 
 fn inputs(pairs: &[(&str, &str)]) -> crewai_core::interpolate::Inputs {
-    pairs.iter().map(|(k, v)| (k.to_string(), json!(v))).collect()
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), json!(v)))
+        .collect()
 }
 
 #[test]
 fn loads_the_classic_layout_in_file_order() {
     let (_dir, p) = ok(&[("config/agents.yaml", AGENTS), ("config/tasks.yaml", TASKS)]);
     assert_eq!(p.layout, Layout::Classic);
-    assert_eq!(p.agents.iter().map(|a| a.key.as_str()).collect::<Vec<_>>(), ["researcher", "writer"]);
-    assert_eq!(p.tasks.iter().map(|t| t.name()).collect::<Vec<_>>(), ["research_task", "report"]);
+    assert_eq!(
+        p.agents.iter().map(|a| a.key.as_str()).collect::<Vec<_>>(),
+        ["researcher", "writer"]
+    );
+    assert_eq!(
+        p.tasks.iter().map(|t| t.name()).collect::<Vec<_>>(),
+        ["research_task", "report"]
+    );
     // Folded scalars keep their trailing newline, as PyYAML gives them.
-    assert_eq!(p.agents[0].spec.role.as_deref(), Some("{topic} Senior Data Researcher\n"));
-    assert_eq!(p.tasks[1].spec.context.as_deref(), Some(&["research_task".to_string()][..]));
+    assert_eq!(
+        p.agents[0].spec.role.as_deref(),
+        Some("{topic} Senior Data Researcher\n")
+    );
+    assert_eq!(
+        p.tasks[1].spec.context.as_deref(),
+        Some(&["research_task".to_string()][..])
+    );
     assert_eq!(p.required_inputs(), ["topic"]);
 }
 
 #[test]
 fn finds_config_under_src_as_crewai_create_lays_it_out() {
-    let (_dir, p) = ok(&[("src/demo/config/agents.yaml", AGENTS), ("src/demo/config/tasks.yaml", TASKS)]);
+    let (_dir, p) = ok(&[
+        ("src/demo/config/agents.yaml", AGENTS),
+        ("src/demo/config/tasks.yaml", TASKS),
+    ]);
     assert!(p.config_dir.ends_with("src/demo/config"));
-    assert_eq!(p.files.tasks.as_ref().unwrap().display, "src/demo/config/tasks.yaml");
+    assert_eq!(
+        p.files.tasks.as_ref().unwrap().display,
+        "src/demo/config/tasks.yaml"
+    );
 }
 
 #[test]
 fn a_task_naming_an_unknown_agent_is_reported_with_line_and_suggestion() {
     let tasks = TASKS.replace("agent: writer", "agent: writter");
-    let errs = errors(&[("config/agents.yaml", AGENTS), ("config/tasks.yaml", &tasks)]);
-    assert_eq!(errs, ["config/tasks.yaml:8: task 'report' names agent 'writter', which is not defined; did you mean 'writer'?"]);
+    let errs = errors(&[
+        ("config/agents.yaml", AGENTS),
+        ("config/tasks.yaml", &tasks),
+    ]);
+    assert_eq!(
+        errs,
+        [
+            "config/tasks.yaml:8: task 'report' names agent 'writter', which is not defined; did you mean 'writer'?"
+        ]
+    );
 }
 
 #[test]
 fn unknown_fields_are_errors_with_the_nearest_field() {
     let agents = AGENTS.replace("  goal: Write clearly", "  gaol: Write clearly");
     let tasks = TASKS.replace("  output_file: report.md", "  output_fle: report.md");
-    let errs = errors(&[("config/agents.yaml", &agents), ("config/tasks.yaml", &tasks)]);
+    let errs = errors(&[
+        ("config/agents.yaml", &agents),
+        ("config/tasks.yaml", &tasks),
+    ]);
     assert!(errs.contains(&"config/agents.yaml:8: agent 'writer' has an unknown field 'gaol'; did you mean 'goal'?".to_string()), "{errs:#?}");
     assert!(errs.contains(&"config/agents.yaml:6: agent 'writer' has no `goal`; every agent needs role, goal and backstory".to_string()), "{errs:#?}");
     assert!(errs.contains(&"config/tasks.yaml:10: task 'report' has an unknown field 'output_fle'; did you mean 'output_file'?".to_string()), "{errs:#?}");
@@ -103,16 +137,30 @@ fn unknown_fields_are_errors_with_the_nearest_field() {
 #[test]
 fn wrong_types_name_the_field_and_line() {
     let agents = format!("{AGENTS}  max_iter: lots\n  allow_delegation: maybe\n");
-    let errs = errors(&[("config/agents.yaml", &agents), ("config/tasks.yaml", TASKS)]);
+    let errs = errors(&[
+        ("config/agents.yaml", &agents),
+        ("config/tasks.yaml", TASKS),
+    ]);
     assert_eq!(errs.len(), 2, "{errs:#?}");
     assert!(errs[0].starts_with("config/agents.yaml:10: agent 'writer' field 'max_iter': invalid type: string \"lots\", expected a whole number"), "{errs:#?}");
-    assert!(errs[1].starts_with("config/agents.yaml:11: agent 'writer' field 'allow_delegation': invalid type"), "{errs:#?}");
+    assert!(
+        errs[1].starts_with(
+            "config/agents.yaml:11: agent 'writer' field 'allow_delegation': invalid type"
+        ),
+        "{errs:#?}"
+    );
 }
 
 #[test]
 fn yaml_syntax_errors_have_file_and_line() {
-    let errs = errors(&[("config/agents.yaml", "a:\n  role: x\n  goal: y: z\n"), ("config/tasks.yaml", TASKS)]);
-    assert!(errs[0].starts_with("config/agents.yaml:3: invalid YAML: mapping values are not allowed"), "{errs:#?}");
+    let errs = errors(&[
+        ("config/agents.yaml", "a:\n  role: x\n  goal: y: z\n"),
+        ("config/tasks.yaml", TASKS),
+    ]);
+    assert!(
+        errs[0].starts_with("config/agents.yaml:3: invalid YAML: mapping values are not allowed"),
+        "{errs:#?}"
+    );
     assert!(errs[0].contains("must be quoted"), "{errs:#?}");
 }
 
@@ -143,30 +191,59 @@ second:
 #[test]
 fn a_missing_placeholder_is_an_error_naming_it_and_where() {
     let (_dir, p) = ok(&[("config/agents.yaml", AGENTS), ("config/tasks.yaml", TASKS)]);
-    let err = p.plan(&inputs(&[("topc", "AI")]), &ToolRegistry::new()).unwrap_err();
+    let err = p
+        .plan(&inputs(&[("topc", "AI")]), &ToolRegistry::new())
+        .unwrap_err();
     let errs: Vec<String> = err.diagnostics().iter().map(ToString::to_string).collect();
     assert_eq!(errs.len(), 3, "{errs:#?}");
-    assert_eq!(errs[0], "config/agents.yaml:2: agent 'researcher' field 'role' uses {topic}, which no input provides; did you mean 'topc'? (inputs given: topc)");
-    assert!(errs[2].starts_with("config/tasks.yaml:2: task 'research_task' field 'description' uses {topic}"), "{errs:#?}");
+    assert_eq!(
+        errs[0],
+        "config/agents.yaml:2: agent 'researcher' field 'role' uses {topic}, which no input provides; did you mean 'topc'? (inputs given: topc)"
+    );
+    assert!(
+        errs[2].starts_with(
+            "config/tasks.yaml:2: task 'research_task' field 'description' uses {topic}"
+        ),
+        "{errs:#?}"
+    );
 }
 
 #[test]
 fn the_plan_renders_prompts_agents_tools_and_context() {
     let crew = "inputs:\n  topic: AI agents\n";
-    let (_dir, p) = ok(&[("config/agents.yaml", AGENTS), ("config/tasks.yaml", TASKS), ("config/crew.yaml", crew)]);
+    let (_dir, p) = ok(&[
+        ("config/agents.yaml", AGENTS),
+        ("config/tasks.yaml", TASKS),
+        ("config/crew.yaml", crew),
+    ]);
     let plan = p.plan(&Default::default(), &ToolRegistry::new()).unwrap();
     assert_eq!(plan.process, "sequential");
     assert_eq!(plan.agents[0].role, "AI agents Senior Data Researcher\n");
-    assert!(plan.agents[0].system_prompt.starts_with("You are AI agents Senior Data Researcher\n."));
-    assert!(plan.tasks[0].prompt.contains("Current Task: Research AI agents"), "{}", plan.tasks[0].prompt);
+    assert!(
+        plan.agents[0]
+            .system_prompt
+            .starts_with("You are AI agents Senior Data Researcher\n.")
+    );
+    assert!(
+        plan.tasks[0]
+            .prompt
+            .contains("Current Task: Research AI agents"),
+        "{}",
+        plan.tasks[0].prompt
+    );
     assert_eq!(plan.tasks[0].context, ContextPlan::AllPrevious);
-    assert_eq!(plan.tasks[1].context, ContextPlan::Tasks(vec!["research_task".into()]));
+    assert_eq!(
+        plan.tasks[1].context,
+        ContextPlan::Tasks(vec!["research_task".into()])
+    );
     assert_eq!(plan.tasks[1].output_file.as_deref(), Some("report.md"));
     let shown = plan.to_string();
     assert!(shown.contains("1. research_task"), "{shown}");
     assert!(shown.contains("context: research_task"), "{shown}");
     // Inputs given by the caller win over the defaults.
-    let plan = p.plan(&inputs(&[("topic", "Rust")]), &ToolRegistry::new()).unwrap();
+    let plan = p
+        .plan(&inputs(&[("topic", "Rust")]), &ToolRegistry::new())
+        .unwrap();
     assert!(plan.tasks[0].prompt.contains("Research Rust"));
 }
 
@@ -208,18 +285,52 @@ full:
     let s = &p.agents[0].spec;
     assert_eq!(s.llm.as_ref().unwrap().model, "openai/gpt-4o-mini");
     assert_eq!(s.llm.as_ref().unwrap().temperature, Some(0.2));
-    assert_eq!(s.function_calling_llm.as_ref().unwrap().model, "openai/gpt-4o-mini");
-    assert_eq!(s.tools.as_ref().unwrap().iter().map(|t| t.name.as_str()).collect::<Vec<_>>(), ["file_read", "http_get"]);
-    assert_eq!((s.max_iter, s.max_rpm, s.max_execution_time, s.max_retry_limit, s.max_tokens), (Some(5), Some(10), Some(30), Some(1), Some(500)));
-    assert_eq!((s.allow_delegation, s.verbose, s.cache, s.use_system_prompt), (Some(true), Some(true), Some(false), Some(false)));
+    assert_eq!(
+        s.function_calling_llm.as_ref().unwrap().model,
+        "openai/gpt-4o-mini"
+    );
+    assert_eq!(
+        s.tools
+            .as_ref()
+            .unwrap()
+            .iter()
+            .map(|t| t.name.as_str())
+            .collect::<Vec<_>>(),
+        ["file_read", "http_get"]
+    );
+    assert_eq!(
+        (
+            s.max_iter,
+            s.max_rpm,
+            s.max_execution_time,
+            s.max_retry_limit,
+            s.max_tokens
+        ),
+        (Some(5), Some(10), Some(30), Some(1), Some(500))
+    );
+    assert_eq!(
+        (s.allow_delegation, s.verbose, s.cache, s.use_system_prompt),
+        (Some(true), Some(true), Some(false), Some(false))
+    );
     assert_eq!(s.system_template.as_deref(), Some("S {{ .System }}"));
     assert_eq!(s.prompt_template.as_deref(), Some("P {{ .Prompt }}"));
     assert_eq!(s.response_template.as_deref(), Some("R {{ .Response }}"));
-    assert_eq!((s.respect_context_window, s.inject_date), (Some(false), Some(true)));
+    assert_eq!(
+        (s.respect_context_window, s.inject_date),
+        (Some(false), Some(true))
+    );
     assert_eq!(s.date_format.as_deref(), Some("%d/%m/%Y"));
-    assert_eq!(s.guardrail, Some(crewai_project::GuardrailSpec::Rule("Answer in English".into())));
+    assert_eq!(
+        s.guardrail,
+        Some(crewai_project::GuardrailSpec::Rule(
+            "Answer in English".into()
+        ))
+    );
     assert_eq!(s.guardrail_max_retries, Some(2));
-    assert_eq!(s.tool_failure_policy, Some(crewai_project::ToolFailurePolicySpec::Raise));
+    assert_eq!(
+        s.tool_failure_policy,
+        Some(crewai_project::ToolFailurePolicySpec::Raise)
+    );
     assert!(p.warnings.is_empty(), "{:?}", p.warnings);
 }
 
@@ -260,21 +371,43 @@ c:
     let (_dir, p) = ok(&[
         ("config/agents.yaml", AGENTS),
         ("config/tasks.yaml", tasks),
-        ("schemas/report.json", "{\"type\": \"object\", \"properties\": {\"title\": {\"type\": \"string\"}}}"),
+        (
+            "schemas/report.json",
+            "{\"type\": \"object\", \"properties\": {\"title\": {\"type\": \"string\"}}}",
+        ),
     ]);
     let [a, b, c] = &p.tasks[..] else { panic!() };
     assert_eq!(a.name(), "first");
     assert_eq!(a.spec.async_execution, Some(true));
     assert_eq!(a.spec.context.as_deref(), Some(&[][..]));
-    assert_eq!(b.spec.context.as_deref(), Some(&[][..]), "an empty `context:` means none");
+    assert_eq!(
+        b.spec.context.as_deref(),
+        Some(&[][..]),
+        "an empty `context:` means none"
+    );
     assert!(matches!(b.spec.output_json, Some(SchemaRef::Inline(_))));
-    assert_eq!(p.output_schema("b").unwrap().schema["properties"]["score"]["type"], "integer");
-    assert_eq!((b.spec.create_directory, b.spec.human_input, b.spec.markdown), (Some(false), Some(true), Some(true)));
+    assert_eq!(
+        p.output_schema("b").unwrap().schema["properties"]["score"]["type"],
+        "integer"
+    );
+    assert_eq!(
+        (b.spec.create_directory, b.spec.human_input, b.spec.markdown),
+        (Some(false), Some(true), Some(true))
+    );
     assert_eq!(b.spec.guardrails.as_ref().unwrap().to_vec().len(), 2);
     assert_eq!(b.spec.guardrail_max_retries, Some(4));
-    assert_eq!(p.output_schema("c").unwrap().kind, crewai_project::OutputKind::Pydantic);
-    assert_eq!(p.output_schema("c").unwrap().schema["properties"]["title"]["type"], "string");
-    assert_eq!(c.spec.guardrail, Some(crewai_project::GuardrailSpec::Rule("Cite sources".into())));
+    assert_eq!(
+        p.output_schema("c").unwrap().kind,
+        crewai_project::OutputKind::Pydantic
+    );
+    assert_eq!(
+        p.output_schema("c").unwrap().schema["properties"]["title"]["type"],
+        "string"
+    );
+    assert_eq!(
+        c.spec.guardrail,
+        Some(crewai_project::GuardrailSpec::Rule("Cite sources".into()))
+    );
     assert_eq!(p.required_inputs(), ["topic"]);
 }
 
@@ -308,12 +441,25 @@ b:
 #[test]
 fn unsupported_fields_that_change_behaviour_are_errors_others_warnings() {
     let agents = format!("{AGENTS}  knowledge_sources: [docs.pdf]\n  allow_code_execution: true\n");
-    let errs = errors(&[("config/agents.yaml", &agents), ("config/tasks.yaml", TASKS)]);
-    assert_eq!(errs, ["config/agents.yaml:10: agent 'writer' field 'knowledge_sources' is not supported yet: knowledge sources are not supported yet; remove `knowledge_sources` to run without it"]);
+    let errs = errors(&[
+        ("config/agents.yaml", &agents),
+        ("config/tasks.yaml", TASKS),
+    ]);
+    assert_eq!(
+        errs,
+        [
+            "config/agents.yaml:10: agent 'writer' field 'knowledge_sources' is not supported yet: knowledge sources are not supported yet; remove `knowledge_sources` to run without it"
+        ]
+    );
     let agents = format!("{AGENTS}  allow_code_execution: true\n");
-    let (_dir, p) = ok(&[("config/agents.yaml", &agents), ("config/tasks.yaml", TASKS)]);
+    let (_dir, p) = ok(&[
+        ("config/agents.yaml", &agents),
+        ("config/tasks.yaml", TASKS),
+    ]);
     assert_eq!(p.warnings.len(), 1);
-    assert!(p.warnings[0].to_string().starts_with("config/agents.yaml:10: agent 'writer' field 'allow_code_execution' is not supported yet"));
+    assert!(p.warnings[0].to_string().starts_with(
+        "config/agents.yaml:10: agent 'writer' field 'allow_code_execution' is not supported yet"
+    ));
 }
 
 #[test]
@@ -331,42 +477,106 @@ output_log_file: logs/run.txt
 stream: false
 inputs: {topic: AI}
 ";
-    let (_dir, p) = ok(&[("config/agents.yaml", AGENTS), ("config/tasks.yaml", TASKS), ("config/crew.yaml", crew)]);
+    let (_dir, p) = ok(&[
+        ("config/agents.yaml", AGENTS),
+        ("config/tasks.yaml", TASKS),
+        ("config/crew.yaml", crew),
+    ]);
     let c = &p.crew;
     assert_eq!(c.name.as_deref(), Some("Research crew"));
     assert_eq!(c.process, Some(ProcessSpec::Hierarchical));
     assert_eq!(c.manager_llm.as_ref().unwrap().model, "openai/gpt-4o");
-    assert_eq!((c.verbose, c.max_rpm, c.cache, c.memory), (Some(true), Some(30), Some(true), Some(false)));
-    assert_eq!(c.output_log_file, Some(crewai_project::LogFileSpec::Path("logs/run.txt".into())));
+    assert_eq!(
+        (c.verbose, c.max_rpm, c.cache, c.memory),
+        (Some(true), Some(30), Some(true), Some(false))
+    );
+    assert_eq!(
+        c.output_log_file,
+        Some(crewai_project::LogFileSpec::Path("logs/run.txt".into()))
+    );
     assert_eq!(p.default_inputs()["topic"], "AI");
 }
 
 #[test]
 fn crew_yaml_errors_point_at_the_crew_file() {
     let crew = "process: hierarchcal\nmanagr_llm: x\n";
-    let errs = errors(&[("config/agents.yaml", AGENTS), ("config/tasks.yaml", TASKS), ("config/crew.yaml", crew)]);
+    let errs = errors(&[
+        ("config/agents.yaml", AGENTS),
+        ("config/tasks.yaml", TASKS),
+        ("config/crew.yaml", crew),
+    ]);
     assert_eq!(errs.len(), 2, "{errs:#?}");
-    assert!(errs[0].starts_with("config/crew.yaml:1: crew field 'process': unknown variant `hierarchcal`"), "{errs:#?}");
-    assert_eq!(errs[1], "config/crew.yaml:2: crew has an unknown field 'managr_llm'; did you mean 'manager_llm'?");
+    assert!(
+        errs[0]
+            .starts_with("config/crew.yaml:1: crew field 'process': unknown variant `hierarchcal`"),
+        "{errs:#?}"
+    );
+    assert_eq!(
+        errs[1],
+        "config/crew.yaml:2: crew has an unknown field 'managr_llm'; did you mean 'manager_llm'?"
+    );
 }
 
 #[test]
 fn hierarchical_crews_need_a_manager_and_a_manager_has_no_tools() {
-    let errs = errors(&[("config/agents.yaml", AGENTS), ("config/tasks.yaml", TASKS), ("config/crew.yaml", "process: hierarchical\n")]);
-    assert_eq!(errs, ["config/crew.yaml:1: a hierarchical crew needs `manager_llm` or `manager_agent`; add `manager_llm: openai/gpt-4o` (or the key of a manager in agents.yaml as `manager_agent:`)"]);
-    let agents = format!("{AGENTS}boss:\n  role: Boss\n  goal: Lead\n  backstory: Leads.\n  tools: [file_read]\n");
-    let errs = errors(&[("config/agents.yaml", &agents), ("config/tasks.yaml", TASKS), ("config/crew.yaml", "process: hierarchical\nmanager_agent: bos\n")]);
-    assert_eq!(errs, ["config/crew.yaml:2: manager_agent 'bos' is not defined; did you mean 'boss'?"]);
-    let errs = errors(&[("config/agents.yaml", &agents), ("config/tasks.yaml", TASKS), ("config/crew.yaml", "process: hierarchical\nmanager_agent: boss\n")]);
-    assert_eq!(errs, ["config/agents.yaml:14: agent 'boss' manages the crew and may not have tools; a manager only delegates; give the tools to its coworkers"]);
+    let errs = errors(&[
+        ("config/agents.yaml", AGENTS),
+        ("config/tasks.yaml", TASKS),
+        ("config/crew.yaml", "process: hierarchical\n"),
+    ]);
+    assert_eq!(
+        errs,
+        [
+            "config/crew.yaml:1: a hierarchical crew needs `manager_llm` or `manager_agent`; add `manager_llm: openai/gpt-4o` (or the key of a manager in agents.yaml as `manager_agent:`)"
+        ]
+    );
+    let agents = format!(
+        "{AGENTS}boss:\n  role: Boss\n  goal: Lead\n  backstory: Leads.\n  tools: [file_read]\n"
+    );
+    let errs = errors(&[
+        ("config/agents.yaml", &agents),
+        ("config/tasks.yaml", TASKS),
+        (
+            "config/crew.yaml",
+            "process: hierarchical\nmanager_agent: bos\n",
+        ),
+    ]);
+    assert_eq!(
+        errs,
+        ["config/crew.yaml:2: manager_agent 'bos' is not defined; did you mean 'boss'?"]
+    );
+    let errs = errors(&[
+        ("config/agents.yaml", &agents),
+        ("config/tasks.yaml", TASKS),
+        (
+            "config/crew.yaml",
+            "process: hierarchical\nmanager_agent: boss\n",
+        ),
+    ]);
+    assert_eq!(
+        errs,
+        [
+            "config/agents.yaml:14: agent 'boss' manages the crew and may not have tools; a manager only delegates; give the tools to its coworkers"
+        ]
+    );
 }
 
 #[test]
 fn a_hierarchical_manager_is_not_a_member_and_tasks_may_skip_agents() {
     let agents = format!("{AGENTS}boss:\n  role: Boss\n  goal: Lead\n  backstory: Leads.\n");
     let tasks = "t:\n  description: d\n  expected_output: e\n";
-    let (_dir, p) = ok(&[("config/agents.yaml", &agents), ("config/tasks.yaml", tasks), ("config/crew.yaml", "process: hierarchical\nmanager_agent: boss\n")]);
-    assert_eq!(p.members().map(|a| a.key.as_str()).collect::<Vec<_>>(), ["researcher", "writer"]);
+    let (_dir, p) = ok(&[
+        ("config/agents.yaml", &agents),
+        ("config/tasks.yaml", tasks),
+        (
+            "config/crew.yaml",
+            "process: hierarchical\nmanager_agent: boss\n",
+        ),
+    ]);
+    assert_eq!(
+        p.members().map(|a| a.key.as_str()).collect::<Vec<_>>(),
+        ["researcher", "writer"]
+    );
     assert_eq!(p.manager_key(), Some("boss"));
 }
 
@@ -374,7 +584,12 @@ fn a_hierarchical_manager_is_not_a_member_and_tasks_may_skip_agents() {
 fn sequential_tasks_need_an_agent() {
     let tasks = "t:\n  description: d\n  expected_output: e\n";
     let errs = errors(&[("config/agents.yaml", AGENTS), ("config/tasks.yaml", tasks)]);
-    assert_eq!(errs, ["config/tasks.yaml:1: task 't' has no agent; in a sequential crew every task needs `agent:`; add `agent: <name>` (one of: researcher, writer)"]);
+    assert_eq!(
+        errs,
+        [
+            "config/tasks.yaml:1: task 't' has no agent; in a sequential crew every task needs `agent:`; add `agent: <name>` (one of: researcher, writer)"
+        ]
+    );
 }
 
 #[test]
@@ -394,8 +609,14 @@ b:
 ";
     let errs = errors(&[("config/agents.yaml", AGENTS), ("config/tasks.yaml", tasks)]);
     assert_eq!(errs.len(), 2, "{errs:#?}");
-    assert!(errs[0].starts_with("config/tasks.yaml:10: the crew ends with 2 asynchronous tasks"), "{errs:#?}");
-    assert_eq!(errs[1], "config/tasks.yaml:11: asynchronous task 'b' cannot take 'a' as context: that task is asynchronous too and still running");
+    assert!(
+        errs[0].starts_with("config/tasks.yaml:10: the crew ends with 2 asynchronous tasks"),
+        "{errs:#?}"
+    );
+    assert_eq!(
+        errs[1],
+        "config/tasks.yaml:11: asynchronous task 'b' cannot take 'a' as context: that task is asynchronous too and still running"
+    );
 }
 
 #[test]
@@ -410,15 +631,46 @@ tasks:
     agent: researcher
     output_file: final.md
 ";
-    let (_dir, p) = ok(&[("config/agents.yaml", AGENTS), ("config/tasks.yaml", TASKS), ("config/crew.yaml", crew)]);
-    assert_eq!(p.agent("researcher").unwrap().spec.llm.as_ref().unwrap().model, "openai/gpt-4o");
-    assert_eq!(p.task("report").unwrap().spec.agent.as_deref(), Some("researcher"));
-    assert_eq!(p.task("report").unwrap().spec.output_file.as_deref(), Some("final.md"));
+    let (_dir, p) = ok(&[
+        ("config/agents.yaml", AGENTS),
+        ("config/tasks.yaml", TASKS),
+        ("config/crew.yaml", crew),
+    ]);
+    assert_eq!(
+        p.agent("researcher")
+            .unwrap()
+            .spec
+            .llm
+            .as_ref()
+            .unwrap()
+            .model,
+        "openai/gpt-4o"
+    );
+    assert_eq!(
+        p.task("report").unwrap().spec.agent.as_deref(),
+        Some("researcher")
+    );
+    assert_eq!(
+        p.task("report").unwrap().spec.output_file.as_deref(),
+        Some("final.md")
+    );
     // The origin of an overlaid field is the overlay's line.
-    assert_eq!(p.task("report").unwrap().spec.origin("agent").unwrap().line(), Some(7));
+    assert_eq!(
+        p.task("report")
+            .unwrap()
+            .spec
+            .origin("agent")
+            .unwrap()
+            .line(),
+        Some(7)
+    );
 
     let crew = "agents:\n  reseacher:\n    verbose: true\ntasks:\n  report:\n    agent: nobody\n";
-    let errs = errors(&[("config/agents.yaml", AGENTS), ("config/tasks.yaml", TASKS), ("config/crew.yaml", crew)]);
+    let errs = errors(&[
+        ("config/agents.yaml", AGENTS),
+        ("config/tasks.yaml", TASKS),
+        ("config/crew.yaml", crew),
+    ]);
     assert_eq!(
         errs,
         [
@@ -431,18 +683,33 @@ tasks:
 #[test]
 fn unknown_tools_are_reported_with_the_nearest_names() {
     let agents = format!("{AGENTS}  tools:\n    - file_read\n    - file_raed\n");
-    let (_dir, p) = ok(&[("config/agents.yaml", &agents), ("config/tasks.yaml", TASKS)]);
+    let (_dir, p) = ok(&[
+        ("config/agents.yaml", &agents),
+        ("config/tasks.yaml", TASKS),
+    ]);
     let mut registry = ToolRegistry::new();
     registry.register(std::sync::Arc::new(Named("file_read")));
     let err = p.plan(&inputs(&[("topic", "AI")]), &registry).unwrap_err();
     let errs: Vec<String> = err.diagnostics().iter().map(ToString::to_string).collect();
-    assert_eq!(errs, ["config/agents.yaml:12: agent 'writer' names tool 'file_raed', which no one provides; did you mean 'file_read'?"]);
+    assert_eq!(
+        errs,
+        [
+            "config/agents.yaml:12: agent 'writer' names tool 'file_raed', which no one provides; did you mean 'file_read'?"
+        ]
+    );
     // CrewAI class names find our tools.
     let agents = format!("{AGENTS}  tools: [FileReadTool]\n");
-    let (_dir, p) = ok(&[("config/agents.yaml", &agents), ("config/tasks.yaml", TASKS)]);
+    let (_dir, p) = ok(&[
+        ("config/agents.yaml", &agents),
+        ("config/tasks.yaml", TASKS),
+    ]);
     let plan = p.plan(&inputs(&[("topic", "AI")]), &registry).unwrap();
     assert_eq!(plan.agents[1].tools, ["file_read"]);
-    assert_eq!(plan.tasks[1].tools, ["file_read"], "a task without tools uses its agent's");
+    assert_eq!(
+        plan.tasks[1].tools,
+        ["file_read"],
+        "a task without tools uses its agent's"
+    );
 }
 
 struct Named(&'static str);
@@ -458,7 +725,11 @@ impl crewai_tools::Tool for Named {
     fn parameters(&self) -> serde_json::Value {
         json!({"type": "object", "properties": {}})
     }
-    async fn run(&self, _: serde_json::Value, _: &crewai_tools::ToolContext) -> Result<crewai_tools::ToolOutput, crewai_tools::ToolError> {
+    async fn run(
+        &self,
+        _: serde_json::Value,
+        _: &crewai_tools::ToolContext,
+    ) -> Result<crewai_tools::ToolOutput, crewai_tools::ToolError> {
         Ok("ok".into())
     }
 }
@@ -522,13 +793,22 @@ fn json_layout_errors_have_file_and_line() {
 fn a_folder_without_a_project_says_what_it_expected() {
     let dir = tempfile::tempdir().unwrap();
     let err = Project::load(dir.path()).unwrap_err();
-    assert!(err.to_string().contains("expected config/agents.yaml and config/tasks.yaml"), "{err}");
+    assert!(
+        err.to_string()
+            .contains("expected config/agents.yaml and config/tasks.yaml"),
+        "{err}"
+    );
 }
 
 #[test]
 fn crewai_tool_class_names_resolve_or_say_they_are_not_available_yet() {
-    let agents = format!("{AGENTS}  tools: [FileReadTool, FileWriterTool, DirectoryReadTool, SerperDevTool]\n");
-    let (_dir, p) = ok(&[("config/agents.yaml", &agents), ("config/tasks.yaml", TASKS)]);
+    let agents = format!(
+        "{AGENTS}  tools: [FileReadTool, FileWriterTool, DirectoryReadTool, SerperDevTool]\n"
+    );
+    let (_dir, p) = ok(&[
+        ("config/agents.yaml", &agents),
+        ("config/tasks.yaml", TASKS),
+    ]);
     let registry = ToolRegistry::with_builtins(&p.root);
     let err = p.plan(&inputs(&[("topic", "AI")]), &registry).unwrap_err();
     let errs: Vec<String> = err.diagnostics().iter().map(ToString::to_string).collect();
@@ -541,16 +821,60 @@ fn crewai_tool_class_names_resolve_or_say_they_are_not_available_yet() {
 
 #[test]
 fn tool_mappings_take_usage_options() {
-    let agents = format!("{AGENTS}  tools:\n    - {{name: file_read, result_as_answer: true, max_usage_count: 2}}\n    - {{name: file_write, path: x}}\n");
-    let (_dir, p) = ok(&[("config/agents.yaml", &agents), ("config/tasks.yaml", TASKS)]);
+    let agents = format!(
+        "{AGENTS}  tools:\n    - {{name: file_read, result_as_answer: true, max_usage_count: 2}}\n    - {{name: file_write, path: x}}\n"
+    );
+    let (_dir, p) = ok(&[
+        ("config/agents.yaml", &agents),
+        ("config/tasks.yaml", TASKS),
+    ]);
     let registry = ToolRegistry::with_builtins(&p.root);
     let err = p.resolve_tools(&registry).unwrap_err();
     let errs: Vec<String> = err.diagnostics().iter().map(ToString::to_string).collect();
-    assert_eq!(errs, ["config/agents.yaml:12: agent 'writer': tool 'file_write' could not be created: the built-in tool takes no arguments in project files (given: path)"]);
-    let agents = format!("{AGENTS}  tools:\n    - {{name: file_read, result_as_answer: true, max_usage_count: 2}}\n");
-    let (_dir, p) = ok(&[("config/agents.yaml", &agents), ("config/tasks.yaml", TASKS)]);
+    assert_eq!(
+        errs,
+        [
+            "config/agents.yaml:12: agent 'writer': tool 'file_write' could not be created: the built-in tool takes no arguments in project files (given: path)"
+        ]
+    );
+    let agents = format!(
+        "{AGENTS}  tools:\n    - {{name: file_read, result_as_answer: true, max_usage_count: 2}}\n"
+    );
+    let (_dir, p) = ok(&[
+        ("config/agents.yaml", &agents),
+        ("config/tasks.yaml", TASKS),
+    ]);
     let resolved = p.resolve_tools(&registry).unwrap();
     let tool = &resolved.agents["writer"][0];
     assert!(tool.result_as_answer());
     assert_eq!(tool.max_usage_count(), Some(2));
+}
+
+/// Text fields come out exactly as PyYAML reads them (fixtures made by tests/fixtures/pyyaml_text.py).
+#[test]
+fn text_fields_match_pyyaml() {
+    let fixtures: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_str(include_str!("fixtures/pyyaml_text.json")).unwrap();
+    for (name, case) in fixtures {
+        let tasks = case["yaml"]
+            .as_str()
+            .unwrap()
+            .replace("t:\n", "t:\n  agent: writer\n")
+            .replace("t:\n  agent: writer\n    ", "t:\n    agent: writer\n    ");
+        let (_dir, p) = ok(&[
+            ("config/agents.yaml", AGENTS),
+            ("config/tasks.yaml", &tasks),
+        ]);
+        let spec = &p.tasks[0].spec;
+        assert_eq!(
+            spec.description.as_deref(),
+            case["description"].as_str(),
+            "case {name}"
+        );
+        assert_eq!(
+            spec.expected_output.as_deref(),
+            case["expected_output"].as_str(),
+            "case {name}"
+        );
+    }
 }

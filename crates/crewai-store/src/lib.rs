@@ -40,9 +40,15 @@ pub const DB_FILE: &str = "crewai.db";
 #[non_exhaustive]
 pub enum StoreError {
     #[error("cannot create the store folder {}: {source}", path.display())]
-    CreateDir { path: PathBuf, source: std::io::Error },
+    CreateDir {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("database {}: {source}", path.display())]
-    Sqlite { path: PathBuf, source: rusqlite::Error },
+    Sqlite {
+        path: PathBuf,
+        source: rusqlite::Error,
+    },
     #[error("database {}: a stored row could not be read: {message}", path.display())]
     Corrupt { path: PathBuf, message: String },
     #[error("the store is unusable: a writer panicked while holding it")]
@@ -112,7 +118,9 @@ pub struct Store {
 
 impl std::fmt::Debug for Store {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Store").field("path", &self.inner.path).finish()
+        f.debug_struct("Store")
+            .field("path", &self.inner.path)
+            .finish()
     }
 }
 
@@ -145,28 +153,50 @@ impl Store {
     /// Opens (creating if needed) `<project>/.crewai/crewai.db`.
     pub fn open_project(project_dir: &Path) -> Result<Store, StoreError> {
         let dir = project_dir.join(STORE_DIR);
-        std::fs::create_dir_all(&dir).map_err(|source| StoreError::CreateDir { path: dir.clone(), source })?;
+        std::fs::create_dir_all(&dir).map_err(|source| StoreError::CreateDir {
+            path: dir.clone(),
+            source,
+        })?;
         Self::open(&dir.join(DB_FILE))
     }
 
     /// Opens (creating if needed) the database at `path`.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
-        let conn = Connection::open(path).map_err(|source| StoreError::Sqlite { path: path.to_path_buf(), source })?;
+        let conn = Connection::open(path).map_err(|source| StoreError::Sqlite {
+            path: path.to_path_buf(),
+            source,
+        })?;
         Self::init(conn, Some(path.to_path_buf()))
     }
 
     /// A database that lives as long as this value (tests, one-off runs).
     pub fn in_memory() -> Result<Store, StoreError> {
-        let conn = Connection::open_in_memory().map_err(|source| StoreError::Sqlite { path: PathBuf::from(":memory:"), source })?;
+        let conn = Connection::open_in_memory().map_err(|source| StoreError::Sqlite {
+            path: PathBuf::from(":memory:"),
+            source,
+        })?;
         Self::init(conn, None)
     }
 
     fn init(conn: Connection, path: Option<PathBuf>) -> Result<Store, StoreError> {
         let shown = path.clone().unwrap_or_else(|| PathBuf::from(":memory:"));
         // Another process (a second `crewai run`) may hold the write lock briefly.
-        conn.busy_timeout(std::time::Duration::from_secs(5)).map_err(|source| StoreError::Sqlite { path: shown.clone(), source })?;
-        conn.execute_batch(SCHEMA).map_err(|source| StoreError::Sqlite { path: shown, source })?;
-        Ok(Store { inner: Arc::new(Inner { conn: Mutex::new(conn), path }) })
+        conn.busy_timeout(std::time::Duration::from_secs(5))
+            .map_err(|source| StoreError::Sqlite {
+                path: shown.clone(),
+                source,
+            })?;
+        conn.execute_batch(SCHEMA)
+            .map_err(|source| StoreError::Sqlite {
+                path: shown,
+                source,
+            })?;
+        Ok(Store {
+            inner: Arc::new(Inner {
+                conn: Mutex::new(conn),
+                path,
+            }),
+        })
     }
 
     /// The database file (`None` in memory).
@@ -175,7 +205,10 @@ impl Store {
     }
 
     fn shown_path(&self) -> PathBuf {
-        self.inner.path.clone().unwrap_or_else(|| PathBuf::from(":memory:"))
+        self.inner
+            .path
+            .clone()
+            .unwrap_or_else(|| PathBuf::from(":memory:"))
     }
 
     fn conn(&self) -> Result<MutexGuard<'_, Connection>, StoreError> {
@@ -183,29 +216,42 @@ impl Store {
     }
 
     fn sql(&self, source: rusqlite::Error) -> StoreError {
-        StoreError::Sqlite { path: self.shown_path(), source }
+        StoreError::Sqlite {
+            path: self.shown_path(),
+            source,
+        }
     }
 
     fn corrupt(&self, message: impl Into<String>) -> StoreError {
-        StoreError::Corrupt { path: self.shown_path(), message: message.into() }
+        StoreError::Corrupt {
+            path: self.shown_path(),
+            message: message.into(),
+        }
     }
 
     // ----- latest kickoff task outputs -----
 
     /// Forgets the stored task outputs (a new kickoff starts).
     pub fn reset_task_outputs(&self) -> Result<(), StoreError> {
-        self.conn()?.execute("DELETE FROM latest_kickoff_task_outputs", []).map_err(|e| self.sql(e))?;
+        self.conn()?
+            .execute("DELETE FROM latest_kickoff_task_outputs", [])
+            .map_err(|e| self.sql(e))?;
         Ok(())
     }
 
     /// Stores one task's output, replacing whatever was stored at its index or under its id.
     pub fn save_task_output(&self, record: &StoredTaskOutput) -> Result<(), StoreError> {
-        let output = serde_json::to_string(&record.output).map_err(|e| self.corrupt(e.to_string()))?;
-        let inputs = serde_json::to_string(&record.inputs).map_err(|e| self.corrupt(e.to_string()))?;
+        let output =
+            serde_json::to_string(&record.output).map_err(|e| self.corrupt(e.to_string()))?;
+        let inputs =
+            serde_json::to_string(&record.inputs).map_err(|e| self.corrupt(e.to_string()))?;
         let mut conn = self.conn()?;
         let tx = conn.transaction().map_err(|e| self.sql(e))?;
-        tx.execute("DELETE FROM latest_kickoff_task_outputs WHERE task_index = ?1", params![record.task_index as i64])
-            .map_err(|e| self.sql(e))?;
+        tx.execute(
+            "DELETE FROM latest_kickoff_task_outputs WHERE task_index = ?1",
+            params![record.task_index as i64],
+        )
+        .map_err(|e| self.sql(e))?;
         tx.execute(
             "INSERT OR REPLACE INTO latest_kickoff_task_outputs
              (task_id, expected_output, output, task_index, inputs, was_replayed, timestamp, task_name)
@@ -250,20 +296,25 @@ impl Store {
             .map_err(|e| self.sql(e))?;
         let mut records = Vec::new();
         for row in rows {
-            let (task_id, task_name, task_index, output, inputs, was_replayed, timestamp) = row.map_err(|e| self.sql(e))?;
-            let output: TaskOutput = serde_json::from_str(&output).map_err(|e| self.corrupt(format!("task {task_id}: output: {e}")))?;
+            let (task_id, task_name, task_index, output, inputs, was_replayed, timestamp) =
+                row.map_err(|e| self.sql(e))?;
+            let output: TaskOutput = serde_json::from_str(&output)
+                .map_err(|e| self.corrupt(format!("task {task_id}: output: {e}")))?;
             let inputs: Inputs = match inputs {
-                Some(text) => serde_json::from_str(&text).map_err(|e| self.corrupt(format!("task {task_id}: inputs: {e}")))?,
+                Some(text) => serde_json::from_str(&text)
+                    .map_err(|e| self.corrupt(format!("task {task_id}: inputs: {e}")))?,
                 None => Inputs::new(),
             };
             records.push(StoredTaskOutput {
                 task_id,
                 task_name,
-                task_index: usize::try_from(task_index).map_err(|_| self.corrupt(format!("negative task_index {task_index}")))?,
+                task_index: usize::try_from(task_index)
+                    .map_err(|_| self.corrupt(format!("negative task_index {task_index}")))?,
                 output,
                 inputs,
                 was_replayed,
-                timestamp: parse_time(&timestamp).ok_or_else(|| self.corrupt(format!("bad timestamp {timestamp:?}")))?,
+                timestamp: parse_time(&timestamp)
+                    .ok_or_else(|| self.corrupt(format!("bad timestamp {timestamp:?}")))?,
             });
         }
         Ok(records)
@@ -284,9 +335,18 @@ impl Store {
     }
 
     /// Records how a kickoff ended: its final output and usage, or its error.
-    pub fn finish_run(&self, id: i64, outcome: Result<(&str, &Value), &str>) -> Result<(), StoreError> {
+    pub fn finish_run(
+        &self,
+        id: i64,
+        outcome: Result<(&str, &Value), &str>,
+    ) -> Result<(), StoreError> {
         let (status, output, usage, error) = match outcome {
-            Ok((raw, usage)) => (RunStatus::Completed, Some(raw.to_string()), Some(usage.to_string()), None),
+            Ok((raw, usage)) => (
+                RunStatus::Completed,
+                Some(raw.to_string()),
+                Some(usage.to_string()),
+                None,
+            ),
             Err(error) => (RunStatus::Failed, None, None, Some(error.to_string())),
         };
         let changed = self
@@ -329,17 +389,24 @@ impl Store {
             .map_err(|e| self.sql(e))?;
         let mut runs = Vec::new();
         for row in rows {
-            let (id, crew, inputs, status, output, error, usage, replay, started, finished) = row.map_err(|e| self.sql(e))?;
+            let (id, crew, inputs, status, output, error, usage, replay, started, finished) =
+                row.map_err(|e| self.sql(e))?;
             runs.push(RunRecord {
                 id,
                 crew,
-                inputs: serde_json::from_str(&inputs).map_err(|e| self.corrupt(format!("run {id}: inputs: {e}")))?,
-                status: RunStatus::parse(&status).ok_or_else(|| self.corrupt(format!("run {id}: status {status:?}")))?,
+                inputs: serde_json::from_str(&inputs)
+                    .map_err(|e| self.corrupt(format!("run {id}: inputs: {e}")))?,
+                status: RunStatus::parse(&status)
+                    .ok_or_else(|| self.corrupt(format!("run {id}: status {status:?}")))?,
                 output,
                 error,
-                token_usage: usage.map(|u| serde_json::from_str(&u)).transpose().map_err(|e| self.corrupt(format!("run {id}: usage: {e}")))?,
+                token_usage: usage
+                    .map(|u| serde_json::from_str(&u))
+                    .transpose()
+                    .map_err(|e| self.corrupt(format!("run {id}: usage: {e}")))?,
                 replay,
-                started_at: parse_time(&started).ok_or_else(|| self.corrupt(format!("run {id}: started_at {started:?}")))?,
+                started_at: parse_time(&started)
+                    .ok_or_else(|| self.corrupt(format!("run {id}: started_at {started:?}")))?,
                 finished_at: finished.as_deref().and_then(parse_time),
             });
         }
@@ -348,14 +415,21 @@ impl Store {
 
     /// The task id stored for a task name or id (what `crewai replay -t` accepts).
     pub fn find_task(&self, id_or_name: &str) -> Result<Option<StoredTaskOutput>, StoreError> {
-        Ok(self.task_outputs()?.into_iter().find(|r| r.task_id == id_or_name || r.task_name.as_deref() == Some(id_or_name)))
+        Ok(self
+            .task_outputs()?
+            .into_iter()
+            .find(|r| r.task_id == id_or_name || r.task_name.as_deref() == Some(id_or_name)))
     }
 
     /// How many task outputs are stored.
     pub fn task_output_count(&self) -> Result<usize, StoreError> {
         let count: Option<i64> = self
             .conn()?
-            .query_row("SELECT COUNT(*) FROM latest_kickoff_task_outputs", [], |row| row.get(0))
+            .query_row(
+                "SELECT COUNT(*) FROM latest_kickoff_task_outputs",
+                [],
+                |row| row.get(0),
+            )
             .optional()
             .map_err(|e| self.sql(e))?;
         Ok(count.unwrap_or(0).max(0) as usize)
@@ -363,9 +437,14 @@ impl Store {
 
     // ----- the same, off the async runtime -----
 
-    async fn blocking<T: Send + 'static>(&self, work: impl FnOnce(Store) -> Result<T, StoreError> + Send + 'static) -> Result<T, StoreError> {
+    async fn blocking<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(Store) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, StoreError> {
         let store = self.clone();
-        tokio::task::spawn_blocking(move || work(store)).await.map_err(|e| StoreError::Background(e.to_string()))?
+        tokio::task::spawn_blocking(move || work(store))
+            .await
+            .map_err(|e| StoreError::Background(e.to_string()))?
     }
 
     /// [`Store::task_outputs`] on the blocking pool.
@@ -379,12 +458,22 @@ impl Store {
     }
 
     /// [`Store::start_run`] on the blocking pool.
-    pub async fn start_run_async(&self, crew: String, inputs: Inputs, replay: bool) -> Result<i64, StoreError> {
-        self.blocking(move |s| s.start_run(&crew, &inputs, replay)).await
+    pub async fn start_run_async(
+        &self,
+        crew: String,
+        inputs: Inputs,
+        replay: bool,
+    ) -> Result<i64, StoreError> {
+        self.blocking(move |s| s.start_run(&crew, &inputs, replay))
+            .await
     }
 
     /// [`Store::finish_run`] on the blocking pool.
-    pub async fn finish_run_async(&self, id: i64, outcome: Result<(String, Value), String>) -> Result<(), StoreError> {
+    pub async fn finish_run_async(
+        &self,
+        id: i64,
+        outcome: Result<(String, Value), String>,
+    ) -> Result<(), StoreError> {
         self.blocking(move |s| match &outcome {
             Ok((raw, usage)) => s.finish_run(id, Ok((raw, usage))),
             Err(error) => s.finish_run(id, Err(error)),
@@ -402,7 +491,11 @@ fn parse_time(text: &str) -> Option<DateTime<Utc>> {
     DateTime::parse_from_rfc3339(text)
         .map(|t| t.with_timezone(&Utc))
         .ok()
-        .or_else(|| chrono::NaiveDateTime::parse_from_str(text, "%Y-%m-%d %H:%M:%S").ok().map(|t| t.and_utc()))
+        .or_else(|| {
+            chrono::NaiveDateTime::parse_from_str(text, "%Y-%m-%d %H:%M:%S")
+                .ok()
+                .map(|t| t.and_utc())
+        })
 }
 
 fn to_core(err: StoreError) -> CoreStoreError {
@@ -451,9 +544,16 @@ mod tests {
         let store = Store::open_project(dir.path()).unwrap();
         store.save_task_output(&record(1, "b", "second")).unwrap();
         store.save_task_output(&record(0, "a", "first")).unwrap();
-        store.save_task_output(&record(1, "b2", "second again")).unwrap();
+        store
+            .save_task_output(&record(1, "b2", "second again"))
+            .unwrap();
         let rows = store.task_outputs().unwrap();
-        assert_eq!(rows.iter().map(|r| (r.task_id.as_str(), r.output.raw.as_str())).collect::<Vec<_>>(), [("a", "first"), ("b2", "second again")]);
+        assert_eq!(
+            rows.iter()
+                .map(|r| (r.task_id.as_str(), r.output.raw.as_str()))
+                .collect::<Vec<_>>(),
+            [("a", "first"), ("b2", "second again")]
+        );
         assert_eq!(rows[1].inputs["topic"], "AI");
         assert!(rows[1].was_replayed);
         assert_eq!(rows[0].task_name.as_deref(), Some("task0"));
@@ -473,11 +573,21 @@ mod tests {
         store.save_task_output(&record(0, "a", "first")).unwrap();
         let conn = store.conn().unwrap();
         let (expected, output, inputs): (String, String, String) = conn
-            .query_row("SELECT expected_output, output, inputs FROM latest_kickoff_task_outputs", [], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .query_row(
+                "SELECT expected_output, output, inputs FROM latest_kickoff_task_outputs",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
             .unwrap();
         assert_eq!(expected, "A text");
-        assert_eq!(serde_json::from_str::<Value>(&output).unwrap()["raw"], "first");
-        assert_eq!(serde_json::from_str::<Value>(&inputs).unwrap(), json!({"topic": "AI"}));
+        assert_eq!(
+            serde_json::from_str::<Value>(&output).unwrap()["raw"],
+            "first"
+        );
+        assert_eq!(
+            serde_json::from_str::<Value>(&inputs).unwrap(),
+            json!({"topic": "AI"})
+        );
     }
 
     #[test]
@@ -495,7 +605,9 @@ mod tests {
         let store = Store::in_memory().unwrap();
         let ok = store.start_run("crew", &Inputs::new(), false).unwrap();
         let failed = store.start_run("crew", &Inputs::new(), true).unwrap();
-        store.finish_run(ok, Ok(("done", &json!({"total_tokens": 3})))).unwrap();
+        store
+            .finish_run(ok, Ok(("done", &json!({"total_tokens": 3}))))
+            .unwrap();
         store.finish_run(failed, Err("boom")).unwrap();
         let runs = store.runs(10).unwrap();
         assert_eq!(runs[0].id, failed);
@@ -514,9 +626,18 @@ mod tests {
         let store = Store::open_project(dir.path()).unwrap();
         store.save_task_output(&record(0, "a", "first")).unwrap();
         assert_eq!(store.task_outputs_async().await.unwrap().len(), 1);
-        let id = store.start_run_async("crew".into(), Inputs::new(), false).await.unwrap();
-        store.finish_run_async(id, Ok(("r".into(), json!({})))).await.unwrap();
-        assert_eq!(store.runs_async(5).await.unwrap()[0].status, RunStatus::Completed);
+        let id = store
+            .start_run_async("crew".into(), Inputs::new(), false)
+            .await
+            .unwrap();
+        store
+            .finish_run_async(id, Ok(("r".into(), json!({}))))
+            .await
+            .unwrap();
+        assert_eq!(
+            store.runs_async(5).await.unwrap()[0].status,
+            RunStatus::Completed
+        );
         store.reset_task_outputs_async().await.unwrap();
         assert!(store.task_outputs().unwrap().is_empty());
     }

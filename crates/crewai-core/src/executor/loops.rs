@@ -42,6 +42,10 @@ impl Execution {
     }
 
     fn tool_answer(&self, messages: Vec<Message>, output: String) -> LoopOutcome {
+        self.report_step(AgentStep::FinalAnswer {
+            output: output.clone(),
+            thought: None,
+        });
         LoopOutcome {
             output,
             typed: None,
