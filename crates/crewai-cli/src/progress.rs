@@ -183,7 +183,12 @@ impl Progress {
                     seconds(task.started.elapsed())
                 );
                 match &task.bar {
-                    Some(bar) => bar.finish_with_message(summary),
+                    Some(bar) => {
+                        if let Ok(style) = ProgressStyle::with_template("{msg}") {
+                            bar.set_style(style);
+                        }
+                        bar.finish_with_message(summary);
+                    }
                     None => Self::line(
                         state,
                         &format!(

@@ -159,7 +159,11 @@ fn build(
     let store = crate::stored::open(&project.root)?;
     let bus = EventBus::new();
     let progress = Progress::new();
-    progress.attach(&bus);
+    // A verbose crew prints every step itself; spinners would only garble it.
+    let verbose = common.verbose || project.crew.verbose == Some(true);
+    if !verbose {
+        progress.attach(&bus);
+    }
     let mut options = BuildOptions::new(registry)
         .with_task_output_store(Arc::new(store.clone()))
         .with_event_bus(bus);

@@ -539,12 +539,8 @@ async fn run_crew(case: &Case, world: &World<'_>) -> Result<Execution, RunError>
         let for_each = case.inputs_for_each.is_some();
         for run in runs {
             let mut stream = if for_each { crew.copy().kickoff_stream(run) } else { crew.kickoff_stream(run) };
-            let mut chunks = 0;
-            while let Some(chunk) = stream.next().await {
-                if !chunk.content.is_empty() {
-                    chunks += 1;
-                }
-            }
+            // Every chunk the stream yields counts (text deltas and tool-call announcements alike).
+            let chunks = stream.by_ref().count().await;
             match stream.result().await {
                 Ok(out) => outputs.push(crew_output(&out, ResultType::CrewStreamingOutput, Some(chunks))),
                 Err(e) => return Ok(Execution { outputs: Err(e.to_string()), manager_tools: manager_tools(&crew) }),

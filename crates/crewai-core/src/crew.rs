@@ -32,7 +32,7 @@ use crate::hooks::Hooks;
 use crate::interpolate::{Inputs, InterpolationError, Location, interpolate, placeholders};
 use crate::output::{CrewOutput, TaskOutput};
 use crate::process::hierarchical::{self, ManagerError};
-use crate::process::{RunContext, execute_task, merge_tools};
+use crate::process::{DelegatedFrom, RunContext, execute_task, merge_tools};
 use crate::prompts::crew as prompts;
 use crate::store::{InMemoryTaskOutputStore, StoreError, StoredTaskOutput, TaskOutputStore};
 use crate::task::{ConsoleInputProvider, InputProvider, Task, TaskCallback, TaskContext, TaskError};
@@ -79,6 +79,8 @@ pub enum CrewError {
     Store(#[from] StoreError),
     #[error("{0}")]
     Replay(String),
+    #[error("crew '{crew}': the kickoff was cancelled")]
+    Cancelled { crew: String },
 }
 
 #[derive(Default)]
@@ -144,6 +146,24 @@ impl fmt::Debug for Crew {
             .field("tasks", &self.spec.tasks.iter().map(Task::key).collect::<Vec<_>>())
             .finish_non_exhaustive()
     }
+}
+
+/// How a kickoff is embedded in a larger run.
+#[derive(Debug, Clone, Default)]
+pub struct KickoffOptions {
+    /// The event `crew_kickoff_started` hangs under (a flow method's event).
+    pub parent_event_id: Option<Uuid>,
+    /// Cancelling it abandons the kickoff, which then fails with [`CrewError::Cancelled`].
+    pub cancellation: Option<CancellationToken>,
+}
+
+/// One run of the crew, as the public entry points ask for it.
+struct RunRequest {
+    inputs: Inputs,
+    replay: Option<ReplayStart>,
+    stream: bool,
+    claim: Option<Arc<Mutex<StreamClaim>>>,
+    options: KickoffOptions,
 }
 
 /// The agents and tasks of one kickoff, interpolated.
@@ -253,10 +273,16 @@ impl Crew {
     /// Runs the crew. `inputs` fill the `{placeholders}` of agents and tasks (empty: nothing is
     /// interpolated); every placeholder is checked before anything runs.
     pub async fn kickoff(&self, inputs: Inputs) -> Result<CrewOutput, CrewError> {
-        self.run(inputs, None, self.spec.stream).await
+        self.kickoff_with(inputs, KickoffOptions::default()).await
     }
 
-    /// Starts a kickoff in the background.
+    /// [`Crew::kickoff`] inside a larger run (a flow method): the kickoff's events hang under
+    /// `options.parent_event_id`, and cancelling `options.cancellation` abandons it.
+    pub async fn kickoff_with(&self, inputs: Inputs, options: KickoffOptions) -> Result<CrewOutput, CrewError> {
+        self.run(RunRequest { inputs, replay: None, stream: self.spec.stream, claim: None, options }).await
+    }
+
+    /// Starts a kickoff in the background (on the current tokio runtime).
     pub fn kickoff_async(&self, inputs: Inputs) -> JoinHandle<Result<CrewOutput, CrewError>> {
         let crew = self.clone();
         tokio::spawn(async move { crew.kickoff(inputs).await })
@@ -290,7 +316,8 @@ impl Crew {
     }
 
     /// Runs the crew and streams text chunks (from the model's streamed replies) and tool calls as
-    /// they happen; the [`CrewStream`] ends with the kickoff's result.
+    /// they happen; the [`CrewStream`] ends with the kickoff's result. The kickoff runs on the
+    /// current tokio runtime and is abandoned if the stream is dropped.
     pub fn kickoff_stream(&self, inputs: Inputs) -> CrewStream {
         let (sender, chunks) = mpsc::unbounded_channel();
         let claim = Arc::new(Mutex::new(StreamClaim::default()));
@@ -306,12 +333,12 @@ impl Crew {
             crew.spec.events.unsubscribe(listener);
             outcome
         });
-        CrewStream { chunks, result }
+        CrewStream { crew: self.spec.name.clone(), chunks, result: AbortOnDrop(result) }
     }
 
     async fn run_claimed(&self, inputs: Inputs, claim: Arc<Mutex<StreamClaim>>) -> Result<CrewOutput, CrewError> {
         claim.lock().unwrap_or_else(|p| p.into_inner()).armed_on = Some(std::thread::current().id());
-        self.run_inner(inputs, None, true, Some(claim)).await
+        self.run(RunRequest { inputs, replay: None, stream: true, claim: Some(claim), options: KickoffOptions::default() }).await
     }
 
     /// Re-runs the crew from `task` (its name or id): the earlier tasks get the outputs stored by the
@@ -336,7 +363,7 @@ impl Crew {
             restored.push((earlier, row.output.clone()));
         }
         let inputs = inputs.unwrap_or_else(|| stored.iter().find(|row| row.task_index == index).map(|row| row.inputs.clone()).unwrap_or_default());
-        self.run(inputs, Some(ReplayStart { index, restored }), self.spec.stream).await
+        self.run(RunRequest { inputs, replay: Some(ReplayStart { index, restored }), stream: self.spec.stream, claim: None, options: KickoffOptions::default() }).await
     }
 
     fn apply_before_kickoff(&self, mut inputs: Inputs) -> Inputs {
@@ -346,23 +373,23 @@ impl Crew {
         inputs
     }
 
-    async fn run(&self, inputs: Inputs, replay: Option<ReplayStart>, stream: bool) -> Result<CrewOutput, CrewError> {
-        self.run_inner(inputs, replay, stream, None).await
-    }
-
-    async fn run_inner(&self, inputs: Inputs, replay: Option<ReplayStart>, stream: bool, claim: Option<Arc<Mutex<StreamClaim>>>) -> Result<CrewOutput, CrewError> {
+    async fn run(&self, request: RunRequest) -> Result<CrewOutput, CrewError> {
+        let RunRequest { inputs, replay, stream, claim, options } = request;
         let spec = &self.spec;
         let inputs = self.apply_before_kickoff(inputs);
         let prepared = self.prepare(&inputs)?;
 
         let inputs_json = (!inputs.is_empty()).then(|| serde_json::to_value(&inputs).unwrap_or(Value::Null));
-        let started = spec.events.emit(None, EventKind::CrewKickoffStarted { crew_name: spec.name.clone(), crew_id: Some(spec.id.to_string()), inputs: inputs_json });
+        let started = spec.events.emit(
+            options.parent_event_id,
+            EventKind::CrewKickoffStarted { crew_name: spec.name.clone(), crew_id: Some(spec.id.to_string()), inputs: inputs_json },
+        );
         if let Some(claim) = claim {
             claim.lock().unwrap_or_else(|p| p.into_inner()).armed_on = None;
         }
 
         let usage = UsageTracker::new();
-        let cancellation = CancellationToken::new();
+        let cancellation = options.cancellation.as_ref().map(CancellationToken::child_token).unwrap_or_default();
         let services = RunServices {
             events: spec.events.clone(),
             hooks: spec.hooks.clone(),
@@ -386,7 +413,16 @@ impl Crew {
             task_timeout: spec.task_timeout,
         };
 
-        let result = self.execute_tasks(&run, &prepared, started, replay, &inputs).await;
+        let result = tokio::select! {
+            result = self.execute_tasks(&run, &prepared, started, replay, &inputs) => result,
+            _ = cancellation.cancelled() => Err(CrewError::Cancelled { crew: spec.name.clone() }),
+        };
+        // An agent may notice the cancellation first and fail with its own error: it is still a cancellation.
+        let result = match result {
+            Err(_) if cancellation.is_cancelled() => Err(CrewError::Cancelled { crew: spec.name.clone() }),
+            other => other,
+        };
+        // Whatever still runs for this kickoff (a coworker, a pending call) stops now.
         cancellation.cancel();
         self.record().usage = usage.summary();
         match result {
@@ -557,13 +593,14 @@ impl Crew {
             Process::Sequential => {
                 let agent = task.agent().cloned().ok_or_else(|| CrewError::Task(TaskError::NoAgent { task: key.clone() }))?;
                 let own = if task.tools().is_empty() { agent.tools().to_vec() } else { task.tools().to_vec() };
-                let delegation = if agent.allow_delegation() && prepared.agents.len() > 1 { run.delegation_tools(&agent, &prepared.agents, task.name(), Some(parent)) } else { Vec::new() };
+                let delegation = if agent.allow_delegation() && prepared.agents.len() > 1 { run.delegation_tools(&agent, &prepared.agents, DelegatedFrom { task_name: task.name().map(str::to_string), task_tools: Vec::new() }, Some(parent)) } else { Vec::new() };
                 Ok((agent, merge_tools(own, delegation)))
             }
             Process::Hierarchical => {
                 let manager = prepared.manager.clone().ok_or_else(|| CrewError::Manager { crew: self.spec.name.clone(), source: ManagerError::Missing })?;
                 let coworkers = hierarchical::coworkers_for(task, &prepared.agents);
-                let tools = run.delegation_tools(&manager, &coworkers, task.name(), Some(parent));
+                let from = DelegatedFrom { task_name: task.name().map(str::to_string), task_tools: task.tools().to_vec() };
+                let tools = run.delegation_tools(&manager, &coworkers, from, Some(parent));
                 self.record().manager_tools = tools.clone();
                 Ok((manager, tools))
             }
@@ -602,9 +639,9 @@ fn interpolate_agent(agent: &Agent, inputs: &Inputs) -> Result<Agent, Interpolat
 }
 
 /// A spawned task that is aborted when dropped, so a failed kickoff leaves nothing running.
-struct AbortOnDrop(JoinHandle<Result<TaskOutput, TaskError>>);
+struct AbortOnDrop<T>(JoinHandle<T>);
 
-impl Drop for AbortOnDrop {
+impl<T> Drop for AbortOnDrop<T> {
     fn drop(&mut self) {
         self.0.abort();
     }
@@ -612,7 +649,7 @@ impl Drop for AbortOnDrop {
 
 struct PendingTask {
     index: usize,
-    handle: AbortOnDrop,
+    handle: AbortOnDrop<Result<TaskOutput, TaskError>>,
 }
 
 /// What a chunk of a streamed kickoff carries.
@@ -652,10 +689,10 @@ struct StreamClaim {
 
 impl StreamClaim {
     fn chunk_for(&mut self, event: &Event) -> Option<StreamChunk> {
-        let mine = match (&event.kind, event.parent_event_id) {
-            (EventKind::CrewKickoffStarted { .. }, None) => self.armed_on == Some(std::thread::current().id()) && self.ours.is_empty(),
-            (_, Some(parent)) => self.ours.contains(&parent),
-            _ => false,
+        let mine = if self.ours.is_empty() {
+            matches!(event.kind, EventKind::CrewKickoffStarted { .. }) && self.armed_on == Some(std::thread::current().id())
+        } else {
+            event.parent_event_id.is_some_and(|parent| self.ours.contains(&parent))
         };
         if !mine {
             return None;
@@ -683,17 +720,21 @@ impl StreamClaim {
 
 /// A streamed kickoff: iterate the chunks, then take the result with [`CrewStream::result`].
 pub struct CrewStream {
+    crew: String,
     chunks: mpsc::UnboundedReceiver<StreamChunk>,
-    result: JoinHandle<Result<CrewOutput, CrewError>>,
+    /// Dropping the stream abandons the kickoff: nothing keeps running unobserved.
+    result: AbortOnDrop<Result<CrewOutput, CrewError>>,
 }
 
 impl CrewStream {
     /// Waits for the kickoff to finish (chunks not yet read are dropped).
     pub async fn result(self) -> Result<CrewOutput, CrewError> {
-        let CrewStream { result, .. } = self;
-        result.await.map_err(|e| CrewError::TaskPanicked { crew: "stream".into(), task: "kickoff".into(), message: e.to_string() })?
+        let CrewStream { crew, mut result, .. } = self;
+        (&mut result.0).await.map_err(|e| CrewError::TaskPanicked { crew, task: "kickoff".into(), message: e.to_string() })?
     }
 }
+
+
 
 impl Stream for CrewStream {
     type Item = StreamChunk;

@@ -107,6 +107,16 @@ impl TaskOutput {
         out
     }
 
+    /// Stores a structured value where `format` keeps it: `json_dict` for JSON output, `pydantic`
+    /// for typed output (a raw output keeps none).
+    pub fn set_structured(&mut self, format: OutputFormat, value: Value) {
+        match format {
+            OutputFormat::Json => self.json_dict = Some(value),
+            OutputFormat::Pydantic => self.pydantic = Some(value),
+            OutputFormat::Raw => {}
+        }
+    }
+
     /// The structured value, if any: the typed value first, then the JSON object.
     pub fn structured(&self) -> Option<&Value> {
         self.pydantic.as_ref().or(self.json_dict.as_ref())

@@ -194,3 +194,18 @@ async fn a_custom_manager_agent_runs_every_task() {
     assert_eq!(boss_server.requests()[1].tool_names(), ["delegate_work_to_coworker", "ask_question_to_coworker"]);
     assert!(conversation(&boss_server.requests()[1]).contains("first done"), "the second task sees the first's output");
 }
+
+#[tokio::test]
+async fn in_a_hierarchical_crew_the_tasks_tools_go_to_the_coworker() {
+    let workers = ScriptedServer::start().await;
+    let manager = ScriptedServer::start().await;
+    manager.push(Reply::tool_call("delegate_work_to_coworker", json!({"task": "Look it up", "context": "c", "coworker": "Researcher"})));
+    manager.push_text("done");
+    workers.push_text("looked up");
+    let search = crewai_tools::DynamicTool::new("Search", "Searches.", json!({"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}), |_a, _c| async { Ok(crewai_tools::ToolOutput::Text("r".into())) }).into_handle();
+    let t = Task::builder().name("t").description("Research").expected_output("Facts").tools(vec![search]).build().unwrap();
+    let crew = Crew::builder().agents(vec![agent("Researcher", &workers)]).tasks(vec![t]).process(Process::Hierarchical).manager_llm(llm(&manager)).build().unwrap();
+    crew.kickoff(Inputs::new()).await.unwrap();
+    assert_eq!(manager.requests()[0].tool_names(), ["delegate_work_to_coworker", "ask_question_to_coworker"], "the manager only delegates");
+    assert_eq!(workers.requests()[0].tool_names(), ["search"]);
+}

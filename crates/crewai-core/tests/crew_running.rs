@@ -6,7 +6,7 @@ mod crew_support;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crewai_core::crew::{Crew, CrewError, StreamChunkType};
+use crewai_core::crew::{Crew, CrewError, KickoffOptions, StreamChunkType};
 use crewai_core::interpolate::Inputs;
 use crewai_core::output::TaskOutput;
 use crewai_core::store::{InMemoryTaskOutputStore, StoredTaskOutput, TaskOutputStore};
@@ -183,4 +183,28 @@ async fn kickoff_stream_yields_text_chunks_and_tool_calls_then_the_result() {
     assert_eq!(tool.tool_call.as_ref().unwrap().tool_name, "lookup");
     assert_eq!(tool.agent_role.as_deref(), Some("Researcher"));
     assert!(server.requests().iter().all(|r| r.body["stream"] == true), "the model was asked to stream");
+}
+
+#[tokio::test]
+async fn kickoff_with_hangs_under_a_parent_event_and_can_be_cancelled() {
+    let server = ScriptedServer::start().await;
+    server.push_text("quick");
+    server.push(Reply::text("slow").delayed(Duration::from_secs(60)));
+    let a = agent("Worker", &server);
+    let crew = Crew::builder().agents(vec![a.clone()]).tasks(vec![task("t", "Work", &a)]).build().unwrap();
+    let recorder = crewai_core::events::EventRecorder::attach(crew.event_bus());
+    let parent = crew.event_bus().emit(None, crewai_core::events::EventKind::MethodExecutionStarted { flow_name: "f".into(), method_name: "m".into() });
+
+    crew.kickoff_with(Inputs::new(), KickoffOptions { parent_event_id: Some(parent), cancellation: None }).await.unwrap();
+    assert_eq!(recorder.of_type("crew_kickoff_started")[0].parent_event_id, Some(parent));
+
+    let token = tokio_util::sync::CancellationToken::new();
+    let cancel = token.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        cancel.cancel();
+    });
+    let result = tokio::time::timeout(Duration::from_secs(20), crew.kickoff_with(Inputs::new(), KickoffOptions { parent_event_id: None, cancellation: Some(token) })).await.expect("no hang");
+    assert!(matches!(result, Err(CrewError::Cancelled { .. })), "{result:?}");
+    assert_eq!(recorder.of_type("crew_kickoff_failed").len(), 1);
 }

@@ -3,10 +3,7 @@
 use std::fmt;
 
 use crewai_core::interpolate::{Inputs, Location, interpolate};
-use crewai_core::prompts::agent::{
-    MARKDOWN_INSTRUCTIONS, role_playing, task_message_native, task_message_no_tools, task_prompt,
-};
-use crewai_core::prompts::crew::structured_output_instructions;
+use crewai_core::prompts::agent::{role_playing, task_message_native, task_message_no_tools};
 use serde::Serialize;
 
 use crate::check::OutputKind;

@@ -16,7 +16,7 @@ use uuid::Uuid;
 use crate::agent::{Agent, AgentTaskRequest, AgentTaskResult, RunServices};
 use crate::delegation::{CoworkerRunner, DelegationRequest, DelegationScope};
 use crate::events::EventKind;
-use crate::guardrail::GuardrailContext;
+use crate::guardrail::{GuardrailContext, GuardrailPass};
 use crate::output::{OutputFormat, TaskOutput};
 use crate::prompts::crew as prompts;
 use crate::task::{ConsoleInputProvider, InputProvider, Task, TaskCallback, TaskError};
@@ -47,7 +47,7 @@ impl RunContext {
 
     /// The delegation tools `agent` gets in this run, if it may delegate and has coworkers.
     /// `coworkers` are the candidates; the agent itself is never one of them.
-    pub fn delegation_tools(&self, agent: &Agent, coworkers: &[Agent], task_name: Option<&str>, parent: Option<Uuid>) -> Vec<ToolHandle> {
+    pub fn delegation_tools(&self, agent: &Agent, coworkers: &[Agent], from: DelegatedFrom, parent: Option<Uuid>) -> Vec<ToolHandle> {
         let others: Vec<Agent> = coworkers.iter().filter(|c| c.role() != agent.role()).cloned().collect();
         let chain = self.services.delegation.extended(agent.role());
         // Tools that could only be refused are not offered; the others stay reachable so that a
@@ -59,10 +59,20 @@ impl RunContext {
             coworkers: others.iter().map(|a| a.role().to_string()).collect(),
             chain: chain.chain.clone(),
             max_depth: chain.max_depth,
-            runner: Arc::new(CrewCoworkers { run: self.clone(), coworkers: others, task_name: task_name.map(str::to_string), parent }),
+            runner: Arc::new(CrewCoworkers { run: self.clone(), coworkers: others, from, parent }),
         }
         .tools()
     }
+}
+
+/// What work delegated during a task inherits from that task.
+#[derive(Clone, Default)]
+pub struct DelegatedFrom {
+    /// The task's name: the coworker's usage counts toward it.
+    pub task_name: Option<String>,
+    /// The task's own tools, given to the coworker instead of its own (a hierarchical crew's
+    /// manager has only delegation tools, so the task's tools go to whoever does the work).
+    pub task_tools: Vec<ToolHandle>,
 }
 
 /// Merges tool lists by sanitised name (later ones replace earlier ones), as CrewAI does.
@@ -164,7 +174,14 @@ async fn run_task_steps(
             let verdict = guardrail.evaluate(&output, ctx).await.map_err(|e| TaskError::Guardrail { task: task.key(), message: e.to_string() })?;
             match verdict.outcome {
                 Ok(pass) => {
+                    let replaced_raw = matches!(pass, GuardrailPass::Raw(_));
                     pass.apply(&mut output);
+                    // A replaced text is exported again, as CrewAI does, so the structured value matches it.
+                    if let (true, Some(schema)) = (replaced_raw, task.output_schema())
+                        && let Ok(value) = schema.parse_lenient(&output.raw)
+                    {
+                        output.set_structured(schema.format(), value);
+                    }
                     break;
                 }
                 Err(feedback) => {
@@ -230,10 +247,7 @@ async fn run_and_shape(
             }
         },
     };
-    match schema.format() {
-        OutputFormat::Json => output.json_dict = Some(value),
-        _ => output.pydantic = Some(value),
-    }
+    output.set_structured(schema.format(), value);
     Ok(output)
 }
 
@@ -339,8 +353,7 @@ impl Llm for SideCallLlm {
 struct CrewCoworkers {
     run: RunContext,
     coworkers: Vec<Agent>,
-    /// The delegating task's name: the coworker's usage counts toward it.
-    task_name: Option<String>,
+    from: DelegatedFrom,
     parent: Option<Uuid>,
 }
 
@@ -360,14 +373,16 @@ impl CoworkerRunner for CrewCoworkers {
         // One level down the chain: the coworker may delegate on only to agents not yet on it.
         let mut run = self.run.clone();
         run.services.delegation.chain = request.chain.clone();
-        let tools = if coworker.allow_delegation() { run.delegation_tools(coworker, &run.agents.clone(), self.task_name.as_deref(), Some(delegation)) } else { Vec::new() };
-        let tools = merge_tools(coworker.tools().to_vec(), tools);
+        let onward = DelegatedFrom { task_name: self.from.task_name.clone(), task_tools: Vec::new() };
+        let tools = if coworker.allow_delegation() { run.delegation_tools(coworker, &run.agents.clone(), onward, Some(delegation)) } else { Vec::new() };
+        let own = if self.from.task_tools.is_empty() { coworker.tools().to_vec() } else { self.from.task_tools.clone() };
+        let tools = merge_tools(own, tools);
 
         let mut task_request = AgentTaskRequest::new(crate::prompts::agent::task_prompt(&request.work, prompts::DELEGATED_EXPECTED_OUTPUT))
             .with_tools(tools)
             .with_parent_event(delegation)
             .with_services(run.services.clone());
-        task_request.task_name = self.task_name.clone();
+        task_request.task_name = self.from.task_name.clone();
         if !request.context.trim().is_empty() {
             task_request = task_request.with_context(request.context.clone());
         }
