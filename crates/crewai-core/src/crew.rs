@@ -117,19 +117,27 @@ struct CrewSpec {
 
 /// A crew of agents and their tasks.
 ///
-/// ```no_run
+/// ```
+/// use std::sync::Arc;
 /// use crewai_core::agent::Agent;
 /// use crewai_core::crew::Crew;
 /// use crewai_core::task::Task;
-/// use crewai_llm::{build_llm, LlmConfig};
+/// use crewai_llm::ScriptedLlm;
 ///
-/// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-/// let llm = build_llm(&LlmConfig::new("gpt-4o-mini"))?;
-/// let researcher = Agent::builder().role("{topic} Researcher").goal("Find facts").backstory("Careful.").llm(llm).build()?;
-/// let research = Task::builder().name("research").description("Three facts about {topic}").expected_output("Three bullets").agent(researcher.clone()).build()?;
-/// let crew = Crew::builder().agents(vec![researcher]).tasks(vec![research]).build()?;
-/// let output = crew.kickoff([("topic".to_string(), "AI".into())].into()).await?;
-/// println!("{}\n{} tokens", output.raw, output.token_usage.total_tokens);
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// // A scripted model stands in for a real one (`build_llm(&LlmConfig::new("gpt-4o-mini"))`).
+/// let llm = Arc::new(ScriptedLlm::new("scripted").then_text("- bees dance\n- bees pollinate").then_text("Bees dance and pollinate."));
+/// let researcher = Agent::builder().role("{topic} Researcher").goal("Find facts").backstory("Careful.").llm(llm.clone()).build()?;
+/// let research = Task::builder().name("research").description("Two facts about {topic}").expected_output("Two bullets").agent(researcher.clone()).build()?;
+/// let summary = Task::builder().name("summary").description("One sentence from the facts").expected_output("A sentence").agent(researcher.clone()).build()?;
+/// let crew = Crew::builder().agents(vec![researcher]).tasks(vec![research, summary]).build()?;
+///
+/// let output = crew.kickoff([("topic".to_string(), "bees".into())].into()).await?;
+/// assert_eq!(output.raw, "Bees dance and pollinate.");
+/// assert_eq!(output.tasks_output.len(), 2);
+/// assert_eq!(output.tasks_output[0].agent, "bees Researcher");
+/// assert_eq!(output.token_usage.successful_requests, 2);
 /// # Ok(()) }
 /// ```
 #[derive(Clone)]

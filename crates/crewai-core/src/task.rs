@@ -368,8 +368,8 @@ impl TaskBuilder {
         self
     }
     /// Writes the result to this file (placeholders allowed; directories are created).
-    pub fn output_file(mut self, path: impl Into<String>) -> Self {
-        self.output_file = Some(path.into());
+    pub fn output_file(mut self, path: impl AsRef<std::path::Path>) -> Self {
+        self.output_file = Some(path.as_ref().to_string_lossy().into_owned());
         self
     }
     /// Whether missing directories of `output_file` are created (default true).

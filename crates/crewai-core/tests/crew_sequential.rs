@@ -264,8 +264,8 @@ async fn output_files_are_interpolated_and_their_directories_created() {
     let a = agent("Writer", &server);
     let text_file = dir.path().join("reports/{topic}/out.txt");
     let json_file = dir.path().join("score_{topic}.json");
-    let t1 = Task::builder().name("t1").description("Explain {topic}").expected_output("Text").agent(a.clone()).output_file(text_file.to_string_lossy()).build().unwrap();
-    let t2 = Task::builder().name("t2").description("Score {topic}").expected_output("Score").agent(a.clone()).output_json(score_schema()).output_file(json_file.to_string_lossy()).build().unwrap();
+    let t1 = Task::builder().name("t1").description("Explain {topic}").expected_output("Text").agent(a.clone()).output_file(&text_file).build().unwrap();
+    let t2 = Task::builder().name("t2").description("Score {topic}").expected_output("Score").agent(a.clone()).output_json(score_schema()).output_file(&json_file).build().unwrap();
     Crew::builder().agents(vec![a]).tasks(vec![t1, t2]).build().unwrap().kickoff(inputs(&[("topic", json!("AI"))])).await.unwrap();
     assert_eq!(std::fs::read_to_string(dir.path().join("reports/AI/out.txt")).unwrap(), "AI is useful");
     assert_eq!(std::fs::read_to_string(dir.path().join("score_AI.json")).unwrap(), "{\n  \"score\": 3\n}");

@@ -2,6 +2,7 @@
 
 use std::sync::{Arc, Mutex};
 
+use crewai_core::agent::{KickoffOptions, RunServices};
 use crewai_core::events::EventBus;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -146,5 +147,15 @@ impl<S: FlowState> FlowContext<S> {
 
     pub fn is_cancelled(&self) -> bool {
         self.shared.cancellation.is_cancelled()
+    }
+
+    /// Options for `Agent::kickoff_with` run inside this method: the flow's bus and cancellation,
+    /// and this method's start event as the agent run's parent.
+    pub fn agent_kickoff_options(&self) -> KickoffOptions {
+        KickoffOptions {
+            services: Some(RunServices { events: self.shared.events.clone(), cancellation: self.shared.cancellation.clone(), ..Default::default() }),
+            parent_event_id: Some(self.event_id),
+            ..Default::default()
+        }
     }
 }

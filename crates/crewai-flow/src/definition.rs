@@ -378,7 +378,7 @@ impl<S: FlowState> FlowBuilder<S> {
             events: self.events.unwrap_or_default(),
             persistence,
             persist_all: self.persist_all,
-            feedback: self.feedback_provider.unwrap_or_else(|| Arc::new(ConsoleFeedbackProvider::default())),
+            feedback: self.feedback_provider.unwrap_or_else(|| Arc::new(ConsoleFeedbackProvider)),
             max_method_calls: self.max_method_calls,
         }))
     }
@@ -407,8 +407,8 @@ mod tests {
     use crate::trigger::{and, on, or};
     use serde_json::json;
 
-    fn noop(_ctx: FlowContext) -> impl Future<Output = MethodResult> + Send + 'static {
-        async { Ok(json!(null)) }
+    async fn noop(_ctx: FlowContext) -> MethodResult {
+        Ok(json!(null))
     }
 
     async fn router_noop(_ctx: FlowContext) -> MethodResult<&'static str> {

@@ -73,8 +73,8 @@ pub enum FlowError {
     },
     #[error("flow `{flow}`: human feedback on `{method}` failed: {message}")]
     Feedback { flow: String, method: String, message: String },
-    #[error("flow `{flow}`: state `{id}` is not waiting for feedback on `{method}`")]
-    NotAwaitingFeedback { flow: String, id: String, method: String },
+    #[error("flow `{flow}`: state `{id}` is not waiting for human feedback, so there is nothing to answer")]
+    NotAwaitingFeedback { flow: String, id: String },
     #[error("flow `{flow}` was cancelled")]
     Cancelled { flow: String },
 }

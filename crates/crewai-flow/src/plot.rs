@@ -211,7 +211,15 @@ impl<S: FlowState> Flow<S> {
         let width = MARGIN * 2.0 + widest * NODE_WIDTH + (widest - 1.0) * COLUMN_GAP + 120.0;
         let height = MARGIN * 2.0 + rows as f64 * NODE_HEIGHT + (rows.saturating_sub(1)) as f64 * ROW_GAP;
         let mut position = vec![(0.0, 0.0); graph.nodes.len()];
-        for (r, layer) in layers.iter().enumerate() {
+        for (r, layer) in layers.iter_mut().enumerate() {
+            // Order each row by where its parents sit (fewer crossings); declaration order breaks ties.
+            if r > 0 {
+                let parent_x = |node: usize| {
+                    let xs: Vec<f64> = graph.edges.iter().enumerate().filter(|(e, edge)| edge.to == node && !back[*e]).map(|(_, edge)| position[edge.from].0).collect();
+                    if xs.is_empty() { f64::MAX } else { xs.iter().sum::<f64>() / xs.len() as f64 }
+                };
+                layer.sort_by(|a, b| parent_x(*a).total_cmp(&parent_x(*b)).then(a.cmp(b)));
+            }
             let row_width = layer.len() as f64 * NODE_WIDTH + (layer.len().saturating_sub(1)) as f64 * COLUMN_GAP;
             let left = (width - 120.0 - row_width) / 2.0;
             for (column, &node) in layer.iter().enumerate() {

@@ -38,7 +38,7 @@ use crate::state::{self, FlowState, UnstructuredState};
 ///     })
 ///     .build()
 ///     .unwrap();
-/// let output = flow.kickoff([] as [(&str, serde_json::Value); 0]).await.unwrap();
+/// let output = flow.kickoff(serde_json::Map::new()).await.unwrap();
 /// assert_eq!(output.result, Some(json!(3)));
 /// assert_eq!(output.method_outputs.len(), 3);
 /// # });
@@ -264,7 +264,7 @@ impl<S: FlowState> Flow<S> {
             (Uuid::new_v4().to_string(), self.inner.initial_state.clone(), RunProgress::default())
         };
         if feedback.is_some() && progress.awaiting_feedback.is_empty() {
-            return Err(FlowError::NotAwaitingFeedback { flow: self.name().into(), id, method: "any method".into() });
+            return Err(FlowError::NotAwaitingFeedback { flow: self.name().into(), id });
         }
         let merged = state::merge_inputs(&initial, &inputs).map_err(|e| FlowError::InvalidInputs { flow: self.name().into(), message: e.0 })?;
         let with_id = state::with_id(merged, &id).map_err(|e| FlowError::StateConversion { flow: self.name().into(), message: e.0 })?;
@@ -356,11 +356,8 @@ impl<S: FlowState> Run<S> {
                 next = self.running.join_next() => next,
             };
             let Some(joined) = next else { break };
-            let (call_id, ended) = match joined {
-                Ok(end) => end,
-                // Tasks are only aborted when the run is dropped, so this is not reached in practice.
-                Err(join_error) => return Err(FlowError::Cancelled { flow: format!("{} ({join_error})", self.flow_name()) }),
-            };
+            // Panics are caught inside each task, so a join error can only be an abort.
+            let Ok((call_id, ended)) = joined else { return Err(FlowError::Cancelled { flow: self.flow_name() }) };
             let Some((call, started)) = self.in_flight.remove(&call_id) else { continue };
             match ended {
                 Ok(Ok(output)) => self.complete(call, started, output).await?,

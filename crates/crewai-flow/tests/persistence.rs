@@ -74,10 +74,10 @@ fn pipeline(store: SqliteFlowPersistence, log: Log, two: Two, persist_all: bool)
 async fn wait_for_snapshot(store: &SqliteFlowPersistence, id: &str, method: &str) {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
     loop {
-        if let Ok(Some(snapshot)) = store.load_state(id).await {
-            if snapshot.method_name == method {
-                return;
-            }
+        if let Ok(Some(snapshot)) = store.load_state(id).await
+            && snapshot.method_name == method
+        {
+            return;
         }
         assert!(tokio::time::Instant::now() < deadline, "no snapshot after `{method}` within 10 s");
         tokio::time::sleep(Duration::from_millis(5)).await;
@@ -198,4 +198,67 @@ async fn fork_of_an_unknown_id_is_an_error() {
     let flow = pipeline(SqliteFlowPersistence::open(database(dir.path())).unwrap(), Log::default(), Two::Work, true);
     let error = flow.fork("no-such-id", no_inputs()).await.unwrap_err();
     assert_eq!(error.to_string(), "flow `pipeline`: no saved state with id `no-such-id` to fork from");
+}
+
+/// `left` completes and is saved; `right` hangs on the first run, so the join is half done.
+fn join_flow(store: SqliteFlowPersistence, log: Log, hang_right: Option<Arc<Notify>>) -> Flow<Steps> {
+    let left_log = log.clone();
+    let right_log = log.clone();
+    let join_log = log;
+    let right_store = store.clone();
+    Flow::typed_builder::<Steps>()
+        .persistence(Arc::new(store))
+        .persist()
+        .start("left", move |_ctx: FlowContext<Steps>| {
+            let log = left_log.clone();
+            async move {
+                log.push("left");
+                Ok("L")
+            }
+        })
+        .start("right", move |ctx: FlowContext<Steps>| {
+            let (log, hang, store) = (right_log.clone(), hang_right.clone(), right_store.clone());
+            async move {
+                if let Some(notify) = hang {
+                    wait_for_snapshot(&store, ctx.state_id(), "left").await;
+                    notify.notify_one();
+                    std::future::pending::<()>().await;
+                }
+                log.push("right");
+                Ok("R")
+            }
+        })
+        .listen("joined", crewai_flow::and(["left", "right"]), move |ctx: FlowContext<Steps>| {
+            let log = join_log.clone();
+            async move {
+                log.push("joined");
+                Ok(json!([ctx.method_output("left"), ctx.method_output("right")]))
+            }
+        })
+        .build()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_half_completed_join_survives_a_crash() {
+    let dir = tempfile::tempdir().unwrap();
+    let id = uuid::Uuid::new_v4().to_string();
+    let notify = Arc::new(Notify::new());
+    let crashing = join_flow(SqliteFlowPersistence::open(database(dir.path())).unwrap(), Log::default(), Some(notify.clone()));
+    let run = tokio::spawn({
+        let id = id.clone();
+        async move { crashing.kickoff_with(Kickoff::new().resume(id)).await }
+    });
+    tokio::time::timeout(Duration::from_secs(10), notify.notified()).await.expect("right did not start");
+    run.abort();
+    let _ = run.await;
+
+    let store = SqliteFlowPersistence::open(database(dir.path())).unwrap();
+    let saved = store.load_state(&id).await.unwrap().unwrap();
+    assert_eq!(saved.progress.joins.get("joined").map(|j| j.len()), Some(1), "the join's progress is saved: {:?}", saved.progress);
+
+    let log = Log::default();
+    let output = join_flow(store, log.clone(), None).resume(&id).await.unwrap();
+    assert_eq!(log.entries(), vec!["right", "joined"]);
+    assert_eq!(output.result, Some(json!(["L", "R"])));
 }

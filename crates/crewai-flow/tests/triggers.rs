@@ -256,3 +256,16 @@ async fn cancellation_stops_a_running_flow() {
     assert!(matches!(result, Err(FlowError::Cancelled { .. })));
     assert!(token.is_cancelled());
 }
+
+#[tokio::test]
+async fn closures_need_no_type_annotations() {
+    let flow = Flow::builder()
+        .start("a", |_ctx| async move { Ok(1) })
+        .listen("b", on("a"), |ctx| async move {
+            let n: u32 = ctx.trigger_output_as()?;
+            Ok(n + 1)
+        })
+        .build()
+        .unwrap();
+    assert_eq!(flow.kickoff(no_inputs()).await.unwrap().result, Some(json!(2)));
+}

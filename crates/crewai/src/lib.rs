@@ -50,3 +50,8 @@ pub mod prelude {
     pub use crewai_llm::{build_llm, Llm, LlmConfig, LlmError, LlmRequest, LlmResponse, Message, Usage};
     pub use crewai_tools::{Tool, ToolContext, ToolError, ToolHandle, ToolOutput};
 }
+
+/// The README's Rust example, compiled as a doc test so it stays true.
+#[doc = include_str!("../../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

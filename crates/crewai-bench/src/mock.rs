@@ -1,0 +1,92 @@
+//! The two control calls to the mock server: `POST /stats/reset` and `GET /stats`.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::error::BenchError;
+
+/// Counters the mock server keeps since its last reset.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MockStats {
+    pub chat_completions: u64,
+    pub max_in_flight: u64,
+}
+
+impl MockStats {
+    fn from_json(body: &Value) -> Option<MockStats> {
+        Some(MockStats {
+            chat_completions: body.get("chat_completions")?.as_u64()?,
+            max_in_flight: body.get("max_in_flight")?.as_u64()?,
+        })
+    }
+}
+
+/// A small HTTP client for the server's control endpoints, with short timeouts.
+pub struct StatsClient {
+    http: reqwest::Client,
+    port: u16,
+}
+
+impl StatsClient {
+    pub fn new(port: u16) -> Result<StatsClient, BenchError> {
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(5))
+            .timeout(Duration::from_secs(10))
+            .build()
+            .map_err(|e| BenchError::Mock { port, what: "(client setup)", message: e.to_string() })?;
+        Ok(StatsClient { http, port })
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+
+    fn failure(&self, what: &'static str, error: impl ToString) -> BenchError {
+        BenchError::Mock { port: self.port, what, message: error.to_string() }
+    }
+
+    pub async fn reset(&self) -> Result<(), BenchError> {
+        const WHAT: &str = "POST /stats/reset";
+        self.http
+            .post(self.url("/stats/reset"))
+            .body("{}")
+            .send()
+            .await
+            .and_then(reqwest::Response::error_for_status)
+            .map_err(|e| self.failure(WHAT, e))?;
+        Ok(())
+    }
+
+    pub async fn stats(&self) -> Result<MockStats, BenchError> {
+        const WHAT: &str = "GET /stats";
+        let body: Value = self
+            .http
+            .get(self.url("/stats"))
+            .send()
+            .await
+            .and_then(reqwest::Response::error_for_status)
+            .map_err(|e| self.failure(WHAT, e))?
+            .json()
+            .await
+            .map_err(|e| self.failure(WHAT, e))?;
+        MockStats::from_json(&body)
+            .ok_or_else(|| self.failure(WHAT, format!("no chat_completions/max_in_flight in {body}")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_the_counters_the_mock_reports() {
+        let body = serde_json::json!({"chat_completions": 8, "max_in_flight": 2, "by_kind": {"text": 6}});
+        assert_eq!(MockStats::from_json(&body), Some(MockStats { chat_completions: 8, max_in_flight: 2 }));
+        assert_eq!(MockStats::from_json(&serde_json::json!({"chat_completions": 8})), None);
+    }
+}
