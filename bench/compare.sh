@@ -43,6 +43,9 @@ LABEL="${LABEL:-$(nproc)cpu-$(uname -m)}"
 OUT="${OUT:-$HERE/results/$(date -u +%Y-%m-%d)-$LABEL}"
 CONFIG="$SHARED/crewai_py/config"
 FIXTURES="$SHARED/fixtures/crewai-${CREWAI_VERSION}_requests.jsonl"
+if compgen -G "$OUT/lat*" >/dev/null; then
+  echo "$OUT already holds results (runs append); choose another OUT= or LABEL=" >&2; exit 1
+fi
 mkdir -p "$OUT"
 echo "results -> $OUT" >&2
 
@@ -137,3 +140,6 @@ if [[ " $SECTIONS " == *" lat200 "* ]]; then
 fi
 
 python3 "$HERE/ratios.py" "$OUT" --baseline "$SHARED/results/crewai-${CREWAI_VERSION}/results.jsonl" | tee "$OUT/ratios.md"
+# The per-request log of the latency runs is large and only kept for inspection.
+[ -f "$OUT/mock-lat$LATENCY_MS.jsonl" ] && gzip -f "$OUT/mock-lat$LATENCY_MS.jsonl"
+true

@@ -83,7 +83,7 @@ pub async fn run(args: &Args, fixtures: &Path, stats: &StatsClient) -> Result<St
     }
     let wall_s = start.elapsed().as_secs_f64();
     let cpu_s = rusage::now().cpu_s - before.cpu_s;
-    let served = stats.stats().await?;
+    let served = stats.settled((args.runs * bodies.len()) as u64).await?;
     let line = json!({
         "impl": "raw-http",
         "label": args.label,

@@ -2,19 +2,20 @@
 
 use std::path::PathBuf;
 
+/// Engine errors are boxed: they are large and only travel up to `main`.
 #[derive(Debug, thiserror::Error)]
 pub enum BenchError {
     #[error("the benchmark project in {path} could not be used: {source}")]
     Project {
         path: PathBuf,
         #[source]
-        source: crewai_project::ProjectError,
+        source: Box<crewai_project::ProjectError>,
     },
     #[error("kickoff {index} failed: {source}")]
     Kickoff {
         index: usize,
         #[source]
-        source: crewai::CrewError,
+        source: Box<crewai::CrewError>,
     },
     #[error("a kickoff task stopped before it finished: {0}")]
     Join(#[from] tokio::task::JoinError),

@@ -30,7 +30,10 @@ pub struct StatsClient {
 
 impl StatsClient {
     pub fn new(port: u16) -> Result<StatsClient, BenchError> {
+        // A fresh connection per call, as the CrewAI side's urllib does: a kept-alive one would
+        // wait out the mock's Nagle + delayed-ACK stall (~40 ms) on every call.
         let http = reqwest::Client::builder()
+            .pool_max_idle_per_host(0)
             .connect_timeout(Duration::from_secs(5))
             .timeout(Duration::from_secs(10))
             .build()
@@ -76,6 +79,22 @@ impl StatsClient {
             .map_err(|e| self.failure(WHAT, e))?;
         MockStats::from_json(&body)
             .ok_or_else(|| self.failure(WHAT, format!("no chat_completions/max_in_flight in {body}")))
+    }
+}
+
+impl StatsClient {
+    /// `GET /stats` once the mock has counted `expected` chat completions, or after half a
+    /// second. The mock bumps its counters only after it has sent the answer, so a fast client
+    /// can ask for the stats before the last answer is counted.
+    pub async fn settled(&self, expected: u64) -> Result<MockStats, BenchError> {
+        let deadline = tokio::time::Instant::now() + Duration::from_millis(500);
+        loop {
+            let stats = self.stats().await?;
+            if stats.chat_completions >= expected || tokio::time::Instant::now() >= deadline {
+                return Ok(stats);
+            }
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
     }
 }
 

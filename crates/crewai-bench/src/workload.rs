@@ -64,7 +64,7 @@ impl Workload {
     /// Reads the YAML and builds the crew, as `BenchCrew().crew()` does on the CrewAI side: each
     /// agent keeps the model its YAML names, pointed at the mock server with API key `x`.
     fn build(&self) -> Result<Crew, BenchError> {
-        let project_error = |source| BenchError::Project { path: self.root.clone(), source };
+        let project_error = |source| BenchError::Project { path: self.root.clone(), source: Box::new(source) };
         let mut project = Project::load(&self.root).map_err(project_error)?;
         for agent in &mut project.agents {
             let mut llm = agent.spec.llm.take().unwrap_or_else(|| crewai::LlmConfig::new("openai/gpt-4o-mini"));
@@ -82,7 +82,7 @@ impl Workload {
         let start = Instant::now();
         let crew = self.build()?;
         let built = Instant::now();
-        let output = crew.kickoff(inputs()).await.map_err(|source| BenchError::Kickoff { index, source })?;
+        let output = crew.kickoff(inputs()).await.map_err(|source| BenchError::Kickoff { index, source: Box::new(source) })?;
         let end = Instant::now();
         Ok(Kickoff {
             total_ms: (end - start).as_secs_f64() * 1000.0,
@@ -141,7 +141,8 @@ pub async fn run(args: &Args, stats: &StatsClient, process_start: Instant) -> Re
     let kickoffs = run_kickoffs(&workload, args.runs, args.concurrency).await?;
     let wall_s = start.elapsed().as_secs_f64();
     let after = rusage::now();
-    let after_stats = stats.stats().await?;
+    let counted_by_engine: u64 = kickoffs.iter().map(|k| k.successful_requests).sum();
+    let after_stats = stats.settled(before_stats.chat_completions + counted_by_engine).await?;
 
     let per: Vec<f64> = kickoffs.iter().map(|k| k.total_ms).collect();
     let build: Vec<f64> = kickoffs.iter().map(|k| k.build_ms).collect();
@@ -169,7 +170,7 @@ pub async fn run(args: &Args, stats: &StatsClient, process_start: Instant) -> Re
         "first_kickoff_ms": round(per[0], 3),
         "build_ms": round(median(&build), 3),
         "llm_calls": llm_calls,
-        "llm_calls_usage": kickoffs.iter().map(|k| k.successful_requests).sum::<u64>(),
+        "llm_calls_usage": counted_by_engine,
         "llm_calls_per_kickoff": round(llm_calls as f64 / args.runs as f64, 3),
         "llm_calls_per_s": ratio(llm_calls as f64, wall_s).map(|v| round(v, 3)),
         "cpu_kickoffs_s": round(cpu_kickoffs_s, 4),
@@ -209,6 +210,6 @@ mod tests {
             .run(json!({"text": "  two\twords\n and  more "}), &ToolContext::default())
             .await
             .unwrap();
-        assert_eq!(out.to_string(), "4");
+        assert_eq!(out, crewai_tools::ToolOutput::Text("4".to_string()));
     }
 }

@@ -41,6 +41,13 @@ pub enum Command {
     },
     /// Ask for the crew's inputs, then run it.
     Chat(ChatArgs),
+    /// List the recorded runs (`.crewai/traces/`), show one as a tree, or write its timeline page.
+    Traces(TracesArgs),
+    /// Manage the local models the embedded provider runs (`local/...`).
+    Models {
+        #[command(subcommand)]
+        action: ModelsAction,
+    },
     /// Train the crew (not supported yet).
     Train {
         #[arg(short = 'n', long = "n-iterations", default_value_t = 5)]
@@ -55,6 +62,14 @@ pub enum Command {
         #[arg(short = 'm', long)]
         model: Option<String>,
     },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ModelsAction {
+    /// Download a local model (default: smollm2-135m) into the models folder.
+    Pull { name: Option<String> },
+    /// Show the models folder and which models are downloaded.
+    List,
 }
 
 #[derive(Debug, Subcommand)]
@@ -136,4 +151,16 @@ pub struct ResetArgs {
     /// Everything.
     #[arg(short = 'a', long)]
     pub all: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct TracesArgs {
+    /// The run to show (its id, or the start of it); without it, every run is listed.
+    pub id: Option<String>,
+    /// Write the run's timeline to this HTML file instead of printing the tree.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    /// The project folder.
+    #[arg(long, short = 'p', default_value = ".")]
+    pub project: PathBuf,
 }

@@ -6,14 +6,17 @@
 mod cli;
 mod create;
 mod inputs;
+mod models;
+mod observe;
 mod outcome;
 mod progress;
 mod run;
 mod stored;
+mod traces;
 
 use clap::Parser;
 
-use crate::cli::{Cli, Command, CreateKind};
+use crate::cli::{Cli, Command, CreateKind, ModelsAction};
 use crate::outcome::Failure;
 
 fn main() -> std::process::ExitCode {
@@ -71,6 +74,9 @@ async fn dispatch(cli: Cli) -> Result<(), Failure> {
             Ok(())
         }
         Command::Chat(args) => run::chat(args).await,
+        Command::Traces(args) => traces::traces(&args),
+        Command::Models { action: ModelsAction::Pull { name } } => models::pull(name.as_deref()).await,
+        Command::Models { action: ModelsAction::List } => models::list(),
         Command::Train { .. } => Err(Failure::not_supported("`crewai train`")),
         Command::Test { .. } => Err(Failure::not_supported("`crewai test`")),
     }

@@ -16,6 +16,7 @@ struct TaskLine {
     label: String,
     started: Instant,
     tokens: u64,
+    cost_usd: f64,
     tools: u32,
 }
 
@@ -115,6 +116,7 @@ impl Progress {
                         label,
                         started: Instant::now(),
                         tokens: 0,
+                        cost_usd: 0.0,
                         tools: 0,
                     },
                 );
@@ -145,8 +147,9 @@ impl Progress {
             } => {
                 if let Some(task) = task_name.as_ref().and_then(|n| state.tasks.get_mut(n)) {
                     task.tokens += usage.total_tokens;
+                    task.cost_usd += usage.cost_usd;
                     if let Some(bar) = &task.bar {
-                        bar.set_message(format!("{} · {} tokens", task.label, task.tokens));
+                        bar.set_message(format!("{} · {} tokens · ${:.6}", task.label, task.tokens, task.cost_usd));
                     }
                 }
             }
@@ -174,10 +177,11 @@ impl Progress {
                     return;
                 };
                 let summary = format!(
-                    "{} {} · {} tokens · {} tool call{} · {}",
+                    "{} {} · {} tokens · ${:.6} · {} tool call{} · {}",
                     if failed { "✗" } else { "✓" },
                     task.label,
                     task.tokens,
+                    task.cost_usd,
                     task.tools,
                     if task.tools == 1 { "" } else { "s" },
                     seconds(task.started.elapsed())

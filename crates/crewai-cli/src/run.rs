@@ -17,6 +17,7 @@ use serde_json::{Value, json};
 
 use crate::cli::{ChatArgs, ProjectArgs, ReplayArgs, RunArgs};
 use crate::inputs;
+use crate::observe::RunObservers;
 use crate::outcome::{Failure, print_out};
 use crate::progress::Progress;
 
@@ -133,13 +134,14 @@ pub async fn run(args: RunArgs) -> Result<(), Failure> {
         return print_out(&text);
     }
     let inputs = project.effective_inputs(&given);
-    let (crew, store, progress) = build(&project, &given, registry, &args.common)?;
+    let (crew, store, progress, observers) = build(&project, &given, registry, &args.common).await?;
     let run_id = store
         .start_run_async(project.name(), inputs.clone(), false)
         .await
         .map_err(Failure::run)?;
     let result = crew.kickoff(inputs).await;
     progress.finish();
+    observers.finish().await;
     finish(
         &store,
         run_id,
@@ -150,23 +152,27 @@ pub async fn run(args: RunArgs) -> Result<(), Failure> {
 }
 
 /// Builds the crew with the CLI's options: event bus, the project's store, `--llm`, `--verbose`.
-fn build(
+async fn build(
     project: &Project,
     given: &Inputs,
     registry: ToolRegistry,
     common: &ProjectArgs,
-) -> Result<(Crew, crewai_store::Store, Progress), Failure> {
+) -> Result<(Crew, crewai_store::Store, Progress, RunObservers), Failure> {
     let store = crate::stored::open(&project.root)?;
     let bus = EventBus::new();
     let progress = Progress::new();
     // A verbose crew prints every step itself; spinners would only garble it.
     let verbose = common.verbose || project.crew.verbose == Some(true);
-    if !verbose {
+    if verbose {
+        crate::observe::print_call_costs(&bus);
+    } else {
         progress.attach(&bus);
     }
+
     let mut options = BuildOptions::new(registry)
         .with_task_output_store(Arc::new(store.clone()))
-        .with_event_bus(bus);
+        .with_event_bus(bus.clone());
+    options = crate::models::configure(project, options, common.llm.as_deref()).await?;
     if let Some(model) = &common.llm {
         options = options.with_llm(LlmConfig::new(model.clone()));
     }
@@ -180,7 +186,8 @@ fn build(
         }
         _ => Failure::from(err),
     })?;
-    Ok((crew, store, progress))
+    let observers = RunObservers::start(&project.root, &bus)?;
+    Ok((crew, store, progress, observers))
 }
 
 /// Records the outcome and prints the output: the raw text, or one JSON line with `--json`.
@@ -240,6 +247,8 @@ pub fn crew_output_json(output: &CrewOutput) -> String {
             "total_tokens": usage.total_tokens,
             "cached_prompt_tokens": usage.cached_prompt_tokens,
             "successful_requests": usage.successful_requests,
+            "reasoning_tokens": usage.reasoning_tokens,
+            "cost_usd": usage.cost_usd,
         },
     });
     value.to_string()
@@ -290,9 +299,17 @@ pub async fn replay(args: ReplayArgs) -> Result<(), Failure> {
     let project = load(&dir)?;
     let store = crate::stored::open(&dir)?;
     let stored = store.task_outputs_async().await.map_err(Failure::run)?;
-    let Some(found) = stored.iter().find(|r| {
-        r.task_id == args.task_id || r.task_name.as_deref() == Some(args.task_id.as_str())
-    }) else {
+    let found = stored
+        .iter()
+        .find(|r| r.task_id == args.task_id || r.task_name.as_deref() == Some(args.task_id.as_str()))
+        .map(|row| (row.task_index, row.inputs.clone()))
+        // A run stopped before the task (by its budget) has no output for it yet: resume there
+        // with the stored kickoff's inputs.
+        .or_else(|| {
+            let index = project.tasks.iter().position(|t| t.name() == args.task_id)?;
+            stored.iter().any(|r| r.task_index + 1 == index).then(|| (index, stored[0].inputs.clone()))
+        });
+    let Some((task_index, inputs)) = found else {
         let known: Vec<String> = stored
             .iter()
             .map(|r| format!("{} ({})", r.task_id, r.task_name.as_deref().unwrap_or("-")))
@@ -309,16 +326,15 @@ pub async fn replay(args: ReplayArgs) -> Result<(), Failure> {
     };
     // Task ids are fresh in every process (as in CrewAI), so the stored row's position says
     // which task of this crew to restart from.
-    let Some(task) = project.tasks.get(found.task_index) else {
+    let Some(task) = project.tasks.get(task_index) else {
         return Err(Failure::config(anyhow!(
             "the stored kickoff had a task {} that the project no longer has; run `crewai run` again",
-            found.task_index + 1
+            task_index + 1
         )));
     };
     let task_name = task.name().to_string();
-    let inputs = found.inputs.clone();
     let registry = registry_for(&project, &dir);
-    let (crew, store, progress) = build(&project, &inputs, registry, &args.common)?;
+    let (crew, store, progress, observers) = build(&project, &inputs, registry, &args.common).await?;
     let inputs_for_replay = inputs.clone();
     let run_id = store
         .start_run_async(project.name(), inputs, true)
@@ -326,6 +342,7 @@ pub async fn replay(args: ReplayArgs) -> Result<(), Failure> {
         .map_err(Failure::run)?;
     let result = crew.replay(&task_name, Some(inputs_for_replay)).await;
     progress.finish();
+    observers.finish().await;
     finish(
         &store,
         run_id,
@@ -383,13 +400,14 @@ pub async fn chat(args: ChatArgs) -> Result<(), Failure> {
     };
     let inputs = project.effective_inputs(&given);
     let registry = registry_for(&project, &dir);
-    let (crew, store, progress) = build(&project, &given, registry, &args.common)?;
+    let (crew, store, progress, observers) = build(&project, &given, registry, &args.common).await?;
     let run_id = store
         .start_run_async(project.name(), inputs.clone(), false)
         .await
         .map_err(Failure::run)?;
     let result = crew.kickoff(inputs).await;
     progress.finish();
+    observers.finish().await;
     finish(
         &store,
         run_id,

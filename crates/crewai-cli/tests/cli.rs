@@ -304,7 +304,10 @@ fn plain_run_prints_the_final_answer_and_a_failed_call_exits_1() {
 #[test]
 fn without_a_provider_the_error_names_the_variable_to_set() {
     let dir = two_task_project();
-    let out = run(crewai(&["run", "--project", dir.path().to_str().unwrap()]));
+    // A named model whose key is missing (with no model named, the embedded one would run).
+    let mut command = crewai(&["run", "--project", dir.path().to_str().unwrap()]);
+    command.env("MODEL", "gpt-4o-mini");
+    let out = run(command);
     assert_eq!(out.status.code(), Some(2));
     let stderr = text(&out.stderr);
     assert!(stderr.contains("OPENAI_API_KEY"), "{stderr}");

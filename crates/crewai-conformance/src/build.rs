@@ -21,7 +21,7 @@ use serde_json::{Map, Value};
 
 use crate::case::{AgentSpec, Case, ConditionSpec, CrewSpec, GuardrailSpec, MessageSpec, Mode, ProcessSpec, Provider, ResultType, TaskSpec};
 use crate::catalog::build_tool;
-use crate::outcome::{Output, TaskView, ToolInfo, UsageView};
+use crate::outcome::{Output, RateLimitScope, TaskView, ToolInfo, UsageView};
 use crate::runner::RunEnv;
 
 /// Why a case could not be run to a result.
@@ -189,7 +189,7 @@ impl<'a> World<'a> {
             builder = builder.max_iter(v);
         }
         if let Some(v) = spec.max_rpm {
-            builder = builder.max_rpm(v);
+            builder = builder.max_rpm(v).rate_limiter(self.env.rate_limits.limiter(RateLimitScope::Agent(spec.role.clone()), v));
         }
         if let Some(seconds) = spec.max_execution_time {
             builder = builder.max_execution_time(Duration::from_secs_f64(seconds.max(0.0)));
@@ -322,7 +322,7 @@ impl<'a> World<'a> {
             builder = builder.cache(v);
         }
         if let Some(v) = spec.max_rpm {
-            builder = builder.max_rpm(v);
+            builder = builder.max_rpm(v).rate_limiter(self.env.rate_limits.limiter(RateLimitScope::Crew, v));
         }
         if let Some(v) = spec.memory {
             builder = builder.memory(v);
@@ -612,7 +612,7 @@ pub async fn execute(case: &Case, env: &RunEnv) -> Result<Execution, RunError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::catalog::{HookLog, ToolRuns};
+    use crate::catalog::{HookLog, RateLimits, ToolRuns};
     use serde_json::json;
 
     fn env() -> RunEnv {
@@ -620,6 +620,7 @@ mod tests {
             server_url: "http://127.0.0.1:9".into(),
             bus: Default::default(),
             tool_runs: ToolRuns::default(),
+            rate_limits: RateLimits::default(),
             hook_log: HookLog::default(),
             workdir: std::env::temp_dir(),
         }

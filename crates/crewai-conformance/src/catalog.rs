@@ -8,12 +8,13 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use crewai_core::hooks::{HookDecision, Hooks, LlmCallContext, ToolCallContext};
+use crewai_llm::{RateLimiter, VirtualClock};
 use crewai_tools::{DynamicTool, ToolError, ToolHandle, ToolOutput, field_title};
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::case::{Behaviour, CacheFunction, HookPoint, HookSpec, HooksSpec, ToolSpec};
-use crate::outcome::HookCall;
+use crate::outcome::{HookCall, RateLimitScope, RateLimitView};
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     // The data behind these locks stays consistent across a panicking holder (plain counters
@@ -32,6 +33,25 @@ impl ToolRuns {
 
     pub fn snapshot(&self) -> BTreeMap<String, usize> {
         lock(&self.0).clone()
+    }
+}
+
+/// The rate limiters a case's `max_rpm` settings made, each on a virtual clock of its own: a
+/// recorded run replays in no time, so a limit's wait must not take real time, yet it has to
+/// happen (and be seen) just as in CrewAI's run.
+#[derive(Debug, Clone, Default)]
+pub struct RateLimits(Arc<Mutex<Vec<(RateLimitScope, u32, Arc<VirtualClock>)>>>);
+
+impl RateLimits {
+    /// A limiter of `max_rpm` for `scope`, on a fresh virtual clock.
+    pub fn limiter(&self, scope: RateLimitScope, max_rpm: u32) -> Arc<RateLimiter> {
+        let clock = VirtualClock::new();
+        lock(&self.0).push((scope, max_rpm, clock.clone()));
+        RateLimiter::with_clock(Some(max_rpm), None, clock)
+    }
+
+    pub fn snapshot(&self) -> Vec<RateLimitView> {
+        lock(&self.0).iter().map(|(scope, max_rpm, clock)| RateLimitView { scope: scope.clone(), max_rpm: *max_rpm, sleeps: clock.sleeps().len() }).collect()
     }
 }
 

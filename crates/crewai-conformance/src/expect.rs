@@ -4,7 +4,7 @@
 use serde_json::{Map, Value};
 
 use crate::case::{EventExpect, Expect, HookCallExpect, TasksOutputExpect};
-use crate::outcome::{EventRecord, HookCall, Outcome, Output};
+use crate::outcome::{EventRecord, HookCall, Outcome, Output, RateLimitScope, RateLimitView};
 
 /// JSON equality where numbers compare by value (`4` equals `4.0`).
 pub fn json_eq(a: &Value, b: &Value) -> bool {
@@ -74,6 +74,7 @@ pub fn check(expect: &Expect, outcome: &Outcome) -> Vec<String> {
     if let Err(f) = check_event_ids(&outcome.events) {
         failures.push(f);
     }
+    failures.extend(check_rate_limits(&outcome.rate_limits, &outcome.events));
     if let Err(f) = check_events(&expect.events, &outcome.events) {
         failures.push(f);
     }
@@ -360,6 +361,53 @@ fn check_events(items: &[EventExpect], events: &[EventRecord]) -> Result<(), Str
 }
 
 /// Every event has a non-empty id, unique within the run (the README's invariant).
+/// What `max_rpm` implies, whatever the case declares: on a clock that only moves when slept on,
+/// a limiter admits `max_rpm` calls, then one per wait, so a scope that made more model calls
+/// than its limit must have waited at least that many times beyond it, and every wait must have
+/// been announced (a `rate_limit_wait_started` event before the clock slept).
+pub fn check_rate_limits(limits: &[RateLimitView], events: &[EventRecord]) -> Vec<String> {
+    let own_roles: Vec<&str> = limits
+        .iter()
+        .filter_map(|l| match &l.scope {
+            RateLimitScope::Agent(role) => Some(role.as_str()),
+            RateLimitScope::Crew => None,
+        })
+        .collect();
+    let in_scope = |scope: &RateLimitScope, event: &EventRecord| {
+        let role = event.attributes.get("agent_role").and_then(Value::as_str).unwrap_or_default();
+        match scope {
+            RateLimitScope::Agent(own) => role == own,
+            RateLimitScope::Crew => !own_roles.contains(&role),
+        }
+    };
+    let mut failures = Vec::new();
+    let mut scopes: Vec<&RateLimitScope> = Vec::new();
+    for limit in limits {
+        if !scopes.contains(&&limit.scope) {
+            scopes.push(&limit.scope);
+        }
+    }
+    for scope in scopes {
+        let same: Vec<&RateLimitView> = limits.iter().filter(|l| &l.scope == scope).collect();
+        let max_rpm = same.iter().map(|l| l.max_rpm).min().unwrap_or(0) as usize;
+        let sleeps: usize = same.iter().map(|l| l.sleeps).sum();
+        let count = |name: &str| events.iter().filter(|e| e.name == name && in_scope(scope, e)).count();
+        let (calls, waits) = (count("llm_call_started"), count("rate_limit_wait_started"));
+        let who = match scope {
+            RateLimitScope::Agent(role) => format!("agent `{role}`"),
+            RateLimitScope::Crew => "the crew".to_string(),
+        };
+        let needed = calls.saturating_sub(max_rpm);
+        if waits < needed {
+            failures.push(format!("max_rpm: {who} made {calls} model calls under max_rpm {max_rpm} but announced {waits} rate-limit waits (at least {needed} expected)"));
+        }
+        if sleeps < waits || (sleeps > 0 && waits == 0) {
+            failures.push(format!("max_rpm: {who} announced {waits} rate-limit waits, but its limiter slept {sleeps} times"));
+        }
+    }
+    failures
+}
+
 fn check_event_ids(events: &[EventRecord]) -> Result<(), String> {
     let mut seen = std::collections::HashMap::new();
     for (i, event) in events.iter().enumerate() {
@@ -465,6 +513,31 @@ mod tests {
 
     fn event(name: &str, id: &str, parent: Option<&str>, attrs: Value) -> EventRecord {
         EventRecord { name: name.into(), event_id: id.into(), parent_event_id: parent.map(String::from), attributes: attributes(attrs) }
+    }
+
+    #[test]
+    fn max_rpm_waits_must_happen_and_be_announced() {
+        let call = |id: &str, role: &str| event("llm_call_started", id, None, json!({"agent_role": role}));
+        let wait = |id: &str, role: &str| event("rate_limit_wait_started", id, None, json!({"agent_role": role}));
+        let limit = |scope: RateLimitScope, sleeps| RateLimitView { scope, max_rpm: 1, sleeps };
+        let agent = || RateLimitScope::Agent("writer".into());
+
+        let waited = [call("1", "writer"), wait("2", "writer"), call("3", "writer"), call("4", "other")];
+        assert!(check_rate_limits(&[limit(agent(), 1)], &waited).is_empty());
+
+        let no_wait = [call("1", "writer"), call("2", "writer")];
+        let failures = check_rate_limits(&[limit(agent(), 0)], &no_wait);
+        assert_eq!(failures.len(), 1, "{failures:?}");
+        assert!(failures[0].contains("agent `writer` made 2 model calls under max_rpm 1"), "{failures:?}");
+
+        let silent = [call("1", "writer"), call("2", "writer"), wait("3", "writer")];
+        assert!(check_rate_limits(&[limit(agent(), 0)], &silent)[0].contains("slept 0 times"));
+
+        // The crew's limit holds the agents without one of their own.
+        let crew = [call("1", "writer"), call("2", "writer"), call("3", "other"), call("4", "other")];
+        let failures = check_rate_limits(&[limit(agent(), 0), limit(RateLimitScope::Crew, 0)], &crew);
+        assert_eq!(failures.len(), 2, "{failures:?}");
+        assert!(failures[1].contains("the crew made 2 model calls"), "{failures:?}");
     }
 
     #[test]

@@ -19,6 +19,8 @@ pub struct Outcome {
     pub hook_calls: BTreeMap<HookPoint, Vec<HookCall>>,
     /// How many times each test tool's body actually ran.
     pub tool_runs: BTreeMap<String, usize>,
+    /// Every rate limiter the run's `max_rpm` settings made, and how often it slept.
+    pub rate_limits: Vec<RateLimitView>,
     /// The hierarchical manager's tools after kickoff, when there was one.
     pub manager_tools: Option<Vec<ToolInfo>>,
     /// The run's working directory (output files are relative to it).
@@ -36,6 +38,7 @@ impl Default for Outcome {
             events: Vec::new(),
             hook_calls: BTreeMap::new(),
             tool_runs: BTreeMap::new(),
+            rate_limits: Vec::new(),
             manager_tools: None,
             workdir: PathBuf::new(),
             requests_consumed: 0,
@@ -124,4 +127,21 @@ pub struct HookCall {
 pub struct ToolInfo {
     pub name: String,
     pub description: String,
+}
+
+/// Whose model calls a rate limiter holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RateLimitScope {
+    /// One agent's own `max_rpm` (by role).
+    Agent(String),
+    /// The crew's `max_rpm`: every agent without a limit of its own.
+    Crew,
+}
+
+/// A rate limiter of the run: its scope, its limit and how many times its (virtual) clock slept.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RateLimitView {
+    pub scope: RateLimitScope,
+    pub max_rpm: u32,
+    pub sleeps: usize,
 }

@@ -7,14 +7,13 @@ use std::time::{Duration, Instant};
 
 use crewai_core::events::{Event, EventBus};
 use crewai_testkit::replay::{Cassette, ReplayServer};
-use futures::{FutureExt, StreamExt};
-use std::panic::AssertUnwindSafe;
+use futures::StreamExt;
 use serde::Serialize;
 use serde_json::Value;
 
 use crate::build::{self, RunError};
 use crate::case::{CaseDir, discover};
-use crate::catalog::{HookLog, ToolRuns};
+use crate::catalog::{HookLog, RateLimits, ToolRuns};
 use crate::outcome::{EventRecord, Outcome};
 
 /// How cases are run.
@@ -95,6 +94,8 @@ pub struct RunEnv {
     pub server_url: String,
     pub bus: EventBus,
     pub tool_runs: ToolRuns,
+    /// The `max_rpm` limiters, on virtual clocks.
+    pub rate_limits: RateLimits,
     pub hook_log: HookLog,
     pub workdir: PathBuf,
 }
@@ -141,21 +142,28 @@ pub async fn run_case(dir: &Path, options: &RunOptions) -> CaseReport {
         server_url: server.base_url(),
         bus,
         tool_runs: ToolRuns::default(),
+        rate_limits: RateLimits::default(),
         hook_log: HookLog::default(),
         workdir: workdir.path().to_path_buf(),
     };
 
-    // A panic in the engine fails this case only; the deadline drops (cancels) the run.
-    let run = AssertUnwindSafe(build::execute(&case_dir.case, &env)).catch_unwind();
-    let executed = match tokio::time::timeout(options.timeout, run).await {
+    // The engine runs on a task of its own, as a user's spawned kickoff would: a panic fails
+    // this case only, and the deadline aborts the run.
+    let (case, run_env) = (case_dir.case.clone(), env.clone());
+    let mut run = tokio::spawn(async move { build::execute(&case, &run_env).await });
+    let executed = match tokio::time::timeout(options.timeout, &mut run).await {
         Ok(Ok(result)) => result,
-        Ok(Err(panic)) => Err(RunError::Failed(format!("the engine panicked: {}", panic_text(panic)))),
-        Err(_) => Err(RunError::Timeout(options.timeout)),
+        Ok(Err(join)) => Err(RunError::Failed(join_failure(join))),
+        Err(_) => {
+            run.abort();
+            Err(RunError::Timeout(options.timeout))
+        }
     };
 
     let mut outcome = Outcome {
         workdir: env.workdir.clone(),
         tool_runs: env.tool_runs.snapshot(),
+        rate_limits: env.rate_limits.snapshot(),
         hook_calls: env.hook_log.snapshot(),
         events: events.lock().unwrap_or_else(|p| p.into_inner()).clone(),
         requests_consumed: server.played(),
@@ -189,6 +197,14 @@ pub async fn run_case(dir: &Path, options: &RunOptions) -> CaseReport {
     }
 }
 
+/// Why a spawned run ended without a result.
+fn join_failure(join: tokio::task::JoinError) -> String {
+    match join.try_into_panic() {
+        Ok(payload) => format!("the engine panicked: {}", panic_text(payload)),
+        Err(join) => format!("the run was abandoned: {join}"),
+    }
+}
+
 fn panic_text(payload: Box<dyn std::any::Any + Send>) -> String {
     payload
         .downcast_ref::<&str>()
@@ -215,8 +231,19 @@ pub fn select_cases(root: &Path, only: Option<&str>) -> Result<Vec<PathBuf>, Str
 /// Runs every case, `options.parallel` at a time; `on_done` sees each report as it finishes.
 /// Returns the reports sorted by name.
 pub async fn run_all(dirs: Vec<PathBuf>, options: &RunOptions, mut on_done: impl FnMut(&CaseReport)) -> Vec<CaseReport> {
+    // Each case on a task of its own, so cases use every worker thread.
     let mut reports: Vec<CaseReport> = futures::stream::iter(dirs)
-        .map(|dir| async move { run_case(&dir, options).await })
+        .map(|dir| {
+            let options = options.clone();
+            async move {
+                let started = Instant::now();
+                let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| dir.display().to_string());
+                match tokio::spawn(async move { run_case(&dir, &options).await }).await {
+                    Ok(report) => report,
+                    Err(join) => CaseReport::failed(name, format!("the runner failed: {}", join_failure(join)), started),
+                }
+            }
+        })
         .buffer_unordered(options.parallel.max(1))
         .inspect(|report| on_done(report))
         .collect()

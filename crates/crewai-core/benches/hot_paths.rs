@@ -45,9 +45,14 @@ Observation: the model made this up";
 const FINAL_REPLY: &str = "Thought: I now know the final answer\nFinal Answer: Tokio dominates; \
 smol is minimal; async-std mirrors std.\n\n1. Work stealing\n2. io_uring\n3. Structured concurrency";
 
-#[divan::bench(args = [ACTION_REPLY, FINAL_REPLY])]
-fn react_parse(reply: &str) -> react::ReactStep {
-    react::parse(black_box(reply))
+#[divan::bench]
+fn react_parse_action() -> react::ReactStep {
+    react::parse(black_box(ACTION_REPLY))
+}
+
+#[divan::bench]
+fn react_parse_final_answer() -> react::ReactStep {
+    react::parse(black_box(FINAL_REPLY))
 }
 
 /// One `llm_call_completed` event (the most frequent kind) through a bus with N listeners.

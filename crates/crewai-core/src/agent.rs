@@ -365,6 +365,10 @@ impl Agent {
     pub fn max_rpm(&self) -> Option<u32> {
         self.config.max_rpm
     }
+    /// The agent's own rate limiter (from `max_rpm` or given to the builder).
+    pub fn rate_limiter(&self) -> Option<&Arc<RateLimiter>> {
+        self.config.rate_limiter.as_ref()
+    }
     pub fn max_execution_time(&self) -> Option<Duration> {
         self.config.max_execution_time
     }
@@ -457,6 +461,7 @@ pub struct AgentBuilder {
     tools: Vec<ToolHandle>,
     max_iter: Option<u32>,
     max_rpm: Option<u32>,
+    rate_limiter: Option<Arc<RateLimiter>>,
     max_execution_time: Option<Duration>,
     max_retry_limit: Option<u32>,
     allow_delegation: bool,
@@ -522,6 +527,13 @@ impl AgentBuilder {
     /// The agent's own requests-per-minute limit (wins over the crew's).
     pub fn max_rpm(mut self, max_rpm: u32) -> Self {
         self.max_rpm = Some(max_rpm);
+        self
+    }
+    /// A rate limiter of the caller's (shared with other agents, or on a
+    /// [`crewai_llm::VirtualClock`] in tests); it replaces the one `max_rpm` would make and wins
+    /// over the crew's.
+    pub fn rate_limiter(mut self, limiter: Arc<RateLimiter>) -> Self {
+        self.rate_limiter = Some(limiter);
         self
     }
     /// A deadline on each whole execution (default none).
@@ -658,8 +670,8 @@ impl AgentBuilder {
                 function_calling_llm: self.function_calling_llm,
                 tools: self.tools,
                 max_iter: self.max_iter.unwrap_or(25),
-                max_rpm: self.max_rpm,
-                rate_limiter: self.max_rpm.map(RateLimiter::per_minute),
+                max_rpm: self.max_rpm.or_else(|| self.rate_limiter.as_ref().and_then(|l| l.max_rpm())),
+                rate_limiter: self.rate_limiter.or_else(|| self.max_rpm.map(RateLimiter::per_minute)),
                 max_execution_time: self.max_execution_time,
                 max_retry_limit: self.max_retry_limit.unwrap_or(2),
                 allow_delegation: self.allow_delegation,

@@ -15,7 +15,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use chrono::Utc;
-use crewai_llm::{Llm, RateLimiter};
+use crewai_llm::{Llm, PriceTable, RateLimiter, Usage};
 use crewai_tools::{ToolCache, ToolHandle};
 use futures::{Stream, StreamExt};
 use serde::{Deserialize, Serialize};
@@ -27,6 +27,7 @@ use uuid::Uuid;
 
 use crate::agent::{Agent, DelegationChain, RunServices, StepCallback};
 use crate::delegation::DEFAULT_MAX_DELEGATION_DEPTH;
+use crate::error::AgentError;
 use crate::events::{ConsoleListener, Event, EventBus, EventKind};
 use crate::hooks::Hooks;
 use crate::interpolate::{Inputs, InterpolationError, Location, interpolate, placeholders};
@@ -36,7 +37,7 @@ use crate::process::{DelegatedFrom, RunContext, execute_task, merge_tools};
 use crate::prompts::crew as prompts;
 use crate::store::{InMemoryTaskOutputStore, StoreError, StoredTaskOutput, TaskOutputStore};
 use crate::task::{ConsoleInputProvider, InputProvider, Task, TaskCallback, TaskContext, TaskError};
-use crate::usage::{UsageSummary, UsageTracker};
+use crate::usage::{Budget, BudgetExceeded, UsageSummary, UsageTracker};
 
 /// How a crew goes through its tasks.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -81,6 +82,20 @@ pub enum CrewError {
     Replay(String),
     #[error("crew '{crew}': the kickoff was cancelled")]
     Cancelled { crew: String },
+    /// The run stopped before an LLM call that would have gone over the crew's budget. The tasks
+    /// that finished are kept here (and in the task output store, so [`Crew::replay`] from
+    /// `task` resumes the run).
+    #[error("crew '{crew}' stopped at task '{}' with {} finished task(s) kept: {exceeded}", task.as_deref().unwrap_or("?"), completed.len())]
+    BudgetExceeded {
+        crew: String,
+        /// The task that was running (its name, else its description).
+        task: Option<String>,
+        exceeded: Box<BudgetExceeded>,
+        /// The outputs of the tasks that finished, in task order.
+        completed: Vec<TaskOutput>,
+        /// What the run used up to the stop.
+        usage: Usage,
+    },
 }
 
 #[derive(Default)]
@@ -112,6 +127,8 @@ struct CrewSpec {
     task_timeout: Option<Duration>,
     max_delegation_depth: usize,
     kickoff_concurrency: usize,
+    budget: Budget,
+    prices: Arc<PriceTable>,
     last_run: Mutex<RunRecord>,
 }
 
@@ -273,6 +290,8 @@ impl Crew {
                 task_timeout: s.task_timeout,
                 max_delegation_depth: s.max_delegation_depth,
                 kickoff_concurrency: s.kickoff_concurrency,
+                budget: s.budget,
+                prices: s.prices.clone(),
                 last_run: Mutex::new(RunRecord::default()),
             }),
         }
@@ -303,24 +322,23 @@ impl Crew {
         for set in &inputs {
             self.prepare(&self.apply_before_kickoff(set.clone()))?;
         }
-        let copies: Vec<Crew> = inputs.iter().map(|_| self.copy()).collect();
-        let runs = futures::stream::iter(copies.iter().zip(inputs).map(|(copy, set)| copy.kickoff(set)))
-            .buffered(self.spec.kickoff_concurrency.max(1))
-            .collect::<Vec<_>>()
-            .await;
+        // Each run owns its copy, so the future borrows nothing from here and stays `Send`.
+        let runs = futures::stream::iter(inputs.into_iter().map(|set| {
+            let copy = self.copy();
+            async move {
+                let output = copy.kickoff(set).await;
+                (output, copy.usage())
+            }
+        }))
+        .buffered(self.spec.kickoff_concurrency.max(1))
+        .collect::<Vec<_>>()
+        .await;
         let mut total = UsageSummary::default();
-        for copy in &copies {
-            let usage = copy.usage();
-            total.total.add(&usage.total);
-            for (role, u) in usage.by_agent {
-                total.by_agent.entry(role).or_default().add(&u);
-            }
-            for (task, u) in usage.by_task {
-                total.by_task.entry(task).or_default().add(&u);
-            }
+        for (_, usage) in &runs {
+            total.add(usage);
         }
         self.record().usage = total;
-        runs.into_iter().collect()
+        runs.into_iter().map(|(output, _)| output).collect()
     }
 
     /// Runs the crew and streams text chunks (from the model's streamed replies) and tool calls as
@@ -396,7 +414,7 @@ impl Crew {
             claim.lock().unwrap_or_else(|p| p.into_inner()).armed_on = None;
         }
 
-        let usage = UsageTracker::new();
+        let usage = UsageTracker::new().with_prices(spec.prices.clone()).with_budget(spec.budget);
         let cancellation = options.cancellation.as_ref().map(CancellationToken::child_token).unwrap_or_default();
         let services = RunServices {
             events: spec.events.clone(),
@@ -427,6 +445,9 @@ impl Crew {
         };
         // An agent may notice the cancellation first and fail with its own error: it is still a cancellation.
         let result = match result {
+            Err(CrewError::BudgetExceeded { crew, task, exceeded, completed, .. }) => {
+                Err(CrewError::BudgetExceeded { crew, task, exceeded, completed, usage: usage.total() })
+            }
             Err(_) if cancellation.is_cancelled() => Err(CrewError::Cancelled { crew: spec.name.clone() }),
             other => other,
         };
@@ -511,12 +532,45 @@ impl Crew {
                 (0, Vec::new())
             }
         };
+        match self.execute_tasks_from(start, &mut done, run, prepared, parent, inputs).await {
+            Ok(()) => Ok(done.into_iter().map(|(_, output)| output).collect()),
+            Err(error) => Err(self.keep_outputs_on_budget_stop(error, done)),
+        }
+    }
+
+    /// A budget stop deep inside a task becomes the crew's own error, with the finished outputs.
+    fn keep_outputs_on_budget_stop(&self, error: CrewError, mut done: Vec<(usize, TaskOutput)>) -> CrewError {
+        let CrewError::Task(TaskError::Agent { task, source }) = &error else {
+            return error;
+        };
+        let AgentError::BudgetExceeded { exceeded, .. } = source.as_ref() else {
+            return error;
+        };
+        done.sort_by_key(|(index, _)| *index);
+        CrewError::BudgetExceeded {
+            crew: self.spec.name.clone(),
+            task: Some(task.clone()),
+            exceeded: exceeded.clone(),
+            completed: done.into_iter().map(|(_, output)| output).collect(),
+            usage: Usage::default(),
+        }
+    }
+
+    async fn execute_tasks_from(
+        &self,
+        start: usize,
+        done: &mut Vec<(usize, TaskOutput)>,
+        run: &RunContext,
+        prepared: &Prepared,
+        parent: Uuid,
+        inputs: &Inputs,
+    ) -> Result<(), CrewError> {
         let replaying = start > 0;
         let mut pending: Vec<PendingTask> = Vec::new();
 
         for (index, task) in prepared.tasks.iter().enumerate().skip(start) {
             if task.is_conditional() || !task.is_async() || self.context_waits_on(task, &pending, &prepared.tasks) {
-                self.join_pending(&mut pending, &mut done, &prepared.tasks, inputs, replaying).await?;
+                self.join_pending(&mut pending, done, &prepared.tasks, inputs, replaying).await?;
             }
             if let Some(condition) = task.condition()
                 && let Some((_, previous)) = done.last()
@@ -529,7 +583,7 @@ impl Crew {
                 continue;
             }
             let (agent, tools) = self.agent_and_tools(run, prepared, task, parent)?;
-            let context = context_for(task, &done, &prepared.tasks);
+            let context = context_for(task, done, &prepared.tasks);
             if task.is_async() {
                 let (run, task, agent) = (run.clone(), task.clone(), agent.clone());
                 let handle = tokio::spawn(async move { execute_task(&run, &task, &agent, context, tools, Some(parent)).await });
@@ -540,8 +594,8 @@ impl Crew {
                 done.push((index, output));
             }
         }
-        self.join_pending(&mut pending, &mut done, &prepared.tasks, inputs, replaying).await?;
-        Ok(done.into_iter().map(|(_, output)| output).collect())
+        self.join_pending(&mut pending, done, &prepared.tasks, inputs, replaying).await?;
+        Ok(())
     }
 
     /// Whether an async task names, in its context, a task that is still running.
@@ -762,6 +816,7 @@ pub struct CrewBuilder {
     manager_agent: Option<Agent>,
     function_calling_llm: Option<Arc<dyn Llm>>,
     max_rpm: Option<u32>,
+    rate_limiter: Option<Arc<RateLimiter>>,
     cache: bool,
     memory: bool,
     planning: bool,
@@ -779,6 +834,8 @@ pub struct CrewBuilder {
     task_timeout: Option<Option<Duration>>,
     max_delegation_depth: Option<usize>,
     kickoff_concurrency: Option<usize>,
+    budget: Budget,
+    prices: Option<Arc<PriceTable>>,
 }
 
 impl CrewBuilder {
@@ -825,6 +882,12 @@ impl CrewBuilder {
     /// One requests-per-minute limit shared by all the crew's agents (an agent's own wins).
     pub fn max_rpm(mut self, max_rpm: u32) -> Self {
         self.max_rpm = Some(max_rpm);
+        self
+    }
+    /// A rate limiter of the caller's for the crew's agents (shared with other crews, or on a
+    /// [`crewai_llm::VirtualClock`] in tests); it replaces the one `max_rpm` would make.
+    pub fn rate_limiter(mut self, limiter: Arc<RateLimiter>) -> Self {
+        self.rate_limiter = Some(limiter);
         self
     }
     /// Share tool results between the crew's agents (opt-in; agents with `cache: false` stay out).
@@ -911,6 +974,24 @@ impl CrewBuilder {
         self
     }
 
+    /// Stops a kickoff before an LLM call that would take its cost over `usd` (priced with the
+    /// crew's price table); the run ends with [`CrewError::BudgetExceeded`], keeping finished tasks.
+    pub fn max_cost_usd(mut self, usd: f64) -> Self {
+        self.budget.max_cost_usd = Some(usd);
+        self
+    }
+    /// Stops a kickoff before an LLM call that would take its tokens (prompt and completion) over
+    /// `tokens`; the run ends with [`CrewError::BudgetExceeded`], keeping finished tasks.
+    pub fn max_tokens(mut self, tokens: u64) -> Self {
+        self.budget.max_tokens = Some(tokens);
+        self
+    }
+    /// The prices calls are priced with (default [`PriceTable::builtin`]).
+    pub fn prices(mut self, prices: PriceTable) -> Self {
+        self.prices = Some(Arc::new(prices));
+        self
+    }
+
     /// Checks the crew (CrewAI's validations and ours) and builds it.
     pub fn build(self) -> Result<Crew, CrewError> {
         let name = self.name.unwrap_or_else(|| "crew".to_string());
@@ -926,6 +1007,12 @@ impl CrewBuilder {
         }
         if self.max_rpm == Some(0) {
             return Err(config("`max_rpm` must be at least 1 (leave it unset for no limit)".into()));
+        }
+        if self.budget.max_cost_usd.is_some_and(|usd| !usd.is_finite() || usd <= 0.0) {
+            return Err(config("`max_cost_usd` must be a positive number of US dollars (leave it unset for no limit)".into()));
+        }
+        if self.budget.max_tokens == Some(0) {
+            return Err(config("`max_tokens` must be at least 1 (leave it unset for no limit)".into()));
         }
         validate_tasks(&self.tasks, self.process).map_err(config)?;
         let manager = match self.process {
@@ -953,7 +1040,7 @@ impl CrewBuilder {
                 process: self.process,
                 manager,
                 function_calling_llm: self.function_calling_llm,
-                rate_limiter: self.max_rpm.map(RateLimiter::per_minute),
+                rate_limiter: self.rate_limiter.or_else(|| self.max_rpm.map(RateLimiter::per_minute)),
                 tool_cache: self.cache.then(ToolCache::new),
                 stream: self.stream,
                 events,
@@ -967,6 +1054,8 @@ impl CrewBuilder {
                 task_timeout: self.task_timeout.unwrap_or(Some(DEFAULT_TASK_TIMEOUT)),
                 max_delegation_depth: self.max_delegation_depth.unwrap_or(DEFAULT_MAX_DELEGATION_DEPTH),
                 kickoff_concurrency: self.kickoff_concurrency.unwrap_or(DEFAULT_KICKOFF_CONCURRENCY),
+                budget: self.budget,
+                prices: self.prices.unwrap_or_else(|| Arc::new(PriceTable::builtin())),
                 last_run: Mutex::new(RunRecord::default()),
             }),
         })

@@ -92,6 +92,13 @@ pub enum AgentError {
     /// The run was cancelled from outside.
     #[error("agent '{role}': the run was cancelled")]
     Cancelled { role: String },
+
+    /// The next LLM call would have gone over the run's budget (`max_cost_usd`, `max_tokens`).
+    #[error("agent '{role}' stopped: {exceeded}")]
+    BudgetExceeded {
+        role: String,
+        exceeded: Box<crate::usage::BudgetExceeded>,
+    },
 }
 
 impl AgentError {
@@ -126,7 +133,8 @@ impl AgentError {
             | AgentError::EmptyAnswer { role }
             | AgentError::GuardrailFailed { role, .. }
             | AgentError::Guardrail { role, .. }
-            | AgentError::Cancelled { role } => Some(role),
+            | AgentError::Cancelled { role }
+            | AgentError::BudgetExceeded { role, .. } => Some(role),
         }
     }
 }

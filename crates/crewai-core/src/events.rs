@@ -140,6 +140,14 @@ pub enum EventKind {
         task_name: Option<String>,
         error: String,
     },
+    /// A model call is held back by the requests-per-minute limit (the agent's `max_rpm`, the
+    /// crew's, or a shared limiter) and waits `wait_ms` before it is sent.
+    RateLimitWaitStarted {
+        agent_role: String,
+        task_name: Option<String>,
+        max_rpm: Option<u32>,
+        wait_ms: u64,
+    },
     /// A piece of streamed reply text.
     LlmStreamChunk {
         call_id: String,
@@ -247,6 +255,7 @@ impl EventKind {
             EventKind::LlmCallCompleted { .. } => "llm_call_completed",
             EventKind::LlmCallFailed { .. } => "llm_call_failed",
             EventKind::LlmStreamChunk { .. } => "llm_stream_chunk",
+            EventKind::RateLimitWaitStarted { .. } => "rate_limit_wait_started",
             EventKind::ToolUsageStarted { .. } => "tool_usage_started",
             EventKind::ToolUsageFinished { .. } => "tool_usage_finished",
             EventKind::ToolUsageError { .. } => "tool_usage_error",

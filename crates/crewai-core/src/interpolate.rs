@@ -88,6 +88,38 @@ pub fn interpolate(text: &str, inputs: &Inputs, location: &Location) -> Result<S
         .into_owned())
 }
 
+/// Interpolation that tells CrewAI's two "no values" cases apart: `None` (a kickoff without
+/// inputs) leaves the text as written; `Some` map, even an empty one, must provide every
+/// placeholder, so an empty map fails on the first placeholder, as CrewAI's `interpolate_only`
+/// does. Braces that are not a placeholder are left alone in both cases.
+///
+/// ```
+/// use crewai_core::interpolate::{interpolate_given, Inputs, Location};
+/// let at = Location { owner: "task 'research'".into(), field: "description" };
+/// assert_eq!(interpolate_given("{topic} {\"k\": 1}", None, &at).unwrap(), "{topic} {\"k\": 1}");
+/// let empty = Inputs::new();
+/// assert_eq!(interpolate_given("{topic}", Some(&empty), &at).unwrap_err().placeholder, "topic");
+/// assert_eq!(interpolate_given("(}}) {\"k\": 1}", Some(&empty), &at).unwrap(), "(}}) {\"k\": 1}");
+/// ```
+pub fn interpolate_given(
+    text: &str,
+    inputs: Option<&Inputs>,
+    location: &Location,
+) -> Result<String, InterpolationError> {
+    match inputs {
+        None => Ok(text.to_string()),
+        Some(inputs) if inputs.is_empty() => match placeholders(text).into_iter().next() {
+            Some(first) => Err(InterpolationError {
+                placeholder: first,
+                location: location.clone(),
+                given: "none".to_string(),
+            }),
+            None => Ok(text.to_string()),
+        },
+        Some(inputs) => interpolate(text, inputs, location),
+    }
+}
+
 /// A JSON value rendered the way Python's `str()` renders the equivalent Python value:
 /// strings bare, `True`/`False`/`None`, lists and dicts as their `repr`.
 ///
@@ -184,6 +216,56 @@ mod tests {
         assert_eq!(python_str(&json!(false)), "False");
         assert_eq!(python_str(&json!(null)), "None");
         assert_eq!(python_str(&json!(["it's", "x"])), r#"["it's", 'x']"#);
+    }
+
+    #[test]
+    fn doubled_braces_interpolate_the_inner_placeholder() {
+        // CrewAI replaces `{name}` wherever it appears, so `{{name}}` keeps one brace each side.
+        let inputs: Inputs = [("name".to_string(), json!("Ada"))].into();
+        assert_eq!(interpolate("{{name}} and {name}", &inputs, &at()).unwrap(), "{Ada} and Ada");
+    }
+
+    #[test]
+    fn braces_that_are_not_placeholders_stay() {
+        let inputs: Inputs = [("x".to_string(), json!("X"))].into();
+        let text = "(}}) {{ }} {} {x y} {\"a\": {\"b\": [1]}} {x}";
+        assert_eq!(
+            interpolate(text, &inputs, &at()).unwrap(),
+            "(}}) {{ }} {} {x y} {\"a\": {\"b\": [1]}} X"
+        );
+    }
+
+    #[test]
+    fn every_json_type_renders_like_python_str() {
+        let inputs: Inputs = [
+            ("int".to_string(), json!(42)),
+            ("neg".to_string(), json!(-7)),
+            ("float".to_string(), json!(0.1)),
+            ("big".to_string(), json!(1e16)),
+            ("small".to_string(), json!(1.5e-7)),
+            ("yes".to_string(), json!(true)),
+            ("none".to_string(), json!(null)),
+            ("list".to_string(), json!(["a", 1, false, null, 2.5])),
+            ("dict".to_string(), json!({"k": "v", "n": {"deep": [true]}})),
+            ("quote".to_string(), json!(["it's", "say \"hi\"", "both ' \""])),
+        ]
+        .into();
+        let text = "{int} {neg} {float} {big} {small} {yes} {none} {list} {dict} {quote}";
+        assert_eq!(
+            interpolate(text, &inputs, &at()).unwrap(),
+            r#"42 -7 0.1 1e+16 1.5e-07 True None ['a', 1, False, None, 2.5] {'k': 'v', 'n': {'deep': [True]}} ["it's", 'say "hi"', 'both \' "']"#
+        );
+    }
+
+    #[test]
+    fn no_inputs_and_an_empty_map_differ() {
+        let empty = Inputs::new();
+        assert_eq!(interpolate_given("{topic}", None, &at()).unwrap(), "{topic}");
+        let err = interpolate_given("{a} then {b}", Some(&empty), &at()).unwrap_err();
+        assert_eq!(err.placeholder, "a");
+        assert!(err.to_string().contains("given: none"), "{err}");
+        let given: Inputs = [("a".to_string(), json!(1))].into();
+        assert_eq!(interpolate_given("{a}", Some(&given), &at()).unwrap(), "1");
     }
 
     #[test]

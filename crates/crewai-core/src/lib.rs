@@ -64,4 +64,4 @@ pub use events::{ConsoleListener, Event, EventBus, EventKind, EventRecorder, Lis
 pub use guardrail::{Guardrail, GuardrailContext, GuardrailError, GuardrailPass, GuardrailVerdict};
 pub use hooks::{HookDecision, HookedLlm, Hooks, LlmCallContext, ToolCallContext};
 pub use output::{CrewOutput, OutputFormat, TaskOutput};
-pub use usage::{UsageSummary, UsageTracker};
+pub use usage::{Budget, BudgetExceeded, BudgetLimit, UsageSummary, UsageTracker};

@@ -1,43 +1,163 @@
-//! Token usage bookkeeping: one [`UsageTracker`] per crew (or per standalone agent run) collects every
-//! LLM call's usage in total, per agent role and per task.
+//! Token usage, cost and budget bookkeeping: one [`UsageTracker`] per crew kickoff (or per
+//! standalone agent run, or per flow) collects every LLM call's usage, prices it with a
+//! [`PriceTable`], and sums it in total, per agent role, per task and per model. A [`Budget`] on
+//! the tracker stops a run before a call that would go over it.
 
 use std::collections::BTreeMap;
+use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use crewai_llm::Usage;
+use crewai_llm::{PriceTable, Usage};
 use serde::{Deserialize, Serialize};
 
-/// Usage in total, per agent role and per task name (CrewAI's `usage_metrics`, broken down).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// Usage in total, per agent role, per task name and per model (CrewAI's `usage_metrics`, broken
+/// down); every entry carries its `cost_usd`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct UsageSummary {
     pub total: Usage,
     pub by_agent: BTreeMap<String, Usage>,
     pub by_task: BTreeMap<String, Usage>,
+    #[serde(default)]
+    pub by_model: BTreeMap<String, Usage>,
 }
 
-/// A shared, cheap-to-clone usage ledger.
+impl UsageSummary {
+    /// Adds another summary to this one, entry by entry.
+    pub fn add(&mut self, other: &UsageSummary) {
+        self.total.add(&other.total);
+        for (mine, theirs) in [
+            (&mut self.by_agent, &other.by_agent),
+            (&mut self.by_task, &other.by_task),
+            (&mut self.by_model, &other.by_model),
+        ] {
+            for (key, usage) in theirs {
+                mine.entry(key.clone()).or_default().add(usage);
+            }
+        }
+    }
+}
+
+/// Limits on what one run may spend. A limit is checked before every LLM call: the call is not
+/// made when what was used so far plus the call's prompt (estimated at four characters a token)
+/// would go over it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Budget {
+    /// Total cost in USD (priced with the run's price table).
+    pub max_cost_usd: Option<f64>,
+    /// Total tokens, prompt and completion.
+    pub max_tokens: Option<u64>,
+}
+
+impl Budget {
+    /// Whether any limit is set.
+    pub fn is_limited(&self) -> bool {
+        self.max_cost_usd.is_some() || self.max_tokens.is_some()
+    }
+}
+
+/// Which limit of a [`Budget`] a call would have gone over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BudgetLimit {
+    /// `max_cost_usd`.
+    Cost,
+    /// `max_tokens`.
+    Tokens,
+}
+
+/// A call was not made because it would have gone over the run's budget.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, thiserror::Error)]
+pub struct BudgetExceeded {
+    pub limit: BudgetLimit,
+    /// The limit as configured (USD or tokens).
+    pub max: f64,
+    /// What the run had used before the call (USD or tokens).
+    pub spent: f64,
+    /// The estimated prompt of the call that was not made (USD or tokens).
+    pub next_call: f64,
+    /// The model of that call.
+    pub model: String,
+}
+
+impl fmt::Display for BudgetExceeded {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.limit {
+            BudgetLimit::Cost => write!(
+                f,
+                "the cost budget max_cost_usd = ${} would be exceeded: ${:.6} spent, and the next call to {} needs about ${:.6} for its prompt alone",
+                self.max, self.spent, self.model, self.next_call
+            )?,
+            BudgetLimit::Tokens => write!(
+                f,
+                "the token budget max_tokens = {} would be exceeded: {} tokens used, and the next call to {} sends about {} prompt tokens",
+                self.max, self.spent, self.model, self.next_call
+            )?,
+        }
+        f.write_str("; raise the limit, then replay from the stopped task to resume")
+    }
+}
+
+/// A shared, cheap-to-clone usage ledger with a price table and an optional budget.
 ///
 /// ```
 /// use crewai_core::usage::UsageTracker;
 /// use crewai_llm::Usage;
 ///
 /// let tracker = UsageTracker::new();
-/// let call = Usage { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15, successful_requests: 1, ..Default::default() };
-/// tracker.record("Researcher", Some("research"), &call);
-/// tracker.record("Writer", None, &call);
+/// let call = Usage { prompt_tokens: 1000, completion_tokens: 500, total_tokens: 1500, successful_requests: 1, ..Default::default() };
+/// let priced = tracker.record_call("gpt-4o-mini", "Researcher", Some("research"), &call);
+/// assert!((priced.cost_usd - (1000.0 * 0.15 + 500.0 * 0.60) / 1e6).abs() < 1e-12);
+/// tracker.record_call("claude-haiku-4-5", "Writer", None, &call);
 /// let summary = tracker.summary();
-/// assert_eq!(summary.total.total_tokens, 30);
-/// assert_eq!(summary.by_agent["Researcher"].prompt_tokens, 10);
+/// assert_eq!(summary.total.total_tokens, 3000);
+/// assert_eq!(summary.by_agent["Researcher"].prompt_tokens, 1000);
 /// assert_eq!(summary.by_task.len(), 1);
+/// assert_eq!(summary.by_model.len(), 2);
+/// assert!(summary.total.cost_usd > priced.cost_usd);
 /// ```
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct UsageTracker {
     book: Arc<Mutex<UsageSummary>>,
+    prices: Arc<PriceTable>,
+    budget: Budget,
+}
+
+impl Default for UsageTracker {
+    fn default() -> Self {
+        UsageTracker {
+            book: Arc::default(),
+            prices: Arc::new(PriceTable::builtin()),
+            budget: Budget::default(),
+        }
+    }
 }
 
 impl UsageTracker {
+    /// An empty ledger with the built-in prices and no budget.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Prices calls with `prices` instead of the built-in table.
+    pub fn with_prices(mut self, prices: Arc<PriceTable>) -> Self {
+        self.prices = prices;
+        self
+    }
+
+    /// Stops calls that would go over `budget`.
+    pub fn with_budget(mut self, budget: Budget) -> Self {
+        self.budget = budget;
+        self
+    }
+
+    /// The price table calls are priced with.
+    pub fn prices(&self) -> &PriceTable {
+        &self.prices
+    }
+
+    /// The run's budget.
+    pub fn budget(&self) -> Budget {
+        self.budget
     }
 
     fn lock(&self) -> MutexGuard<'_, UsageSummary> {
@@ -47,17 +167,42 @@ impl UsageTracker {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Adds one call's usage for `agent_role` (and `task`, when the call served one).
+    /// Adds one already-priced usage for `agent_role` (and `task`, when the call served one),
+    /// without a model.
     pub fn record(&self, agent_role: &str, task: Option<&str>, usage: &Usage) {
         let mut book = self.lock();
-        book.total.add(usage);
-        book.by_agent
-            .entry(agent_role.to_string())
-            .or_default()
-            .add(usage);
-        if let Some(task) = task {
-            book.by_task.entry(task.to_string()).or_default().add(usage);
+        add_to(&mut book, agent_role, task, None, usage);
+    }
+
+    /// Prices one call of `model` and adds it for `agent_role`, `task` and the model; returns the
+    /// usage with its `cost_usd`.
+    pub fn record_call(&self, model: &str, agent_role: &str, task: Option<&str>, usage: &Usage) -> Usage {
+        let mut priced = *usage;
+        self.prices.price_usage(model, &mut priced);
+        let mut book = self.lock();
+        add_to(&mut book, agent_role, task, Some(model), &priced);
+        priced
+    }
+
+    /// Whether a call of `model` sending about `prompt_tokens` may still be made.
+    pub fn check_budget(&self, model: &str, prompt_tokens: u64) -> Result<(), BudgetExceeded> {
+        if !self.budget.is_limited() {
+            return Ok(());
         }
+        let total = self.total();
+        let exceeded = |limit, max: f64, spent: f64, next_call: f64| BudgetExceeded { limit, max, spent, next_call, model: model.to_string() };
+        if let Some(max) = self.budget.max_tokens
+            && total.total_tokens + prompt_tokens > max
+        {
+            return Err(exceeded(BudgetLimit::Tokens, max as f64, total.total_tokens as f64, prompt_tokens as f64));
+        }
+        if let Some(max) = self.budget.max_cost_usd {
+            let next_call = self.prices.lookup(model).map_or(0.0, |price| price.input_cost(prompt_tokens));
+            if total.cost_usd + next_call > max {
+                return Err(exceeded(BudgetLimit::Cost, max, total.cost_usd, next_call));
+            }
+        }
+        Ok(())
     }
 
     /// The total so far.
@@ -68,5 +213,70 @@ impl UsageTracker {
     /// A copy of the whole ledger.
     pub fn summary(&self) -> UsageSummary {
         self.lock().clone()
+    }
+}
+
+fn add_to(book: &mut UsageSummary, agent_role: &str, task: Option<&str>, model: Option<&str>, usage: &Usage) {
+    book.total.add(usage);
+    book.by_agent.entry(agent_role.to_string()).or_default().add(usage);
+    if let Some(task) = task {
+        book.by_task.entry(task.to_string()).or_default().add(usage);
+    }
+    if let Some(model) = model {
+        book.by_model.entry(model.to_string()).or_default().add(usage);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(prompt: u64, completion: u64) -> Usage {
+        Usage { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion, successful_requests: 1, ..Default::default() }
+    }
+
+    #[test]
+    fn aggregates_sum_the_priced_calls() {
+        let tracker = UsageTracker::new();
+        let a = tracker.record_call("gpt-4o-mini", "A", Some("t1"), &call(100, 10));
+        let b = tracker.record_call("gpt-4o", "B", Some("t2"), &call(200, 20));
+        let summary = tracker.summary();
+        assert!((summary.total.cost_usd - (a.cost_usd + b.cost_usd)).abs() < 1e-15);
+        assert_eq!(summary.by_model["gpt-4o"].prompt_tokens, 200);
+        assert_eq!(summary.by_task["t1"].cost_usd, a.cost_usd);
+        assert_eq!(summary.by_agent["B"].cost_usd, b.cost_usd);
+    }
+
+    #[test]
+    fn token_budget_counts_the_next_prompt() {
+        let tracker = UsageTracker::new().with_budget(Budget { max_tokens: Some(150), ..Default::default() });
+        assert!(tracker.check_budget("gpt-4o-mini", 100).is_ok());
+        tracker.record_call("gpt-4o-mini", "A", None, &call(100, 10));
+        assert!(tracker.check_budget("gpt-4o-mini", 40).is_ok());
+        let stop = tracker.check_budget("gpt-4o-mini", 41).unwrap_err();
+        assert_eq!((stop.limit, stop.spent, stop.next_call), (BudgetLimit::Tokens, 110.0, 41.0));
+        assert!(stop.to_string().contains("max_tokens = 150"), "{stop}");
+    }
+
+    #[test]
+    fn cost_budget_uses_the_price_table() {
+        let tracker = UsageTracker::new().with_budget(Budget { max_cost_usd: Some(0.001), ..Default::default() });
+        tracker.record_call("gpt-4o", "A", None, &call(300, 10)); // $0.00085
+        assert!(tracker.check_budget("gpt-4o", 50).is_ok()); // + $0.000125
+        let stop = tracker.check_budget("gpt-4o", 100).unwrap_err(); // + $0.00025
+        assert_eq!(stop.limit, BudgetLimit::Cost);
+        assert!(tracker.check_budget("unpriced-model", 10_000).is_ok(), "only what was spent counts for an unpriced model");
+    }
+
+    #[test]
+    fn summaries_add_entry_by_entry() {
+        let first = UsageTracker::new();
+        first.record_call("gpt-4o-mini", "A", Some("t"), &call(1, 1));
+        let second = UsageTracker::new();
+        second.record_call("gpt-4o-mini", "A", Some("t"), &call(2, 2));
+        let mut total = first.summary();
+        total.add(&second.summary());
+        assert_eq!(total.by_model["gpt-4o-mini"].total_tokens, 6);
+        assert_eq!(total.by_task["t"].successful_requests, 2);
     }
 }

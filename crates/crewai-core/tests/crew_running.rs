@@ -208,3 +208,38 @@ async fn kickoff_with_hangs_under_a_parent_event_and_can_be_cancelled() {
     assert!(matches!(result, Err(CrewError::Cancelled { .. })), "{result:?}");
     assert_eq!(recorder.of_type("crew_kickoff_failed").len(), 1);
 }
+
+/// Compiles only if the future can move between threads (what `tokio::spawn` needs).
+fn assert_send<T: Send>(_: T) {}
+
+#[tokio::test]
+async fn kickoff_futures_are_send() {
+    let server = ScriptedServer::start().await;
+    let a = agent("Writer", &server);
+    let crew = Crew::builder().agents(vec![a.clone()]).tasks(vec![task("t", "Write about {topic}", &a)]).build().unwrap();
+    // Never awaited: only their types matter.
+    assert_send(crew.kickoff(Inputs::new()));
+    assert_send(crew.kickoff_with(Inputs::new(), KickoffOptions::default()));
+    assert_send(crew.kickoff_for_each(Vec::new()));
+    assert_send(crew.kickoff_stream(Inputs::new()));
+    assert_send(crew.replay("t", None));
+    assert_send(a.kickoff("hello"));
+    assert_eq!(server.request_count(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kickoff_for_each_runs_on_a_spawned_task() {
+    let server = ScriptedServer::start().await;
+    for topic in ["one", "two"] {
+        server.push(Reply::text(format!("about {topic}")));
+    }
+    let a = agent("Writer", &server);
+    let crew = Crew::builder().agents(vec![a.clone()]).tasks(vec![task("t", "Write about {topic}", &a)]).kickoff_concurrency(1).build().unwrap();
+    let sets: Vec<Inputs> = ["one", "two"].iter().map(|t| [("topic".to_string(), json!(t))].into()).collect();
+
+    let spawned = crew.clone();
+    let outputs = tokio::spawn(async move { spawned.kickoff_for_each(sets).await }).await.expect("the spawned kickoff did not panic").unwrap();
+
+    assert_eq!(outputs.iter().map(|o| o.raw.as_str()).collect::<Vec<_>>(), ["about one", "about two"]);
+    assert_eq!(crew.usage().total.successful_requests, 2);
+}

@@ -51,6 +51,43 @@
 //! # });
 //! ```
 //!
+//! ## The `#[flow]` macro
+//! The same definition from an impl block: `#[start]` / `#[start(trigger)]`, `#[listen(trigger)]`,
+//! `#[router(trigger, emits = [..])]`, `#[persist]` and
+//! `#[human_feedback(message = "..", emit = [..], default = "..")]` on async methods taking
+//! `&self` and (optionally) the [`FlowContext`]; options `#[flow(state = T, name = "..", persist,
+//! crate = "path")]`. It adds `flow_builder(self) -> FlowBuilder<T>` and `into_flow(self)`.
+//!
+//! ```
+//! use crewai_flow::{flow, FlowContext, MethodResult};
+//!
+//! struct Greeter { greeting: &'static str }
+//!
+//! #[flow(name = "greeter")]
+//! impl Greeter {
+//!     #[start]
+//!     async fn name(&self, ctx: FlowContext) -> MethodResult<String> {
+//!         Ok(ctx.read_state(|s| s["who"].as_str().unwrap_or("world").to_string()))
+//!     }
+//!
+//!     #[router(name, emits = [polite, casual])]
+//!     async fn tone(&self) -> MethodResult<&'static str> {
+//!         Ok(if self.greeting == "Hello" { "polite" } else { "casual" })
+//!     }
+//!
+//!     #[listen(or(polite, casual))]
+//!     async fn greet(&self, ctx: FlowContext) -> MethodResult<String> {
+//!         Ok(format!("{}, {}!", self.greeting, ctx.method_output("name").and_then(|v| v.as_str().map(String::from)).unwrap_or_default()))
+//!     }
+//! }
+//!
+//! # tokio::runtime::Runtime::new().unwrap().block_on(async {
+//! let flow = Greeter { greeting: "Hello" }.into_flow().unwrap();
+//! let output = flow.kickoff([("who", serde_json::json!("Ada"))]).await.unwrap();
+//! assert_eq!(output.result, Some(serde_json::json!("Hello, Ada!")));
+//! # });
+//! ```
+//!
 //! ## State
 //! Typed (any `Clone + Default + Serialize + DeserializeOwned` struct) or unstructured
 //! ([`UnstructuredState`], a JSON map). Each run has an id (UUID v4) available as
@@ -91,6 +128,8 @@ mod state;
 mod trigger;
 
 pub use context::FlowContext;
+/// `#[flow]` on an impl block (see the crate docs).
+pub use crewai_macros::flow;
 pub use definition::{DEFAULT_MAX_METHOD_CALLS, FlowBuilder, MethodError, MethodInfo, MethodKind, MethodResult};
 pub use error::{BoxError, FlowBuildError, FlowError, PersistenceError};
 pub use feedback::{AwaitingFeedback, ConsoleFeedbackProvider, FeedbackProvider, FeedbackRecord, FeedbackReply, FeedbackRequest, HumanFeedback};

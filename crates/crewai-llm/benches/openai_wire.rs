@@ -46,8 +46,17 @@ const TOOL_CALL_RESPONSE: &str = r#"{"id":"chatcmpl-0123456789abcdef01234567","o
 const TEXT_RESPONSE: &str = r#"{"id":"chatcmpl-0123456789abcdef01234567","object":"chat.completion","created":1764579600,"model":"gpt-4o-mini","system_fingerprint":"fp_mock","choices":[{"index":0,"message":{"role":"assistant","content":"ANSWER 733eb2f3","refusal":null},"logprobs":null,"finish_reason":"stop"}],"usage":{"prompt_tokens":250,"completion_tokens":4,"total_tokens":254,"prompt_tokens_details":{"cached_tokens":0,"audio_tokens":0},"completion_tokens_details":{"reasoning_tokens":0,"audio_tokens":0,"accepted_prediction_tokens":0,"rejected_prediction_tokens":0}}}"#;
 
 /// Bytes off the wire to an `LlmResponse`.
-#[divan::bench(args = [TOOL_CALL_RESPONSE, TEXT_RESPONSE])]
-fn decode_response(body: &str) -> Option<crewai_llm::LlmResponse> {
+fn decode(body: &str) -> Option<crewai_llm::LlmResponse> {
     let value: serde_json::Value = serde_json::from_slice(black_box(body.as_bytes())).ok()?;
     parse_completion("openai", &value).ok()
+}
+
+#[divan::bench]
+fn decode_tool_call_response() -> Option<crewai_llm::LlmResponse> {
+    decode(TOOL_CALL_RESPONSE)
+}
+
+#[divan::bench]
+fn decode_text_response() -> Option<crewai_llm::LlmResponse> {
+    decode(TEXT_RESPONSE)
 }

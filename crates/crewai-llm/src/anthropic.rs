@@ -577,6 +577,7 @@ impl Assembler {
             reasoning_tokens: 0,
             cache_creation_tokens: cache_write,
             successful_requests: 1,
+            ..Default::default()
         }
     }
 

@@ -307,6 +307,7 @@ fn parse_converse(body: &Value, names: &ToolNameMap, structured: Option<&str>) -
             reasoning_tokens: 0,
             cache_creation_tokens: number("cacheWriteInputTokens"),
             successful_requests: 1,
+            ..Default::default()
         },
         response_id: None,
         model: None,

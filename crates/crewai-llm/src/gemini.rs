@@ -612,6 +612,7 @@ impl Assembler {
             reasoning_tokens: thoughts,
             cache_creation_tokens: 0,
             successful_requests: 1,
+            ..Default::default()
         }
     }
 

@@ -140,18 +140,35 @@ impl ReqwestTransport {
     /// A transport whose requests fail after `connect_timeout` without a connection and after
     /// `request_timeout` in total (body included).
     pub fn new(connect_timeout: Duration, request_timeout: Duration) -> Result<Self, LlmError> {
-        let client = reqwest::Client::builder()
-            .connect_timeout(connect_timeout)
-            .timeout(request_timeout)
-            .user_agent(concat!("crewai-rs/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|e| LlmError::Config(format!("could not build the HTTP client: {e}")))?;
-        Ok(ReqwestTransport { client, request_timeout })
+        Ok(ReqwestTransport { client: shared_client(connect_timeout)?, request_timeout })
     }
 
     fn map_error(&self, error: reqwest::Error, context: &ErrorContext) -> LlmError {
         map_reqwest_error(error, context, self.request_timeout)
     }
+}
+
+/// The process's reqwest client for a connect timeout, built once.
+///
+/// Building a client loads and parses the platform's whole certificate store (most of a
+/// kickoff's CPU when every model client built its own), and one client also means one
+/// connection pool. Sharing it leaks nothing between crews: it holds connections, not run state.
+/// The total timeout is set per request, so clients with different timeouts share it too.
+fn shared_client(connect_timeout: Duration) -> Result<reqwest::Client, LlmError> {
+    static CLIENTS: std::sync::OnceLock<std::sync::Mutex<std::collections::HashMap<Duration, reqwest::Client>>> =
+        std::sync::OnceLock::new();
+    let clients = CLIENTS.get_or_init(Default::default);
+    let mut clients = clients.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(client) = clients.get(&connect_timeout) {
+        return Ok(client.clone());
+    }
+    let client = reqwest::Client::builder()
+        .connect_timeout(connect_timeout)
+        .user_agent(concat!("crewai-rs/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .map_err(|e| LlmError::Config(format!("could not build the HTTP client: {e}")))?;
+    clients.insert(connect_timeout, client.clone());
+    Ok(client)
 }
 
 /// Turns a reqwest failure into the matching [`LlmError`].
@@ -181,7 +198,7 @@ impl Transport for ReqwestTransport {
     async fn send(&self, request: HttpRequest, context: &ErrorContext) -> Result<HttpResponse, LlmError> {
         let method = reqwest::Method::from_bytes(request.method.as_bytes())
             .map_err(|_| LlmError::Config(format!("invalid HTTP method '{}'", request.method)))?;
-        let mut builder = self.client.request(method, &request.url).body(request.body);
+        let mut builder = self.client.request(method, &request.url).timeout(self.request_timeout).body(request.body);
         for (name, value) in &request.headers {
             builder = builder.header(name, value);
         }

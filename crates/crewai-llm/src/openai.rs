@@ -394,6 +394,7 @@ pub fn parse_usage(usage: Option<&Value>) -> Usage {
         reasoning_tokens: number(usage.pointer("/completion_tokens_details/reasoning_tokens")),
         cache_creation_tokens: 0,
         successful_requests: 1,
+        ..Default::default()
     }
 }
 

@@ -186,6 +186,7 @@ fn parse_usage(usage: Option<&Value>) -> Usage {
         reasoning_tokens: number("/output_tokens_details/reasoning_tokens"),
         cache_creation_tokens: 0,
         successful_requests: 1,
+        ..Default::default()
     }
 }
 

@@ -139,8 +139,17 @@ pub type EnvLookup<'a> = &'a (dyn Fn(&str) -> Option<String> + Send + Sync);
 /// An owned environment source.
 type SharedEnv = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
 
-/// How [`build_llm_with`] builds: where it reads the environment, how it retries, and which
-/// transport the provider clients use (a cassette recorder or replayer; the network by default).
+/// Builds the client of a provider this crate does not contain (the embedded `local` model lives
+/// in `crewai-local`, so this crate stays free of its dependencies). It receives the config with
+/// `model` already filled in (from `MODEL` when the config had none) and its prefix still on.
+pub type ProviderFactory = Arc<dyn Fn(&LlmConfig) -> Result<Arc<dyn Llm>, LlmError> + Send + Sync>;
+
+/// The provider name of the model that runs in the process (`local/smollm2-135m`).
+pub const LOCAL_PROVIDER: &str = "local";
+
+/// How [`build_llm_with`] builds: where it reads the environment, how it retries, which
+/// transport the provider clients use (a cassette recorder or replayer; the network by default),
+/// and the extra providers registered with [`BuildOptions::with_provider`].
 ///
 /// ```
 /// use std::time::Duration;
@@ -158,11 +167,18 @@ pub struct BuildOptions {
     retry: RetryPolicy,
     transport: Option<Arc<dyn Transport>>,
     recorder: Option<Arc<CassetteRecorder>>,
+    providers: std::collections::BTreeMap<String, ProviderFactory>,
 }
 
 impl Default for BuildOptions {
     fn default() -> Self {
-        BuildOptions { env: Arc::new(process_env), retry: RetryPolicy::default(), transport: None, recorder: None }
+        BuildOptions {
+            env: Arc::new(process_env),
+            retry: RetryPolicy::default(),
+            transport: None,
+            recorder: None,
+            providers: Default::default(),
+        }
     }
 }
 
@@ -172,6 +188,7 @@ impl std::fmt::Debug for BuildOptions {
             .field("retry", &self.retry)
             .field("transport", &self.transport.is_some())
             .field("recording", &self.recorder.is_some())
+            .field("providers", &self.providers.keys().collect::<Vec<_>>())
             .finish_non_exhaustive()
     }
 }
@@ -211,6 +228,29 @@ impl BuildOptions {
     pub fn with_recorder(mut self, recorder: Arc<CassetteRecorder>) -> Self {
         self.recorder = Some(recorder);
         self
+    }
+
+    /// Routes model strings prefixed `name/` (or configs with `provider: name`) to `factory`.
+    /// The built client still gets the stop-word, retry and rate-limit wrappers.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use crewai_llm::router::BuildOptions;
+    /// use crewai_llm::{Llm, LlmConfig, ScriptedLlm, build_llm_with};
+    /// let options = BuildOptions::new().with_provider("echo", Arc::new(|config: &LlmConfig| {
+    ///     Ok(Arc::new(ScriptedLlm::new(config.model.clone())) as Arc<dyn Llm>)
+    /// }));
+    /// let llm = build_llm_with(&LlmConfig::new("echo/any"), &options).unwrap();
+    /// assert_eq!(llm.model(), "echo/any");
+    /// ```
+    pub fn with_provider(mut self, name: impl Into<String>, factory: ProviderFactory) -> Self {
+        self.providers.insert(name.into().trim().to_ascii_lowercase(), factory);
+        self
+    }
+
+    /// True when a factory is registered for `name`.
+    pub fn has_provider(&self, name: &str) -> bool {
+        self.providers.contains_key(&name.trim().to_ascii_lowercase())
     }
 
     pub fn retry_policy(&self) -> &RetryPolicy {
@@ -272,6 +312,18 @@ pub fn build_provider(config: &LlmConfig, options: &BuildOptions) -> Result<Arc<
     };
     let transport = transport.as_ref();
     let model_string = if config.model.trim().is_empty() { default_model(env) } else { config.model.clone() };
+    if let Some(name) = provider_name(&model_string, config.provider.as_deref()) {
+        if let Some(factory) = options.providers.get(&name) {
+            let config = LlmConfig { model: model_string.clone(), ..config.clone() };
+            return factory(&config);
+        }
+        if name == LOCAL_PROVIDER {
+            return Err(LlmError::Unsupported(format!(
+                "model '{model_string}' runs inside the process and needs the `local` feature of crewai-cli (on by default), \
+                 or a program that registers `crewai_local::build` with `BuildOptions::with_provider(\"local\", ..)`"
+            )));
+        }
+    }
     let (provider, model) = route(&model_string, config.provider.as_deref())?;
     let key = |names: &[&str]| config.api_key.clone().filter(|k| !k.trim().is_empty()).or_else(|| first_env(env, names));
     let missing = |env_var: &str| LlmError::MissingApiKey { provider: provider.prefix().to_string(), env_var: env_var.to_string() };
@@ -376,6 +428,14 @@ pub fn build_provider(config: &LlmConfig, options: &BuildOptions) -> Result<Arc<
             "model '{model_string}' needs Bedrock support: build crewai-llm with the `bedrock` feature"
         ))),
     }
+}
+
+/// The provider a config names explicitly, else the prefix of its model string, lowercased.
+fn provider_name(model: &str, explicit: Option<&str>) -> Option<String> {
+    explicit
+        .filter(|p| !p.trim().is_empty())
+        .or_else(|| model.trim().split_once('/').map(|(prefix, _)| prefix))
+        .map(|name| name.trim().to_ascii_lowercase())
 }
 
 /// `OLLAMA_HOST` as a URL (it is often given without a scheme, like `0.0.0.0:11434`).
@@ -515,6 +575,34 @@ mod tests {
         assert_eq!(default_model(&env_of(&[("MODEL", "claude-3-haiku")])), "claude-3-haiku");
         let llm = build("", &[("MODEL", "groq/llama-x"), ("GROQ_API_KEY", "k")]).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!((llm.provider(), llm.model()), ("groq", "llama-x"));
+    }
+
+    #[tokio::test]
+    async fn registered_providers_build_their_models_with_the_usual_wrappers() {
+        use crate::types::{LlmRequest, LlmResponse, Message};
+        let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let record = seen.clone();
+        let factory: ProviderFactory = Arc::new(move |config: &LlmConfig| {
+            record.lock().map(|mut s| s.push(config.model.clone())).ok();
+            let scripted = crate::ScriptedLlm::new("tiny").then_response(LlmResponse { content: Some("answer STOP tail".into()), ..Default::default() });
+            Ok(Arc::new(scripted) as Arc<dyn Llm>)
+        });
+        let options = BuildOptions::new().with_env(env_of(&[("MODEL", "local/tiny")])).with_provider("Local", factory);
+        assert!(options.has_provider("local"));
+        let llm = build_llm_with(&LlmConfig::new("").with_stop(vec!["STOP".into()]), &options).unwrap_or_else(|e| panic!("{e}"));
+        let reply = llm.call(LlmRequest::new(vec![Message::user("q")])).await.unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(reply.content.as_deref(), Some("answer "));
+        let explicit = build_llm_with(&LlmConfig::new("tiny").with_provider("local"), &options);
+        assert!(explicit.is_ok());
+        assert_eq!(seen.lock().map(|s| s.clone()).unwrap_or_default(), vec!["local/tiny".to_string(), "tiny".to_string()]);
+    }
+
+    #[test]
+    fn local_models_without_the_local_provider_say_what_to_enable() {
+        let message = build("local/smollm2-135m", &[]).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(message.contains("`local` feature of crewai-cli"), "{message}");
+        let message = build_llm_with(&LlmConfig::new("x").with_provider("local"), &BuildOptions::new()).err().map(|e| e.to_string());
+        assert!(message.unwrap_or_default().contains("local"));
     }
 
     #[test]

@@ -238,7 +238,7 @@ pub enum FinishReason {
 }
 
 /// Tokens one call (or an aggregate of calls) used, as the provider reported them.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct Usage {
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
@@ -251,6 +251,10 @@ pub struct Usage {
     pub cache_creation_tokens: u64,
     /// Calls that returned a response.
     pub successful_requests: u64,
+    /// What the calls cost in USD, from the price table (`pricing`); 0 until priced, and for
+    /// models without a price.
+    #[serde(default)]
+    pub cost_usd: f64,
 }
 
 impl Usage {
@@ -263,6 +267,7 @@ impl Usage {
         self.reasoning_tokens += other.reasoning_tokens;
         self.cache_creation_tokens += other.cache_creation_tokens;
         self.successful_requests += other.successful_requests;
+        self.cost_usd += other.cost_usd;
     }
 }
 

@@ -69,6 +69,16 @@ pub fn crewai_tool(attr: TokenStream, item: TokenStream) -> TokenStream {
         .into()
 }
 
+mod flow;
+
+/// `#[flow]` on an impl block: its `#[start]`, `#[listen(..)]` and `#[router(..)]` async methods
+/// become a crewai flow definition (`flow_builder(self)` / `into_flow(self)`); see `src/flow.rs`
+/// for the attribute syntax. Re-exported as `crewai_flow::flow`.
+#[proc_macro_attribute]
+pub fn flow(attr: TokenStream, item: TokenStream) -> TokenStream {
+    flow::expand_flow(attr.into(), item.into(), "::crewai_flow").unwrap_or_else(syn::Error::into_compile_error).into()
+}
+
 struct Options {
     name: Option<String>,
     result_as_answer: bool,

@@ -38,6 +38,12 @@ pub struct BuildOptions {
     pub task_output_store: Option<Arc<dyn TaskOutputStore>>,
     /// Overrides the crew file's `verbose`.
     pub verbose: Option<bool>,
+    /// How model clients are built: extra providers (the embedded `local` model), environment,
+    /// retry timing.
+    pub llm_build: crewai_llm::BuildOptions,
+    /// The model of agents (and the manager) whose files name none; `MODEL` or CrewAI's default
+    /// when unset. Unlike `llm_override`, a model named in the files wins.
+    pub default_llm: Option<LlmConfig>,
 }
 
 impl BuildOptions {
@@ -48,7 +54,19 @@ impl BuildOptions {
             event_bus: None,
             task_output_store: None,
             verbose: None,
+            llm_build: crewai_llm::BuildOptions::default(),
+            default_llm: None,
         }
+    }
+    /// Builds model clients with these options (register extra providers on them).
+    pub fn with_llm_build(mut self, llm_build: crewai_llm::BuildOptions) -> Self {
+        self.llm_build = llm_build;
+        self
+    }
+    /// The model for agents whose files name none (see [`BuildOptions::default_llm`]).
+    pub fn with_default_llm(mut self, llm: LlmConfig) -> Self {
+        self.default_llm = Some(llm);
+        self
     }
     pub fn with_llm(mut self, llm: LlmConfig) -> Self {
         self.llm_override = Some(llm);
@@ -76,6 +94,8 @@ impl std::fmt::Debug for BuildOptions {
             .field("event_bus", &self.event_bus.is_some())
             .field("task_output_store", &self.task_output_store.is_some())
             .field("verbose", &self.verbose)
+            .field("llm_build", &self.llm_build)
+            .field("default_llm", &self.default_llm)
             .finish()
     }
 }
@@ -96,12 +116,21 @@ pub(crate) fn make_llm(
     config: Option<&LlmConfig>,
     who: &str,
     origin: Option<&Origin>,
+    options: &BuildOptions,
 ) -> Result<Arc<dyn Llm>, ProjectError> {
-    // An empty model means the default (`MODEL`, else CrewAI's), with the other settings kept.
-    let result = match config {
-        Some(config) => crewai_llm::build_llm(config),
-        None => crewai_llm::default_llm(),
+    // An empty model means the default (the options' default model, else `MODEL`, else
+    // CrewAI's), with the other settings kept.
+    let default = options.default_llm.clone().unwrap_or_default();
+    let config = match config {
+        Some(config) if config.model.trim().is_empty() && config.provider.is_none() => LlmConfig {
+            model: default.model.clone(),
+            provider: default.provider.clone(),
+            ..config.clone()
+        },
+        Some(config) => config.clone(),
+        None => default,
     };
+    let result = crewai_llm::build_llm_with(&config, &options.llm_build);
     result.map_err(|source| ProjectError::Llm {
         context: format!("{who}{}", place(origin)),
         source,
@@ -165,6 +194,7 @@ impl Project {
                         config,
                         "the crew's manager_llm",
                         crew.origin("manager_llm"),
+                        options,
                     )?);
                 }
             }
@@ -174,10 +204,24 @@ impl Project {
                 Some(config),
                 "the crew's function_calling_llm",
                 crew.origin("function_calling_llm"),
+                options,
             )?);
         }
         if let Some(v) = crew.max_rpm {
             builder = builder.max_rpm(v);
+        }
+        if let Some(v) = crew.max_cost_usd {
+            builder = builder.max_cost_usd(v);
+        }
+        if let Some(v) = crew.max_tokens {
+            builder = builder.max_tokens(v);
+        }
+        if let Some(prices) = &crew.pricing {
+            let overrides = crewai_llm::PriceTable::from_prices(prices.clone()).map_err(|err| ProjectError::Build {
+                context: format!("crew '{}' pricing", self.name()),
+                message: err.to_string(),
+            })?;
+            builder = builder.prices(crewai_llm::PriceTable::builtin().with_overrides(&overrides));
         }
         if let Some(v) = crew.cache {
             builder = builder.cache(v);
@@ -225,7 +269,10 @@ impl Project {
         let inputs = self.effective_inputs(inputs);
         let mut diagnostics = self.check_inputs(&inputs);
         let resolved = match self.resolve_tools(&options.tools) {
-            Ok(resolved) => resolved,
+            Ok(resolved) => {
+                diagnostics.extend(self.check_tool_env(&resolved));
+                resolved
+            }
             Err(ProjectError::Invalid(list)) => {
                 diagnostics.extend(list);
                 ResolvedTools::default()
@@ -364,7 +411,12 @@ impl Project {
             }),
             (config, None) => config,
         };
-        let llm = make_llm(config.as_ref(), &owner, origin.or(Some(&entry.origin)))?;
+        let llm = make_llm(
+            config.as_ref(),
+            &owner,
+            origin.or(Some(&entry.origin)),
+            options,
+        )?;
         let mut builder = Agent::builder()
             .role(s.role.clone().unwrap_or_default())
             .goal(s.goal.clone().unwrap_or_default())
@@ -375,6 +427,7 @@ impl Project {
                 Some(config),
                 &format!("{owner} function_calling_llm"),
                 s.origin("function_calling_llm"),
+                options,
             )?);
         }
         if let Some(tools) = resolved.agents.get(&entry.key) {

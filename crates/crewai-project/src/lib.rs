@@ -262,13 +262,16 @@ impl Project {
                 match registry.resolve(tool_ref) {
                     Ok(tool) => tools.push(tool),
                     Err(ToolLookupError::Unknown { name, nearest }) => {
-                        let hint = match nearest.first() {
+                        let hint = match nearest.as_slice() {
                             _ if ToolRegistry::is_crewai_tool_not_yet_available(&name) => format!(
                                 "{name} is a crewai-tools tool that crewai-rs does not provide yet; available: {}",
                                 registry.names().join(", ")
                             ),
-                            Some(first) => format!("did you mean '{first}'?"),
-                            None => format!("known tools: {}", registry.names().join(", ")),
+                            [only] => format!("did you mean '{only}'?"),
+                            [first, rest @ ..] => {
+                                format!("did you mean '{first}'? (also near: {})", rest.join(", "))
+                            }
+                            [] => format!("known tools: {}", registry.names().join(", ")),
                         };
                         diagnostics.push(
                             origin
@@ -277,6 +280,13 @@ impl Project {
                                     "{owner} names tool '{name}', which no one provides"
                                 ))
                                 .with_hint(Some(hint)),
+                        );
+                    }
+                    Err(ToolLookupError::NeedsKnowledge { name, message }) => {
+                        diagnostics.push(
+                            origin
+                                .child(i)
+                                .diagnostic(format!("{owner} names tool '{name}': {message}")),
                         );
                     }
                     Err(err @ ToolLookupError::Construction { .. }) => {
@@ -307,6 +317,49 @@ impl Project {
         } else {
             Err(ProjectError::Invalid(diagnostics))
         }
+    }
+}
+
+impl Project {
+    /// The environment variables the resolved tools need and do not have (`SERPER_API_KEY`),
+    /// each reported where the tool is named, so a run fails before the crew starts.
+    pub fn check_tool_env(&self, resolved: &ResolvedTools) -> Vec<Diagnostic> {
+        let mut diagnostics = Vec::new();
+        let entries = self
+            .agents
+            .iter()
+            .map(|a| {
+                (
+                    format!("agent '{}'", a.key),
+                    resolved.agents.get(&a.key),
+                    a.spec.origin("tools"),
+                )
+            })
+            .chain(self.tasks.iter().map(|t| {
+                (
+                    format!("task '{}'", t.key),
+                    resolved.tasks.get(&t.key),
+                    t.spec.origin("tools"),
+                )
+            }));
+        for (owner, tools, origin) in entries {
+            let (Some(tools), Some(origin)) = (tools, origin) else {
+                continue;
+            };
+            for (i, tool) in tools.iter().enumerate() {
+                if let Err(error) = crewai_tools::check_env_vars(std::slice::from_ref(tool)) {
+                    diagnostics.push(
+                        origin
+                            .child(i)
+                            .diagnostic(format!("{owner}: {error}"))
+                            .with_hint(Some(
+                                "set it in the environment or in the project's .env file".into(),
+                            )),
+                    );
+                }
+            }
+        }
+        diagnostics
     }
 }
 

@@ -2,14 +2,15 @@
 
 use std::fmt;
 
-use crewai_core::interpolate::{Inputs, Location, interpolate};
+use crewai_core::interpolate::{Inputs, Location, interpolate, python_str};
 use crewai_core::prompts::agent::{role_playing, task_message_native, task_message_no_tools};
+use crewai_tools::ToolHandle;
 use serde::Serialize;
 
 use crate::check::OutputKind;
 use crate::error::{Diagnostic, ProjectError};
 use crate::registry::ToolRegistry;
-use crate::spec::ProcessSpec;
+use crate::spec::{ProcessSpec, ToolRef};
 use crate::{Project, ResolvedTools};
 
 /// Which earlier outputs a task sees.
@@ -30,6 +31,9 @@ pub struct PlannedAgent {
     /// The model, or `None` when the default model is used.
     pub llm: Option<String>,
     pub tools: Vec<String>,
+    /// Each tool with the name and constructor arguments the project wrote for it
+    /// (`search_the_internet_with_serper (SerperDevTool, n_results=5)`).
+    pub tool_labels: Vec<String>,
     pub allow_delegation: bool,
     /// The rendered system prompt.
     pub system_prompt: String,
@@ -43,6 +47,8 @@ pub struct PlannedTask {
     pub agent: Option<String>,
     /// The tools the agent has for this task (task tools replace agent tools, as in CrewAI).
     pub tools: Vec<String>,
+    /// [`PlannedAgent::tool_labels`] for these tools.
+    pub tool_labels: Vec<String>,
     pub context: ContextPlan,
     pub async_execution: bool,
     /// `json` / `pydantic` when the answer is structured.
@@ -101,6 +107,33 @@ fn render(
     })
 }
 
+/// A tool as the plan shows it: the name the model calls, and what the project wrote when that
+/// says more (a crewai-tools class name, constructor arguments).
+fn tool_labels(refs: Option<&Vec<ToolRef>>, handles: Option<&Vec<ToolHandle>>) -> Vec<String> {
+    let (Some(refs), Some(handles)) = (refs, handles) else {
+        return Vec::new();
+    };
+    refs.iter()
+        .zip(handles)
+        .map(|(written, handle)| {
+            let mut said: Vec<String> = Vec::new();
+            if written.name != handle.name() {
+                said.push(written.name.clone());
+            }
+            said.extend(
+                written
+                    .args
+                    .iter()
+                    .map(|(k, v)| format!("{k}={}", python_str(v))),
+            );
+            match said.is_empty() {
+                true => handle.name().to_string(),
+                false => format!("{} ({})", handle.name(), said.join(", ")),
+            }
+        })
+        .collect()
+}
+
 impl Project {
     /// Checks inputs and tools and renders what would run. `inputs` are laid over the crew
     /// file's `inputs:`.
@@ -119,7 +152,14 @@ impl Project {
             return Err(ProjectError::Invalid(diagnostics));
         }
         let resolved = resolved.unwrap_or_default();
-        self.render_plan(&inputs, &resolved)
+        let mut plan = self.render_plan(&inputs, &resolved)?;
+        // A dry run calls no tool, so a missing key only warns here; `build` refuses to start.
+        plan.warnings.extend(
+            self.check_tool_env(&resolved)
+                .iter()
+                .map(ToString::to_string),
+        );
+        Ok(plan)
     }
 
     fn render_plan(&self, inputs: &Inputs, resolved: &ResolvedTools) -> Result<Plan, ProjectError> {
@@ -159,6 +199,7 @@ impl Project {
                     .map(|l| l.model.clone())
                     .filter(|m| !m.is_empty()),
                 tools: tool_names(resolved.agents.get(&agent.key)),
+                tool_labels: tool_labels(s.tools.as_ref(), resolved.agents.get(&agent.key)),
                 allow_delegation: s.allow_delegation.unwrap_or(false),
             });
         }
@@ -179,11 +220,20 @@ impl Project {
             let schema = self.output_schema(&task.key);
             let task_tools = tool_names(resolved.tasks.get(&task.key));
             let hierarchical = self.crew.process.unwrap_or_default() == ProcessSpec::Hierarchical;
-            let mut tools = match (&s.agent, task_tools.is_empty()) {
-                _ if hierarchical => Vec::new(),
-                (_, false) => task_tools,
-                (Some(agent), true) => tool_names(resolved.agents.get(agent)),
-                (None, true) => Vec::new(),
+            let (mut tools, mut labels) = match (&s.agent, task_tools.is_empty()) {
+                _ if hierarchical => (Vec::new(), Vec::new()),
+                (_, false) => (
+                    task_tools,
+                    tool_labels(s.tools.as_ref(), resolved.tasks.get(&task.key)),
+                ),
+                (Some(agent), true) => (
+                    tool_names(resolved.agents.get(agent)),
+                    tool_labels(
+                        self.agent(agent).and_then(|a| a.spec.tools.as_ref()),
+                        resolved.agents.get(agent),
+                    ),
+                ),
+                (None, true) => (Vec::new(), Vec::new()),
             };
             // In a hierarchical crew the manager runs every task through delegation; in a
             // sequential one an agent with `allow_delegation` may hand work to the others.
@@ -195,6 +245,7 @@ impl Project {
                         .is_some_and(|a| a.spec.allow_delegation.unwrap_or(false)));
             if delegates {
                 tools.extend(DELEGATION_TOOLS.iter().map(|t| t.to_string()));
+                labels.extend(DELEGATION_TOOLS.iter().map(|t| t.to_string()));
             }
             let message = if tools.is_empty() {
                 task_message_no_tools(&prompt)
@@ -216,6 +267,7 @@ impl Project {
                 name: task.name().to_string(),
                 agent: s.agent.clone(),
                 tools,
+                tool_labels: labels,
                 context: match &s.context {
                     None => ContextPlan::AllPrevious,
                     Some(list) => ContextPlan::Tasks(list.clone()),
@@ -293,10 +345,10 @@ impl fmt::Display for Plan {
                 agent.key,
                 agent.role.trim(),
                 agent.llm.as_deref().unwrap_or("default"),
-                if agent.tools.is_empty() {
+                if agent.tool_labels.is_empty() {
                     "none".to_string()
                 } else {
-                    agent.tools.join(", ")
+                    agent.tool_labels.join(", ")
                 },
                 if agent.allow_delegation {
                     "; may delegate"
@@ -327,10 +379,10 @@ impl fmt::Display for Plan {
             writeln!(
                 f,
                 "     tools: {}",
-                if task.tools.is_empty() {
+                if task.tool_labels.is_empty() {
                     "none".to_string()
                 } else {
-                    task.tools.join(", ")
+                    task.tool_labels.join(", ")
                 }
             )?;
             let context = match &task.context {

@@ -5,38 +5,34 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crewai_tools::crewai_compat::CompatError;
 use crewai_tools::{Tool, ToolHandle};
 use serde_json::{Map, Value};
 
 use crate::spec::ToolRef;
 
-/// The built-in tools every project can name (`crewai_tools::builtin::by_name`).
-pub const BUILTIN_TOOLS: &[&str] = &["file_read", "file_write", "directory_read", "http_get"];
+/// The built-in tools every project can name: ours, and crewai-tools classes provided by
+/// `crewai_tools::crewai_compat` (their snake_case forms and our names find them too).
+pub const BUILTIN_TOOLS: &[&str] = &[
+    "file_read",
+    "file_write",
+    "directory_read",
+    "http_get",
+    "SerperDevTool",
+    "ScrapeWebsiteTool",
+];
 
 /// CrewAI's crewai-tools class names for the built-ins, where they differ from ours by more than
 /// case, separators and a `Tool` suffix.
 const BUILTIN_ALIASES: &[(&str, &str)] = &[
     ("FileWriterTool", "file_write"),
     ("ReadFileTool", "file_read"),
+    ("SerperTool", "SerperDevTool"),
 ];
 
-/// crewai-tools classes that CrewAI projects name and that are not available here yet.
+/// crewai-tools classes that CrewAI projects name and that are not available here yet (the
+/// knowledge search tools are told apart: see `crewai_tools::crewai_compat::KNOWLEDGE_TOOLS`).
 const CREWAI_TOOLS_NOT_YET: &[&str] = &[
-    "SerperDevTool",
-    "ScrapeWebsiteTool",
-    "WebsiteSearchTool",
-    "JSONSearchTool",
-    "CSVSearchTool",
-    "PDFSearchTool",
-    "DOCXSearchTool",
-    "TXTSearchTool",
-    "MDXSearchTool",
-    "XMLSearchTool",
-    "DirectorySearchTool",
-    "CodeDocsSearchTool",
-    "YoutubeVideoSearchTool",
-    "YoutubeChannelSearchTool",
-    "GithubSearchTool",
     "CodeInterpreterTool",
     "DallETool",
     "VisionTool",
@@ -44,8 +40,13 @@ const CREWAI_TOOLS_NOT_YET: &[&str] = &[
     "BraveSearchTool",
     "TavilySearchTool",
     "FirecrawlScrapeWebsiteTool",
+    "FirecrawlSearchTool",
     "SeleniumScrapingTool",
-    "RagTool",
+    "ScrapeElementFromWebsiteTool",
+    "SpiderTool",
+    "BrowserbaseLoadTool",
+    "ComposioTool",
+    "NL2SQLTool",
 ];
 
 /// Makes a tool from the constructor arguments written beside its name in YAML.
@@ -68,6 +69,9 @@ pub enum ToolLookupError {
     },
     #[error("tool '{name}' could not be created: {message}")]
     Construction { name: String, message: String },
+    /// A crewai-tools knowledge search tool: known, but it needs knowledge search.
+    #[error("{message}")]
+    NeedsKnowledge { name: String, message: String },
 }
 
 /// Named tools, looked up the forgiving way CrewAI users write them: `file_read`,
@@ -125,7 +129,9 @@ impl ToolRegistry {
         Self::default()
     }
 
-    /// The built-in tools, with file tools working inside `root` (the project folder).
+    /// The built-in tools, with file tools working inside `root` (the project folder). Each
+    /// takes the constructor arguments its crewai-tools class takes (`file_path`,
+    /// `website_url`, `n_results`, ...).
     pub fn with_builtins(root: &Path) -> Self {
         let mut registry = Self::new();
         for name in BUILTIN_TOOLS {
@@ -133,21 +139,18 @@ impl ToolRegistry {
             let tool_name = *name;
             registry.register_factory(
                 name,
-                Arc::new(move |args: &Map<String, Value>| {
-                    if !args.is_empty() {
-                        return Err(format!(
-                            "the built-in tool takes no arguments in project files (given: {})",
-                            args.keys().cloned().collect::<Vec<_>>().join(", ")
-                        ));
-                    }
-                    crewai_tools::builtin::by_name(tool_name, &root)
-                        .map(ToolHandle::new)
-                        .ok_or_else(|| {
-                            format!(
-                                "the built-in tool '{tool_name}' is not available in this build"
-                            )
-                        })
-                }),
+                Arc::new(
+                    move |args: &Map<String, Value>| match crewai_tools::crewai_compat::build(
+                        tool_name, args, &root,
+                    ) {
+                        Ok(Some(tool)) => Ok(ToolHandle::new(tool)),
+                        Ok(None) => Err(format!(
+                            "the built-in tool '{tool_name}' is not available in this build"
+                        )),
+                        Err(CompatError::InvalidArguments { message, .. }) => Err(message),
+                        Err(error) => Err(error.to_string()),
+                    },
+                ),
             );
         }
         for (alias, name) in BUILTIN_ALIASES {
@@ -208,6 +211,8 @@ impl ToolRegistry {
     pub fn names(&self) -> Vec<String> {
         let mut names: Vec<String> = self.tools.values().map(|r| r.name.clone()).collect();
         names.sort();
+        // Aliases share their tool's entry.
+        names.dedup();
         names
     }
 
@@ -215,6 +220,15 @@ impl ToolRegistry {
     /// beside the name apply to any tool, as they do to every CrewAI tool.
     pub fn resolve(&self, tool: &ToolRef) -> Result<ToolHandle, ToolLookupError> {
         let Some(found) = self.tools.get(&lookup_key(&tool.name)) else {
+            if crewai_tools::crewai_compat::is_knowledge_tool(&tool.name) {
+                return Err(ToolLookupError::NeedsKnowledge {
+                    name: tool.name.clone(),
+                    message: crewai_tools::crewai_compat::CompatError::NeedsKnowledge {
+                        class: tool.name.clone(),
+                    }
+                    .to_string(),
+                });
+            }
             return Err(ToolLookupError::Unknown {
                 name: tool.name.clone(),
                 nearest: self.nearest(&tool.name),
@@ -265,11 +279,14 @@ impl ToolRegistry {
             .filter(|(score, _)| *score >= 0.7)
             .collect();
         scored.sort_by(|a, b| b.0.total_cmp(&a.0));
-        scored
-            .into_iter()
-            .take(3)
-            .map(|(_, n)| n.to_string())
-            .collect()
+        let mut nearest: Vec<String> = Vec::new();
+        for (_, name) in scored {
+            if !nearest.iter().any(|n| n == name) {
+                nearest.push(name.to_string());
+            }
+        }
+        nearest.truncate(3);
+        nearest
     }
 }
 
@@ -283,11 +300,14 @@ mod tests {
         assert!(registry.contains("FileWriterTool"));
         assert!(registry.contains("FileReadTool"));
         assert!(registry.contains("directory_read"));
+        assert!(registry.contains("SerperDevTool"));
+        assert!(registry.contains("serper_dev_tool"));
+        assert!(registry.contains("scrape_website_tool"));
         assert!(ToolRegistry::is_crewai_tool_not_yet_available(
-            "SerperDevTool"
+            "TavilySearchTool"
         ));
         assert!(ToolRegistry::is_crewai_tool_not_yet_available(
-            "serper_dev_tool"
+            "tavily_search_tool"
         ));
         assert!(!ToolRegistry::is_crewai_tool_not_yet_available("file_read"));
     }

@@ -359,6 +359,13 @@ spec_struct! {
         share_crew: bool;
         security_config: Value;
         checkpoint: Value;
+        /// Stop the run before an LLM call that would take its cost over this many US dollars.
+        max_cost_usd: f64;
+        /// Stop the run before an LLM call that would take its tokens over this many.
+        max_tokens: u64;
+        /// Model prices (USD per million tokens) over the built-in table:
+        /// `model: {input: .., cached_input: .., output: ..}`.
+        pricing: std::collections::BTreeMap<String, crewai_llm::ModelPrice>;
     }
 }
 

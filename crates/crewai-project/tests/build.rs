@@ -138,3 +138,39 @@ fn build_reports_missing_inputs_and_model_problems_with_their_place() {
         other => panic!("expected an LLM error, got {other:?}"),
     }
 }
+
+#[test]
+fn agents_without_a_model_get_the_default_and_named_models_are_kept() {
+    use std::sync::{Arc, Mutex};
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        &[
+            (
+                "config/agents.yaml",
+                &format!("plain:\n  role: Plain\n  goal: G\n  backstory: B.\nnamed:\n  role: Named\n  goal: G\n  backstory: B.\n{LLM}"),
+            ),
+            (
+                "config/tasks.yaml",
+                "one:\n  description: D\n  expected_output: E\n  agent: plain\ntwo:\n  description: D\n  expected_output: E\n  agent: named\n",
+            ),
+        ],
+    );
+    let project = Project::load(dir.path()).unwrap();
+    let built = Arc::new(Mutex::new(Vec::new()));
+    let record = built.clone();
+    let llm_build = crewai_llm::BuildOptions::new().with_provider(
+        "local",
+        Arc::new(move |config: &crewai_llm::LlmConfig| {
+            record.lock().unwrap().push(config.model.clone());
+            Ok(Arc::new(crewai_llm::ScriptedLlm::new("tiny")) as Arc<dyn crewai_llm::Llm>)
+        }),
+    );
+    let options = BuildOptions::new(ToolRegistry::new())
+        .with_llm_build(llm_build)
+        .with_default_llm(crewai_llm::LlmConfig::new("local/tiny"));
+    let crew = project.build(&Default::default(), &options).unwrap();
+    assert_eq!(crew.agents().len(), 2);
+    // Only the agent without an `llm:` went to the default provider.
+    assert_eq!(*built.lock().unwrap(), vec!["local/tiny".to_string()]);
+}

@@ -801,9 +801,44 @@ fn a_folder_without_a_project_says_what_it_expected() {
 }
 
 #[test]
-fn crewai_tool_class_names_resolve_or_say_they_are_not_available_yet() {
+fn crewai_tool_class_names_resolve_with_their_constructor_arguments() {
     let agents = format!(
-        "{AGENTS}  tools: [FileReadTool, FileWriterTool, DirectoryReadTool, SerperDevTool]\n"
+        "{AGENTS}  tools:\n    - FileReadTool\n    - FileWriterTool\n    - directory_read_tool\n    - {{name: SerperDevTool, n_results: 5, country: us, locale: en}}\n    - {{name: ScrapeWebsiteTool, website_url: 'https://example.com/about'}}\n    - {{name: FileReadTool, file_path: notes.md}}\n    - {{name: DirectoryReadTool, directory: docs}}\n"
+    );
+    let (_dir, p) = ok(&[
+        ("config/agents.yaml", &agents),
+        ("config/tasks.yaml", TASKS),
+    ]);
+    let registry = ToolRegistry::with_builtins(&p.root);
+    let resolved = p.resolve_tools(&registry).unwrap();
+    let writer = &resolved.agents["writer"];
+    let names: Vec<&str> = writer.iter().map(|t| t.name()).collect();
+    assert_eq!(
+        names,
+        [
+            "file_read",
+            "file_write",
+            "directory_read",
+            "search_the_internet_with_serper",
+            "read_website_content",
+            "file_read",
+            "directory_read"
+        ]
+    );
+    assert!(
+        writer[4]
+            .description()
+            .contains("https://example.com/about")
+    );
+    assert_eq!(writer[4].definition().parameters["properties"], json!({}));
+    assert!(writer[5].description().contains("notes.md"));
+    assert!(writer[6].description().contains("docs"));
+}
+
+#[test]
+fn knowledge_tools_and_missing_tools_fail_before_the_crew_starts() {
+    let agents = format!(
+        "{AGENTS}  tools:\n    - PDFSearchTool\n    - {{name: website_search_tool, website: 'https://x'}}\n    - TavilySearchTool\n    - {{name: ScrapeWebsiteTool, website_url: 'ftp://x', headers: {{}}}}\n"
     );
     let (_dir, p) = ok(&[
         ("config/agents.yaml", &agents),
@@ -812,11 +847,27 @@ fn crewai_tool_class_names_resolve_or_say_they_are_not_available_yet() {
     let registry = ToolRegistry::with_builtins(&p.root);
     let err = p.plan(&inputs(&[("topic", "AI")]), &registry).unwrap_err();
     let errs: Vec<String> = err.diagnostics().iter().map(ToString::to_string).collect();
-    assert_eq!(errs.len(), 1, "{errs:#?}");
+    assert_eq!(errs.len(), 4, "{errs:#?}");
     assert!(
-        errs[0].starts_with("config/agents.yaml:10: agent 'writer' names tool 'SerperDevTool', which no one provides; SerperDevTool is a crewai-tools tool that crewai-rs does not provide yet"),
+        errs[0].starts_with("config/agents.yaml:11: agent 'writer' names tool 'PDFSearchTool': PDFSearchTool is recognised (a crewai-tools knowledge search tool) but needs the knowledge feature"),
         "{errs:#?}"
     );
+    assert!(
+        errs[1].starts_with("config/agents.yaml:12: agent 'writer' names tool 'website_search_tool': website_search_tool is recognised"),
+        "{errs:#?}"
+    );
+    assert!(
+        errs[2].starts_with("config/agents.yaml:13: agent 'writer' names tool 'TavilySearchTool', which no one provides; TavilySearchTool is a crewai-tools tool that crewai-rs does not provide yet; available: ScrapeWebsiteTool, SerperDevTool, directory_read, file_read, file_write, http_get"),
+        "{errs:#?}"
+    );
+    assert_eq!(
+        errs[3],
+        "config/agents.yaml:14: agent 'writer': tool 'ScrapeWebsiteTool' could not be created: bad constructor arguments: unknown field `headers`, expected `website_url`"
+    );
+    // A build (what `crewai run` does) stops at the same problems, before any model is called.
+    let options = crewai_project::BuildOptions::new(registry);
+    let err = p.build(&inputs(&[("topic", "AI")]), &options).unwrap_err();
+    assert_eq!(err.diagnostics().len(), 4, "{err}");
 }
 
 #[test]
@@ -834,7 +885,7 @@ fn tool_mappings_take_usage_options() {
     assert_eq!(
         errs,
         [
-            "config/agents.yaml:12: agent 'writer': tool 'file_write' could not be created: the built-in tool takes no arguments in project files (given: path)"
+            "config/agents.yaml:12: agent 'writer': tool 'file_write' could not be created: takes no constructor arguments (given: path)"
         ]
     );
     let agents = format!(
@@ -851,19 +902,19 @@ fn tool_mappings_take_usage_options() {
 }
 
 /// Text fields come out exactly as PyYAML reads them (fixtures made by tests/fixtures/pyyaml_text.py).
+/// Each case is the whole tasks.yaml; the agent comes from a crew.yaml overlay so the case's
+/// indentation and line endings stay exactly as PyYAML saw them.
 #[test]
 fn text_fields_match_pyyaml() {
     let fixtures: serde_json::Map<String, serde_json::Value> =
         serde_json::from_str(include_str!("fixtures/pyyaml_text.json")).unwrap();
+    assert!(fixtures.len() >= 26, "the fixture lost cases");
     for (name, case) in fixtures {
-        let tasks = case["yaml"]
-            .as_str()
-            .unwrap()
-            .replace("t:\n", "t:\n  agent: writer\n")
-            .replace("t:\n  agent: writer\n    ", "t:\n    agent: writer\n    ");
+        let tasks = case["yaml"].as_str().unwrap();
         let (_dir, p) = ok(&[
             ("config/agents.yaml", AGENTS),
-            ("config/tasks.yaml", &tasks),
+            ("config/tasks.yaml", tasks),
+            ("config/crew.yaml", "tasks:\n  t:\n    agent: writer\n"),
         ]);
         let spec = &p.tasks[0].spec;
         assert_eq!(
@@ -877,4 +928,150 @@ fn text_fields_match_pyyaml() {
             "case {name}"
         );
     }
+}
+
+/// CrewAI looks agents and tasks up by their YAML keys as written, whatever their case.
+#[test]
+fn keys_of_any_case_work_everywhere() {
+    let agents = "Requirements_Manager:\n  role: Manager of {Project_Name}\n  goal: g\n  backstory: b\nQA:\n  role: QA\n  goal: g\n  backstory: b\n";
+    let tasks = "Gather_Requirements:\n  description: Gather them for {Project_Name}\n  expected_output: A list\n  agent: Requirements_Manager\nReviewTask:\n  description: Review\n  expected_output: Notes\n  context: [Gather_Requirements]\n";
+    let crew =
+        "agents:\n  QA:\n    allow_delegation: false\ntasks:\n  ReviewTask:\n    agent: QA\n";
+    let (_dir, p) = ok(&[
+        ("config/agents.yaml", agents),
+        ("config/tasks.yaml", tasks),
+        ("config/crew.yaml", crew),
+    ]);
+    let plan = p
+        .plan(&inputs(&[("Project_Name", "Atlas")]), &ToolRegistry::new())
+        .unwrap();
+    assert_eq!(plan.agents[0].key, "Requirements_Manager");
+    assert_eq!(plan.agents[0].role, "Manager of Atlas");
+    assert_eq!(plan.tasks[0].name, "Gather_Requirements");
+    assert_eq!(plan.tasks[1].agent.as_deref(), Some("QA"));
+    assert_eq!(
+        plan.tasks[1].context,
+        ContextPlan::Tasks(vec!["Gather_Requirements".into()])
+    );
+    // A key differing only by case is a different key, with a suggestion.
+    let crew = "tasks:\n  reviewtask:\n    agent: QA\n";
+    let errs = errors(&[
+        ("config/agents.yaml", agents),
+        ("config/tasks.yaml", tasks),
+        ("config/crew.yaml", crew),
+    ]);
+    assert_eq!(
+        errs,
+        [
+            "config/crew.yaml:2: `tasks:` names task 'reviewtask', which tasks.yaml does not define; did you mean 'ReviewTask'?",
+            "config/tasks.yaml:5: task 'ReviewTask' has no agent; in a sequential crew every task needs `agent:`; add `agent: <name>` (one of: Requirements_Manager, QA)",
+        ]
+    );
+}
+
+#[test]
+fn other_yaml_files_in_config_are_ignored_and_unused_agents_are_allowed() {
+    let (_dir, p) = ok(&[
+        ("config/agents.yaml", AGENTS),
+        (
+            "config/tasks.yaml",
+            "only:\n  description: d\n  expected_output: e\n  agent: writer\n",
+        ),
+        ("config/crew.yaml", "process: sequential\n"),
+        // Files CrewAI projects keep beside the two it reads; not ours to parse.
+        ("config/llm.yaml", "not: [valid: yaml"),
+        ("config/knowledge.yml", "sources:\n  - a.pdf\n"),
+        ("config/notes.md", "# notes"),
+    ]);
+    assert_eq!(
+        p.agents.len(),
+        2,
+        "researcher stays, though no task uses it"
+    );
+    assert!(p.warnings.is_empty(), "{:?}", p.warnings);
+    let plan = p
+        .plan(&inputs(&[("topic", "AI")]), &ToolRegistry::new())
+        .unwrap();
+    assert_eq!(plan.tasks.len(), 1);
+    assert_eq!(plan.agents.len(), 2);
+}
+
+/// Everything a crew.py typically wires, said in crew.yaml: the overlay wins over the YAML entry.
+#[test]
+fn overlays_carry_what_crew_py_wires() {
+    let crew = "\
+process: sequential
+agents:
+  researcher:
+    tools:
+      - {name: SerperDevTool, n_results: 3}
+      - {name: ScrapeWebsiteTool, website_url: 'https://example.com/'}
+    llm: openai/gpt-4o
+    allow_delegation: true
+  writer:
+    max_iter: 4
+tasks:
+  report:
+    agent: researcher
+    context: []
+    output_pydantic: schemas/report.json
+";
+    let (_dir, p) = ok(&[
+        ("config/agents.yaml", AGENTS),
+        ("config/tasks.yaml", TASKS),
+        ("config/crew.yaml", crew),
+        (
+            "schemas/report.json",
+            r#"{"type": "object", "properties": {"title": {"type": "string"}}, "required": ["title"]}"#,
+        ),
+    ]);
+    let registry = ToolRegistry::with_builtins(&p.root);
+    let plan = p.plan(&inputs(&[("topic", "AI")]), &registry).unwrap();
+    let researcher = &plan.agents[0];
+    assert_eq!(researcher.llm.as_deref(), Some("openai/gpt-4o"));
+    assert!(researcher.allow_delegation);
+    assert_eq!(
+        researcher.tool_labels,
+        [
+            "search_the_internet_with_serper (SerperDevTool, n_results=3)",
+            "read_website_content (ScrapeWebsiteTool, website_url=https://example.com/)"
+        ]
+    );
+    assert_eq!(p.agent("writer").unwrap().spec.max_iter, Some(4));
+    let report = &plan.tasks[1];
+    assert_eq!(report.agent.as_deref(), Some("researcher"));
+    assert_eq!(report.context, ContextPlan::Tasks(vec![]));
+    assert_eq!(report.output, Some("pydantic"));
+    // The task keeps its own output_file from tasks.yaml; the overlay only adds.
+    assert_eq!(report.output_file.as_deref(), Some("report.md"));
+    assert_eq!(
+        report.tools,
+        [
+            "search_the_internet_with_serper",
+            "read_website_content",
+            "delegate_work_to_coworker",
+            "ask_question_to_coworker"
+        ]
+    );
+
+    // Overlay problems point at crew.yaml lines.
+    let crew = "agents:\n  researcher:\n    max_iter: many\n    tool: [file_read]\ntasks:\n  report:\n    contxt: []\n";
+    let errs = errors(&[
+        ("config/agents.yaml", AGENTS),
+        ("config/tasks.yaml", TASKS),
+        ("config/crew.yaml", crew),
+    ]);
+    assert_eq!(errs.len(), 3, "{errs:#?}");
+    assert!(
+        errs[0].starts_with("config/crew.yaml:3: agent 'researcher' field 'max_iter': "),
+        "{errs:#?}"
+    );
+    assert_eq!(
+        errs[1],
+        "config/crew.yaml:4: agent 'researcher' has an unknown field 'tool'; did you mean 'tools'?"
+    );
+    assert_eq!(
+        errs[2],
+        "config/crew.yaml:7: task 'report' has an unknown field 'contxt'; did you mean 'context'?"
+    );
 }

@@ -37,6 +37,7 @@
 mod args;
 pub mod builtin;
 mod cache;
+pub mod crewai_compat;
 mod dynamic;
 mod env;
 mod handle;

@@ -97,6 +97,7 @@ impl Execution {
                 source,
             }),
             Err(CallFailure::NotJson(message)) => Err(self.context_error(message)),
+            Err(CallFailure::Budget(exceeded)) => Err(self.budget_error(exceeded)),
         }
     }
 

@@ -2,19 +2,55 @@
 //! validation and context-window recovery.
 
 use crewai_llm::{
-    LlmError, LlmRequest, LlmResponse, Message, StreamEvent, ToolChoice, ToolDefinition,
-    collect_stream,
+    LlmError, LlmRequest, LlmResponse, Message, RateLimiter, StreamEvent, ToolChoice,
+    ToolDefinition, collect_stream,
 };
-use futures::FutureExt;
 use serde_json::Value;
 
 use super::Execution;
 use crate::error::AgentError;
-use crate::events::EventKind;
+use crate::events::{EventBus, EventKind};
 use crate::hooks::{HookDecision, LlmCallContext};
+use crate::usage::BudgetExceeded;
 
 /// Summaries in a row before an overflow is given up on (each one should shrink the history a lot).
 const MAX_SUMMARIES: u32 = 3;
+
+/// Who waits on a rate limiter, and where that is reported: a `rate_limit_wait_started` event
+/// and, for a verbose agent, a line on standard output.
+pub(crate) struct RateLimitWaiter<'a> {
+    pub(crate) events: &'a EventBus,
+    pub(crate) parent: Option<uuid::Uuid>,
+    pub(crate) agent_role: &'a str,
+    pub(crate) task_name: Option<&'a str>,
+    pub(crate) verbose: bool,
+}
+
+impl RateLimitWaiter<'_> {
+    /// Takes a request slot from `limiter`, announcing the wait before it starts.
+    pub(crate) async fn acquire(&self, limiter: &RateLimiter) {
+        let max_rpm = limiter.max_rpm();
+        limiter
+            .acquire_notifying(|wait| {
+                let wait_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX);
+                if self.verbose {
+                    println!("{}", rate_limit_notice(self.agent_role, max_rpm, wait));
+                }
+                tracing::info!(agent = self.agent_role, wait_ms, "max RPM reached; waiting for the rate limit");
+                self.events.emit(
+                    self.parent,
+                    EventKind::RateLimitWaitStarted { agent_role: self.agent_role.to_string(), task_name: self.task_name.map(str::to_string), max_rpm, wait_ms },
+                );
+            })
+            .await;
+    }
+}
+
+/// The verbose line of an agent held back by its requests-per-minute limit.
+pub(crate) fn rate_limit_notice(agent_role: &str, max_rpm: Option<u32>, wait: std::time::Duration) -> String {
+    let limit = max_rpm.map(|rpm| format!(" ({rpm} per minute)")).unwrap_or_default();
+    format!("⏳ Agent {agent_role}: max RPM reached{limit}; waiting {:.1} s for the next request slot.", wait.as_secs_f64())
+}
 
 /// Why a call produced no usable response.
 #[derive(Debug)]
@@ -22,6 +58,16 @@ pub(crate) enum CallFailure {
     Llm(LlmError),
     /// A structured-output reply that is not JSON.
     NotJson(String),
+    /// The call would go over the run's budget, so it was not made.
+    Budget(BudgetExceeded),
+}
+
+/// The prompt tokens a request sends, estimated at four characters a token (what a budget checks
+/// before the call; the provider's count replaces it afterwards).
+fn estimated_prompt_tokens(request: &LlmRequest) -> u64 {
+    let chars: usize = request.messages.iter().map(|m| m.text().len()).sum::<usize>()
+        + request.tools.iter().map(|t| t.name.len() + t.description.len() + t.parameters.to_string().len()).sum::<usize>();
+    (chars as u64).div_ceil(4)
 }
 
 /// What a call asks for besides the messages.
@@ -128,7 +174,15 @@ impl Execution {
                         source,
                     });
                 }
+                Err(CallFailure::Budget(exceeded)) => return Err(self.budget_error(exceeded)),
             }
+        }
+    }
+
+    pub(crate) fn budget_error(&self, exceeded: BudgetExceeded) -> AgentError {
+        AgentError::BudgetExceeded {
+            role: self.role().to_string(),
+            exceeded: Box::new(exceeded),
         }
     }
 
@@ -142,34 +196,22 @@ impl Execution {
 
     /// Waits for the rate limit (the agent's own, else the crew's), saying so when it has to wait.
     async fn wait_for_rate_limit(&self) {
-        let Some(limiter) = self
-            .agent
-            .config
-            .rate_limiter
-            .as_ref()
-            .or(self.services.rate_limiter.as_ref())
-        else {
-            return;
-        };
-        let mut slot = Box::pin(limiter.acquire());
-        if (&mut slot).now_or_never().is_none() {
-            if self.agent.verbose() {
-                // CrewAI's wording, which its users (and conformance) look for in verbose output.
-                println!("Max RPM reached, waiting for next minute to start.");
-            }
-            tracing::info!(
-                agent = self.role(),
-                "max RPM reached; waiting for the rate limit"
-            );
-            slot.await;
+        let limiter = self.agent.config.rate_limiter.as_ref().or(self.services.rate_limiter.as_ref());
+        if let Some(limiter) = limiter {
+            let waiting = RateLimitWaiter { events: &self.services.events, parent: self.event_id, agent_role: self.role(), task_name: self.task_name.as_deref(), verbose: self.agent.verbose() };
+            waiting.acquire(limiter).await;
         }
     }
 
     /// The bare call: rate limit, `llm_call_*` events, usage, streaming chunks, JSON check.
     pub(crate) async fn send(&self, request: LlmRequest) -> Result<LlmResponse, CallFailure> {
+        let model = self.llm.model().to_string();
+        self.services
+            .usage
+            .check_budget(&model, estimated_prompt_tokens(&request))
+            .map_err(CallFailure::Budget)?;
         self.wait_for_rate_limit().await;
         let call_id = uuid::Uuid::new_v4().to_string();
-        let model = self.llm.model().to_string();
         let structured = request.response_format.is_some();
         self.services.events.emit(
             self.event_id,
@@ -212,7 +254,7 @@ impl Execution {
             task_name: self.task_name.clone(),
             error,
         };
-        let response = match result {
+        let mut response = match result {
             Ok(response) => response,
             Err(error) => {
                 self.services
@@ -221,7 +263,7 @@ impl Execution {
                 return Err(CallFailure::Llm(error));
             }
         };
-        self.record_usage(&response.usage);
+        response.usage = self.record_usage(&response.usage);
         if structured && response.tool_calls.is_empty() {
             let text = response.content.clone().unwrap_or_default();
             if let Err(problem) = parse_structured(&text) {
@@ -253,7 +295,14 @@ impl Execution {
 
 #[cfg(test)]
 mod tests {
-    use super::parse_structured;
+    use super::{parse_structured, rate_limit_notice};
+
+    #[test]
+    fn the_rate_limit_notice_names_the_agent_the_limit_and_the_wait() {
+        let line = rate_limit_notice("Writer", Some(2), std::time::Duration::from_secs(30));
+        assert!(line.contains("Writer") && line.contains("max RPM reached") && line.contains("2 per minute") && line.contains("waiting 30.0 s"), "{line}");
+        assert!(!rate_limit_notice("Writer", None, std::time::Duration::from_millis(1500)).contains("per minute"));
+    }
 
     #[test]
     fn structured_replies_may_be_fenced_but_must_be_json() {

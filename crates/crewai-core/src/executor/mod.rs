@@ -22,6 +22,8 @@ mod messages;
 pub mod react;
 mod tool_call;
 
+pub(crate) use llm_call::RateLimitWaiter;
+
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -130,15 +132,20 @@ impl Execution {
         self.tool_errors.load(Ordering::SeqCst)
     }
 
-    /// Adds one call's usage to this execution and to the run's tracker.
-    pub(crate) fn record_usage(&self, usage: &Usage) {
+    /// Prices one call of the execution's model, adds it to this execution and to the run's
+    /// tracker, and returns it with its cost.
+    pub(crate) fn record_usage(&self, usage: &Usage) -> Usage {
+        let priced = self.services.usage.record_call(
+            self.llm.model(),
+            self.role(),
+            self.task_name.as_deref(),
+            usage,
+        );
         self.usage
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .add(usage);
-        self.services
-            .usage
-            .record(self.role(), self.task_name.as_deref(), usage);
+            .add(&priced);
+        priced
     }
 
     fn count_tool_error(&self) {

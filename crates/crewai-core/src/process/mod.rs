@@ -9,13 +9,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use crewai_llm::{Capabilities, Llm, LlmError, LlmRequest, LlmResponse};
+use crewai_llm::{Capabilities, Llm, LlmError, LlmRequest, LlmResponse, RateLimiter};
 use crewai_tools::{ToolContext, ToolHandle, ToolSet};
 use uuid::Uuid;
 
 use crate::agent::{Agent, AgentTaskRequest, AgentTaskResult, RunServices};
 use crate::delegation::{CoworkerRunner, DelegationRequest, DelegationScope};
 use crate::events::EventKind;
+use crate::executor::RateLimitWaiter;
 use crate::guardrail::{GuardrailContext, GuardrailPass};
 use crate::output::{OutputFormat, TaskOutput};
 use crate::prompts::crew as prompts;
@@ -275,19 +276,29 @@ async fn write_output_file(task: &Task, output: &TaskOutput) -> Result<(), TaskE
 }
 
 /// A model call the task layer makes itself (structured-output conversion, an LLM guardrail's
-/// judge): held to the crew's rate limit, reported as `llm_call_*` events under the task, and
-/// counted in the run's usage, like the agent's own calls.
+/// judge): held to the agent's (else the crew's) rate limit, reported as `llm_call_*` events under
+/// the task, and counted in the run's usage, like the agent's own calls.
 struct SideCallLlm {
     inner: Arc<dyn Llm>,
     services: RunServices,
+    rate_limiter: Option<Arc<RateLimiter>>,
     agent_role: String,
+    verbose: bool,
     task_name: Option<String>,
     parent: Uuid,
 }
 
 impl SideCallLlm {
     fn wrap(inner: Arc<dyn Llm>, run: &RunContext, agent: &Agent, task: &Task, parent: Uuid) -> Arc<dyn Llm> {
-        Arc::new(SideCallLlm { inner, services: run.services.clone(), agent_role: agent.role().to_string(), task_name: task.name().map(str::to_string), parent })
+        Arc::new(SideCallLlm {
+            inner,
+            rate_limiter: agent.rate_limiter().or(run.services.rate_limiter.as_ref()).cloned(),
+            services: run.services.clone(),
+            agent_role: agent.role().to_string(),
+            verbose: agent.verbose(),
+            task_name: task.name().map(str::to_string),
+            parent,
+        })
     }
 }
 
@@ -303,8 +314,9 @@ impl Llm for SideCallLlm {
         self.inner.capabilities()
     }
     async fn call(&self, request: LlmRequest) -> Result<LlmResponse, LlmError> {
-        if let Some(limiter) = &self.services.rate_limiter {
-            limiter.acquire().await;
+        if let Some(limiter) = &self.rate_limiter {
+            let waiter = RateLimitWaiter { events: &self.services.events, parent: Some(self.parent), agent_role: &self.agent_role, task_name: self.task_name.as_deref(), verbose: self.verbose };
+            waiter.acquire(limiter).await;
         }
         let call_id = Uuid::new_v4().to_string();
         let events = &self.services.events;
@@ -319,13 +331,13 @@ impl Llm for SideCallLlm {
                 tools: request.tools.iter().map(|t| t.name.clone()).collect(),
             },
         );
-        let result = tokio::select! {
+        let mut result = tokio::select! {
             result = self.inner.call(request) => result,
             _ = self.services.cancellation.cancelled() => Err(LlmError::Cancelled),
         };
-        match &result {
+        match &mut result {
             Ok(response) => {
-                self.services.usage.record(&self.agent_role, self.task_name.as_deref(), &response.usage);
+                response.usage = self.services.usage.record_call(self.inner.model(), &self.agent_role, self.task_name.as_deref(), &response.usage);
                 events.emit(
                     Some(self.parent),
                     EventKind::LlmCallCompleted {

@@ -156,6 +156,35 @@ impl HttpGetTool {
     }
 }
 
+/// Parses an `http(s)` URL, saying what is wrong with any other.
+pub(crate) fn parse_http_url(raw: &str) -> Result<reqwest::Url, ToolError> {
+    let url = reqwest::Url::parse(raw.trim()).map_err(|error| {
+        ToolError::InvalidArguments(format!("'{raw}' is not a valid URL: {error}"))
+    })?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(ToolError::InvalidArguments(format!(
+            "only http and https URLs can be fetched, not {}:",
+            url.scheme()
+        )));
+    }
+    Ok(url)
+}
+
+impl HttpGetTool {
+    /// Fetches `raw_url` and returns its readable text, stopping when the run is cancelled.
+    pub(crate) async fn fetch_text(
+        &self,
+        raw_url: &str,
+        ctx: &ToolContext,
+    ) -> Result<String, ToolError> {
+        let url = parse_http_url(raw_url)?;
+        tokio::select! {
+            result = self.fetch(url) => result,
+            () = ctx.cancellation.cancelled() => Err(ToolError::Cancelled),
+        }
+    }
+}
+
 fn is_textual(content_type: &str) -> bool {
     content_type.is_empty()
         || content_type.starts_with("text/")
@@ -192,18 +221,6 @@ impl TypedTool for HttpGetTool {
     }
 
     async fn call(&self, args: HttpGetArgs, ctx: &ToolContext) -> Result<String, ToolError> {
-        let url = reqwest::Url::parse(args.url.trim()).map_err(|error| {
-            ToolError::InvalidArguments(format!("'{}' is not a valid URL: {error}", args.url))
-        })?;
-        if !matches!(url.scheme(), "http" | "https") {
-            return Err(ToolError::InvalidArguments(format!(
-                "only http and https URLs can be fetched, not {}:",
-                url.scheme()
-            )));
-        }
-        tokio::select! {
-            result = self.fetch(url) => result,
-            () = ctx.cancellation.cancelled() => Err(ToolError::Cancelled),
-        }
+        self.fetch_text(&args.url, ctx).await
     }
 }

