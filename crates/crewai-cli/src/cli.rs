@@ -24,6 +24,11 @@ pub enum Command {
         #[command(subcommand)]
         kind: CreateKind,
     },
+    /// Run or draw a declarative flow (flow.yaml).
+    Flow {
+        #[command(subcommand)]
+        action: crate::flow_cmd::FlowAction,
+    },
     /// List the task outputs of the latest kickoff (the ids `replay -t` takes).
     LogTasksOutputs {
         #[arg(long, default_value = ".")]
@@ -81,7 +86,7 @@ pub enum CreateKind {
         #[arg(short = 'o', long = "output-dir")]
         output_dir: Option<PathBuf>,
     },
-    /// A flow project (not supported yet).
+    /// A flow project: flow.yaml with a router and a crew in crews/.
     Flow { name: String },
 }
 

@@ -5,6 +5,7 @@
 
 mod cli;
 mod create;
+mod flow_cmd;
 mod inputs;
 mod models;
 mod observe;
@@ -56,10 +57,9 @@ async fn dispatch(cli: Cli) -> Result<(), Failure> {
             kind: CreateKind::Crew { name, output_dir },
         } => create::create_crew(&name, output_dir.as_deref()),
         Command::Create {
-            kind: CreateKind::Flow { .. },
-        } => Err(Failure::not_supported(
-            "`crewai create flow` (flows are not supported yet)",
-        )),
+            kind: CreateKind::Flow { name },
+        } => flow_cmd::create_flow(&name),
+        Command::Flow { action } => flow_cmd::flow(action).await,
         Command::LogTasksOutputs { project } => stored::log_tasks_outputs(&project).await,
         Command::Replay(args) => run::replay(args).await,
         Command::ResetMemories(args) => stored::reset_memories(&args).await,

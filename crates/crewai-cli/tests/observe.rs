@@ -111,11 +111,14 @@ fn a_budget_in_crew_yaml_stops_the_run_and_replay_resumes_it() {
     assert_eq!(server.request_count(), 2);
 }
 
+/// The (path, content type) of every request a collector received.
+type Seen = Arc<Mutex<Vec<(String, String)>>>;
+
 /// A minimal OTLP/HTTP collector: answers 200 to every POST and keeps (path, content type).
-fn start_collector() -> (String, Arc<Mutex<Vec<(String, String)>>>) {
+fn start_collector() -> (String, Seen) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let address = listener.local_addr().unwrap();
-    let seen: Arc<Mutex<Vec<(String, String)>>> = Arc::default();
+    let seen: Seen = Arc::default();
     let keep = seen.clone();
     std::thread::spawn(move || {
         for stream in listener.incoming() {
@@ -123,8 +126,7 @@ fn start_collector() -> (String, Arc<Mutex<Vec<(String, String)>>>) {
             let mut buffer = Vec::new();
             let mut chunk = [0u8; 8192];
             // Read the head, then as many body bytes as content-length says.
-            loop {
-                let Ok(n) = stream.read(&mut chunk) else { break };
+            while let Ok(n) = stream.read(&mut chunk) {
                 if n == 0 {
                     break;
                 }

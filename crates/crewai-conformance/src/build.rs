@@ -8,13 +8,14 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use crewai_core::agent::{Agent, KickoffInput};
-use crewai_core::crew::{Crew, Process};
+use crewai_core::crew::{Crew, KickoffOptions as CrewKickoffOptions, Process};
 use crewai_core::guardrail::{Guardrail, GuardrailPass};
 use crewai_core::hooks::{HookedLlm, Hooks};
 use crewai_core::output::{CrewOutput, TaskOutput};
 use crewai_core::store::{InMemoryTaskOutputStore, StoredTaskOutput, TaskOutputStore};
 use crewai_core::task::Task;
 use crewai_llm::{BuildOptions, DEFAULT_MODEL, Llm, LlmConfig, LlmRequest, Message, OpenAiApi, ResponseFormat, StreamEvent, Usage, build_llm_with};
+use crewai_flow::{Flow, FlowContext, MethodError, on};
 use crewai_tools::ToolHandle;
 use futures::StreamExt;
 use serde_json::{Map, Value};
@@ -596,6 +597,83 @@ async fn run_replay(case: &Case, world: &World<'_>) -> Result<Execution, RunErro
     })
 }
 
+/// What one flow method runs: an agent kickoff, or a crew kickoff.
+#[derive(Clone)]
+enum FlowWork {
+    Agent { agent: Agent, input: KickoffInput },
+    Crew(Crew),
+}
+
+impl FlowWork {
+    /// Runs inside the method `ctx` belongs to: on the flow's bus, under the method's event,
+    /// cancelled with the flow.
+    async fn run(&self, ctx: &FlowContext) -> Result<Output, String> {
+        match self {
+            FlowWork::Agent { agent, input } => agent.kickoff_with(input.clone(), ctx.agent_kickoff_options()).await.map_err(|e| e.to_string()).map(|out| Output {
+                kind: ResultType::AgentOutput,
+                raw: out.raw.clone(),
+                pydantic: out.typed.clone(),
+                json_dict: out.typed.clone(),
+                usage: Some(usage_view(&out.usage)),
+                ..Default::default()
+            }),
+            FlowWork::Crew(crew) => {
+                let options = CrewKickoffOptions { parent_event_id: Some(ctx.event_id()), cancellation: Some(ctx.cancellation().clone()) };
+                crew.kickoff_with(BTreeMap::new(), options).await.map_err(|e| e.to_string()).map(|out| crew_output(&out, ResultType::CrewOutput, None))
+            }
+        }
+    }
+}
+
+/// Mode flow: a Flow of `flow.methods`, each running an agent or a crew; the result is the output
+/// of the method that finished last.
+async fn run_flow(case: &Case, world: &World<'_>) -> Result<Execution, RunError> {
+    let spec = case.flow.as_ref().ok_or_else(|| RunError::Invalid("mode flow needs `flow`".into()))?;
+    let finished: Arc<std::sync::Mutex<Vec<Output>>> = Arc::default();
+    let mut builder = Flow::builder().name(&case.name).event_bus(world.env.bus.clone());
+    for method in &spec.methods {
+        let work = match (&method.agent, &method.crew) {
+            (Some(name), None) => {
+                let message = method.message.as_ref().ok_or_else(|| RunError::Invalid(format!("flow method `{}` runs an agent and needs `message`", method.name)))?;
+                FlowWork::Agent { agent: world.agent(name, Scope::Standalone)?, input: kickoff_input(message)? }
+            }
+            (None, Some(crew)) => {
+                let agents = crew.agents.clone().unwrap_or_default();
+                let names = crew.tasks.clone().unwrap_or_default();
+                let tasks = names
+                    .iter()
+                    .map(|n| case.tasks.iter().find(|t| &t.name == n).ok_or_else(|| RunError::Invalid(format!("flow method `{}`: unknown task `{n}`", method.name))))
+                    .collect::<Result<Vec<_>, _>>()?;
+                FlowWork::Crew(world.crew(crew, &agents, &tasks, None)?)
+            }
+            _ => return Err(RunError::Invalid(format!("flow method `{}` needs exactly one of `agent` and `crew`", method.name))),
+        };
+        let sink = finished.clone();
+        let body = move |ctx: FlowContext| {
+            let (work, sink) = (work.clone(), sink.clone());
+            async move {
+                let output = work.run(&ctx).await.map_err(MethodError::msg)?;
+                let raw = output.raw.clone();
+                sink.lock().unwrap_or_else(|p| p.into_inner()).push(output);
+                Ok(raw)
+            }
+        };
+        builder = match (method.start, &method.listen) {
+            (true, None) => builder.start(&method.name, body),
+            (true, Some(trigger)) => builder.start_on(&method.name, on(trigger.as_str()), body),
+            (false, Some(trigger)) => builder.listen(&method.name, on(trigger.as_str()), body),
+            (false, None) => return Err(RunError::Invalid(format!("flow method `{}` needs `start: true` or `listen`", method.name))),
+        };
+    }
+    let flow = builder.build().map_err(|e| RunError::Failed(format!("building the flow: {e}")))?;
+    let result = flow.kickoff(Vec::<(String, Value)>::new()).await;
+    let outputs = finished.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    Ok(Execution::of(match result {
+        Ok(_) => outputs.last().cloned().map(|last| vec![last]).ok_or_else(|| "the flow ran no method".to_string()),
+        Err(e) => Err(e.to_string()),
+    }))
+}
+
 /// Builds and runs `case`.
 pub async fn execute(case: &Case, env: &RunEnv) -> Result<Execution, RunError> {
     let world = World::new(case, env)?;
@@ -605,7 +683,7 @@ pub async fn execute(case: &Case, env: &RunEnv) -> Result<Execution, RunError> {
         Mode::Task => run_tasks(case, &world).await,
         Mode::Crew => run_crew(case, &world).await,
         Mode::Replay => run_replay(case, &world).await,
-        Mode::Flow => Err(RunError::Unsupported("mode flow (no flow engine yet)".into())),
+        Mode::Flow => run_flow(case, &world).await,
     }
 }
 
@@ -690,12 +768,5 @@ mod tests {
     fn response_format_names_come_from_titles() {
         assert_eq!(response_format(&json!({"title": "Simple Output!", "type": "object"})).name, "SimpleOutput");
         assert_eq!(response_format(&json!({"type": "object"})).name, "response");
-    }
-
-    #[tokio::test]
-    async fn flows_are_unsupported_for_now() {
-        let c = case("name: f\nmode: flow\nflow: {methods: [{name: a, start: true}]}\n");
-        let error = execute(&c, &env()).await.unwrap_err();
-        assert_eq!(error.to_string(), "unsupported: mode flow (no flow engine yet)");
     }
 }

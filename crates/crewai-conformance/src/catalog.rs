@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use crewai_core::hooks::{HookDecision, Hooks, LlmCallContext, ToolCallContext};
+use crewai_core::output::{python_float_repr, python_json_dumps};
 use crewai_llm::{RateLimiter, VirtualClock};
 use crewai_tools::{DynamicTool, ToolError, ToolHandle, ToolOutput, field_title};
 use serde_json::{Map, Value, json};
@@ -40,18 +41,26 @@ impl ToolRuns {
 /// recorded run replays in no time, so a limit's wait must not take real time, yet it has to
 /// happen (and be seen) just as in CrewAI's run.
 #[derive(Debug, Clone, Default)]
-pub struct RateLimits(Arc<Mutex<Vec<(RateLimitScope, u32, Arc<VirtualClock>)>>>);
+pub struct RateLimits(Arc<Mutex<Vec<MadeLimiter>>>);
+
+/// One limiter made for a case, with the clock it sleeps on.
+#[derive(Debug)]
+struct MadeLimiter {
+    scope: RateLimitScope,
+    max_rpm: u32,
+    clock: Arc<VirtualClock>,
+}
 
 impl RateLimits {
     /// A limiter of `max_rpm` for `scope`, on a fresh virtual clock.
     pub fn limiter(&self, scope: RateLimitScope, max_rpm: u32) -> Arc<RateLimiter> {
         let clock = VirtualClock::new();
-        lock(&self.0).push((scope, max_rpm, clock.clone()));
+        lock(&self.0).push(MadeLimiter { scope, max_rpm, clock: clock.clone() });
         RateLimiter::with_clock(Some(max_rpm), None, clock)
     }
 
     pub fn snapshot(&self) -> Vec<RateLimitView> {
-        lock(&self.0).iter().map(|(scope, max_rpm, clock)| RateLimitView { scope: scope.clone(), max_rpm: *max_rpm, sleeps: clock.sleeps().len() }).collect()
+        lock(&self.0).iter().map(|made| RateLimitView { scope: made.scope.clone(), max_rpm: made.max_rpm, sleeps: made.clock.sleeps().len() }).collect()
     }
 }
 
@@ -68,81 +77,19 @@ pub fn python_str(value: &Value) -> String {
             (_, _, Some(f)) => python_float(f),
             _ => n.to_string(),
         },
-        other => python_json(other),
+        other => python_json_dumps(other),
     }
 }
 
-/// A float as Python's `repr` prints it (`25.0`, `0.5`, `inf`).
+/// A float as Python's `str` prints it (`25.0`, `0.5`, `1e+16`, `inf`).
 pub fn python_float(f: f64) -> String {
     if f.is_nan() {
         "nan".into()
     } else if f.is_infinite() {
         if f > 0.0 { "inf".into() } else { "-inf".into() }
-    } else if f.fract() == 0.0 && f.abs() < 1e16 {
-        format!("{f:.1}")
     } else {
-        format!("{f}")
+        python_float_repr(f)
     }
-}
-
-/// `json.dumps(value)` with Python's defaults: `", "` and `": "` separators, non-ASCII escaped.
-pub fn python_json(value: &Value) -> String {
-    fn string(out: &mut String, s: &str) {
-        out.push('"');
-        for c in s.chars() {
-            match c {
-                '"' => out.push_str("\\\""),
-                '\\' => out.push_str("\\\\"),
-                '\n' => out.push_str("\\n"),
-                '\r' => out.push_str("\\r"),
-                '\t' => out.push_str("\\t"),
-                c if (c as u32) < 0x20 || (c as u32) > 0x7e => {
-                    let mut units = [0u16; 2];
-                    for unit in c.encode_utf16(&mut units) {
-                        out.push_str(&format!("\\u{unit:04x}"));
-                    }
-                }
-                c => out.push(c),
-            }
-        }
-        out.push('"');
-    }
-    fn write(out: &mut String, value: &Value) {
-        match value {
-            Value::Null => out.push_str("null"),
-            Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-            Value::Number(n) => match n.as_f64() {
-                Some(f) if n.is_f64() => out.push_str(&python_float(f).replace("inf", "Infinity").replace("nan", "NaN")),
-                _ => out.push_str(&n.to_string()),
-            },
-            Value::String(s) => string(out, s),
-            Value::Array(items) => {
-                out.push('[');
-                for (i, item) in items.iter().enumerate() {
-                    if i > 0 {
-                        out.push_str(", ");
-                    }
-                    write(out, item);
-                }
-                out.push(']');
-            }
-            Value::Object(map) => {
-                out.push('{');
-                for (i, (k, v)) in map.iter().enumerate() {
-                    if i > 0 {
-                        out.push_str(", ");
-                    }
-                    string(out, k);
-                    out.push_str(": ");
-                    write(out, v);
-                }
-                out.push('}');
-            }
-        }
-    }
-    let mut out = String::new();
-    write(&mut out, value);
-    out
 }
 
 /// The JSON schema of a tool: its `schema`, or one built from `args` the way a Python `@tool`
@@ -248,7 +195,7 @@ async fn behave(behaviour: &Behaviour, args: &Value, names: &[String], runs: usi
             }
             Ok(python_float(as_f64(&a) / divisor))
         }
-        Behaviour::Echo => Ok(python_json(args)),
+        Behaviour::Echo => Ok(python_json_dumps(args)),
         Behaviour::Fail { message } => Err(ToolError::failed(message.clone())),
         Behaviour::Sequence { values } => Ok(values.get(runs).or(values.last()).map(python_str).unwrap_or_default()),
         Behaviour::Counter => Ok((runs + 1).to_string()),
@@ -419,8 +366,9 @@ mod tests {
         assert_eq!(python_str(&json!(42)), "42");
         assert_eq!(python_str(&json!(2.5)), "2.5");
         assert_eq!(python_float(25.0), "25.0");
+        assert_eq!((python_float(1e16), python_float(f64::INFINITY)), ("1e+16".to_string(), "inf".to_string()));
         assert_eq!(python_str(&json!(true)), "True");
-        assert_eq!(python_json(&json!({"a": 1, "b": "é"})), r#"{"a": 1, "b": "\u00e9"}"#);
+        assert_eq!(python_json_dumps(&json!({"a": 1, "b": "é"})), r#"{"a": 1, "b": "\u00e9"}"#);
     }
 
     #[test]

@@ -94,7 +94,7 @@ pub enum CrewError {
         /// The outputs of the tasks that finished, in task order.
         completed: Vec<TaskOutput>,
         /// What the run used up to the stop.
-        usage: Usage,
+        usage: Box<Usage>,
     },
 }
 
@@ -446,7 +446,7 @@ impl Crew {
         // An agent may notice the cancellation first and fail with its own error: it is still a cancellation.
         let result = match result {
             Err(CrewError::BudgetExceeded { crew, task, exceeded, completed, .. }) => {
-                Err(CrewError::BudgetExceeded { crew, task, exceeded, completed, usage: usage.total() })
+                Err(CrewError::BudgetExceeded { crew, task, exceeded, completed, usage: Box::new(usage.total()) })
             }
             Err(_) if cancellation.is_cancelled() => Err(CrewError::Cancelled { crew: spec.name.clone() }),
             other => other,
@@ -552,7 +552,7 @@ impl Crew {
             task: Some(task.clone()),
             exceeded: exceeded.clone(),
             completed: done.into_iter().map(|(_, output)| output).collect(),
-            usage: Usage::default(),
+            usage: Box::default(),
         }
     }
 

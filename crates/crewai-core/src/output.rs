@@ -315,8 +315,9 @@ pub(crate) fn python_number(n: &serde_json::Number) -> String {
 }
 
 /// Python's `repr(float)`: the shortest round-tripping digits, fixed notation for exponents in
-/// `-4..16`, otherwise `1e+16` / `1.5e-07`.
-pub(crate) fn python_float_repr(f: f64) -> String {
+/// `-4..16`, otherwise `1e+16` / `1.5e-07` (non-finite values as `json.dumps` writes them:
+/// `NaN`, `Infinity`).
+pub fn python_float_repr(f: f64) -> String {
     if f.is_nan() {
         return "NaN".into();
     }

@@ -5,9 +5,15 @@ use std::collections::HashMap;
 
 use serde_json::{Map, Value};
 
+use std::collections::VecDeque;
+
+use futures::StreamExt;
+
 use crate::config::LlmConfig;
 use crate::error::LlmError;
-use crate::types::{LlmRequest, Message, Role};
+use crate::http::SseStream;
+use crate::traits::LlmStream;
+use crate::types::{LlmRequest, Message, Role, StreamEvent};
 
 /// What a provider accepts as a tool name.
 #[derive(Debug, Clone, Copy)]
@@ -170,6 +176,61 @@ pub(crate) fn stop_words(config: &LlmConfig, request: &LlmRequest) -> Vec<String
         }
     }
     out
+}
+
+/// The headers of a provider request: the provider's own (authentication, version), then the
+/// user's `extra_headers`.
+pub(crate) fn request_headers(own: Vec<(String, String)>, config: &LlmConfig) -> Vec<(String, String)> {
+    let mut headers = own;
+    headers.extend(config.extra_headers.iter().map(|(k, v)| (k.clone(), v.clone())));
+    headers
+}
+
+/// How one provider turns the server-sent events of a streamed reply into [`StreamEvent`]s.
+pub(crate) trait SseReplyDecoder: Send + 'static {
+    /// The stream events one SSE event's (non-blank) data stands for.
+    fn on_data(&mut self, data: &str) -> Result<Vec<StreamEvent>, LlmError>;
+    /// The server closed the stream: the last event to hand out, if any.
+    fn on_close(&mut self) -> Option<Result<StreamEvent, LlmError>>;
+    /// The reply is complete: nothing more is read from the server.
+    fn is_complete(&self) -> bool;
+}
+
+/// A streamed reply: SSE events decoded by `decoder`; the first error ends it.
+pub(crate) fn decode_sse_reply(events: SseStream, decoder: impl SseReplyDecoder) -> LlmStream {
+    struct State<D> {
+        events: SseStream,
+        decoder: D,
+        pending: VecDeque<StreamEvent>,
+        ended: bool,
+    }
+    let state = State { events, decoder, pending: VecDeque::new(), ended: false };
+    Box::pin(futures::stream::unfold(state, |mut state| async move {
+        loop {
+            if let Some(event) = state.pending.pop_front() {
+                return Some((Ok(event), state));
+            }
+            if state.ended || state.decoder.is_complete() {
+                return None;
+            }
+            let decoded = match state.events.next().await {
+                None => {
+                    state.ended = true;
+                    let last = state.decoder.on_close()?;
+                    return Some((last, state));
+                }
+                Some(Ok(sse)) if sse.data.trim().is_empty() => continue,
+                Some(item) => item.and_then(|sse| state.decoder.on_data(&sse.data)),
+            };
+            match decoded {
+                Ok(events) => state.pending.extend(events),
+                Err(error) => {
+                    state.ended = true;
+                    return Some((Err(error), state));
+                }
+            }
+        }
+    }))
 }
 
 #[cfg(test)]

@@ -47,10 +47,9 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use base64::Engine;
-use futures::StreamExt;
 use serde_json::{Map, Value, json};
 
-use crate::adapter_support::{self, ToolNameMap, ToolNameRules};
+use crate::adapter_support::{self, SseReplyDecoder, ToolNameMap, ToolNameRules};
 use crate::config::LlmConfig;
 use crate::error::LlmError;
 use crate::http::{ErrorContext, HttpClient, SseStream, Transport};
@@ -133,12 +132,8 @@ impl AnthropicLlm {
     }
 
     fn headers(&self) -> Vec<(String, String)> {
-        let mut headers = vec![
-            ("x-api-key".to_string(), self.api_key.clone()),
-            ("anthropic-version".to_string(), API_VERSION.to_string()),
-        ];
-        headers.extend(self.config.extra_headers.iter().map(|(k, v)| (k.clone(), v.clone())));
-        headers
+        let own = vec![("x-api-key".to_string(), self.api_key.clone()), ("anthropic-version".to_string(), API_VERSION.to_string())];
+        adapter_support::request_headers(own, &self.config)
     }
 
     /// The request body for `request`, and the tool-name map to read the answer with.
@@ -176,8 +171,7 @@ impl Llm for AnthropicLlm {
 
     async fn stream(&self, request: LlmRequest) -> Result<LlmStream, LlmError> {
         let (events, reader) = self.open_stream(&request).await?;
-        let state = StreamState { events, assembler: Assembler::new(reader), pending: Vec::new(), finished: false };
-        Ok(Box::pin(futures::stream::unfold(state, next_stream_item)))
+        Ok(adapter_support::decode_sse_reply(events, EventDecoder { assembler: Assembler::new(reader), finished: false }))
     }
 
     fn capabilities(&self) -> Capabilities {
@@ -639,71 +633,48 @@ fn stream_error(event: &Value) -> LlmError {
     }
 }
 
-struct StreamState {
-    events: SseStream,
+/// Anthropic's event stream: `message_start`, content blocks and their deltas, `message_delta`,
+/// then `message_stop`, which completes the reply (a stream closed before it is an error).
+struct EventDecoder {
     assembler: Assembler,
-    pending: Vec<StreamEvent>,
     finished: bool,
 }
 
-async fn next_stream_item(mut state: StreamState) -> Option<(Result<StreamEvent, LlmError>, StreamState)> {
-    loop {
-        if !state.pending.is_empty() {
-            let event = state.pending.remove(0);
-            return Some((Ok(event), state));
-        }
-        if state.finished {
-            return None;
-        }
-        let Some(item) = state.events.next().await else {
-            state.finished = true;
-            let error = ResponseReader::malformed("the event stream ended before message_stop");
-            return Some((Err(error), state));
-        };
-        match item.and_then(|sse| apply_event(&mut state, &sse.data)) {
-            Ok(()) => {}
-            Err(error) => {
-                state.finished = true;
-                return Some((Err(error), state));
+impl SseReplyDecoder for EventDecoder {
+    fn on_data(&mut self, data: &str) -> Result<Vec<StreamEvent>, LlmError> {
+        let event: Value = serde_json::from_str(data)
+            .map_err(|e| ResponseReader::malformed(format!("an event is not JSON ({e}): {}", crate::http::snippet(data))))?;
+        let index = || event.get("index").and_then(Value::as_u64).map(|i| i as usize).ok_or_else(|| ResponseReader::malformed("a content event without an index"));
+        let assembler = &mut self.assembler;
+        match event.get("type").and_then(Value::as_str).unwrap_or_default() {
+            "message_start" => assembler.start_message(event.get("message").unwrap_or(&Value::Null)),
+            "content_block_start" => return assembler.start_block(index()?, event.get("content_block").unwrap_or(&Value::Null)),
+            "content_block_delta" => return assembler.delta(index()?, event.get("delta").unwrap_or(&Value::Null)),
+            "message_delta" => {
+                if let Some(reason) = event.pointer("/delta/stop_reason").and_then(Value::as_str) {
+                    assembler.stop_reason = Some(reason.to_string());
+                }
+                assembler.merge_usage(event.get("usage"));
             }
+            "message_stop" => {
+                let done = std::mem::replace(assembler, Assembler::new(assembler.reader.clone()));
+                self.finished = true;
+                return Ok(vec![StreamEvent::Done(done.finish()?)]);
+            }
+            "error" => return Err(stream_error(&event)),
+            // `ping`, `content_block_stop` and event kinds added later need no action.
+            _ => {}
         }
+        Ok(Vec::new())
     }
-}
 
-fn apply_event(state: &mut StreamState, data: &str) -> Result<(), LlmError> {
-    if data.trim().is_empty() {
-        return Ok(());
+    fn on_close(&mut self) -> Option<Result<StreamEvent, LlmError>> {
+        Some(Err(ResponseReader::malformed("the event stream ended before message_stop")))
     }
-    let event: Value = serde_json::from_str(data)
-        .map_err(|e| ResponseReader::malformed(format!("an event is not JSON ({e}): {}", crate::http::snippet(data))))?;
-    let index = || event.get("index").and_then(Value::as_u64).map(|i| i as usize).ok_or_else(|| ResponseReader::malformed("a content event without an index"));
-    let assembler = &mut state.assembler;
-    match event.get("type").and_then(Value::as_str).unwrap_or_default() {
-        "message_start" => assembler.start_message(event.get("message").unwrap_or(&Value::Null)),
-        "content_block_start" => {
-            let events = assembler.start_block(index()?, event.get("content_block").unwrap_or(&Value::Null))?;
-            state.pending.extend(events);
-        }
-        "content_block_delta" => {
-            let events = assembler.delta(index()?, event.get("delta").unwrap_or(&Value::Null))?;
-            state.pending.extend(events);
-        }
-        "message_delta" => {
-            if let Some(reason) = event.pointer("/delta/stop_reason").and_then(Value::as_str) {
-                assembler.stop_reason = Some(reason.to_string());
-            }
-            assembler.merge_usage(event.get("usage"));
-        }
-        "message_stop" => {
-            let done = std::mem::replace(assembler, Assembler::new(assembler.reader.clone()));
-            state.pending.push(StreamEvent::Done(done.finish()?));
-            state.finished = true;
-        }
-        "error" => return Err(stream_error(&event)),
-        // `ping`, `content_block_stop` and event kinds added later need no action.
-        _ => {}
+
+    fn is_complete(&self) -> bool {
+        self.finished
     }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -22,7 +22,7 @@ use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
-use crate::adapter_support::{ToolNameMap, ToolNameRules};
+use crate::adapter_support::{self, ToolNameMap, ToolNameRules};
 use crate::config::LlmConfig;
 use crate::context_window::context_window_size;
 use crate::error::LlmError;
@@ -98,7 +98,7 @@ impl BedrockLlm {
     }
 
     fn headers(&self, url: &str, body: &[u8]) -> Result<Vec<(String, String)>, LlmError> {
-        let mut headers: Vec<(String, String)> = self.config.extra_headers.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        let mut headers = adapter_support::request_headers(Vec::new(), &self.config);
         match &self.auth {
             BedrockAuth::ApiKey(key) => headers.push(("authorization".into(), format!("Bearer {key}"))),
             BedrockAuth::SigV4(credentials) => {

@@ -23,7 +23,6 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use tokio::time::Instant;
 
 use crate::adapter_support;
 use crate::config::LlmConfig;
@@ -520,25 +519,8 @@ impl RetryEmbedder {
 #[async_trait]
 impl Embedder for RetryEmbedder {
     async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, LlmError> {
-        let deadline = Instant::now() + self.policy.max_total;
-        let mut retry = 0;
-        loop {
-            let error = match tokio::time::timeout_at(deadline, self.inner.embed(texts)).await {
-                Ok(Ok(vectors)) => return Ok(vectors),
-                Ok(Err(error)) => error,
-                Err(_) => return Err(LlmError::Timeout { provider: format!("embeddings ({})", self.inner.model()), after: self.policy.max_total }),
-            };
-            if !error.is_retryable() || retry >= self.policy.max_retries {
-                return Err(error);
-            }
-            let wait = self.policy.delay_for(retry, error.retry_after());
-            if Instant::now() + wait >= deadline {
-                return Err(error);
-            }
-            tracing::warn!(model = self.inner.model(), retry = retry + 1, wait_ms = wait.as_millis() as u64, %error, "retrying an embedding request");
-            tokio::time::sleep(wait).await;
-            retry += 1;
-        }
+        let model = self.inner.model();
+        self.policy.run(&format!("embeddings ({model})"), model, || self.inner.embed(texts)).await
     }
 
     fn dimensions(&self) -> Option<usize> {

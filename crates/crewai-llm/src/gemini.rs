@@ -29,10 +29,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use futures::StreamExt;
 use serde_json::{Map, Value, json};
 
-use crate::adapter_support::{self, ToolNameMap, ToolNameRules};
+use crate::adapter_support::{self, SseReplyDecoder, ToolNameMap, ToolNameRules};
 use crate::config::LlmConfig;
 use crate::error::LlmError;
 use crate::http::{ErrorContext, HttpClient, SseStream, Transport};
@@ -105,9 +104,7 @@ impl GeminiLlm {
     }
 
     fn headers(&self) -> Vec<(String, String)> {
-        let mut headers = vec![("x-goog-api-key".to_string(), self.api_key.clone())];
-        headers.extend(self.config.extra_headers.iter().map(|(k, v)| (k.clone(), v.clone())));
-        headers
+        adapter_support::request_headers(vec![("x-goog-api-key".to_string(), self.api_key.clone())], &self.config)
     }
 
     fn prepare(&self, request: &LlmRequest) -> Result<(Value, ResponseReader), LlmError> {
@@ -145,8 +142,7 @@ impl Llm for GeminiLlm {
 
     async fn stream(&self, request: LlmRequest) -> Result<LlmStream, LlmError> {
         let (events, reader) = self.open_stream(&request).await?;
-        let state = StreamState { events, assembler: Some(Assembler::new(reader)), pending: Vec::new() };
-        Ok(Box::pin(futures::stream::unfold(state, next_stream_item)))
+        Ok(adapter_support::decode_sse_reply(events, ChunkDecoder { assembler: Some(Assembler::new(reader)) }))
     }
 
     fn capabilities(&self) -> Capabilities {
@@ -646,40 +642,28 @@ impl Assembler {
     }
 }
 
-struct StreamState {
-    events: SseStream,
-    /// `None` once the final response went out (or the stream failed).
+/// Gemini's stream: each event is a whole `GenerateContentResponse` chunk; the server ends the
+/// reply by closing the stream (the last chunk carried the finish reason).
+struct ChunkDecoder {
+    /// `None` once the final response went out.
     assembler: Option<Assembler>,
-    pending: Vec<StreamEvent>,
 }
 
-async fn next_stream_item(mut state: StreamState) -> Option<(Result<StreamEvent, LlmError>, StreamState)> {
-    loop {
-        if !state.pending.is_empty() {
-            let event = state.pending.remove(0);
-            return Some((Ok(event), state));
+impl SseReplyDecoder for ChunkDecoder {
+    fn on_data(&mut self, data: &str) -> Result<Vec<StreamEvent>, LlmError> {
+        let chunk: Value = serde_json::from_str(data).map_err(|e| malformed(format!("a stream chunk is not JSON ({e}): {}", crate::http::snippet(data))))?;
+        match self.assembler.as_mut() {
+            Some(assembler) => assembler.add_chunk(&chunk),
+            None => Ok(Vec::new()),
         }
-        let assembler = state.assembler.as_mut()?;
-        let Some(item) = state.events.next().await else {
-            // Gemini ends a stream by closing it; the last chunk carried the finish reason.
-            let done = state.assembler.take()?.finish();
-            return Some((done.map(StreamEvent::Done), state));
-        };
-        let applied = item.and_then(|sse| {
-            if sse.data.trim().is_empty() {
-                return Ok(Vec::new());
-            }
-            let chunk: Value = serde_json::from_str(&sse.data)
-                .map_err(|e| malformed(format!("a stream chunk is not JSON ({e}): {}", crate::http::snippet(&sse.data))))?;
-            assembler.add_chunk(&chunk)
-        });
-        match applied {
-            Ok(events) => state.pending.extend(events),
-            Err(error) => {
-                state.assembler = None;
-                return Some((Err(error), state));
-            }
-        }
+    }
+
+    fn on_close(&mut self) -> Option<Result<StreamEvent, LlmError>> {
+        Some(self.assembler.take()?.finish().map(StreamEvent::Done))
+    }
+
+    fn is_complete(&self) -> bool {
+        self.assembler.is_none()
     }
 }
 

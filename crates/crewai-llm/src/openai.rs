@@ -24,7 +24,7 @@ use async_trait::async_trait;
 use futures::StreamExt;
 use serde_json::{Map, Value, json};
 
-use crate::adapter_support::{ToolNameMap, ToolNameRules};
+use crate::adapter_support::{self, ToolNameMap, ToolNameRules};
 use crate::config::LlmConfig;
 use crate::context_window::context_window_size;
 use crate::error::LlmError;
@@ -100,6 +100,28 @@ pub fn is_reasoning_model(model: &str) -> bool {
     })
 }
 
+/// The generation settings both OpenAI APIs send, resolved from the request and the config under
+/// the reasoning-model rules (no temperature; a reasoning effort only for reasoning models).
+pub(crate) struct Sampling<'a> {
+    pub(crate) reasoning: bool,
+    pub(crate) temperature: Option<f64>,
+    /// The request's limit, else `max_completion_tokens`, else `max_tokens`.
+    pub(crate) max_tokens: Option<u32>,
+    pub(crate) reasoning_effort: Option<&'a String>,
+}
+
+impl<'a> Sampling<'a> {
+    pub(crate) fn resolve(model: &str, config: &'a LlmConfig, request: &LlmRequest) -> Self {
+        let reasoning = is_reasoning_model(model);
+        Sampling {
+            reasoning,
+            temperature: request.options.temperature.or(config.temperature).filter(|_| !reasoning),
+            max_tokens: request.options.max_tokens.or(config.max_completion_tokens).or(config.max_tokens),
+            reasoning_effort: config.reasoning_effort.as_ref().filter(|_| reasoning),
+        }
+    }
+}
+
 /// A chat-completions client.
 #[derive(Debug, Clone)]
 pub struct OpenAiClient {
@@ -170,9 +192,7 @@ impl OpenAiClient {
     }
 
     fn headers(&self) -> Vec<(String, String)> {
-        let mut headers = self.auth.headers();
-        headers.extend(self.config.extra_headers.iter().map(|(k, v)| (k.clone(), v.clone())));
-        headers
+        adapter_support::request_headers(self.auth.headers(), &self.config)
     }
 
     /// The JSON body for `request`, as CrewAI would send it.
@@ -183,22 +203,21 @@ impl OpenAiClient {
     /// The body and the tool-name mapping used in it.
     fn prepare(&self, request: &LlmRequest, stream: bool) -> (Value, ToolNameMap) {
         let names = ToolNameMap::for_request(TOOL_NAMES, request, &[]);
-        let reasoning = is_reasoning_model(&self.model);
+        let sampling = Sampling::resolve(&self.model, &self.config, request);
+        let reasoning = sampling.reasoning;
         let mut body: BTreeMap<String, Value> = BTreeMap::new();
         body.insert("messages".into(), Value::Array(request.messages.iter().map(|m| message_json_named(m, &names)).collect()));
         if self.send_model {
             body.insert("model".into(), Value::String(self.model.clone()));
         }
-        let temperature = request.options.temperature.or(self.config.temperature);
-        if let Some(t) = temperature.filter(|_| !reasoning) {
+        if let Some(t) = sampling.temperature {
             body.insert("temperature".into(), json!(t));
         }
-        let max_tokens = request.options.max_tokens.or(self.config.max_completion_tokens).or(self.config.max_tokens);
-        if let Some(n) = max_tokens {
+        if let Some(n) = sampling.max_tokens {
             let key = if reasoning || self.config.max_completion_tokens.is_some() { "max_completion_tokens" } else { "max_tokens" };
             body.insert(key.into(), json!(n));
         }
-        if let Some(effort) = self.config.reasoning_effort.as_ref().filter(|_| reasoning) {
+        if let Some(effort) = sampling.reasoning_effort {
             body.insert("reasoning_effort".into(), json!(effort));
         }
         if self.send_stop && !reasoning {

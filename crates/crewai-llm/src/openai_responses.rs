@@ -21,12 +21,12 @@ use async_trait::async_trait;
 use futures::StreamExt;
 use serde_json::{Map, Value, json};
 
-use crate::adapter_support::ToolNameMap;
+use crate::adapter_support::{self, ToolNameMap};
 use crate::config::LlmConfig;
 use crate::context_window::context_window_size;
 use crate::error::LlmError;
 use crate::http::{ErrorContext, HttpClient, SseStream, Transport, provider_error_message, snippet};
-use crate::openai::{Auth, TOOL_NAMES, is_reasoning_model, response_format_json, restore_stream_names, restore_tool_names};
+use crate::openai::{Auth, Sampling, TOOL_NAMES, is_reasoning_model, response_format_json, restore_stream_names, restore_tool_names};
 use crate::traits::{Llm, LlmStream};
 use crate::types::{
     Capabilities, ContentPart, FinishReason, LlmRequest, LlmResponse, Message, Role, StreamEvent, ToolCall, ToolChoice, Usage,
@@ -64,9 +64,7 @@ impl OpenAiResponsesClient {
     }
 
     fn headers(&self) -> Vec<(String, String)> {
-        let mut headers = self.auth.headers();
-        headers.extend(self.config.extra_headers.iter().map(|(k, v)| (k.clone(), v.clone())));
-        headers
+        adapter_support::request_headers(self.auth.headers(), &self.config)
     }
 
     /// The JSON body for `request`.
@@ -77,20 +75,20 @@ impl OpenAiResponsesClient {
     /// The body and the tool-name mapping used in it.
     fn prepare(&self, request: &LlmRequest, stream: bool) -> (Value, ToolNameMap) {
         let names = ToolNameMap::for_request(TOOL_NAMES, request, &[]);
-        let reasoning = is_reasoning_model(&self.model);
+        let sampling = Sampling::resolve(&self.model, &self.config, request);
         let mut body: BTreeMap<String, Value> = BTreeMap::new();
         body.insert("model".into(), json!(self.model));
         body.insert("input".into(), Value::Array(request.messages.iter().flat_map(|m| input_items(m, &names)).collect()));
-        if let Some(t) = request.options.temperature.or(self.config.temperature).filter(|_| !reasoning) {
+        if let Some(t) = sampling.temperature {
             body.insert("temperature".into(), json!(t));
         }
-        if let Some(p) = self.config.top_p.filter(|_| !reasoning) {
+        if let Some(p) = self.config.top_p.filter(|_| !sampling.reasoning) {
             body.insert("top_p".into(), json!(p));
         }
-        if let Some(n) = request.options.max_tokens.or(self.config.max_completion_tokens).or(self.config.max_tokens) {
+        if let Some(n) = sampling.max_tokens {
             body.insert("max_output_tokens".into(), json!(n));
         }
-        if let Some(effort) = self.config.reasoning_effort.as_ref().filter(|_| reasoning) {
+        if let Some(effort) = sampling.reasoning_effort {
             body.insert("reasoning".into(), json!({"effort": effort}));
         }
         if let Some(format) = response_format_json(request.response_format.as_ref(), self.config.response_format.as_ref()) {

@@ -89,6 +89,36 @@ impl RetryPolicy {
         }
         rand::rng().random_range(Duration::ZERO..=ceiling)
     }
+
+    /// Runs `attempt` until it succeeds, fails with an error that is not retryable, or the retries
+    /// or the total time run out (the running attempt is cut at the deadline). `provider` and
+    /// `model` name what is retried, in the logs and in the timeout error.
+    pub async fn run<T, F, Fut>(&self, provider: &str, model: &str, mut attempt: F) -> Result<T, LlmError>
+    where
+        F: FnMut() -> Fut + Send,
+        Fut: std::future::Future<Output = Result<T, LlmError>> + Send,
+        T: Send,
+    {
+        let deadline = Instant::now() + self.max_total;
+        let mut retry = 0;
+        loop {
+            let error = match tokio::time::timeout_at(deadline, attempt()).await {
+                Ok(Ok(value)) => return Ok(value),
+                Ok(Err(error)) => error,
+                Err(_) => return Err(LlmError::Timeout { provider: provider.to_string(), after: self.max_total }),
+            };
+            if !error.is_retryable() || retry >= self.max_retries {
+                return Err(error);
+            }
+            let wait = self.delay_for(retry, error.retry_after());
+            if Instant::now() + wait >= deadline {
+                return Err(error);
+            }
+            tracing::warn!(provider, model, retry = retry + 1, wait_ms = wait.as_millis() as u64, %error, "retrying a failed request");
+            tokio::time::sleep(wait).await;
+            retry += 1;
+        }
+    }
 }
 
 /// Wraps a model so retryable failures are tried again under a [`RetryPolicy`].
@@ -105,45 +135,6 @@ impl RetryLlm {
     pub fn policy(&self) -> &RetryPolicy {
         &self.policy
     }
-
-    async fn run<T, F, Fut>(&self, mut attempt: F) -> Result<T, LlmError>
-    where
-        F: FnMut() -> Fut + Send,
-        Fut: std::future::Future<Output = Result<T, LlmError>> + Send,
-        T: Send,
-    {
-        let deadline = Instant::now() + self.policy.max_total;
-        let mut retry = 0;
-        loop {
-            let outcome = match tokio::time::timeout_at(deadline, attempt()).await {
-                Ok(outcome) => outcome,
-                Err(_) => {
-                    return Err(LlmError::Timeout { provider: self.inner.provider().to_string(), after: self.policy.max_total });
-                }
-            };
-            let error = match outcome {
-                Ok(value) => return Ok(value),
-                Err(error) => error,
-            };
-            if !error.is_retryable() || retry >= self.policy.max_retries {
-                return Err(error);
-            }
-            let wait = self.policy.delay_for(retry, error.retry_after());
-            if Instant::now() + wait >= deadline {
-                return Err(error);
-            }
-            tracing::warn!(
-                provider = self.inner.provider(),
-                model = self.inner.model(),
-                retry = retry + 1,
-                wait_ms = wait.as_millis() as u64,
-                %error,
-                "retrying the model call"
-            );
-            tokio::time::sleep(wait).await;
-            retry += 1;
-        }
-    }
 }
 
 #[async_trait]
@@ -159,13 +150,13 @@ impl Llm for RetryLlm {
     }
 
     async fn call(&self, request: LlmRequest) -> Result<LlmResponse, LlmError> {
-        self.run(|| self.inner.call(request.clone())).await
+        self.policy.run(self.inner.provider(), self.inner.model(), || self.inner.call(request.clone())).await
     }
 
     /// Retries opening the stream; once events flow, a failure is passed on (the caller has
     /// already shown part of the reply).
     async fn stream(&self, request: LlmRequest) -> Result<LlmStream, LlmError> {
-        self.run(|| self.inner.stream(request.clone())).await
+        self.policy.run(self.inner.provider(), self.inner.model(), || self.inner.stream(request.clone())).await
     }
 }
 

@@ -145,14 +145,20 @@ impl Llm for LocalLlm {
         let model = self.shared_model().await?;
         let params = self.params_for(&request);
         let name = self.name.clone();
+        // Asked for JSON: the reply starts as an object, which a small model then mostly completes.
+        let continues_reply = request.messages.last().is_some_and(|m| m.role == crewai_llm::Role::Assistant);
+        let reply_start = (request.response_format.is_some() && !continues_reply).then_some("{");
         // Waiting here (not on a blocking thread) is how concurrent calls queue.
         let mut guard = model.lock_owned().await;
         let (sender, receiver) = tokio::sync::mpsc::unbounded_channel::<Result<StreamEvent, LlmError>>();
         tokio::task::spawn_blocking(move || {
             let loaded = &mut *guard;
+            if let Some(start) = reply_start {
+                let _ = sender.send(Ok(StreamEvent::TextDelta(start.to_string())));
+            }
             let outcome = loaded
                 .template()
-                .render(&request.messages)
+                .render_with_reply_start(&request.messages, reply_start)
                 .encode(loaded.tokenizer())
                 .and_then(|prompt| loaded.generate(&prompt, &params, |piece| sender.send(Ok(StreamEvent::TextDelta(piece.to_string()))).is_ok()));
             let event = outcome.map_err(LlmError::from).map(|generation| {
@@ -170,7 +176,7 @@ impl Llm for LocalLlm {
                     Finish::Cancelled => FinishReason::Other("cancelled".into()),
                 };
                 StreamEvent::Done(LlmResponse {
-                    content: Some(generation.text),
+                    content: Some(format!("{}{}", reply_start.unwrap_or_default(), generation.text)),
                     finish_reason,
                     usage,
                     model: Some(name),

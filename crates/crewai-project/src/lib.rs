@@ -23,6 +23,7 @@
 mod build;
 mod check;
 mod error;
+pub mod flow_yaml;
 mod load;
 mod plan;
 mod registry;

@@ -3,6 +3,7 @@
 //! CrewAI's multi-agent model in Rust. `use crewai::prelude::*` brings in everything a crew needs.
 
 pub use crewai_core as core;
+pub use crewai_flow as flow;
 pub use crewai_llm as llm;
 pub use crewai_tools as tools;
 
@@ -38,6 +39,7 @@ pub use crewai_macros::crewai_tool as tool;
 
 /// The names most programs need.
 pub mod prelude {
+    pub use crewai_flow::Flow;
     pub use crate::tool;
     pub use crewai_core::agent::{Agent, AgentOutput};
     pub use crewai_core::crew::{Crew, CrewError, Process};
