@@ -106,6 +106,13 @@ fn scaffold_flow(name: &str, parent: &Path) -> anyhow::Result<PathBuf> {
     let crews = dir.join("crews");
     std::fs::create_dir_all(&crews).with_context(|| format!("cannot create {}", crews.display()))?;
     let crew_dir = crate::create::scaffold("research crew", &crews)?;
+    // A flow runs its crews from their YAML, so the Rust half of the crew scaffold (and the Rust
+    // tool its agents name) has no place here.
+    std::fs::remove_file(crew_dir.join("Cargo.toml")).context("cannot tidy the crew scaffold")?;
+    std::fs::remove_dir_all(crew_dir.join("src")).context("cannot tidy the crew scaffold")?;
+    let agents_path = crew_dir.join("config/agents.yaml");
+    let agents = std::fs::read_to_string(&agents_path).context("cannot read the crew scaffold")?;
+    std::fs::write(&agents_path, agents.replace("  tools:\n    - word_count\n", "")).context("cannot tidy the crew scaffold")?;
     let crew_folder = crew_dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let flow_yaml = format!(
         "# A flow: each method has a trigger (start / listen / router) and one step.\nname: {name}\nmethods:\n  pick_topic:\n    start: true\n    set: {{ topic: AI LLMs }}\n  check_depth:\n    router: pick_topic\n    emits: [deep, quick]\n    route: {{ if_contains: {{ text: LLM, then: deep, else: quick }} }}\n  research:\n    listen: deep\n    crew: crews/{crew_folder}\n  summary:\n    listen: quick\n    set: {{ summary: \"A quick topic needs no crew.\" }}\n",

@@ -2,6 +2,7 @@
 //!
 //! ```yaml
 //! name: support-triage
+//! inputs: { ticket: I was charged twice. }   # the initial state; kickoff inputs override it
 //! methods:
 //!   classify:
 //!     start: true
@@ -52,6 +53,8 @@ pub struct FlowProject {
     /// The folder holding `flow.yaml`.
     pub root: PathBuf,
     pub name: String,
+    /// `inputs:`: the state a kickoff starts from (kickoff inputs are laid over it).
+    pub inputs: Map<String, Value>,
     /// Methods in file order.
     pub methods: Vec<FlowMethod>,
 }
@@ -79,7 +82,7 @@ pub enum FlowStep {
     /// Kicks off a crew project with the flow state as inputs; the output is the crew's raw text.
     Crew { path: PathBuf, project: Box<Project> },
     /// Asks one agent `prompt` (with `{state_field}` placeholders filled from the state).
-    Agent { role: String, goal: String, backstory: String, llm: Option<LlmConfig>, prompt: String },
+    Agent { role: String, goal: String, backstory: String, llm: Option<Box<LlmConfig>>, prompt: String },
     /// Writes these keys into the state; the output is the mapping.
     Set(Map<String, Value>),
     /// A router rule on the triggering output: `then` when it contains `text` (ignoring case), else `otherwise`.
@@ -98,9 +101,18 @@ impl FlowProject {
         let Value::Object(document) = document else {
             return Err(ProjectError::Invalid(vec![Diagnostic::in_file(FLOW_FILE, "expected a mapping with `methods:`")]));
         };
-        for key in document.keys().filter(|k| !["name", "methods"].contains(&k.as_str())) {
-            diagnostics.push(unknown_key(&top.child(key.as_str()), key, &["name", "methods"], "the flow"));
+        const FLOW_KEYS: &[&str] = &["name", "inputs", "methods"];
+        for key in document.keys().filter(|k| !FLOW_KEYS.contains(&k.as_str())) {
+            diagnostics.push(unknown_key(&top.child(key.as_str()), key, FLOW_KEYS, "the flow"));
         }
+        let inputs = match document.get("inputs") {
+            None => Map::new(),
+            Some(Value::Object(inputs)) => inputs.clone(),
+            Some(_) => {
+                diagnostics.push(top.child("inputs").diagnostic("`inputs` must be a mapping of state keys to values"));
+                Map::new()
+            }
+        };
         let name = match document.get("name") {
             None => root.canonicalize().ok().and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned())).unwrap_or_else(|| "flow".into()),
             Some(Value::String(name)) => name.clone(),
@@ -128,12 +140,12 @@ impl FlowProject {
         if !diagnostics.is_empty() {
             return Err(ProjectError::Invalid(diagnostics));
         }
-        Ok(FlowProject { root, name, methods })
+        Ok(FlowProject { root, name, inputs, methods })
     }
 
     /// Builds the runnable flow; crews and agents are built at each call with these options.
     pub fn build(&self, options: &BuildOptions) -> Result<Flow, ProjectError> {
-        let mut builder = Flow::builder().name(self.name.clone());
+        let mut builder = Flow::builder().name(self.name.clone()).initial_state(self.inputs.clone());
         if let Some(bus) = &options.event_bus {
             builder = builder.event_bus(bus.clone());
         }
@@ -190,7 +202,7 @@ async fn run_step(method: &str, step: &FlowStep, ctx: &FlowContext, options: &Bu
         FlowStep::Agent { role, goal, backstory, llm, prompt } => {
             let location = Location { owner: format!("flow method '{method}'"), field: "prompt" };
             let prompt = interpolate(prompt, &inputs, &location)?;
-            let llm = make_llm(llm.as_ref(), &format!("flow method '{method}'"), None, options)?;
+            let llm = make_llm(llm.as_deref(), &format!("flow method '{method}'"), None, options)?;
             let agent = Agent::builder().role(role.clone()).goal(goal.clone()).backstory(backstory.clone()).llm(llm).build()?;
             let output = agent.kickoff_with(prompt, ctx.agent_kickoff_options()).await?;
             Ok(Value::String(output.raw))
@@ -298,7 +310,7 @@ fn parse_method(root: &Path, name: &str, value: &Value, origin: &Origin, diagnos
             let llm = match agent.get("llm") {
                 None => None,
                 Some(value) => match serde_json::from_value::<LlmConfig>(value.clone()) {
-                    Ok(config) => Some(config),
+                    Ok(config) => Some(Box::new(config)),
                     Err(err) => {
                         diagnostics.push(agent_origin.child("llm").diagnostic(format!("{owner}: invalid `llm`: {err}")));
                         None
@@ -419,7 +431,7 @@ mod tests {
         load(yaml).unwrap_err().to_string()
     }
 
-    const VALID: &str = "name: triage\nmethods:\n  classify:\n    start: true\n    set: {category: billing}\n  pick:\n    router: classify\n    emits: [billing, other]\n    route: {if_contains: {text: billing, then: billing, else: other}}\n  pay:\n    listen: billing\n    set: {answer: refund}\n  done:\n    listen: {or: [pay, other]}\n    set: {finished: true}\n";
+    const VALID: &str = "name: triage\ninputs: {ticket: none}\nmethods:\n  classify:\n    start: true\n    set: {category: billing}\n  pick:\n    router: classify\n    emits: [billing, other]\n    route: {if_contains: {text: billing, then: billing, else: other}}\n  pay:\n    listen: billing\n    set: {answer: refund}\n  done:\n    listen: {or: [pay, other]}\n    set: {finished: true}\n";
 
     #[tokio::test]
     async fn a_valid_flow_loads_and_runs() {
@@ -429,6 +441,7 @@ mod tests {
         let flow = flow_project.build(&BuildOptions::new(crate::ToolRegistry::new())).unwrap();
         let output = flow.kickoff([("ticket", serde_json::json!("x"))]).await.unwrap();
         assert_eq!(output.state["answer"], "refund");
+        assert_eq!(output.state["ticket"], "x");
         assert_eq!(output.state["pick"], "billing");
         assert_eq!(output.result, Some(serde_json::json!({"finished": true})));
         assert!(flow.to_mermaid().contains("billing"));
@@ -437,7 +450,7 @@ mod tests {
     #[test]
     fn unknown_trigger_names_the_method_and_line() {
         let text = errors(&VALID.replace("listen: billing", "listen: biling"));
-        assert!(text.contains("flow.yaml:11: method 'pay' is triggered by 'biling'"), "{text}");
+        assert!(text.contains("flow.yaml:12: method 'pay' is triggered by 'biling'"), "{text}");
         assert!(text.contains("did you mean 'billing'?"), "{text}");
     }
 
