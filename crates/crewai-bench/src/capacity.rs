@@ -16,11 +16,19 @@ use crate::rusage;
 
 /// The request bodies of a fixtures file (`{"kind", "request", "answer"}` per line).
 fn read_fixtures(path: &Path) -> Result<Vec<Arc<String>>, BenchError> {
-    let failure = |message: String| BenchError::Fixtures { path: path.to_path_buf(), message };
+    let failure = |message: String| BenchError::Fixtures {
+        path: path.to_path_buf(),
+        message,
+    };
     let text = std::fs::read_to_string(path).map_err(|e| failure(e.to_string()))?;
     let mut bodies = Vec::new();
-    for (number, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-        let record: Value = serde_json::from_str(line).map_err(|e| failure(format!("line {}: {e}", number + 1)))?;
+    for (number, line) in text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+    {
+        let record: Value =
+            serde_json::from_str(line).map_err(|e| failure(format!("line {}: {e}", number + 1)))?;
         let mut request = record
             .get("request")
             .cloned()
@@ -45,7 +53,11 @@ pub async fn run(args: &Args, fixtures: &Path, stats: &StatsClient) -> Result<St
         .connect_timeout(Duration::from_secs(10))
         .timeout(Duration::from_secs(600))
         .build()
-        .map_err(|e| BenchError::Mock { port: stats.port(), what: "(client setup)", message: e.to_string() })?;
+        .map_err(|e| BenchError::Mock {
+            port: stats.port(),
+            what: "(client setup)",
+            message: e.to_string(),
+        })?;
     let url = stats.url("/v1/chat/completions");
     // One "kickoff" = the fixtures' requests one after another, like a crew's calls.
     let kickoff = move |http: reqwest::Client, url: String, bodies: Vec<Arc<String>>| async move {
@@ -63,7 +75,11 @@ pub async fn run(args: &Args, fixtures: &Path, stats: &StatsClient) -> Result<St
         Ok::<(), reqwest::Error>(())
     };
     let port = stats.port();
-    let failed = |e: reqwest::Error| BenchError::Mock { port, what: "POST /v1/chat/completions", message: e.to_string() };
+    let failed = |e: reqwest::Error| BenchError::Mock {
+        port,
+        what: "POST /v1/chat/completions",
+        message: e.to_string(),
+    };
     stats.reset().await?;
     let before = rusage::now();
     let start = Instant::now();

@@ -19,8 +19,14 @@ pub enum BenchError {
     },
     #[error("a kickoff task stopped before it finished: {0}")]
     Join(#[from] tokio::task::JoinError),
-    #[error("the mock server on port {port} did not answer {what}: {message} (is mock_llm.py running there?)")]
-    Mock { port: u16, what: &'static str, message: String },
+    #[error(
+        "the mock server on port {port} did not answer {what}: {message} (is mock_llm.py running there?)"
+    )]
+    Mock {
+        port: u16,
+        what: &'static str,
+        message: String,
+    },
     #[error("could not read the request fixtures {path}: {message}")]
     Fixtures { path: PathBuf, message: String },
     #[error("--runs must be at least 1")]

@@ -32,7 +32,10 @@ use crate::error::BenchError;
 fn main() -> ExitCode {
     let process_start = Instant::now();
     let args = Args::parse();
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(runtime) => runtime,
         Err(error) => {
             eprintln!("crewai-bench: could not start the tokio runtime: {error}");

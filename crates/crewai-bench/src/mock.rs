@@ -37,7 +37,11 @@ impl StatsClient {
             .connect_timeout(Duration::from_secs(5))
             .timeout(Duration::from_secs(10))
             .build()
-            .map_err(|e| BenchError::Mock { port, what: "(client setup)", message: e.to_string() })?;
+            .map_err(|e| BenchError::Mock {
+                port,
+                what: "(client setup)",
+                message: e.to_string(),
+            })?;
         Ok(StatsClient { http, port })
     }
 
@@ -50,7 +54,11 @@ impl StatsClient {
     }
 
     fn failure(&self, what: &'static str, error: impl ToString) -> BenchError {
-        BenchError::Mock { port: self.port, what, message: error.to_string() }
+        BenchError::Mock {
+            port: self.port,
+            what,
+            message: error.to_string(),
+        }
     }
 
     pub async fn reset(&self) -> Result<(), BenchError> {
@@ -77,8 +85,9 @@ impl StatsClient {
             .json()
             .await
             .map_err(|e| self.failure(WHAT, e))?;
-        MockStats::from_json(&body)
-            .ok_or_else(|| self.failure(WHAT, format!("no chat_completions/max_in_flight in {body}")))
+        MockStats::from_json(&body).ok_or_else(|| {
+            self.failure(WHAT, format!("no chat_completions/max_in_flight in {body}"))
+        })
     }
 }
 
@@ -104,8 +113,18 @@ mod tests {
 
     #[test]
     fn reads_the_counters_the_mock_reports() {
-        let body = serde_json::json!({"chat_completions": 8, "max_in_flight": 2, "by_kind": {"text": 6}});
-        assert_eq!(MockStats::from_json(&body), Some(MockStats { chat_completions: 8, max_in_flight: 2 }));
-        assert_eq!(MockStats::from_json(&serde_json::json!({"chat_completions": 8})), None);
+        let body =
+            serde_json::json!({"chat_completions": 8, "max_in_flight": 2, "by_kind": {"text": 6}});
+        assert_eq!(
+            MockStats::from_json(&body),
+            Some(MockStats {
+                chat_completions: 8,
+                max_in_flight: 2
+            })
+        );
+        assert_eq!(
+            MockStats::from_json(&serde_json::json!({"chat_completions": 8})),
+            None
+        );
     }
 }

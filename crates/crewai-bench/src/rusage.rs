@@ -13,7 +13,10 @@ pub fn now() -> Usage {
     // SAFETY: RUSAGE_SELF with a valid pointer cannot fail.
     unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut raw) };
     let seconds = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    Usage { cpu_s: seconds(raw.ru_utime) + seconds(raw.ru_stime), max_rss_kib: raw.ru_maxrss }
+    Usage {
+        cpu_s: seconds(raw.ru_utime) + seconds(raw.ru_stime),
+        max_rss_kib: raw.ru_maxrss,
+    }
 }
 
 #[cfg(test)]

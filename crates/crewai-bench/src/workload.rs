@@ -49,9 +49,13 @@ struct Kickoff {
 /// The project folder for `--config`: the loader looks for `config/agents.yaml` below it, so a
 /// path to the `config` folder itself means its parent.
 fn project_root(config: &Path) -> PathBuf {
-    let holds_agents = ["agents.yaml", "agents.yml"].iter().any(|f| config.join(f).is_file());
+    let holds_agents = ["agents.yaml", "agents.yml"]
+        .iter()
+        .any(|f| config.join(f).is_file());
     match (holds_agents, config.parent()) {
-        (true, Some(parent)) if config.file_name().is_some_and(|n| n == "config") => parent.to_path_buf(),
+        (true, Some(parent)) if config.file_name().is_some_and(|n| n == "config") => {
+            parent.to_path_buf()
+        }
         _ => config.to_path_buf(),
     }
 }
@@ -64,10 +68,17 @@ impl Workload {
     /// Reads the YAML and builds the crew, as `BenchCrew().crew()` does on the CrewAI side: each
     /// agent keeps the model its YAML names, pointed at the mock server with API key `x`.
     fn build(&self) -> Result<Crew, BenchError> {
-        let project_error = |source| BenchError::Project { path: self.root.clone(), source: Box::new(source) };
+        let project_error = |source| BenchError::Project {
+            path: self.root.clone(),
+            source: Box::new(source),
+        };
         let mut project = Project::load(&self.root).map_err(project_error)?;
         for agent in &mut project.agents {
-            let mut llm = agent.spec.llm.take().unwrap_or_else(|| crewai::LlmConfig::new("openai/gpt-4o-mini"));
+            let mut llm = agent
+                .spec
+                .llm
+                .take()
+                .unwrap_or_else(|| crewai::LlmConfig::new("openai/gpt-4o-mini"));
             llm.base_url = Some(self.base_url.clone());
             llm.api_key = Some("x".to_string());
             llm.stream = false;
@@ -75,14 +86,22 @@ impl Workload {
         }
         let mut tools = ToolRegistry::new();
         tools.register_handle(word_counter_tool());
-        project.build(&inputs(), &BuildOptions::new(tools)).map_err(project_error)
+        project
+            .build(&inputs(), &BuildOptions::new(tools))
+            .map_err(project_error)
     }
 
     async fn kickoff(&self, index: usize) -> Result<Kickoff, BenchError> {
         let start = Instant::now();
         let crew = self.build()?;
         let built = Instant::now();
-        let output = crew.kickoff(inputs()).await.map_err(|source| BenchError::Kickoff { index, source: Box::new(source) })?;
+        let output = crew
+            .kickoff(inputs())
+            .await
+            .map_err(|source| BenchError::Kickoff {
+                index,
+                source: Box::new(source),
+            })?;
         let end = Instant::now();
         Ok(Kickoff {
             total_ms: (end - start).as_secs_f64() * 1000.0,
@@ -95,7 +114,11 @@ impl Workload {
 
 /// C = 1: one after another. C > 1: all started together as tasks on the runtime, at most C
 /// holding a slot; each is timed from the moment it got its slot.
-async fn run_kickoffs(workload: &Workload, runs: usize, concurrency: usize) -> Result<Vec<Kickoff>, BenchError> {
+async fn run_kickoffs(
+    workload: &Workload,
+    runs: usize,
+    concurrency: usize,
+) -> Result<Vec<Kickoff>, BenchError> {
     if concurrency <= 1 {
         let mut done = Vec::with_capacity(runs);
         for index in 0..runs {
@@ -122,7 +145,11 @@ async fn run_kickoffs(workload: &Workload, runs: usize, concurrency: usize) -> R
     Ok(done)
 }
 
-pub async fn run(args: &Args, stats: &StatsClient, process_start: Instant) -> Result<String, BenchError> {
+pub async fn run(
+    args: &Args,
+    stats: &StatsClient,
+    process_start: Instant,
+) -> Result<String, BenchError> {
     if args.runs == 0 {
         return Err(BenchError::NoRuns);
     }
@@ -142,12 +169,16 @@ pub async fn run(args: &Args, stats: &StatsClient, process_start: Instant) -> Re
     let wall_s = start.elapsed().as_secs_f64();
     let after = rusage::now();
     let counted_by_engine: u64 = kickoffs.iter().map(|k| k.successful_requests).sum();
-    let after_stats = stats.settled(before_stats.chat_completions + counted_by_engine).await?;
+    let after_stats = stats
+        .settled(before_stats.chat_completions + counted_by_engine)
+        .await?;
 
     let per: Vec<f64> = kickoffs.iter().map(|k| k.total_ms).collect();
     let build: Vec<f64> = kickoffs.iter().map(|k| k.build_ms).collect();
     let outputs: BTreeSet<&str> = kickoffs.iter().map(|k| k.output.as_str()).collect();
-    let llm_calls = after_stats.chat_completions.saturating_sub(before_stats.chat_completions);
+    let llm_calls = after_stats
+        .chat_completions
+        .saturating_sub(before_stats.chat_completions);
     let cpu_kickoffs_s = after.cpu_s - before.cpu_s;
     let end = rusage::now();
     let output: Value = match outputs.len() {
@@ -207,7 +238,10 @@ mod tests {
         assert_eq!(handle.name(), "word_counter");
         let out = handle
             .tool()
-            .run(json!({"text": "  two\twords\n and  more "}), &ToolContext::default())
+            .run(
+                json!({"text": "  two\twords\n and  more "}),
+                &ToolContext::default(),
+            )
             .await
             .unwrap();
         assert_eq!(out, crewai_tools::ToolOutput::Text("4".to_string()));

@@ -27,7 +27,9 @@ impl Mock {
             .unwrap_or_else(|e| panic!("python3 {} could not start: {e}", script.display()));
         let stdout = child.stdout.take().expect("piped stdout");
         let mut first = String::new();
-        BufReader::new(stdout).read_line(&mut first).expect("the mock prints its port");
+        BufReader::new(stdout)
+            .read_line(&mut first)
+            .expect("the mock prints its port");
         let port = first
             .strip_prefix("PORT ")
             .and_then(|p| p.trim().parse().ok())
@@ -47,12 +49,25 @@ fn run_bench(port: u16, runs: &str, concurrency: &str) -> serde_json::Value {
     let output = Command::new(env!("CARGO_BIN_EXE_crewai-bench"))
         .arg("--config")
         .arg(shared_bench().join("crewai_py/config"))
-        .args(["--port", &port.to_string(), "--runs", runs, "--concurrency", concurrency, "--label", "test"])
+        .args([
+            "--port",
+            &port.to_string(),
+            "--runs",
+            runs,
+            "--concurrency",
+            concurrency,
+            "--label",
+            "test",
+        ])
         .stdin(Stdio::null())
         .output()
         .expect("crewai-bench runs");
     let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(output.status.success(), "crewai-bench failed: {}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "crewai-bench failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     let lines: Vec<&str> = stdout.lines().collect();
     assert_eq!(lines.len(), 1, "exactly one line on stdout, got {stdout:?}");
     serde_json::from_str(lines[0]).expect("the line is JSON")
@@ -67,12 +82,28 @@ fn four_calls_per_kickoff_and_one_output() {
         assert_eq!(line["llm_calls"], runs * 4, "{line}");
         assert_eq!(line["llm_calls_usage"], runs * 4, "{line}");
         assert_eq!(line["distinct_outputs"], 1, "{line}");
-        assert!(line["output"].as_str().is_some_and(|o| o.starts_with("ANSWER ")), "{line}");
+        assert!(
+            line["output"]
+                .as_str()
+                .is_some_and(|o| o.starts_with("ANSWER ")),
+            "{line}"
+        );
         assert_eq!(line["label"], "test");
         for field in [
-            "import_s", "total_wall_s", "per_kickoff_ms", "per_kickoff_ms_min", "per_kickoff_ms_max",
-            "first_kickoff_ms", "build_ms", "llm_calls_per_s", "cpu_kickoffs_s", "cpu_per_llm_call_ms",
-            "cpu_s", "peak_rss_mb", "process_s", "mock_max_in_flight",
+            "import_s",
+            "total_wall_s",
+            "per_kickoff_ms",
+            "per_kickoff_ms_min",
+            "per_kickoff_ms_max",
+            "first_kickoff_ms",
+            "build_ms",
+            "llm_calls_per_s",
+            "cpu_kickoffs_s",
+            "cpu_per_llm_call_ms",
+            "cpu_s",
+            "peak_rss_mb",
+            "process_s",
+            "mock_max_in_flight",
         ] {
             assert!(line[field].is_number(), "{field} missing in {line}");
         }

@@ -58,7 +58,8 @@ fn load(dir: &Path) -> Result<FlowProject, Failure> {
 }
 
 fn options(project: &FlowProject) -> BuildOptions {
-    BuildOptions::new(ToolRegistry::with_builtins(&project.root)).with_llm_build(crate::models::llm_build_options())
+    BuildOptions::new(ToolRegistry::with_builtins(&project.root))
+        .with_llm_build(crate::models::llm_build_options())
 }
 
 async fn kickoff(args: FlowKickoffArgs) -> Result<(), Failure> {
@@ -82,18 +83,29 @@ async fn kickoff(args: FlowKickoffArgs) -> Result<(), Failure> {
 fn plot(args: FlowPlotArgs) -> Result<(), Failure> {
     let project = load(&args.project)?;
     let flow = project.build(&options(&project))?;
-    let text = if args.mermaid { flow.to_mermaid() } else { flow.plot_html() };
-    std::fs::write(&args.output, text).with_context(|| format!("cannot write {}", args.output.display())).map_err(Failure::run)?;
+    let text = if args.mermaid {
+        flow.to_mermaid()
+    } else {
+        flow.plot_html()
+    };
+    std::fs::write(&args.output, text)
+        .with_context(|| format!("cannot write {}", args.output.display()))
+        .map_err(Failure::run)?;
     println!("Wrote {}", args.output.display());
     Ok(())
 }
 
 /// `crewai create flow NAME`: a folder with flow.yaml whose router sends to a scaffolded crew.
 pub fn create_flow(name: &str) -> Result<(), Failure> {
-    let parent = std::env::current_dir().context("cannot read the current folder").map_err(Failure::config)?;
+    let parent = std::env::current_dir()
+        .context("cannot read the current folder")
+        .map_err(Failure::config)?;
     let dir = scaffold_flow(name, &parent).map_err(Failure::config)?;
     println!("Created {}", dir.display());
-    println!("Next:\n  cd {}\n  crewai flow plot --output flow.html\n  crewai flow kickoff --inputs topic=\"AI agents\"", dir.display());
+    println!(
+        "Next:\n  cd {}\n  crewai flow plot --output flow.html\n  crewai flow kickoff --inputs topic=\"AI agents\"",
+        dir.display()
+    );
     Ok(())
 }
 
@@ -101,10 +113,14 @@ fn scaffold_flow(name: &str, parent: &Path) -> anyhow::Result<PathBuf> {
     let folder = crate::create::folder_name(name);
     let dir = parent.join(&folder);
     if dir.exists() {
-        anyhow::bail!("{} already exists; pick another name or remove it", dir.display());
+        anyhow::bail!(
+            "{} already exists; pick another name or remove it",
+            dir.display()
+        );
     }
     let crews = dir.join("crews");
-    std::fs::create_dir_all(&crews).with_context(|| format!("cannot create {}", crews.display()))?;
+    std::fs::create_dir_all(&crews)
+        .with_context(|| format!("cannot create {}", crews.display()))?;
     let crew_dir = crate::create::scaffold("research crew", &crews)?;
     // A flow runs its crews from their YAML, so the Rust half of the crew scaffold (and the Rust
     // tool its agents name) has no place here.
@@ -112,13 +128,21 @@ fn scaffold_flow(name: &str, parent: &Path) -> anyhow::Result<PathBuf> {
     std::fs::remove_dir_all(crew_dir.join("src")).context("cannot tidy the crew scaffold")?;
     let agents_path = crew_dir.join("config/agents.yaml");
     let agents = std::fs::read_to_string(&agents_path).context("cannot read the crew scaffold")?;
-    std::fs::write(&agents_path, agents.replace("  tools:\n    - word_count\n", "")).context("cannot tidy the crew scaffold")?;
-    let crew_folder = crew_dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    std::fs::write(
+        &agents_path,
+        agents.replace("  tools:\n    - word_count\n", ""),
+    )
+    .context("cannot tidy the crew scaffold")?;
+    let crew_folder = crew_dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let flow_yaml = format!(
         "# A flow: each method has a trigger (start / listen / router) and one step.\nname: {name}\nmethods:\n  pick_topic:\n    start: true\n    set: {{ topic: AI LLMs }}\n  check_depth:\n    router: pick_topic\n    emits: [deep, quick]\n    route: {{ if_contains: {{ text: LLM, then: deep, else: quick }} }}\n  research:\n    listen: deep\n    crew: crews/{crew_folder}\n  summary:\n    listen: quick\n    set: {{ summary: \"A quick topic needs no crew.\" }}\n",
         name = name.trim()
     );
-    std::fs::write(dir.join(FLOW_FILE), flow_yaml).with_context(|| format!("cannot write {}", dir.join(FLOW_FILE).display()))?;
+    std::fs::write(dir.join(FLOW_FILE), flow_yaml)
+        .with_context(|| format!("cannot write {}", dir.join(FLOW_FILE).display()))?;
     FlowProject::load(&dir).context("the scaffolded flow does not load (a bug in crewai)")?;
     Ok(dir)
 }

@@ -75,8 +75,12 @@ async fn dispatch(cli: Cli) -> Result<(), Failure> {
         }
         Command::Chat(args) => run::chat(args).await,
         Command::Traces(args) => traces::traces(&args),
-        Command::Models { action: ModelsAction::Pull { name } } => models::pull(name.as_deref()).await,
-        Command::Models { action: ModelsAction::List } => models::list(),
+        Command::Models {
+            action: ModelsAction::Pull { name },
+        } => models::pull(name.as_deref()).await,
+        Command::Models {
+            action: ModelsAction::List,
+        } => models::list(),
         Command::Train { .. } => Err(Failure::not_supported("`crewai train`")),
         Command::Test { .. } => Err(Failure::not_supported("`crewai test`")),
     }

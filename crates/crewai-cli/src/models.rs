@@ -29,7 +29,10 @@ pub enum Choice {
     /// The `MODEL` variable.
     EnvModel(String),
     /// A provider whose API key is set.
-    ProviderKey { env_var: &'static str, model: String },
+    ProviderKey {
+        env_var: &'static str,
+        model: String,
+    },
     /// A running Ollama server and its first installed model.
     Ollama { host: String, model: String },
     /// The model that runs inside the process.
@@ -50,9 +53,15 @@ impl Choice {
         let model = self.model();
         match self {
             Choice::Flag(_) => format!("model: {model} (from --llm, for every agent)"),
-            Choice::EnvModel(_) => format!("model: {model} (from MODEL, for agents that name no llm)"),
-            Choice::ProviderKey { env_var, .. } => format!("model: {model} ({env_var} is set; agents that name no llm use it)"),
-            Choice::Ollama { host, .. } => format!("model: {model} (Ollama is running at {host}; agents that name no llm use it)"),
+            Choice::EnvModel(_) => {
+                format!("model: {model} (from MODEL, for agents that name no llm)")
+            }
+            Choice::ProviderKey { env_var, .. } => {
+                format!("model: {model} ({env_var} is set; agents that name no llm use it)")
+            }
+            Choice::Ollama { host, .. } => format!(
+                "model: {model} (Ollama is running at {host}; agents that name no llm use it)"
+            ),
             Choice::Embedded => format!(
                 "model: {model} (no provider is configured, so the small embedded model runs in this process; it is for trying \
                  crewai, not for good answers: set OPENAI_API_KEY, ANTHROPIC_API_KEY or GEMINI_API_KEY, start Ollama, or pass --llm)"
@@ -72,8 +81,16 @@ const PROVIDER_KEYS: &[(&str, &str)] = &[
 
 /// Picks the model in the documented order. `ollama_model` asks a server (by base URL) for
 /// its first installed model.
-pub fn choose(flag: Option<&str>, env: &dyn Fn(&str) -> Option<String>, ollama_model: &dyn Fn(&str) -> Option<String>) -> Choice {
-    let set = |name: &str| env(name).map(|v| v.trim().to_string()).filter(|v| !v.is_empty());
+pub fn choose(
+    flag: Option<&str>,
+    env: &dyn Fn(&str) -> Option<String>,
+    ollama_model: &dyn Fn(&str) -> Option<String>,
+) -> Choice {
+    let set = |name: &str| {
+        env(name)
+            .map(|v| v.trim().to_string())
+            .filter(|v| !v.is_empty())
+    };
     if let Some(model) = flag.map(str::trim).filter(|m| !m.is_empty()) {
         return Choice::Flag(model.to_string());
     }
@@ -83,7 +100,9 @@ pub fn choose(flag: Option<&str>, env: &dyn Fn(&str) -> Option<String>, ollama_m
     for (env_var, model) in PROVIDER_KEYS {
         if set(env_var).is_some() {
             let model = match *env_var {
-                "AZURE_API_KEY" => set("AZURE_DEPLOYMENT_NAME").map(|d| format!("azure/{d}")).unwrap_or_else(|| model.to_string()),
+                "AZURE_API_KEY" => set("AZURE_DEPLOYMENT_NAME")
+                    .map(|d| format!("azure/{d}"))
+                    .unwrap_or_else(|| model.to_string()),
                 _ => model.to_string(),
             };
             return Choice::ProviderKey { env_var, model };
@@ -91,7 +110,10 @@ pub fn choose(flag: Option<&str>, env: &dyn Fn(&str) -> Option<String>, ollama_m
     }
     let host = ollama_host(set("OLLAMA_HOST"));
     if let Some(model) = ollama_model(&host) {
-        return Choice::Ollama { host, model: format!("ollama/{model}") };
+        return Choice::Ollama {
+            host,
+            model: format!("ollama/{model}"),
+        };
     }
     Choice::Embedded
 }
@@ -99,33 +121,57 @@ pub fn choose(flag: Option<&str>, env: &dyn Fn(&str) -> Option<String>, ollama_m
 /// `OLLAMA_HOST` as a base URL (it is often written without a scheme).
 fn ollama_host(configured: Option<String>) -> String {
     let host = configured.unwrap_or_else(|| "http://localhost:11434".to_string());
-    let host = if host.contains("://") { host } else { format!("http://{host}") };
+    let host = if host.contains("://") {
+        host
+    } else {
+        format!("http://{host}")
+    };
     host.trim_end_matches('/').to_string()
 }
 
 /// The first model a running Ollama server lists (`GET /api/tags`), if it answers quickly.
 fn first_ollama_model(base: &str) -> Option<String> {
-    let authority = base.split_once("://").map_or(base, |(_, rest)| rest).split('/').next()?;
+    let authority = base
+        .split_once("://")
+        .map_or(base, |(_, rest)| rest)
+        .split('/')
+        .next()?;
     let address = authority.to_socket_addrs().ok()?.next()?;
     let mut stream = TcpStream::connect_timeout(&address, OLLAMA_CONNECT_TIMEOUT).ok()?;
     stream.set_read_timeout(Some(OLLAMA_READ_TIMEOUT)).ok()?;
     stream.set_write_timeout(Some(OLLAMA_READ_TIMEOUT)).ok()?;
-    write!(stream, "GET /api/tags HTTP/1.0\r\nHost: {authority}\r\nAccept: application/json\r\n\r\n").ok()?;
+    write!(
+        stream,
+        "GET /api/tags HTTP/1.0\r\nHost: {authority}\r\nAccept: application/json\r\n\r\n"
+    )
+    .ok()?;
     let mut response = Vec::new();
     stream.take(1 << 20).read_to_end(&mut response).ok()?;
     let response = String::from_utf8_lossy(&response);
     let (head, body) = response.split_once("\r\n\r\n")?;
-    if !head.starts_with("HTTP/1.") || !head.split_whitespace().nth(1).is_some_and(|code| code == "200") {
+    if !head.starts_with("HTTP/1.")
+        || !head
+            .split_whitespace()
+            .nth(1)
+            .is_some_and(|code| code == "200")
+    {
         return None;
     }
     let tags: serde_json::Value = serde_json::from_str(body).ok()?;
-    tags["models"].as_array()?.first()?["name"].as_str().map(str::to_string)
+    tags["models"].as_array()?.first()?["name"]
+        .as_str()
+        .map(str::to_string)
 }
 
 /// True when some agent (or the manager of a hierarchical crew) names no model.
 fn needs_default(project: &Project) -> bool {
-    let unnamed = |config: Option<&LlmConfig>| config.is_none_or(|c| c.model.trim().is_empty() && c.provider.is_none());
-    project.agents.iter().any(|agent| unnamed(agent.spec.llm.as_ref()))
+    let unnamed = |config: Option<&LlmConfig>| {
+        config.is_none_or(|c| c.model.trim().is_empty() && c.provider.is_none())
+    };
+    project
+        .agents
+        .iter()
+        .any(|agent| unnamed(agent.spec.llm.as_ref()))
         || (project.crew.process == Some(crewai_project::ProcessSpec::Hierarchical)
             && project.crew.manager_agent.is_none()
             && unnamed(project.crew.manager_llm.as_ref()))
@@ -135,22 +181,35 @@ fn needs_default(project: &Project) -> bool {
 pub fn llm_build_options() -> crewai_llm::BuildOptions {
     let options = crewai_llm::BuildOptions::new();
     #[cfg(feature = "local")]
-    let options = options.with_provider(crewai_llm::LOCAL_PROVIDER, std::sync::Arc::new(crewai_local::build));
+    let options = options.with_provider(
+        crewai_llm::LOCAL_PROVIDER,
+        std::sync::Arc::new(crewai_local::build),
+    );
     options
 }
 
 /// Adds the model choice to a project's build options: registers the providers, picks the
 /// default model when some agent needs one, says which on stderr, and pulls the embedded model
 /// when it is the one that will run.
-pub async fn configure(project: &Project, options: BuildOptions, flag: Option<&str>) -> Result<BuildOptions, Failure> {
+pub async fn configure(
+    project: &Project,
+    options: BuildOptions,
+    flag: Option<&str>,
+) -> Result<BuildOptions, Failure> {
     let options = options.with_llm_build(llm_build_options());
     if flag.is_none() && !needs_default(project) {
         return Ok(options);
     }
     let flag = flag.map(str::to_string);
-    let choice = tokio::task::spawn_blocking(move || choose(flag.as_deref(), &|name| std::env::var(name).ok(), &first_ollama_model))
-        .await
-        .map_err(|e| Failure::run(anyhow!("choosing a model failed: {e}")))?;
+    let choice = tokio::task::spawn_blocking(move || {
+        choose(
+            flag.as_deref(),
+            &|name| std::env::var(name).ok(),
+            &first_ollama_model,
+        )
+    })
+    .await
+    .map_err(|e| Failure::run(anyhow!("choosing a model failed: {e}")))?;
     eprintln!("{}", choice.explain());
     ensure_pulled(&choice.model()).await?;
     Ok(match choice {
@@ -167,13 +226,19 @@ async fn ensure_pulled(model: &str) -> Result<(), Failure> {
         return Ok(());
     };
     let dir = crewai_local::models_dir();
-    let Ok(crewai_local::ModelSource::Known { model: known, path }) = crewai_local::cache::resolve(spec, &dir) else {
+    let Ok(crewai_local::ModelSource::Known { model: known, path }) =
+        crewai_local::cache::resolve(spec, &dir)
+    else {
         return Ok(());
     };
     if path.is_file() {
         return Ok(());
     }
-    eprintln!("The embedded model {} is not downloaded yet; fetching it once into {}.", known.name, dir.display());
+    eprintln!(
+        "The embedded model {} is not downloaded yet; fetching it once into {}.",
+        known.name,
+        dir.display()
+    );
     pull_known(known).await
 }
 
@@ -185,11 +250,13 @@ async fn ensure_pulled(_model: &str) -> Result<(), Failure> {
 #[cfg(feature = "local")]
 async fn pull_known(known: &'static crewai_local::KnownModel) -> Result<(), Failure> {
     let dir = crewai_local::models_dir();
-    tokio::task::spawn_blocking(move || crewai_local::pull(known, &dir, &mut |step| eprintln!("  {step}")))
-        .await
-        .map_err(|e| Failure::run(anyhow!("the download stopped: {e}")))?
-        .map(|_| ())
-        .map_err(|e| Failure::run(anyhow!(e)))
+    tokio::task::spawn_blocking(move || {
+        crewai_local::pull(known, &dir, &mut |step| eprintln!("  {step}"))
+    })
+    .await
+    .map_err(|e| Failure::run(anyhow!("the download stopped: {e}")))?
+    .map(|_| ())
+    .map_err(|e| Failure::run(anyhow!(e)))
 }
 
 /// `crewai models pull [NAME]`.
@@ -199,7 +266,10 @@ pub async fn pull(name: Option<&str>) -> Result<(), Failure> {
     let name = name.strip_prefix("local/").unwrap_or(name);
     let known = crewai_local::cache::known_model(name).ok_or_else(|| {
         let names: Vec<&str> = crewai_local::KNOWN_MODELS.iter().map(|m| m.name).collect();
-        Failure::config(anyhow!("unknown model '{name}'; crewai can pull: {}", names.join(", ")))
+        Failure::config(anyhow!(
+            "unknown model '{name}'; crewai can pull: {}",
+            names.join(", ")
+        ))
     })?;
     pull_known(known).await
 }
@@ -209,25 +279,43 @@ pub async fn pull(name: Option<&str>) -> Result<(), Failure> {
 pub fn list() -> Result<(), Failure> {
     let dir = crewai_local::models_dir();
     let cached = crewai_local::cache::list(&dir);
-    let mut lines = vec![format!("models folder: {} (set CREWAI_MODELS_DIR to move it)", dir.display())];
+    let mut lines = vec![format!(
+        "models folder: {} (set CREWAI_MODELS_DIR to move it)",
+        dir.display()
+    )];
     for known in crewai_local::KNOWN_MODELS {
-        let state = if known.path_in(&dir).is_file() { "downloaded" } else { "not downloaded: `crewai models pull`" };
-        lines.push(format!("local/{:<16} {state}  {}", known.name, known.description));
+        let state = if known.path_in(&dir).is_file() {
+            "downloaded"
+        } else {
+            "not downloaded: `crewai models pull`"
+        };
+        lines.push(format!(
+            "local/{:<16} {state}  {}",
+            known.name, known.description
+        ));
     }
     for other in cached.iter().filter(|m| m.known.is_none()) {
-        lines.push(format!("local/{}  {} MB", other.path.display(), other.size_bytes / 1_000_000));
+        lines.push(format!(
+            "local/{}  {} MB",
+            other.path.display(),
+            other.size_bytes / 1_000_000
+        ));
     }
     print_out(&lines.join("\n"))
 }
 
 #[cfg(not(feature = "local"))]
 pub async fn pull(_name: Option<&str>) -> Result<(), Failure> {
-    Err(Failure::not_supported("`crewai models pull` (this build has no `local` feature)"))
+    Err(Failure::not_supported(
+        "`crewai models pull` (this build has no `local` feature)",
+    ))
 }
 
 #[cfg(not(feature = "local"))]
 pub fn list() -> Result<(), Failure> {
-    Err(Failure::not_supported("`crewai models list` (this build has no `local` feature)"))
+    Err(Failure::not_supported(
+        "`crewai models list` (this build has no `local` feature)",
+    ))
 }
 
 #[cfg(test)]
@@ -235,37 +323,80 @@ mod tests {
     use super::*;
 
     fn pick(flag: Option<&str>, vars: &[(&str, &str)], ollama: Option<&str>) -> Choice {
-        let env = |name: &str| vars.iter().find(|(k, _)| *k == name).map(|(_, v)| v.to_string());
+        let env = |name: &str| {
+            vars.iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| v.to_string())
+        };
         let ollama = |_: &str| ollama.map(str::to_string);
         choose(flag, &env, &ollama)
     }
 
     #[test]
     fn the_flag_wins_then_model_then_keys_then_ollama_then_embedded() {
-        let everything = [("MODEL", "groq/llama"), ("OPENAI_API_KEY", "k"), ("ANTHROPIC_API_KEY", "k")];
-        assert_eq!(pick(Some("openai/gpt-4o"), &everything, Some("llama3")), Choice::Flag("openai/gpt-4o".into()));
-        assert_eq!(pick(None, &everything, Some("llama3")), Choice::EnvModel("groq/llama".into()));
-        assert_eq!(pick(None, &everything[1..], Some("llama3")).model(), "gpt-4.1-mini");
-        assert_eq!(pick(None, &everything[2..], None).model(), "anthropic/claude-sonnet-4-5");
-        assert_eq!(pick(None, &[("GOOGLE_API_KEY", "k")], None).model(), "gemini/gemini-2.5-flash");
-        assert_eq!(pick(None, &[("AZURE_API_KEY", "k"), ("AZURE_DEPLOYMENT_NAME", "prod")], None).model(), "azure/prod");
-        assert_eq!(pick(None, &[], Some("llama3.1:8b")).model(), "ollama/llama3.1:8b");
+        let everything = [
+            ("MODEL", "groq/llama"),
+            ("OPENAI_API_KEY", "k"),
+            ("ANTHROPIC_API_KEY", "k"),
+        ];
+        assert_eq!(
+            pick(Some("openai/gpt-4o"), &everything, Some("llama3")),
+            Choice::Flag("openai/gpt-4o".into())
+        );
+        assert_eq!(
+            pick(None, &everything, Some("llama3")),
+            Choice::EnvModel("groq/llama".into())
+        );
+        assert_eq!(
+            pick(None, &everything[1..], Some("llama3")).model(),
+            "gpt-4.1-mini"
+        );
+        assert_eq!(
+            pick(None, &everything[2..], None).model(),
+            "anthropic/claude-sonnet-4-5"
+        );
+        assert_eq!(
+            pick(None, &[("GOOGLE_API_KEY", "k")], None).model(),
+            "gemini/gemini-2.5-flash"
+        );
+        assert_eq!(
+            pick(
+                None,
+                &[("AZURE_API_KEY", "k"), ("AZURE_DEPLOYMENT_NAME", "prod")],
+                None
+            )
+            .model(),
+            "azure/prod"
+        );
+        assert_eq!(
+            pick(None, &[], Some("llama3.1:8b")).model(),
+            "ollama/llama3.1:8b"
+        );
         assert_eq!(pick(None, &[], None), Choice::Embedded);
         // Blank values count as unset.
-        assert_eq!(pick(Some(" "), &[("MODEL", ""), ("OPENAI_API_KEY", " ")], None), Choice::Embedded);
+        assert_eq!(
+            pick(Some(" "), &[("MODEL", ""), ("OPENAI_API_KEY", " ")], None),
+            Choice::Embedded
+        );
     }
 
     #[test]
     fn the_explanation_names_the_model_and_the_reason() {
         assert!(Choice::Embedded.explain().contains("local/smollm2-135m"));
         assert!(Choice::Embedded.explain().contains("not for good answers"));
-        let key = Choice::ProviderKey { env_var: "OPENAI_API_KEY", model: "gpt-4.1-mini".into() };
+        let key = Choice::ProviderKey {
+            env_var: "OPENAI_API_KEY",
+            model: "gpt-4.1-mini".into(),
+        };
         assert!(key.explain().contains("OPENAI_API_KEY is set"));
     }
 
     #[test]
     fn ollama_hosts_get_a_scheme() {
-        assert_eq!(ollama_host(Some("0.0.0.0:11434".into())), "http://0.0.0.0:11434");
+        assert_eq!(
+            ollama_host(Some("0.0.0.0:11434".into())),
+            "http://0.0.0.0:11434"
+        );
         assert_eq!(ollama_host(None), "http://localhost:11434");
     }
 
@@ -278,10 +409,17 @@ mod tests {
                 let mut request = [0u8; 1024];
                 let _ = stream.read(&mut request);
                 let body = r#"{"models":[{"name":"qwen3:0.6b"},{"name":"llama3"}]}"#;
-                let _ = write!(stream, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}", body.len());
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+                    body.len()
+                );
             }
         });
-        assert_eq!(first_ollama_model(&format!("http://{address}")).as_deref(), Some("qwen3:0.6b"));
+        assert_eq!(
+            first_ollama_model(&format!("http://{address}")).as_deref(),
+            Some("qwen3:0.6b")
+        );
         let _ = server.join();
         // Nothing listens on this port any more.
         assert_eq!(first_ollama_model(&format!("http://{address}")), None);

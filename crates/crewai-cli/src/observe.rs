@@ -26,7 +26,11 @@ pub struct RunObservers {
 /// A fresh run id: sortable by time, unique enough for one project.
 fn new_run_id() -> String {
     let suffix = uuid::Uuid::new_v4().simple().to_string();
-    format!("{}-{}", chrono::Utc::now().format("%Y%m%dT%H%M%SZ"), &suffix[..8])
+    format!(
+        "{}-{}",
+        chrono::Utc::now().format("%Y%m%dT%H%M%SZ"),
+        &suffix[..8]
+    )
 }
 
 impl RunObservers {
@@ -41,7 +45,9 @@ impl RunObservers {
             }
         };
         let otel = match OtelConfig::from_env().map_err(|e| Failure::config(anyhow!(e)))? {
-            Some(config) => Some(OtelExport::start(bus, &config).map_err(|e| Failure::config(anyhow!(e)))?),
+            Some(config) => {
+                Some(OtelExport::start(bus, &config).map_err(|e| Failure::config(anyhow!(e)))?)
+            }
             None => None,
         };
         Ok(RunObservers { trace, otel })
@@ -64,11 +70,22 @@ impl RunObservers {
 pub fn print_call_costs(bus: &EventBus) {
     let total = Arc::new(Mutex::new(Usage::default()));
     bus.subscribe(move |event| {
-        if let EventKind::LlmCallCompleted { model, agent_role, usage, .. } = &event.kind {
+        if let EventKind::LlmCallCompleted {
+            model,
+            agent_role,
+            usage,
+            ..
+        } = &event.kind
+        {
             let mut total = total.lock().unwrap_or_else(|p| p.into_inner());
             total.add(usage);
             let who = agent_role.as_deref().map(str::trim).unwrap_or("agent");
-            eprintln!("  [{who} · {model}] {} · run so far {} tokens, ${:.6}", format_usage(usage), total.total_tokens, total.cost_usd);
+            eprintln!(
+                "  [{who} · {model}] {} · run so far {} tokens, ${:.6}",
+                format_usage(usage),
+                total.total_tokens,
+                total.cost_usd
+            );
         }
     });
 }

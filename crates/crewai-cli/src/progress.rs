@@ -149,7 +149,10 @@ impl Progress {
                     task.tokens += usage.total_tokens;
                     task.cost_usd += usage.cost_usd;
                     if let Some(bar) = &task.bar {
-                        bar.set_message(format!("{} · {} tokens · ${:.6}", task.label, task.tokens, task.cost_usd));
+                        bar.set_message(format!(
+                            "{} · {} tokens · ${:.6}",
+                            task.label, task.tokens, task.cost_usd
+                        ));
                     }
                 }
             }

@@ -134,7 +134,8 @@ pub async fn run(args: RunArgs) -> Result<(), Failure> {
         return print_out(&text);
     }
     let inputs = project.effective_inputs(&given);
-    let (crew, store, progress, observers) = build(&project, &given, registry, &args.common).await?;
+    let (crew, store, progress, observers) =
+        build(&project, &given, registry, &args.common).await?;
     let run_id = store
         .start_run_async(project.name(), inputs.clone(), false)
         .await
@@ -301,13 +302,21 @@ pub async fn replay(args: ReplayArgs) -> Result<(), Failure> {
     let stored = store.task_outputs_async().await.map_err(Failure::run)?;
     let found = stored
         .iter()
-        .find(|r| r.task_id == args.task_id || r.task_name.as_deref() == Some(args.task_id.as_str()))
+        .find(|r| {
+            r.task_id == args.task_id || r.task_name.as_deref() == Some(args.task_id.as_str())
+        })
         .map(|row| (row.task_index, row.inputs.clone()))
         // A run stopped before the task (by its budget) has no output for it yet: resume there
         // with the stored kickoff's inputs.
         .or_else(|| {
-            let index = project.tasks.iter().position(|t| t.name() == args.task_id)?;
-            stored.iter().any(|r| r.task_index + 1 == index).then(|| (index, stored[0].inputs.clone()))
+            let index = project
+                .tasks
+                .iter()
+                .position(|t| t.name() == args.task_id)?;
+            stored
+                .iter()
+                .any(|r| r.task_index + 1 == index)
+                .then(|| (index, stored[0].inputs.clone()))
         });
     let Some((task_index, inputs)) = found else {
         let known: Vec<String> = stored
@@ -334,7 +343,8 @@ pub async fn replay(args: ReplayArgs) -> Result<(), Failure> {
     };
     let task_name = task.name().to_string();
     let registry = registry_for(&project, &dir);
-    let (crew, store, progress, observers) = build(&project, &inputs, registry, &args.common).await?;
+    let (crew, store, progress, observers) =
+        build(&project, &inputs, registry, &args.common).await?;
     let inputs_for_replay = inputs.clone();
     let run_id = store
         .start_run_async(project.name(), inputs, true)
@@ -400,7 +410,8 @@ pub async fn chat(args: ChatArgs) -> Result<(), Failure> {
     };
     let inputs = project.effective_inputs(&given);
     let registry = registry_for(&project, &dir);
-    let (crew, store, progress, observers) = build(&project, &given, registry, &args.common).await?;
+    let (crew, store, progress, observers) =
+        build(&project, &given, registry, &args.common).await?;
     let run_id = store
         .start_run_async(project.name(), inputs.clone(), false)
         .await

@@ -11,7 +11,9 @@ pub fn traces(args: &TracesArgs) -> Result<(), Failure> {
     let dir = traces_dir(&args.project);
     let Some(id) = &args.id else {
         if args.html.is_some() {
-            return Err(Failure::config(anyhow!("`--html` needs the id of a run: `crewai traces ID --html FILE`")));
+            return Err(Failure::config(anyhow!(
+                "`--html` needs the id of a run: `crewai traces ID --html FILE`"
+            )));
         }
         let runs = list_runs(&dir).map_err(|e| Failure::run(anyhow!(e)))?;
         return print_out(render_run_list(&runs).trim_end());
@@ -22,7 +24,11 @@ pub fn traces(args: &TracesArgs) -> Result<(), Failure> {
             std::fs::write(file, trace.render_html())
                 .with_context(|| format!("cannot write {}", file.display()))
                 .map_err(Failure::run)?;
-            print_out(&format!("wrote the timeline of run {} to {}", trace.id, file.display()))
+            print_out(&format!(
+                "wrote the timeline of run {} to {}",
+                trace.id,
+                file.display()
+            ))
         }
         None => print_out(trace.render_tree().trim_end()),
     }

@@ -32,7 +32,9 @@ fn crewai(args: &[&str], models: &Path) -> Command {
 }
 
 fn run(mut command: Command) -> Output {
-    command.output().unwrap_or_else(|e| panic!("the crewai binary runs: {e}"))
+    command
+        .output()
+        .unwrap_or_else(|e| panic!("the crewai binary runs: {e}"))
 }
 
 fn one_task_project() -> tempfile::TempDir {
@@ -42,12 +44,16 @@ fn one_task_project() -> tempfile::TempDir {
             "config/agents.yaml",
             "helper:\n  role: Helpful assistant\n  goal: Answer questions about {topic} briefly\n  backstory: You explain things in one or two sentences.\n  max_tokens: 40\n",
         ),
-        ("config/tasks.yaml", "answer:\n  description: In one sentence, what is {topic}?\n  expected_output: One sentence.\n  agent: helper\n"),
+        (
+            "config/tasks.yaml",
+            "answer:\n  description: In one sentence, what is {topic}?\n  expected_output: One sentence.\n  agent: helper\n",
+        ),
         ("config/crew.yaml", "name: local-demo\n"),
     ];
     for (name, body) in files {
         let path = dir.path().join(name);
-        std::fs::create_dir_all(path.parent().unwrap_or(dir.path())).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::create_dir_all(path.parent().unwrap_or(dir.path()))
+            .unwrap_or_else(|e| panic!("{e}"));
         std::fs::write(path, body).unwrap_or_else(|e| panic!("{e}"));
     }
     dir
@@ -61,25 +67,59 @@ fn text(bytes: &[u8]) -> String {
 fn a_crew_runs_on_the_embedded_model_when_no_provider_is_configured() {
     let models = models_dir();
     if !models.join("SmolLM2-135M-Instruct.Q4_1.gguf").is_file() {
-        eprintln!("SKIPPED: the embedded model is not in {}; run `cargo run -q -p crewai-cli -- models pull`", models.display());
+        eprintln!(
+            "SKIPPED: the embedded model is not in {}; run `cargo run -q -p crewai-cli -- models pull`",
+            models.display()
+        );
         return;
     }
     let project = one_task_project();
     let project_dir = project.path().to_string_lossy().into_owned();
-    let out = run(crewai(&["run", "--project", &project_dir, "--inputs", "topic=the Moon", "--json"], &models));
+    let out = run(crewai(
+        &[
+            "run",
+            "--project",
+            &project_dir,
+            "--inputs",
+            "topic=the Moon",
+            "--json",
+        ],
+        &models,
+    ));
     let stderr = text(&out.stderr);
     assert!(out.status.success(), "{stderr}");
-    assert!(stderr.contains("model: local/smollm2-135m (no provider is configured"), "{stderr}");
+    assert!(
+        stderr.contains("model: local/smollm2-135m (no provider is configured"),
+        "{stderr}"
+    );
     let stdout = text(&out.stdout);
     let last = stdout.lines().last().unwrap_or_default();
-    let output: serde_json::Value = serde_json::from_str(last).unwrap_or_else(|e| panic!("{e}: {stdout}"));
-    assert!(!output["raw"].as_str().unwrap_or_default().trim().is_empty(), "{output}");
+    let output: serde_json::Value =
+        serde_json::from_str(last).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    assert!(
+        !output["raw"].as_str().unwrap_or_default().trim().is_empty(),
+        "{output}"
+    );
     let usage = &output["token_usage"];
     assert!(usage["prompt_tokens"].as_u64().unwrap_or(0) > 50, "{usage}");
-    assert!(usage["completion_tokens"].as_u64().unwrap_or(0) >= 1, "{usage}");
+    assert!(
+        usage["completion_tokens"].as_u64().unwrap_or(0) >= 1,
+        "{usage}"
+    );
 
     // The same through --llm, which names the model for every agent.
-    let out = run(crewai(&["run", "--project", &project_dir, "--inputs", "topic=the Moon", "--llm", "local/smollm2-135m"], &models));
+    let out = run(crewai(
+        &[
+            "run",
+            "--project",
+            &project_dir,
+            "--inputs",
+            "topic=the Moon",
+            "--llm",
+            "local/smollm2-135m",
+        ],
+        &models,
+    ));
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(text(&out.stderr).contains("model: local/smollm2-135m (from --llm"));
 }
@@ -90,8 +130,14 @@ fn models_list_shows_the_folder_and_what_is_missing() {
     let out = run(crewai(&["models", "list"], empty.path()));
     assert!(out.status.success(), "{}", text(&out.stderr));
     let stdout = text(&out.stdout);
-    assert!(stdout.contains(&empty.path().display().to_string()), "{stdout}");
-    assert!(stdout.contains("local/smollm2-135m") && stdout.contains("not downloaded"), "{stdout}");
+    assert!(
+        stdout.contains(&empty.path().display().to_string()),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("local/smollm2-135m") && stdout.contains("not downloaded"),
+        "{stdout}"
+    );
 }
 
 #[test]
@@ -99,7 +145,11 @@ fn pulling_an_unknown_model_is_a_usage_error() {
     let empty = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let out = run(crewai(&["models", "pull", "gpt-9000"], empty.path()));
     assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out.stderr).contains("smollm2-135m"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("smollm2-135m"),
+        "{}",
+        text(&out.stderr)
+    );
 }
 
 #[test]
@@ -111,6 +161,9 @@ fn without_pip_the_pull_fails_with_an_explanation() {
     let out = run(command);
     assert_eq!(out.status.code(), Some(1));
     let stderr = text(&out.stderr);
-    assert!(stderr.contains("python3") && stderr.contains("pip"), "{stderr}");
+    assert!(
+        stderr.contains("python3") && stderr.contains("pip"),
+        "{stderr}"
+    );
     assert!(stderr.contains("OPENAI_API_KEY"), "{stderr}");
 }

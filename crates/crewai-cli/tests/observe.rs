@@ -17,7 +17,9 @@ fn crewai(args: &[&str], server: &ScriptedServer) -> Command {
     if let Some(path) = std::env::var_os("PATH") {
         command.env("PATH", path);
     }
-    command.env("OPENAI_BASE_URL", server.base_url()).env("OPENAI_API_KEY", "test");
+    command
+        .env("OPENAI_BASE_URL", server.base_url())
+        .env("OPENAI_API_KEY", "test");
     command
 }
 
@@ -32,8 +34,14 @@ fn text(bytes: &[u8]) -> String {
 fn project(crew_yaml: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let files = [
-        ("config/agents.yaml", "researcher:\n  role: Researcher\n  goal: Research {topic}\n  backstory: Curious.\n  llm: openai/gpt-4o-mini\nwriter:\n  role: Writer\n  goal: Write\n  backstory: Clear.\n  llm: openai/gpt-4o-mini\n"),
-        ("config/tasks.yaml", "research:\n  description: Research {topic}\n  expected_output: Notes\n  agent: researcher\nreport:\n  description: Write the report\n  expected_output: A report\n  agent: writer\n"),
+        (
+            "config/agents.yaml",
+            "researcher:\n  role: Researcher\n  goal: Research {topic}\n  backstory: Curious.\n  llm: openai/gpt-4o-mini\nwriter:\n  role: Writer\n  goal: Write\n  backstory: Clear.\n  llm: openai/gpt-4o-mini\n",
+        ),
+        (
+            "config/tasks.yaml",
+            "research:\n  description: Research {topic}\n  expected_output: Notes\n  agent: researcher\nreport:\n  description: Write the report\n  expected_output: A report\n  agent: writer\n",
+        ),
         ("config/crew.yaml", crew_yaml),
     ];
     for (name, body) in files {
@@ -46,7 +54,12 @@ fn project(crew_yaml: &str) -> tempfile::TempDir {
 
 fn trace_ids(dir: &Path) -> Vec<String> {
     let mut ids: Vec<String> = std::fs::read_dir(dir.join(".crewai/traces"))
-        .map(|entries| entries.filter_map(Result::ok).map(|e| e.path().file_stem().unwrap().to_string_lossy().into_owned()).collect())
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .map(|e| e.path().file_stem().unwrap().to_string_lossy().into_owned())
+                .collect()
+        })
         .unwrap_or_default();
     ids.sort();
     ids
@@ -58,30 +71,71 @@ fn run_json_reports_cost_and_every_kickoff_leaves_a_trace_to_view() {
     let root = dir.path().to_str().unwrap();
     let server = ScriptedServer::start_blocking();
     server.push(Reply::text("Rust notes").with_usage(1000, 200));
-    server.push(Reply::text("The Rust report").with_usage(3000, 400).with_cached_tokens(1000));
+    server.push(
+        Reply::text("The Rust report")
+            .with_usage(3000, 400)
+            .with_cached_tokens(1000),
+    );
 
     let out = run(crewai(&["run", "--project", root, "--json"], &server));
     assert!(out.status.success(), "{}", text(&out.stderr));
     let output: Value = serde_json::from_str(text(&out.stdout).lines().last().unwrap()).unwrap();
     let usage = &output["token_usage"];
-    assert_eq!((usage["prompt_tokens"].as_u64(), usage["completion_tokens"].as_u64()), (Some(4000), Some(600)));
-    let expected = (1000.0 * 0.15 + 200.0 * 0.60 + 2000.0 * 0.15 + 1000.0 * 0.075 + 400.0 * 0.60) / 1e6;
-    assert!((usage["cost_usd"].as_f64().unwrap() - expected).abs() < 1e-12, "{usage}");
+    assert_eq!(
+        (
+            usage["prompt_tokens"].as_u64(),
+            usage["completion_tokens"].as_u64()
+        ),
+        (Some(4000), Some(600))
+    );
+    let expected =
+        (1000.0 * 0.15 + 200.0 * 0.60 + 2000.0 * 0.15 + 1000.0 * 0.075 + 400.0 * 0.60) / 1e6;
+    assert!(
+        (usage["cost_usd"].as_f64().unwrap() - expected).abs() < 1e-12,
+        "{usage}"
+    );
 
     let ids = trace_ids(dir.path());
     assert_eq!(ids.len(), 1, "one trace per kickoff");
     let list = run(crewai(&["traces", "--project", root], &server));
     let listing = text(&list.stdout);
-    assert!(list.status.success() && listing.contains(&ids[0]) && listing.contains("4600") && listing.contains(" ok"), "{listing}");
+    assert!(
+        list.status.success()
+            && listing.contains(&ids[0])
+            && listing.contains("4600")
+            && listing.contains(" ok"),
+        "{listing}"
+    );
 
-    let tree = run(crewai(&["traces", &ids[0][..12], "--project", root], &server));
+    let tree = run(crewai(
+        &["traces", &ids[0][..12], "--project", root],
+        &server,
+    ));
     let tree = text(&tree.stdout);
-    for part in ["└─ crew", "├─ task research", "└─ task report", "agent Researcher", "llm gpt-4o-mini", "1000 in / 200 out tokens", "3000 in (1000 cached) / 400 out tokens"] {
+    for part in [
+        "└─ crew",
+        "├─ task research",
+        "└─ task report",
+        "agent Researcher",
+        "llm gpt-4o-mini",
+        "1000 in / 200 out tokens",
+        "3000 in (1000 cached) / 400 out tokens",
+    ] {
         assert!(tree.contains(part), "the tree shows {part}:\n{tree}");
     }
 
     let page = dir.path().join("timeline.html");
-    let html = run(crewai(&["traces", &ids[0], "--html", page.to_str().unwrap(), "--project", root], &server));
+    let html = run(crewai(
+        &[
+            "traces",
+            &ids[0],
+            "--html",
+            page.to_str().unwrap(),
+            "--project",
+            root,
+        ],
+        &server,
+    ));
     assert!(html.status.success(), "{}", text(&html.stderr));
     let page = std::fs::read_to_string(page).unwrap();
     assert!(page.starts_with("<!DOCTYPE html>") && page.contains("class=\"bar llm\""));
@@ -99,15 +153,29 @@ fn a_budget_in_crew_yaml_stops_the_run_and_replay_resumes_it() {
     let out = run(crewai(&["run", "--project", root], &server));
     assert_eq!(out.status.code(), Some(1));
     let stderr = text(&out.stderr);
-    assert!(stderr.contains("max_tokens = 1310") && stderr.contains("'report'"), "{stderr}");
+    assert!(
+        stderr.contains("max_tokens = 1310") && stderr.contains("'report'"),
+        "{stderr}"
+    );
     assert_eq!(server.request_count(), 1);
 
-    std::fs::write(dir.path().join("config/crew.yaml"), "inputs:\n  topic: Rust\nmax_tokens: 100000\n").unwrap();
-    let resumed = run(crewai(&["replay", "--project", root, "-t", "report", "--json"], &server));
+    std::fs::write(
+        dir.path().join("config/crew.yaml"),
+        "inputs:\n  topic: Rust\nmax_tokens: 100000\n",
+    )
+    .unwrap();
+    let resumed = run(crewai(
+        &["replay", "--project", root, "-t", "report", "--json"],
+        &server,
+    ));
     assert!(resumed.status.success(), "{}", text(&resumed.stderr));
-    let output: Value = serde_json::from_str(text(&resumed.stdout).lines().last().unwrap()).unwrap();
+    let output: Value =
+        serde_json::from_str(text(&resumed.stdout).lines().last().unwrap()).unwrap();
     assert_eq!(output["raw"], "The Rust report");
-    assert_eq!(output["tasks_output"][0]["raw"], "Rust notes", "the finished task was kept");
+    assert_eq!(
+        output["tasks_output"][0]["raw"], "Rust notes",
+        "the finished task was kept"
+    );
     assert_eq!(server.request_count(), 2);
 }
 
@@ -134,16 +202,30 @@ fn start_collector() -> (String, Seen) {
                 let head_end = buffer.windows(4).position(|w| w == b"\r\n\r\n");
                 if let Some(end) = head_end {
                     let head = String::from_utf8_lossy(&buffer[..end]).to_ascii_lowercase();
-                    let length = head.lines().find_map(|l| l.strip_prefix("content-length:")).and_then(|v| v.trim().parse::<usize>().ok()).unwrap_or(0);
+                    let length = head
+                        .lines()
+                        .find_map(|l| l.strip_prefix("content-length:"))
+                        .and_then(|v| v.trim().parse::<usize>().ok())
+                        .unwrap_or(0);
                     if buffer.len() >= end + 4 + length {
-                        let path = head.split_whitespace().nth(1).unwrap_or_default().to_string();
-                        let content_type = head.lines().find_map(|l| l.strip_prefix("content-type:")).unwrap_or_default().trim().to_string();
+                        let path = head
+                            .split_whitespace()
+                            .nth(1)
+                            .unwrap_or_default()
+                            .to_string();
+                        let content_type = head
+                            .lines()
+                            .find_map(|l| l.strip_prefix("content-type:"))
+                            .unwrap_or_default()
+                            .trim()
+                            .to_string();
                         keep.lock().unwrap().push((path, content_type));
                         break;
                     }
                 }
             }
-            let _ = stream.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
+            let _ = stream
+                .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
         }
     });
     (format!("http://{address}"), seen)
@@ -158,11 +240,18 @@ fn spans_go_to_the_collector_named_by_the_environment() {
     let (collector, seen) = start_collector();
 
     let mut command = crewai(&["run", "--project", root], &server);
-    command.env("OTEL_EXPORTER_OTLP_ENDPOINT", &collector).env("OTEL_SERVICE_NAME", "cli-test");
+    command
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", &collector)
+        .env("OTEL_SERVICE_NAME", "cli-test");
     let out = run(command);
     assert!(out.status.success(), "{}", text(&out.stderr));
 
     let seen = seen.lock().unwrap().clone();
     assert!(!seen.is_empty(), "no span reached the collector");
-    assert!(seen.iter().all(|(path, content_type)| path == "/v1/traces" && content_type == "application/x-protobuf"), "{seen:?}");
+    assert!(
+        seen.iter()
+            .all(|(path, content_type)| path == "/v1/traces"
+                && content_type == "application/x-protobuf"),
+        "{seen:?}"
+    );
 }

@@ -14,13 +14,19 @@ use crewai_core::hooks::{HookedLlm, Hooks};
 use crewai_core::output::{CrewOutput, TaskOutput};
 use crewai_core::store::{InMemoryTaskOutputStore, StoredTaskOutput, TaskOutputStore};
 use crewai_core::task::Task;
-use crewai_llm::{BuildOptions, DEFAULT_MODEL, Llm, LlmConfig, LlmRequest, Message, OpenAiApi, ResponseFormat, StreamEvent, Usage, build_llm_with};
 use crewai_flow::{Flow, FlowContext, MethodError, on};
+use crewai_llm::{
+    BuildOptions, DEFAULT_MODEL, Llm, LlmConfig, LlmRequest, Message, OpenAiApi, ResponseFormat,
+    StreamEvent, Usage, build_llm_with,
+};
 use crewai_tools::ToolHandle;
 use futures::StreamExt;
 use serde_json::{Map, Value};
 
-use crate::case::{AgentSpec, Case, ConditionSpec, CrewSpec, GuardrailSpec, MessageSpec, Mode, ProcessSpec, Provider, ResultType, TaskSpec};
+use crate::case::{
+    AgentSpec, Case, ConditionSpec, CrewSpec, GuardrailSpec, MessageSpec, Mode, ProcessSpec,
+    Provider, ResultType, TaskSpec,
+};
 use crate::catalog::build_tool;
 use crate::outcome::{Output, RateLimitScope, TaskView, ToolInfo, UsageView};
 use crate::runner::RunEnv;
@@ -51,7 +57,10 @@ pub struct Execution {
 
 impl Execution {
     fn of(result: Result<Vec<Output>, String>) -> Execution {
-        Execution { outputs: result, manager_tools: None }
+        Execution {
+            outputs: result,
+            manager_tools: None,
+        }
     }
 }
 
@@ -60,7 +69,11 @@ impl Execution {
 const PYTHON_ONLY_LLM_KEYS: &[&str] = &["is_litellm"];
 
 /// The LLM config for `fields` (CrewAI names), pointed at the replay server.
-pub fn llm_config(case: &Case, fields: Option<&Map<String, Value>>, env: &RunEnv) -> Result<LlmConfig, RunError> {
+pub fn llm_config(
+    case: &Case,
+    fields: Option<&Map<String, Value>>,
+    env: &RunEnv,
+) -> Result<LlmConfig, RunError> {
     let mut fields = fields.cloned().unwrap_or_default();
     for key in PYTHON_ONLY_LLM_KEYS {
         fields.remove(*key);
@@ -93,10 +106,15 @@ pub fn llm_config(case: &Case, fields: Option<&Map<String, Value>>, env: &RunEnv
 
 /// Builds the client for `fields` the way a user's code would, with no process environment
 /// leaking in (no `OPENAI_BASE_URL`, no `MODEL`).
-pub fn build_case_llm(case: &Case, fields: Option<&Map<String, Value>>, env: &RunEnv) -> Result<(LlmConfig, Arc<dyn Llm>), RunError> {
+pub fn build_case_llm(
+    case: &Case,
+    fields: Option<&Map<String, Value>>,
+    env: &RunEnv,
+) -> Result<(LlmConfig, Arc<dyn Llm>), RunError> {
     let config = llm_config(case, fields, env)?;
     let options = BuildOptions::new().with_env(|_| None);
-    let llm = build_llm_with(&config, &options).map_err(|e| RunError::Failed(format!("building LLM `{}`: {e}", config.model)))?;
+    let llm = build_llm_with(&config, &options)
+        .map_err(|e| RunError::Failed(format!("building LLM `{}`: {e}", config.model)))?;
     Ok((config, llm))
 }
 
@@ -109,17 +127,42 @@ pub fn build_guardrail(spec: &GuardrailSpec) -> Guardrail {
         GuardrailSpec::Llm { description } => Guardrail::llm(description),
         GuardrailSpec::MaxWords { n } => Guardrail::named("max_words", move |out: &TaskOutput| {
             let count = words(&out.raw);
-            if count <= n { Ok(GuardrailPass::Keep) } else { Err(format!("The output has {count} words; it must have at most {n}.")) }
+            if count <= n {
+                Ok(GuardrailPass::Keep)
+            } else {
+                Err(format!(
+                    "The output has {count} words; it must have at most {n}."
+                ))
+            }
         }),
-        GuardrailSpec::Contains { text } => Guardrail::named("contains", move |out: &TaskOutput| {
-            if out.raw.contains(&text) { Ok(GuardrailPass::Keep) } else { Err(format!("The output must contain \"{text}\".")) }
-        }),
-        GuardrailSpec::ContainsAll { texts } => Guardrail::named("contains_all", move |out: &TaskOutput| {
-            let missing: Vec<&String> = texts.iter().filter(|t| !out.raw.contains(t.as_str())).collect();
-            if missing.is_empty() { Ok(GuardrailPass::Keep) } else { Err(format!("The output must contain each of: {missing:?}.")) }
-        }),
-        GuardrailSpec::AlwaysFail { message } => Guardrail::named("always_fail", move |_: &TaskOutput| Err(message.clone())),
-        GuardrailSpec::AlwaysPass => Guardrail::named("always_pass", |_: &TaskOutput| Ok(GuardrailPass::Keep)),
+        GuardrailSpec::Contains { text } => {
+            Guardrail::named("contains", move |out: &TaskOutput| {
+                if out.raw.contains(&text) {
+                    Ok(GuardrailPass::Keep)
+                } else {
+                    Err(format!("The output must contain \"{text}\"."))
+                }
+            })
+        }
+        GuardrailSpec::ContainsAll { texts } => {
+            Guardrail::named("contains_all", move |out: &TaskOutput| {
+                let missing: Vec<&String> = texts
+                    .iter()
+                    .filter(|t| !out.raw.contains(t.as_str()))
+                    .collect();
+                if missing.is_empty() {
+                    Ok(GuardrailPass::Keep)
+                } else {
+                    Err(format!("The output must contain each of: {missing:?}."))
+                }
+            })
+        }
+        GuardrailSpec::AlwaysFail { message } => {
+            Guardrail::named("always_fail", move |_: &TaskOutput| Err(message.clone()))
+        }
+        GuardrailSpec::AlwaysPass => {
+            Guardrail::named("always_pass", |_: &TaskOutput| Ok(GuardrailPass::Keep))
+        }
         GuardrailSpec::Replace { value } => Guardrail::named("replace", move |_: &TaskOutput| {
             Ok(match &value {
                 Value::String(text) => GuardrailPass::Raw(text.clone()),
@@ -129,7 +172,11 @@ pub fn build_guardrail(spec: &GuardrailSpec) -> Guardrail {
         GuardrailSpec::FailThenPass { message, failures } => {
             let calls = AtomicU32::new(0);
             Guardrail::named("fail_then_pass", move |_: &TaskOutput| {
-                if calls.fetch_add(1, Ordering::SeqCst) < failures { Err(message.clone()) } else { Ok(GuardrailPass::Keep) }
+                if calls.fetch_add(1, Ordering::SeqCst) < failures {
+                    Err(message.clone())
+                } else {
+                    Ok(GuardrailPass::Keep)
+                }
             })
         }
     }
@@ -162,26 +209,53 @@ enum Scope {
 
 impl<'a> World<'a> {
     fn new(case: &'a Case, env: &'a RunEnv) -> Result<World<'a>, RunError> {
-        let tools = case.tools.iter().map(|(name, spec)| (name.clone(), build_tool(name, spec, &env.tool_runs))).collect();
-        let hooks = crate::catalog::build_hooks(&case.hooks, &env.hook_log).map_err(RunError::Invalid)?;
-        Ok(World { case, env, tools, hooks })
+        let tools = case
+            .tools
+            .iter()
+            .map(|(name, spec)| (name.clone(), build_tool(name, spec, &env.tool_runs)))
+            .collect();
+        let hooks =
+            crate::catalog::build_hooks(&case.hooks, &env.hook_log).map_err(RunError::Invalid)?;
+        Ok(World {
+            case,
+            env,
+            tools,
+            hooks,
+        })
     }
 
     fn tools(&self, names: &[String]) -> Result<Vec<ToolHandle>, RunError> {
-        names.iter().map(|n| self.tools.get(n).cloned().ok_or_else(|| RunError::Invalid(format!("unknown tool `{n}`")))).collect()
+        names
+            .iter()
+            .map(|n| {
+                self.tools
+                    .get(n)
+                    .cloned()
+                    .ok_or_else(|| RunError::Invalid(format!("unknown tool `{n}`")))
+            })
+            .collect()
     }
 
     fn agent_spec(&self, name: &str) -> Result<&'a AgentSpec, RunError> {
-        self.case.agents.get(name).ok_or_else(|| RunError::Invalid(format!("unknown agent `{name}`")))
+        self.case
+            .agents
+            .get(name)
+            .ok_or_else(|| RunError::Invalid(format!("unknown agent `{name}`")))
     }
 
     fn agent(&self, name: &str, scope: Scope) -> Result<Agent, RunError> {
         let spec = self.agent_spec(name)?;
         let llm_fields = spec.llm.as_ref().or(self.case.llm.as_ref());
         let (_, llm) = build_case_llm(self.case, llm_fields, self.env)?;
-        let mut builder = Agent::builder().role(&spec.role).goal(&spec.goal).backstory(&spec.backstory).llm(llm).tools(self.tools(&spec.tools)?);
+        let mut builder = Agent::builder()
+            .role(&spec.role)
+            .goal(&spec.goal)
+            .backstory(&spec.backstory)
+            .llm(llm)
+            .tools(self.tools(&spec.tools)?);
         if let Some(fields) = &spec.function_calling_llm {
-            builder = builder.function_calling_llm(build_case_llm(self.case, Some(fields), self.env)?.1);
+            builder =
+                builder.function_calling_llm(build_case_llm(self.case, Some(fields), self.env)?.1);
         }
         if let Some(v) = spec.allow_delegation {
             builder = builder.allow_delegation(v);
@@ -190,7 +264,11 @@ impl<'a> World<'a> {
             builder = builder.max_iter(v);
         }
         if let Some(v) = spec.max_rpm {
-            builder = builder.max_rpm(v).rate_limiter(self.env.rate_limits.limiter(RateLimitScope::Agent(spec.role.clone()), v));
+            builder = builder.max_rpm(v).rate_limiter(
+                self.env
+                    .rate_limits
+                    .limiter(RateLimitScope::Agent(spec.role.clone()), v),
+            );
         }
         if let Some(seconds) = spec.max_execution_time {
             builder = builder.max_execution_time(Duration::from_secs_f64(seconds.max(0.0)));
@@ -231,17 +309,34 @@ impl<'a> World<'a> {
             builder = builder.guardrail_max_retries(v);
         }
         if scope == Scope::Standalone {
-            builder = builder.event_bus(self.env.bus.clone()).hooks(self.hooks.clone());
+            builder = builder
+                .event_bus(self.env.bus.clone())
+                .hooks(self.hooks.clone());
         }
-        builder.build().map_err(|e| RunError::Failed(format!("building agent `{name}`: {e}")))
+        builder
+            .build()
+            .map_err(|e| RunError::Failed(format!("building agent `{name}`: {e}")))
     }
 
     /// A task; `agents` resolves its `agent:` name. `with_tools` false leaves the task's tools
     /// out (mode task passes them to execute_task instead).
-    fn task(&self, spec: &TaskSpec, agents: &BTreeMap<String, Agent>, with_tools: bool) -> Result<Task, RunError> {
-        let mut builder = Task::builder().name(&spec.name).description(&spec.description).expected_output(&spec.expected_output);
+    fn task(
+        &self,
+        spec: &TaskSpec,
+        agents: &BTreeMap<String, Agent>,
+        with_tools: bool,
+    ) -> Result<Task, RunError> {
+        let mut builder = Task::builder()
+            .name(&spec.name)
+            .description(&spec.description)
+            .expected_output(&spec.expected_output);
         if let Some(name) = &spec.agent {
-            let agent = agents.get(name).ok_or_else(|| RunError::Invalid(format!("task `{}`: agent `{name}` is not in this crew", spec.name)))?;
+            let agent = agents.get(name).ok_or_else(|| {
+                RunError::Invalid(format!(
+                    "task `{}`: agent `{name}` is not in this crew",
+                    spec.name
+                ))
+            })?;
             builder = builder.agent(agent.clone());
         }
         match &spec.context {
@@ -263,7 +358,8 @@ impl<'a> World<'a> {
         }
         if let Some(file) = &spec.output_file {
             // Relative to the case's working directory (the process never changes directory).
-            builder = builder.output_file(self.env.workdir.join(file).to_string_lossy().into_owned());
+            builder =
+                builder.output_file(self.env.workdir.join(file).to_string_lossy().into_owned());
         }
         if let Some(v) = spec.create_directory {
             builder = builder.create_directory(v);
@@ -272,9 +368,16 @@ impl<'a> World<'a> {
             builder = builder.markdown(true);
         }
         if spec.human_input {
-            return Err(RunError::Unsupported(format!("task `{}` asks for human input, which a replay cannot give", spec.name)));
+            return Err(RunError::Unsupported(format!(
+                "task `{}` asks for human input, which a replay cannot give",
+                spec.name
+            )));
         }
-        let guardrails: Vec<Guardrail> = spec.all_guardrails().into_iter().map(build_guardrail).collect();
+        let guardrails: Vec<Guardrail> = spec
+            .all_guardrails()
+            .into_iter()
+            .map(build_guardrail)
+            .collect();
         if !guardrails.is_empty() {
             builder = builder.guardrails(guardrails);
         }
@@ -284,11 +387,19 @@ impl<'a> World<'a> {
         if let Some(c) = &spec.condition {
             builder = builder.condition(condition(c));
         }
-        builder.build().map_err(|e| RunError::Failed(format!("building task `{}`: {e}", spec.name)))
+        builder
+            .build()
+            .map_err(|e| RunError::Failed(format!("building task `{}`: {e}", spec.name)))
     }
 
     /// A crew of the named agents and tasks with `spec`'s fields.
-    fn crew(&self, spec: &CrewSpec, agent_names: &[String], tasks: &[&TaskSpec], store: Option<Arc<dyn TaskOutputStore>>) -> Result<Crew, RunError> {
+    fn crew(
+        &self,
+        spec: &CrewSpec,
+        agent_names: &[String],
+        tasks: &[&TaskSpec],
+        store: Option<Arc<dyn TaskOutputStore>>,
+    ) -> Result<Crew, RunError> {
         let mut agents = BTreeMap::new();
         let mut ordered = Vec::new();
         for name in agent_names {
@@ -302,8 +413,15 @@ impl<'a> World<'a> {
             agents.insert(name.clone(), agent.clone());
             manager = Some(agent);
         }
-        let tasks = tasks.iter().map(|t| self.task(t, &agents, true)).collect::<Result<Vec<_>, _>>()?;
-        let mut builder = Crew::builder().agents(ordered).tasks(tasks).event_bus(self.env.bus.clone()).hooks(self.hooks.clone());
+        let tasks = tasks
+            .iter()
+            .map(|t| self.task(t, &agents, true))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut builder = Crew::builder()
+            .agents(ordered)
+            .tasks(tasks)
+            .event_bus(self.env.bus.clone())
+            .hooks(self.hooks.clone());
         if let Some(name) = &spec.name {
             builder = builder.name(name);
         }
@@ -317,13 +435,16 @@ impl<'a> World<'a> {
             builder = builder.manager_agent(agent);
         }
         if let Some(fields) = &spec.function_calling_llm {
-            builder = builder.function_calling_llm(build_case_llm(self.case, Some(fields), self.env)?.1);
+            builder =
+                builder.function_calling_llm(build_case_llm(self.case, Some(fields), self.env)?.1);
         }
         if let Some(v) = spec.cache {
             builder = builder.cache(v);
         }
         if let Some(v) = spec.max_rpm {
-            builder = builder.max_rpm(v).rate_limiter(self.env.rate_limits.limiter(RateLimitScope::Crew, v));
+            builder = builder
+                .max_rpm(v)
+                .rate_limiter(self.env.rate_limits.limiter(RateLimitScope::Crew, v));
         }
         if let Some(v) = spec.memory {
             builder = builder.memory(v);
@@ -338,13 +459,21 @@ impl<'a> World<'a> {
         if let Some(store) = store {
             builder = builder.task_output_store(store);
         }
-        builder.build().map_err(|e| RunError::Failed(format!("building the crew: {e}")))
+        builder
+            .build()
+            .map_err(|e| RunError::Failed(format!("building the crew: {e}")))
     }
 
     /// The crew of `mode: crew` / `mode: replay`: every agent except the manager, every task.
     fn case_crew(&self, store: Option<Arc<dyn TaskOutputStore>>) -> Result<Crew, RunError> {
         let spec = self.case.crew.clone().unwrap_or_default();
-        let names: Vec<String> = self.case.agents.keys().filter(|n| spec.manager_agent.as_deref() != Some(n.as_str())).cloned().collect();
+        let names: Vec<String> = self
+            .case
+            .agents
+            .keys()
+            .filter(|n| spec.manager_agent.as_deref() != Some(n.as_str()))
+            .cloned()
+            .collect();
         let tasks: Vec<&TaskSpec> = self.case.tasks.iter().collect();
         self.crew(&spec, &names, &tasks, store)
     }
@@ -360,7 +489,10 @@ fn usage_view(usage: &Usage) -> UsageView {
 }
 
 fn task_view(output: &TaskOutput) -> TaskView {
-    TaskView { raw: output.raw.clone(), agent: output.agent.clone() }
+    TaskView {
+        raw: output.raw.clone(),
+        agent: output.agent.clone(),
+    }
 }
 
 fn crew_output(output: &CrewOutput, kind: ResultType, chunks: Option<usize>) -> Output {
@@ -378,7 +510,8 @@ fn crew_output(output: &CrewOutput, kind: ResultType, chunks: Option<usize>) -> 
 
 /// The inputs of a kickoff (absent: none, so nothing is interpolated).
 fn inputs(map: Option<&Map<String, Value>>) -> BTreeMap<String, Value> {
-    map.map(|m| m.iter().map(|(k, v)| (k.clone(), v.clone())).collect()).unwrap_or_default()
+    map.map(|m| m.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+        .unwrap_or_default()
 }
 
 fn messages(spec: &MessageSpec) -> Result<Vec<Message>, RunError> {
@@ -390,7 +523,9 @@ fn messages(spec: &MessageSpec) -> Result<Vec<Message>, RunError> {
                 "user" => Ok(Message::user(&m.content)),
                 "system" => Ok(Message::system(&m.content)),
                 "assistant" => Ok(Message::assistant(&m.content)),
-                other => Err(RunError::Invalid(format!("message role `{other}` (use user, system or assistant)"))),
+                other => Err(RunError::Invalid(format!(
+                    "message role `{other}` (use user, system or assistant)"
+                ))),
             })
             .collect(),
     }
@@ -405,20 +540,45 @@ fn kickoff_input(spec: &MessageSpec) -> Result<KickoffInput, RunError> {
 
 /// The schema's name as OpenAI wants it (`[a-zA-Z0-9_-]`), from its title.
 fn response_format(schema: &Value) -> ResponseFormat {
-    let title = schema.get("title").and_then(Value::as_str).unwrap_or("response");
-    let name: String = title.chars().filter(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '-').collect();
-    ResponseFormat { name: if name.is_empty() { "response".into() } else { name }, schema: schema.clone(), strict: true }
+    let title = schema
+        .get("title")
+        .and_then(Value::as_str)
+        .unwrap_or("response");
+    let name: String = title
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '-')
+        .collect();
+    ResponseFormat {
+        name: if name.is_empty() {
+            "response".into()
+        } else {
+            name
+        },
+        schema: schema.clone(),
+        strict: true,
+    }
 }
 
 /// The agent a mode-agent or mode-task case runs: the named one, else the only/first one.
 fn default_agent_name(case: &Case) -> Result<String, RunError> {
-    case.agents.keys().next().cloned().ok_or_else(|| RunError::Invalid("the case has no agent".into()))
+    case.agents
+        .keys()
+        .next()
+        .cloned()
+        .ok_or_else(|| RunError::Invalid("the case has no agent".into()))
 }
 
 async fn run_llm(case: &Case, env: &RunEnv, world: &World<'_>) -> Result<Execution, RunError> {
     let (config, llm) = build_case_llm(case, case.llm.as_ref(), env)?;
-    let llm: Arc<dyn Llm> = if case.hooks.is_empty() { llm } else { Arc::new(HookedLlm::new(llm, world.hooks.clone())) };
-    let message = case.message.as_ref().ok_or_else(|| RunError::Invalid("mode llm needs `message`".into()))?;
+    let llm: Arc<dyn Llm> = if case.hooks.is_empty() {
+        llm
+    } else {
+        Arc::new(HookedLlm::new(llm, world.hooks.clone()))
+    };
+    let message = case
+        .message
+        .as_ref()
+        .ok_or_else(|| RunError::Invalid("mode llm needs `message`".into()))?;
     let request = LlmRequest::new(messages(message)?);
     let result = if config.stream {
         match llm.stream(request).await {
@@ -446,7 +606,10 @@ async fn run_llm(case: &Case, env: &RunEnv, world: &World<'_>) -> Result<Executi
             Err(e) => Err(e.to_string()),
         }
     } else {
-        llm.call(request).await.map(|r| (r, None)).map_err(|e| e.to_string())
+        llm.call(request)
+            .await
+            .map(|r| (r, None))
+            .map_err(|e| e.to_string())
     };
     Ok(Execution::of(result.map(|(response, chunks)| {
         vec![Output {
@@ -462,22 +625,31 @@ async fn run_llm(case: &Case, env: &RunEnv, world: &World<'_>) -> Result<Executi
 async fn run_agent(case: &Case, world: &World<'_>) -> Result<Execution, RunError> {
     let name = default_agent_name(case)?;
     let agent = world.agent(&name, Scope::Standalone)?;
-    let message = case.message.as_ref().ok_or_else(|| RunError::Invalid("mode agent needs `message`".into()))?;
+    let message = case
+        .message
+        .as_ref()
+        .ok_or_else(|| RunError::Invalid("mode agent needs `message`".into()))?;
     let input = kickoff_input(message)?;
     let result = match &case.response_format {
-        Some(schema) => agent.kickoff_with_format(input, response_format(schema)).await,
+        Some(schema) => {
+            agent
+                .kickoff_with_format(input, response_format(schema))
+                .await
+        }
         None => agent.kickoff(input).await,
     };
-    Ok(Execution::of(result.map_err(|e| e.to_string()).map(|out| {
-        vec![Output {
-            kind: ResultType::AgentOutput,
-            raw: out.raw.clone(),
-            pydantic: out.typed.clone(),
-            json_dict: out.typed.clone(),
-            usage: Some(usage_view(&out.usage)),
-            ..Default::default()
-        }]
-    })))
+    Ok(Execution::of(result.map_err(|e| e.to_string()).map(
+        |out| {
+            vec![Output {
+                kind: ResultType::AgentOutput,
+                raw: out.raw.clone(),
+                pydantic: out.typed.clone(),
+                json_dict: out.typed.clone(),
+                usage: Some(usage_view(&out.usage)),
+                ..Default::default()
+            }]
+        },
+    )))
 }
 
 /// Mode task: each task in order, by its agent (or the case's only agent), with no crew.
@@ -490,16 +662,24 @@ async fn run_tasks(case: &Case, world: &World<'_>) -> Result<Execution, RunError
     let mut outputs = Vec::new();
     for spec in &case.tasks {
         let agent_name = spec.agent.clone().unwrap_or_else(|| fallback.clone());
-        let agent = agents.get(&agent_name).ok_or_else(|| RunError::Invalid(format!("unknown agent `{agent_name}`")))?;
+        let agent = agents
+            .get(&agent_name)
+            .ok_or_else(|| RunError::Invalid(format!("unknown agent `{agent_name}`")))?;
         let guarded = !spec.all_guardrails().is_empty();
         let task = world.task(spec, &agents, guarded)?;
         let result = if guarded {
             task.execute(Some(agent)).await.map_err(|e| e.to_string())
         } else {
-            let tools = spec.tools.as_ref().map(|names| world.tools(names)).transpose()?;
+            let tools = spec
+                .tools
+                .as_ref()
+                .map(|names| world.tools(names))
+                .transpose()?;
             // CrewAI's agent.execute_task(task, context, tools): the engine spells it
             // Task::execute_with (api.md's Agent::execute_task is not there).
-            task.execute_with(Some(agent), spec.context_text.as_deref(), tools).await.map_err(|e| e.to_string())
+            task.execute_with(Some(agent), spec.context_text.as_deref(), tools)
+                .await
+                .map_err(|e| e.to_string())
         };
         match result {
             Ok(output) => outputs.push(output),
@@ -507,7 +687,9 @@ async fn run_tasks(case: &Case, world: &World<'_>) -> Result<Execution, RunError
         }
     }
     let Some(last) = outputs.last() else {
-        return Err(RunError::Invalid("mode task needs at least one task".into()));
+        return Err(RunError::Invalid(
+            "mode task needs at least one task".into(),
+        ));
     };
     Ok(Execution::of(Ok(vec![Output {
         kind: ResultType::CrewOutput,
@@ -522,8 +704,15 @@ async fn run_tasks(case: &Case, world: &World<'_>) -> Result<Execution, RunError
 }
 
 fn manager_tools(crew: &Crew) -> Option<Vec<ToolInfo>> {
-    (crew.process() == Process::Hierarchical)
-        .then(|| crew.manager_tools().iter().map(|t| ToolInfo { name: t.name().to_string(), description: t.description().to_string() }).collect())
+    (crew.process() == Process::Hierarchical).then(|| {
+        crew.manager_tools()
+            .iter()
+            .map(|t| ToolInfo {
+                name: t.name().to_string(),
+                description: t.description().to_string(),
+            })
+            .collect()
+    })
 }
 
 async fn run_crew(case: &Case, world: &World<'_>) -> Result<Execution, RunError> {
@@ -539,45 +728,84 @@ async fn run_crew(case: &Case, world: &World<'_>) -> Result<Execution, RunError>
         // each running its own crew copy when iterated: the same, one after the other, here.
         let for_each = case.inputs_for_each.is_some();
         for run in runs {
-            let mut stream = if for_each { crew.copy().kickoff_stream(run) } else { crew.kickoff_stream(run) };
+            let mut stream = if for_each {
+                crew.copy().kickoff_stream(run)
+            } else {
+                crew.kickoff_stream(run)
+            };
             // Every chunk the stream yields counts (text deltas and tool-call announcements alike).
             let chunks = stream.by_ref().count().await;
             match stream.result().await {
-                Ok(out) => outputs.push(crew_output(&out, ResultType::CrewStreamingOutput, Some(chunks))),
-                Err(e) => return Ok(Execution { outputs: Err(e.to_string()), manager_tools: manager_tools(&crew) }),
+                Ok(out) => outputs.push(crew_output(
+                    &out,
+                    ResultType::CrewStreamingOutput,
+                    Some(chunks),
+                )),
+                Err(e) => {
+                    return Ok(Execution {
+                        outputs: Err(e.to_string()),
+                        manager_tools: manager_tools(&crew),
+                    });
+                }
             }
         }
     } else if case.inputs_for_each.is_some() {
         match crew.kickoff_for_each(runs).await {
-            Ok(all) => outputs.extend(all.iter().map(|o| crew_output(o, ResultType::CrewOutput, None))),
-            Err(e) => return Ok(Execution { outputs: Err(e.to_string()), manager_tools: manager_tools(&crew) }),
+            Ok(all) => outputs.extend(
+                all.iter()
+                    .map(|o| crew_output(o, ResultType::CrewOutput, None)),
+            ),
+            Err(e) => {
+                return Ok(Execution {
+                    outputs: Err(e.to_string()),
+                    manager_tools: manager_tools(&crew),
+                });
+            }
         }
     } else {
         let only = runs.into_iter().next().unwrap_or_default();
         match crew.kickoff(only).await {
             Ok(out) => outputs.push(crew_output(&out, ResultType::CrewOutput, None)),
-            Err(e) => return Ok(Execution { outputs: Err(e.to_string()), manager_tools: manager_tools(&crew) }),
+            Err(e) => {
+                return Ok(Execution {
+                    outputs: Err(e.to_string()),
+                    manager_tools: manager_tools(&crew),
+                });
+            }
         }
     }
-    Ok(Execution { outputs: Ok(outputs), manager_tools: manager_tools(&crew) })
+    Ok(Execution {
+        outputs: Ok(outputs),
+        manager_tools: manager_tools(&crew),
+    })
 }
 
 /// Mode replay: the store holds an earlier kickoff's outputs; replay from `replay.task`.
 async fn run_replay(case: &Case, world: &World<'_>) -> Result<Execution, RunError> {
-    let replay = case.replay.as_ref().ok_or_else(|| RunError::Invalid("mode replay needs `replay`".into()))?;
+    let replay = case
+        .replay
+        .as_ref()
+        .ok_or_else(|| RunError::Invalid("mode replay needs `replay`".into()))?;
     let store = InMemoryTaskOutputStore::new();
     let crew = world.case_crew(Some(Arc::new(store.clone())))?;
     for (index, row) in replay.stored.iter().enumerate() {
         let mut fields = row.output.clone();
-        fields.entry("name").or_insert_with(|| Value::String(row.task.clone()));
-        let output: TaskOutput = serde_json::from_value(Value::Object(fields))
-            .map_err(|e| RunError::Invalid(format!("replay.stored[{index}].output is not a TaskOutput: {e}")))?;
+        fields
+            .entry("name")
+            .or_insert_with(|| Value::String(row.task.clone()));
+        let output: TaskOutput = serde_json::from_value(Value::Object(fields)).map_err(|e| {
+            RunError::Invalid(format!(
+                "replay.stored[{index}].output is not a TaskOutput: {e}"
+            ))
+        })?;
         let task_id = crew
             .tasks()
             .iter()
             .find(|t| t.name() == Some(row.task.as_str()))
             .map(|t| t.id().to_string())
-            .ok_or_else(|| RunError::Invalid(format!("replay.stored[{index}]: no task `{}`", row.task)))?;
+            .ok_or_else(|| {
+                RunError::Invalid(format!("replay.stored[{index}]: no task `{}`", row.task))
+            })?;
         store
             .save(StoredTaskOutput {
                 task_id,
@@ -592,7 +820,9 @@ async fn run_replay(case: &Case, world: &World<'_>) -> Result<Execution, RunErro
     }
     let result = crew.replay(&replay.task, None).await;
     Ok(Execution {
-        outputs: result.map(|out| vec![crew_output(&out, ResultType::CrewOutput, None)]).map_err(|e| e.to_string()),
+        outputs: result
+            .map(|out| vec![crew_output(&out, ResultType::CrewOutput, None)])
+            .map_err(|e| e.to_string()),
         manager_tools: manager_tools(&crew),
     })
 }
@@ -609,17 +839,27 @@ impl FlowWork {
     /// cancelled with the flow.
     async fn run(&self, ctx: &FlowContext) -> Result<Output, String> {
         match self {
-            FlowWork::Agent { agent, input } => agent.kickoff_with(input.clone(), ctx.agent_kickoff_options()).await.map_err(|e| e.to_string()).map(|out| Output {
-                kind: ResultType::AgentOutput,
-                raw: out.raw.clone(),
-                pydantic: out.typed.clone(),
-                json_dict: out.typed.clone(),
-                usage: Some(usage_view(&out.usage)),
-                ..Default::default()
-            }),
+            FlowWork::Agent { agent, input } => agent
+                .kickoff_with(input.clone(), ctx.agent_kickoff_options())
+                .await
+                .map_err(|e| e.to_string())
+                .map(|out| Output {
+                    kind: ResultType::AgentOutput,
+                    raw: out.raw.clone(),
+                    pydantic: out.typed.clone(),
+                    json_dict: out.typed.clone(),
+                    usage: Some(usage_view(&out.usage)),
+                    ..Default::default()
+                }),
             FlowWork::Crew(crew) => {
-                let options = CrewKickoffOptions { parent_event_id: Some(ctx.event_id()), cancellation: Some(ctx.cancellation().clone()) };
-                crew.kickoff_with(BTreeMap::new(), options).await.map_err(|e| e.to_string()).map(|out| crew_output(&out, ResultType::CrewOutput, None))
+                let options = CrewKickoffOptions {
+                    parent_event_id: Some(ctx.event_id()),
+                    cancellation: Some(ctx.cancellation().clone()),
+                };
+                crew.kickoff_with(BTreeMap::new(), options)
+                    .await
+                    .map_err(|e| e.to_string())
+                    .map(|out| crew_output(&out, ResultType::CrewOutput, None))
             }
         }
     }
@@ -628,25 +868,50 @@ impl FlowWork {
 /// Mode flow: a Flow of `flow.methods`, each running an agent or a crew; the result is the output
 /// of the method that finished last.
 async fn run_flow(case: &Case, world: &World<'_>) -> Result<Execution, RunError> {
-    let spec = case.flow.as_ref().ok_or_else(|| RunError::Invalid("mode flow needs `flow`".into()))?;
+    let spec = case
+        .flow
+        .as_ref()
+        .ok_or_else(|| RunError::Invalid("mode flow needs `flow`".into()))?;
     let finished: Arc<std::sync::Mutex<Vec<Output>>> = Arc::default();
-    let mut builder = Flow::builder().name(&case.name).event_bus(world.env.bus.clone());
+    let mut builder = Flow::builder()
+        .name(&case.name)
+        .event_bus(world.env.bus.clone());
     for method in &spec.methods {
         let work = match (&method.agent, &method.crew) {
             (Some(name), None) => {
-                let message = method.message.as_ref().ok_or_else(|| RunError::Invalid(format!("flow method `{}` runs an agent and needs `message`", method.name)))?;
-                FlowWork::Agent { agent: world.agent(name, Scope::Standalone)?, input: kickoff_input(message)? }
+                let message = method.message.as_ref().ok_or_else(|| {
+                    RunError::Invalid(format!(
+                        "flow method `{}` runs an agent and needs `message`",
+                        method.name
+                    ))
+                })?;
+                FlowWork::Agent {
+                    agent: world.agent(name, Scope::Standalone)?,
+                    input: kickoff_input(message)?,
+                }
             }
             (None, Some(crew)) => {
                 let agents = crew.agents.clone().unwrap_or_default();
                 let names = crew.tasks.clone().unwrap_or_default();
                 let tasks = names
                     .iter()
-                    .map(|n| case.tasks.iter().find(|t| &t.name == n).ok_or_else(|| RunError::Invalid(format!("flow method `{}`: unknown task `{n}`", method.name))))
+                    .map(|n| {
+                        case.tasks.iter().find(|t| &t.name == n).ok_or_else(|| {
+                            RunError::Invalid(format!(
+                                "flow method `{}`: unknown task `{n}`",
+                                method.name
+                            ))
+                        })
+                    })
                     .collect::<Result<Vec<_>, _>>()?;
                 FlowWork::Crew(world.crew(crew, &agents, &tasks, None)?)
             }
-            _ => return Err(RunError::Invalid(format!("flow method `{}` needs exactly one of `agent` and `crew`", method.name))),
+            _ => {
+                return Err(RunError::Invalid(format!(
+                    "flow method `{}` needs exactly one of `agent` and `crew`",
+                    method.name
+                )));
+            }
         };
         let sink = finished.clone();
         let body = move |ctx: FlowContext| {
@@ -662,14 +927,25 @@ async fn run_flow(case: &Case, world: &World<'_>) -> Result<Execution, RunError>
             (true, None) => builder.start(&method.name, body),
             (true, Some(trigger)) => builder.start_on(&method.name, on(trigger.as_str()), body),
             (false, Some(trigger)) => builder.listen(&method.name, on(trigger.as_str()), body),
-            (false, None) => return Err(RunError::Invalid(format!("flow method `{}` needs `start: true` or `listen`", method.name))),
+            (false, None) => {
+                return Err(RunError::Invalid(format!(
+                    "flow method `{}` needs `start: true` or `listen`",
+                    method.name
+                )));
+            }
         };
     }
-    let flow = builder.build().map_err(|e| RunError::Failed(format!("building the flow: {e}")))?;
+    let flow = builder
+        .build()
+        .map_err(|e| RunError::Failed(format!("building the flow: {e}")))?;
     let result = flow.kickoff(Vec::<(String, Value)>::new()).await;
     let outputs = finished.lock().unwrap_or_else(|p| p.into_inner()).clone();
     Ok(Execution::of(match result {
-        Ok(_) => outputs.last().cloned().map(|last| vec![last]).ok_or_else(|| "the flow ran no method".to_string()),
+        Ok(_) => outputs
+            .last()
+            .cloned()
+            .map(|last| vec![last])
+            .ok_or_else(|| "the flow ran no method".to_string()),
         Err(e) => Err(e.to_string()),
     }))
 }
@@ -724,49 +1000,102 @@ mod tests {
         assert!(config.stream);
         assert_eq!(config.temperature, Some(0.7));
         let anthropic = case("name: x\nprovider: anthropic\n");
-        assert_eq!(llm_config(&anthropic, None, &env()).unwrap().base_url.as_deref(), Some("http://127.0.0.1:9"));
-        let responses = llm_config(&case("name: x\nprovider: openai_responses\n"), None, &env()).unwrap();
+        assert_eq!(
+            llm_config(&anthropic, None, &env())
+                .unwrap()
+                .base_url
+                .as_deref(),
+            Some("http://127.0.0.1:9")
+        );
+        let responses =
+            llm_config(&case("name: x\nprovider: openai_responses\n"), None, &env()).unwrap();
         assert_eq!(responses.api, Some(OpenAiApi::Responses));
-        let error = llm_config(&c, Some(&fields(json!({"model": "m", "temprature": 1}))), &env()).unwrap_err();
+        let error = llm_config(
+            &c,
+            Some(&fields(json!({"model": "m", "temprature": 1}))),
+            &env(),
+        )
+        .unwrap_err();
         assert!(matches!(error, RunError::Invalid(_)), "{error}");
     }
 
     fn check(spec: &str, raw: &str) -> Result<GuardrailPass, String> {
         let spec: GuardrailSpec = yaml_serde::from_str(spec).unwrap();
         let guardrail = build_guardrail(&spec);
-        guardrail.check_fn(&TaskOutput::new("d", "e", raw, "R")).unwrap()
+        guardrail
+            .check_fn(&TaskOutput::new("d", "e", raw, "R"))
+            .unwrap()
     }
 
     #[test]
     fn guardrails() {
-        assert_eq!(check("{kind: max_words, n: 2}", "two words"), Ok(GuardrailPass::Keep));
-        assert!(check("{kind: max_words, n: 2}", "three words here").unwrap_err().contains("at most 2"));
+        assert_eq!(
+            check("{kind: max_words, n: 2}", "two words"),
+            Ok(GuardrailPass::Keep)
+        );
+        assert!(
+            check("{kind: max_words, n: 2}", "three words here")
+                .unwrap_err()
+                .contains("at most 2")
+        );
         assert!(check("{kind: contains, text: x}", "abc").is_err());
-        assert_eq!(check("{kind: contains_all, texts: [a, b]}", "a b"), Ok(GuardrailPass::Keep));
-        assert!(check("{kind: contains_all, texts: [a, z]}", "a b").unwrap_err().contains("\"z\""));
-        assert_eq!(check("{kind: always_fail, message: no}", "x"), Err("no".into()));
+        assert_eq!(
+            check("{kind: contains_all, texts: [a, b]}", "a b"),
+            Ok(GuardrailPass::Keep)
+        );
+        assert!(
+            check("{kind: contains_all, texts: [a, z]}", "a b")
+                .unwrap_err()
+                .contains("\"z\"")
+        );
+        assert_eq!(
+            check("{kind: always_fail, message: no}", "x"),
+            Err("no".into())
+        );
         assert_eq!(check("{kind: always_pass}", "x"), Ok(GuardrailPass::Keep));
-        assert_eq!(check("{kind: replace, value: new}", "x"), Ok(GuardrailPass::Raw("new".into())));
-        assert_eq!(check("{kind: replace, value: {a: 1}}", "x"), Ok(GuardrailPass::Typed(json!({"a": 1}))));
-        let twice: GuardrailSpec = yaml_serde::from_str("{kind: fail_then_pass, message: again, failures: 2}").unwrap();
+        assert_eq!(
+            check("{kind: replace, value: new}", "x"),
+            Ok(GuardrailPass::Raw("new".into()))
+        );
+        assert_eq!(
+            check("{kind: replace, value: {a: 1}}", "x"),
+            Ok(GuardrailPass::Typed(json!({"a": 1})))
+        );
+        let twice: GuardrailSpec =
+            yaml_serde::from_str("{kind: fail_then_pass, message: again, failures: 2}").unwrap();
         let guardrail = build_guardrail(&twice);
         let out = TaskOutput::new("d", "e", "x", "R");
-        let verdicts: Vec<bool> = (0..3).map(|_| guardrail.check_fn(&out).unwrap().is_ok()).collect();
+        let verdicts: Vec<bool> = (0..3)
+            .map(|_| guardrail.check_fn(&out).unwrap().is_ok())
+            .collect();
         assert_eq!(verdicts, [false, false, true]);
-        assert!(build_guardrail(&GuardrailSpec::Llm { description: "be nice".into() }).check_fn(&out).is_none());
+        assert!(
+            build_guardrail(&GuardrailSpec::Llm {
+                description: "be nice".into()
+            })
+            .check_fn(&out)
+            .is_none()
+        );
     }
 
     #[test]
     fn conditions() {
         let out = TaskOutput::new("d", "e", "the answer is yes", "R");
         assert!(!condition(&ConditionSpec::Always { value: false })(&out));
-        assert!(condition(&ConditionSpec::PreviousContains { text: "yes".into() })(&out));
-        assert!(!condition(&ConditionSpec::PreviousContains { text: "no way".into() })(&out));
+        assert!(condition(&ConditionSpec::PreviousContains {
+            text: "yes".into()
+        })(&out));
+        assert!(!condition(&ConditionSpec::PreviousContains {
+            text: "no way".into()
+        })(&out));
     }
 
     #[test]
     fn response_format_names_come_from_titles() {
-        assert_eq!(response_format(&json!({"title": "Simple Output!", "type": "object"})).name, "SimpleOutput");
+        assert_eq!(
+            response_format(&json!({"title": "Simple Output!", "type": "object"})).name,
+            "SimpleOutput"
+        );
         assert_eq!(response_format(&json!({"type": "object"})).name, "response");
     }
 }

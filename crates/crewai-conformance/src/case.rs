@@ -15,7 +15,10 @@ use serde_json::{Map, Value};
 #[derive(Debug, thiserror::Error)]
 pub enum CaseError {
     #[error("cannot read {path}: {source}")]
-    Read { path: PathBuf, source: std::io::Error },
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("{path}: {message}")]
     Invalid { path: PathBuf, message: String },
 }
@@ -190,17 +193,33 @@ pub struct ToolSpec {
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Behaviour {
-    Constant { value: Value },
+    Constant {
+        value: Value,
+    },
     Multiply,
     Add,
     Divide,
     Echo,
-    Fail { message: String },
-    Sequence { values: Vec<Value> },
+    Fail {
+        message: String,
+    },
+    Sequence {
+        values: Vec<Value>,
+    },
     Counter,
-    Format { template: String },
-    Sleep { seconds: f64, #[serde(default)] value: Value },
-    Lookup { arg: String, cases: Vec<LookupCase>, default: String },
+    Format {
+        template: String,
+    },
+    Sleep {
+        seconds: f64,
+        #[serde(default)]
+        value: Value,
+    },
+    Lookup {
+        arg: String,
+        cases: Vec<LookupCase>,
+        default: String,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -312,7 +331,10 @@ pub struct TaskSpec {
 impl TaskSpec {
     /// The guardrails in the order they apply (`guardrail` first, then `guardrails`).
     pub fn all_guardrails(&self) -> Vec<&GuardrailSpec> {
-        self.guardrail.iter().chain(self.guardrails.iter()).collect()
+        self.guardrail
+            .iter()
+            .chain(self.guardrails.iter())
+            .collect()
     }
 }
 
@@ -320,14 +342,32 @@ impl TaskSpec {
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum GuardrailSpec {
-    Llm { description: String },
-    MaxWords { n: usize },
-    Contains { text: String },
-    ContainsAll { texts: Vec<String> },
-    AlwaysFail { #[serde(default = "default_guardrail_failure")] message: String },
+    Llm {
+        description: String,
+    },
+    MaxWords {
+        n: usize,
+    },
+    Contains {
+        text: String,
+    },
+    ContainsAll {
+        texts: Vec<String>,
+    },
+    AlwaysFail {
+        #[serde(default = "default_guardrail_failure")]
+        message: String,
+    },
     AlwaysPass,
-    Replace { value: Value },
-    FailThenPass { #[serde(default = "default_guardrail_failure")] message: String, #[serde(default = "one")] failures: u32 },
+    Replace {
+        value: Value,
+    },
+    FailThenPass {
+        #[serde(default = "default_guardrail_failure")]
+        message: String,
+        #[serde(default = "one")]
+        failures: u32,
+    },
 }
 
 fn default_guardrail_failure() -> String {
@@ -439,7 +479,10 @@ pub struct HooksSpec {
 
 impl HooksSpec {
     pub fn is_empty(&self) -> bool {
-        self.before_tool_call.is_none() && self.after_tool_call.is_none() && self.before_llm_call.is_none() && self.after_llm_call.is_none()
+        self.before_tool_call.is_none()
+            && self.after_tool_call.is_none()
+            && self.before_llm_call.is_none()
+            && self.after_llm_call.is_none()
     }
 }
 
@@ -543,7 +586,9 @@ pub struct Expect {
 }
 
 /// Distinguishes `key: null` (Some(None)) from an absent key (None).
-fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(deserializer: D) -> Result<Option<Option<T>>, D::Error> {
+fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
+    deserializer: D,
+) -> Result<Option<Option<T>>, D::Error> {
     Option::<T>::deserialize(deserializer).map(Some)
 }
 
@@ -593,13 +638,22 @@ impl<'de> Deserialize<'de> for EventExpect {
             Name(String),
             Fields(BTreeMap<String, Option<Map<String, Value>>>),
         }
-        match Form::deserialize(deserializer)
-            .map_err(|_| de::Error::custom("an event is a name or a one-key mapping {name: {field: value}}"))?
-        {
-            Form::Name(name) => Ok(EventExpect { name, fields: Map::new() }),
+        match Form::deserialize(deserializer).map_err(|_| {
+            de::Error::custom("an event is a name or a one-key mapping {name: {field: value}}")
+        })? {
+            Form::Name(name) => Ok(EventExpect {
+                name,
+                fields: Map::new(),
+            }),
             Form::Fields(map) if map.len() == 1 => {
-                let (name, fields) = map.into_iter().next().ok_or_else(|| de::Error::custom("empty event item"))?;
-                Ok(EventExpect { name, fields: fields.unwrap_or_default() })
+                let (name, fields) = map
+                    .into_iter()
+                    .next()
+                    .ok_or_else(|| de::Error::custom("empty event item"))?;
+                Ok(EventExpect {
+                    name,
+                    fields: fields.unwrap_or_default(),
+                })
             }
             Form::Fields(map) => Err(de::Error::custom(format!(
                 "an event item has exactly one name, this one has {}: {:?}",
@@ -693,8 +747,14 @@ pub struct CaseDir {
 impl Case {
     /// Parses case YAML; `origin` names the file in errors.
     pub fn parse(text: &str, origin: &Path) -> Result<Case, CaseError> {
-        let case: Case = yaml_serde::from_str(text).map_err(|e| CaseError::Invalid { path: origin.to_path_buf(), message: e.to_string() })?;
-        case.validate().map_err(|message| CaseError::Invalid { path: origin.to_path_buf(), message })?;
+        let case: Case = yaml_serde::from_str(text).map_err(|e| CaseError::Invalid {
+            path: origin.to_path_buf(),
+            message: e.to_string(),
+        })?;
+        case.validate().map_err(|message| CaseError::Invalid {
+            path: origin.to_path_buf(),
+            message,
+        })?;
         Ok(case)
     }
 
@@ -702,14 +762,20 @@ impl Case {
     fn validate(&self) -> Result<(), String> {
         let tool = |name: &String, whose: &str| {
             if self.tools.get(name).is_none() {
-                Err(format!("{whose} names tool `{name}`, which is not under `tools:` (known: {:?})", self.tools.keys().collect::<Vec<_>>()))
+                Err(format!(
+                    "{whose} names tool `{name}`, which is not under `tools:` (known: {:?})",
+                    self.tools.keys().collect::<Vec<_>>()
+                ))
             } else {
                 Ok(())
             }
         };
         let agent = |name: &String, whose: &str| {
             if self.agents.get(name).is_none() {
-                Err(format!("{whose} names agent `{name}`, which is not under `agents:` (known: {:?})", self.agents.keys().collect::<Vec<_>>()))
+                Err(format!(
+                    "{whose} names agent `{name}`, which is not under `agents:` (known: {:?})",
+                    self.agents.keys().collect::<Vec<_>>()
+                ))
             } else {
                 Ok(())
             }
@@ -729,7 +795,9 @@ impl Case {
             }
             for c in task.context.iter().flatten() {
                 if !self.tasks[..i].iter().any(|t| &t.name == c) {
-                    return Err(format!("{whose} has context `{c}`, which is not an earlier task"));
+                    return Err(format!(
+                        "{whose} has context `{c}`, which is not an earlier task"
+                    ));
                 }
             }
         }
@@ -755,7 +823,9 @@ impl Case {
                     }
                     for t in crew.tasks.iter().flatten() {
                         if !self.tasks.iter().any(|task| &task.name == t) {
-                            return Err(format!("{whose} names task `{t}`, which is not under `tasks:`"));
+                            return Err(format!(
+                                "{whose} names task `{t}`, which is not under `tasks:`"
+                            ));
                         }
                     }
                 }
@@ -764,10 +834,14 @@ impl Case {
         if let Some(replay) = &self.replay
             && !self.tasks.iter().any(|t| t.name == replay.task)
         {
-            return Err(format!("replay.task `{}` is not under `tasks:`", replay.task));
+            return Err(format!(
+                "replay.task `{}` is not under `tasks:`",
+                replay.task
+            ));
         }
         for pattern in &self.expect.raw_matches {
-            regex::Regex::new(pattern).map_err(|e| format!("expect.raw_matches `{pattern}` is not a valid regex: {e}"))?;
+            regex::Regex::new(pattern)
+                .map_err(|e| format!("expect.raw_matches `{pattern}` is not a valid regex: {e}"))?;
         }
         Ok(())
     }
@@ -777,22 +851,38 @@ impl CaseDir {
     /// Loads `dir/case.yaml` and checks that `dir/cassette.yaml` exists.
     pub fn load(dir: &Path) -> Result<CaseDir, CaseError> {
         let path = dir.join("case.yaml");
-        let text = std::fs::read_to_string(&path).map_err(|source| CaseError::Read { path: path.clone(), source })?;
+        let text = std::fs::read_to_string(&path).map_err(|source| CaseError::Read {
+            path: path.clone(),
+            source,
+        })?;
         let case = Case::parse(&text, &path)?;
         let cassette = dir.join("cassette.yaml");
         if !cassette.is_file() {
-            return Err(CaseError::Invalid { path: cassette, message: "missing: every case needs its cassette".into() });
+            return Err(CaseError::Invalid {
+                path: cassette,
+                message: "missing: every case needs its cassette".into(),
+            });
         }
-        Ok(CaseDir { dir: dir.to_path_buf(), case, cassette })
+        Ok(CaseDir {
+            dir: dir.to_path_buf(),
+            case,
+            cassette,
+        })
     }
 }
 
 /// The case folders under `root` (folders holding a `case.yaml`), sorted by name.
 pub fn discover(root: &Path) -> Result<Vec<PathBuf>, CaseError> {
-    let entries = std::fs::read_dir(root).map_err(|source| CaseError::Read { path: root.to_path_buf(), source })?;
+    let entries = std::fs::read_dir(root).map_err(|source| CaseError::Read {
+        path: root.to_path_buf(),
+        source,
+    })?;
     let mut dirs = Vec::new();
     for entry in entries {
-        let entry = entry.map_err(|source| CaseError::Read { path: root.to_path_buf(), source })?;
+        let entry = entry.map_err(|source| CaseError::Read {
+            path: root.to_path_buf(),
+            source,
+        })?;
         let path = entry.path();
         if path.join("case.yaml").is_file() {
             dirs.push(path);
@@ -837,35 +927,63 @@ expect:
 "#,
         )
         .unwrap();
-        assert_eq!(case.agents.keys().cloned().collect::<Vec<_>>(), vec!["zed", "alpha"]);
+        assert_eq!(
+            case.agents.keys().cloned().collect::<Vec<_>>(),
+            vec!["zed", "alpha"]
+        );
         assert_eq!(case.expect.json_text, Some(None));
         assert_eq!(case.expect.events[1].name, "task_started");
-        assert_eq!(case.expect.events[1].fields["parent"], "crew_kickoff_started");
-        assert!(matches!(case.agents.get("alpha").unwrap().guardrail, Some(GuardrailSpec::FailThenPass { failures: 1, .. })));
-        assert!(matches!(case.expect.tasks_output, Some(TasksOutputExpect::Each(ref items)) if items.len() == 2));
-        assert_eq!(case.tools.get("multiplier").unwrap().cache_function, Some(CacheFunction::EvenResult));
+        assert_eq!(
+            case.expect.events[1].fields["parent"],
+            "crew_kickoff_started"
+        );
+        assert!(matches!(
+            case.agents.get("alpha").unwrap().guardrail,
+            Some(GuardrailSpec::FailThenPass { failures: 1, .. })
+        ));
+        assert!(
+            matches!(case.expect.tasks_output, Some(TasksOutputExpect::Each(ref items)) if items.len() == 2)
+        );
+        assert_eq!(
+            case.tools.get("multiplier").unwrap().cache_function,
+            Some(CacheFunction::EvenResult)
+        );
     }
 
     #[test]
     fn absent_json_text_is_not_null_json_text() {
         assert_eq!(parse("name: x\n").unwrap().expect.json_text, None);
-        assert_eq!(parse("name: x\nexpect: {json_text: '{\"a\": 1}'}\n").unwrap().expect.json_text, Some(Some("{\"a\": 1}".into())));
+        assert_eq!(
+            parse("name: x\nexpect: {json_text: '{\"a\": 1}'}\n")
+                .unwrap()
+                .expect
+                .json_text,
+            Some(Some("{\"a\": 1}".into()))
+        );
     }
 
     #[test]
     fn rejects_unknown_keys_with_location() {
-        let error = parse("name: x\nexpect:\n  raww: y\n").unwrap_err().to_string();
+        let error = parse("name: x\nexpect:\n  raww: y\n")
+            .unwrap_err()
+            .to_string();
         assert!(error.contains("unknown field `raww`"), "{error}");
         assert!(error.contains("line 3"), "{error}");
-        let error = parse("name: x\ntools:\n  t: {behaviour: {kind: explode}}\n").unwrap_err().to_string();
+        let error = parse("name: x\ntools:\n  t: {behaviour: {kind: explode}}\n")
+            .unwrap_err()
+            .to_string();
         assert!(error.contains("explode"), "{error}");
     }
 
     #[test]
     fn rejects_dangling_names() {
-        let error = parse("name: x\ntasks: [{name: t, description: d, agent: ghost}]\n").unwrap_err().to_string();
+        let error = parse("name: x\ntasks: [{name: t, description: d, agent: ghost}]\n")
+            .unwrap_err()
+            .to_string();
         assert!(error.contains("agent `ghost`"), "{error}");
-        let error = parse("name: x\nagents: {a: {role: r, tools: [nope]}}\n").unwrap_err().to_string();
+        let error = parse("name: x\nagents: {a: {role: r, tools: [nope]}}\n")
+            .unwrap_err()
+            .to_string();
         assert!(error.contains("tool `nope`"), "{error}");
     }
 }

@@ -20,7 +20,9 @@ use crate::outcome::{HookCall, RateLimitScope, RateLimitView};
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     // The data behind these locks stays consistent across a panicking holder (plain counters
     // and lists), so a poisoned lock is still safe to read.
-    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// How many times each test tool's body ran (shared by every copy of the tool).
@@ -55,12 +57,23 @@ impl RateLimits {
     /// A limiter of `max_rpm` for `scope`, on a fresh virtual clock.
     pub fn limiter(&self, scope: RateLimitScope, max_rpm: u32) -> Arc<RateLimiter> {
         let clock = VirtualClock::new();
-        lock(&self.0).push(MadeLimiter { scope, max_rpm, clock: clock.clone() });
+        lock(&self.0).push(MadeLimiter {
+            scope,
+            max_rpm,
+            clock: clock.clone(),
+        });
         RateLimiter::with_clock(Some(max_rpm), None, clock)
     }
 
     pub fn snapshot(&self) -> Vec<RateLimitView> {
-        lock(&self.0).iter().map(|made| RateLimitView { scope: made.scope.clone(), max_rpm: made.max_rpm, sleeps: made.clock.sleeps().len() }).collect()
+        lock(&self.0)
+            .iter()
+            .map(|made| RateLimitView {
+                scope: made.scope.clone(),
+                max_rpm: made.max_rpm,
+                sleeps: made.clock.sleeps().len(),
+            })
+            .collect()
     }
 }
 
@@ -101,7 +114,10 @@ pub fn tool_schema(spec: &ToolSpec) -> Value {
     let mut properties = Map::new();
     let mut required = Vec::new();
     for (name, kind) in spec.args.iter().flat_map(|a| a.iter()) {
-        properties.insert(name.clone(), json!({"title": field_title(name), "type": kind}));
+        properties.insert(
+            name.clone(),
+            json!({"title": field_title(name), "type": kind}),
+        );
         required.push(Value::String(name.clone()));
     }
     if required.is_empty() {
@@ -113,7 +129,11 @@ pub fn tool_schema(spec: &ToolSpec) -> Value {
 
 /// The argument names in schema order.
 fn argument_names(schema: &Value) -> Vec<String> {
-    schema.get("properties").and_then(Value::as_object).map(|p| p.keys().cloned().collect()).unwrap_or_default()
+    schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .map(|p| p.keys().cloned().collect())
+        .unwrap_or_default()
 }
 
 /// A number argument as i64 when it is an integer, else f64.
@@ -123,22 +143,31 @@ enum Number {
 }
 
 fn number(args: &Value, name: &str) -> Result<Number, ToolError> {
-    let value = args.get(name).ok_or_else(|| ToolError::InvalidArguments(format!("missing argument `{name}`")))?;
+    let value = args
+        .get(name)
+        .ok_or_else(|| ToolError::InvalidArguments(format!("missing argument `{name}`")))?;
     let parsed = match value {
         Value::String(s) => serde_json::from_str::<Value>(s.trim()).ok(),
         other => Some(other.clone()),
     };
     match parsed.as_ref().and_then(|v| v.as_number()) {
         Some(n) if n.as_i64().is_some() => Ok(Number::Int(n.as_i64().unwrap_or_default())),
-        Some(n) => n.as_f64().map(Number::Float).ok_or_else(|| ToolError::InvalidArguments(format!("`{name}` is not a number"))),
-        None => Err(ToolError::InvalidArguments(format!("`{name}` must be a number, got {value}"))),
+        Some(n) => n
+            .as_f64()
+            .map(Number::Float)
+            .ok_or_else(|| ToolError::InvalidArguments(format!("`{name}` is not a number"))),
+        None => Err(ToolError::InvalidArguments(format!(
+            "`{name}` must be a number, got {value}"
+        ))),
     }
 }
 
 fn two_numbers(args: &Value, names: &[String]) -> Result<(Number, Number), ToolError> {
     match names {
         [a, b, ..] => Ok((number(args, a)?, number(args, b)?)),
-        _ => Err(ToolError::InvalidArguments("this tool needs two numeric arguments".into())),
+        _ => Err(ToolError::InvalidArguments(
+            "this tool needs two numeric arguments".into(),
+        )),
     }
 }
 
@@ -149,7 +178,12 @@ fn as_f64(n: &Number) -> f64 {
     }
 }
 
-fn arithmetic(args: &Value, names: &[String], int: fn(i64, i64) -> Option<i64>, float: fn(f64, f64) -> f64) -> Result<String, ToolError> {
+fn arithmetic(
+    args: &Value,
+    names: &[String],
+    int: fn(i64, i64) -> Option<i64>,
+    float: fn(f64, f64) -> f64,
+) -> Result<String, ToolError> {
     let (a, b) = two_numbers(args, names)?;
     if let (Number::Int(x), Number::Int(y)) = (&a, &b)
         && let Some(result) = int(*x, *y)
@@ -182,7 +216,13 @@ pub fn fill_template(template: &str, args: &Value) -> String {
 }
 
 /// Runs one behaviour; `runs` is how many times this tool ran before (0 on the first call).
-async fn behave(behaviour: &Behaviour, args: &Value, names: &[String], runs: usize, cancel: &CancellationToken) -> Result<String, ToolError> {
+async fn behave(
+    behaviour: &Behaviour,
+    args: &Value,
+    names: &[String],
+    runs: usize,
+    cancel: &CancellationToken,
+) -> Result<String, ToolError> {
     match behaviour {
         Behaviour::Constant { value } => Ok(python_str(value)),
         Behaviour::Multiply => arithmetic(args, names, i64::checked_mul, |a, b| a * b),
@@ -197,7 +237,11 @@ async fn behave(behaviour: &Behaviour, args: &Value, names: &[String], runs: usi
         }
         Behaviour::Echo => Ok(python_json_dumps(args)),
         Behaviour::Fail { message } => Err(ToolError::failed(message.clone())),
-        Behaviour::Sequence { values } => Ok(values.get(runs).or(values.last()).map(python_str).unwrap_or_default()),
+        Behaviour::Sequence { values } => Ok(values
+            .get(runs)
+            .or(values.last())
+            .map(python_str)
+            .unwrap_or_default()),
         Behaviour::Counter => Ok((runs + 1).to_string()),
         Behaviour::Format { template } => Ok(fill_template(template, args)),
         Behaviour::Sleep { seconds, value } => {
@@ -207,9 +251,21 @@ async fn behave(behaviour: &Behaviour, args: &Value, names: &[String], runs: usi
                 _ = cancel.cancelled() => Err(ToolError::Cancelled),
             }
         }
-        Behaviour::Lookup { arg, cases, default } => {
-            let haystack = args.get(arg).map(python_str).unwrap_or_default().to_lowercase();
-            let hit = cases.iter().find(|case| case.contains.iter().all(|text| haystack.contains(&text.to_lowercase())));
+        Behaviour::Lookup {
+            arg,
+            cases,
+            default,
+        } => {
+            let haystack = args
+                .get(arg)
+                .map(python_str)
+                .unwrap_or_default()
+                .to_lowercase();
+            let hit = cases.iter().find(|case| {
+                case.contains
+                    .iter()
+                    .all(|text| haystack.contains(&text.to_lowercase()))
+            });
             Ok(match hit {
                 Some(case) => python_str(&case.value),
                 None => fill_template(default, args),
@@ -220,7 +276,11 @@ async fn behave(behaviour: &Behaviour, args: &Value, names: &[String], runs: usi
 
 /// True when `output` is an even integer (the `even_result` cache function).
 fn is_even_integer(output: &ToolOutput) -> bool {
-    output.to_text().trim().parse::<i64>().is_ok_and(|n| n % 2 == 0)
+    output
+        .to_text()
+        .trim()
+        .parse::<i64>()
+        .is_ok_and(|n| n % 2 == 0)
 }
 
 /// Builds test tool `name` as a user would: a `DynamicTool` in a `ToolHandle` with the
@@ -237,15 +297,23 @@ pub fn build_tool(name: &str, spec: &ToolSpec, runs: &ToolRuns) -> ToolHandle {
         let names = names.clone();
         let before = own_runs.fetch_add(1, Ordering::SeqCst);
         counter.record(&tool_name);
-        async move { behave(&behaviour, &args, &names, before, &ctx.cancellation).await.map(ToolOutput::Text) }
+        async move {
+            behave(&behaviour, &args, &names, before, &ctx.cancellation)
+                .await
+                .map(ToolOutput::Text)
+        }
     });
-    let mut handle = tool.into_handle().with_result_as_answer(spec.result_as_answer);
+    let mut handle = tool
+        .into_handle()
+        .with_result_as_answer(spec.result_as_answer);
     if let Some(limit) = spec.max_usage_count {
         handle = handle.with_max_usage_count(limit);
     }
     match (spec.cache, spec.cache_function) {
         (Some(false), _) => handle = handle.with_cache_function(|_, _| false),
-        (_, Some(CacheFunction::EvenResult)) => handle = handle.with_cache_function(|_, output| is_even_integer(output)),
+        (_, Some(CacheFunction::EvenResult)) => {
+            handle = handle.with_cache_function(|_, output| is_even_integer(output))
+        }
         _ => {}
     }
     handle
@@ -295,7 +363,9 @@ fn llm_call(ctx: &LlmCallContext) -> HookCall {
 
 /// Why a hook spec cannot be registered where it was put.
 fn misplaced(point: HookPoint, spec: &HookSpec) -> String {
-    format!("hook `{point}` cannot be {spec:?} (block is for before_tool_call, prefix for after_llm_call)")
+    format!(
+        "hook `{point}` cannot be {spec:?} (block is for before_tool_call, prefix for after_llm_call)"
+    )
 }
 
 /// The case's hooks as a [`Hooks`] set; each records its calls in `log`.
@@ -310,7 +380,11 @@ pub fn build_hooks(spec: &HooksSpec, log: &HookLog) -> Result<Hooks, String> {
         };
         hooks = hooks.before_tool_call(move |ctx| {
             log.push(HookPoint::BeforeToolCall, tool_call(ctx));
-            if blocked.contains(&ctx.tool_name) { HookDecision::block() } else { HookDecision::Continue }
+            if blocked.contains(&ctx.tool_name) {
+                HookDecision::block()
+            } else {
+                HookDecision::Continue
+            }
         });
     }
     if let Some(kind) = &spec.after_tool_call {
@@ -342,7 +416,9 @@ pub fn build_hooks(spec: &HooksSpec, log: &HookLog) -> Result<Hooks, String> {
         let log = log.clone();
         hooks = hooks.after_llm_call(move |ctx| {
             log.push(HookPoint::AfterLlmCall, llm_call(ctx));
-            prefix.as_ref().map(|p| format!("{p}{}", ctx.response.as_deref().unwrap_or_default()))
+            prefix
+                .as_ref()
+                .map(|p| format!("{p}{}", ctx.response.as_deref().unwrap_or_default()))
         });
     }
     Ok(hooks)
@@ -358,7 +434,11 @@ mod tests {
     }
 
     async fn run(handle: &ToolHandle, args: Value) -> Result<String, ToolError> {
-        handle.tool().run(args, &ToolContext::default()).await.map(|o| o.to_text())
+        handle
+            .tool()
+            .run(args, &ToolContext::default())
+            .await
+            .map(|o| o.to_text())
     }
 
     #[test]
@@ -366,37 +446,81 @@ mod tests {
         assert_eq!(python_str(&json!(42)), "42");
         assert_eq!(python_str(&json!(2.5)), "2.5");
         assert_eq!(python_float(25.0), "25.0");
-        assert_eq!((python_float(1e16), python_float(f64::INFINITY)), ("1e+16".to_string(), "inf".to_string()));
+        assert_eq!(
+            (python_float(1e16), python_float(f64::INFINITY)),
+            ("1e+16".to_string(), "inf".to_string())
+        );
         assert_eq!(python_str(&json!(true)), "True");
-        assert_eq!(python_json_dumps(&json!({"a": 1, "b": "é"})), r#"{"a": 1, "b": "\u00e9"}"#);
+        assert_eq!(
+            python_json_dumps(&json!({"a": 1, "b": "é"})),
+            r#"{"a": 1, "b": "\u00e9"}"#
+        );
     }
 
     #[test]
     fn schema_from_args() {
-        let s = spec("description: d\nargs: {first_number: integer, b: string}\nbehaviour: {kind: multiply}\n");
+        let s = spec(
+            "description: d\nargs: {first_number: integer, b: string}\nbehaviour: {kind: multiply}\n",
+        );
         assert_eq!(
             tool_schema(&s),
             json!({"properties": {"first_number": {"title": "First Number", "type": "integer"}, "b": {"title": "B", "type": "string"}}, "required": ["first_number", "b"], "type": "object"})
         );
-        assert_eq!(tool_schema(&spec("args: {}\nbehaviour: {kind: counter}\n")), json!({"properties": {}, "type": "object"}));
+        assert_eq!(
+            tool_schema(&spec("args: {}\nbehaviour: {kind: counter}\n")),
+            json!({"properties": {}, "type": "object"})
+        );
     }
 
     #[tokio::test]
     async fn behaviours() {
         let runs = ToolRuns::default();
-        let multiply = build_tool("m", &spec("args: {a: integer, b: integer}\nbehaviour: {kind: multiply}\n"), &runs);
+        let multiply = build_tool(
+            "m",
+            &spec("args: {a: integer, b: integer}\nbehaviour: {kind: multiply}\n"),
+            &runs,
+        );
         assert_eq!(run(&multiply, json!({"a": 7, "b": 6})).await.unwrap(), "42");
-        assert_eq!(run(&multiply, json!({"a": 1.5, "b": 2})).await.unwrap(), "3.0");
-        let add = build_tool("a", &spec("args: {a: number, b: number}\nbehaviour: {kind: add}\n"), &runs);
+        assert_eq!(
+            run(&multiply, json!({"a": 1.5, "b": 2})).await.unwrap(),
+            "3.0"
+        );
+        let add = build_tool(
+            "a",
+            &spec("args: {a: number, b: number}\nbehaviour: {kind: add}\n"),
+            &runs,
+        );
         assert_eq!(run(&add, json!({"a": 2, "b": 3})).await.unwrap(), "5");
-        let divide = build_tool("d", &spec("args: {a: number, b: number}\nbehaviour: {kind: divide}\n"), &runs);
-        assert_eq!(run(&divide, json!({"a": 100, "b": 4})).await.unwrap(), "25.0");
+        let divide = build_tool(
+            "d",
+            &spec("args: {a: number, b: number}\nbehaviour: {kind: divide}\n"),
+            &runs,
+        );
+        assert_eq!(
+            run(&divide, json!({"a": 100, "b": 4})).await.unwrap(),
+            "25.0"
+        );
         assert!(run(&divide, json!({"a": 1, "b": 0})).await.is_err());
-        let echo = build_tool("e", &spec("args: {x: string}\nbehaviour: {kind: echo}\n"), &runs);
-        assert_eq!(run(&echo, json!({"x": "y"})).await.unwrap(), r#"{"x": "y"}"#);
-        let fail = build_tool("f", &spec("behaviour: {kind: fail, message: nope}\n"), &runs);
+        let echo = build_tool(
+            "e",
+            &spec("args: {x: string}\nbehaviour: {kind: echo}\n"),
+            &runs,
+        );
+        assert_eq!(
+            run(&echo, json!({"x": "y"})).await.unwrap(),
+            r#"{"x": "y"}"#
+        );
+        let fail = build_tool(
+            "f",
+            &spec("behaviour: {kind: fail, message: nope}\n"),
+            &runs,
+        );
         assert_eq!(run(&fail, json!({})).await.unwrap_err().to_string(), "nope");
-        let sequence = build_tool("s", &spec("behaviour: {kind: sequence, values: [a, 2]}\n"), &runs);
+        let sequence = build_tool(
+            "s",
+            &spec("behaviour: {kind: sequence, values: [a, 2]}\n"),
+            &runs,
+        );
         let mut seen = Vec::new();
         for _ in 0..3 {
             seen.push(run(&sequence, json!({})).await.unwrap());
@@ -405,28 +529,57 @@ mod tests {
         let counter = build_tool("c", &spec("behaviour: {kind: counter}\n"), &runs);
         run(&counter, json!({})).await.unwrap();
         assert_eq!(run(&counter, json!({})).await.unwrap(), "2");
-        let format = build_tool("fmt", &spec("args: {q: string}\nbehaviour: {kind: format, template: 'R: {q} {missing}'}\n"), &runs);
-        assert_eq!(run(&format, json!({"q": "x"})).await.unwrap(), "R: x {missing}");
-        let lookup = build_tool(
-            "l",
-            &spec("args: {query: string}\nbehaviour: {kind: lookup, arg: query, cases: [{contains: [tokyo], value: T}], default: 'none for {query}'}\n"),
+        let format = build_tool(
+            "fmt",
+            &spec("args: {q: string}\nbehaviour: {kind: format, template: 'R: {q} {missing}'}\n"),
             &runs,
         );
-        assert_eq!(run(&lookup, json!({"query": "TOKYO size"})).await.unwrap(), "T");
-        assert_eq!(run(&lookup, json!({"query": "Paris"})).await.unwrap(), "none for Paris");
-        let sleep = build_tool("z", &spec("behaviour: {kind: sleep, seconds: 0.01, value: ok}\n"), &runs);
+        assert_eq!(
+            run(&format, json!({"q": "x"})).await.unwrap(),
+            "R: x {missing}"
+        );
+        let lookup = build_tool(
+            "l",
+            &spec(
+                "args: {query: string}\nbehaviour: {kind: lookup, arg: query, cases: [{contains: [tokyo], value: T}], default: 'none for {query}'}\n",
+            ),
+            &runs,
+        );
+        assert_eq!(
+            run(&lookup, json!({"query": "TOKYO size"})).await.unwrap(),
+            "T"
+        );
+        assert_eq!(
+            run(&lookup, json!({"query": "Paris"})).await.unwrap(),
+            "none for Paris"
+        );
+        let sleep = build_tool(
+            "z",
+            &spec("behaviour: {kind: sleep, seconds: 0.01, value: ok}\n"),
+            &runs,
+        );
         assert_eq!(run(&sleep, json!({})).await.unwrap(), "ok");
         let counts = runs.snapshot();
-        assert_eq!((counts["m"], counts["f"], counts["s"], counts["c"]), (2, 1, 3, 2));
+        assert_eq!(
+            (counts["m"], counts["f"], counts["s"], counts["c"]),
+            (2, 1, 3, 2)
+        );
     }
 
     #[tokio::test]
     async fn sleep_is_cancellable() {
         let runs = ToolRuns::default();
-        let sleep = build_tool("z", &spec("behaviour: {kind: sleep, seconds: 30, value: ok}\n"), &runs);
+        let sleep = build_tool(
+            "z",
+            &spec("behaviour: {kind: sleep, seconds: 30, value: ok}\n"),
+            &runs,
+        );
         let ctx = ToolContext::default();
         ctx.cancellation.cancel();
-        assert!(matches!(sleep.tool().run(json!({}), &ctx).await, Err(ToolError::Cancelled)));
+        assert!(matches!(
+            sleep.tool().run(json!({}), &ctx).await,
+            Err(ToolError::Cancelled)
+        ));
     }
 
     #[test]
@@ -434,14 +587,20 @@ mod tests {
         let runs = ToolRuns::default();
         let handle = build_tool(
             "m",
-            &spec("behaviour: {kind: multiply}\nresult_as_answer: true\nmax_usage_count: 2\ncache_function: {kind: even_result}\n"),
+            &spec(
+                "behaviour: {kind: multiply}\nresult_as_answer: true\nmax_usage_count: 2\ncache_function: {kind: even_result}\n",
+            ),
             &runs,
         );
         assert!(handle.result_as_answer());
         assert_eq!(handle.max_usage_count(), Some(2));
         assert!(handle.should_cache(&json!({}), &ToolOutput::Text("12".into())));
         assert!(!handle.should_cache(&json!({}), &ToolOutput::Text("3".into())));
-        let uncached = build_tool("u", &spec("behaviour: {kind: counter}\ncache: false\n"), &runs);
+        let uncached = build_tool(
+            "u",
+            &spec("behaviour: {kind: counter}\ncache: false\n"),
+            &runs,
+        );
         assert!(!uncached.should_cache(&json!({}), &ToolOutput::Text("2".into())));
     }
 
@@ -453,17 +612,30 @@ mod tests {
         .unwrap();
         let log = HookLog::default();
         let hooks = build_hooks(&spec, &log).unwrap();
-        let mut danger = ToolCallContext { tool_name: "danger".into(), tool_input: json!({"a": 1}), agent_role: Some("R".into()), ..Default::default() };
+        let mut danger = ToolCallContext {
+            tool_name: "danger".into(),
+            tool_input: json!({"a": 1}),
+            agent_role: Some("R".into()),
+            ..Default::default()
+        };
         assert_eq!(hooks.run_before_tool(&mut danger), HookDecision::block());
-        let mut safe = ToolCallContext { tool_name: "safe".into(), ..Default::default() };
+        let mut safe = ToolCallContext {
+            tool_name: "safe".into(),
+            ..Default::default()
+        };
         assert_eq!(hooks.run_before_tool(&mut safe), HookDecision::Continue);
-        let mut llm = LlmCallContext { model: Some("gpt".into()), response: Some("hi".into()), ..Default::default() };
+        let mut llm = LlmCallContext {
+            model: Some("gpt".into()),
+            response: Some("hi".into()),
+            ..Default::default()
+        };
         assert_eq!(hooks.run_after_llm(&mut llm).as_deref(), Some("[H] hi"));
         let calls = log.snapshot();
         assert_eq!(calls[&HookPoint::BeforeToolCall].len(), 2);
         assert!(calls[&HookPoint::BeforeToolCall][0].has_agent);
         assert!(calls[&HookPoint::AfterLlmCall][0].has_llm);
-        let bad: HooksSpec = yaml_serde::from_str("after_tool_call: {kind: prefix, text: x}\n").unwrap();
+        let bad: HooksSpec =
+            yaml_serde::from_str("after_tool_call: {kind: prefix, text: x}\n").unwrap();
         assert!(build_hooks(&bad, &log).is_err());
     }
 }

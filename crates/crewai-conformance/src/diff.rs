@@ -16,7 +16,16 @@ pub struct MessageView {
 
 /// The keys that hold the conversation or the tools, in any of the provider APIs; every other
 /// top-level key is compared as a plain field.
-const STRUCTURAL_KEYS: &[&str] = &["messages", "system", "input", "instructions", "contents", "systemInstruction", "system_instruction", "tools"];
+const STRUCTURAL_KEYS: &[&str] = &[
+    "messages",
+    "system",
+    "input",
+    "instructions",
+    "contents",
+    "systemInstruction",
+    "system_instruction",
+    "tools",
+];
 
 fn content_text(content: &Value) -> String {
     match content {
@@ -33,13 +42,28 @@ fn part_text(part: &Value) -> String {
         return text.to_string();
     }
     match part.get("type").and_then(Value::as_str) {
-        Some("tool_use") => format!("[tool_use {} {}]", str_field(part, "name"), part.get("input").cloned().unwrap_or(Value::Null)),
-        Some("tool_result") => format!("[tool_result {}]", content_text(part.get("content").unwrap_or(&Value::Null))),
+        Some("tool_use") => format!(
+            "[tool_use {} {}]",
+            str_field(part, "name"),
+            part.get("input").cloned().unwrap_or(Value::Null)
+        ),
+        Some("tool_result") => format!(
+            "[tool_result {}]",
+            content_text(part.get("content").unwrap_or(&Value::Null))
+        ),
         _ => {
             if let Some(call) = part.get("functionCall") {
-                format!("[functionCall {} {}]", str_field(call, "name"), call.get("args").cloned().unwrap_or(Value::Null))
+                format!(
+                    "[functionCall {} {}]",
+                    str_field(call, "name"),
+                    call.get("args").cloned().unwrap_or(Value::Null)
+                )
             } else if let Some(response) = part.get("functionResponse") {
-                format!("[functionResponse {} {}]", str_field(response, "name"), response.get("response").cloned().unwrap_or(Value::Null))
+                format!(
+                    "[functionResponse {} {}]",
+                    str_field(response, "name"),
+                    response.get("response").cloned().unwrap_or(Value::Null)
+                )
             } else {
                 part.to_string()
             }
@@ -57,7 +81,12 @@ fn message_view(message: &Value) -> MessageView {
     if let Some(calls) = message.get("tool_calls").and_then(Value::as_array) {
         for call in calls {
             let function = call.get("function").unwrap_or(call);
-            let _ = write!(text, "[tool_call {} {}]", str_field(function, "name"), str_field(function, "arguments"));
+            let _ = write!(
+                text,
+                "[tool_call {} {}]",
+                str_field(function, "name"),
+                str_field(function, "arguments")
+            );
         }
     }
     if let Some(id) = message.get("tool_call_id").and_then(Value::as_str) {
@@ -65,7 +94,11 @@ fn message_view(message: &Value) -> MessageView {
     }
     let role = match message.get("type").and_then(Value::as_str) {
         Some("function_call") => {
-            text = format!("[function_call {} {}]", str_field(message, "name"), str_field(message, "arguments"));
+            text = format!(
+                "[function_call {} {}]",
+                str_field(message, "name"),
+                str_field(message, "arguments")
+            );
             "assistant".to_string()
         }
         Some("function_call_output") => {
@@ -80,13 +113,28 @@ fn message_view(message: &Value) -> MessageView {
 /// The conversation of a request body, whichever provider API it speaks.
 pub fn messages(body: &Value) -> Vec<MessageView> {
     let mut out = Vec::new();
-    for key in ["system", "instructions", "systemInstruction", "system_instruction"] {
+    for key in [
+        "system",
+        "instructions",
+        "systemInstruction",
+        "system_instruction",
+    ] {
         match body.get(key) {
-            Some(Value::String(s)) => out.push(MessageView { role: "system".into(), text: s.clone() }),
-            Some(Value::Array(parts)) => out.push(MessageView { role: "system".into(), text: parts.iter().map(part_text).collect() }),
+            Some(Value::String(s)) => out.push(MessageView {
+                role: "system".into(),
+                text: s.clone(),
+            }),
+            Some(Value::Array(parts)) => out.push(MessageView {
+                role: "system".into(),
+                text: parts.iter().map(part_text).collect(),
+            }),
             Some(Value::Object(o)) => out.push(MessageView {
                 role: "system".into(),
-                text: o.get("parts").and_then(Value::as_array).map(|p| p.iter().map(part_text).collect()).unwrap_or_default(),
+                text: o
+                    .get("parts")
+                    .and_then(Value::as_array)
+                    .map(|p| p.iter().map(part_text).collect())
+                    .unwrap_or_default(),
             }),
             _ => {}
         }
@@ -95,14 +143,24 @@ pub fn messages(body: &Value) -> Vec<MessageView> {
         out.extend(list.iter().map(message_view));
     }
     match body.get("input") {
-        Some(Value::String(s)) => out.push(MessageView { role: "user".into(), text: s.clone() }),
+        Some(Value::String(s)) => out.push(MessageView {
+            role: "user".into(),
+            text: s.clone(),
+        }),
         Some(Value::Array(items)) => out.extend(items.iter().map(message_view)),
         _ => {}
     }
     if let Some(contents) = body.get("contents").and_then(Value::as_array) {
         for content in contents {
-            let text = content.get("parts").and_then(Value::as_array).map(|p| p.iter().map(part_text).collect()).unwrap_or_default();
-            out.push(MessageView { role: str_field(content, "role").to_string(), text });
+            let text = content
+                .get("parts")
+                .and_then(Value::as_array)
+                .map(|p| p.iter().map(part_text).collect())
+                .unwrap_or_default();
+            out.push(MessageView {
+                role: str_field(content, "role").to_string(),
+                text,
+            });
         }
     }
     out
@@ -120,7 +178,12 @@ pub struct ToolView {
 /// The tools of a request body, whichever provider API it speaks.
 pub fn tools(body: &Value) -> Vec<ToolView> {
     let mut out = Vec::new();
-    for tool in body.get("tools").and_then(Value::as_array).into_iter().flatten() {
+    for tool in body
+        .get("tools")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
         if let Some(declarations) = tool.get("functionDeclarations").and_then(Value::as_array) {
             out.extend(declarations.iter().map(|d| ToolView {
                 name: str_field(d, "name").into(),
@@ -130,7 +193,11 @@ pub fn tools(body: &Value) -> Vec<ToolView> {
             continue;
         }
         let function = tool.get("function").unwrap_or(tool);
-        out.push(ToolView { name: str_field(function, "name").into(), description: str_field(function, "description").into(), definition: tool.clone() });
+        out.push(ToolView {
+            name: str_field(function, "name").into(),
+            description: str_field(function, "description").into(),
+            definition: tool.clone(),
+        });
     }
     out
 }
@@ -170,22 +237,38 @@ pub fn text_difference(sent: &str, recorded: &str) -> Option<(usize, String, Str
 }
 
 /// The first path where two JSON values differ: (path, sent, recorded), absent values as `absent`.
-pub fn json_difference(path: &str, sent: Option<&Value>, recorded: Option<&Value>) -> Option<(String, String, String)> {
+pub fn json_difference(
+    path: &str,
+    sent: Option<&Value>,
+    recorded: Option<&Value>,
+) -> Option<(String, String, String)> {
     let show = |v: Option<&Value>| match v {
         None => "absent".to_string(),
         Some(v) => {
             let s = v.to_string();
-            if s.chars().count() > 160 { format!("{}…", s.chars().take(160).collect::<String>()) } else { s }
+            if s.chars().count() > 160 {
+                format!("{}…", s.chars().take(160).collect::<String>())
+            } else {
+                s
+            }
         }
     };
     match (sent, recorded) {
         (Some(Value::Object(a)), Some(Value::Object(b))) => {
             let mut keys: Vec<&String> = a.keys().collect();
             keys.extend(b.keys().filter(|k| !a.contains_key(*k)));
-            keys.into_iter().find_map(|k| json_difference(&format!("{path}.{k}"), a.get(k), b.get(k)))
+            keys.into_iter()
+                .find_map(|k| json_difference(&format!("{path}.{k}"), a.get(k), b.get(k)))
         }
-        (Some(Value::Array(a)), Some(Value::Array(b))) => (0..a.len().max(b.len())).find_map(|i| json_difference(&format!("{path}[{i}]"), a.get(i), b.get(i))),
-        (a, b) if a.is_some() && b.is_some() && crate::expect::json_eq(a.unwrap_or(&Value::Null), b.unwrap_or(&Value::Null)) => None,
+        (Some(Value::Array(a)), Some(Value::Array(b))) => (0..a.len().max(b.len()))
+            .find_map(|i| json_difference(&format!("{path}[{i}]"), a.get(i), b.get(i))),
+        (a, b)
+            if a.is_some()
+                && b.is_some()
+                && crate::expect::json_eq(a.unwrap_or(&Value::Null), b.unwrap_or(&Value::Null)) =>
+        {
+            None
+        }
         (None, None) => None,
         (a, b) => Some((path.trim_start_matches('.').to_string(), show(a), show(b))),
     }
@@ -197,21 +280,36 @@ pub fn body_differences(sent: &Value, recorded: &Value) -> Vec<String> {
     let ours = messages(sent);
     let theirs = messages(recorded);
     if ours.len() != theirs.len() {
-        out.push(format!("{} messages sent, {} recorded", ours.len(), theirs.len()));
+        out.push(format!(
+            "{} messages sent, {} recorded",
+            ours.len(),
+            theirs.len()
+        ));
     }
     for i in 0..ours.len().max(theirs.len()) {
         match (ours.get(i), theirs.get(i)) {
             (Some(a), Some(b)) if a == b => continue,
             (Some(a), Some(b)) => {
                 if a.role != b.role {
-                    out.push(format!("message {i}: role {} sent, {} recorded", a.role, b.role));
+                    out.push(format!(
+                        "message {i}: role {} sent, {} recorded",
+                        a.role, b.role
+                    ));
                 }
                 if let Some((at, x, y)) = text_difference(&a.text, &b.text) {
                     out.push(format!("message {i} ({}) differs at char {at}:\n      sent:     {x}\n      recorded: {y}", b.role));
                 }
             }
-            (Some(a), None) => out.push(format!("message {i} ({}) sent, not recorded: {}", a.role, crate::expect::excerpt(&a.text, 200))),
-            (None, Some(b)) => out.push(format!("message {i} ({}) recorded, not sent: {}", b.role, crate::expect::excerpt(&b.text, 200))),
+            (Some(a), None) => out.push(format!(
+                "message {i} ({}) sent, not recorded: {}",
+                a.role,
+                crate::expect::excerpt(&a.text, 200)
+            )),
+            (None, Some(b)) => out.push(format!(
+                "message {i} ({}) recorded, not sent: {}",
+                b.role,
+                crate::expect::excerpt(&b.text, 200)
+            )),
             (None, None) => {}
         }
         // Only the first differing message: later ones usually differ because of it.
@@ -221,7 +319,11 @@ pub fn body_differences(sent: &Value, recorded: &Value) -> Vec<String> {
     let their_tools = tools(recorded);
     let names = |t: &[ToolView]| t.iter().map(|t| t.name.clone()).collect::<Vec<_>>();
     if names(&our_tools) != names(&their_tools) {
-        out.push(format!("tools: sent {:?}, recorded {:?}", names(&our_tools), names(&their_tools)));
+        out.push(format!(
+            "tools: sent {:?}, recorded {:?}",
+            names(&our_tools),
+            names(&their_tools)
+        ));
     }
     for (a, b) in our_tools.iter().zip(&their_tools) {
         if a.name != b.name {
@@ -229,18 +331,29 @@ pub fn body_differences(sent: &Value, recorded: &Value) -> Vec<String> {
         }
         if let Some((at, x, y)) = text_difference(&a.description, &b.description) {
             out.push(format!("tool `{}` description differs at char {at}:\n      sent:     {x}\n      recorded: {y}", a.name));
-        } else if let Some((path, x, y)) = json_difference("", Some(&a.definition), Some(&b.definition)) {
-            out.push(format!("tool `{}` schema differs at {path}: sent {x}, recorded {y}", a.name));
+        } else if let Some((path, x, y)) =
+            json_difference("", Some(&a.definition), Some(&b.definition))
+        {
+            out.push(format!(
+                "tool `{}` schema differs at {path}: sent {x}, recorded {y}",
+                a.name
+            ));
         }
     }
     let empty = Map::new();
     let sent_fields = sent.as_object().unwrap_or(&empty);
     let recorded_fields = recorded.as_object().unwrap_or(&empty);
-    let mut keys: Vec<&String> = sent_fields.keys().chain(recorded_fields.keys()).filter(|k| !STRUCTURAL_KEYS.contains(&k.as_str())).collect();
+    let mut keys: Vec<&String> = sent_fields
+        .keys()
+        .chain(recorded_fields.keys())
+        .filter(|k| !STRUCTURAL_KEYS.contains(&k.as_str()))
+        .collect();
     keys.sort();
     keys.dedup();
     for key in keys {
-        if let Some((path, x, y)) = json_difference(key, sent_fields.get(key), recorded_fields.get(key)) {
+        if let Some((path, x, y)) =
+            json_difference(key, sent_fields.get(key), recorded_fields.get(key))
+        {
             out.push(format!("field `{path}`: sent {x}, recorded {y}"));
         }
     }
@@ -255,19 +368,35 @@ pub fn report(received: &[ReceivedRequest], recorded: &[Interaction]) -> String 
         return out;
     }
     for request in received {
-        let header = format!("  request {} {} {}", request.number, request.method, request.path);
+        let header = format!(
+            "  request {} {} {}",
+            request.number, request.method, request.path
+        );
         let Some(index) = request.answered_by else {
-            let _ = writeln!(out, "{header}: nothing left to play for this path (CrewAI sent no such request)");
+            let _ = writeln!(
+                out,
+                "{header}: nothing left to play for this path (CrewAI sent no such request)"
+            );
             if let Some(body) = &request.body {
                 let ours = messages(body);
                 if let Some(last) = ours.last() {
-                    let _ = writeln!(out, "      last message sent ({}): {}", last.role, crate::expect::excerpt(&last.text, 300));
+                    let _ = writeln!(
+                        out,
+                        "      last message sent ({}): {}",
+                        last.role,
+                        crate::expect::excerpt(&last.text, 300)
+                    );
                 }
             }
             continue;
         };
-        let Some(interaction) = recorded.get(index) else { continue };
-        let header = format!("{header} vs recorded interaction {}", interaction.cassette_index);
+        let Some(interaction) = recorded.get(index) else {
+            continue;
+        };
+        let header = format!(
+            "{header} vs recorded interaction {}",
+            interaction.cassette_index
+        );
         let (Some(sent), Some(theirs)) = (request.body.as_ref(), interaction.request_body()) else {
             let _ = writeln!(out, "{header}: a body is not JSON, not compared");
             continue;
@@ -283,7 +412,9 @@ pub fn report(received: &[ReceivedRequest], recorded: &[Interaction]) -> String 
         }
     }
     let answered: Vec<usize> = received.iter().filter_map(|r| r.answered_by).collect();
-    let unplayed = (0..recorded.len()).filter(|i| !answered.contains(i)).count();
+    let unplayed = (0..recorded.len())
+        .filter(|i| !answered.contains(i))
+        .count();
     if unplayed > 0 {
         let _ = writeln!(out, "  {unplayed} recorded interaction(s) not played");
     }
@@ -307,8 +438,16 @@ mod tests {
         ]});
         let diffs = body_differences(&sent, &recorded);
         assert_eq!(diffs.len(), 1, "{diffs:?}");
-        assert!(diffs[0].starts_with("message 1 (user) differs at char 18"), "{}", diffs[0]);
-        assert!(diffs[0].contains("add⏎⟦Thought:⟧") && diffs[0].contains("add⏎⟦⏎Thought:⟧"), "{}", diffs[0]);
+        assert!(
+            diffs[0].starts_with("message 1 (user) differs at char 18"),
+            "{}",
+            diffs[0]
+        );
+        assert!(
+            diffs[0].contains("add⏎⟦Thought:⟧") && diffs[0].contains("add⏎⟦⏎Thought:⟧"),
+            "{}",
+            diffs[0]
+        );
         assert!(body_differences(&sent, &sent).is_empty());
     }
 
@@ -321,7 +460,10 @@ mod tests {
         assert_eq!(diffs.len(), 3, "{diffs:?}");
         assert!(diffs[0].contains("tool `m` schema differs at function.parameters.properties.a.title: sent \"A\", recorded \"B\""), "{diffs:?}");
         assert!(diffs[1].contains("field `stop`: sent absent"), "{diffs:?}");
-        assert!(diffs[2].contains("field `temperature`: sent 0.7, recorded absent"), "{diffs:?}");
+        assert!(
+            diffs[2].contains("field `temperature`: sent 0.7, recorded absent"),
+            "{diffs:?}"
+        );
     }
 
     #[test]
@@ -332,7 +474,19 @@ mod tests {
         assert_eq!(views[0].text, "[tool_call m {}]");
         assert_eq!(views[1].text, "[for c] 42");
         let anthropic = json!({"system": "S", "messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}], "tools": [{"name": "t", "description": "d", "input_schema": {}}]});
-        assert_eq!(messages(&anthropic), vec![MessageView { role: "system".into(), text: "S".into() }, MessageView { role: "user".into(), text: "hi".into() }]);
+        assert_eq!(
+            messages(&anthropic),
+            vec![
+                MessageView {
+                    role: "system".into(),
+                    text: "S".into()
+                },
+                MessageView {
+                    role: "user".into(),
+                    text: "hi".into()
+                }
+            ]
+        );
         assert_eq!(tools(&anthropic)[0].name, "t");
     }
 }

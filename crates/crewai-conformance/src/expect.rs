@@ -13,15 +13,24 @@ pub fn json_eq(a: &Value, b: &Value) -> bool {
             (Some(x), Some(y)) => x == y,
             _ => x == y,
         },
-        (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(a, b)| json_eq(a, b)),
-        (Value::Object(x), Value::Object(y)) => x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| json_eq(v, w))),
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(a, b)| json_eq(a, b))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, v)| y.get(k).is_some_and(|w| json_eq(v, w)))
+        }
         _ => a == b,
     }
 }
 
 /// A short, single-line rendering of a text for a failure message.
 pub fn excerpt(text: &str, max: usize) -> String {
-    let flat: String = text.chars().map(|c| if c == '\n' { '⏎' } else { c }).collect();
+    let flat: String = text
+        .chars()
+        .map(|c| if c == '\n' { '⏎' } else { c })
+        .collect();
     if flat.chars().count() <= max {
         format!("{flat:?}")
     } else {
@@ -40,20 +49,36 @@ pub fn check(expect: &Expect, outcome: &Outcome) -> Vec<String> {
         (Err(error), None) => failures.push(format!("run failed: {error}")),
         (Err(error), Some(wanted)) => {
             if !error.contains(wanted.as_str()) {
-                failures.push(format!("error {} does not contain {wanted:?}", excerpt(error, 300)));
+                failures.push(format!(
+                    "error {} does not contain {wanted:?}",
+                    excerpt(error, 300)
+                ));
             }
         }
         (Ok(outputs), Some(wanted)) => {
-            let raw = outputs.first().map(|o| excerpt(&o.raw, 120)).unwrap_or_default();
-            failures.push(format!("expected an error containing {wanted:?}, but the run succeeded (raw {raw})"));
+            let raw = outputs
+                .first()
+                .map(|o| excerpt(&o.raw, 120))
+                .unwrap_or_default();
+            failures.push(format!(
+                "expected an error containing {wanted:?}, but the run succeeded (raw {raw})"
+            ));
         }
         (Ok(outputs), None) => {
             if outputs.is_empty() {
                 failures.push("the run produced no output".into());
             }
             for (i, output) in outputs.iter().enumerate() {
-                let which = if outputs.len() > 1 { format!("output {}: ", i + 1) } else { String::new() };
-                failures.extend(check_output(expect, output).into_iter().map(|f| format!("{which}{f}")));
+                let which = if outputs.len() > 1 {
+                    format!("output {}: ", i + 1)
+                } else {
+                    String::new()
+                };
+                failures.extend(
+                    check_output(expect, output)
+                        .into_iter()
+                        .map(|f| format!("{which}{f}")),
+                );
             }
         }
     }
@@ -68,7 +93,9 @@ pub fn check(expect: &Expect, outcome: &Outcome) -> Vec<String> {
     for (tool, wanted) in &expect.tool_calls {
         let ran = outcome.tool_runs.get(tool).copied().unwrap_or(0);
         if ran != *wanted {
-            failures.push(format!("tool_calls: `{tool}` ran {ran} times, expected {wanted}"));
+            failures.push(format!(
+                "tool_calls: `{tool}` ran {ran} times, expected {wanted}"
+            ));
         }
     }
     if let Err(f) = check_event_ids(&outcome.events) {
@@ -81,15 +108,25 @@ pub fn check(expect: &Expect, outcome: &Outcome) -> Vec<String> {
     for (name, wanted) in &expect.event_counts {
         let count = outcome.events.iter().filter(|e| &e.name == name).count();
         if count != *wanted {
-            failures.push(format!("event_counts: {count} `{name}` events, expected {wanted}"));
+            failures.push(format!(
+                "event_counts: {count} `{name}` events, expected {wanted}"
+            ));
         }
     }
     for (point, items) in &expect.hooks {
-        let calls = outcome.hook_calls.get(point).map(Vec::as_slice).unwrap_or_default();
+        let calls = outcome
+            .hook_calls
+            .get(point)
+            .map(Vec::as_slice)
+            .unwrap_or_default();
         for (i, item) in items.iter().enumerate() {
             match calls.get(i) {
                 None => {
-                    failures.push(format!("hooks.{point}: expected at least {} calls, got {}", items.len(), calls.len()));
+                    failures.push(format!(
+                        "hooks.{point}: expected at least {} calls, got {}",
+                        items.len(),
+                        calls.len()
+                    ));
                     break;
                 }
                 Some(call) => {
@@ -116,7 +153,10 @@ pub fn check(expect: &Expect, outcome: &Outcome) -> Vec<String> {
                     if let Some(name) = &want.name
                         && name != &tool.name
                     {
-                        failures.push(format!("manager_tools[{i}]: name {:?}, expected {name:?}", tool.name));
+                        failures.push(format!(
+                            "manager_tools[{i}]: name {:?}, expected {name:?}",
+                            tool.name
+                        ));
                     }
                     if let Some(part) = &want.description_contains
                         && !tool.description.contains(part.as_str())
@@ -138,7 +178,14 @@ pub fn check(expect: &Expect, outcome: &Outcome) -> Vec<String> {
         if let Some(exists) = want.exists
             && full.exists() != exists
         {
-            failures.push(format!("files: `{path}` {}", if exists { "was not written" } else { "exists but should not" }));
+            failures.push(format!(
+                "files: `{path}` {}",
+                if exists {
+                    "was not written"
+                } else {
+                    "exists but should not"
+                }
+            ));
             continue;
         }
         if want.text.is_none() && want.json.is_none() {
@@ -154,13 +201,22 @@ pub fn check(expect: &Expect, outcome: &Outcome) -> Vec<String> {
         if let Some(wanted) = &want.text
             && &text != wanted
         {
-            failures.push(format!("files: `{path}` holds {}, expected {}", excerpt(&text, 200), excerpt(wanted, 200)));
+            failures.push(format!(
+                "files: `{path}` holds {}, expected {}",
+                excerpt(&text, 200),
+                excerpt(wanted, 200)
+            ));
         }
         if let Some(wanted) = &want.json {
             match serde_json::from_str::<Value>(&text) {
                 Ok(value) if json_eq(&value, wanted) => {}
-                Ok(value) => failures.push(format!("files: `{path}` holds JSON {value}, expected {wanted}")),
-                Err(e) => failures.push(format!("files: `{path}` is not JSON ({e}): {}", excerpt(&text, 200))),
+                Ok(value) => failures.push(format!(
+                    "files: `{path}` holds JSON {value}, expected {wanted}"
+                )),
+                Err(e) => failures.push(format!(
+                    "files: `{path}` is not JSON ({e}): {}",
+                    excerpt(&text, 200)
+                )),
             }
         }
     }
@@ -177,32 +233,51 @@ fn check_output(expect: &Expect, output: &Output) -> Vec<String> {
     if let Some(stream) = &expect.stream {
         match output.chunks {
             None => failures.push("stream: the result is not a streaming output".into()),
-            Some(n) if n < stream.min_chunks => failures.push(format!("stream: {n} chunks, expected at least {}", stream.min_chunks)),
+            Some(n) if n < stream.min_chunks => failures.push(format!(
+                "stream: {n} chunks, expected at least {}",
+                stream.min_chunks
+            )),
             Some(_) => {}
         }
     }
     if let Some(wanted) = &expect.raw
         && &output.raw != wanted
     {
-        failures.push(format!("raw: got {}, expected {}", excerpt(&output.raw, 300), excerpt(wanted, 300)));
+        failures.push(format!(
+            "raw: got {}, expected {}",
+            excerpt(&output.raw, 300),
+            excerpt(wanted, 300)
+        ));
     }
     for part in &expect.raw_contains {
         if !output.raw.contains(part.as_str()) {
-            failures.push(format!("raw_contains: {} not in raw {}", excerpt(part, 100), excerpt(&output.raw, 300)));
+            failures.push(format!(
+                "raw_contains: {} not in raw {}",
+                excerpt(part, 100),
+                excerpt(&output.raw, 300)
+            ));
         }
     }
     for pattern in &expect.raw_matches {
         match regex::Regex::new(pattern) {
             Ok(re) if re.is_match(&output.raw) => {}
-            Ok(_) => failures.push(format!("raw_matches: /{pattern}/ does not match raw {}", excerpt(&output.raw, 300))),
-            Err(e) => failures.push(format!("raw_matches: /{pattern}/ is not a valid regex: {e}")),
+            Ok(_) => failures.push(format!(
+                "raw_matches: /{pattern}/ does not match raw {}",
+                excerpt(&output.raw, 300)
+            )),
+            Err(e) => failures.push(format!(
+                "raw_matches: /{pattern}/ is not a valid regex: {e}"
+            )),
         }
     }
     if let Some(wanted) = &expect.json {
         match output.json_dict.as_ref().or(output.pydantic.as_ref()) {
             Some(value) if json_eq(value, wanted) => {}
             Some(value) => failures.push(format!("json: got {value}, expected {wanted}")),
-            None => failures.push(format!("json: no JSON output, expected {wanted} (raw {})", excerpt(&output.raw, 200))),
+            None => failures.push(format!(
+                "json: no JSON output, expected {wanted} (raw {})",
+                excerpt(&output.raw, 200)
+            )),
         }
     }
     match &expect.json_text {
@@ -210,14 +285,20 @@ fn check_output(expect: &Expect, output: &Output) -> Vec<String> {
         Some(Some(wanted)) => match &output.json_text {
             Ok(text) if text == wanted => {}
             Ok(text) => failures.push(format!("json_text: got {text:?}, expected {wanted:?}")),
-            Err(e) => failures.push(format!("json_text: reading it failed ({e}), expected {wanted:?}")),
+            Err(e) => failures.push(format!(
+                "json_text: reading it failed ({e}), expected {wanted:?}"
+            )),
         },
         Some(None) => {
             const NO_JSON: &str = "No JSON output found in the final task.";
             match &output.json_text {
                 Err(e) if e.contains(NO_JSON) => {}
-                Err(e) => failures.push(format!("json_text: reading it failed with {e:?}, expected {NO_JSON:?}")),
-                Ok(text) => failures.push(format!("json_text: got {text:?}, expected no JSON output")),
+                Err(e) => failures.push(format!(
+                    "json_text: reading it failed with {e:?}, expected {NO_JSON:?}"
+                )),
+                Ok(text) => {
+                    failures.push(format!("json_text: got {text:?}, expected no JSON output"))
+                }
             }
         }
     }
@@ -225,34 +306,55 @@ fn check_output(expect: &Expect, output: &Output) -> Vec<String> {
         match &output.pydantic {
             Some(value) if json_eq(value, wanted) => {}
             Some(value) => failures.push(format!("pydantic: got {value}, expected {wanted}")),
-            None => failures.push(format!("pydantic: not set, expected {wanted} (raw {})", excerpt(&output.raw, 200))),
+            None => failures.push(format!(
+                "pydantic: not set, expected {wanted} (raw {})",
+                excerpt(&output.raw, 200)
+            )),
         }
     }
     match &expect.tasks_output {
         None => {}
         Some(TasksOutputExpect::Count(n)) if output.tasks_output.len() != *n => {
-            failures.push(format!("tasks_output: {} task outputs, expected {n}", output.tasks_output.len()));
+            failures.push(format!(
+                "tasks_output: {} task outputs, expected {n}",
+                output.tasks_output.len()
+            ));
         }
         Some(TasksOutputExpect::Count(_)) => {}
         Some(TasksOutputExpect::Each(items)) => {
             if output.tasks_output.len() != items.len() {
-                failures.push(format!("tasks_output: {} task outputs, expected {}", output.tasks_output.len(), items.len()));
+                failures.push(format!(
+                    "tasks_output: {} task outputs, expected {}",
+                    output.tasks_output.len(),
+                    items.len()
+                ));
             }
             for (i, (want, task)) in items.iter().zip(&output.tasks_output).enumerate() {
                 if let Some(raw) = &want.raw
                     && &task.raw != raw
                 {
-                    failures.push(format!("tasks_output[{i}].raw: got {}, expected {}", excerpt(&task.raw, 200), excerpt(raw, 200)));
+                    failures.push(format!(
+                        "tasks_output[{i}].raw: got {}, expected {}",
+                        excerpt(&task.raw, 200),
+                        excerpt(raw, 200)
+                    ));
                 }
                 for part in &want.raw_contains {
                     if !task.raw.contains(part.as_str()) {
-                        failures.push(format!("tasks_output[{i}].raw: {} not in {}", excerpt(part, 100), excerpt(&task.raw, 200)));
+                        failures.push(format!(
+                            "tasks_output[{i}].raw: {} not in {}",
+                            excerpt(part, 100),
+                            excerpt(&task.raw, 200)
+                        ));
                     }
                 }
                 if let Some(agent) = &want.agent
                     && &task.agent != agent
                 {
-                    failures.push(format!("tasks_output[{i}].agent: got {:?}, expected {agent:?}", task.agent));
+                    failures.push(format!(
+                        "tasks_output[{i}].agent: got {:?}, expected {agent:?}",
+                        task.agent
+                    ));
                 }
             }
         }
@@ -264,8 +366,16 @@ fn check_output(expect: &Expect, output: &Output) -> Vec<String> {
                 let fields = [
                     ("total_tokens", wanted.total_tokens, usage.total_tokens),
                     ("prompt_tokens", wanted.prompt_tokens, usage.prompt_tokens),
-                    ("completion_tokens", wanted.completion_tokens, usage.completion_tokens),
-                    ("successful_requests", wanted.successful_requests, usage.successful_requests),
+                    (
+                        "completion_tokens",
+                        wanted.completion_tokens,
+                        usage.completion_tokens,
+                    ),
+                    (
+                        "successful_requests",
+                        wanted.successful_requests,
+                        usage.successful_requests,
+                    ),
                 ];
                 for (name, want, got) in fields {
                     if let Some(want) = want
@@ -282,7 +392,11 @@ fn check_output(expect: &Expect, output: &Output) -> Vec<String> {
 
 /// Does `event` satisfy `item`'s fields? `parent_ids` maps the name of each earlier matched item
 /// to the event id it matched (the nearest one wins).
-fn event_matches(item: &EventExpect, event: &EventRecord, matched: &[(String, String)]) -> Result<(), String> {
+fn event_matches(
+    item: &EventExpect,
+    event: &EventRecord,
+    matched: &[(String, String)],
+) -> Result<(), String> {
     if event.name != item.name {
         return Err("different name".into());
     }
@@ -291,7 +405,8 @@ fn event_matches(item: &EventExpect, event: &EventRecord, matched: &[(String, St
             let Some(parent_name) = wanted.as_str() else {
                 return Err(format!("`parent` must name an event, got {wanted}"));
             };
-            let Some((_, parent_id)) = matched.iter().rev().find(|(name, _)| name == parent_name) else {
+            let Some((_, parent_id)) = matched.iter().rev().find(|(name, _)| name == parent_name)
+            else {
                 return Err(format!("no earlier item `{parent_name}` to be the parent"));
             };
             if event.parent_event_id.as_deref() != Some(parent_id.as_str()) {
@@ -306,8 +421,14 @@ fn event_matches(item: &EventExpect, event: &EventRecord, matched: &[(String, St
             None => return Err(format!("has no attribute `{field}`")),
             Some(value) if json_eq(value, wanted) => {}
             Some(value) => {
-                let got = value.as_str().map(|s| excerpt(s, 200)).unwrap_or_else(|| value.to_string());
-                let want = wanted.as_str().map(|s| excerpt(s, 200)).unwrap_or_else(|| wanted.to_string());
+                let got = value
+                    .as_str()
+                    .map(|s| excerpt(s, 200))
+                    .unwrap_or_else(|| value.to_string());
+                let want = wanted
+                    .as_str()
+                    .map(|s| excerpt(s, 200))
+                    .unwrap_or_else(|| wanted.to_string());
                 return Err(format!("`{field}` is {got}, expected {want}"));
             }
         }
@@ -329,31 +450,48 @@ fn check_events(items: &[EventExpect], events: &[EventRecord]) -> Result<(), Str
     let mut matched: Vec<(String, String)> = Vec::new();
     for (i, item) in items.iter().enumerate() {
         let mut near_misses = Vec::new();
-        let found = events[position..].iter().enumerate().find_map(|(offset, event)| match event_matches(item, event, &matched) {
-            Ok(()) => Some(position + offset),
-            Err(why) => {
-                if event.name == item.name {
-                    near_misses.push(format!("#{} {why}", position + offset + 1));
-                }
-                None
-            }
-        });
+        let found = events[position..]
+            .iter()
+            .enumerate()
+            .find_map(
+                |(offset, event)| match event_matches(item, event, &matched) {
+                    Ok(()) => Some(position + offset),
+                    Err(why) => {
+                        if event.name == item.name {
+                            near_misses.push(format!("#{} {why}", position + offset + 1));
+                        }
+                        None
+                    }
+                },
+            );
         match found {
             Some(index) => {
                 matched.push((item.name.clone(), events[index].event_id.clone()));
                 position = index + 1;
             }
             None => {
-                let after = if i == 0 { String::new() } else { format!(" after item {i} (event #{position})") };
+                let after = if i == 0 {
+                    String::new()
+                } else {
+                    format!(" after item {i} (event #{position})")
+                };
                 let detail = if near_misses.is_empty() {
                     let total = events.iter().filter(|e| e.name == item.name).count();
                     let names: Vec<&str> = events.iter().map(|e| e.name.as_str()).collect();
-                    format!("{total} `{}` events emitted in all; emitted: [{}]", item.name, compress_names(&names))
+                    format!(
+                        "{total} `{}` events emitted in all; emitted: [{}]",
+                        item.name,
+                        compress_names(&names)
+                    )
                 } else {
                     near_misses.truncate(4);
                     near_misses.join("; ")
                 };
-                return Err(format!("events: item {} {}{after} not found: {detail}", i + 1, describe_item(item)));
+                return Err(format!(
+                    "events: item {} {}{after} not found: {detail}",
+                    i + 1,
+                    describe_item(item)
+                ));
             }
         }
     }
@@ -374,7 +512,11 @@ pub fn check_rate_limits(limits: &[RateLimitView], events: &[EventRecord]) -> Ve
         })
         .collect();
     let in_scope = |scope: &RateLimitScope, event: &EventRecord| {
-        let role = event.attributes.get("agent_role").and_then(Value::as_str).unwrap_or_default();
+        let role = event
+            .attributes
+            .get("agent_role")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
         match scope {
             RateLimitScope::Agent(own) => role == own,
             RateLimitScope::Crew => !own_roles.contains(&role),
@@ -391,7 +533,12 @@ pub fn check_rate_limits(limits: &[RateLimitView], events: &[EventRecord]) -> Ve
         let same: Vec<&RateLimitView> = limits.iter().filter(|l| &l.scope == scope).collect();
         let max_rpm = same.iter().map(|l| l.max_rpm).min().unwrap_or(0) as usize;
         let sleeps: usize = same.iter().map(|l| l.sleeps).sum();
-        let count = |name: &str| events.iter().filter(|e| e.name == name && in_scope(scope, e)).count();
+        let count = |name: &str| {
+            events
+                .iter()
+                .filter(|e| e.name == name && in_scope(scope, e))
+                .count()
+        };
         let (calls, waits) = (count("llm_call_started"), count("rate_limit_wait_started"));
         let who = match scope {
             RateLimitScope::Agent(role) => format!("agent `{role}`"),
@@ -412,10 +559,19 @@ fn check_event_ids(events: &[EventRecord]) -> Result<(), String> {
     let mut seen = std::collections::HashMap::new();
     for (i, event) in events.iter().enumerate() {
         if event.event_id.is_empty() {
-            return Err(format!("events: event #{} `{}` has an empty event_id", i + 1, event.name));
+            return Err(format!(
+                "events: event #{} `{}` has an empty event_id",
+                i + 1,
+                event.name
+            ));
         }
         if let Some(first) = seen.insert(event.event_id.as_str(), i) {
-            return Err(format!("events: event #{} `{}` reuses the event_id of event #{}", i + 1, event.name, first + 1));
+            return Err(format!(
+                "events: event #{} `{}` reuses the event_id of event #{}",
+                i + 1,
+                event.name,
+                first + 1
+            ));
         }
     }
     Ok(())
@@ -431,7 +587,11 @@ fn compress_names(names: &[&str]) -> String {
             iter.next();
             count += 1;
         }
-        out.push(if count > 1 { format!("{name}×{count}") } else { name.to_string() });
+        out.push(if count > 1 {
+            format!("{name}×{count}")
+        } else {
+            name.to_string()
+        });
     }
     out.join(", ")
 }
@@ -443,7 +603,12 @@ fn check_hook_call(item: &HookCallExpect, call: &HookCall) -> Result<(), String>
         return Err(format!("tool_name {:?}, expected {name:?}", call.tool_name));
     }
     if !item.tool_input_keys.is_empty() {
-        let keys: Vec<&String> = call.tool_input.as_ref().and_then(Value::as_object).map(|m| m.keys().collect()).unwrap_or_default();
+        let keys: Vec<&String> = call
+            .tool_input
+            .as_ref()
+            .and_then(Value::as_object)
+            .map(|m| m.keys().collect())
+            .unwrap_or_default();
         for key in &item.tool_input_keys {
             if !keys.contains(&key) {
                 return Err(format!("tool_input has no `{key}` (keys {keys:?})"));
@@ -453,20 +618,32 @@ fn check_hook_call(item: &HookCallExpect, call: &HookCall) -> Result<(), String>
     if let Some(part) = &item.tool_result_contains {
         match &call.tool_result {
             Some(result) if result.contains(part.as_str()) => {}
-            other => return Err(format!("tool_result {:?} does not contain {part:?}", other.as_deref().map(|r| excerpt(r, 200)))),
+            other => {
+                return Err(format!(
+                    "tool_result {:?} does not contain {part:?}",
+                    other.as_deref().map(|r| excerpt(r, 200))
+                ));
+            }
         }
     }
     if let Some(role) = &item.agent_role
         && call.agent_role.as_deref() != Some(role.as_str())
     {
-        return Err(format!("agent_role {:?}, expected {role:?}", call.agent_role));
+        return Err(format!(
+            "agent_role {:?}, expected {role:?}",
+            call.agent_role
+        ));
     }
     let flags = [
         ("has_agent", item.has_agent, call.has_agent),
         ("has_task", item.has_task, call.has_task),
         ("has_crew", item.has_crew, call.has_crew),
         ("has_llm", item.has_llm, call.has_llm),
-        ("has_response", item.has_response, call.response.as_deref().is_some_and(|r| !r.is_empty())),
+        (
+            "has_response",
+            item.has_response,
+            call.response.as_deref().is_some_and(|r| !r.is_empty()),
+        ),
     ];
     for (name, want, got) in flags {
         if let Some(want) = want
@@ -478,7 +655,10 @@ fn check_hook_call(item: &HookCallExpect, call: &HookCall) -> Result<(), String>
     if let Some(min) = item.min_messages
         && call.messages < min
     {
-        return Err(format!("{} messages, expected at least {min}", call.messages));
+        return Err(format!(
+            "{} messages, expected at least {min}",
+            call.messages
+        ));
     }
     Ok(())
 }
@@ -500,44 +680,92 @@ mod tests {
     use std::path::Path;
 
     fn expect(yaml: &str) -> Expect {
-        Case::parse(&format!("name: t\nexpect:\n{yaml}"), Path::new("case.yaml")).unwrap().expect
+        Case::parse(&format!("name: t\nexpect:\n{yaml}"), Path::new("case.yaml"))
+            .unwrap()
+            .expect
     }
 
     fn output(raw: &str) -> Output {
-        Output { raw: raw.into(), ..Default::default() }
+        Output {
+            raw: raw.into(),
+            ..Default::default()
+        }
     }
 
     fn ok(outputs: Vec<Output>) -> Outcome {
-        Outcome { result: Ok(outputs), requests_consumed: 1, requests_recorded: 2, ..Default::default() }
+        Outcome {
+            result: Ok(outputs),
+            requests_consumed: 1,
+            requests_recorded: 2,
+            ..Default::default()
+        }
     }
 
     fn event(name: &str, id: &str, parent: Option<&str>, attrs: Value) -> EventRecord {
-        EventRecord { name: name.into(), event_id: id.into(), parent_event_id: parent.map(String::from), attributes: attributes(attrs) }
+        EventRecord {
+            name: name.into(),
+            event_id: id.into(),
+            parent_event_id: parent.map(String::from),
+            attributes: attributes(attrs),
+        }
     }
 
     #[test]
     fn max_rpm_waits_must_happen_and_be_announced() {
-        let call = |id: &str, role: &str| event("llm_call_started", id, None, json!({"agent_role": role}));
-        let wait = |id: &str, role: &str| event("rate_limit_wait_started", id, None, json!({"agent_role": role}));
-        let limit = |scope: RateLimitScope, sleeps| RateLimitView { scope, max_rpm: 1, sleeps };
+        let call =
+            |id: &str, role: &str| event("llm_call_started", id, None, json!({"agent_role": role}));
+        let wait = |id: &str, role: &str| {
+            event(
+                "rate_limit_wait_started",
+                id,
+                None,
+                json!({"agent_role": role}),
+            )
+        };
+        let limit = |scope: RateLimitScope, sleeps| RateLimitView {
+            scope,
+            max_rpm: 1,
+            sleeps,
+        };
         let agent = || RateLimitScope::Agent("writer".into());
 
-        let waited = [call("1", "writer"), wait("2", "writer"), call("3", "writer"), call("4", "other")];
+        let waited = [
+            call("1", "writer"),
+            wait("2", "writer"),
+            call("3", "writer"),
+            call("4", "other"),
+        ];
         assert!(check_rate_limits(&[limit(agent(), 1)], &waited).is_empty());
 
         let no_wait = [call("1", "writer"), call("2", "writer")];
         let failures = check_rate_limits(&[limit(agent(), 0)], &no_wait);
         assert_eq!(failures.len(), 1, "{failures:?}");
-        assert!(failures[0].contains("agent `writer` made 2 model calls under max_rpm 1"), "{failures:?}");
+        assert!(
+            failures[0].contains("agent `writer` made 2 model calls under max_rpm 1"),
+            "{failures:?}"
+        );
 
-        let silent = [call("1", "writer"), call("2", "writer"), wait("3", "writer")];
+        let silent = [
+            call("1", "writer"),
+            call("2", "writer"),
+            wait("3", "writer"),
+        ];
         assert!(check_rate_limits(&[limit(agent(), 0)], &silent)[0].contains("slept 0 times"));
 
         // The crew's limit holds the agents without one of their own.
-        let crew = [call("1", "writer"), call("2", "writer"), call("3", "other"), call("4", "other")];
-        let failures = check_rate_limits(&[limit(agent(), 0), limit(RateLimitScope::Crew, 0)], &crew);
+        let crew = [
+            call("1", "writer"),
+            call("2", "writer"),
+            call("3", "other"),
+            call("4", "other"),
+        ];
+        let failures =
+            check_rate_limits(&[limit(agent(), 0), limit(RateLimitScope::Crew, 0)], &crew);
         assert_eq!(failures.len(), 2, "{failures:?}");
-        assert!(failures[1].contains("the crew made 2 model calls"), "{failures:?}");
+        assert!(
+            failures[1].contains("the crew made 2 model calls"),
+            "{failures:?}"
+        );
     }
 
     #[test]
@@ -552,12 +780,29 @@ mod tests {
     #[test]
     fn json_and_pydantic() {
         let e = expect("  json: {score: 4}\n  json_text: '{\"score\": 4}'\n");
-        let good = Output { json_dict: Some(json!({"score": 4.0})), json_text: Ok("{\"score\": 4}".into()), ..output("x") };
+        let good = Output {
+            json_dict: Some(json!({"score": 4.0})),
+            json_text: Ok("{\"score\": 4}".into()),
+            ..output("x")
+        };
         assert!(check(&e, &ok(vec![good])).is_empty());
         let none = expect("  json_text: null\n");
-        let bad = Output { json_text: Err("No JSON output found in the final task.".into()), ..output("x") };
+        let bad = Output {
+            json_text: Err("No JSON output found in the final task.".into()),
+            ..output("x")
+        };
         assert!(check(&none, &ok(vec![bad])).is_empty());
-        assert_eq!(check(&none, &ok(vec![Output { json_text: Ok("{}".into()), ..output("x") }])).len(), 1);
+        assert_eq!(
+            check(
+                &none,
+                &ok(vec![Output {
+                    json_text: Ok("{}".into()),
+                    ..output("x")
+                }])
+            )
+            .len(),
+            1
+        );
         let p = expect("  pydantic: {name: Messi}\n");
         assert_eq!(check(&p, &ok(vec![output("x")])).len(), 1);
     }
@@ -565,20 +810,40 @@ mod tests {
     #[test]
     fn errors_requests_and_unmatched() {
         let e = expect("  error: timed out\n  requests: 1\n");
-        let outcome = Outcome { result: Err("task timed out after 1s".into()), requests_consumed: 1, ..Default::default() };
+        let outcome = Outcome {
+            result: Err("task timed out after 1s".into()),
+            requests_consumed: 1,
+            ..Default::default()
+        };
         assert!(check(&e, &outcome).is_empty());
         let failures = check(&expect("  requests: 2\n"), &ok(vec![output("x")]));
-        assert_eq!(failures, vec!["requests: consumed 1 of 2 recorded, expected exactly 2".to_string()]);
+        assert_eq!(
+            failures,
+            vec!["requests: consumed 1 of 2 recorded, expected exactly 2".to_string()]
+        );
         let mut outcome = ok(vec![output("x")]);
-        outcome.unmatched.push("ran out of recorded responses at request 3 (/v1/chat/completions)".into());
+        outcome
+            .unmatched
+            .push("ran out of recorded responses at request 3 (/v1/chat/completions)".into());
         assert_eq!(check(&Expect::default(), &outcome).len(), 1);
         assert!(check(&expect("  allow_unmatched: true\n"), &outcome).is_empty());
-        assert!(check(&Expect::default(), &Outcome { result: Err("boom".into()), ..Default::default() })[0].contains("run failed: boom"));
+        assert!(
+            check(
+                &Expect::default(),
+                &Outcome {
+                    result: Err("boom".into()),
+                    ..Default::default()
+                }
+            )[0]
+            .contains("run failed: boom")
+        );
     }
 
     #[test]
     fn events_subsequence_with_parents() {
-        let e = expect("  events: [crew_kickoff_started, {task_started: {parent: crew_kickoff_started}}, crew_kickoff_started, {task_started: {parent: crew_kickoff_started}}]\n  event_counts: {task_started: 2}\n");
+        let e = expect(
+            "  events: [crew_kickoff_started, {task_started: {parent: crew_kickoff_started}}, crew_kickoff_started, {task_started: {parent: crew_kickoff_started}}]\n  event_counts: {task_started: 2}\n",
+        );
         let events = vec![
             event("crew_kickoff_started", "c1", None, json!({})),
             event("llm_call_started", "l", Some("t1"), json!({})),
@@ -591,25 +856,45 @@ mod tests {
         assert!(check(&e, &outcome).is_empty(), "{:?}", check(&e, &outcome));
         let mut duplicate = outcome.clone();
         duplicate.events[1].event_id = "c1".into();
-        assert!(check(&Expect::default(), &duplicate)[0].contains("reuses the event_id of event #1"));
+        assert!(
+            check(&Expect::default(), &duplicate)[0].contains("reuses the event_id of event #1")
+        );
         // The second task pointing at the first crew breaks the nearest-earlier rule.
         outcome.events[4].parent_event_id = Some("c1".into());
         let failures = check(&e, &outcome);
         assert_eq!(failures.len(), 1);
-        assert!(failures[0].contains("item 4") && failures[0].contains("parent_event_id \"c1\""), "{failures:?}");
+        assert!(
+            failures[0].contains("item 4") && failures[0].contains("parent_event_id \"c1\""),
+            "{failures:?}"
+        );
     }
 
     #[test]
     fn event_fields() {
-        let e = expect("  events: [{llm_guardrail_started: {retry_count: 0, guardrail: g}}, {llm_guardrail_completed: {success: true}}]\n");
+        let e = expect(
+            "  events: [{llm_guardrail_started: {retry_count: 0, guardrail: g}}, {llm_guardrail_completed: {success: true}}]\n",
+        );
         let mut outcome = ok(vec![output("x")]);
         outcome.events = vec![
-            event("llm_guardrail_started", "a", None, json!({"retry_count": 0, "guardrail": "g"})),
-            event("llm_guardrail_completed", "b", None, json!({"success": false})),
+            event(
+                "llm_guardrail_started",
+                "a",
+                None,
+                json!({"retry_count": 0, "guardrail": "g"}),
+            ),
+            event(
+                "llm_guardrail_completed",
+                "b",
+                None,
+                json!({"success": false}),
+            ),
         ];
         let failures = check(&e, &outcome);
         assert_eq!(failures.len(), 1);
-        assert!(failures[0].contains("`success` is false, expected true"), "{failures:?}");
+        assert!(
+            failures[0].contains("`success` is false, expected true"),
+            "{failures:?}"
+        );
     }
 
     #[test]
@@ -620,10 +905,18 @@ mod tests {
         let mut outcome = ok(vec![output("x")]);
         outcome.hook_calls.insert(
             HookPoint::BeforeToolCall,
-            vec![HookCall { tool_name: Some("m".into()), tool_input: Some(json!({"a": 1})), has_agent: true, ..Default::default() }],
+            vec![HookCall {
+                tool_name: Some("m".into()),
+                tool_input: Some(json!({"a": 1})),
+                has_agent: true,
+                ..Default::default()
+            }],
         );
         outcome.tool_runs.insert("m".into(), 1);
-        outcome.manager_tools = Some(vec![ToolInfo { name: "delegate".into(), description: "Delegate work".into() }]);
+        outcome.manager_tools = Some(vec![ToolInfo {
+            name: "delegate".into(),
+            description: "Delegate work".into(),
+        }]);
         assert!(check(&e, &outcome).is_empty(), "{:?}", check(&e, &outcome));
         outcome.hook_calls.clear();
         outcome.tool_runs.clear();
@@ -638,13 +931,27 @@ mod tests {
         );
         let good = Output {
             kind: ResultType::CrewStreamingOutput,
-            tasks_output: vec![TaskView { raw: "a".into(), agent: "R".into() }, TaskView::default()],
-            usage: Some(UsageView { total_tokens: 3, ..Default::default() }),
+            tasks_output: vec![
+                TaskView {
+                    raw: "a".into(),
+                    agent: "R".into(),
+                },
+                TaskView::default(),
+            ],
+            usage: Some(UsageView {
+                total_tokens: 3,
+                ..Default::default()
+            }),
             chunks: Some(2),
             ..output("x")
         };
         assert!(check(&e, &ok(vec![good.clone()])).is_empty());
-        let bad = Output { kind: ResultType::CrewOutput, chunks: None, tasks_output: vec![], ..good };
+        let bad = Output {
+            kind: ResultType::CrewOutput,
+            chunks: None,
+            tasks_output: vec![],
+            ..good
+        };
         assert_eq!(check(&e, &ok(vec![bad])).len(), 3);
     }
 
@@ -657,7 +964,10 @@ mod tests {
         let mut outcome = ok(vec![output("x")]);
         outcome.workdir = dir.clone();
         let failures = check(&e, &outcome);
-        assert_eq!(failures, vec!["files: `missing.txt` was not written".to_string()]);
+        assert_eq!(
+            failures,
+            vec!["files: `missing.txt` was not written".to_string()]
+        );
         std::fs::remove_dir_all(dir).unwrap();
     }
 }

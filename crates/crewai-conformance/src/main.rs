@@ -48,7 +48,11 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let options = RunOptions { timeout: Duration::from_secs(args.timeout), parallel: args.jobs, diff: args.verbose };
+    let options = RunOptions {
+        timeout: Duration::from_secs(args.timeout),
+        parallel: args.jobs,
+        diff: args.verbose,
+    };
     let verbose = args.verbose;
     let reports = run_all(dirs, &options, |report| {
         println!("{}", report.line());
@@ -70,5 +74,9 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     }
-    if reports.iter().all(|r| r.passed()) || args.allow_fail { ExitCode::SUCCESS } else { ExitCode::FAILURE }
+    if reports.iter().all(|r| r.passed()) || args.allow_fail {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
 }

@@ -29,7 +29,11 @@ pub struct RunOptions {
 
 impl Default for RunOptions {
     fn default() -> Self {
-        RunOptions { timeout: Duration::from_secs(60), parallel: 4, diff: true }
+        RunOptions {
+            timeout: Duration::from_secs(60),
+            parallel: 4,
+            diff: true,
+        }
     }
 }
 
@@ -116,7 +120,10 @@ fn event_record(event: &Event) -> EventRecord {
 /// Loads, runs and checks the case in `dir`.
 pub async fn run_case(dir: &Path, options: &RunOptions) -> CaseReport {
     let started = Instant::now();
-    let fallback_name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| dir.display().to_string());
+    let fallback_name = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| dir.display().to_string());
     let case_dir = match CaseDir::load(dir) {
         Ok(c) => c,
         Err(e) => return CaseReport::failed(fallback_name, format!("invalid case: {e}"), started),
@@ -130,14 +137,27 @@ pub async fn run_case(dir: &Path, options: &RunOptions) -> CaseReport {
         Ok(s) => s,
         Err(e) => return CaseReport::failed(name, e.to_string(), started),
     };
-    let workdir = match tempfile::Builder::new().prefix(&format!("conformance-{name}-")).tempdir() {
+    let workdir = match tempfile::Builder::new()
+        .prefix(&format!("conformance-{name}-"))
+        .tempdir()
+    {
         Ok(d) => d,
-        Err(e) => return CaseReport::failed(name, format!("cannot create a working directory: {e}"), started),
+        Err(e) => {
+            return CaseReport::failed(
+                name,
+                format!("cannot create a working directory: {e}"),
+                started,
+            );
+        }
     };
     let bus = EventBus::new();
     let events: Arc<Mutex<Vec<EventRecord>>> = Arc::default();
     let sink = events.clone();
-    bus.subscribe(move |event| sink.lock().unwrap_or_else(|p| p.into_inner()).push(event_record(event)));
+    bus.subscribe(move |event| {
+        sink.lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(event_record(event))
+    });
     let env = RunEnv {
         server_url: server.base_url(),
         bus,
@@ -180,10 +200,20 @@ pub async fn run_case(dir: &Path, options: &RunOptions) -> CaseReport {
         // Running out of recordings usually is why the engine gave up: say that first.
         Err(RunError::Unsupported(what)) => vec![format!("unsupported: {what}")],
         Err(RunError::Invalid(what)) => vec![format!("invalid case: {what}")],
-        Err(other) => outcome.unmatched.iter().cloned().chain(std::iter::once(other.to_string())).collect(),
+        Err(other) => outcome
+            .unmatched
+            .iter()
+            .cloned()
+            .chain(std::iter::once(other.to_string()))
+            .collect(),
     };
-    let status = if failures.is_empty() { Status::Pass } else { Status::Fail };
-    let diff = (status == Status::Fail && options.diff).then(|| crate::diff::report(&server.requests(), &server.interactions()));
+    let status = if failures.is_empty() {
+        Status::Pass
+    } else {
+        Status::Fail
+    };
+    let diff = (status == Status::Fail && options.diff)
+        .then(|| crate::diff::report(&server.requests(), &server.interactions()));
     server.shutdown().await;
     CaseReport {
         name,
@@ -217,30 +247,52 @@ fn panic_text(payload: Box<dyn std::any::Any + Send>) -> String {
 pub fn select_cases(root: &Path, only: Option<&str>) -> Result<Vec<PathBuf>, String> {
     let all = discover(root).map_err(|e| e.to_string())?;
     if all.is_empty() {
-        return Err(format!("no cases under {} (a case is a folder holding case.yaml and cassette.yaml)", root.display()));
+        return Err(format!(
+            "no cases under {} (a case is a folder holding case.yaml and cassette.yaml)",
+            root.display()
+        ));
     }
     match only {
         None => Ok(all),
         Some(name) => {
-            let hit: Vec<PathBuf> = all.iter().filter(|d| d.file_name().is_some_and(|n| n == name)).cloned().collect();
-            if hit.is_empty() { Err(format!("no case named `{name}` under {}", root.display())) } else { Ok(hit) }
+            let hit: Vec<PathBuf> = all
+                .iter()
+                .filter(|d| d.file_name().is_some_and(|n| n == name))
+                .cloned()
+                .collect();
+            if hit.is_empty() {
+                Err(format!("no case named `{name}` under {}", root.display()))
+            } else {
+                Ok(hit)
+            }
         }
     }
 }
 
 /// Runs every case, `options.parallel` at a time; `on_done` sees each report as it finishes.
 /// Returns the reports sorted by name.
-pub async fn run_all(dirs: Vec<PathBuf>, options: &RunOptions, mut on_done: impl FnMut(&CaseReport)) -> Vec<CaseReport> {
+pub async fn run_all(
+    dirs: Vec<PathBuf>,
+    options: &RunOptions,
+    mut on_done: impl FnMut(&CaseReport),
+) -> Vec<CaseReport> {
     // Each case on a task of its own, so cases use every worker thread.
     let mut reports: Vec<CaseReport> = futures::stream::iter(dirs)
         .map(|dir| {
             let options = options.clone();
             async move {
                 let started = Instant::now();
-                let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| dir.display().to_string());
+                let name = dir
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_else(|| dir.display().to_string());
                 match tokio::spawn(async move { run_case(&dir, &options).await }).await {
                     Ok(report) => report,
-                    Err(join) => CaseReport::failed(name, format!("the runner failed: {}", join_failure(join)), started),
+                    Err(join) => CaseReport::failed(
+                        name,
+                        format!("the runner failed: {}", join_failure(join)),
+                        started,
+                    ),
                 }
             }
         })

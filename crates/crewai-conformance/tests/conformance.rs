@@ -13,18 +13,31 @@ fn manifest_dir() -> PathBuf {
 
 /// `name: reason` lines; `#` starts a comment.
 fn expected_failures(path: &Path) -> BTreeMap<String, String> {
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    let text = std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
     let mut out = BTreeMap::new();
     for (number, line) in text.lines().enumerate() {
-        let line = line.split_once('#').map_or(line, |(before, _)| before).trim();
+        let line = line
+            .split_once('#')
+            .map_or(line, |(before, _)| before)
+            .trim();
         if line.is_empty() {
             continue;
         }
-        let (name, reason) = line
-            .split_once(':')
-            .unwrap_or_else(|| panic!("{}:{}: expected `name: reason`, got {line:?}", path.display(), number + 1));
+        let (name, reason) = line.split_once(':').unwrap_or_else(|| {
+            panic!(
+                "{}:{}: expected `name: reason`, got {line:?}",
+                path.display(),
+                number + 1
+            )
+        });
         let reason = reason.trim();
-        assert!(!reason.is_empty(), "{}:{}: `{name}` needs a reason naming the missing behaviour", path.display(), number + 1);
+        assert!(
+            !reason.is_empty(),
+            "{}:{}: `{name}` needs a reason naming the missing behaviour",
+            path.display(),
+            number + 1
+        );
         out.insert(name.trim().to_string(), reason.to_string());
     }
     out
@@ -38,10 +51,14 @@ async fn shared_cases_pass_except_the_expected_failures() {
         "the shared conformance cases are not at {} (they live next to the repository, in ../shared/conformance/cases)",
         cases.display()
     );
-    let expected = expected_failures(&manifest_dir().join("../../conformance/expected-failures.txt"));
+    let expected =
+        expected_failures(&manifest_dir().join("../../conformance/expected-failures.txt"));
     let dirs = select_cases(&cases, None).unwrap_or_else(|e| panic!("{e}"));
     // A shorter deadline than the binary's: no shared case needs more than a few seconds.
-    let options = RunOptions { timeout: std::time::Duration::from_secs(30), ..RunOptions::default() };
+    let options = RunOptions {
+        timeout: std::time::Duration::from_secs(30),
+        ..RunOptions::default()
+    };
     let reports = run_all(dirs, &options, |_| {}).await;
 
     let mut problems = Vec::new();
@@ -64,12 +81,19 @@ async fn shared_cases_pass_except_the_expected_failures() {
     }
     for name in expected.keys() {
         if !reports.iter().any(|r| &r.name == name) {
-            problems.push(format!("expected-failures.txt lists `{name}`, which is not a case"));
+            problems.push(format!(
+                "expected-failures.txt lists `{name}`, which is not a case"
+            ));
         }
     }
     for report in &reports {
         println!("{}", report.line());
     }
     println!("{}", summary_line(&reports));
-    assert!(problems.is_empty(), "{} problem(s):\n{}", problems.len(), problems.join("\n"));
+    assert!(
+        problems.is_empty(),
+        "{} problem(s):\n{}",
+        problems.len(),
+        problems.join("\n")
+    );
 }

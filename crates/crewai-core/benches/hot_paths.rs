@@ -34,8 +34,13 @@ fn prompt_writer_messages() -> (String, String) {
 /// A ReAct system prompt with one tool described, as for a model without function calling.
 #[divan::bench]
 fn prompt_react_instructions() -> String {
-    let schema = r#"{"text": {"description": "The text whose words should be counted.", "type": "str"}}"#;
-    let entry = prompts::react_tool_entry("word_counter", black_box(schema), "Counts the words in a text.");
+    let schema =
+        r#"{"text": {"description": "The text whose words should be counted.", "type": "str"}}"#;
+    let entry = prompts::react_tool_entry(
+        "word_counter",
+        black_box(schema),
+        "Counts the words in a text.",
+    );
     prompts::react_instructions(&[entry], &["word_counter"])
 }
 

@@ -670,8 +670,12 @@ impl AgentBuilder {
                 function_calling_llm: self.function_calling_llm,
                 tools: self.tools,
                 max_iter: self.max_iter.unwrap_or(25),
-                max_rpm: self.max_rpm.or_else(|| self.rate_limiter.as_ref().and_then(|l| l.max_rpm())),
-                rate_limiter: self.rate_limiter.or_else(|| self.max_rpm.map(RateLimiter::per_minute)),
+                max_rpm: self
+                    .max_rpm
+                    .or_else(|| self.rate_limiter.as_ref().and_then(|l| l.max_rpm())),
+                rate_limiter: self
+                    .rate_limiter
+                    .or_else(|| self.max_rpm.map(RateLimiter::per_minute)),
                 max_execution_time: self.max_execution_time,
                 max_retry_limit: self.max_retry_limit.unwrap_or(2),
                 allow_delegation: self.allow_delegation,

@@ -27,7 +27,11 @@ pub struct OutputSchema {
 
 impl fmt::Debug for OutputSchema {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("OutputSchema").field("name", &self.name).field("format", &self.format).field("schema", &self.schema).finish()
+        f.debug_struct("OutputSchema")
+            .field("name", &self.name)
+            .field("format", &self.format)
+            .field("schema", &self.schema)
+            .finish()
     }
 }
 
@@ -36,8 +40,14 @@ impl fmt::Debug for OutputSchema {
 pub enum ConversionError {
     #[error("the output schema is not a valid JSON schema: {0}")]
     InvalidSchema(String),
-    #[error("the answer does not match the output schema '{schema}' after {attempts} conversion attempt(s): {reason}")]
-    Unconvertible { schema: String, attempts: u32, reason: String },
+    #[error(
+        "the answer does not match the output schema '{schema}' after {attempts} conversion attempt(s): {reason}"
+    )]
+    Unconvertible {
+        schema: String,
+        attempts: u32,
+        reason: String,
+    },
     #[error("the conversion call failed: {0}")]
     Llm(#[from] LlmError),
 }
@@ -60,14 +70,39 @@ impl OutputSchema {
             map.remove("$schema");
         }
         let mut out = Self::from_schema(schema, OutputFormat::Pydantic);
-        out.type_check = Some(Arc::new(|value: &Value| serde_json::from_value::<T>(value.clone()).map(|_| ()).map_err(|e| e.to_string())));
+        out.type_check = Some(Arc::new(|value: &Value| {
+            serde_json::from_value::<T>(value.clone())
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        }));
         out
     }
 
     fn from_schema(schema: Value, format: OutputFormat) -> Self {
-        let title = schema.get("title").and_then(Value::as_str).unwrap_or("output");
-        let name: String = title.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' }).collect();
-        OutputSchema { name: if name.is_empty() { "output".into() } else { name }, schema, format, type_check: None }
+        let title = schema
+            .get("title")
+            .and_then(Value::as_str)
+            .unwrap_or("output");
+        let name: String = title
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        OutputSchema {
+            name: if name.is_empty() {
+                "output".into()
+            } else {
+                name
+            },
+            schema,
+            format,
+            type_check: None,
+        }
     }
 
     pub fn name(&self) -> &str {
@@ -89,18 +124,28 @@ impl OutputSchema {
     pub fn response_format(&self) -> ResponseFormat {
         let mut schema = self.schema.clone();
         make_strict(&mut schema);
-        ResponseFormat { name: self.name.clone(), schema, strict: true }
+        ResponseFormat {
+            name: self.name.clone(),
+            schema,
+            strict: true,
+        }
     }
 
     /// Checks that the schema itself compiles.
     pub fn check_schema(&self) -> Result<(), ConversionError> {
-        jsonschema::validator_for(&self.schema).map(|_| ()).map_err(|e| ConversionError::InvalidSchema(e.to_string()))
+        jsonschema::validator_for(&self.schema)
+            .map(|_| ())
+            .map_err(|e| ConversionError::InvalidSchema(e.to_string()))
     }
 
     /// Validates a value against the schema (and the Rust type, for `OutputSchema::of`).
     pub fn validate(&self, value: &Value) -> Result<(), String> {
-        let validator = jsonschema::validator_for(&self.schema).map_err(|e| format!("invalid schema: {e}"))?;
-        let problems: Vec<String> = validator.iter_errors(value).map(|e| format!("{} at '{}'", e, e.instance_path())).collect();
+        let validator =
+            jsonschema::validator_for(&self.schema).map_err(|e| format!("invalid schema: {e}"))?;
+        let problems: Vec<String> = validator
+            .iter_errors(value)
+            .map(|e| format!("{} at '{}'", e, e.instance_path()))
+            .collect();
         if !problems.is_empty() {
             return Err(problems.join("; "));
         }
@@ -113,7 +158,8 @@ impl OutputSchema {
     /// Parses a reply that was asked for in this schema: only surrounding whitespace and a code
     /// fence are tolerated, as a provider's structured mode returns bare JSON.
     pub fn parse_exact(&self, text: &str) -> Result<Value, String> {
-        let value: Value = serde_json::from_str(strip_code_fence(text)).map_err(|e| format!("not valid JSON: {e}"))?;
+        let value: Value = serde_json::from_str(strip_code_fence(text))
+            .map_err(|e| format!("not valid JSON: {e}"))?;
         self.validate(&value)?;
         Ok(value)
     }
@@ -124,7 +170,8 @@ impl OutputSchema {
         if let Ok(value) = self.parse_exact(text) {
             return Ok(value);
         }
-        let candidate = extract_json_block(text).ok_or_else(|| "no JSON object found in the answer".to_string())?;
+        let candidate = extract_json_block(text)
+            .ok_or_else(|| "no JSON object found in the answer".to_string())?;
         let value: Value = serde_json::from_str(candidate)
             .or_else(|_| serde_json::from_str(&remove_trailing_commas(candidate)))
             .map_err(|e| format!("not valid JSON: {e}"))?;
@@ -134,10 +181,18 @@ impl OutputSchema {
 
     /// The conversion call: asks `llm` to rewrite `text` as JSON in this schema, up to `attempts`
     /// times, telling it what was wrong after each failed try. Returns the value and the calls' usage.
-    pub async fn convert_with_llm(&self, llm: &dyn Llm, text: &str, attempts: u32) -> Result<(Value, Usage), ConversionError> {
+    pub async fn convert_with_llm(
+        &self,
+        llm: &dyn Llm,
+        text: &str,
+        attempts: u32,
+    ) -> Result<(Value, Usage), ConversionError> {
         let attempts = attempts.max(1);
         let mut usage = Usage::default();
-        let mut messages = vec![Message::system(prompts::converter_system(&self.pretty())), Message::user(text)];
+        let mut messages = vec![
+            Message::system(prompts::converter_system(&self.pretty())),
+            Message::user(text),
+        ];
         let mut reason = String::new();
         for _ in 0..attempts {
             let mut request = LlmRequest::new(messages.clone());
@@ -156,7 +211,11 @@ impl OutputSchema {
                 }
             }
         }
-        Err(ConversionError::Unconvertible { schema: self.name.clone(), attempts, reason })
+        Err(ConversionError::Unconvertible {
+            schema: self.name.clone(),
+            attempts,
+            reason,
+        })
     }
 }
 
@@ -172,7 +231,11 @@ fn strip_code_fence(text: &str) -> &str {
 /// The first balanced `{...}` (or `[...]`) in `text`, respecting strings.
 fn extract_json_block(text: &str) -> Option<&str> {
     let start = text.find(['{', '['])?;
-    let (open, close) = if text[start..].starts_with('{') { ('{', '}') } else { ('[', ']') };
+    let (open, close) = if text[start..].starts_with('{') {
+        ('{', '}')
+    } else {
+        ('[', ']')
+    };
     let mut depth = 0usize;
     let mut in_string = false;
     let mut escaped = false;
@@ -216,7 +279,12 @@ fn remove_trailing_commas(text: &str) -> String {
             }
         } else if c == '"' {
             in_string = true;
-        } else if c == ',' && chars[i + 1..].iter().find(|n| !n.is_whitespace()).is_some_and(|n| *n == '}' || *n == ']') {
+        } else if c == ','
+            && chars[i + 1..]
+                .iter()
+                .find(|n| !n.is_whitespace())
+                .is_some_and(|n| *n == '}' || *n == ']')
+        {
             continue;
         }
         out.push(c);
@@ -228,7 +296,8 @@ fn remove_trailing_commas(text: &str) -> String {
 fn make_strict(schema: &mut Value) {
     match schema {
         Value::Object(map) => {
-            let is_object = map.get("type").and_then(Value::as_str) == Some("object") || map.contains_key("properties");
+            let is_object = map.get("type").and_then(Value::as_str) == Some("object")
+                || map.contains_key("properties");
             if is_object {
                 if let Some(Value::Object(props)) = map.get("properties") {
                     let names: Vec<Value> = props.keys().cloned().map(Value::String).collect();
@@ -237,7 +306,12 @@ fn make_strict(schema: &mut Value) {
                 map.insert("additionalProperties".into(), Value::Bool(false));
             }
             for (key, child) in map.iter_mut() {
-                if key != "required" && key != "enum" && key != "const" && key != "default" && key != "examples" {
+                if key != "required"
+                    && key != "enum"
+                    && key != "const"
+                    && key != "default"
+                    && key != "examples"
+                {
                     make_strict(child);
                 }
             }
@@ -253,28 +327,50 @@ mod tests {
     use serde_json::json;
 
     fn score() -> OutputSchema {
-        OutputSchema::json(json!({"title": "ScoreOutput", "type": "object", "properties": {"score": {"title": "Score", "type": "integer"}}, "required": ["score"]}))
+        OutputSchema::json(
+            json!({"title": "ScoreOutput", "type": "object", "properties": {"score": {"title": "Score", "type": "integer"}}, "required": ["score"]}),
+        )
     }
 
     #[test]
     fn exact_parse_rejects_prose_and_accepts_fences() {
         let s = score();
-        assert_eq!(s.parse_exact("```json\n{\"score\": 4}\n```").unwrap(), json!({"score": 4}));
-        assert!(s.parse_exact("Thought: done\nFinal Answer: {\"score\": 4}").is_err());
-        assert!(s.parse_exact("{\"score\": \"high\"}").unwrap_err().contains("score"));
+        assert_eq!(
+            s.parse_exact("```json\n{\"score\": 4}\n```").unwrap(),
+            json!({"score": 4})
+        );
+        assert!(
+            s.parse_exact("Thought: done\nFinal Answer: {\"score\": 4}")
+                .is_err()
+        );
+        assert!(
+            s.parse_exact("{\"score\": \"high\"}")
+                .unwrap_err()
+                .contains("score")
+        );
     }
 
     #[test]
     fn lenient_parse_repairs() {
         let s = score();
-        assert_eq!(s.parse_lenient("Here it is: {\"score\": 4,} thanks").unwrap(), json!({"score": 4}));
-        assert_eq!(s.parse_lenient("{\"note\": \"a } in a string\", \"score\": 2}").unwrap()["score"], json!(2));
+        assert_eq!(
+            s.parse_lenient("Here it is: {\"score\": 4,} thanks")
+                .unwrap(),
+            json!({"score": 4})
+        );
+        assert_eq!(
+            s.parse_lenient("{\"note\": \"a } in a string\", \"score\": 2}")
+                .unwrap()["score"],
+            json!(2)
+        );
         assert!(s.parse_lenient("no json here").is_err());
     }
 
     #[test]
     fn response_format_is_strict() {
-        let s = OutputSchema::json(json!({"title": "A B", "type": "object", "properties": {"x": {"type": "object", "properties": {"y": {"type": "string"}}}}}));
+        let s = OutputSchema::json(
+            json!({"title": "A B", "type": "object", "properties": {"x": {"type": "object", "properties": {"y": {"type": "string"}}}}}),
+        );
         let rf = s.response_format();
         assert_eq!(rf.name, "A_B");
         assert_eq!(rf.schema["additionalProperties"], json!(false));

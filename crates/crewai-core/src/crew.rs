@@ -36,7 +36,9 @@ use crate::process::hierarchical::{self, ManagerError};
 use crate::process::{DelegatedFrom, RunContext, execute_task, merge_tools};
 use crate::prompts::crew as prompts;
 use crate::store::{InMemoryTaskOutputStore, StoreError, StoredTaskOutput, TaskOutputStore};
-use crate::task::{ConsoleInputProvider, InputProvider, Task, TaskCallback, TaskContext, TaskError};
+use crate::task::{
+    ConsoleInputProvider, InputProvider, Task, TaskCallback, TaskContext, TaskError,
+};
 use crate::usage::{Budget, BudgetExceeded, UsageSummary, UsageTracker};
 
 /// How a crew goes through its tasks.
@@ -66,7 +68,9 @@ pub const DEFAULT_KICKOFF_CONCURRENCY: usize = 4;
 pub enum CrewError {
     #[error("crew '{crew}' is misconfigured: {message}")]
     Config { crew: String, message: String },
-    #[error("crew '{crew}': `{feature}: true` is not supported yet; remove it (it is never silently ignored)")]
+    #[error(
+        "crew '{crew}': `{feature}: true` is not supported yet; remove it (it is never silently ignored)"
+    )]
     Unsupported { crew: String, feature: &'static str },
     #[error("crew '{crew}': {source}")]
     Manager { crew: String, source: ManagerError },
@@ -75,7 +79,11 @@ pub enum CrewError {
     #[error(transparent)]
     Task(#[from] TaskError),
     #[error("crew '{crew}': task '{task}' crashed: {message}")]
-    TaskPanicked { crew: String, task: String, message: String },
+    TaskPanicked {
+        crew: String,
+        task: String,
+        message: String,
+    },
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error("{0}")]
@@ -167,8 +175,19 @@ impl fmt::Debug for Crew {
         f.debug_struct("Crew")
             .field("name", &self.spec.name)
             .field("process", &self.spec.process)
-            .field("agents", &self.spec.agents.iter().map(|a| a.role().to_string()).collect::<Vec<_>>())
-            .field("tasks", &self.spec.tasks.iter().map(Task::key).collect::<Vec<_>>())
+            .field(
+                "agents",
+                &self
+                    .spec
+                    .agents
+                    .iter()
+                    .map(|a| a.role().to_string())
+                    .collect::<Vec<_>>(),
+            )
+            .field(
+                "tasks",
+                &self.spec.tasks.iter().map(Task::key).collect::<Vec<_>>(),
+            )
             .finish_non_exhaustive()
     }
 }
@@ -305,8 +324,19 @@ impl Crew {
 
     /// [`Crew::kickoff`] inside a larger run (a flow method): the kickoff's events hang under
     /// `options.parent_event_id`, and cancelling `options.cancellation` abandons it.
-    pub async fn kickoff_with(&self, inputs: Inputs, options: KickoffOptions) -> Result<CrewOutput, CrewError> {
-        self.run(RunRequest { inputs, replay: None, stream: self.spec.stream, claim: None, options }).await
+    pub async fn kickoff_with(
+        &self,
+        inputs: Inputs,
+        options: KickoffOptions,
+    ) -> Result<CrewOutput, CrewError> {
+        self.run(RunRequest {
+            inputs,
+            replay: None,
+            stream: self.spec.stream,
+            claim: None,
+            options,
+        })
+        .await
     }
 
     /// Starts a kickoff in the background (on the current tokio runtime).
@@ -318,7 +348,10 @@ impl Crew {
     /// Runs one kickoff per input set, concurrently (at most `kickoff_concurrency` at once), each on
     /// its own copy of the crew; outputs come back in input order, each with its own usage, and
     /// [`Crew::usage`] afterwards is their sum. All inputs are checked before any run starts.
-    pub async fn kickoff_for_each(&self, inputs: Vec<Inputs>) -> Result<Vec<CrewOutput>, CrewError> {
+    pub async fn kickoff_for_each(
+        &self,
+        inputs: Vec<Inputs>,
+    ) -> Result<Vec<CrewOutput>, CrewError> {
         for set in &inputs {
             self.prepare(&self.apply_before_kickoff(set.clone()))?;
         }
@@ -349,7 +382,11 @@ impl Crew {
         let claim = Arc::new(Mutex::new(StreamClaim::default()));
         let listener_claim = claim.clone();
         let listener = self.spec.events.subscribe(move |event| {
-            if let Some(chunk) = listener_claim.lock().unwrap_or_else(|p| p.into_inner()).chunk_for(event) {
+            if let Some(chunk) = listener_claim
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .chunk_for(event)
+            {
                 let _ = sender.send(chunk);
             }
         });
@@ -359,23 +396,47 @@ impl Crew {
             crew.spec.events.unsubscribe(listener);
             outcome
         });
-        CrewStream { crew: self.spec.name.clone(), chunks, result: AbortOnDrop(result) }
+        CrewStream {
+            crew: self.spec.name.clone(),
+            chunks,
+            result: AbortOnDrop(result),
+        }
     }
 
-    async fn run_claimed(&self, inputs: Inputs, claim: Arc<Mutex<StreamClaim>>) -> Result<CrewOutput, CrewError> {
-        claim.lock().unwrap_or_else(|p| p.into_inner()).armed_on = Some(std::thread::current().id());
-        self.run(RunRequest { inputs, replay: None, stream: true, claim: Some(claim), options: KickoffOptions::default() }).await
+    async fn run_claimed(
+        &self,
+        inputs: Inputs,
+        claim: Arc<Mutex<StreamClaim>>,
+    ) -> Result<CrewOutput, CrewError> {
+        claim.lock().unwrap_or_else(|p| p.into_inner()).armed_on =
+            Some(std::thread::current().id());
+        self.run(RunRequest {
+            inputs,
+            replay: None,
+            stream: true,
+            claim: Some(claim),
+            options: KickoffOptions::default(),
+        })
+        .await
     }
 
     /// Re-runs the crew from `task` (its name or id): the earlier tasks get the outputs stored by the
     /// last kickoff, the inputs are `inputs` or the ones stored with that task.
-    pub async fn replay(&self, task: &str, inputs: Option<Inputs>) -> Result<CrewOutput, CrewError> {
+    pub async fn replay(
+        &self,
+        task: &str,
+        inputs: Option<Inputs>,
+    ) -> Result<CrewOutput, CrewError> {
         let index = self
             .spec
             .tasks
             .iter()
             .position(|t| t.is_called(task))
-            .ok_or_else(|| CrewError::Replay(format!("Task with id {task} not found in the crew's tasks.")))?;
+            .ok_or_else(|| {
+                CrewError::Replay(format!(
+                    "Task with id {task} not found in the crew's tasks."
+                ))
+            })?;
         let stored = self.spec.store.load()?;
         let mut restored = Vec::with_capacity(index);
         for earlier in 0..index {
@@ -388,8 +449,21 @@ impl Crew {
             })?;
             restored.push((earlier, row.output.clone()));
         }
-        let inputs = inputs.unwrap_or_else(|| stored.iter().find(|row| row.task_index == index).map(|row| row.inputs.clone()).unwrap_or_default());
-        self.run(RunRequest { inputs, replay: Some(ReplayStart { index, restored }), stream: self.spec.stream, claim: None, options: KickoffOptions::default() }).await
+        let inputs = inputs.unwrap_or_else(|| {
+            stored
+                .iter()
+                .find(|row| row.task_index == index)
+                .map(|row| row.inputs.clone())
+                .unwrap_or_default()
+        });
+        self.run(RunRequest {
+            inputs,
+            replay: Some(ReplayStart { index, restored }),
+            stream: self.spec.stream,
+            claim: None,
+            options: KickoffOptions::default(),
+        })
+        .await
     }
 
     fn apply_before_kickoff(&self, mut inputs: Inputs) -> Inputs {
@@ -400,22 +474,39 @@ impl Crew {
     }
 
     async fn run(&self, request: RunRequest) -> Result<CrewOutput, CrewError> {
-        let RunRequest { inputs, replay, stream, claim, options } = request;
+        let RunRequest {
+            inputs,
+            replay,
+            stream,
+            claim,
+            options,
+        } = request;
         let spec = &self.spec;
         let inputs = self.apply_before_kickoff(inputs);
         let prepared = self.prepare(&inputs)?;
 
-        let inputs_json = (!inputs.is_empty()).then(|| serde_json::to_value(&inputs).unwrap_or(Value::Null));
+        let inputs_json =
+            (!inputs.is_empty()).then(|| serde_json::to_value(&inputs).unwrap_or(Value::Null));
         let started = spec.events.emit(
             options.parent_event_id,
-            EventKind::CrewKickoffStarted { crew_name: spec.name.clone(), crew_id: Some(spec.id.to_string()), inputs: inputs_json },
+            EventKind::CrewKickoffStarted {
+                crew_name: spec.name.clone(),
+                crew_id: Some(spec.id.to_string()),
+                inputs: inputs_json,
+            },
         );
         if let Some(claim) = claim {
             claim.lock().unwrap_or_else(|p| p.into_inner()).armed_on = None;
         }
 
-        let usage = UsageTracker::new().with_prices(spec.prices.clone()).with_budget(spec.budget);
-        let cancellation = options.cancellation.as_ref().map(CancellationToken::child_token).unwrap_or_default();
+        let usage = UsageTracker::new()
+            .with_prices(spec.prices.clone())
+            .with_budget(spec.budget);
+        let cancellation = options
+            .cancellation
+            .as_ref()
+            .map(CancellationToken::child_token)
+            .unwrap_or_default();
         let services = RunServices {
             events: spec.events.clone(),
             hooks: spec.hooks.clone(),
@@ -424,7 +515,10 @@ impl Crew {
             crew_name: Some(spec.name.clone()),
             crew_id: Some(spec.id.to_string()),
             cancellation: cancellation.clone(),
-            delegation: DelegationChain { chain: Vec::new(), max_depth: spec.max_delegation_depth },
+            delegation: DelegationChain {
+                chain: Vec::new(),
+                max_depth: spec.max_delegation_depth,
+            },
             usage: usage.clone(),
             step_callback: spec.step_callback.clone(),
             tool_failure_policy: None,
@@ -445,10 +539,22 @@ impl Crew {
         };
         // An agent may notice the cancellation first and fail with its own error: it is still a cancellation.
         let result = match result {
-            Err(CrewError::BudgetExceeded { crew, task, exceeded, completed, .. }) => {
-                Err(CrewError::BudgetExceeded { crew, task, exceeded, completed, usage: Box::new(usage.total()) })
-            }
-            Err(_) if cancellation.is_cancelled() => Err(CrewError::Cancelled { crew: spec.name.clone() }),
+            Err(CrewError::BudgetExceeded {
+                crew,
+                task,
+                exceeded,
+                completed,
+                ..
+            }) => Err(CrewError::BudgetExceeded {
+                crew,
+                task,
+                exceeded,
+                completed,
+                usage: Box::new(usage.total()),
+            }),
+            Err(_) if cancellation.is_cancelled() => Err(CrewError::Cancelled {
+                crew: spec.name.clone(),
+            }),
             other => other,
         };
         // Whatever still runs for this kickoff (a coworker, a pending call) stops now.
@@ -472,7 +578,14 @@ impl Crew {
                 Ok(output)
             }
             Err(error) => {
-                spec.events.emit(Some(started), EventKind::CrewKickoffFailed { crew_name: spec.name.clone(), crew_id: Some(spec.id.to_string()), error: error.to_string() });
+                spec.events.emit(
+                    Some(started),
+                    EventKind::CrewKickoffFailed {
+                        crew_name: spec.name.clone(),
+                        crew_id: Some(spec.id.to_string()),
+                        error: error.to_string(),
+                    },
+                );
                 Err(error)
             }
         }
@@ -514,7 +627,11 @@ impl Crew {
             tasks.push(ready);
         }
         let manager = spec.manager.as_ref().map(adapt).transpose()?;
-        Ok(Prepared { agents, tasks, manager })
+        Ok(Prepared {
+            agents,
+            tasks,
+            manager,
+        })
     }
 
     async fn execute_tasks(
@@ -532,14 +649,21 @@ impl Crew {
                 (0, Vec::new())
             }
         };
-        match self.execute_tasks_from(start, &mut done, run, prepared, parent, inputs).await {
+        match self
+            .execute_tasks_from(start, &mut done, run, prepared, parent, inputs)
+            .await
+        {
             Ok(()) => Ok(done.into_iter().map(|(_, output)| output).collect()),
             Err(error) => Err(self.keep_outputs_on_budget_stop(error, done)),
         }
     }
 
     /// A budget stop deep inside a task becomes the crew's own error, with the finished outputs.
-    fn keep_outputs_on_budget_stop(&self, error: CrewError, mut done: Vec<(usize, TaskOutput)>) -> CrewError {
+    fn keep_outputs_on_budget_stop(
+        &self,
+        error: CrewError,
+        mut done: Vec<(usize, TaskOutput)>,
+    ) -> CrewError {
         let CrewError::Task(TaskError::Agent { task, source }) = &error else {
             return error;
         };
@@ -569,15 +693,27 @@ impl Crew {
         let mut pending: Vec<PendingTask> = Vec::new();
 
         for (index, task) in prepared.tasks.iter().enumerate().skip(start) {
-            if task.is_conditional() || !task.is_async() || self.context_waits_on(task, &pending, &prepared.tasks) {
-                self.join_pending(&mut pending, done, &prepared.tasks, inputs, replaying).await?;
+            if task.is_conditional()
+                || !task.is_async()
+                || self.context_waits_on(task, &pending, &prepared.tasks)
+            {
+                self.join_pending(&mut pending, done, &prepared.tasks, inputs, replaying)
+                    .await?;
             }
             if let Some(condition) = task.condition()
                 && let Some((_, previous)) = done.last()
                 && !condition(previous)
             {
-                let role = task.agent().map(|a| a.role().to_string()).unwrap_or_default();
-                let skipped = TaskOutput::skipped(task.description(), task.expected_output(), task.name().map(str::to_string), role);
+                let role = task
+                    .agent()
+                    .map(|a| a.role().to_string())
+                    .unwrap_or_default();
+                let skipped = TaskOutput::skipped(
+                    task.description(),
+                    task.expected_output(),
+                    task.name().map(str::to_string),
+                    role,
+                );
                 self.save(index, task, &skipped, inputs, replaying)?;
                 done.push((index, skipped));
                 continue;
@@ -586,29 +722,44 @@ impl Crew {
             let context = context_for(task, done, &prepared.tasks);
             if task.is_async() {
                 let (run, task, agent) = (run.clone(), task.clone(), agent.clone());
-                let handle = tokio::spawn(async move { execute_task(&run, &task, &agent, context, tools, Some(parent)).await });
-                pending.push(PendingTask { index, handle: AbortOnDrop(handle) });
+                let handle = tokio::spawn(async move {
+                    execute_task(&run, &task, &agent, context, tools, Some(parent)).await
+                });
+                pending.push(PendingTask {
+                    index,
+                    handle: AbortOnDrop(handle),
+                });
             } else {
                 let output = execute_task(run, task, &agent, context, tools, Some(parent)).await?;
                 self.save(index, task, &output, inputs, replaying)?;
                 done.push((index, output));
             }
         }
-        self.join_pending(&mut pending, done, &prepared.tasks, inputs, replaying).await?;
+        self.join_pending(&mut pending, done, &prepared.tasks, inputs, replaying)
+            .await?;
         Ok(())
     }
 
     /// Whether an async task names, in its context, a task that is still running.
     fn context_waits_on(&self, task: &Task, pending: &[PendingTask], tasks: &[Task]) -> bool {
         match task.context() {
-            TaskContext::Tasks(names) => pending.iter().any(|p| names.iter().any(|n| tasks[p.index].is_called(n))),
+            TaskContext::Tasks(names) => pending
+                .iter()
+                .any(|p| names.iter().any(|n| tasks[p.index].is_called(n))),
             _ => false,
         }
     }
 
     /// Waits for the running async tasks (the first failure stops the others) and appends their
     /// outputs in definition order.
-    async fn join_pending(&self, pending: &mut Vec<PendingTask>, done: &mut Vec<(usize, TaskOutput)>, tasks: &[Task], inputs: &Inputs, replaying: bool) -> Result<(), CrewError> {
+    async fn join_pending(
+        &self,
+        pending: &mut Vec<PendingTask>,
+        done: &mut Vec<(usize, TaskOutput)>,
+        tasks: &[Task],
+        inputs: &Inputs,
+        replaying: bool,
+    ) -> Result<(), CrewError> {
         if pending.is_empty() {
             return Ok(());
         }
@@ -621,7 +772,11 @@ impl Crew {
                 match (&mut p.handle.0).await {
                     Ok(Ok(output)) => Ok((p.index, output)),
                     Ok(Err(error)) => Err(CrewError::Task(error)),
-                    Err(join) => Err(CrewError::TaskPanicked { crew, task: key, message: join.to_string() }),
+                    Err(join) => Err(CrewError::TaskPanicked {
+                        crew,
+                        task: key,
+                        message: join.to_string(),
+                    }),
                 }
             }
         }))
@@ -633,7 +788,14 @@ impl Crew {
         Ok(())
     }
 
-    fn save(&self, index: usize, task: &Task, output: &TaskOutput, inputs: &Inputs, replaying: bool) -> Result<(), CrewError> {
+    fn save(
+        &self,
+        index: usize,
+        task: &Task,
+        output: &TaskOutput,
+        inputs: &Inputs,
+        replaying: bool,
+    ) -> Result<(), CrewError> {
         self.spec.store.save(StoredTaskOutput {
             task_id: task.id().to_string(),
             task_name: task.name().map(str::to_string),
@@ -649,19 +811,50 @@ impl Crew {
     /// Who runs `task` and with which tools: its agent with the task's (or its own) tools plus
     /// delegation tools for its coworkers; in a hierarchical crew the manager with only the
     /// delegation tools.
-    fn agent_and_tools(&self, run: &RunContext, prepared: &Prepared, task: &Task, parent: Uuid) -> Result<(Agent, Vec<ToolHandle>), CrewError> {
+    fn agent_and_tools(
+        &self,
+        run: &RunContext,
+        prepared: &Prepared,
+        task: &Task,
+        parent: Uuid,
+    ) -> Result<(Agent, Vec<ToolHandle>), CrewError> {
         let key = task.key();
         match self.spec.process {
             Process::Sequential => {
-                let agent = task.agent().cloned().ok_or_else(|| CrewError::Task(TaskError::NoAgent { task: key.clone() }))?;
-                let own = if task.tools().is_empty() { agent.tools().to_vec() } else { task.tools().to_vec() };
-                let delegation = if agent.allow_delegation() && prepared.agents.len() > 1 { run.delegation_tools(&agent, &prepared.agents, DelegatedFrom { task_name: task.name().map(str::to_string), task_tools: Vec::new() }, Some(parent)) } else { Vec::new() };
+                let agent = task
+                    .agent()
+                    .cloned()
+                    .ok_or_else(|| CrewError::Task(TaskError::NoAgent { task: key.clone() }))?;
+                let own = if task.tools().is_empty() {
+                    agent.tools().to_vec()
+                } else {
+                    task.tools().to_vec()
+                };
+                let delegation = if agent.allow_delegation() && prepared.agents.len() > 1 {
+                    run.delegation_tools(
+                        &agent,
+                        &prepared.agents,
+                        DelegatedFrom {
+                            task_name: task.name().map(str::to_string),
+                            task_tools: Vec::new(),
+                        },
+                        Some(parent),
+                    )
+                } else {
+                    Vec::new()
+                };
                 Ok((agent, merge_tools(own, delegation)))
             }
             Process::Hierarchical => {
-                let manager = prepared.manager.clone().ok_or_else(|| CrewError::Manager { crew: self.spec.name.clone(), source: ManagerError::Missing })?;
+                let manager = prepared.manager.clone().ok_or_else(|| CrewError::Manager {
+                    crew: self.spec.name.clone(),
+                    source: ManagerError::Missing,
+                })?;
                 let coworkers = hierarchical::coworkers_for(task, &prepared.agents);
-                let from = DelegatedFrom { task_name: task.name().map(str::to_string), task_tools: task.tools().to_vec() };
+                let from = DelegatedFrom {
+                    task_name: task.name().map(str::to_string),
+                    task_tools: task.tools().to_vec(),
+                };
                 let tools = run.delegation_tools(&manager, &coworkers, from, Some(parent));
                 self.record().manager_tools = tools.clone();
                 Ok((manager, tools))
@@ -674,7 +867,11 @@ impl Crew {
 fn context_for(task: &Task, done: &[(usize, TaskOutput)], tasks: &[Task]) -> Option<String> {
     let selected: Vec<&str> = match task.context() {
         TaskContext::None => return None,
-        TaskContext::AllPrevious => done.iter().map(|(_, o)| o.raw.as_str()).filter(|raw| !raw.is_empty()).collect(),
+        TaskContext::AllPrevious => done
+            .iter()
+            .map(|(_, o)| o.raw.as_str())
+            .filter(|raw| !raw.is_empty())
+            .collect(),
         TaskContext::Tasks(names) => done
             .iter()
             .filter(|(index, _)| names.iter().any(|name| tasks[*index].is_called(name)))
@@ -690,7 +887,10 @@ fn interpolate_agent(agent: &Agent, inputs: &Inputs) -> Result<Agent, Interpolat
         return Ok(agent.clone());
     }
     let owner = format!("agent '{}'", agent.role());
-    let at = |field: &'static str| Location { owner: owner.clone(), field };
+    let at = |field: &'static str| Location {
+        owner: owner.clone(),
+        field,
+    };
     let role = interpolate(agent.role(), inputs, &at("role"))?;
     let goal = interpolate(agent.goal(), inputs, &at("goal"))?;
     let backstory = interpolate(agent.backstory(), inputs, &at("backstory"))?;
@@ -752,28 +952,44 @@ struct StreamClaim {
 impl StreamClaim {
     fn chunk_for(&mut self, event: &Event) -> Option<StreamChunk> {
         let mine = if self.ours.is_empty() {
-            matches!(event.kind, EventKind::CrewKickoffStarted { .. }) && self.armed_on == Some(std::thread::current().id())
+            matches!(event.kind, EventKind::CrewKickoffStarted { .. })
+                && self.armed_on == Some(std::thread::current().id())
         } else {
-            event.parent_event_id.is_some_and(|parent| self.ours.contains(&parent))
+            event
+                .parent_event_id
+                .is_some_and(|parent| self.ours.contains(&parent))
         };
         if !mine {
             return None;
         }
         self.ours.insert(event.event_id);
         match &event.kind {
-            EventKind::LlmStreamChunk { agent_role, task_name, chunk, .. } if !chunk.is_empty() => Some(StreamChunk {
+            EventKind::LlmStreamChunk {
+                agent_role,
+                task_name,
+                chunk,
+                ..
+            } if !chunk.is_empty() => Some(StreamChunk {
                 content: chunk.clone(),
                 chunk_type: StreamChunkType::Text,
                 task_name: task_name.clone(),
                 agent_role: agent_role.clone(),
                 tool_call: None,
             }),
-            EventKind::ToolUsageStarted { tool_name, tool_args, agent_role, task_name } => Some(StreamChunk {
+            EventKind::ToolUsageStarted {
+                tool_name,
+                tool_args,
+                agent_role,
+                task_name,
+            } => Some(StreamChunk {
                 content: String::new(),
                 chunk_type: StreamChunkType::ToolCall,
                 task_name: task_name.clone(),
                 agent_role: agent_role.clone(),
-                tool_call: Some(StreamToolCall { tool_name: tool_name.clone(), arguments: tool_args.clone() }),
+                tool_call: Some(StreamToolCall {
+                    tool_name: tool_name.clone(),
+                    arguments: tool_args.clone(),
+                }),
             }),
             _ => None,
         }
@@ -791,12 +1007,16 @@ pub struct CrewStream {
 impl CrewStream {
     /// Waits for the kickoff to finish (chunks not yet read are dropped).
     pub async fn result(self) -> Result<CrewOutput, CrewError> {
-        let CrewStream { crew, mut result, .. } = self;
-        (&mut result.0).await.map_err(|e| CrewError::TaskPanicked { crew, task: "kickoff".into(), message: e.to_string() })?
+        let CrewStream {
+            crew, mut result, ..
+        } = self;
+        (&mut result.0).await.map_err(|e| CrewError::TaskPanicked {
+            crew,
+            task: "kickoff".into(),
+            message: e.to_string(),
+        })?
     }
 }
-
-
 
 impl Stream for CrewStream {
     type Item = StreamChunk;
@@ -925,7 +1145,10 @@ impl CrewBuilder {
         self
     }
     /// Called after every step of agents that have no step callback.
-    pub fn step_callback(mut self, callback: impl Fn(&crate::agent::AgentStep) + Send + Sync + 'static) -> Self {
+    pub fn step_callback(
+        mut self,
+        callback: impl Fn(&crate::agent::AgentStep) + Send + Sync + 'static,
+    ) -> Self {
         self.step_callback = Some(Arc::new(callback));
         self
     }
@@ -934,11 +1157,17 @@ impl CrewBuilder {
         self.task_callback = Some(Arc::new(callback));
         self
     }
-    pub fn before_kickoff(mut self, callback: impl Fn(Inputs) -> Inputs + Send + Sync + 'static) -> Self {
+    pub fn before_kickoff(
+        mut self,
+        callback: impl Fn(Inputs) -> Inputs + Send + Sync + 'static,
+    ) -> Self {
         self.before_kickoff.push(Arc::new(callback));
         self
     }
-    pub fn after_kickoff(mut self, callback: impl Fn(CrewOutput) -> CrewOutput + Send + Sync + 'static) -> Self {
+    pub fn after_kickoff(
+        mut self,
+        callback: impl Fn(CrewOutput) -> CrewOutput + Send + Sync + 'static,
+    ) -> Self {
         self.after_kickoff.push(Arc::new(callback));
         self
     }
@@ -995,33 +1224,62 @@ impl CrewBuilder {
     /// Checks the crew (CrewAI's validations and ours) and builds it.
     pub fn build(self) -> Result<Crew, CrewError> {
         let name = self.name.unwrap_or_else(|| "crew".to_string());
-        let config = |message: String| CrewError::Config { crew: name.clone(), message };
+        let config = |message: String| CrewError::Config {
+            crew: name.clone(),
+            message,
+        };
         if self.planning {
-            return Err(CrewError::Unsupported { crew: name, feature: "planning" });
+            return Err(CrewError::Unsupported {
+                crew: name,
+                feature: "planning",
+            });
         }
         if self.memory {
-            return Err(CrewError::Unsupported { crew: name, feature: "memory" });
+            return Err(CrewError::Unsupported {
+                crew: name,
+                feature: "memory",
+            });
         }
         if self.tasks.is_empty() {
             return Err(config("a crew needs at least one task".into()));
         }
         if self.max_rpm == Some(0) {
-            return Err(config("`max_rpm` must be at least 1 (leave it unset for no limit)".into()));
+            return Err(config(
+                "`max_rpm` must be at least 1 (leave it unset for no limit)".into(),
+            ));
         }
-        if self.budget.max_cost_usd.is_some_and(|usd| !usd.is_finite() || usd <= 0.0) {
+        if self
+            .budget
+            .max_cost_usd
+            .is_some_and(|usd| !usd.is_finite() || usd <= 0.0)
+        {
             return Err(config("`max_cost_usd` must be a positive number of US dollars (leave it unset for no limit)".into()));
         }
         if self.budget.max_tokens == Some(0) {
-            return Err(config("`max_tokens` must be at least 1 (leave it unset for no limit)".into()));
+            return Err(config(
+                "`max_tokens` must be at least 1 (leave it unset for no limit)".into(),
+            ));
         }
         validate_tasks(&self.tasks, self.process).map_err(config)?;
         let manager = match self.process {
             Process::Sequential => None,
             Process::Hierarchical => {
                 if self.agents.is_empty() && self.tasks.iter().any(|t| t.agent().is_none()) {
-                    return Err(config("a hierarchical crew needs agents for its manager to delegate to".into()));
+                    return Err(config(
+                        "a hierarchical crew needs agents for its manager to delegate to".into(),
+                    ));
                 }
-                Some(hierarchical::manager(self.manager_agent.as_ref(), self.manager_llm.as_ref(), &self.agents).map_err(|source| CrewError::Manager { crew: name.clone(), source })?)
+                Some(
+                    hierarchical::manager(
+                        self.manager_agent.as_ref(),
+                        self.manager_llm.as_ref(),
+                        &self.agents,
+                    )
+                    .map_err(|source| CrewError::Manager {
+                        crew: name.clone(),
+                        source,
+                    })?,
+                )
             }
         };
         let events = self.events.unwrap_or_default();
@@ -1029,7 +1287,12 @@ impl CrewBuilder {
             ConsoleListener::stdout().attach(&events);
         }
         if let Some(path) = &self.output_log_file {
-            attach_log_file(&events, path).map_err(|e| config(format!("cannot open output_log_file {}: {e}", path.display())))?;
+            attach_log_file(&events, path).map_err(|e| {
+                config(format!(
+                    "cannot open output_log_file {}: {e}",
+                    path.display()
+                ))
+            })?;
         }
         Ok(Crew {
             spec: Arc::new(CrewSpec {
@@ -1040,7 +1303,9 @@ impl CrewBuilder {
                 process: self.process,
                 manager,
                 function_calling_llm: self.function_calling_llm,
-                rate_limiter: self.rate_limiter.or_else(|| self.max_rpm.map(RateLimiter::per_minute)),
+                rate_limiter: self
+                    .rate_limiter
+                    .or_else(|| self.max_rpm.map(RateLimiter::per_minute)),
                 tool_cache: self.cache.then(ToolCache::new),
                 stream: self.stream,
                 events,
@@ -1049,13 +1314,23 @@ impl CrewBuilder {
                 task_callback: self.task_callback,
                 before_kickoff: self.before_kickoff,
                 after_kickoff: self.after_kickoff,
-                store: self.store.unwrap_or_else(|| Arc::new(InMemoryTaskOutputStore::new())),
-                input_provider: self.input_provider.unwrap_or_else(|| Arc::new(ConsoleInputProvider)),
+                store: self
+                    .store
+                    .unwrap_or_else(|| Arc::new(InMemoryTaskOutputStore::new())),
+                input_provider: self
+                    .input_provider
+                    .unwrap_or_else(|| Arc::new(ConsoleInputProvider)),
                 task_timeout: self.task_timeout.unwrap_or(Some(DEFAULT_TASK_TIMEOUT)),
-                max_delegation_depth: self.max_delegation_depth.unwrap_or(DEFAULT_MAX_DELEGATION_DEPTH),
-                kickoff_concurrency: self.kickoff_concurrency.unwrap_or(DEFAULT_KICKOFF_CONCURRENCY),
+                max_delegation_depth: self
+                    .max_delegation_depth
+                    .unwrap_or(DEFAULT_MAX_DELEGATION_DEPTH),
+                kickoff_concurrency: self
+                    .kickoff_concurrency
+                    .unwrap_or(DEFAULT_KICKOFF_CONCURRENCY),
                 budget: self.budget,
-                prices: self.prices.unwrap_or_else(|| Arc::new(PriceTable::builtin())),
+                prices: self
+                    .prices
+                    .unwrap_or_else(|| Arc::new(PriceTable::builtin())),
                 last_run: Mutex::new(RunRecord::default()),
             }),
         })
@@ -1066,14 +1341,25 @@ impl CrewBuilder {
 fn validate_tasks(tasks: &[Task], process: Process) -> Result<(), String> {
     for (index, task) in tasks.iter().enumerate() {
         if process == Process::Sequential && task.agent().is_none() {
-            return Err(format!("task '{}' has no agent; every task of a sequential crew needs one", task.key()));
+            return Err(format!(
+                "task '{}' has no agent; every task of a sequential crew needs one",
+                task.key()
+            ));
         }
         if let TaskContext::Tasks(names) = task.context() {
             for name in names {
                 match tasks.iter().position(|t| t.is_called(name)) {
-                    None => return Err(format!("task '{}' lists '{name}' in its context, but no task has that name", task.key())),
+                    None => {
+                        return Err(format!(
+                            "task '{}' lists '{name}' in its context, but no task has that name",
+                            task.key()
+                        ));
+                    }
                     Some(at) if at >= index => {
-                        return Err(format!("task '{}' lists '{name}' in its context, but that task does not come before it", task.key()));
+                        return Err(format!(
+                            "task '{}' lists '{name}' in its context, but that task does not come before it",
+                            task.key()
+                        ));
                     }
                     Some(at) if at + 1 == index && task.is_async() && tasks[at].is_async() => {
                         return Err(format!(
@@ -1086,7 +1372,10 @@ fn validate_tasks(tasks: &[Task], process: Process) -> Result<(), String> {
             }
         }
         if task.is_conditional() && index == 0 {
-            return Err(format!("the conditional task '{}' cannot be the first task: it needs a previous output to decide on", task.key()));
+            return Err(format!(
+                "the conditional task '{}' cannot be the first task: it needs a previous output to decide on",
+                task.key()
+            ));
         }
     }
     if tasks.iter().all(Task::is_conditional) {
@@ -1103,7 +1392,12 @@ fn attach_log_file(events: &EventBus, path: &PathBuf) -> std::io::Result<()> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir)?;
     }
-    let file = Mutex::new(std::fs::OpenOptions::new().create(true).append(true).open(path)?);
+    let file = Mutex::new(
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)?,
+    );
     events.subscribe(move |event| {
         if matches!(event.kind, EventKind::LlmStreamChunk { .. }) {
             return;
@@ -1121,36 +1415,105 @@ mod tests {
     use crate::output::TaskOutput;
 
     fn done(raws: &[&str]) -> Vec<(usize, TaskOutput)> {
-        raws.iter().enumerate().map(|(i, raw)| (i, TaskOutput::new("d", "e", *raw, "A"))).collect()
+        raws.iter()
+            .enumerate()
+            .map(|(i, raw)| (i, TaskOutput::new("d", "e", *raw, "A")))
+            .collect()
     }
 
     fn task(name: &str) -> Task {
-        Task::builder().name(name).description("d").expected_output("e").build().unwrap()
+        Task::builder()
+            .name(name)
+            .description("d")
+            .expected_output("e")
+            .build()
+            .unwrap()
     }
 
     #[test]
     fn context_rules() {
         let tasks = vec![task("a"), task("b"), task("c")];
         let outputs = done(&["A", "", "C"]);
-        assert_eq!(context_for(&tasks[2], &outputs, &tasks).as_deref(), Some("A\n\n----------\n\nC"));
-        let only_a = Task::builder().name("x").description("d").expected_output("e").context(["a"]).build().unwrap();
+        assert_eq!(
+            context_for(&tasks[2], &outputs, &tasks).as_deref(),
+            Some("A\n\n----------\n\nC")
+        );
+        let only_a = Task::builder()
+            .name("x")
+            .description("d")
+            .expected_output("e")
+            .context(["a"])
+            .build()
+            .unwrap();
         assert_eq!(context_for(&only_a, &outputs, &tasks).as_deref(), Some("A"));
-        let none = Task::builder().name("y").description("d").expected_output("e").context_none().build().unwrap();
+        let none = Task::builder()
+            .name("y")
+            .description("d")
+            .expected_output("e")
+            .context_none()
+            .build()
+            .unwrap();
         assert_eq!(context_for(&none, &outputs, &tasks), None);
     }
 
     #[test]
     fn validation_catches_bad_task_lists() {
-        let later = Task::builder().name("a").description("d").expected_output("e").context(["b"]).build().unwrap();
+        let later = Task::builder()
+            .name("a")
+            .description("d")
+            .expected_output("e")
+            .context(["b"])
+            .build()
+            .unwrap();
         let err = validate_tasks(&[later, task("b")], Process::Hierarchical).unwrap_err();
         assert!(err.contains("does not come before"), "{err}");
-        let unknown = Task::builder().name("a").description("d").expected_output("e").context(["zzz"]).build().unwrap();
-        assert!(validate_tasks(&[unknown], Process::Hierarchical).unwrap_err().contains("zzz"));
-        assert!(validate_tasks(&[task("a")], Process::Sequential).unwrap_err().contains("has no agent"));
-        let conditional = Task::builder().name("c").description("d").expected_output("e").condition(|_| true).build().unwrap();
-        assert!(validate_tasks(&[conditional], Process::Hierarchical).unwrap_err().contains("cannot be the first"));
-        let a1 = Task::builder().name("a1").description("d").expected_output("e").async_execution(true).build().unwrap();
-        let a2 = Task::builder().name("a2").description("d").expected_output("e").async_execution(true).build().unwrap();
-        assert!(validate_tasks(&[a1, a2], Process::Hierarchical).unwrap_err().contains("more than one asynchronous"));
+        let unknown = Task::builder()
+            .name("a")
+            .description("d")
+            .expected_output("e")
+            .context(["zzz"])
+            .build()
+            .unwrap();
+        assert!(
+            validate_tasks(&[unknown], Process::Hierarchical)
+                .unwrap_err()
+                .contains("zzz")
+        );
+        assert!(
+            validate_tasks(&[task("a")], Process::Sequential)
+                .unwrap_err()
+                .contains("has no agent")
+        );
+        let conditional = Task::builder()
+            .name("c")
+            .description("d")
+            .expected_output("e")
+            .condition(|_| true)
+            .build()
+            .unwrap();
+        assert!(
+            validate_tasks(&[conditional], Process::Hierarchical)
+                .unwrap_err()
+                .contains("cannot be the first")
+        );
+        let a1 = Task::builder()
+            .name("a1")
+            .description("d")
+            .expected_output("e")
+            .async_execution(true)
+            .build()
+            .unwrap();
+        let a2 = Task::builder()
+            .name("a2")
+            .description("d")
+            .expected_output("e")
+            .async_execution(true)
+            .build()
+            .unwrap();
+        assert!(
+            validate_tasks(&[a1, a2], Process::Hierarchical)
+                .unwrap_err()
+                .contains("more than one asynchronous")
+        );
     }
 }

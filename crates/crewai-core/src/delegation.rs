@@ -54,7 +54,11 @@ pub struct DelegationRequest {
 /// Runs a coworker on delegated work and returns its answer (the tool's observation).
 #[async_trait]
 pub trait CoworkerRunner: Send + Sync {
-    async fn run_coworker(&self, request: DelegationRequest, ctx: &ToolContext) -> Result<String, String>;
+    async fn run_coworker(
+        &self,
+        request: DelegationRequest,
+        ctx: &ToolContext,
+    ) -> Result<String, String>;
 }
 
 /// Where a delegating agent stands: who it may delegate to and how it got the work.
@@ -74,7 +78,17 @@ impl DelegationScope {
         [DelegationKind::Delegate, DelegationKind::Ask]
             .into_iter()
             // A delegation is work, not a pure lookup: never served from the tool cache.
-            .map(|kind| ToolHandle::new(Arc::new(DelegationTool { kind, scope: self.clone(), description: String::new() }.described())).with_cache_function(|_, _| false))
+            .map(|kind| {
+                ToolHandle::new(Arc::new(
+                    DelegationTool {
+                        kind,
+                        scope: self.clone(),
+                        description: String::new(),
+                    }
+                    .described(),
+                ))
+                .with_cache_function(|_, _| false)
+            })
             .collect()
     }
 }
@@ -88,7 +102,13 @@ pub struct DelegationTool {
 
 impl DelegationTool {
     fn described(mut self) -> Self {
-        let listed: Vec<String> = self.scope.coworkers.iter().filter(|c| !self.scope.chain.iter().any(|on| same_role(on, c))).cloned().collect();
+        let listed: Vec<String> = self
+            .scope
+            .coworkers
+            .iter()
+            .filter(|c| !self.scope.chain.iter().any(|on| same_role(on, c)))
+            .cloned()
+            .collect();
         self.description = match self.kind {
             DelegationKind::Delegate => prompts::delegate_tool_description(&listed),
             DelegationKind::Ask => prompts::ask_tool_description(&listed),
@@ -108,11 +128,17 @@ impl DelegationTool {
 /// its first entry, whitespace collapsed, case folded.
 pub fn normalize_coworker(name: &str) -> String {
     let mut text = name.trim().to_string();
-    if let Some(inner) = text.strip_prefix('[').and_then(|rest| rest.strip_suffix(']')) {
+    if let Some(inner) = text
+        .strip_prefix('[')
+        .and_then(|rest| rest.strip_suffix(']'))
+    {
         text = inner.split(',').next().unwrap_or_default().to_string();
     }
     let text = text.replace(['"', '\''], "");
-    text.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase()
+    text.split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .to_lowercase()
 }
 
 fn same_role(a: &str, b: &str) -> bool {
@@ -124,7 +150,12 @@ fn text_argument(args: &Value, name: &str) -> Option<String> {
     match args.get(name)? {
         Value::Null => None,
         Value::String(s) => Some(s.clone()),
-        Value::Array(items) if name == "coworker" => items.first().map(|first| first.as_str().map(str::to_string).unwrap_or_else(|| first.to_string())),
+        Value::Array(items) if name == "coworker" => items.first().map(|first| {
+            first
+                .as_str()
+                .map(str::to_string)
+                .unwrap_or_else(|| first.to_string())
+        }),
         other => Some(other.to_string()),
     }
 }
@@ -160,26 +191,56 @@ impl Tool for DelegationTool {
 
     async fn run(&self, args: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let work_name = self.work_argument();
-        let work = text_argument(&args, work_name).ok_or_else(|| ToolError::InvalidArguments(format!("missing the `{work_name}` argument: say what the coworker should do")))?;
+        let work = text_argument(&args, work_name).ok_or_else(|| {
+            ToolError::InvalidArguments(format!(
+                "missing the `{work_name}` argument: say what the coworker should do"
+            ))
+        })?;
         let context = text_argument(&args, "context").unwrap_or_default();
         let named = text_argument(&args, "coworker")
             .or_else(|| text_argument(&args, "co_worker"))
-            .ok_or_else(|| ToolError::InvalidArguments("missing the `coworker` argument: name one of the listed coworkers".into()))?;
+            .ok_or_else(|| {
+                ToolError::InvalidArguments(
+                    "missing the `coworker` argument: name one of the listed coworkers".into(),
+                )
+            })?;
 
         let wanted = normalize_coworker(&named);
-        let Some(coworker) = self.scope.coworkers.iter().find(|role| normalize_coworker(role) == wanted) else {
-            let listed: Vec<String> = self.scope.coworkers.iter().map(|role| normalize_coworker(role)).collect();
+        let Some(coworker) = self
+            .scope
+            .coworkers
+            .iter()
+            .find(|role| normalize_coworker(role) == wanted)
+        else {
+            let listed: Vec<String> = self
+                .scope
+                .coworkers
+                .iter()
+                .map(|role| normalize_coworker(role))
+                .collect();
             return Ok(ToolOutput::Text(prompts::unknown_coworker(&named, &listed)));
         };
         if self.scope.chain.iter().any(|on| same_role(on, coworker)) {
-            return Ok(ToolOutput::Text(prompts::delegation_cycle(coworker, &self.scope.chain)));
+            return Ok(ToolOutput::Text(prompts::delegation_cycle(
+                coworker,
+                &self.scope.chain,
+            )));
         }
         // A chain of n roles has made n - 1 hand-offs; this one would be the n-th.
         if self.scope.chain.len() > self.scope.max_depth {
-            return Ok(ToolOutput::Text(prompts::delegation_too_deep(self.scope.max_depth, &self.scope.chain)));
+            return Ok(ToolOutput::Text(prompts::delegation_too_deep(
+                self.scope.max_depth,
+                &self.scope.chain,
+            )));
         }
 
-        let request = DelegationRequest { kind: self.kind, coworker: coworker.clone(), work, context, chain: self.scope.chain.clone() };
+        let request = DelegationRequest {
+            kind: self.kind,
+            coworker: coworker.clone(),
+            work,
+            context,
+            chain: self.scope.chain.clone(),
+        };
         match self.scope.runner.run_coworker(request, ctx).await {
             Ok(answer) => Ok(ToolOutput::Text(answer)),
             Err(error) => Ok(ToolOutput::Text(prompts::coworker_failed(coworker, &error))),
@@ -199,7 +260,11 @@ mod tests {
 
     #[async_trait]
     impl CoworkerRunner for Recorder {
-        async fn run_coworker(&self, request: DelegationRequest, _ctx: &ToolContext) -> Result<String, String> {
+        async fn run_coworker(
+            &self,
+            request: DelegationRequest,
+            _ctx: &ToolContext,
+        ) -> Result<String, String> {
             let answer = format!("{} did it", request.coworker);
             self.seen.lock().unwrap().push(request);
             Ok(answer)
@@ -216,25 +281,46 @@ mod tests {
     }
 
     async fn call(tool: &ToolHandle, args: Value) -> String {
-        tool.tool().run(args, &ToolContext::default()).await.unwrap().to_text()
+        tool.tool()
+            .run(args, &ToolContext::default())
+            .await
+            .unwrap()
+            .to_text()
     }
 
     #[tokio::test]
     async fn names_schema_and_description_match_crewai() {
         let tools = scope(&["CEO"], Arc::default()).tools();
-        assert_eq!(tools.iter().map(|t| t.name().to_string()).collect::<Vec<_>>(), ["delegate_work_to_coworker", "ask_question_to_coworker"]);
+        assert_eq!(
+            tools
+                .iter()
+                .map(|t| t.name().to_string())
+                .collect::<Vec<_>>(),
+            ["delegate_work_to_coworker", "ask_question_to_coworker"]
+        );
         assert!(tools[0].description().starts_with("Delegate a specific task to one of the following coworkers: Senior Writer, Researcher\n"));
         let params = tools[1].parameters();
-        assert_eq!(params["required"], json!(["question", "context", "coworker"]));
+        assert_eq!(
+            params["required"],
+            json!(["question", "context", "coworker"])
+        );
     }
 
     #[tokio::test]
     async fn coworker_matching_ignores_case_space_and_lists() {
         let runner = Arc::new(Recorder::default());
         let tools = scope(&["CEO"], runner.clone()).tools();
-        let answer = call(&tools[0], json!({"task": "write", "context": "ctx", "coworker": "  senior   WRITER "})).await;
+        let answer = call(
+            &tools[0],
+            json!({"task": "write", "context": "ctx", "coworker": "  senior   WRITER "}),
+        )
+        .await;
         assert_eq!(answer, "Senior Writer did it");
-        call(&tools[1], json!({"question": "q", "context": "c", "co_worker": "[Researcher, CEO]"})).await;
+        call(
+            &tools[1],
+            json!({"question": "q", "context": "c", "co_worker": "[Researcher, CEO]"}),
+        )
+        .await;
         let seen = runner.seen.lock().unwrap();
         assert_eq!(seen[1].coworker, "Researcher");
         assert_eq!(seen[1].kind, DelegationKind::Ask);
@@ -244,19 +330,40 @@ mod tests {
     #[tokio::test]
     async fn unknown_coworker_lists_the_options() {
         let tools = scope(&["CEO"], Arc::default()).tools();
-        let answer = call(&tools[0], json!({"task": "t", "context": "c", "coworker": "Designer"})).await;
-        assert!(answer.contains("Designer") && answer.contains("- senior writer") && answer.contains("- researcher"), "{answer}");
+        let answer = call(
+            &tools[0],
+            json!({"task": "t", "context": "c", "coworker": "Designer"}),
+        )
+        .await;
+        assert!(
+            answer.contains("Designer")
+                && answer.contains("- senior writer")
+                && answer.contains("- researcher"),
+            "{answer}"
+        );
     }
 
     #[tokio::test]
     async fn cycles_and_depth_are_refused_with_a_reason() {
         let runner = Arc::new(Recorder::default());
         let tools = scope(&["CEO", "Researcher"], runner.clone()).tools();
-        let answer = call(&tools[0], json!({"task": "t", "context": "c", "coworker": "ceo"})).await;
-        assert!(answer.contains("already working on this request") && answer.contains("CEO -> Researcher"), "{answer}");
+        let answer = call(
+            &tools[0],
+            json!({"task": "t", "context": "c", "coworker": "ceo"}),
+        )
+        .await;
+        assert!(
+            answer.contains("already working on this request")
+                && answer.contains("CEO -> Researcher"),
+            "{answer}"
+        );
         let mut scope_deep = scope(&["A", "B", "C"], runner.clone());
         scope_deep.coworkers.push("D".into());
-        let answer = call(&scope_deep.tools()[0], json!({"task": "t", "context": "c", "coworker": "D"})).await;
+        let answer = call(
+            &scope_deep.tools()[0],
+            json!({"task": "t", "context": "c", "coworker": "D"}),
+        )
+        .await;
         assert!(answer.contains("the most allowed"), "{answer}");
         assert!(runner.seen.lock().unwrap().is_empty());
     }

@@ -36,7 +36,9 @@ impl std::fmt::Display for Location {
 
 /// A placeholder that the inputs do not provide.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("placeholder {{{placeholder}}} in {location} has no value in the kickoff inputs (given: {given}); add `{placeholder}` to the inputs")]
+#[error(
+    "placeholder {{{placeholder}}} in {location} has no value in the kickoff inputs (given: {given}); add `{placeholder}` to the inputs"
+)]
 pub struct InterpolationError {
     pub placeholder: String,
     pub location: Location,
@@ -71,11 +73,18 @@ pub fn placeholders(text: &str) -> Vec<String> {
 /// assert_eq!(text, "3 facts on AI, as {\"json\": true}");
 /// assert!(interpolate("{missing}", &inputs, &at).unwrap_err().to_string().contains("task 'research' description"));
 /// ```
-pub fn interpolate(text: &str, inputs: &Inputs, location: &Location) -> Result<String, InterpolationError> {
+pub fn interpolate(
+    text: &str,
+    inputs: &Inputs,
+    location: &Location,
+) -> Result<String, InterpolationError> {
     if inputs.is_empty() || !text.contains('{') {
         return Ok(text.to_string());
     }
-    if let Some(missing) = placeholders(text).into_iter().find(|name| !inputs.contains_key(name)) {
+    if let Some(missing) = placeholders(text)
+        .into_iter()
+        .find(|name| !inputs.contains_key(name))
+    {
         return Err(InterpolationError {
             placeholder: missing,
             location: location.clone(),
@@ -84,7 +93,9 @@ pub fn interpolate(text: &str, inputs: &Inputs, location: &Location) -> Result<S
     }
     // One pass, so a value that itself contains `{x}` is never interpolated again.
     Ok(PLACEHOLDER
-        .replace_all(text, |caps: &regex::Captures<'_>| inputs.get(&caps[1]).map(python_str).unwrap_or_default())
+        .replace_all(text, |caps: &regex::Captures<'_>| {
+            inputs.get(&caps[1]).map(python_str).unwrap_or_default()
+        })
         .into_owned())
 }
 
@@ -144,16 +155,26 @@ fn python_repr(value: &Value) -> String {
         Value::Bool(false) => "False".into(),
         Value::Number(n) => python_number(n),
         Value::String(s) => python_string_repr(s),
-        Value::Array(items) => format!("[{}]", items.iter().map(python_repr).collect::<Vec<_>>().join(", ")),
+        Value::Array(items) => format!(
+            "[{}]",
+            items.iter().map(python_repr).collect::<Vec<_>>().join(", ")
+        ),
         Value::Object(map) => format!(
             "{{{}}}",
-            map.iter().map(|(k, v)| format!("{}: {}", python_string_repr(k), python_repr(v))).collect::<Vec<_>>().join(", ")
+            map.iter()
+                .map(|(k, v)| format!("{}: {}", python_string_repr(k), python_repr(v)))
+                .collect::<Vec<_>>()
+                .join(", ")
         ),
     }
 }
 
 fn python_string_repr(s: &str) -> String {
-    let quote = if s.contains('\'') && !s.contains('"') { '"' } else { '\'' };
+    let quote = if s.contains('\'') && !s.contains('"') {
+        '"'
+    } else {
+        '\''
+    };
     let mut out = String::with_capacity(s.len() + 2);
     out.push(quote);
     for c in s.chars() {
@@ -180,25 +201,37 @@ mod tests {
     use serde_json::json;
 
     fn at() -> Location {
-        Location { owner: "agent 'Writer'".into(), field: "goal" }
+        Location {
+            owner: "agent 'Writer'".into(),
+            field: "goal",
+        }
     }
 
     #[test]
     fn hyphenated_and_repeated_names() {
         let inputs: Inputs = [("a-b".to_string(), json!("x"))].into();
-        assert_eq!(interpolate("{a-b} and {a-b}", &inputs, &at()).unwrap(), "x and x");
+        assert_eq!(
+            interpolate("{a-b} and {a-b}", &inputs, &at()).unwrap(),
+            "x and x"
+        );
     }
 
     #[test]
     fn no_inputs_leaves_text_alone() {
-        assert_eq!(interpolate("{topic}", &Inputs::new(), &at()).unwrap(), "{topic}");
+        assert_eq!(
+            interpolate("{topic}", &Inputs::new(), &at()).unwrap(),
+            "{topic}"
+        );
     }
 
     #[test]
     fn json_braces_are_not_placeholders() {
         let inputs: Inputs = [("x".to_string(), json!(1))].into();
         let text = r#"{"key": "value"} { spaced } {1abc} {x}"#;
-        assert_eq!(interpolate(text, &inputs, &at()).unwrap(), r#"{"key": "value"} { spaced } {1abc} 1"#);
+        assert_eq!(
+            interpolate(text, &inputs, &at()).unwrap(),
+            r#"{"key": "value"} { spaced } {1abc} 1"#
+        );
     }
 
     #[test]
@@ -207,7 +240,12 @@ mod tests {
         let err = interpolate("{x} {topic}", &inputs, &at()).unwrap_err();
         assert_eq!(err.placeholder, "topic");
         let text = err.to_string();
-        assert!(text.contains("{topic}") && text.contains("agent 'Writer' goal") && text.contains("given: x"), "{text}");
+        assert!(
+            text.contains("{topic}")
+                && text.contains("agent 'Writer' goal")
+                && text.contains("given: x"),
+            "{text}"
+        );
     }
 
     #[test]
@@ -222,7 +260,10 @@ mod tests {
     fn doubled_braces_interpolate_the_inner_placeholder() {
         // CrewAI replaces `{name}` wherever it appears, so `{{name}}` keeps one brace each side.
         let inputs: Inputs = [("name".to_string(), json!("Ada"))].into();
-        assert_eq!(interpolate("{{name}} and {name}", &inputs, &at()).unwrap(), "{Ada} and Ada");
+        assert_eq!(
+            interpolate("{{name}} and {name}", &inputs, &at()).unwrap(),
+            "{Ada} and Ada"
+        );
     }
 
     #[test]
@@ -247,7 +288,10 @@ mod tests {
             ("none".to_string(), json!(null)),
             ("list".to_string(), json!(["a", 1, false, null, 2.5])),
             ("dict".to_string(), json!({"k": "v", "n": {"deep": [true]}})),
-            ("quote".to_string(), json!(["it's", "say \"hi\"", "both ' \""])),
+            (
+                "quote".to_string(),
+                json!(["it's", "say \"hi\"", "both ' \""]),
+            ),
         ]
         .into();
         let text = "{int} {neg} {float} {big} {small} {yes} {none} {list} {dict} {quote}";
@@ -260,7 +304,10 @@ mod tests {
     #[test]
     fn no_inputs_and_an_empty_map_differ() {
         let empty = Inputs::new();
-        assert_eq!(interpolate_given("{topic}", None, &at()).unwrap(), "{topic}");
+        assert_eq!(
+            interpolate_given("{topic}", None, &at()).unwrap(),
+            "{topic}"
+        );
         let err = interpolate_given("{a} then {b}", Some(&empty), &at()).unwrap_err();
         assert_eq!(err.placeholder, "a");
         assert!(err.to_string().contains("given: none"), "{err}");
@@ -270,7 +317,11 @@ mod tests {
 
     #[test]
     fn values_are_not_reinterpolated() {
-        let inputs: Inputs = [("a".to_string(), json!("{b}")), ("b".to_string(), json!("B"))].into();
+        let inputs: Inputs = [
+            ("a".to_string(), json!("{b}")),
+            ("b".to_string(), json!("B")),
+        ]
+        .into();
         assert_eq!(interpolate("{a} {b}", &inputs, &at()).unwrap(), "{b} B");
     }
 }

@@ -58,7 +58,10 @@ pub mod store;
 pub mod task;
 pub mod usage;
 
-pub use agent::{Agent, AgentBuilder, AgentOutput, AgentStep, AgentTaskRequest, AgentTaskResult, DelegationChain, KickoffInput, KickoffOptions, RunServices, StepCallback};
+pub use agent::{
+    Agent, AgentBuilder, AgentOutput, AgentStep, AgentTaskRequest, AgentTaskResult,
+    DelegationChain, KickoffInput, KickoffOptions, RunServices, StepCallback,
+};
 pub use error::AgentError;
 pub use events::{ConsoleListener, Event, EventBus, EventKind, EventRecorder, ListenerId};
 pub use guardrail::{Guardrail, GuardrailContext, GuardrailError, GuardrailPass, GuardrailVerdict};

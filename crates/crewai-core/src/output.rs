@@ -25,7 +25,9 @@ pub enum OutputFormat {
 /// Reading an output in a shape it does not have.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum OutputError {
-    #[error("task '{task}' has no JSON output: its output format is {format:?}; set `output_json` on the task to get one")]
+    #[error(
+        "task '{task}' has no JSON output: its output format is {format:?}; set `output_json` on the task to get one"
+    )]
     NotJson { task: String, format: OutputFormat },
     #[error(
         "No JSON output found in the final task. Please make sure to set the output_json property in the final task in your crew."
@@ -101,7 +103,12 @@ impl TaskOutput {
     }
 
     /// The stand-in for a skipped conditional task: empty raw, the agent's role.
-    pub fn skipped(description: impl Into<String>, expected_output: impl Into<String>, name: Option<String>, agent_role: impl Into<String>) -> Self {
+    pub fn skipped(
+        description: impl Into<String>,
+        expected_output: impl Into<String>,
+        name: Option<String>,
+        agent_role: impl Into<String>,
+    ) -> Self {
         let mut out = TaskOutput::new(description, expected_output, String::new(), agent_role);
         out.name = name;
         out
@@ -142,7 +149,10 @@ impl TaskOutput {
         match (&self.output_format, &self.json_dict) {
             (OutputFormat::Json, Some(value)) => Ok(python_json_dumps(value)),
             _ => Err(OutputError::NotJson {
-                task: self.name.clone().unwrap_or_else(|| self.description.clone()),
+                task: self
+                    .name
+                    .clone()
+                    .unwrap_or_else(|| self.description.clone()),
                 format: self.output_format,
             }),
         }
@@ -196,17 +206,34 @@ impl CrewOutput {
     /// Builds the crew's output from its task outputs: the final output is the last one whose raw
     /// text is not empty (a skipped conditional task leaves an empty one behind).
     pub fn from_tasks(tasks_output: Vec<TaskOutput>, token_usage: Usage) -> Self {
-        let last = tasks_output.iter().rev().find(|t| !t.raw.is_empty()).or(tasks_output.last());
+        let last = tasks_output
+            .iter()
+            .rev()
+            .find(|t| !t.raw.is_empty())
+            .or(tasks_output.last());
         let (raw, pydantic, json_dict) = match last {
             Some(t) => (t.raw.clone(), t.pydantic.clone(), t.json_dict.clone()),
             None => (String::new(), None, None),
         };
-        CrewOutput { raw, pydantic, json_dict, tasks_output, token_usage }
+        CrewOutput {
+            raw,
+            pydantic,
+            json_dict,
+            tasks_output,
+            token_usage,
+        }
     }
 
     /// The final task's JSON object as Python's `json.dumps` writes it (`{"score": 4}`).
     pub fn json(&self) -> Result<String, OutputError> {
-        let final_is_json = self.tasks_output.iter().rev().find(|t| !t.raw.is_empty()).or(self.tasks_output.last()).map(|t| t.output_format == OutputFormat::Json).unwrap_or(false);
+        let final_is_json = self
+            .tasks_output
+            .iter()
+            .rev()
+            .find(|t| !t.raw.is_empty())
+            .or(self.tasks_output.last())
+            .map(|t| t.output_format == OutputFormat::Json)
+            .unwrap_or(false);
         match (&self.json_dict, final_is_json) {
             (Some(value), true) => Ok(python_json_dumps(value)),
             _ => Err(OutputError::NoJsonInFinalTask),
@@ -229,7 +256,11 @@ impl CrewOutput {
 
     /// The final structured value deserialised into `T`.
     pub fn typed<T: DeserializeOwned>(&self) -> Result<T, OutputError> {
-        let value = self.pydantic.as_ref().or(self.json_dict.as_ref()).ok_or(OutputError::NoStructuredValue)?;
+        let value = self
+            .pydantic
+            .as_ref()
+            .or(self.json_dict.as_ref())
+            .ok_or(OutputError::NoStructuredValue)?;
         serde_json::from_value(value.clone()).map_err(|e| OutputError::WrongType(e.to_string()))
     }
 }
@@ -322,10 +353,18 @@ pub fn python_float_repr(f: f64) -> String {
         return "NaN".into();
     }
     if f.is_infinite() {
-        return if f > 0.0 { "Infinity".into() } else { "-Infinity".into() };
+        return if f > 0.0 {
+            "Infinity".into()
+        } else {
+            "-Infinity".into()
+        };
     }
     if f == 0.0 {
-        return if f.is_sign_negative() { "-0.0".into() } else { "0.0".into() };
+        return if f.is_sign_negative() {
+            "-0.0".into()
+        } else {
+            "0.0".into()
+        };
     }
     // `{:e}` gives the shortest round-tripping mantissa, e.g. "1.5e-7".
     let sci = format!("{f:e}");
@@ -333,7 +372,10 @@ pub fn python_float_repr(f: f64) -> String {
         return sci;
     };
     let exponent: i32 = exponent.parse().unwrap_or(0);
-    let (sign, mantissa) = mantissa.strip_prefix('-').map(|m| ("-", m)).unwrap_or(("", mantissa));
+    let (sign, mantissa) = mantissa
+        .strip_prefix('-')
+        .map(|m| ("-", m))
+        .unwrap_or(("", mantissa));
     let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
     if (-4..16).contains(&exponent) {
         let point = exponent + 1; // digits before the decimal point
@@ -360,7 +402,10 @@ mod tests {
     #[test]
     fn dumps_matches_python_spacing_and_escapes() {
         assert_eq!(python_json_dumps(&json!({"score": 4})), r#"{"score": 4}"#);
-        assert_eq!(python_json_dumps(&json!({"a": [1, 2.5, null, true], "b": "é"})), r#"{"a": [1, 2.5, null, true], "b": "\u00e9"}"#);
+        assert_eq!(
+            python_json_dumps(&json!({"a": [1, 2.5, null, true], "b": "é"})),
+            r#"{"a": [1, 2.5, null, true], "b": "\u00e9"}"#
+        );
         assert_eq!(python_json_dumps(&json!("😀")), r#""\ud83d\ude00""#);
     }
 
@@ -378,7 +423,10 @@ mod tests {
     #[test]
     fn summary_is_first_ten_words() {
         assert_eq!(summarize_description("one two"), "one two...");
-        assert_eq!(summarize_description("a b c d e f g h i j k l"), "a b c d e f g h i j...");
+        assert_eq!(
+            summarize_description("a b c d e f g h i j k l"),
+            "a b c d e f g h i j..."
+        );
     }
 
     #[test]

@@ -76,7 +76,9 @@ impl InMemoryTaskOutputStore {
     }
 
     fn rows(&self) -> Result<std::sync::MutexGuard<'_, Vec<StoredTaskOutput>>, StoreError> {
-        self.rows.lock().map_err(|_| StoreError::Backend("a writer panicked while holding the in-memory store".into()))
+        self.rows.lock().map_err(|_| {
+            StoreError::Backend("a writer panicked while holding the in-memory store".into())
+        })
     }
 }
 
@@ -88,7 +90,10 @@ impl TaskOutputStore for InMemoryTaskOutputStore {
 
     fn save(&self, record: StoredTaskOutput) -> Result<(), StoreError> {
         let mut rows = self.rows()?;
-        match rows.iter_mut().find(|row| row.task_index == record.task_index) {
+        match rows
+            .iter_mut()
+            .find(|row| row.task_index == record.task_index)
+        {
             Some(existing) => *existing = record,
             None => {
                 rows.push(record);
@@ -126,7 +131,12 @@ mod tests {
         store.save(row(0, "a")).unwrap();
         store.save(row(1, "b2")).unwrap();
         let rows = store.load().unwrap();
-        assert_eq!(rows.iter().map(|r| r.output.raw.as_str()).collect::<Vec<_>>(), ["a", "b2"]);
+        assert_eq!(
+            rows.iter()
+                .map(|r| r.output.raw.as_str())
+                .collect::<Vec<_>>(),
+            ["a", "b2"]
+        );
         store.reset().unwrap();
         assert!(store.load().unwrap().is_empty());
     }

@@ -75,24 +75,48 @@ impl InputProvider for ConsoleInputProvider {
 pub enum TaskError {
     #[error("task '{task}' is misconfigured: {message}")]
     Config { task: String, message: String },
-    #[error("task '{task}' has no agent: give it one with `.agent(..)`, or run it in a hierarchical crew")]
+    #[error(
+        "task '{task}' has no agent: give it one with `.agent(..)`, or run it in a hierarchical crew"
+    )]
     NoAgent { task: String },
     #[error("task '{task}': {source}")]
-    Agent { task: String, source: Box<AgentError> },
+    Agent {
+        task: String,
+        source: Box<AgentError>,
+    },
     #[error(
         "task '{task}' (agent '{agent}') timed out after {}s; raise the agent's max_execution_time or the crew's task_timeout, or make the task smaller",
         .after.as_secs_f64()
     )]
-    Timeout { task: String, agent: String, after: Duration },
+    Timeout {
+        task: String,
+        agent: String,
+        after: Duration,
+    },
     /// The text starts the way CrewAI's does.
-    #[error("Task failed guardrail validation after {retries} retries. Last error: {last_error} (task '{task}', {guardrail})")]
-    GuardrailFailed { task: String, guardrail: String, retries: u32, last_error: String },
+    #[error(
+        "Task failed guardrail validation after {retries} retries. Last error: {last_error} (task '{task}', {guardrail})"
+    )]
+    GuardrailFailed {
+        task: String,
+        guardrail: String,
+        retries: u32,
+        last_error: String,
+    },
     #[error("task '{task}': the guardrail could not be evaluated: {message}")]
     Guardrail { task: String, message: String },
     #[error("task '{task}': structured output failed: {source}; the answer was: {raw}")]
-    Conversion { task: String, source: Box<ConversionError>, raw: String },
+    Conversion {
+        task: String,
+        source: Box<ConversionError>,
+        raw: String,
+    },
     #[error("task '{task}': could not write output_file {}: {message}", .path.display())]
-    OutputFile { task: String, path: PathBuf, message: String },
+    OutputFile {
+        task: String,
+        path: PathBuf,
+        message: String,
+    },
     #[error("task '{task}': asking for human feedback failed: {message}")]
     HumanInput { task: String, message: String },
     #[error(transparent)]
@@ -173,7 +197,9 @@ impl Task {
     }
     /// The name, or else the start of the description: how errors and events refer to the task.
     pub fn key(&self) -> String {
-        self.name.clone().unwrap_or_else(|| crate::output::summarize_description(&self.description))
+        self.name
+            .clone()
+            .unwrap_or_else(|| crate::output::summarize_description(&self.description))
     }
     pub fn description(&self) -> &str {
         &self.description
@@ -199,7 +225,10 @@ impl Task {
     }
     /// The output format a result of this task has.
     pub fn output_format(&self) -> OutputFormat {
-        self.output_schema.as_ref().map(OutputSchema::format).unwrap_or_default()
+        self.output_schema
+            .as_ref()
+            .map(OutputSchema::format)
+            .unwrap_or_default()
     }
     pub fn output_file(&self) -> Option<&str> {
         self.output_file.as_deref()
@@ -245,7 +274,9 @@ impl Task {
         }
         if let Some(schema) = &self.output_schema {
             prompt.push('\n');
-            prompt.push_str(&prompts::crew::structured_output_instructions(&schema.pretty()));
+            prompt.push_str(&prompts::crew::structured_output_instructions(
+                &schema.pretty(),
+            ));
         }
         prompt
     }
@@ -264,7 +295,10 @@ impl Task {
             return Ok(self.clone());
         }
         let owner = format!("task '{}'", self.key());
-        let at = |field: &'static str| Location { owner: owner.clone(), field };
+        let at = |field: &'static str| Location {
+            owner: owner.clone(),
+            field,
+        };
         let mut task = self.clone();
         task.description = interpolate(&self.description, inputs, &at("description"))?;
         task.expected_output = interpolate(&self.expected_output, inputs, &at("expected_output"))?;
@@ -282,14 +316,29 @@ impl Task {
 
     /// [`Task::execute`] with a context text (earlier results) and tools replacing the task's
     /// and the agent's.
-    pub async fn execute_with(&self, agent: Option<&Agent>, context: Option<&str>, tools: Option<Vec<ToolHandle>>) -> Result<TaskOutput, TaskError> {
-        let agent = agent.or(self.agent.as_ref()).cloned().ok_or_else(|| TaskError::NoAgent { task: self.key() })?;
+    pub async fn execute_with(
+        &self,
+        agent: Option<&Agent>,
+        context: Option<&str>,
+        tools: Option<Vec<ToolHandle>>,
+    ) -> Result<TaskOutput, TaskError> {
+        let agent = agent
+            .or(self.agent.as_ref())
+            .cloned()
+            .ok_or_else(|| TaskError::NoAgent { task: self.key() })?;
         let mut run = crate::process::RunContext::standalone();
         if let Some(bus) = agent.event_bus() {
             run.services.events = bus.clone();
         }
-        let tools = tools.unwrap_or_else(|| if self.tools.is_empty() { agent.tools().to_vec() } else { self.tools.clone() });
-        crate::process::execute_task(&run, self, &agent, context.map(str::to_string), tools, None).await
+        let tools = tools.unwrap_or_else(|| {
+            if self.tools.is_empty() {
+                agent.tools().to_vec()
+            } else {
+                self.tools.clone()
+            }
+        });
+        crate::process::execute_task(&run, self, &agent, context.map(str::to_string), tools, None)
+            .await
     }
 }
 
@@ -405,18 +454,39 @@ impl TaskBuilder {
         self
     }
     /// Makes this a conditional task: it runs only when `condition` accepts the previous output.
-    pub fn condition(mut self, condition: impl Fn(&TaskOutput) -> bool + Send + Sync + 'static) -> Self {
+    pub fn condition(
+        mut self,
+        condition: impl Fn(&TaskOutput) -> bool + Send + Sync + 'static,
+    ) -> Self {
         self.condition = Some(Arc::new(condition));
         self
     }
 
     pub fn build(self) -> Result<Task, TaskError> {
-        let label = self.name.clone().unwrap_or_else(|| self.description.as_deref().map(crate::output::summarize_description).unwrap_or_else(|| "unnamed".into()));
-        let config = |message: &str| TaskError::Config { task: label.clone(), message: message.to_string() };
-        let description = self.description.filter(|d| !d.trim().is_empty()).ok_or_else(|| config("`description` is required"))?;
-        let expected_output = self.expected_output.filter(|e| !e.trim().is_empty()).ok_or_else(|| config("`expected_output` is required"))?;
+        let label = self.name.clone().unwrap_or_else(|| {
+            self.description
+                .as_deref()
+                .map(crate::output::summarize_description)
+                .unwrap_or_else(|| "unnamed".into())
+        });
+        let config = |message: &str| TaskError::Config {
+            task: label.clone(),
+            message: message.to_string(),
+        };
+        let description = self
+            .description
+            .filter(|d| !d.trim().is_empty())
+            .ok_or_else(|| config("`description` is required"))?;
+        let expected_output = self
+            .expected_output
+            .filter(|e| !e.trim().is_empty())
+            .ok_or_else(|| config("`expected_output` is required"))?;
         let output_schema = match (self.output_json, self.output_pydantic) {
-            (Some(_), Some(_)) => return Err(config("only one output type can be set: choose output_json or output_pydantic")),
+            (Some(_), Some(_)) => {
+                return Err(config(
+                    "only one output type can be set: choose output_json or output_pydantic",
+                ));
+            }
             (Some(schema), None) => Some(OutputSchema::json(schema)),
             (None, pydantic) => pydantic,
         };
@@ -429,7 +499,11 @@ impl TaskBuilder {
         if self.condition.is_some() && self.async_execution {
             return Err(config("a conditional task cannot run asynchronously"));
         }
-        let guardrails = if self.guardrails.is_empty() { self.guardrail.into_iter().collect() } else { self.guardrails };
+        let guardrails = if self.guardrails.is_empty() {
+            self.guardrail.into_iter().collect()
+        } else {
+            self.guardrails
+        };
         Ok(Task {
             id: Uuid::new_v4(),
             name: self.name,
@@ -462,10 +536,17 @@ fn validate_output_file(path: &str) -> Result<(), String> {
         return Err(format!("output_file '{path}' must not contain '..'"));
     }
     if path.starts_with('~') || path.starts_with('$') {
-        return Err(format!("output_file '{path}' must not start with '~' or '$': shell expansion is not performed"));
+        return Err(format!(
+            "output_file '{path}' must not start with '~' or '$': shell expansion is not performed"
+        ));
     }
-    if let Some(c) = path.chars().find(|c| matches!(c, '|' | '>' | '<' | '&' | ';')) {
-        return Err(format!("output_file '{path}' must not contain the shell character '{c}'"));
+    if let Some(c) = path
+        .chars()
+        .find(|c| matches!(c, '|' | '>' | '<' | '&' | ';'))
+    {
+        return Err(format!(
+            "output_file '{path}' must not contain the shell character '{c}'"
+        ));
     }
     Ok(())
 }
@@ -476,13 +557,20 @@ mod tests {
     use serde_json::json;
 
     fn base() -> TaskBuilder {
-        Task::builder().name("t").description("Say hi about {topic}").expected_output("A greeting")
+        Task::builder()
+            .name("t")
+            .description("Say hi about {topic}")
+            .expected_output("A greeting")
     }
 
     #[test]
     fn required_fields_and_exclusive_outputs() {
         assert!(Task::builder().description("d").build().is_err());
-        let err = base().output_json(json!({"type": "object"})).output_pydantic(json!({"type": "object"})).build().unwrap_err();
+        let err = base()
+            .output_json(json!({"type": "object"}))
+            .output_pydantic(json!({"type": "object"}))
+            .build()
+            .unwrap_err();
         assert!(err.to_string().contains("only one output type"), "{err}");
     }
 
@@ -496,7 +584,13 @@ mod tests {
 
     #[test]
     fn conditional_tasks_cannot_be_async() {
-        assert!(base().condition(|_| true).async_execution(true).build().is_err());
+        assert!(
+            base()
+                .condition(|_| true)
+                .async_execution(true)
+                .build()
+                .is_err()
+        );
     }
 
     #[test]
@@ -508,15 +602,30 @@ mod tests {
         assert_eq!(done.output_file(), Some("out/AI.md"));
         let other: Inputs = [("x".to_string(), json!(1))].into();
         let err = task.interpolated(&other).unwrap_err().to_string();
-        assert!(err.contains("task 't' description") && err.contains("{topic}"), "{err}");
-        assert_eq!(task.interpolated(&Inputs::new()).unwrap().description(), "Say hi about {topic}");
+        assert!(
+            err.contains("task 't' description") && err.contains("{topic}"),
+            "{err}"
+        );
+        assert_eq!(
+            task.interpolated(&Inputs::new()).unwrap().description(),
+            "Say hi about {topic}"
+        );
     }
 
     #[test]
     fn prompt_describes_schema_and_markdown() {
-        let task = base().markdown(true).output_json(json!({"type": "object", "properties": {"score": {"type": "integer"}}})).build().unwrap();
+        let task = base()
+            .markdown(true)
+            .output_json(json!({"type": "object", "properties": {"score": {"type": "integer"}}}))
+            .build()
+            .unwrap();
         let prompt = task.prompt();
-        assert!(prompt.contains("A greeting") && prompt.contains("\"score\"") && prompt.contains("Markdown"), "{prompt}");
+        assert!(
+            prompt.contains("A greeting")
+                && prompt.contains("\"score\"")
+                && prompt.contains("Markdown"),
+            "{prompt}"
+        );
         assert_eq!(task.output_format(), OutputFormat::Json);
     }
 }

@@ -176,7 +176,13 @@ impl UsageTracker {
 
     /// Prices one call of `model` and adds it for `agent_role`, `task` and the model; returns the
     /// usage with its `cost_usd`.
-    pub fn record_call(&self, model: &str, agent_role: &str, task: Option<&str>, usage: &Usage) -> Usage {
+    pub fn record_call(
+        &self,
+        model: &str,
+        agent_role: &str,
+        task: Option<&str>,
+        usage: &Usage,
+    ) -> Usage {
         let mut priced = *usage;
         self.prices.price_usage(model, &mut priced);
         let mut book = self.lock();
@@ -190,14 +196,28 @@ impl UsageTracker {
             return Ok(());
         }
         let total = self.total();
-        let exceeded = |limit, max: f64, spent: f64, next_call: f64| BudgetExceeded { limit, max, spent, next_call, model: model.to_string() };
+        let exceeded = |limit, max: f64, spent: f64, next_call: f64| BudgetExceeded {
+            limit,
+            max,
+            spent,
+            next_call,
+            model: model.to_string(),
+        };
         if let Some(max) = self.budget.max_tokens
             && total.total_tokens + prompt_tokens > max
         {
-            return Err(exceeded(BudgetLimit::Tokens, max as f64, total.total_tokens as f64, prompt_tokens as f64));
+            return Err(exceeded(
+                BudgetLimit::Tokens,
+                max as f64,
+                total.total_tokens as f64,
+                prompt_tokens as f64,
+            ));
         }
         if let Some(max) = self.budget.max_cost_usd {
-            let next_call = self.prices.lookup(model).map_or(0.0, |price| price.input_cost(prompt_tokens));
+            let next_call = self
+                .prices
+                .lookup(model)
+                .map_or(0.0, |price| price.input_cost(prompt_tokens));
             if total.cost_usd + next_call > max {
                 return Err(exceeded(BudgetLimit::Cost, max, total.cost_usd, next_call));
             }
@@ -216,14 +236,26 @@ impl UsageTracker {
     }
 }
 
-fn add_to(book: &mut UsageSummary, agent_role: &str, task: Option<&str>, model: Option<&str>, usage: &Usage) {
+fn add_to(
+    book: &mut UsageSummary,
+    agent_role: &str,
+    task: Option<&str>,
+    model: Option<&str>,
+    usage: &Usage,
+) {
     book.total.add(usage);
-    book.by_agent.entry(agent_role.to_string()).or_default().add(usage);
+    book.by_agent
+        .entry(agent_role.to_string())
+        .or_default()
+        .add(usage);
     if let Some(task) = task {
         book.by_task.entry(task.to_string()).or_default().add(usage);
     }
     if let Some(model) = model {
-        book.by_model.entry(model.to_string()).or_default().add(usage);
+        book.by_model
+            .entry(model.to_string())
+            .or_default()
+            .add(usage);
     }
 }
 
@@ -232,7 +264,13 @@ mod tests {
     use super::*;
 
     fn call(prompt: u64, completion: u64) -> Usage {
-        Usage { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion, successful_requests: 1, ..Default::default() }
+        Usage {
+            prompt_tokens: prompt,
+            completion_tokens: completion,
+            total_tokens: prompt + completion,
+            successful_requests: 1,
+            ..Default::default()
+        }
     }
 
     #[test]
@@ -249,23 +287,35 @@ mod tests {
 
     #[test]
     fn token_budget_counts_the_next_prompt() {
-        let tracker = UsageTracker::new().with_budget(Budget { max_tokens: Some(150), ..Default::default() });
+        let tracker = UsageTracker::new().with_budget(Budget {
+            max_tokens: Some(150),
+            ..Default::default()
+        });
         assert!(tracker.check_budget("gpt-4o-mini", 100).is_ok());
         tracker.record_call("gpt-4o-mini", "A", None, &call(100, 10));
         assert!(tracker.check_budget("gpt-4o-mini", 40).is_ok());
         let stop = tracker.check_budget("gpt-4o-mini", 41).unwrap_err();
-        assert_eq!((stop.limit, stop.spent, stop.next_call), (BudgetLimit::Tokens, 110.0, 41.0));
+        assert_eq!(
+            (stop.limit, stop.spent, stop.next_call),
+            (BudgetLimit::Tokens, 110.0, 41.0)
+        );
         assert!(stop.to_string().contains("max_tokens = 150"), "{stop}");
     }
 
     #[test]
     fn cost_budget_uses_the_price_table() {
-        let tracker = UsageTracker::new().with_budget(Budget { max_cost_usd: Some(0.001), ..Default::default() });
+        let tracker = UsageTracker::new().with_budget(Budget {
+            max_cost_usd: Some(0.001),
+            ..Default::default()
+        });
         tracker.record_call("gpt-4o", "A", None, &call(300, 10)); // $0.00085
         assert!(tracker.check_budget("gpt-4o", 50).is_ok()); // + $0.000125
         let stop = tracker.check_budget("gpt-4o", 100).unwrap_err(); // + $0.00025
         assert_eq!(stop.limit, BudgetLimit::Cost);
-        assert!(tracker.check_budget("unpriced-model", 10_000).is_ok(), "only what was spent counts for an unpriced model");
+        assert!(
+            tracker.check_budget("unpriced-model", 10_000).is_ok(),
+            "only what was spent counts for an unpriced model"
+        );
     }
 
     #[test]

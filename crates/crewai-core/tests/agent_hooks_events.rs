@@ -385,7 +385,10 @@ async fn an_llm_guardrail_is_judged_by_the_agents_model() {
         "LLMGuardrailResult"
     );
     assert!(message_text(judge, 1).contains("Ensure the authors are from Italy"));
-    assert_eq!(output.usage.successful_requests, 2, "the judge's call is part of the kickoff's usage");
+    assert_eq!(
+        output.usage.successful_requests, 2,
+        "the judge's call is part of the kickoff's usage"
+    );
 }
 
 #[tokio::test]

@@ -440,12 +440,24 @@ async fn a_shared_rate_limiter_holds_the_second_call_and_announces_the_wait() {
     let clock = crewai_llm::VirtualClock::new();
     let limiter = crewai_llm::RateLimiter::with_clock(Some(1), None, clock.clone());
     let runs = Arc::new(AtomicU32::new(0));
-    let agent = agent_with(openai(&server)).rate_limiter(limiter.clone()).tools(vec![multiplier(runs)]).verbose(true).build().unwrap();
+    let agent = agent_with(openai(&server))
+        .rate_limiter(limiter.clone())
+        .tools(vec![multiplier(runs)])
+        .verbose(true)
+        .build()
+        .unwrap();
     assert_eq!(agent.max_rpm(), Some(1), "the limit is the limiter's");
     let services = RunServices::default();
     let recorder = EventRecorder::attach(&services.events);
 
-    let result = agent.run_task(AgentTaskRequest::new("Multiply 6 by 7").with_task_name("math").with_services(services)).await.unwrap();
+    let result = agent
+        .run_task(
+            AgentTaskRequest::new("Multiply 6 by 7")
+                .with_task_name("math")
+                .with_services(services),
+        )
+        .await
+        .unwrap();
 
     assert_eq!(result.raw, "42");
     // The first call had the bucket's only slot; the second waited a (virtual) minute for the next.
@@ -453,13 +465,31 @@ async fn a_shared_rate_limiter_holds_the_second_call_and_announces_the_wait() {
     let waits = recorder.of_type("rate_limit_wait_started");
     assert_eq!(waits.len(), 1);
     let wait = waits[0].to_json();
-    assert_eq!((wait["agent_role"].as_str(), wait["task_name"].as_str()), (Some("test role"), Some("math")));
-    assert_eq!((wait["max_rpm"].as_u64(), wait["wait_ms"].as_u64()), (Some(1), Some(60_000)));
+    assert_eq!(
+        (wait["agent_role"].as_str(), wait["task_name"].as_str()),
+        (Some("test role"), Some("math"))
+    );
+    assert_eq!(
+        (wait["max_rpm"].as_u64(), wait["wait_ms"].as_u64()),
+        (Some(1), Some(60_000))
+    );
     // Announced before the held-back call started.
     let names = recorder.type_names();
-    let wait_at = names.iter().position(|n| *n == "rate_limit_wait_started").unwrap();
-    assert_eq!(names.iter().filter(|n| **n == "llm_call_started").count(), 2);
-    assert_eq!(names[..wait_at].iter().filter(|n| **n == "llm_call_started").count(), 1);
+    let wait_at = names
+        .iter()
+        .position(|n| *n == "rate_limit_wait_started")
+        .unwrap();
+    assert_eq!(
+        names.iter().filter(|n| **n == "llm_call_started").count(),
+        2
+    );
+    assert_eq!(
+        names[..wait_at]
+            .iter()
+            .filter(|n| **n == "llm_call_started")
+            .count(),
+        1
+    );
 }
 
 #[tokio::test]
@@ -468,12 +498,29 @@ async fn agents_sharing_a_limiter_share_its_budget() {
     server.push_text("one").push_text("two");
     let clock = crewai_llm::VirtualClock::new();
     let limiter = crewai_llm::RateLimiter::with_clock(Some(1), None, clock.clone());
-    let first = agent_with(openai(&server)).rate_limiter(limiter.clone()).build().unwrap();
-    let second = agent_with(openai(&server)).role("other role").rate_limiter(limiter).build().unwrap();
+    let first = agent_with(openai(&server))
+        .rate_limiter(limiter.clone())
+        .build()
+        .unwrap();
+    let second = agent_with(openai(&server))
+        .role("other role")
+        .rate_limiter(limiter)
+        .build()
+        .unwrap();
 
-    first.run_task(AgentTaskRequest::new("First")).await.unwrap();
+    first
+        .run_task(AgentTaskRequest::new("First"))
+        .await
+        .unwrap();
     assert!(clock.sleeps().is_empty());
-    second.run_task(AgentTaskRequest::new("Second")).await.unwrap();
+    second
+        .run_task(AgentTaskRequest::new("Second"))
+        .await
+        .unwrap();
 
-    assert_eq!(clock.sleeps(), [Duration::from_secs(60)], "the second agent waited for the first one's slot to refill");
+    assert_eq!(
+        clock.sleeps(),
+        [Duration::from_secs(60)],
+        "the second agent waited for the first one's slot to refill"
+    );
 }

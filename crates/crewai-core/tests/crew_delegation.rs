@@ -3,16 +3,21 @@
 
 mod crew_support;
 
+use crew_support::{agent, agent_with, conversation, llm, task};
 use crewai_core::crew::{Crew, CrewError, Process};
 use crewai_core::events::{EventBus, EventRecorder};
 use crewai_core::interpolate::Inputs;
 use crewai_core::task::Task;
 use crewai_testkit::scripted::{Reply, ScriptedServer};
-use crew_support::{agent, agent_with, conversation, llm, task};
 use serde_json::json;
 
 fn tool_descriptions(request: &crewai_testkit::scripted::RecordedRequest) -> Vec<String> {
-    request.body["tools"].as_array().unwrap().iter().map(|t| t["function"]["description"].as_str().unwrap().to_string()).collect()
+    request.body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["description"].as_str().unwrap().to_string())
+        .collect()
 }
 
 #[tokio::test]
@@ -22,22 +27,54 @@ async fn the_manager_has_exactly_the_two_delegation_tools_for_all_agents() {
     manager.push_text("Managed answer");
     let researcher = agent("Researcher", &workers);
     let writer = agent("Senior Writer", &workers);
-    let t = Task::builder().name("article").description("Write an article").expected_output("An article").build().unwrap();
-    let crew = Crew::builder().agents(vec![researcher, writer]).tasks(vec![t]).process(Process::Hierarchical).manager_llm(llm(&manager)).build().unwrap();
+    let t = Task::builder()
+        .name("article")
+        .description("Write an article")
+        .expected_output("An article")
+        .build()
+        .unwrap();
+    let crew = Crew::builder()
+        .agents(vec![researcher, writer])
+        .tasks(vec![t])
+        .process(Process::Hierarchical)
+        .manager_llm(llm(&manager))
+        .build()
+        .unwrap();
 
     let output = crew.kickoff(Inputs::new()).await.unwrap();
 
     assert_eq!(output.raw, "Managed answer");
     assert_eq!(output.tasks_output[0].agent, "Crew Manager");
     let request = &manager.requests()[0];
-    assert_eq!(request.tool_names(), ["delegate_work_to_coworker", "ask_question_to_coworker"]);
+    assert_eq!(
+        request.tool_names(),
+        ["delegate_work_to_coworker", "ask_question_to_coworker"]
+    );
     let descriptions = tool_descriptions(request);
     assert!(descriptions[0].starts_with("Delegate a specific task to one of the following coworkers: Researcher, Senior Writer\n"), "{}", descriptions[0]);
-    assert!(descriptions[1].starts_with("Ask a specific question to one of the following coworkers: Researcher, Senior Writer\n"), "{}", descriptions[1]);
+    assert!(
+        descriptions[1].starts_with(
+            "Ask a specific question to one of the following coworkers: Researcher, Senior Writer\n"
+        ),
+        "{}",
+        descriptions[1]
+    );
     let parameters = &request.body["tools"][0]["function"]["parameters"];
-    assert_eq!(parameters["required"], json!(["task", "context", "coworker"]));
-    assert_eq!(request.body["tools"][1]["function"]["parameters"]["required"], json!(["question", "context", "coworker"]));
-    assert_eq!(crew.manager_tools().iter().map(|t| t.name().to_string()).collect::<Vec<_>>(), ["delegate_work_to_coworker", "ask_question_to_coworker"]);
+    assert_eq!(
+        parameters["required"],
+        json!(["task", "context", "coworker"])
+    );
+    assert_eq!(
+        request.body["tools"][1]["function"]["parameters"]["required"],
+        json!(["question", "context", "coworker"])
+    );
+    assert_eq!(
+        crew.manager_tools()
+            .iter()
+            .map(|t| t.name().to_string())
+            .collect::<Vec<_>>(),
+        ["delegate_work_to_coworker", "ask_question_to_coworker"]
+    );
     assert_eq!(workers.request_count(), 0);
 }
 
@@ -49,9 +86,17 @@ async fn a_task_with_an_agent_lets_the_manager_delegate_only_to_it() {
     let researcher = agent("Researcher", &workers);
     let writer = agent("Senior Writer", &workers);
     let t = task("write", "Write", &writer);
-    let crew = Crew::builder().agents(vec![researcher, writer]).tasks(vec![t]).process(Process::Hierarchical).manager_llm(llm(&manager)).build().unwrap();
+    let crew = Crew::builder()
+        .agents(vec![researcher, writer])
+        .tasks(vec![t])
+        .process(Process::Hierarchical)
+        .manager_llm(llm(&manager))
+        .build()
+        .unwrap();
     crew.kickoff(Inputs::new()).await.unwrap();
-    assert!(tool_descriptions(&manager.requests()[0])[0].starts_with("Delegate a specific task to one of the following coworkers: Senior Writer\n"));
+    assert!(tool_descriptions(&manager.requests()[0])[0].starts_with(
+        "Delegate a specific task to one of the following coworkers: Senior Writer\n"
+    ));
 }
 
 #[tokio::test]
@@ -64,29 +109,64 @@ async fn delegation_round_trip_through_the_manager() {
     let bus = EventBus::new();
     let recorder = EventRecorder::attach(&bus);
     let researcher = agent("Researcher", &workers);
-    let t = Task::builder().name("report").description("Write a report on bees").expected_output("A report").build().unwrap();
-    let crew = Crew::builder().agents(vec![researcher]).tasks(vec![t]).process(Process::Hierarchical).manager_llm(llm(&manager)).event_bus(bus).build().unwrap();
+    let t = Task::builder()
+        .name("report")
+        .description("Write a report on bees")
+        .expected_output("A report")
+        .build()
+        .unwrap();
+    let crew = Crew::builder()
+        .agents(vec![researcher])
+        .tasks(vec![t])
+        .process(Process::Hierarchical)
+        .manager_llm(llm(&manager))
+        .event_bus(bus)
+        .build()
+        .unwrap();
 
     let output = crew.kickoff(Inputs::new()).await.unwrap();
 
     assert_eq!(output.raw, "Report: bees pollinate, dance, and make honey.");
     let coworker_request = &workers.requests()[0];
     let prompt = conversation(coworker_request);
-    assert!(prompt.contains("Find three facts about bees") && prompt.contains("For a school report"), "{prompt}");
-    assert!(prompt.contains("answer you can give the coworker who asked"), "the delegated task's expected output: {prompt}");
-    assert!(coworker_request.tool_names().is_empty(), "a coworker without allow_delegation gets no delegation tools");
+    assert!(
+        prompt.contains("Find three facts about bees") && prompt.contains("For a school report"),
+        "{prompt}"
+    );
+    assert!(
+        prompt.contains("answer you can give the coworker who asked"),
+        "the delegated task's expected output: {prompt}"
+    );
+    assert!(
+        coworker_request.tool_names().is_empty(),
+        "a coworker without allow_delegation gets no delegation tools"
+    );
     let observation = conversation(&manager.requests()[1]);
-    assert!(observation.contains("Bees pollinate, dance and make honey."), "the coworker's answer is the tool result");
+    assert!(
+        observation.contains("Bees pollinate, dance and make honey."),
+        "the coworker's answer is the tool result"
+    );
     let delegations = recorder.of_type("agent_delegation_started");
     assert_eq!(delegations[0].to_json()["to_agent"], "Researcher");
     assert_eq!(delegations[0].to_json()["from_agent"], "Crew Manager");
     let tool_call = &recorder.of_type("tool_usage_started")[0];
-    assert_eq!(delegations[0].parent_event_id, Some(tool_call.event_id), "the delegation hangs under the tool call");
-    let coworker_run = recorder.of_type("agent_execution_started").into_iter().find(|e| e.to_json()["agent_role"] == "Researcher").unwrap();
+    assert_eq!(
+        delegations[0].parent_event_id,
+        Some(tool_call.event_id),
+        "the delegation hangs under the tool call"
+    );
+    let coworker_run = recorder
+        .of_type("agent_execution_started")
+        .into_iter()
+        .find(|e| e.to_json()["agent_role"] == "Researcher")
+        .unwrap();
     assert_eq!(coworker_run.parent_event_id, Some(delegations[0].event_id));
     let usage = crew.usage();
     assert_eq!(usage.by_agent["Researcher"].prompt_tokens, 40);
-    assert!(usage.by_agent.contains_key("Crew Manager"), "the manager's usage is included");
+    assert!(
+        usage.by_agent.contains_key("Crew Manager"),
+        "the manager's usage is included"
+    );
     assert_eq!(output.token_usage.successful_requests, 3);
 }
 
@@ -94,18 +174,36 @@ async fn delegation_round_trip_through_the_manager() {
 async fn an_unknown_coworker_gets_the_list_of_coworkers() {
     let workers = ScriptedServer::start().await;
     let manager = ScriptedServer::start().await;
-    manager.push(Reply::tool_call("ask_question_to_coworker", json!({"question": "q", "context": "c", "coworker": "Designer"})));
+    manager.push(Reply::tool_call(
+        "ask_question_to_coworker",
+        json!({"question": "q", "context": "c", "coworker": "Designer"}),
+    ));
     manager.push_text("fine");
     let crew = Crew::builder()
-        .agents(vec![agent("Researcher", &workers), agent("Senior Writer", &workers)])
-        .tasks(vec![Task::builder().name("t").description("d").expected_output("e").build().unwrap()])
+        .agents(vec![
+            agent("Researcher", &workers),
+            agent("Senior Writer", &workers),
+        ])
+        .tasks(vec![
+            Task::builder()
+                .name("t")
+                .description("d")
+                .expected_output("e")
+                .build()
+                .unwrap(),
+        ])
         .process(Process::Hierarchical)
         .manager_llm(llm(&manager))
         .build()
         .unwrap();
     crew.kickoff(Inputs::new()).await.unwrap();
     let observation = conversation(&manager.requests()[1]);
-    assert!(observation.contains("Designer") && observation.contains("- researcher") && observation.contains("- senior writer"), "{observation}");
+    assert!(
+        observation.contains("Designer")
+            && observation.contains("- researcher")
+            && observation.contains("- senior writer"),
+        "{observation}"
+    );
     assert_eq!(workers.request_count(), 0);
 }
 
@@ -117,12 +215,21 @@ async fn sequential_delegation_lists_only_the_other_agents() {
     server.push_text("Final: AI agents plan, act and learn.");
     let ceo = agent_with("CEO", &server, |b| b.allow_delegation(true));
     let writer = agent("Senior Writer", &server);
-    let crew = Crew::builder().agents(vec![ceo.clone(), writer]).tasks(vec![task("draft", "Produce a draft about AI agents", &ceo)]).build().unwrap();
+    let crew = Crew::builder()
+        .agents(vec![ceo.clone(), writer])
+        .tasks(vec![task("draft", "Produce a draft about AI agents", &ceo)])
+        .build()
+        .unwrap();
     let output = crew.kickoff(Inputs::new()).await.unwrap();
     assert_eq!(output.raw, "Final: AI agents plan, act and learn.");
     let requests = server.requests();
-    assert_eq!(requests[0].tool_names(), ["delegate_work_to_coworker", "ask_question_to_coworker"]);
-    assert!(tool_descriptions(&requests[0])[0].starts_with("Delegate a specific task to one of the following coworkers: Senior Writer\n"));
+    assert_eq!(
+        requests[0].tool_names(),
+        ["delegate_work_to_coworker", "ask_question_to_coworker"]
+    );
+    assert!(tool_descriptions(&requests[0])[0].starts_with(
+        "Delegate a specific task to one of the following coworkers: Senior Writer\n"
+    ));
     assert!(requests[1].tool_names().is_empty());
     assert!(conversation(&requests[1]).contains("Audience: CTOs"));
 }
@@ -131,53 +238,117 @@ async fn sequential_delegation_lists_only_the_other_agents() {
 async fn delegating_back_up_the_chain_is_refused_with_a_reason() {
     let server = ScriptedServer::start().await;
     // CEO -> Lead, then Lead tries to hand the work back to the CEO.
-    server.push(Reply::tool_call("delegate_work_to_coworker", json!({"task": "Plan it", "context": "c", "coworker": "Lead"})));
-    server.push(Reply::tool_call("delegate_work_to_coworker", json!({"task": "You plan it", "context": "c", "coworker": "CEO"})));
+    server.push(Reply::tool_call(
+        "delegate_work_to_coworker",
+        json!({"task": "Plan it", "context": "c", "coworker": "Lead"}),
+    ));
+    server.push(Reply::tool_call(
+        "delegate_work_to_coworker",
+        json!({"task": "You plan it", "context": "c", "coworker": "CEO"}),
+    ));
     server.push_text("Lead's own plan");
     server.push_text("CEO final");
     let ceo = agent_with("CEO", &server, |b| b.allow_delegation(true));
     let lead = agent_with("Lead", &server, |b| b.allow_delegation(true));
     let dev = agent("Dev", &server);
-    let crew = Crew::builder().agents(vec![ceo.clone(), lead, dev]).tasks(vec![task("plan", "Make a plan", &ceo)]).build().unwrap();
+    let crew = Crew::builder()
+        .agents(vec![ceo.clone(), lead, dev])
+        .tasks(vec![task("plan", "Make a plan", &ceo)])
+        .build()
+        .unwrap();
     let output = crew.kickoff(Inputs::new()).await.unwrap();
     assert_eq!(output.raw, "CEO final");
     let requests = server.requests();
     assert_eq!(requests.len(), 4, "the refused delegation ran nobody");
-    assert_eq!(requests[1].tool_names(), ["delegate_work_to_coworker", "ask_question_to_coworker"], "a delegating coworker may delegate on");
-    assert!(tool_descriptions(&requests[1])[0].starts_with("Delegate a specific task to one of the following coworkers: Dev\n"), "agents up the chain are not offered");
+    assert_eq!(
+        requests[1].tool_names(),
+        ["delegate_work_to_coworker", "ask_question_to_coworker"],
+        "a delegating coworker may delegate on"
+    );
+    assert!(
+        tool_descriptions(&requests[1])[0]
+            .starts_with("Delegate a specific task to one of the following coworkers: Dev\n"),
+        "agents up the chain are not offered"
+    );
     let refusal = conversation(&requests[2]);
-    assert!(refusal.contains("Delegation refused") && refusal.contains("CEO -> Lead"), "{refusal}");
+    assert!(
+        refusal.contains("Delegation refused") && refusal.contains("CEO -> Lead"),
+        "{refusal}"
+    );
 }
 
 #[tokio::test]
 async fn the_delegation_depth_is_limited() {
     let server = ScriptedServer::start().await;
     // A -> B is allowed (depth 1); B -> C would be the second hand-off with max depth 1.
-    server.push(Reply::tool_call("delegate_work_to_coworker", json!({"task": "t", "context": "c", "coworker": "B"})));
-    server.push(Reply::tool_call("delegate_work_to_coworker", json!({"task": "t", "context": "c", "coworker": "C"})));
+    server.push(Reply::tool_call(
+        "delegate_work_to_coworker",
+        json!({"task": "t", "context": "c", "coworker": "B"}),
+    ));
+    server.push(Reply::tool_call(
+        "delegate_work_to_coworker",
+        json!({"task": "t", "context": "c", "coworker": "C"}),
+    ));
     server.push_text("B did it");
     server.push_text("A final");
     let a = agent_with("A", &server, |b| b.allow_delegation(true));
     let b = agent_with("B", &server, |b| b.allow_delegation(true));
     let c = agent("C", &server);
-    let crew = Crew::builder().agents(vec![a.clone(), b, c]).tasks(vec![task("t", "Work", &a)]).max_delegation_depth(1).build().unwrap();
+    let crew = Crew::builder()
+        .agents(vec![a.clone(), b, c])
+        .tasks(vec![task("t", "Work", &a)])
+        .max_delegation_depth(1)
+        .build()
+        .unwrap();
     crew.kickoff(Inputs::new()).await.unwrap();
     let requests = server.requests();
     assert_eq!(requests.len(), 4);
     let refusal = conversation(&requests[2]);
-    assert!(refusal.contains("the most allowed") && refusal.contains("A -> B"), "{refusal}");
+    assert!(
+        refusal.contains("the most allowed") && refusal.contains("A -> B"),
+        "{refusal}"
+    );
 }
 
 #[tokio::test]
 async fn manager_configuration_is_checked() {
     let server = ScriptedServer::start().await;
     let worker = agent("Worker", &server);
-    let t = Task::builder().name("t").description("d").expected_output("e").build().unwrap();
-    let missing = Crew::builder().agents(vec![worker.clone()]).tasks(vec![t.clone()]).process(Process::Hierarchical).build().unwrap_err();
+    let t = Task::builder()
+        .name("t")
+        .description("d")
+        .expected_output("e")
+        .build()
+        .unwrap();
+    let missing = Crew::builder()
+        .agents(vec![worker.clone()])
+        .tasks(vec![t.clone()])
+        .process(Process::Hierarchical)
+        .build()
+        .unwrap_err();
     assert!(missing.to_string().contains("manager_llm"), "{missing}");
-    let tooled = agent_with("Boss", &server, |b| b.tools(vec![crewai_tools::DynamicTool::new("x", "x", json!({"type": "object", "properties": {}}), |_a, _c| async { Ok(crewai_tools::ToolOutput::Text("x".into())) }).into_handle()]));
-    let error = Crew::builder().agents(vec![worker]).tasks(vec![t]).process(Process::Hierarchical).manager_agent(tooled).build().unwrap_err();
-    assert!(matches!(error, CrewError::Manager { .. }) && error.to_string().contains("has tools"), "{error}");
+    let tooled = agent_with("Boss", &server, |b| {
+        b.tools(vec![
+            crewai_tools::DynamicTool::new(
+                "x",
+                "x",
+                json!({"type": "object", "properties": {}}),
+                |_a, _c| async { Ok(crewai_tools::ToolOutput::Text("x".into())) },
+            )
+            .into_handle(),
+        ])
+    });
+    let error = Crew::builder()
+        .agents(vec![worker])
+        .tasks(vec![t])
+        .process(Process::Hierarchical)
+        .manager_agent(tooled)
+        .build()
+        .unwrap_err();
+    assert!(
+        matches!(error, CrewError::Manager { .. }) && error.to_string().contains("has tools"),
+        "{error}"
+    );
 }
 
 #[tokio::test]
@@ -187,25 +358,77 @@ async fn a_custom_manager_agent_runs_every_task() {
     boss_server.push_text("first done").push_text("second done");
     let boss = agent("Boss", &boss_server);
     let worker = agent("Worker", &workers);
-    let tasks = vec![task("one", "One", &worker), Task::builder().name("two").description("Two").expected_output("e").build().unwrap()];
-    let crew = Crew::builder().agents(vec![worker]).tasks(tasks).process(Process::Hierarchical).manager_agent(boss).build().unwrap();
+    let tasks = vec![
+        task("one", "One", &worker),
+        Task::builder()
+            .name("two")
+            .description("Two")
+            .expected_output("e")
+            .build()
+            .unwrap(),
+    ];
+    let crew = Crew::builder()
+        .agents(vec![worker])
+        .tasks(tasks)
+        .process(Process::Hierarchical)
+        .manager_agent(boss)
+        .build()
+        .unwrap();
     let output = crew.kickoff(Inputs::new()).await.unwrap();
-    assert_eq!(output.tasks_output.iter().map(|t| t.agent.as_str()).collect::<Vec<_>>(), ["Boss", "Boss"]);
-    assert_eq!(boss_server.requests()[1].tool_names(), ["delegate_work_to_coworker", "ask_question_to_coworker"]);
-    assert!(conversation(&boss_server.requests()[1]).contains("first done"), "the second task sees the first's output");
+    assert_eq!(
+        output
+            .tasks_output
+            .iter()
+            .map(|t| t.agent.as_str())
+            .collect::<Vec<_>>(),
+        ["Boss", "Boss"]
+    );
+    assert_eq!(
+        boss_server.requests()[1].tool_names(),
+        ["delegate_work_to_coworker", "ask_question_to_coworker"]
+    );
+    assert!(
+        conversation(&boss_server.requests()[1]).contains("first done"),
+        "the second task sees the first's output"
+    );
 }
 
 #[tokio::test]
 async fn in_a_hierarchical_crew_the_tasks_tools_go_to_the_coworker() {
     let workers = ScriptedServer::start().await;
     let manager = ScriptedServer::start().await;
-    manager.push(Reply::tool_call("delegate_work_to_coworker", json!({"task": "Look it up", "context": "c", "coworker": "Researcher"})));
+    manager.push(Reply::tool_call(
+        "delegate_work_to_coworker",
+        json!({"task": "Look it up", "context": "c", "coworker": "Researcher"}),
+    ));
     manager.push_text("done");
     workers.push_text("looked up");
-    let search = crewai_tools::DynamicTool::new("Search", "Searches.", json!({"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}), |_a, _c| async { Ok(crewai_tools::ToolOutput::Text("r".into())) }).into_handle();
-    let t = Task::builder().name("t").description("Research").expected_output("Facts").tools(vec![search]).build().unwrap();
-    let crew = Crew::builder().agents(vec![agent("Researcher", &workers)]).tasks(vec![t]).process(Process::Hierarchical).manager_llm(llm(&manager)).build().unwrap();
+    let search = crewai_tools::DynamicTool::new(
+        "Search",
+        "Searches.",
+        json!({"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}),
+        |_a, _c| async { Ok(crewai_tools::ToolOutput::Text("r".into())) },
+    )
+    .into_handle();
+    let t = Task::builder()
+        .name("t")
+        .description("Research")
+        .expected_output("Facts")
+        .tools(vec![search])
+        .build()
+        .unwrap();
+    let crew = Crew::builder()
+        .agents(vec![agent("Researcher", &workers)])
+        .tasks(vec![t])
+        .process(Process::Hierarchical)
+        .manager_llm(llm(&manager))
+        .build()
+        .unwrap();
     crew.kickoff(Inputs::new()).await.unwrap();
-    assert_eq!(manager.requests()[0].tool_names(), ["delegate_work_to_coworker", "ask_question_to_coworker"], "the manager only delegates");
+    assert_eq!(
+        manager.requests()[0].tool_names(),
+        ["delegate_work_to_coworker", "ask_question_to_coworker"],
+        "the manager only delegates"
+    );
     assert_eq!(workers.requests()[0].tool_names(), ["search"]);
 }

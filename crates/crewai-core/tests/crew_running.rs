@@ -6,58 +6,108 @@ mod crew_support;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crew_support::{agent, agent_with, conversation, task};
 use crewai_core::crew::{Crew, CrewError, KickoffOptions, StreamChunkType};
 use crewai_core::interpolate::Inputs;
 use crewai_core::output::TaskOutput;
 use crewai_core::store::{InMemoryTaskOutputStore, StoredTaskOutput, TaskOutputStore};
 use crewai_core::task::{Task, TaskError};
 use crewai_testkit::scripted::{Reply, ScriptedServer};
-use crew_support::{agent, agent_with, conversation, task};
 use futures::StreamExt;
 use serde_json::json;
 
 fn async_task(name: &str, agent: &crewai_core::agent::Agent) -> Task {
-    Task::builder().name(name).description(format!("Do {name}")).expected_output("Done").agent(agent.clone()).async_execution(true).build().unwrap()
+    Task::builder()
+        .name(name)
+        .description(format!("Do {name}"))
+        .expected_output("Done")
+        .agent(agent.clone())
+        .async_execution(true)
+        .build()
+        .unwrap()
 }
 
 #[tokio::test]
 async fn async_tasks_run_together_and_are_joined_in_definition_order() {
-    let (slow_server, fast_server, final_server) = (ScriptedServer::start().await, ScriptedServer::start().await, ScriptedServer::start().await);
+    let (slow_server, fast_server, final_server) = (
+        ScriptedServer::start().await,
+        ScriptedServer::start().await,
+        ScriptedServer::start().await,
+    );
     slow_server.push(Reply::text("slow result").delayed(Duration::from_millis(300)));
     fast_server.push_text("fast result");
     final_server.push_text("combined");
-    let (slow, fast, editor) = (agent("Slow", &slow_server), agent("Fast", &fast_server), agent("Editor", &final_server));
+    let (slow, fast, editor) = (
+        agent("Slow", &slow_server),
+        agent("Fast", &fast_server),
+        agent("Editor", &final_server),
+    );
     let crew = Crew::builder()
         .agents(vec![slow.clone(), fast.clone(), editor.clone()])
-        .tasks(vec![async_task("slow", &slow), async_task("fast", &fast), task("combine", "Combine both", &editor)])
+        .tasks(vec![
+            async_task("slow", &slow),
+            async_task("fast", &fast),
+            task("combine", "Combine both", &editor),
+        ])
         .build()
         .unwrap();
 
     let output = crew.kickoff(Inputs::new()).await.unwrap();
 
-    assert_eq!(output.tasks_output.iter().map(|t| t.raw.as_str()).collect::<Vec<_>>(), ["slow result", "fast result", "combined"]);
+    assert_eq!(
+        output
+            .tasks_output
+            .iter()
+            .map(|t| t.raw.as_str())
+            .collect::<Vec<_>>(),
+        ["slow result", "fast result", "combined"]
+    );
     let last = conversation(&final_server.requests()[0]);
-    assert!(last.contains("slow result\n\n----------\n\nfast result"), "the sync task waited for both: {last}");
+    assert!(
+        last.contains("slow result\n\n----------\n\nfast result"),
+        "the sync task waited for both: {last}"
+    );
 }
 
 #[tokio::test]
 async fn a_stuck_async_task_times_out_and_the_kickoff_returns_the_error() {
-    let (stuck_server, other_server) = (ScriptedServer::start().await, ScriptedServer::start().await);
+    let (stuck_server, other_server) =
+        (ScriptedServer::start().await, ScriptedServer::start().await);
     stuck_server.push(Reply::text("too late").delayed(Duration::from_secs(60)));
     other_server.push_text("never needed");
-    let stuck = agent_with("Stuck", &stuck_server, |b| b.max_execution_time(Duration::from_millis(200)).max_retry_limit(0));
+    let stuck = agent_with("Stuck", &stuck_server, |b| {
+        b.max_execution_time(Duration::from_millis(200))
+            .max_retry_limit(0)
+    });
     let other = agent("Other", &other_server);
-    let crew = Crew::builder().agents(vec![stuck.clone(), other.clone()]).tasks(vec![async_task("stuck", &stuck), task("after", "After", &other)]).build().unwrap();
+    let crew = Crew::builder()
+        .agents(vec![stuck.clone(), other.clone()])
+        .tasks(vec![
+            async_task("stuck", &stuck),
+            task("after", "After", &other),
+        ])
+        .build()
+        .unwrap();
 
     // A generous bound only guards against a hang; the deadline itself is 200 ms.
-    let result = tokio::time::timeout(Duration::from_secs(20), crew.kickoff(Inputs::new())).await.expect("the kickoff returned instead of hanging");
+    let result = tokio::time::timeout(Duration::from_secs(20), crew.kickoff(Inputs::new()))
+        .await
+        .expect("the kickoff returned instead of hanging");
 
     match result {
-        Err(CrewError::Task(TaskError::Timeout { task, agent, .. })) => assert_eq!((task.as_str(), agent.as_str()), ("stuck", "Stuck")),
-        Err(CrewError::Task(TaskError::Agent { source, .. })) => assert!(source.to_string().contains("timed out"), "{source}"),
+        Err(CrewError::Task(TaskError::Timeout { task, agent, .. })) => {
+            assert_eq!((task.as_str(), agent.as_str()), ("stuck", "Stuck"))
+        }
+        Err(CrewError::Task(TaskError::Agent { source, .. })) => {
+            assert!(source.to_string().contains("timed out"), "{source}")
+        }
         other => panic!("expected a timeout, got {other:?}"),
     }
-    assert_eq!(other_server.request_count(), 0, "the task after it never started");
+    assert_eq!(
+        other_server.request_count(),
+        0,
+        "the task after it never started"
+    );
 }
 
 #[tokio::test]
@@ -65,8 +115,15 @@ async fn the_crew_task_timeout_applies_when_the_agent_has_none() {
     let server = ScriptedServer::start().await;
     server.push(Reply::text("late").delayed(Duration::from_secs(60)));
     let slow = agent_with("Slow", &server, |b| b.max_retry_limit(0));
-    let crew = Crew::builder().agents(vec![slow.clone()]).tasks(vec![task("t", "Work", &slow)]).task_timeout(Some(Duration::from_millis(200))).build().unwrap();
-    let result = tokio::time::timeout(Duration::from_secs(20), crew.kickoff(Inputs::new())).await.expect("no hang");
+    let crew = Crew::builder()
+        .agents(vec![slow.clone()])
+        .tasks(vec![task("t", "Work", &slow)])
+        .task_timeout(Some(Duration::from_millis(200)))
+        .build()
+        .unwrap();
+    let result = tokio::time::timeout(Duration::from_secs(20), crew.kickoff(Inputs::new()))
+        .await
+        .expect("no hang");
     let error = result.unwrap_err().to_string();
     assert!(error.contains("timed out"), "{error}");
 }
@@ -78,14 +135,28 @@ async fn kickoff_for_each_runs_every_input_with_its_own_usage_and_a_total() {
         server.push(Reply::text(format!("about {topic}")).with_usage(10, 5));
     }
     let a = agent("Writer", &server);
-    let crew = Crew::builder().agents(vec![a.clone()]).tasks(vec![task("t", "Write about {topic}", &a)]).kickoff_concurrency(1).build().unwrap();
-    let sets: Vec<Inputs> = ["one", "two", "three"].iter().map(|t| [("topic".to_string(), json!(t))].into()).collect();
+    let crew = Crew::builder()
+        .agents(vec![a.clone()])
+        .tasks(vec![task("t", "Write about {topic}", &a)])
+        .kickoff_concurrency(1)
+        .build()
+        .unwrap();
+    let sets: Vec<Inputs> = ["one", "two", "three"]
+        .iter()
+        .map(|t| [("topic".to_string(), json!(t))].into())
+        .collect();
 
     let outputs = crew.kickoff_for_each(sets).await.unwrap();
 
-    assert_eq!(outputs.iter().map(|o| o.raw.as_str()).collect::<Vec<_>>(), ["about one", "about two", "about three"]);
+    assert_eq!(
+        outputs.iter().map(|o| o.raw.as_str()).collect::<Vec<_>>(),
+        ["about one", "about two", "about three"]
+    );
     for output in &outputs {
-        assert_eq!(output.token_usage.total_tokens, 15, "each run reports its own usage, not a running total");
+        assert_eq!(
+            output.token_usage.total_tokens, 15,
+            "each run reports its own usage, not a running total"
+        );
     }
     let total = crew.usage();
     assert_eq!(total.total.total_tokens, 45);
@@ -97,8 +168,15 @@ async fn kickoff_for_each_runs_every_input_with_its_own_usage_and_a_total() {
 async fn kickoff_for_each_checks_every_input_before_running() {
     let server = ScriptedServer::start().await;
     let a = agent("Writer", &server);
-    let crew = Crew::builder().agents(vec![a.clone()]).tasks(vec![task("t", "Write about {topic}", &a)]).build().unwrap();
-    let sets: Vec<Inputs> = vec![[("topic".to_string(), json!("ok"))].into(), [("other".to_string(), json!("x"))].into()];
+    let crew = Crew::builder()
+        .agents(vec![a.clone()])
+        .tasks(vec![task("t", "Write about {topic}", &a)])
+        .build()
+        .unwrap();
+    let sets: Vec<Inputs> = vec![
+        [("topic".to_string(), json!("ok"))].into(),
+        [("other".to_string(), json!("x"))].into(),
+    ];
     let error = crew.kickoff_for_each(sets).await.unwrap_err();
     assert!(error.to_string().contains("{topic}"), "{error}");
     assert_eq!(server.request_count(), 0);
@@ -107,22 +185,52 @@ async fn kickoff_for_each_checks_every_input_before_running() {
 #[tokio::test]
 async fn replay_restores_earlier_outputs_and_reruns_from_the_task() {
     let server = ScriptedServer::start().await;
-    server.push_text("facts v1").push_text("report v1").push_text("report v2");
+    server
+        .push_text("facts v1")
+        .push_text("report v1")
+        .push_text("report v2");
     let a = agent("Analyst", &server);
     let store = Arc::new(InMemoryTaskOutputStore::new());
-    let report = Task::builder().name("report").description("Report on {topic}").expected_output("A report").agent(a.clone()).context(["facts"]).build().unwrap();
-    let crew = Crew::builder().agents(vec![a.clone()]).tasks(vec![task("facts", "Facts on {topic}", &a), report]).task_output_store(store.clone()).build().unwrap();
-    crew.kickoff([("topic".to_string(), json!("bees"))].into()).await.unwrap();
+    let report = Task::builder()
+        .name("report")
+        .description("Report on {topic}")
+        .expected_output("A report")
+        .agent(a.clone())
+        .context(["facts"])
+        .build()
+        .unwrap();
+    let crew = Crew::builder()
+        .agents(vec![a.clone()])
+        .tasks(vec![task("facts", "Facts on {topic}", &a), report])
+        .task_output_store(store.clone())
+        .build()
+        .unwrap();
+    crew.kickoff([("topic".to_string(), json!("bees"))].into())
+        .await
+        .unwrap();
     assert_eq!(store.load().unwrap().len(), 2);
 
     let replayed = crew.replay("report", None).await.unwrap();
 
-    assert_eq!(replayed.tasks_output.iter().map(|t| t.raw.as_str()).collect::<Vec<_>>(), ["facts v1", "report v2"]);
+    assert_eq!(
+        replayed
+            .tasks_output
+            .iter()
+            .map(|t| t.raw.as_str())
+            .collect::<Vec<_>>(),
+        ["facts v1", "report v2"]
+    );
     let rerun = conversation(&server.requests()[2]);
-    assert!(rerun.contains("Report on bees") && rerun.contains("facts v1"), "stored inputs and the restored context: {rerun}");
+    assert!(
+        rerun.contains("Report on bees") && rerun.contains("facts v1"),
+        "stored inputs and the restored context: {rerun}"
+    );
     assert!(store.load().unwrap()[1].was_replayed);
     let missing = crew.replay("nope", None).await.unwrap_err();
-    assert_eq!(missing.to_string(), "Task with id nope not found in the crew's tasks.");
+    assert_eq!(
+        missing.to_string(),
+        "Task with id nope not found in the crew's tasks."
+    );
 }
 
 #[tokio::test]
@@ -131,9 +239,22 @@ async fn replay_uses_outputs_stored_by_another_process() {
     server.push_text("Hi");
     let a = agent("test_agent", &server);
     let context_task = task("context_task", "Context Task", &a);
-    let test_task = Task::builder().name("test_task").description("Test Task").expected_output("Say Hi").agent(a.clone()).context(["context_task"]).build().unwrap();
+    let test_task = Task::builder()
+        .name("test_task")
+        .description("Test Task")
+        .expected_output("Say Hi")
+        .agent(a.clone())
+        .context(["context_task"])
+        .build()
+        .unwrap();
     let store = Arc::new(InMemoryTaskOutputStore::new());
-    for (index, (name, raw)) in [("context_task", "context raw output"), ("test_task", "test raw output")].into_iter().enumerate() {
+    for (index, (name, raw)) in [
+        ("context_task", "context raw output"),
+        ("test_task", "test raw output"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
         store
             .save(StoredTaskOutput {
                 task_id: format!("id-{index}"),
@@ -146,8 +267,16 @@ async fn replay_uses_outputs_stored_by_another_process() {
             })
             .unwrap();
     }
-    let crew = Crew::builder().agents(vec![a]).tasks(vec![context_task, test_task.clone()]).task_output_store(store).build().unwrap();
-    let output = crew.replay(&test_task.id().to_string(), None).await.unwrap();
+    let crew = Crew::builder()
+        .agents(vec![a])
+        .tasks(vec![context_task, test_task.clone()])
+        .task_output_store(store)
+        .build()
+        .unwrap();
+    let output = crew
+        .replay(&test_task.id().to_string(), None)
+        .await
+        .unwrap();
     assert_eq!(output.tasks_output[0].raw, "context raw output");
     assert_eq!(output.raw, "Hi");
     assert!(conversation(&server.requests()[0]).contains("context raw output"));
@@ -167,7 +296,11 @@ async fn kickoff_stream_yields_text_chunks_and_tool_calls_then_the_result() {
     )
     .into_handle();
     let a = agent_with("Researcher", &server, |b| b.tools(vec![lookup]));
-    let crew = Crew::builder().agents(vec![a.clone()]).tasks(vec![task("t", "Tell me about bees", &a)]).build().unwrap();
+    let crew = Crew::builder()
+        .agents(vec![a.clone()])
+        .tasks(vec![task("t", "Tell me about bees", &a)])
+        .build()
+        .unwrap();
 
     let mut stream = crew.kickoff_stream(Inputs::new());
     let mut chunks = Vec::new();
@@ -177,12 +310,22 @@ async fn kickoff_stream_yields_text_chunks_and_tool_calls_then_the_result() {
     let output = stream.result().await.unwrap();
 
     assert_eq!(output.raw, "Bees make honey.");
-    let text: String = chunks.iter().filter(|c| c.chunk_type == StreamChunkType::Text).map(|c| c.content.as_str()).collect();
+    let text: String = chunks
+        .iter()
+        .filter(|c| c.chunk_type == StreamChunkType::Text)
+        .map(|c| c.content.as_str())
+        .collect();
     assert_eq!(text, "Bees make honey.");
-    let tool = chunks.iter().find(|c| c.chunk_type == StreamChunkType::ToolCall).expect("a tool-call chunk");
+    let tool = chunks
+        .iter()
+        .find(|c| c.chunk_type == StreamChunkType::ToolCall)
+        .expect("a tool-call chunk");
     assert_eq!(tool.tool_call.as_ref().unwrap().tool_name, "lookup");
     assert_eq!(tool.agent_role.as_deref(), Some("Researcher"));
-    assert!(server.requests().iter().all(|r| r.body["stream"] == true), "the model was asked to stream");
+    assert!(
+        server.requests().iter().all(|r| r.body["stream"] == true),
+        "the model was asked to stream"
+    );
 }
 
 #[tokio::test]
@@ -191,12 +334,33 @@ async fn kickoff_with_hangs_under_a_parent_event_and_can_be_cancelled() {
     server.push_text("quick");
     server.push(Reply::text("slow").delayed(Duration::from_secs(60)));
     let a = agent("Worker", &server);
-    let crew = Crew::builder().agents(vec![a.clone()]).tasks(vec![task("t", "Work", &a)]).build().unwrap();
+    let crew = Crew::builder()
+        .agents(vec![a.clone()])
+        .tasks(vec![task("t", "Work", &a)])
+        .build()
+        .unwrap();
     let recorder = crewai_core::events::EventRecorder::attach(crew.event_bus());
-    let parent = crew.event_bus().emit(None, crewai_core::events::EventKind::MethodExecutionStarted { flow_name: "f".into(), method_name: "m".into() });
+    let parent = crew.event_bus().emit(
+        None,
+        crewai_core::events::EventKind::MethodExecutionStarted {
+            flow_name: "f".into(),
+            method_name: "m".into(),
+        },
+    );
 
-    crew.kickoff_with(Inputs::new(), KickoffOptions { parent_event_id: Some(parent), cancellation: None }).await.unwrap();
-    assert_eq!(recorder.of_type("crew_kickoff_started")[0].parent_event_id, Some(parent));
+    crew.kickoff_with(
+        Inputs::new(),
+        KickoffOptions {
+            parent_event_id: Some(parent),
+            cancellation: None,
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        recorder.of_type("crew_kickoff_started")[0].parent_event_id,
+        Some(parent)
+    );
 
     let token = tokio_util::sync::CancellationToken::new();
     let cancel = token.clone();
@@ -204,8 +368,22 @@ async fn kickoff_with_hangs_under_a_parent_event_and_can_be_cancelled() {
         tokio::time::sleep(Duration::from_millis(100)).await;
         cancel.cancel();
     });
-    let result = tokio::time::timeout(Duration::from_secs(20), crew.kickoff_with(Inputs::new(), KickoffOptions { parent_event_id: None, cancellation: Some(token) })).await.expect("no hang");
-    assert!(matches!(result, Err(CrewError::Cancelled { .. })), "{result:?}");
+    let result = tokio::time::timeout(
+        Duration::from_secs(20),
+        crew.kickoff_with(
+            Inputs::new(),
+            KickoffOptions {
+                parent_event_id: None,
+                cancellation: Some(token),
+            },
+        ),
+    )
+    .await
+    .expect("no hang");
+    assert!(
+        matches!(result, Err(CrewError::Cancelled { .. })),
+        "{result:?}"
+    );
     assert_eq!(recorder.of_type("crew_kickoff_failed").len(), 1);
 }
 
@@ -216,7 +394,11 @@ fn assert_send<T: Send>(_: T) {}
 async fn kickoff_futures_are_send() {
     let server = ScriptedServer::start().await;
     let a = agent("Writer", &server);
-    let crew = Crew::builder().agents(vec![a.clone()]).tasks(vec![task("t", "Write about {topic}", &a)]).build().unwrap();
+    let crew = Crew::builder()
+        .agents(vec![a.clone()])
+        .tasks(vec![task("t", "Write about {topic}", &a)])
+        .build()
+        .unwrap();
     // Never awaited: only their types matter.
     assert_send(crew.kickoff(Inputs::new()));
     assert_send(crew.kickoff_with(Inputs::new(), KickoffOptions::default()));
@@ -234,12 +416,26 @@ async fn kickoff_for_each_runs_on_a_spawned_task() {
         server.push(Reply::text(format!("about {topic}")));
     }
     let a = agent("Writer", &server);
-    let crew = Crew::builder().agents(vec![a.clone()]).tasks(vec![task("t", "Write about {topic}", &a)]).kickoff_concurrency(1).build().unwrap();
-    let sets: Vec<Inputs> = ["one", "two"].iter().map(|t| [("topic".to_string(), json!(t))].into()).collect();
+    let crew = Crew::builder()
+        .agents(vec![a.clone()])
+        .tasks(vec![task("t", "Write about {topic}", &a)])
+        .kickoff_concurrency(1)
+        .build()
+        .unwrap();
+    let sets: Vec<Inputs> = ["one", "two"]
+        .iter()
+        .map(|t| [("topic".to_string(), json!(t))].into())
+        .collect();
 
     let spawned = crew.clone();
-    let outputs = tokio::spawn(async move { spawned.kickoff_for_each(sets).await }).await.expect("the spawned kickoff did not panic").unwrap();
+    let outputs = tokio::spawn(async move { spawned.kickoff_for_each(sets).await })
+        .await
+        .expect("the spawned kickoff did not panic")
+        .unwrap();
 
-    assert_eq!(outputs.iter().map(|o| o.raw.as_str()).collect::<Vec<_>>(), ["about one", "about two"]);
+    assert_eq!(
+        outputs.iter().map(|o| o.raw.as_str()).collect::<Vec<_>>(),
+        ["about one", "about two"]
+    );
     assert_eq!(crew.usage().total.successful_requests, 2);
 }

@@ -5,6 +5,7 @@ mod crew_support;
 
 use std::sync::{Arc, Mutex};
 
+use crew_support::{agent, agent_with, conversation, last_user, task};
 use crewai_core::crew::{Crew, CrewError};
 use crewai_core::events::{EventBus, EventRecorder};
 use crewai_core::guardrail::{Guardrail, GuardrailPass};
@@ -13,32 +14,61 @@ use crewai_core::output::OutputFormat;
 use crewai_core::task::{InputProvider, Task, TaskError};
 use crewai_testkit::scripted::{Reply, ScriptedServer};
 use crewai_tools::{DynamicTool, ToolOutput};
-use crew_support::{agent, agent_with, conversation, last_user, task};
 use serde_json::json;
 
 fn inputs(pairs: &[(&str, serde_json::Value)]) -> Inputs {
-    pairs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect()
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.clone()))
+        .collect()
 }
 
 #[tokio::test]
 async fn three_tasks_follow_their_context_edges() {
     let server = ScriptedServer::start().await;
-    server.push_text("alpha facts").push_text("beta draft").push_text("gamma summary");
+    server
+        .push_text("alpha facts")
+        .push_text("beta draft")
+        .push_text("gamma summary");
     let writer = agent("Writer", &server);
     let first = task("first", "Collect facts", &writer);
     let second = task("second", "Draft from the facts", &writer);
-    let third = Task::builder().name("third").description("Summarise the facts only").expected_output("A summary").agent(writer.clone()).context(["first"]).build().unwrap();
-    let crew = Crew::builder().agents(vec![writer]).tasks(vec![first, second, third]).build().unwrap();
+    let third = Task::builder()
+        .name("third")
+        .description("Summarise the facts only")
+        .expected_output("A summary")
+        .agent(writer.clone())
+        .context(["first"])
+        .build()
+        .unwrap();
+    let crew = Crew::builder()
+        .agents(vec![writer])
+        .tasks(vec![first, second, third])
+        .build()
+        .unwrap();
 
     let output = crew.kickoff(Inputs::new()).await.unwrap();
 
-    assert_eq!(output.tasks_output.iter().map(|t| t.raw.as_str()).collect::<Vec<_>>(), ["alpha facts", "beta draft", "gamma summary"]);
+    assert_eq!(
+        output
+            .tasks_output
+            .iter()
+            .map(|t| t.raw.as_str())
+            .collect::<Vec<_>>(),
+        ["alpha facts", "beta draft", "gamma summary"]
+    );
     assert_eq!(output.raw, "gamma summary");
     let requests = server.requests();
     assert!(!conversation(&requests[0]).contains("alpha facts"));
-    assert!(conversation(&requests[1]).contains("alpha facts"), "the second task sees the first by default");
+    assert!(
+        conversation(&requests[1]).contains("alpha facts"),
+        "the second task sees the first by default"
+    );
     let third_prompt = conversation(&requests[2]);
-    assert!(third_prompt.contains("alpha facts") && !third_prompt.contains("beta draft"), "the third task sees only its listed context: {third_prompt}");
+    assert!(
+        third_prompt.contains("alpha facts") && !third_prompt.contains("beta draft"),
+        "the third task sees only its listed context: {third_prompt}"
+    );
     assert_eq!(output.tasks_output[2].name.as_deref(), Some("third"));
     assert_eq!(output.tasks_output[2].agent, "Writer");
 }
@@ -46,25 +76,54 @@ async fn three_tasks_follow_their_context_edges() {
 #[tokio::test]
 async fn default_context_is_all_earlier_outputs_and_none_means_none() {
     let server = ScriptedServer::start().await;
-    server.push_text("one").push_text("two").push_text("three").push_text("four");
+    server
+        .push_text("one")
+        .push_text("two")
+        .push_text("three")
+        .push_text("four");
     let a = agent("Analyst", &server);
     let all = task("all", "Combine everything", &a);
-    let none = Task::builder().name("none").description("Start fresh").expected_output("Anything").agent(a.clone()).context_none().build().unwrap();
-    let crew = Crew::builder().agents(vec![a.clone()]).tasks(vec![task("t1", "One", &a), task("t2", "Two", &a), all, none]).build().unwrap();
+    let none = Task::builder()
+        .name("none")
+        .description("Start fresh")
+        .expected_output("Anything")
+        .agent(a.clone())
+        .context_none()
+        .build()
+        .unwrap();
+    let crew = Crew::builder()
+        .agents(vec![a.clone()])
+        .tasks(vec![
+            task("t1", "One", &a),
+            task("t2", "Two", &a),
+            all,
+            none,
+        ])
+        .build()
+        .unwrap();
 
     crew.kickoff(Inputs::new()).await.unwrap();
 
     let requests = server.requests();
-    assert!(last_user(&requests[2]).contains("one\n\n----------\n\ntwo"), "{}", last_user(&requests[2]));
+    assert!(
+        last_user(&requests[2]).contains("one\n\n----------\n\ntwo"),
+        "{}",
+        last_user(&requests[2])
+    );
     let fresh = conversation(&requests[3]);
-    assert!(!fresh.contains("one") && !fresh.contains("three"), "context_none gets no context: {fresh}");
+    assert!(
+        !fresh.contains("one") && !fresh.contains("three"),
+        "context_none gets no context: {fresh}"
+    );
 }
 
 #[tokio::test]
 async fn inputs_are_interpolated_and_missing_ones_fail_before_any_call() {
     let server = ScriptedServer::start().await;
     server.push_text("Hello, World!");
-    let a = crew_support::agent_with("{topic} Researcher", &server, |b| b.goal("Research {topic}"));
+    let a = crew_support::agent_with("{topic} Researcher", &server, |b| {
+        b.goal("Research {topic}")
+    });
     let t = Task::builder()
         .name("greet")
         .description("be an assistant that responds with {interpolation-with-hyphens}")
@@ -72,18 +131,44 @@ async fn inputs_are_interpolated_and_missing_ones_fail_before_any_call() {
         .agent(a.clone())
         .build()
         .unwrap();
-    let crew = Crew::builder().agents(vec![a]).tasks(vec![t]).build().unwrap();
+    let crew = Crew::builder()
+        .agents(vec![a])
+        .tasks(vec![t])
+        .build()
+        .unwrap();
 
-    let missing = crew.kickoff(inputs(&[("topic", json!("AI"))])).await.unwrap_err();
+    let missing = crew
+        .kickoff(inputs(&[("topic", json!("AI"))]))
+        .await
+        .unwrap_err();
     let text = missing.to_string();
-    assert!(text.contains("{interpolation-with-hyphens}") && text.contains("task 'greet' description"), "{text}");
-    assert_eq!(server.request_count(), 0, "nothing runs when an input is missing");
+    assert!(
+        text.contains("{interpolation-with-hyphens}") && text.contains("task 'greet' description"),
+        "{text}"
+    );
+    assert_eq!(
+        server.request_count(),
+        0,
+        "nothing runs when an input is missing"
+    );
 
-    let output = crew.kickoff(inputs(&[("topic", json!("AI")), ("interpolation-with-hyphens", json!("say hello world"))])).await.unwrap();
+    let output = crew
+        .kickoff(inputs(&[
+            ("topic", json!("AI")),
+            ("interpolation-with-hyphens", json!("say hello world")),
+        ]))
+        .await
+        .unwrap();
     assert_eq!(output.raw, "Hello, World!");
     let sent = conversation(&server.requests()[0]);
-    assert!(sent.contains("AI Researcher") && sent.contains("Research AI"), "{sent}");
-    assert!(sent.contains("responds with say hello world") && sent.contains("{\"a\": 1}"), "{sent}");
+    assert!(
+        sent.contains("AI Researcher") && sent.contains("Research AI"),
+        "{sent}"
+    );
+    assert!(
+        sent.contains("responds with say hello world") && sent.contains("{\"a\": 1}"),
+        "{sent}"
+    );
     assert_eq!(output.tasks_output[0].agent, "AI Researcher");
 }
 
@@ -93,9 +178,19 @@ async fn without_inputs_placeholders_stay_literal() {
     server.push_text("done");
     let a = agent_with("{topic} Researcher", &server, |b| b);
     let t = task("t", "Give me an analysis around {topic}.", &a);
-    Crew::builder().agents(vec![a]).tasks(vec![t]).build().unwrap().kickoff(Inputs::new()).await.unwrap();
+    Crew::builder()
+        .agents(vec![a])
+        .tasks(vec![t])
+        .build()
+        .unwrap()
+        .kickoff(Inputs::new())
+        .await
+        .unwrap();
     let sent = conversation(&server.requests()[0]);
-    assert!(sent.contains("{topic} Researcher") && sent.contains("around {topic}."), "{sent}");
+    assert!(
+        sent.contains("{topic} Researcher") && sent.contains("around {topic}."),
+        "{sent}"
+    );
 }
 
 #[tokio::test]
@@ -104,7 +199,18 @@ async fn values_render_like_python_str() {
     server.push_text("ok");
     let a = agent("Clerk", &server);
     let t = task("t", "Count {n}, flag {flag}, items {items}", &a);
-    Crew::builder().agents(vec![a]).tasks(vec![t]).build().unwrap().kickoff(inputs(&[("n", json!(2.0)), ("flag", json!(true)), ("items", json!(["a", 1]))])).await.unwrap();
+    Crew::builder()
+        .agents(vec![a])
+        .tasks(vec![t])
+        .build()
+        .unwrap()
+        .kickoff(inputs(&[
+            ("n", json!(2.0)),
+            ("flag", json!(true)),
+            ("items", json!(["a", 1])),
+        ]))
+        .await
+        .unwrap();
     assert!(conversation(&server.requests()[0]).contains("Count 2.0, flag True, items ['a', 1]"));
 }
 
@@ -117,13 +223,33 @@ async fn structured_output_without_tools_asks_for_the_schema_on_the_first_call()
     let server = ScriptedServer::start().await;
     server.push_text("{\"score\":4}");
     let scorer = agent("Scorer", &server);
-    let t = Task::builder().name("score").description("Score the title").expected_output("The score").agent(scorer.clone()).output_json(score_schema()).build().unwrap();
-    let output = Crew::builder().agents(vec![scorer]).tasks(vec![t]).build().unwrap().kickoff(Inputs::new()).await.unwrap();
+    let t = Task::builder()
+        .name("score")
+        .description("Score the title")
+        .expected_output("The score")
+        .agent(scorer.clone())
+        .output_json(score_schema())
+        .build()
+        .unwrap();
+    let output = Crew::builder()
+        .agents(vec![scorer])
+        .tasks(vec![t])
+        .build()
+        .unwrap()
+        .kickoff(Inputs::new())
+        .await
+        .unwrap();
 
     let request = &server.requests()[0];
     assert_eq!(request.body["response_format"]["type"], "json_schema");
-    assert_eq!(request.body["response_format"]["json_schema"]["name"], "ScoreOutput");
-    assert!(conversation(request).contains("\"score\""), "the schema is also described in the prompt");
+    assert_eq!(
+        request.body["response_format"]["json_schema"]["name"],
+        "ScoreOutput"
+    );
+    assert!(
+        conversation(request).contains("\"score\""),
+        "the schema is also described in the prompt"
+    );
     assert_eq!(output.json_dict, Some(json!({"score": 4})));
     assert_eq!(output.json().unwrap(), r#"{"score": 4}"#);
     assert_eq!(output.tasks_output[0].output_format, OutputFormat::Json);
@@ -141,11 +267,34 @@ async fn typed_output_is_read_back_as_the_rust_type() {
     let server = ScriptedServer::start().await;
     server.push_text("{\"title\": \"Dune\", \"stars\": 5}");
     let critic = agent("Critic", &server);
-    let t = Task::builder().name("review").description("Review Dune").expected_output("A review").agent(critic.clone()).output::<Review>().build().unwrap();
-    let output = Crew::builder().agents(vec![critic]).tasks(vec![t]).build().unwrap().kickoff(Inputs::new()).await.unwrap();
-    assert_eq!(output.tasks_output[0].typed::<Review>().unwrap(), Review { title: "Dune".into(), stars: 5 });
+    let t = Task::builder()
+        .name("review")
+        .description("Review Dune")
+        .expected_output("A review")
+        .agent(critic.clone())
+        .output::<Review>()
+        .build()
+        .unwrap();
+    let output = Crew::builder()
+        .agents(vec![critic])
+        .tasks(vec![t])
+        .build()
+        .unwrap()
+        .kickoff(Inputs::new())
+        .await
+        .unwrap();
+    assert_eq!(
+        output.tasks_output[0].typed::<Review>().unwrap(),
+        Review {
+            title: "Dune".into(),
+            stars: 5
+        }
+    );
     assert_eq!(output.typed::<Review>().unwrap().stars, 5);
-    assert!(output.json().is_err(), "a typed (pydantic) output is not output_json");
+    assert!(
+        output.json().is_err(),
+        "a typed (pydantic) output is not output_json"
+    );
 }
 
 #[tokio::test]
@@ -154,8 +303,22 @@ async fn a_reply_that_is_not_the_schema_is_asked_again() {
     server.push_text("Thought: I now can give a great answer\nFinal Answer: {\n  \"score\": 4\n}");
     server.push_text("{\"score\":4}");
     let scorer = agent("Scorer", &server);
-    let t = Task::builder().name("score").description("Score the title").expected_output("The score").agent(scorer.clone()).output_json(score_schema()).build().unwrap();
-    let output = Crew::builder().agents(vec![scorer]).tasks(vec![t]).build().unwrap().kickoff(Inputs::new()).await.unwrap();
+    let t = Task::builder()
+        .name("score")
+        .description("Score the title")
+        .expected_output("The score")
+        .agent(scorer.clone())
+        .output_json(score_schema())
+        .build()
+        .unwrap();
+    let output = Crew::builder()
+        .agents(vec![scorer])
+        .tasks(vec![t])
+        .build()
+        .unwrap()
+        .kickoff(Inputs::new())
+        .await
+        .unwrap();
     assert_eq!(output.json().unwrap(), r#"{"score": 4}"#);
     assert_eq!(server.request_count(), 2);
 }
@@ -177,36 +340,97 @@ async fn with_tools_the_final_answer_is_converted_by_one_more_call() {
     server.push_text("The title scores four.");
     server.push_text("{\"score\": 4}");
     let scorer = agent_with("Scorer", &server, |b| b.tools(vec![lookup_tool()]));
-    let t = Task::builder().name("score").description("Score the title").expected_output("The score").agent(scorer.clone()).output_json(score_schema()).build().unwrap();
-    let output = Crew::builder().agents(vec![scorer]).tasks(vec![t]).build().unwrap().kickoff(Inputs::new()).await.unwrap();
+    let t = Task::builder()
+        .name("score")
+        .description("Score the title")
+        .expected_output("The score")
+        .agent(scorer.clone())
+        .output_json(score_schema())
+        .build()
+        .unwrap();
+    let output = Crew::builder()
+        .agents(vec![scorer])
+        .tasks(vec![t])
+        .build()
+        .unwrap()
+        .kickoff(Inputs::new())
+        .await
+        .unwrap();
 
     let requests = server.requests();
     assert_eq!(requests.len(), 3);
-    assert!(requests[0].body.get("response_format").is_none(), "no response format while tools are in play");
-    assert_eq!(requests[2].body["response_format"]["json_schema"]["name"], "ScoreOutput");
+    assert!(
+        requests[0].body.get("response_format").is_none(),
+        "no response format while tools are in play"
+    );
+    assert_eq!(
+        requests[2].body["response_format"]["json_schema"]["name"],
+        "ScoreOutput"
+    );
     assert!(requests[2].tool_names().is_empty());
     assert!(conversation(&requests[2]).contains("The title scores four."));
     assert_eq!(output.raw, "The title scores four.");
     assert_eq!(output.json_dict, Some(json!({"score": 4})));
-    assert_eq!(output.token_usage.successful_requests, 3, "the conversion call is counted");
+    assert_eq!(
+        output.token_usage.successful_requests, 3,
+        "the conversion call is counted"
+    );
 }
 
 #[tokio::test]
 async fn a_failed_guardrail_is_fed_back_and_the_agent_retries() {
     let server = ScriptedServer::start().await;
-    server.push_text("Messi, Ronaldo").push_text("1. Messi\n2. Ronaldo");
+    server
+        .push_text("Messi, Ronaldo")
+        .push_text("1. Messi\n2. Ronaldo");
     let bus = EventBus::new();
     let recorder = EventRecorder::attach(&bus);
     let analyst = agent("Sports Analyst", &server);
-    let numbered = Guardrail::named("numbered_list", |out| if out.raw.starts_with("1.") { Ok(GuardrailPass::Keep) } else { Err("Use a numbered list".into()) });
-    let t = Task::builder().name("list").description("List players").expected_output("A list").agent(analyst.clone()).guardrail(numbered).build().unwrap();
-    let output = Crew::builder().agents(vec![analyst]).tasks(vec![t]).event_bus(bus).build().unwrap().kickoff(Inputs::new()).await.unwrap();
+    let numbered = Guardrail::named("numbered_list", |out| {
+        if out.raw.starts_with("1.") {
+            Ok(GuardrailPass::Keep)
+        } else {
+            Err("Use a numbered list".into())
+        }
+    });
+    let t = Task::builder()
+        .name("list")
+        .description("List players")
+        .expected_output("A list")
+        .agent(analyst.clone())
+        .guardrail(numbered)
+        .build()
+        .unwrap();
+    let output = Crew::builder()
+        .agents(vec![analyst])
+        .tasks(vec![t])
+        .event_bus(bus)
+        .build()
+        .unwrap()
+        .kickoff(Inputs::new())
+        .await
+        .unwrap();
 
     assert_eq!(output.raw, "1. Messi\n2. Ronaldo");
     let retry = conversation(&server.requests()[1]);
-    assert!(retry.contains("Use a numbered list") && retry.contains("Messi, Ronaldo"), "the retry carries the feedback and the rejected answer: {retry}");
-    let completed: Vec<_> = recorder.of_type("llm_guardrail_completed").iter().map(|e| (e.to_json()["success"].clone(), e.to_json()["retry_count"].clone())).collect();
-    assert_eq!(completed, vec![(json!(false), json!(0)), (json!(true), json!(1))]);
+    assert!(
+        retry.contains("Use a numbered list") && retry.contains("Messi, Ronaldo"),
+        "the retry carries the feedback and the rejected answer: {retry}"
+    );
+    let completed: Vec<_> = recorder
+        .of_type("llm_guardrail_completed")
+        .iter()
+        .map(|e| {
+            (
+                e.to_json()["success"].clone(),
+                e.to_json()["retry_count"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        completed,
+        vec![(json!(false), json!(0)), (json!(true), json!(1))]
+    );
     assert_eq!(recorder.of_type("llm_guardrail_started").len(), 2);
 }
 
@@ -217,12 +441,38 @@ async fn guardrails_run_in_order_and_give_up_after_the_retries() {
     let writer = agent("Writer", &server);
     let replace = Guardrail::named("tidy", |out| Ok(GuardrailPass::Raw(out.raw.to_uppercase())));
     let never = Guardrail::named("never", |_| Err("not good enough".into()));
-    let t = Task::builder().name("w").description("Write").expected_output("Text").agent(writer.clone()).guardrails(vec![replace, never]).guardrail_max_retries(1).build().unwrap();
-    let error = Crew::builder().agents(vec![writer]).tasks(vec![t]).build().unwrap().kickoff(Inputs::new()).await.unwrap_err();
+    let t = Task::builder()
+        .name("w")
+        .description("Write")
+        .expected_output("Text")
+        .agent(writer.clone())
+        .guardrails(vec![replace, never])
+        .guardrail_max_retries(1)
+        .build()
+        .unwrap();
+    let error = Crew::builder()
+        .agents(vec![writer])
+        .tasks(vec![t])
+        .build()
+        .unwrap()
+        .kickoff(Inputs::new())
+        .await
+        .unwrap_err();
     let text = error.to_string();
-    assert!(text.starts_with("Task failed guardrail validation after 1 retries. Last error: not good enough"), "{text}");
-    assert!(text.contains("guardrail 1"), "the failing guardrail is named by position: {text}");
-    assert!(conversation(&server.requests()[1]).contains("SHORT"), "the first guardrail's replacement is what the second judged");
+    assert!(
+        text.starts_with(
+            "Task failed guardrail validation after 1 retries. Last error: not good enough"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("guardrail 1"),
+        "the failing guardrail is named by position: {text}"
+    );
+    assert!(
+        conversation(&server.requests()[1]).contains("SHORT"),
+        "the first guardrail's replacement is what the second judged"
+    );
 }
 
 #[tokio::test]
@@ -231,13 +481,35 @@ async fn an_llm_guardrail_is_judged_by_the_agents_model() {
     server.push_text("A poem about Rome");
     server.push_text("{\"valid\": true, \"feedback\": null}");
     let poet = agent("Poet", &server);
-    let t = Task::builder().name("poem").description("Write a poem").expected_output("A poem").agent(poet.clone()).guardrail(Guardrail::llm("The poem must be about Italy")).build().unwrap();
-    let output = Crew::builder().agents(vec![poet]).tasks(vec![t]).build().unwrap().kickoff(Inputs::new()).await.unwrap();
+    let t = Task::builder()
+        .name("poem")
+        .description("Write a poem")
+        .expected_output("A poem")
+        .agent(poet.clone())
+        .guardrail(Guardrail::llm("The poem must be about Italy"))
+        .build()
+        .unwrap();
+    let output = Crew::builder()
+        .agents(vec![poet])
+        .tasks(vec![t])
+        .build()
+        .unwrap()
+        .kickoff(Inputs::new())
+        .await
+        .unwrap();
     assert_eq!(output.raw, "A poem about Rome");
     let judge = &server.requests()[1];
-    assert!(conversation(judge).contains("The poem must be about Italy") && conversation(judge).contains("A poem about Rome"));
-    assert!(judge.body["response_format"]["json_schema"]["schema"]["properties"]["valid"].is_object());
-    assert_eq!(output.token_usage.successful_requests, 2, "the judge's call is counted");
+    assert!(
+        conversation(judge).contains("The poem must be about Italy")
+            && conversation(judge).contains("A poem about Rome")
+    );
+    assert!(
+        judge.body["response_format"]["json_schema"]["schema"]["properties"]["valid"].is_object()
+    );
+    assert_eq!(
+        output.token_usage.successful_requests, 2,
+        "the judge's call is counted"
+    );
 }
 
 #[tokio::test]
@@ -246,8 +518,19 @@ async fn a_skipped_conditional_task_leaves_a_placeholder_and_the_last_real_outpu
     server.push_text("Hi");
     let researcher = agent("Researcher", &server);
     let writer = agent("Senior Writer", &server);
-    let t2 = Task::builder().name("ideas").description("Five ideas").expected_output("Bullets").agent(writer.clone()).condition(|previous| previous.raw.contains("ideas")).build().unwrap();
-    let crew = Crew::builder().agents(vec![researcher.clone(), writer]).tasks(vec![task("hi", "Say Hi", &researcher), t2]).build().unwrap();
+    let t2 = Task::builder()
+        .name("ideas")
+        .description("Five ideas")
+        .expected_output("Bullets")
+        .agent(writer.clone())
+        .condition(|previous| previous.raw.contains("ideas"))
+        .build()
+        .unwrap();
+    let crew = Crew::builder()
+        .agents(vec![researcher.clone(), writer])
+        .tasks(vec![task("hi", "Say Hi", &researcher), t2])
+        .build()
+        .unwrap();
     let output = crew.kickoff(Inputs::new()).await.unwrap();
     assert_eq!(output.raw, "Hi");
     assert_eq!(output.tasks_output.len(), 2);
@@ -264,11 +547,39 @@ async fn output_files_are_interpolated_and_their_directories_created() {
     let a = agent("Writer", &server);
     let text_file = dir.path().join("reports/{topic}/out.txt");
     let json_file = dir.path().join("score_{topic}.json");
-    let t1 = Task::builder().name("t1").description("Explain {topic}").expected_output("Text").agent(a.clone()).output_file(&text_file).build().unwrap();
-    let t2 = Task::builder().name("t2").description("Score {topic}").expected_output("Score").agent(a.clone()).output_json(score_schema()).output_file(&json_file).build().unwrap();
-    Crew::builder().agents(vec![a]).tasks(vec![t1, t2]).build().unwrap().kickoff(inputs(&[("topic", json!("AI"))])).await.unwrap();
-    assert_eq!(std::fs::read_to_string(dir.path().join("reports/AI/out.txt")).unwrap(), "AI is useful");
-    assert_eq!(std::fs::read_to_string(dir.path().join("score_AI.json")).unwrap(), "{\n  \"score\": 3\n}");
+    let t1 = Task::builder()
+        .name("t1")
+        .description("Explain {topic}")
+        .expected_output("Text")
+        .agent(a.clone())
+        .output_file(&text_file)
+        .build()
+        .unwrap();
+    let t2 = Task::builder()
+        .name("t2")
+        .description("Score {topic}")
+        .expected_output("Score")
+        .agent(a.clone())
+        .output_json(score_schema())
+        .output_file(&json_file)
+        .build()
+        .unwrap();
+    Crew::builder()
+        .agents(vec![a])
+        .tasks(vec![t1, t2])
+        .build()
+        .unwrap()
+        .kickoff(inputs(&[("topic", json!("AI"))]))
+        .await
+        .unwrap();
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("reports/AI/out.txt")).unwrap(),
+        "AI is useful"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("score_AI.json")).unwrap(),
+        "{\n  \"score\": 3\n}"
+    );
 }
 
 #[tokio::test]
@@ -281,7 +592,14 @@ async fn callbacks_log_file_and_kickoff_hooks_run() {
     let seen_by_task = Arc::new(Mutex::new(Vec::new()));
     let seen_by_crew = Arc::new(Mutex::new(Vec::new()));
     let (task_seen, crew_seen) = (seen_by_task.clone(), seen_by_crew.clone());
-    let t = Task::builder().name("t").description("Write about {topic}").expected_output("Text").agent(a.clone()).callback(move |out| task_seen.lock().unwrap().push(out.raw.clone())).build().unwrap();
+    let t = Task::builder()
+        .name("t")
+        .description("Write about {topic}")
+        .expected_output("Text")
+        .agent(a.clone())
+        .callback(move |out| task_seen.lock().unwrap().push(out.raw.clone()))
+        .build()
+        .unwrap();
     let crew = Crew::builder()
         .agents(vec![a])
         .tasks(vec![t])
@@ -302,10 +620,18 @@ async fn callbacks_log_file_and_kickoff_hooks_run() {
     assert!(conversation(&server.requests()[0]).contains("Write about bees"));
     assert_eq!(*seen_by_task.lock().unwrap(), vec!["result".to_string()]);
     assert_eq!(*seen_by_crew.lock().unwrap(), vec!["result".to_string()]);
-    let lines: Vec<serde_json::Value> = std::fs::read_to_string(&log).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     assert_eq!(lines.first().unwrap()["type"], "crew_kickoff_started");
     assert_eq!(lines.last().unwrap()["type"], "crew_kickoff_completed");
-    assert!(lines.iter().any(|l| l["type"] == "task_completed" && l["output"] == "result"));
+    assert!(
+        lines
+            .iter()
+            .any(|l| l["type"] == "task_completed" && l["output"] == "result")
+    );
 }
 
 struct ScriptedFeedback(Mutex<Vec<String>>);
@@ -314,7 +640,11 @@ struct ScriptedFeedback(Mutex<Vec<String>>);
 impl InputProvider for ScriptedFeedback {
     async fn ask(&self, _prompt: &str) -> Result<String, std::io::Error> {
         let mut answers = self.0.lock().unwrap();
-        Ok(if answers.is_empty() { String::new() } else { answers.remove(0) })
+        Ok(if answers.is_empty() {
+            String::new()
+        } else {
+            answers.remove(0)
+        })
     }
 }
 
@@ -323,21 +653,48 @@ async fn human_feedback_makes_the_agent_improve_until_accepted() {
     let server = ScriptedServer::start().await;
     server.push_text("draft").push_text("better draft");
     let a = agent("Writer", &server);
-    let t = Task::builder().name("t").description("Write").expected_output("Text").agent(a.clone()).human_input(true).build().unwrap();
+    let t = Task::builder()
+        .name("t")
+        .description("Write")
+        .expected_output("Text")
+        .agent(a.clone())
+        .human_input(true)
+        .build()
+        .unwrap();
     let provider = Arc::new(ScriptedFeedback(Mutex::new(vec!["make it better".into()])));
-    let output = Crew::builder().agents(vec![a]).tasks(vec![t]).input_provider(provider).build().unwrap().kickoff(Inputs::new()).await.unwrap();
+    let output = Crew::builder()
+        .agents(vec![a])
+        .tasks(vec![t])
+        .input_provider(provider)
+        .build()
+        .unwrap()
+        .kickoff(Inputs::new())
+        .await
+        .unwrap();
     assert_eq!(output.raw, "better draft");
     let second = conversation(&server.requests()[1]);
-    assert!(second.contains("make it better") && second.contains("draft"), "{second}");
+    assert!(
+        second.contains("make it better") && second.contains("draft"),
+        "{second}"
+    );
 }
 
 #[tokio::test]
 async fn usage_is_totalled_per_crew_agent_and_task() {
     let server = ScriptedServer::start().await;
-    server.push(Reply::text("a").with_usage(100, 10)).push(Reply::text("b").with_usage(200, 20).with_cached_tokens(50));
+    server
+        .push(Reply::text("a").with_usage(100, 10))
+        .push(Reply::text("b").with_usage(200, 20).with_cached_tokens(50));
     let first = agent("First", &server);
     let second = agent("Second", &server);
-    let crew = Crew::builder().agents(vec![first.clone(), second.clone()]).tasks(vec![task("one", "One", &first), task("two", "Two", &second)]).build().unwrap();
+    let crew = Crew::builder()
+        .agents(vec![first.clone(), second.clone()])
+        .tasks(vec![
+            task("one", "One", &first),
+            task("two", "Two", &second),
+        ])
+        .build()
+        .unwrap();
     let output = crew.kickoff(Inputs::new()).await.unwrap();
     assert_eq!(output.token_usage.prompt_tokens, 300);
     assert_eq!(output.token_usage.completion_tokens, 30);
@@ -355,19 +712,41 @@ async fn two_crews_in_one_process_do_not_see_each_others_events() {
     server_b.push_text("from b");
     let make = |name: &str, server: &ScriptedServer| {
         let a = agent("Worker", server);
-        Crew::builder().name(name).agents(vec![a.clone()]).tasks(vec![task("t", "Work", &a)]).build().unwrap()
+        Crew::builder()
+            .name(name)
+            .agents(vec![a.clone()])
+            .tasks(vec![task("t", "Work", &a)])
+            .build()
+            .unwrap()
     };
     let (crew_a, crew_b) = (make("alpha", &server_a), make("beta", &server_b));
-    let (seen_a, seen_b) = (EventRecorder::attach(crew_a.event_bus()), EventRecorder::attach(crew_b.event_bus()));
+    let (seen_a, seen_b) = (
+        EventRecorder::attach(crew_a.event_bus()),
+        EventRecorder::attach(crew_b.event_bus()),
+    );
     let (out_a, out_b) = tokio::join!(crew_a.kickoff(Inputs::new()), crew_b.kickoff(Inputs::new()));
-    assert_eq!((out_a.unwrap().raw, out_b.unwrap().raw), ("from a".to_string(), "from b".to_string()));
+    assert_eq!(
+        (out_a.unwrap().raw, out_b.unwrap().raw),
+        ("from a".to_string(), "from b".to_string())
+    );
     for (seen, name, other) in [(&seen_a, "alpha", "from b"), (&seen_b, "beta", "from a")] {
         let events = seen.events();
         assert_eq!(seen.of_type("crew_kickoff_started").len(), 1);
-        assert_eq!(seen.of_type("crew_kickoff_started")[0].to_json()["crew_name"], name);
-        assert!(events.iter().all(|e| !e.to_json().to_string().contains(other)), "{name} saw the other crew's work");
+        assert_eq!(
+            seen.of_type("crew_kickoff_started")[0].to_json()["crew_name"],
+            name
+        );
+        assert!(
+            events
+                .iter()
+                .all(|e| !e.to_json().to_string().contains(other)),
+            "{name} saw the other crew's work"
+        );
         let task_started = &seen.of_type("task_started")[0];
-        assert_eq!(task_started.parent_event_id, Some(seen.of_type("crew_kickoff_started")[0].event_id));
+        assert_eq!(
+            task_started.parent_event_id,
+            Some(seen.of_type("crew_kickoff_started")[0].event_id)
+        );
     }
 }
 
@@ -375,12 +754,35 @@ async fn two_crews_in_one_process_do_not_see_each_others_events() {
 async fn unsupported_and_invalid_crews_are_rejected_at_build() {
     let server = ScriptedServer::start().await;
     let a = agent("Worker", &server);
-    let planning = Crew::builder().agents(vec![a.clone()]).tasks(vec![task("t", "Work", &a)]).planning(true).build().unwrap_err();
-    assert!(matches!(planning, CrewError::Unsupported { feature: "planning", .. }));
+    let planning = Crew::builder()
+        .agents(vec![a.clone()])
+        .tasks(vec![task("t", "Work", &a)])
+        .planning(true)
+        .build()
+        .unwrap_err();
+    assert!(matches!(
+        planning,
+        CrewError::Unsupported {
+            feature: "planning",
+            ..
+        }
+    ));
     assert!(planning.to_string().contains("not supported yet"));
-    let no_agent = Task::builder().name("orphan").description("d").expected_output("e").build().unwrap();
-    let error = Crew::builder().agents(vec![a]).tasks(vec![no_agent]).build().unwrap_err();
-    assert!(error.to_string().contains("'orphan' has no agent"), "{error}");
+    let no_agent = Task::builder()
+        .name("orphan")
+        .description("d")
+        .expected_output("e")
+        .build()
+        .unwrap();
+    let error = Crew::builder()
+        .agents(vec![a])
+        .tasks(vec![no_agent])
+        .build()
+        .unwrap_err();
+    assert!(
+        error.to_string().contains("'orphan' has no agent"),
+        "{error}"
+    );
 }
 
 #[tokio::test]
@@ -388,7 +790,14 @@ async fn a_single_delegating_agent_gets_no_delegation_tools() {
     let server = ScriptedServer::start().await;
     server.push_text("done alone");
     let a = agent_with("Lead", &server, |b| b.allow_delegation(true));
-    Crew::builder().agents(vec![a.clone()]).tasks(vec![task("t", "Work", &a)]).build().unwrap().kickoff(Inputs::new()).await.unwrap();
+    Crew::builder()
+        .agents(vec![a.clone()])
+        .tasks(vec![task("t", "Work", &a)])
+        .build()
+        .unwrap()
+        .kickoff(Inputs::new())
+        .await
+        .unwrap();
     assert!(server.requests()[0].tool_names().is_empty());
 }
 
@@ -404,15 +813,33 @@ async fn standalone_task_execute_applies_guardrails() {
         .description("Answer yes")
         .expected_output("yes")
         .agent(a)
-        .guardrail(Guardrail::func(|out| if out.raw == "yes" { Ok(GuardrailPass::Keep) } else { Err("say yes".into()) }))
+        .guardrail(Guardrail::func(|out| {
+            if out.raw == "yes" {
+                Ok(GuardrailPass::Keep)
+            } else {
+                Err("say yes".into())
+            }
+        }))
         .build()
         .unwrap();
     let output = t.execute(None).await.unwrap();
     assert_eq!(output.raw, "yes");
-    assert_eq!(recorder.of_type("llm_guardrail_completed").len(), 2, "events reach the agent's bus");
+    assert_eq!(
+        recorder.of_type("llm_guardrail_completed").len(),
+        2,
+        "events reach the agent's bus"
+    );
     assert_eq!(recorder.of_type("task_completed").len(), 1);
-    let unassigned = Task::builder().name("x").description("d").expected_output("e").build().unwrap();
-    assert!(matches!(unassigned.execute(None).await, Err(TaskError::NoAgent { .. })));
+    let unassigned = Task::builder()
+        .name("x")
+        .description("d")
+        .expected_output("e")
+        .build()
+        .unwrap();
+    assert!(matches!(
+        unassigned.execute(None).await,
+        Err(TaskError::NoAgent { .. })
+    ));
 }
 
 fn counting_tool(runs: Arc<std::sync::atomic::AtomicUsize>) -> crewai_tools::ToolHandle {
@@ -422,7 +849,12 @@ fn counting_tool(runs: Arc<std::sync::atomic::AtomicUsize>) -> crewai_tools::Too
         json!({"type": "object", "properties": {"key": {"type": "string"}}, "required": ["key"]}),
         move |_args, _ctx| {
             let runs = runs.clone();
-            async move { Ok(ToolOutput::Text(format!("run {}", runs.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1))) }
+            async move {
+                Ok(ToolOutput::Text(format!(
+                    "run {}",
+                    runs.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1
+                )))
+            }
         },
     )
     .into_handle()
@@ -437,11 +869,24 @@ async fn the_crew_cache_is_opt_in_and_shared_by_its_agents() {
             server.push_text("done");
         }
         let runs = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let first = agent_with("First", &server, |b| b.tools(vec![counting_tool(runs.clone())]));
-        let second = agent_with("Second", &server, |b| b.tools(vec![counting_tool(runs.clone())]));
-        let crew = Crew::builder().agents(vec![first.clone(), second.clone()]).tasks(vec![task("a", "A", &first), task("b", "B", &second)]).cache(cache).build().unwrap();
+        let first = agent_with("First", &server, |b| {
+            b.tools(vec![counting_tool(runs.clone())])
+        });
+        let second = agent_with("Second", &server, |b| {
+            b.tools(vec![counting_tool(runs.clone())])
+        });
+        let crew = Crew::builder()
+            .agents(vec![first.clone(), second.clone()])
+            .tasks(vec![task("a", "A", &first), task("b", "B", &second)])
+            .cache(cache)
+            .build()
+            .unwrap();
         crew.kickoff(Inputs::new()).await.unwrap();
-        assert_eq!(runs.load(std::sync::atomic::Ordering::SeqCst), expected_runs, "cache: {cache}");
+        assert_eq!(
+            runs.load(std::sync::atomic::Ordering::SeqCst),
+            expected_runs,
+            "cache: {cache}"
+        );
     }
 }
 
@@ -452,7 +897,11 @@ async fn crew_hooks_and_step_callback_reach_every_agent() {
     let a = agent("Writer", &server);
     let steps = Arc::new(Mutex::new(Vec::new()));
     let seen = steps.clone();
-    let hooks = crewai_core::hooks::Hooks::new().after_llm_call(|ctx| ctx.response.as_ref().map(|text| format!("[reviewed] {text}")));
+    let hooks = crewai_core::hooks::Hooks::new().after_llm_call(|ctx| {
+        ctx.response
+            .as_ref()
+            .map(|text| format!("[reviewed] {text}"))
+    });
     let crew = Crew::builder()
         .agents(vec![a.clone()])
         .tasks(vec![task("t", "Write", &a)])
@@ -462,14 +911,31 @@ async fn crew_hooks_and_step_callback_reach_every_agent() {
         .unwrap();
     let output = crew.kickoff(Inputs::new()).await.unwrap();
     assert_eq!(output.raw, "[reviewed] plain answer");
-    assert!(steps.lock().unwrap().iter().any(|s| s.contains("FinalAnswer")), "{:?}", steps.lock().unwrap());
+    assert!(
+        steps
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|s| s.contains("FinalAnswer")),
+        "{:?}",
+        steps.lock().unwrap()
+    );
 }
 
 #[tokio::test]
 async fn fetch_inputs_lists_the_placeholders() {
     let server = ScriptedServer::start().await;
-    let a = agent_with("{topic} Researcher", &server, |b| b.goal("Study {field-name}"));
+    let a = agent_with("{topic} Researcher", &server, |b| {
+        b.goal("Study {field-name}")
+    });
     let t = task("t", "Write about {topic} in {year}", &a);
-    let crew = Crew::builder().agents(vec![a]).tasks(vec![t]).build().unwrap();
-    assert_eq!(crew.fetch_inputs().into_iter().collect::<Vec<_>>(), ["field-name", "topic", "year"]);
+    let crew = Crew::builder()
+        .agents(vec![a])
+        .tasks(vec![t])
+        .build()
+        .unwrap();
+    assert_eq!(
+        crew.fetch_inputs().into_iter().collect::<Vec<_>>(),
+        ["field-name", "topic", "year"]
+    );
 }

@@ -4,13 +4,13 @@
 
 mod crew_support;
 
+use crew_support::{agent, task};
 use crewai_core::crew::{Crew, CrewError};
 use crewai_core::events::{EventBus, EventKind, EventRecorder};
 use crewai_core::interpolate::Inputs;
 use crewai_core::usage::BudgetLimit;
 use crewai_llm::{PriceTable, Usage};
 use crewai_testkit::scripted::{Reply, ScriptedServer};
-use crew_support::{agent, task};
 
 /// gpt-4o-mini's built-in prices, USD per million tokens.
 const INPUT: f64 = 0.15;
@@ -27,7 +27,11 @@ fn assert_close(actual: f64, expected: f64) {
 
 fn two_replies(server: &ScriptedServer) {
     server.push(Reply::text("facts about bees").with_usage(1200, 80));
-    server.push(Reply::text("a poem about bees").with_usage(2500, 150).with_cached_tokens(1000));
+    server.push(
+        Reply::text("a poem about bees")
+            .with_usage(2500, 150)
+            .with_cached_tokens(1000),
+    );
 }
 
 fn two_task_crew(server: &ScriptedServer, events: &EventBus, stream: bool) -> Crew {
@@ -35,7 +39,10 @@ fn two_task_crew(server: &ScriptedServer, events: &EventBus, stream: bool) -> Cr
     let writer = agent("Writer", server);
     Crew::builder()
         .agents(vec![researcher.clone(), writer.clone()])
-        .tasks(vec![task("research", "Find facts about bees", &researcher), task("write", "Write a poem from the facts", &writer)])
+        .tasks(vec![
+            task("research", "Find facts about bees", &researcher),
+            task("write", "Write a poem from the facts", &writer),
+        ])
         .event_bus(events.clone())
         .stream(stream)
         .build()
@@ -64,8 +71,18 @@ async fn check_usage_of_a_two_task_run(stream: bool) {
     let output = crew.kickoff(Inputs::new()).await.unwrap();
 
     let total = output.token_usage;
-    assert_eq!((total.prompt_tokens, total.completion_tokens, total.total_tokens), (3700, 230, 3930));
-    assert_eq!((total.cached_prompt_tokens, total.successful_requests), (1000, 2));
+    assert_eq!(
+        (
+            total.prompt_tokens,
+            total.completion_tokens,
+            total.total_tokens
+        ),
+        (3700, 230, 3930)
+    );
+    assert_eq!(
+        (total.cached_prompt_tokens, total.successful_requests),
+        (1000, 2)
+    );
     let research_cost = expected_cost(1200, 0, 80);
     let write_cost = expected_cost(2500, 1000, 150);
     assert_close(total.cost_usd, research_cost + write_cost);
@@ -74,7 +91,11 @@ async fn check_usage_of_a_two_task_run(stream: bool) {
     assert_eq!(calls.len(), 2);
     assert_close(calls[0].cost_usd, research_cost);
     assert_close(calls[1].cost_usd, write_cost);
-    assert_eq!(calls.iter().map(|u| u.prompt_tokens).sum::<u64>(), total.prompt_tokens, "totals are the sum of the calls");
+    assert_eq!(
+        calls.iter().map(|u| u.prompt_tokens).sum::<u64>(),
+        total.prompt_tokens,
+        "totals are the sum of the calls"
+    );
 
     let summary = crew.usage();
     assert_eq!(summary.total, total);
@@ -106,12 +127,18 @@ async fn a_custom_price_table_prices_the_run() {
     let prices = PriceTable::from_yaml_str("gpt-4o-mini: {input: 1.0, output: 2.0}").unwrap();
     let crew = Crew::builder()
         .agents(vec![researcher.clone()])
-        .tasks(vec![task("research", "Find facts", &researcher), task("write", "Write", &researcher)])
+        .tasks(vec![
+            task("research", "Find facts", &researcher),
+            task("write", "Write", &researcher),
+        ])
         .prices(prices)
         .build()
         .unwrap();
     let output = crew.kickoff(Inputs::new()).await.unwrap();
-    assert_close(output.token_usage.cost_usd, (3700.0 * 1.0 + 230.0 * 2.0) / 1e6);
+    assert_close(
+        output.token_usage.cost_usd,
+        (3700.0 * 1.0 + 230.0 * 2.0) / 1e6,
+    );
 }
 
 #[tokio::test]
@@ -123,14 +150,24 @@ async fn a_token_budget_stops_between_tasks_keeps_the_output_and_replay_resumes(
     // The first call uses 1280 tokens; the second call's prompt alone would go over 1300.
     let crew = Crew::builder()
         .agents(vec![researcher.clone(), writer.clone()])
-        .tasks(vec![task("research", "Find facts about bees", &researcher), task("write", "Write a poem from the facts", &writer)])
+        .tasks(vec![
+            task("research", "Find facts about bees", &researcher),
+            task("write", "Write a poem from the facts", &writer),
+        ])
         .max_tokens(1300)
         .build()
         .unwrap();
 
     let error = crew.kickoff(Inputs::new()).await.unwrap_err();
 
-    let CrewError::BudgetExceeded { task, exceeded, completed, usage, .. } = &error else {
+    let CrewError::BudgetExceeded {
+        task,
+        exceeded,
+        completed,
+        usage,
+        ..
+    } = &error
+    else {
         panic!("expected a budget stop, got {error}");
     };
     assert_eq!(task.as_deref(), Some("write"));
@@ -139,9 +176,16 @@ async fn a_token_budget_stops_between_tasks_keeps_the_output_and_replay_resumes(
     assert_eq!(completed.len(), 1);
     assert_eq!(completed[0].raw, "facts about bees");
     assert_eq!(usage.total_tokens, 1280);
-    assert_eq!(server.request_count(), 1, "the call over budget was never sent");
+    assert_eq!(
+        server.request_count(),
+        1,
+        "the call over budget was never sent"
+    );
     let message = error.to_string();
-    assert!(message.contains("max_tokens = 1300") && message.contains("'write'"), "{message}");
+    assert!(
+        message.contains("max_tokens = 1300") && message.contains("'write'"),
+        "{message}"
+    );
 
     // Resuming from the stopped task reuses the stored research output and spends only the rest.
     let resumed = crew.replay("write", None).await.unwrap();
@@ -160,14 +204,23 @@ async fn a_cost_budget_stops_before_the_first_call_it_cannot_afford() {
     let researcher = agent("Researcher", &server);
     let crew = Crew::builder()
         .agents(vec![researcher.clone()])
-        .tasks(vec![task("research", "Find facts", &researcher), task("write", "Write", &researcher)])
+        .tasks(vec![
+            task("research", "Find facts", &researcher),
+            task("write", "Write", &researcher),
+        ])
         .max_cost_usd(0.10)
         .build()
         .unwrap();
 
     let error = crew.kickoff(Inputs::new()).await.unwrap_err();
 
-    let CrewError::BudgetExceeded { exceeded, completed, usage, .. } = &error else {
+    let CrewError::BudgetExceeded {
+        exceeded,
+        completed,
+        usage,
+        ..
+    } = &error
+    else {
         panic!("expected a budget stop, got {error}");
     };
     assert_eq!(exceeded.limit, BudgetLimit::Cost);
@@ -181,7 +234,17 @@ async fn a_cost_budget_stops_before_the_first_call_it_cannot_afford() {
 async fn budgets_must_be_positive() {
     let server = ScriptedServer::start().await;
     let researcher = agent("Researcher", &server);
-    let build = |b: crewai_core::crew::CrewBuilder| b.agents(vec![researcher.clone()]).tasks(vec![task("t", "T", &researcher)]).build();
-    assert!(matches!(build(Crew::builder().max_cost_usd(0.0)), Err(CrewError::Config { .. })));
-    assert!(matches!(build(Crew::builder().max_tokens(0)), Err(CrewError::Config { .. })));
+    let build = |b: crewai_core::crew::CrewBuilder| {
+        b.agents(vec![researcher.clone()])
+            .tasks(vec![task("t", "T", &researcher)])
+            .build()
+    };
+    assert!(matches!(
+        build(Crew::builder().max_cost_usd(0.0)),
+        Err(CrewError::Config { .. })
+    ));
+    assert!(matches!(
+        build(Crew::builder().max_tokens(0)),
+        Err(CrewError::Config { .. })
+    ));
 }

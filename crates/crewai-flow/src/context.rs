@@ -66,7 +66,12 @@ pub struct FlowContext<S = UnstructuredState> {
 
 impl<S: FlowState> Clone for FlowContext<S> {
     fn clone(&self) -> Self {
-        FlowContext { shared: self.shared.clone(), method: self.method.clone(), trigger: self.trigger.clone(), event_id: self.event_id }
+        FlowContext {
+            shared: self.shared.clone(),
+            method: self.method.clone(),
+            trigger: self.trigger.clone(),
+            event_id: self.event_id,
+        }
     }
 }
 
@@ -109,10 +114,17 @@ impl<S: FlowState> FlowContext<S> {
     /// The triggering output deserialised as `T`; the error names this method and the trigger.
     pub fn trigger_output_as<T: DeserializeOwned>(&self) -> Result<T, MethodError> {
         let Some(trigger) = &self.trigger else {
-            return Err(MethodError::msg(format!("method `{}` was not triggered by another method, so it has no input", self.method)));
+            return Err(MethodError::msg(format!(
+                "method `{}` was not triggered by another method, so it has no input",
+                self.method
+            )));
         };
-        serde_json::from_value(trigger.output.clone())
-            .map_err(|e| MethodError::msg(format!("method `{}`: the output of `{}` does not have the expected shape: {e}", self.method, trigger.triggered_by)))
+        serde_json::from_value(trigger.output.clone()).map_err(|e| {
+            MethodError::msg(format!(
+                "method `{}`: the output of `{}` does not have the expected shape: {e}",
+                self.method, trigger.triggered_by
+            ))
+        })
     }
 
     /// The method or label whose completion triggered this call.
@@ -122,12 +134,24 @@ impl<S: FlowState> FlowContext<S> {
 
     /// The latest output of `method` in this run.
     pub fn method_output(&self, method: &str) -> Option<Value> {
-        self.shared.outputs.lock().unwrap_or_else(|p| p.into_inner()).iter().rev().find(|r| r.method == method).map(|r| r.output.clone())
+        self.shared
+            .outputs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .rev()
+            .find(|r| r.method == method)
+            .map(|r| r.output.clone())
     }
 
     /// The newest human-feedback answer of this run.
     pub fn last_feedback(&self) -> Option<FeedbackRecord> {
-        self.shared.feedback.lock().unwrap_or_else(|p| p.into_inner()).last().cloned()
+        self.shared
+            .feedback
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .last()
+            .cloned()
     }
 
     /// The flow's event bus; give it to crews and agents run inside this method.
@@ -153,7 +177,11 @@ impl<S: FlowState> FlowContext<S> {
     /// and this method's start event as the agent run's parent.
     pub fn agent_kickoff_options(&self) -> KickoffOptions {
         KickoffOptions {
-            services: Some(RunServices { events: self.shared.events.clone(), cancellation: self.shared.cancellation.clone(), ..Default::default() }),
+            services: Some(RunServices {
+                events: self.shared.events.clone(),
+                cancellation: self.shared.cancellation.clone(),
+                ..Default::default()
+            }),
             parent_event_id: Some(self.event_id),
             ..Default::default()
         }

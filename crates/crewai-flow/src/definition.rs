@@ -76,7 +76,8 @@ pub(crate) enum MethodFailure {
     NotSerializable(String),
 }
 
-pub(crate) type MethodFn<S> = Arc<dyn Fn(FlowContext<S>) -> BoxFuture<'static, Result<Value, MethodFailure>> + Send + Sync>;
+pub(crate) type MethodFn<S> =
+    Arc<dyn Fn(FlowContext<S>) -> BoxFuture<'static, Result<Value, MethodFailure>> + Send + Sync>;
 
 /// The role of a method in the flow.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -249,35 +250,66 @@ impl<S: FlowState> FlowBuilder<S> {
 
     /// A conditional start: drawn and treated as a start, but run when `trigger` fires (e.g. a router
     /// label that restarts the flow), not at kickoff.
-    pub fn start_on<F, Fut, T>(self, name: impl Into<String>, trigger: impl Into<Trigger>, method: F) -> Self
+    pub fn start_on<F, Fut, T>(
+        self,
+        name: impl Into<String>,
+        trigger: impl Into<Trigger>,
+        method: F,
+    ) -> Self
     where
         F: Fn(FlowContext<S>) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = MethodResult<T>> + Send + 'static,
         T: Serialize,
     {
-        self.add(name.into(), MethodKind::Start, Some(trigger.into()), value_method(method))
+        self.add(
+            name.into(),
+            MethodKind::Start,
+            Some(trigger.into()),
+            value_method(method),
+        )
     }
 
     /// A method run whenever `trigger` fires; it receives the triggering output in its context.
-    pub fn listen<F, Fut, T>(self, name: impl Into<String>, trigger: impl Into<Trigger>, method: F) -> Self
+    pub fn listen<F, Fut, T>(
+        self,
+        name: impl Into<String>,
+        trigger: impl Into<Trigger>,
+        method: F,
+    ) -> Self
     where
         F: Fn(FlowContext<S>) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = MethodResult<T>> + Send + 'static,
         T: Serialize,
     {
-        self.add(name.into(), MethodKind::Listen, Some(trigger.into()), value_method(method))
+        self.add(
+            name.into(),
+            MethodKind::Listen,
+            Some(trigger.into()),
+            value_method(method),
+        )
     }
 
     /// A router: run when `trigger` fires; the label it returns (one of those declared with
     /// [`FlowBuilder::emits`]) fires the listeners of that label, and its own name fires as well.
-    pub fn router<F, Fut, L>(self, name: impl Into<String>, trigger: impl Into<Trigger>, method: F) -> Self
+    pub fn router<F, Fut, L>(
+        self,
+        name: impl Into<String>,
+        trigger: impl Into<Trigger>,
+        method: F,
+    ) -> Self
     where
         F: Fn(FlowContext<S>) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = MethodResult<L>> + Send + 'static,
         L: Into<String>,
     {
         let func: MethodFn<S> = Arc::new(move |ctx| {
-            method(ctx).map(|result| result.map(|label| Value::String(label.into())).map_err(|e| MethodFailure::Error(e.into_inner()))).boxed()
+            method(ctx)
+                .map(|result| {
+                    result
+                        .map(|label| Value::String(label.into()))
+                        .map_err(|e| MethodFailure::Error(e.into_inner()))
+                })
+                .boxed()
         });
         self.add(name.into(), MethodKind::Router, Some(trigger.into()), func)
     }
@@ -286,8 +318,12 @@ impl<S: FlowState> FlowBuilder<S> {
     pub fn emits<L: Into<String>>(mut self, labels: impl IntoIterator<Item = L>) -> Self {
         let labels: Vec<String> = labels.into_iter().map(Into::into).collect();
         match self.methods.last_mut() {
-            None => self.errors.push(FlowBuildError::ModifierWithoutMethod { modifier: "emits" }),
-            Some(method) if method.kind != MethodKind::Router => self.errors.push(FlowBuildError::EmitsOnNonRouter(method.name.clone())),
+            None => self
+                .errors
+                .push(FlowBuildError::ModifierWithoutMethod { modifier: "emits" }),
+            Some(method) if method.kind != MethodKind::Router => self
+                .errors
+                .push(FlowBuildError::EmitsOnNonRouter(method.name.clone())),
             Some(method) => method.labels.extend(labels),
         }
         self
@@ -296,7 +332,9 @@ impl<S: FlowState> FlowBuilder<S> {
     /// Saves the state after the method added last (CrewAI's method-level `@persist`).
     pub fn persist_method(mut self) -> Self {
         match self.methods.last_mut() {
-            None => self.errors.push(FlowBuildError::ModifierWithoutMethod { modifier: "persist_method" }),
+            None => self.errors.push(FlowBuildError::ModifierWithoutMethod {
+                modifier: "persist_method",
+            }),
             Some(method) => method.persist = true,
         }
         self
@@ -321,8 +359,22 @@ impl<S: FlowState> FlowBuilder<S> {
         self
     }
 
-    fn add(mut self, name: String, kind: MethodKind, trigger: Option<Trigger>, func: MethodFn<S>) -> Self {
-        self.methods.push(MethodSpec { name, kind, trigger, labels: Vec::new(), persist: false, feedback: None, func });
+    fn add(
+        mut self,
+        name: String,
+        kind: MethodKind,
+        trigger: Option<Trigger>,
+        func: MethodFn<S>,
+    ) -> Self {
+        self.methods.push(MethodSpec {
+            name,
+            kind,
+            trigger,
+            labels: Vec::new(),
+            persist: false,
+            feedback: None,
+            func,
+        });
         self
     }
 
@@ -341,7 +393,11 @@ impl<S: FlowState> FlowBuilder<S> {
                 return Err(FlowBuildError::DuplicateMethod(method.name.clone()));
             }
         }
-        if !self.methods.iter().any(|m| m.kind == MethodKind::Start && m.trigger.is_none()) {
+        if !self
+            .methods
+            .iter()
+            .any(|m| m.kind == MethodKind::Start && m.trigger.is_none())
+        {
             return Err(FlowBuildError::NoStart);
         }
         let mut labels = BTreeSet::new();
@@ -351,24 +407,50 @@ impl<S: FlowState> FlowBuilder<S> {
             }
             for label in method.emitted_labels() {
                 if names.contains(label.as_str()) {
-                    return Err(FlowBuildError::LabelShadowsMethod { method: method.name.clone(), label: label.clone() });
+                    return Err(FlowBuildError::LabelShadowsMethod {
+                        method: method.name.clone(),
+                        label: label.clone(),
+                    });
                 }
                 labels.insert(label.as_str());
             }
         }
         for method in &self.methods {
-            let Some(trigger) = &method.trigger else { continue };
+            let Some(trigger) = &method.trigger else {
+                continue;
+            };
             if let Some(combinator) = trigger.first_empty_combinator() {
-                return Err(FlowBuildError::EmptyTrigger { method: method.name.clone(), combinator });
+                return Err(FlowBuildError::EmptyTrigger {
+                    method: method.name.clone(),
+                    combinator,
+                });
             }
-            if let Some(unknown) = trigger.names().into_iter().find(|n| !names.contains(n) && !labels.contains(n)) {
-                let known = names.iter().chain(labels.iter()).map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ");
-                return Err(FlowBuildError::UnknownTrigger { method: method.name.clone(), trigger: unknown.to_string(), known });
+            if let Some(unknown) = trigger
+                .names()
+                .into_iter()
+                .find(|n| !names.contains(n) && !labels.contains(n))
+            {
+                let known = names
+                    .iter()
+                    .chain(labels.iter())
+                    .map(|n| format!("`{n}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                return Err(FlowBuildError::UnknownTrigger {
+                    method: method.name.clone(),
+                    trigger: unknown.to_string(),
+                    known,
+                });
             }
         }
-        let persistence = match (self.persistence, self.persist_all || self.methods.iter().any(|m| m.persist)) {
+        let persistence = match (
+            self.persistence,
+            self.persist_all || self.methods.iter().any(|m| m.persist),
+        ) {
             (Some(backend), _) => Some(backend),
-            (None, true) => Some(Arc::new(SqliteFlowPersistence::open(SqliteFlowPersistence::default_path())?) as Arc<dyn FlowPersistence>),
+            (None, true) => Some(Arc::new(SqliteFlowPersistence::open(
+                SqliteFlowPersistence::default_path(),
+            )?) as Arc<dyn FlowPersistence>),
             (None, false) => None,
         };
         Ok(Flow::from_inner(FlowInner {
@@ -378,7 +460,9 @@ impl<S: FlowState> FlowBuilder<S> {
             events: self.events.unwrap_or_default(),
             persistence,
             persist_all: self.persist_all,
-            feedback: self.feedback_provider.unwrap_or_else(|| Arc::new(ConsoleFeedbackProvider)),
+            feedback: self
+                .feedback_provider
+                .unwrap_or_else(|| Arc::new(ConsoleFeedbackProvider)),
             max_method_calls: self.max_method_calls,
         }))
     }
@@ -394,7 +478,8 @@ where
     Arc::new(move |ctx| {
         method(ctx)
             .map(|result| match result {
-                Ok(output) => serde_json::to_value(output).map_err(|e| MethodFailure::NotSerializable(e.to_string())),
+                Ok(output) => serde_json::to_value(output)
+                    .map_err(|e| MethodFailure::NotSerializable(e.to_string())),
                 Err(error) => Err(MethodFailure::Error(error.into_inner())),
             })
             .boxed()
@@ -417,7 +502,12 @@ mod tests {
 
     #[test]
     fn unknown_trigger_is_named() {
-        let error = Flow::builder().start("fetch", noop).listen("summarise", or([on("fetch"), on("fecth")]), noop).build().err().unwrap();
+        let error = Flow::builder()
+            .start("fetch", noop)
+            .listen("summarise", or([on("fetch"), on("fecth")]), noop)
+            .build()
+            .err()
+            .unwrap();
         let text = error.to_string();
         assert!(text.contains("`summarise` listens to `fecth`"), "{text}");
         assert!(text.contains("`fetch`"), "{text}");
@@ -425,21 +515,64 @@ mod tests {
 
     #[test]
     fn router_labels_are_known_triggers_only_when_declared() {
-        let undeclared = Flow::builder().start("s", noop).router("r", on("s"), router_noop).emits(["a"]).listen("x", on("b"), noop).build();
-        assert!(matches!(undeclared, Err(FlowBuildError::UnknownTrigger { trigger, .. }) if trigger == "b"));
-        let declared = Flow::builder().start("s", noop).router("r", on("s"), router_noop).emits(["a", "b"]).listen("x", and(["a", "b"]), noop).build();
+        let undeclared = Flow::builder()
+            .start("s", noop)
+            .router("r", on("s"), router_noop)
+            .emits(["a"])
+            .listen("x", on("b"), noop)
+            .build();
+        assert!(
+            matches!(undeclared, Err(FlowBuildError::UnknownTrigger { trigger, .. }) if trigger == "b")
+        );
+        let declared = Flow::builder()
+            .start("s", noop)
+            .router("r", on("s"), router_noop)
+            .emits(["a", "b"])
+            .listen("x", and(["a", "b"]), noop)
+            .build();
         assert!(declared.is_ok());
     }
 
     #[test]
     fn structural_errors() {
-        assert!(matches!(Flow::builder().listen("x", on("x"), noop).build(), Err(FlowBuildError::NoStart)));
-        assert!(matches!(Flow::builder().start("s", noop).start("s", noop).build(), Err(FlowBuildError::DuplicateMethod(n)) if n == "s"));
-        assert!(matches!(Flow::builder().start("s", noop).router("r", on("s"), router_noop).build(), Err(FlowBuildError::RouterWithoutLabels(n)) if n == "r"));
-        assert!(matches!(Flow::builder().start("s", noop).emits(["a"]).build(), Err(FlowBuildError::EmitsOnNonRouter(n)) if n == "s"));
-        assert!(matches!(Flow::builder().start("s", noop).router("r", on("s"), router_noop).emits(["s"]).build(), Err(FlowBuildError::LabelShadowsMethod { .. })));
-        assert!(matches!(Flow::builder().start("s", noop).listen("x", or(Vec::<Trigger>::new()), noop).build(), Err(FlowBuildError::EmptyTrigger { .. })));
-        assert!(matches!(Flow::builder().start("s", noop).max_method_calls(0).build(), Err(FlowBuildError::ZeroMaxMethodCalls)));
-        assert!(matches!(FlowBuilder::<UnstructuredState>::new().persist_method().start("s", noop).build(), Err(FlowBuildError::ModifierWithoutMethod { .. })));
+        assert!(matches!(
+            Flow::builder().listen("x", on("x"), noop).build(),
+            Err(FlowBuildError::NoStart)
+        ));
+        assert!(
+            matches!(Flow::builder().start("s", noop).start("s", noop).build(), Err(FlowBuildError::DuplicateMethod(n)) if n == "s")
+        );
+        assert!(
+            matches!(Flow::builder().start("s", noop).router("r", on("s"), router_noop).build(), Err(FlowBuildError::RouterWithoutLabels(n)) if n == "r")
+        );
+        assert!(
+            matches!(Flow::builder().start("s", noop).emits(["a"]).build(), Err(FlowBuildError::EmitsOnNonRouter(n)) if n == "s")
+        );
+        assert!(matches!(
+            Flow::builder()
+                .start("s", noop)
+                .router("r", on("s"), router_noop)
+                .emits(["s"])
+                .build(),
+            Err(FlowBuildError::LabelShadowsMethod { .. })
+        ));
+        assert!(matches!(
+            Flow::builder()
+                .start("s", noop)
+                .listen("x", or(Vec::<Trigger>::new()), noop)
+                .build(),
+            Err(FlowBuildError::EmptyTrigger { .. })
+        ));
+        assert!(matches!(
+            Flow::builder().start("s", noop).max_method_calls(0).build(),
+            Err(FlowBuildError::ZeroMaxMethodCalls)
+        ));
+        assert!(matches!(
+            FlowBuilder::<UnstructuredState>::new()
+                .persist_method()
+                .start("s", noop)
+                .build(),
+            Err(FlowBuildError::ModifierWithoutMethod { .. })
+        ));
     }
 }

@@ -14,17 +14,34 @@ pub enum FlowBuildError {
     NoStart,
     #[error("method `{0}` is defined twice; method names must be unique within a flow")]
     DuplicateMethod(String),
-    #[error("method `{method}` listens to `{trigger}`, which is neither a method of this flow nor a label declared by a router (known: {known})")]
-    UnknownTrigger { method: String, trigger: String, known: String },
+    #[error(
+        "method `{method}` listens to `{trigger}`, which is neither a method of this flow nor a label declared by a router (known: {known})"
+    )]
+    UnknownTrigger {
+        method: String,
+        trigger: String,
+        known: String,
+    },
     #[error("method `{method}` has an empty `{combinator}(..)` trigger; give it at least one part")]
-    EmptyTrigger { method: String, combinator: &'static str },
-    #[error("router `{0}` declares no labels; declare the labels it may return with `.emits([..])`")]
+    EmptyTrigger {
+        method: String,
+        combinator: &'static str,
+    },
+    #[error(
+        "router `{0}` declares no labels; declare the labels it may return with `.emits([..])`"
+    )]
     RouterWithoutLabels(String),
-    #[error("label `{label}` declared by `{method}` is also the name of a method; rename one of them so triggers are unambiguous")]
+    #[error(
+        "label `{label}` declared by `{method}` is also the name of a method; rename one of them so triggers are unambiguous"
+    )]
     LabelShadowsMethod { method: String, label: String },
-    #[error("`.{modifier}()` was called before any method was added; call it right after the method it configures")]
+    #[error(
+        "`.{modifier}()` was called before any method was added; call it right after the method it configures"
+    )]
     ModifierWithoutMethod { modifier: &'static str },
-    #[error("`.emits(..)` applies to routers only, but `{0}` is not a router (use `.router(..)`, or `.human_feedback(..)` with outcomes)")]
+    #[error(
+        "`.emits(..)` applies to routers only, but `{0}` is not a router (use `.router(..)`, or `.human_feedback(..)` with outcomes)"
+    )]
     EmitsOnNonRouter(String),
     #[error("human feedback on `{method}`: {message}")]
     InvalidFeedback { method: String, message: String },
@@ -46,24 +63,55 @@ pub enum FlowError {
         source: BoxError,
     },
     #[error("flow `{flow}`: method `{method}` panicked: {message}")]
-    MethodPanicked { flow: String, method: String, message: String },
-    #[error("flow `{flow}`: method `{method}` returned a value that is not JSON-serialisable: {message}")]
-    OutputNotSerializable { flow: String, method: String, message: String },
-    #[error("flow `{flow}`: router `{method}` returned label `{label}`, which it does not declare (declared: {declared}); add it to `.emits([..])`")]
-    UndeclaredLabel { flow: String, method: String, label: String, declared: String },
+    MethodPanicked {
+        flow: String,
+        method: String,
+        message: String,
+    },
+    #[error(
+        "flow `{flow}`: method `{method}` returned a value that is not JSON-serialisable: {message}"
+    )]
+    OutputNotSerializable {
+        flow: String,
+        method: String,
+        message: String,
+    },
+    #[error(
+        "flow `{flow}`: router `{method}` returned label `{label}`, which it does not declare (declared: {declared}); add it to `.emits([..])`"
+    )]
+    UndeclaredLabel {
+        flow: String,
+        method: String,
+        label: String,
+        declared: String,
+    },
     #[error(
         "flow `{flow}` reached max_method_calls ({limit}) when about to run `{method}`; a router probably loops forever — fix the loop condition or raise the limit with `.max_method_calls(n)`"
     )]
-    MaxMethodCallsExceeded { flow: String, method: String, limit: u32 },
+    MaxMethodCallsExceeded {
+        flow: String,
+        method: String,
+        limit: u32,
+    },
     #[error("flow `{flow}`: invalid inputs for the state: {message}")]
     InvalidInputs { flow: String, message: String },
     #[error("flow `{flow}`: the state cannot be converted to or from JSON: {message}")]
     StateConversion { flow: String, message: String },
     #[error("flow `{flow}`: the saved state `{id}` cannot be used: {message}")]
-    CorruptSnapshot { flow: String, id: String, message: String },
+    CorruptSnapshot {
+        flow: String,
+        id: String,
+        message: String,
+    },
     #[error("flow `{flow}`: no saved state with id `{id}` to {action} from")]
-    UnknownStateId { flow: String, id: String, action: &'static str },
-    #[error("flow `{flow}`: {action} needs a persistence backend; configure one with `.persist()` or `.persistence(..)`")]
+    UnknownStateId {
+        flow: String,
+        id: String,
+        action: &'static str,
+    },
+    #[error(
+        "flow `{flow}`: {action} needs a persistence backend; configure one with `.persist()` or `.persistence(..)`"
+    )]
     PersistenceRequired { flow: String, action: &'static str },
     #[error("flow `{flow}`: persistence failed: {source}")]
     Persistence {
@@ -72,8 +120,14 @@ pub enum FlowError {
         source: PersistenceError,
     },
     #[error("flow `{flow}`: human feedback on `{method}` failed: {message}")]
-    Feedback { flow: String, method: String, message: String },
-    #[error("flow `{flow}`: state `{id}` is not waiting for human feedback, so there is nothing to answer")]
+    Feedback {
+        flow: String,
+        method: String,
+        message: String,
+    },
+    #[error(
+        "flow `{flow}`: state `{id}` is not waiting for human feedback, so there is nothing to answer"
+    )]
     NotAwaitingFeedback { flow: String, id: String },
     #[error("flow `{flow}` was cancelled")]
     Cancelled { flow: String },

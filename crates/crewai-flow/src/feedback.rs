@@ -40,7 +40,11 @@ pub struct HumanFeedback {
 
 impl HumanFeedback {
     pub fn new(message: impl Into<String>) -> Self {
-        HumanFeedback { message: message.into(), outcomes: Vec::new(), default_outcome: None }
+        HumanFeedback {
+            message: message.into(),
+            outcomes: Vec::new(),
+            default_outcome: None,
+        }
     }
 
     /// The labels the answer routes to.
@@ -56,9 +60,10 @@ impl HumanFeedback {
 
     pub(crate) fn validate(&self) -> Result<(), String> {
         match &self.default_outcome {
-            Some(default) if !self.outcomes.contains(default) => {
-                Err(format!("default outcome `{default}` is not one of the outcomes ({})", self.outcomes.join(", ")))
-            }
+            Some(default) if !self.outcomes.contains(default) => Err(format!(
+                "default outcome `{default}` is not one of the outcomes ({})",
+                self.outcomes.join(", ")
+            )),
             _ => Ok(()),
         }
     }
@@ -69,17 +74,31 @@ impl HumanFeedback {
             return Ok(None);
         }
         let answer = answer.trim();
-        if let Some(exact) = self.outcomes.iter().find(|o| o.eq_ignore_ascii_case(answer)) {
+        if let Some(exact) = self
+            .outcomes
+            .iter()
+            .find(|o| o.eq_ignore_ascii_case(answer))
+        {
             return Ok(Some(exact.clone()));
         }
-        let words: Vec<String> = answer.split(|c: char| !c.is_alphanumeric() && c != '_' && c != '-').map(str::to_lowercase).collect();
-        let mentioned: Vec<&String> = self.outcomes.iter().filter(|o| words.contains(&o.to_lowercase())).collect();
+        let words: Vec<String> = answer
+            .split(|c: char| !c.is_alphanumeric() && c != '_' && c != '-')
+            .map(str::to_lowercase)
+            .collect();
+        let mentioned: Vec<&String> = self
+            .outcomes
+            .iter()
+            .filter(|o| words.contains(&o.to_lowercase()))
+            .collect();
         if let [single] = mentioned.as_slice() {
             return Ok(Some((*single).clone()));
         }
         match &self.default_outcome {
             Some(default) => Ok(Some(default.clone())),
-            None => Err(format!("the answer {answer:?} selects none of the outcomes ({}) and there is no default outcome", self.outcomes.join(", "))),
+            None => Err(format!(
+                "the answer {answer:?} selects none of the outcomes ({}) and there is no default outcome",
+                self.outcomes.join(", ")
+            )),
         }
     }
 }
@@ -121,8 +140,15 @@ impl FeedbackProvider for ConsoleFeedbackProvider {
             Value::String(text) => text.clone(),
             other => serde_json::to_string_pretty(other)?,
         };
-        let choices = if request.outcomes.is_empty() { String::new() } else { format!(" [{}]", request.outcomes.join("/")) };
-        let prompt = format!("\n── {} · {} ──\n{shown}\n\n{}{choices}\n> ", request.flow_name, request.method, request.message);
+        let choices = if request.outcomes.is_empty() {
+            String::new()
+        } else {
+            format!(" [{}]", request.outcomes.join("/"))
+        };
+        let prompt = format!(
+            "\n── {} · {} ──\n{shown}\n\n{}{choices}\n> ",
+            request.flow_name, request.method, request.message
+        );
         // Reading stdin blocks, so it runs off the async workers.
         let answer = tokio::task::spawn_blocking(move || -> std::io::Result<String> {
             let mut err = std::io::stderr();
@@ -167,11 +193,30 @@ mod tests {
 
     #[test]
     fn answers_resolve_to_outcomes() {
-        assert_eq!(review().resolve(" Approved ").unwrap().as_deref(), Some("approved"));
-        assert_eq!(review().resolve("I think it is rejected, sorry").unwrap().as_deref(), Some("rejected"));
+        assert_eq!(
+            review().resolve(" Approved ").unwrap().as_deref(),
+            Some("approved")
+        );
+        assert_eq!(
+            review()
+                .resolve("I think it is rejected, sorry")
+                .unwrap()
+                .as_deref(),
+            Some("rejected")
+        );
         assert!(review().resolve("approved? rejected?").is_err());
-        assert_eq!(review().default_outcome("rejected").resolve("").unwrap().as_deref(), Some("rejected"));
-        assert_eq!(HumanFeedback::new("note").resolve("anything").unwrap(), None);
+        assert_eq!(
+            review()
+                .default_outcome("rejected")
+                .resolve("")
+                .unwrap()
+                .as_deref(),
+            Some("rejected")
+        );
+        assert_eq!(
+            HumanFeedback::new("note").resolve("anything").unwrap(),
+            None
+        );
     }
 
     #[test]

@@ -130,10 +130,18 @@ mod trigger;
 pub use context::FlowContext;
 /// `#[flow]` on an impl block (see the crate docs).
 pub use crewai_macros::flow;
-pub use definition::{DEFAULT_MAX_METHOD_CALLS, FlowBuilder, MethodError, MethodInfo, MethodKind, MethodResult};
+pub use definition::{
+    DEFAULT_MAX_METHOD_CALLS, FlowBuilder, MethodError, MethodInfo, MethodKind, MethodResult,
+};
 pub use error::{BoxError, FlowBuildError, FlowError, PersistenceError};
-pub use feedback::{AwaitingFeedback, ConsoleFeedbackProvider, FeedbackProvider, FeedbackRecord, FeedbackReply, FeedbackRequest, HumanFeedback};
-pub use persistence::{FlowPersistence, FlowSnapshot, MethodRecord, PendingCall, RunProgress, RunStatus, SqliteFlowPersistence};
+pub use feedback::{
+    AwaitingFeedback, ConsoleFeedbackProvider, FeedbackProvider, FeedbackRecord, FeedbackReply,
+    FeedbackRequest, HumanFeedback,
+};
+pub use persistence::{
+    FlowPersistence, FlowSnapshot, MethodRecord, PendingCall, RunProgress, RunStatus,
+    SqliteFlowPersistence,
+};
 pub use runtime::{Flow, FlowOutput, FlowStatus, Kickoff};
 pub use state::{FlowState, UnstructuredState};
 pub use trigger::{JoinProgress, Trigger, and, on, or};

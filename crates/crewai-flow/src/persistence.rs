@@ -100,7 +100,9 @@ pub struct SqliteFlowPersistence {
 
 impl std::fmt::Debug for SqliteFlowPersistence {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SqliteFlowPersistence").field("path", &self.path).finish()
+        f.debug_struct("SqliteFlowPersistence")
+            .field("path", &self.path)
+            .finish()
     }
 }
 
@@ -110,7 +112,10 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 impl SqliteFlowPersistence {
     /// `$CREWAI_STORAGE_DIR/flow_states.db`, or `.crewai/flow_states.db` under the working directory.
     pub fn default_path() -> PathBuf {
-        std::env::var_os("CREWAI_STORAGE_DIR").map(PathBuf::from).unwrap_or_else(|| PathBuf::from(".crewai")).join("flow_states.db")
+        std::env::var_os("CREWAI_STORAGE_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from(".crewai"))
+            .join("flow_states.db")
     }
 
     /// Opens (creating if needed) the database at `path`. Blocks briefly on file I/O.
@@ -118,13 +123,21 @@ impl SqliteFlowPersistence {
         let path = path.as_ref().to_path_buf();
         let shown = path.display().to_string();
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|source| PersistenceError::Io { path: shown.clone(), source })?;
+            std::fs::create_dir_all(dir).map_err(|source| PersistenceError::Io {
+                path: shown.clone(),
+                source,
+            })?;
         }
-        let sqlite = |source| PersistenceError::Sqlite { path: shown.clone(), source };
+        let sqlite = |source| PersistenceError::Sqlite {
+            path: shown.clone(),
+            source,
+        };
         let connection = Connection::open(&path).map_err(sqlite)?;
         connection.busy_timeout(BUSY_TIMEOUT).map_err(sqlite)?;
         // journal_mode returns a row, so it is queried rather than executed.
-        connection.query_row("PRAGMA journal_mode=WAL", [], |_| Ok(())).map_err(sqlite)?;
+        connection
+            .query_row("PRAGMA journal_mode=WAL", [], |_| Ok(()))
+            .map_err(sqlite)?;
         connection
             .execute_batch(
                 "PRAGMA synchronous=NORMAL;
@@ -139,14 +152,20 @@ impl SqliteFlowPersistence {
                  CREATE INDEX IF NOT EXISTS idx_flow_states_uuid ON flow_states(flow_uuid, id);",
             )
             .map_err(sqlite)?;
-        Ok(SqliteFlowPersistence { path, connection: Arc::new(Mutex::new(connection)) })
+        Ok(SqliteFlowPersistence {
+            path,
+            connection: Arc::new(Mutex::new(connection)),
+        })
     }
 
     pub fn path(&self) -> &Path {
         &self.path
     }
 
-    async fn with_connection<T: Send + 'static>(&self, work: impl FnOnce(&Connection) -> Result<T, rusqlite::Error> + Send + 'static) -> Result<T, PersistenceError> {
+    async fn with_connection<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&Connection) -> Result<T, rusqlite::Error> + Send + 'static,
+    ) -> Result<T, PersistenceError> {
         let connection = self.connection.clone();
         let path = self.path.display().to_string();
         tokio::task::spawn_blocking(move || {
@@ -161,10 +180,19 @@ impl SqliteFlowPersistence {
 #[async_trait]
 impl FlowPersistence for SqliteFlowPersistence {
     async fn save_state(&self, snapshot: &FlowSnapshot) -> Result<(), PersistenceError> {
-        let encode = |value: Result<String, serde_json::Error>| value.map_err(|e| PersistenceError::Decode { flow_uuid: snapshot.flow_uuid.clone(), message: e.to_string() });
+        let encode = |value: Result<String, serde_json::Error>| {
+            value.map_err(|e| PersistenceError::Decode {
+                flow_uuid: snapshot.flow_uuid.clone(),
+                message: e.to_string(),
+            })
+        };
         let state = encode(serde_json::to_string(&snapshot.state))?;
         let progress = encode(serde_json::to_string(&snapshot.progress))?;
-        let (uuid, method, timestamp) = (snapshot.flow_uuid.clone(), snapshot.method_name.clone(), snapshot.timestamp.to_rfc3339());
+        let (uuid, method, timestamp) = (
+            snapshot.flow_uuid.clone(),
+            snapshot.method_name.clone(),
+            snapshot.timestamp.to_rfc3339(),
+        );
         self.with_connection(move |c| {
             c.execute(
                 "INSERT INTO flow_states (flow_uuid, method_name, timestamp, state_json, progress_json) VALUES (?1, ?2, ?3, ?4, ?5)",
@@ -187,12 +215,19 @@ impl FlowPersistence for SqliteFlowPersistence {
                 .optional()
             })
             .await?;
-        let Some((method_name, timestamp, state, progress)) = row else { return Ok(None) };
-        let decode = |message: String| PersistenceError::Decode { flow_uuid: flow_uuid.to_string(), message };
+        let Some((method_name, timestamp, state, progress)) = row else {
+            return Ok(None);
+        };
+        let decode = |message: String| PersistenceError::Decode {
+            flow_uuid: flow_uuid.to_string(),
+            message,
+        };
         Ok(Some(FlowSnapshot {
             flow_uuid: flow_uuid.to_string(),
             method_name,
-            timestamp: DateTime::parse_from_rfc3339(&timestamp).map_err(|e| decode(e.to_string()))?.with_timezone(&Utc),
+            timestamp: DateTime::parse_from_rfc3339(&timestamp)
+                .map_err(|e| decode(e.to_string()))?
+                .with_timezone(&Utc),
             state: serde_json::from_str(&state).map_err(|e| decode(e.to_string()))?,
             progress: serde_json::from_str(&progress).map_err(|e| decode(e.to_string()))?,
         }))
@@ -210,7 +245,10 @@ mod tests {
             method_name: method.into(),
             timestamp: Utc::now(),
             state: json!({"id": uuid, "counter": counter}),
-            progress: RunProgress { method_calls: counter, ..Default::default() },
+            progress: RunProgress {
+                method_calls: counter,
+                ..Default::default()
+            },
         }
     }
 
@@ -222,8 +260,18 @@ mod tests {
         store.save_state(&snapshot("a", "two", 2)).await.unwrap();
         store.save_state(&snapshot("b", "one", 7)).await.unwrap();
         let loaded = store.load_state("a").await.unwrap().unwrap();
-        assert_eq!((loaded.method_name.as_str(), loaded.state["counter"].clone(), loaded.progress.method_calls), ("two", json!(2), 2));
-        assert_eq!(store.load_state("b").await.unwrap().unwrap().state["counter"], 7);
+        assert_eq!(
+            (
+                loaded.method_name.as_str(),
+                loaded.state["counter"].clone(),
+                loaded.progress.method_calls
+            ),
+            ("two", json!(2), 2)
+        );
+        assert_eq!(
+            store.load_state("b").await.unwrap().unwrap().state["counter"],
+            7
+        );
     }
 
     #[tokio::test]
@@ -233,10 +281,21 @@ mod tests {
         let first = SqliteFlowPersistence::open(&path).unwrap();
         let second = SqliteFlowPersistence::open(&path).unwrap();
         first.save_state(&snapshot("a", "one", 1)).await.unwrap();
-        assert_eq!(second.load_state("a").await.unwrap().unwrap().state["counter"], 1);
+        assert_eq!(
+            second.load_state("a").await.unwrap().unwrap().state["counter"],
+            1
+        );
         second.save_state(&snapshot("a", "two", 2)).await.unwrap();
-        assert_eq!(first.load_state("a").await.unwrap().unwrap().method_name, "two");
-        let mode: String = first.connection.lock().unwrap().query_row("PRAGMA journal_mode", [], |r| r.get(0)).unwrap();
+        assert_eq!(
+            first.load_state("a").await.unwrap().unwrap().method_name,
+            "two"
+        );
+        let mode: String = first
+            .connection
+            .lock()
+            .unwrap()
+            .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+            .unwrap();
         assert_eq!(mode, "wal");
     }
 }

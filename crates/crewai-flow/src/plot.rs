@@ -53,8 +53,17 @@ impl Graph {
                 (MethodKind::Listen, _) => NodeShape::Listen,
                 (MethodKind::Router, _) => NodeShape::Router,
             };
-            let shape = if shape == NodeShape::Listen && !m.labels.is_empty() { NodeShape::Router } else { shape };
-            graph.nodes.push(Node { id: format!("m{i}"), title: m.name.to_string(), shape, feedback: m.human_feedback.is_some() });
+            let shape = if shape == NodeShape::Listen && !m.labels.is_empty() {
+                NodeShape::Router
+            } else {
+                shape
+            };
+            graph.nodes.push(Node {
+                id: format!("m{i}"),
+                title: m.name.to_string(),
+                shape,
+                feedback: m.human_feedback.is_some(),
+            });
             by_name.insert(m.name, i);
         }
         let mut producers: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
@@ -71,22 +80,49 @@ impl Graph {
         graph
     }
 
-    fn connect(&mut self, trigger: &Trigger, target: usize, methods: &BTreeMap<&str, usize>, producers: &BTreeMap<&str, Vec<usize>>) {
+    fn connect(
+        &mut self,
+        trigger: &Trigger,
+        target: usize,
+        methods: &BTreeMap<&str, usize>,
+        producers: &BTreeMap<&str, Vec<usize>>,
+    ) {
         match trigger {
             Trigger::On(name) => {
                 if let Some(&from) = methods.get(name.as_str()) {
-                    self.edges.push(Edge { from, to: target, label: None });
+                    self.edges.push(Edge {
+                        from,
+                        to: target,
+                        label: None,
+                    });
                 }
                 for &from in producers.get(name.as_str()).into_iter().flatten() {
-                    self.edges.push(Edge { from, to: target, label: Some(name.clone()) });
+                    self.edges.push(Edge {
+                        from,
+                        to: target,
+                        label: Some(name.clone()),
+                    });
                 }
             }
-            Trigger::Or(parts) => parts.iter().for_each(|part| self.connect(part, target, methods, producers)),
+            Trigger::Or(parts) => parts
+                .iter()
+                .for_each(|part| self.connect(part, target, methods, producers)),
             Trigger::And(parts) => {
                 let join = self.nodes.len();
-                self.nodes.push(Node { id: format!("j{join}"), title: "and".into(), shape: NodeShape::Join, feedback: false });
-                parts.iter().for_each(|part| self.connect(part, join, methods, producers));
-                self.edges.push(Edge { from: join, to: target, label: None });
+                self.nodes.push(Node {
+                    id: format!("j{join}"),
+                    title: "and".into(),
+                    shape: NodeShape::Join,
+                    feedback: false,
+                });
+                parts
+                    .iter()
+                    .for_each(|part| self.connect(part, join, methods, producers));
+                self.edges.push(Edge {
+                    from: join,
+                    to: target,
+                    label: None,
+                });
             }
         }
     }
@@ -96,7 +132,10 @@ impl Graph {
         let n = self.nodes.len();
         let mut back = vec![false; self.edges.len()];
         let mut state = vec![0u8; n]; // 0 new, 1 on the stack, 2 done
-        let roots: Vec<usize> = (0..n).filter(|&i| self.nodes[i].shape == NodeShape::Start).chain(0..n).collect();
+        let roots: Vec<usize> = (0..n)
+            .filter(|&i| self.nodes[i].shape == NodeShape::Start)
+            .chain(0..n)
+            .collect();
         for root in roots {
             if state[root] != 0 {
                 continue;
@@ -147,7 +186,10 @@ fn mermaid_text(text: &str) -> String {
 }
 
 fn html_escape(text: &str) -> String {
-    text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
 }
 
 const NODE_WIDTH: f64 = 170.0;
@@ -165,7 +207,9 @@ impl<S: FlowState> Flow<S> {
         for node in &graph.nodes {
             let title = mermaid_text(&node.title);
             let line = match node.shape {
-                NodeShape::Start | NodeShape::ConditionalStart => format!("{}([\"{title}\"])", node.id),
+                NodeShape::Start | NodeShape::ConditionalStart => {
+                    format!("{}([\"{title}\"])", node.id)
+                }
                 NodeShape::Listen => format!("{}[\"{title}\"]", node.id),
                 NodeShape::Router => format!("{}{{\"{title}\"}}", node.id),
                 NodeShape::Join => format!("{}((\"and\"))", node.id),
@@ -181,13 +225,22 @@ impl<S: FlowState> Flow<S> {
         }
         let classes = [
             ("start", NodeShape::Start, "fill:#d1fae5,stroke:#059669"),
-            ("conditionalStart", NodeShape::ConditionalStart, "fill:#ecfdf5,stroke:#059669,stroke-dasharray:4 3"),
+            (
+                "conditionalStart",
+                NodeShape::ConditionalStart,
+                "fill:#ecfdf5,stroke:#059669,stroke-dasharray:4 3",
+            ),
             ("listen", NodeShape::Listen, "fill:#dbeafe,stroke:#2563eb"),
             ("router", NodeShape::Router, "fill:#ffedd5,stroke:#ea580c"),
             ("join", NodeShape::Join, "fill:#f3e8ff,stroke:#7c3aed"),
         ];
         for (class, shape, style) in classes {
-            let members: Vec<&str> = graph.nodes.iter().filter(|n| n.shape == shape).map(|n| n.id.as_str()).collect();
+            let members: Vec<&str> = graph
+                .nodes
+                .iter()
+                .filter(|n| n.shape == shape)
+                .map(|n| n.id.as_str())
+                .collect();
             if !members.is_empty() {
                 let _ = writeln!(out, "    classDef {class} {style}");
                 let _ = writeln!(out, "    class {} {class}", members.join(","));
@@ -209,18 +262,30 @@ impl<S: FlowState> Flow<S> {
         }
         let widest = layers.iter().map(Vec::len).max().unwrap_or(1).max(1) as f64;
         let width = MARGIN * 2.0 + widest * NODE_WIDTH + (widest - 1.0) * COLUMN_GAP + 120.0;
-        let height = MARGIN * 2.0 + rows as f64 * NODE_HEIGHT + (rows.saturating_sub(1)) as f64 * ROW_GAP;
+        let height =
+            MARGIN * 2.0 + rows as f64 * NODE_HEIGHT + (rows.saturating_sub(1)) as f64 * ROW_GAP;
         let mut position = vec![(0.0, 0.0); graph.nodes.len()];
         for (r, layer) in layers.iter_mut().enumerate() {
             // Order each row by where its parents sit (fewer crossings); declaration order breaks ties.
             if r > 0 {
                 let parent_x = |node: usize| {
-                    let xs: Vec<f64> = graph.edges.iter().enumerate().filter(|(e, edge)| edge.to == node && !back[*e]).map(|(_, edge)| position[edge.from].0).collect();
-                    if xs.is_empty() { f64::MAX } else { xs.iter().sum::<f64>() / xs.len() as f64 }
+                    let xs: Vec<f64> = graph
+                        .edges
+                        .iter()
+                        .enumerate()
+                        .filter(|(e, edge)| edge.to == node && !back[*e])
+                        .map(|(_, edge)| position[edge.from].0)
+                        .collect();
+                    if xs.is_empty() {
+                        f64::MAX
+                    } else {
+                        xs.iter().sum::<f64>() / xs.len() as f64
+                    }
                 };
                 layer.sort_by(|a, b| parent_x(*a).total_cmp(&parent_x(*b)).then(a.cmp(b)));
             }
-            let row_width = layer.len() as f64 * NODE_WIDTH + (layer.len().saturating_sub(1)) as f64 * COLUMN_GAP;
+            let row_width = layer.len() as f64 * NODE_WIDTH
+                + (layer.len().saturating_sub(1)) as f64 * COLUMN_GAP;
             let left = (width - 120.0 - row_width) / 2.0;
             for (column, &node) in layer.iter().enumerate() {
                 let x = left + column as f64 * (NODE_WIDTH + COLUMN_GAP) + NODE_WIDTH / 2.0;
@@ -244,16 +309,34 @@ impl<S: FlowState> Flow<S> {
                 let out = width - 50.0;
                 let below = y1 + NODE_HEIGHT / 2.0;
                 (
-                    format!("M{x1:.1},{below:.1} C{x1:.1},{:.1} {out:.1},{:.1} {out:.1},{:.1} S{out:.1},{y2:.1} {:.1},{y2:.1}", below + 30.0, below + 30.0, (below + y2) / 2.0, x2 + NODE_WIDTH / 2.0),
+                    format!(
+                        "M{x1:.1},{below:.1} C{x1:.1},{:.1} {out:.1},{:.1} {out:.1},{:.1} S{out:.1},{y2:.1} {:.1},{y2:.1}",
+                        below + 30.0,
+                        below + 30.0,
+                        (below + y2) / 2.0,
+                        x2 + NODE_WIDTH / 2.0
+                    ),
                     (out - 10.0, (y1 + y2) / 2.0),
                 )
             } else {
                 let (start, end) = (y1 + NODE_HEIGHT / 2.0, y2 - NODE_HEIGHT / 2.0);
                 let middle = (start + end) / 2.0;
-                (format!("M{x1:.1},{start:.1} C{x1:.1},{middle:.1} {x2:.1},{middle:.1} {x2:.1},{end:.1}"), ((x1 + x2) / 2.0, middle))
+                (
+                    format!(
+                        "M{x1:.1},{start:.1} C{x1:.1},{middle:.1} {x2:.1},{middle:.1} {x2:.1},{end:.1}"
+                    ),
+                    ((x1 + x2) / 2.0, middle),
+                )
             };
-            let dash = if back[e] { " stroke-dasharray=\"6 4\"" } else { "" };
-            let _ = writeln!(svg, "<path class=\"edge\" d=\"{path}\" fill=\"none\" stroke=\"#475569\" stroke-width=\"1.6\"{dash} marker-end=\"url(#arrow)\"/>");
+            let dash = if back[e] {
+                " stroke-dasharray=\"6 4\""
+            } else {
+                ""
+            };
+            let _ = writeln!(
+                svg,
+                "<path class=\"edge\" d=\"{path}\" fill=\"none\" stroke=\"#475569\" stroke-width=\"1.6\"{dash} marker-end=\"url(#arrow)\"/>"
+            );
             if let Some(label) = &edge.label {
                 let text_width = 8.0 + 7.0 * label.chars().count() as f64;
                 let _ = writeln!(
@@ -270,17 +353,23 @@ impl<S: FlowState> Flow<S> {
         for (node, &(x, y)) in graph.nodes.iter().zip(&position) {
             let (left, top) = (x - NODE_WIDTH / 2.0, y - NODE_HEIGHT / 2.0);
             let shape = match node.shape {
-                NodeShape::Start => format!("<rect x=\"{left:.1}\" y=\"{top:.1}\" width=\"{NODE_WIDTH}\" height=\"{NODE_HEIGHT}\" rx=\"26\" fill=\"#d1fae5\" stroke=\"#059669\" stroke-width=\"2\"/>"),
+                NodeShape::Start => format!(
+                    "<rect x=\"{left:.1}\" y=\"{top:.1}\" width=\"{NODE_WIDTH}\" height=\"{NODE_HEIGHT}\" rx=\"26\" fill=\"#d1fae5\" stroke=\"#059669\" stroke-width=\"2\"/>"
+                ),
                 NodeShape::ConditionalStart => format!(
                     "<rect x=\"{left:.1}\" y=\"{top:.1}\" width=\"{NODE_WIDTH}\" height=\"{NODE_HEIGHT}\" rx=\"26\" fill=\"#ecfdf5\" stroke=\"#059669\" stroke-width=\"2\" stroke-dasharray=\"5 3\"/>"
                 ),
-                NodeShape::Listen => format!("<rect x=\"{left:.1}\" y=\"{top:.1}\" width=\"{NODE_WIDTH}\" height=\"{NODE_HEIGHT}\" rx=\"6\" fill=\"#dbeafe\" stroke=\"#2563eb\" stroke-width=\"2\"/>"),
+                NodeShape::Listen => format!(
+                    "<rect x=\"{left:.1}\" y=\"{top:.1}\" width=\"{NODE_WIDTH}\" height=\"{NODE_HEIGHT}\" rx=\"6\" fill=\"#dbeafe\" stroke=\"#2563eb\" stroke-width=\"2\"/>"
+                ),
                 NodeShape::Router => format!(
                     "<polygon points=\"{x:.1},{top:.1} {:.1},{y:.1} {x:.1},{:.1} {left:.1},{y:.1}\" fill=\"#ffedd5\" stroke=\"#ea580c\" stroke-width=\"2\"/>",
                     left + NODE_WIDTH,
                     top + NODE_HEIGHT
                 ),
-                NodeShape::Join => format!("<circle cx=\"{x:.1}\" cy=\"{y:.1}\" r=\"22\" fill=\"#f3e8ff\" stroke=\"#7c3aed\" stroke-width=\"2\"/>"),
+                NodeShape::Join => format!(
+                    "<circle cx=\"{x:.1}\" cy=\"{y:.1}\" r=\"22\" fill=\"#f3e8ff\" stroke=\"#7c3aed\" stroke-width=\"2\"/>"
+                ),
             };
             let kind = match node.shape {
                 NodeShape::Start => "start",
@@ -289,10 +378,23 @@ impl<S: FlowState> Flow<S> {
                 NodeShape::Router => "router",
                 NodeShape::Join => "",
             };
-            let kind = if node.feedback { format!("{kind} · human feedback") } else { kind.to_string() };
-            let _ = writeln!(svg, "<g class=\"node\" id=\"{}\"><title>{}</title>{shape}", node.id, html_escape(&node.title));
+            let kind = if node.feedback {
+                format!("{kind} · human feedback")
+            } else {
+                kind.to_string()
+            };
+            let _ = writeln!(
+                svg,
+                "<g class=\"node\" id=\"{}\"><title>{}</title>{shape}",
+                node.id,
+                html_escape(&node.title)
+            );
             if node.shape == NodeShape::Join {
-                let _ = writeln!(svg, "<text x=\"{x:.1}\" y=\"{:.1}\" class=\"join\">AND</text></g>", y + 4.0);
+                let _ = writeln!(
+                    svg,
+                    "<text x=\"{x:.1}\" y=\"{:.1}\" class=\"join\">AND</text></g>",
+                    y + 4.0
+                );
             } else {
                 let _ = writeln!(
                     svg,

@@ -17,8 +17,12 @@ use uuid::Uuid;
 use crate::context::{FlowContext, RunShared, TriggerInput};
 use crate::definition::{FlowBuilder, MethodFailure, MethodInfo, MethodKind, MethodSpec};
 use crate::error::FlowError;
-use crate::feedback::{AwaitingFeedback, FeedbackProvider, FeedbackRecord, FeedbackReply, FeedbackRequest};
-use crate::persistence::{FlowPersistence, FlowSnapshot, MethodRecord, PendingCall, RunProgress, RunStatus};
+use crate::feedback::{
+    AwaitingFeedback, FeedbackProvider, FeedbackRecord, FeedbackReply, FeedbackRequest,
+};
+use crate::persistence::{
+    FlowPersistence, FlowSnapshot, MethodRecord, PendingCall, RunProgress, RunStatus,
+};
 use crate::state::{self, FlowState, UnstructuredState};
 
 /// A built, validated flow. Cheap to clone; every kickoff is an independent run with its own state.
@@ -49,7 +53,9 @@ pub struct Flow<S: FlowState = UnstructuredState> {
 
 impl<S: FlowState> Clone for Flow<S> {
     fn clone(&self) -> Self {
-        Flow { inner: self.inner.clone() }
+        Flow {
+            inner: self.inner.clone(),
+        }
     }
 }
 
@@ -102,7 +108,8 @@ impl Kickoff {
 
     /// Inputs merged into the state; an `id` input resumes that state (as in CrewAI).
     pub fn inputs<K: Into<String>>(mut self, inputs: impl IntoIterator<Item = (K, Value)>) -> Self {
-        self.inputs.extend(inputs.into_iter().map(|(k, v)| (k.into(), v)));
+        self.inputs
+            .extend(inputs.into_iter().map(|(k, v)| (k.into(), v)));
         self
     }
 
@@ -172,7 +179,11 @@ pub struct FlowOutput<S> {
 impl<S> FlowOutput<S> {
     /// The latest output of `method`.
     pub fn output_of(&self, method: &str) -> Option<&Value> {
-        self.method_outputs.iter().rev().find(|r| r.method == method).map(|r| &r.output)
+        self.method_outputs
+            .iter()
+            .rev()
+            .find(|r| r.method == method)
+            .map(|r| &r.output)
     }
 
     /// The result deserialised as `T`.
@@ -187,7 +198,9 @@ impl<S> FlowOutput<S> {
 
 impl<S: FlowState> Flow<S> {
     pub(crate) fn from_inner(inner: FlowInner<S>) -> Self {
-        Flow { inner: Arc::new(inner) }
+        Flow {
+            inner: Arc::new(inner),
+        }
     }
 
     pub fn name(&self) -> &str {
@@ -213,7 +226,10 @@ impl<S: FlowState> Flow<S> {
     }
 
     /// Runs the flow with `inputs` merged into a fresh state (an `id` input resumes that state).
-    pub async fn kickoff<K: Into<String>>(&self, inputs: impl IntoIterator<Item = (K, Value)>) -> Result<FlowOutput<S>, FlowError> {
+    pub async fn kickoff<K: Into<String>>(
+        &self,
+        inputs: impl IntoIterator<Item = (K, Value)>,
+    ) -> Result<FlowOutput<S>, FlowError> {
         self.kickoff_with(Kickoff::new().inputs(inputs)).await
     }
 
@@ -223,13 +239,23 @@ impl<S: FlowState> Flow<S> {
     }
 
     /// Starts a new run from the saved state `id` with `inputs` merged in (see [`Kickoff::fork_from`]).
-    pub async fn fork<K: Into<String>>(&self, id: impl Into<String>, inputs: impl IntoIterator<Item = (K, Value)>) -> Result<FlowOutput<S>, FlowError> {
-        self.kickoff_with(Kickoff::new().fork_from(id).inputs(inputs)).await
+    pub async fn fork<K: Into<String>>(
+        &self,
+        id: impl Into<String>,
+        inputs: impl IntoIterator<Item = (K, Value)>,
+    ) -> Result<FlowOutput<S>, FlowError> {
+        self.kickoff_with(Kickoff::new().fork_from(id).inputs(inputs))
+            .await
     }
 
     /// Answers the feedback request the saved run `id` is paused on, and continues it.
-    pub async fn resume_with_feedback(&self, id: impl Into<String>, answer: impl Into<String>) -> Result<FlowOutput<S>, FlowError> {
-        self.kickoff_with(Kickoff::new().resume(id).feedback(answer)).await
+    pub async fn resume_with_feedback(
+        &self,
+        id: impl Into<String>,
+        answer: impl Into<String>,
+    ) -> Result<FlowOutput<S>, FlowError> {
+        self.kickoff_with(Kickoff::new().resume(id).feedback(answer))
+            .await
     }
 
     /// The saved state of run `id`, if the persistence has one.
@@ -242,37 +268,76 @@ impl<S: FlowState> Flow<S> {
 
     /// The general kickoff.
     pub async fn kickoff_with(&self, request: Kickoff) -> Result<FlowOutput<S>, FlowError> {
-        let Kickoff { mut inputs, resume, fork_from, feedback, cancellation, parent_event } = request;
+        let Kickoff {
+            mut inputs,
+            resume,
+            fork_from,
+            feedback,
+            cancellation,
+            parent_event,
+        } = request;
         let resume = match inputs.remove("id") {
             Some(Value::String(id)) => resume.or(Some(id)),
             Some(other) => resume.or(Some(other.to_string())),
             None => resume,
         };
         let (id, initial, progress) = if let Some(source) = fork_from {
-            let snapshot = self.load_snapshot(&source).await?.ok_or_else(|| FlowError::UnknownStateId { flow: self.name().into(), id: source.clone(), action: "fork" })?;
-            (Uuid::new_v4().to_string(), self.state_from_snapshot(&snapshot)?, RunProgress::default())
+            let snapshot =
+                self.load_snapshot(&source)
+                    .await?
+                    .ok_or_else(|| FlowError::UnknownStateId {
+                        flow: self.name().into(),
+                        id: source.clone(),
+                        action: "fork",
+                    })?;
+            (
+                Uuid::new_v4().to_string(),
+                self.state_from_snapshot(&snapshot)?,
+                RunProgress::default(),
+            )
         } else if let Some(id) = resume {
             match self.load_snapshot(&id).await? {
                 Some(snapshot) => {
                     let state = self.state_from_snapshot(&snapshot)?;
-                    let progress = if snapshot.progress.status == RunStatus::Completed { RunProgress::default() } else { snapshot.progress };
+                    let progress = if snapshot.progress.status == RunStatus::Completed {
+                        RunProgress::default()
+                    } else {
+                        snapshot.progress
+                    };
                     (id, state, progress)
                 }
                 None => (id, self.inner.initial_state.clone(), RunProgress::default()),
             }
         } else {
-            (Uuid::new_v4().to_string(), self.inner.initial_state.clone(), RunProgress::default())
+            (
+                Uuid::new_v4().to_string(),
+                self.inner.initial_state.clone(),
+                RunProgress::default(),
+            )
         };
         if feedback.is_some() && progress.awaiting_feedback.is_empty() {
-            return Err(FlowError::NotAwaitingFeedback { flow: self.name().into(), id });
+            return Err(FlowError::NotAwaitingFeedback {
+                flow: self.name().into(),
+                id,
+            });
         }
-        let merged = state::merge_inputs(&initial, &inputs).map_err(|e| FlowError::InvalidInputs { flow: self.name().into(), message: e.0 })?;
-        let with_id = state::with_id(merged, &id).map_err(|e| FlowError::StateConversion { flow: self.name().into(), message: e.0 })?;
+        let merged =
+            state::merge_inputs(&initial, &inputs).map_err(|e| FlowError::InvalidInputs {
+                flow: self.name().into(),
+                message: e.0,
+            })?;
+        let with_id = state::with_id(merged, &id).map_err(|e| FlowError::StateConversion {
+            flow: self.name().into(),
+            message: e.0,
+        })?;
 
         let events = self.inner.events.clone();
         let flow_event = events.emit(
             parent_event,
-            EventKind::FlowStarted { flow_name: self.name().into(), inputs: (!inputs.is_empty()).then(|| Value::Object(inputs.clone())) },
+            EventKind::FlowStarted {
+                flow_name: self.name().into(),
+                inputs: (!inputs.is_empty()).then(|| Value::Object(inputs.clone())),
+            },
         );
         let shared = Arc::new(RunShared {
             flow_name: self.name().into(),
@@ -283,19 +348,40 @@ impl<S: FlowState> Flow<S> {
             outputs: Mutex::new(progress.completed.clone()),
             feedback: Mutex::new(progress.feedback.clone()),
         });
-        let run = Run { flow: self.inner.clone(), shared, progress, running: JoinSet::new(), in_flight: BTreeMap::new(), next_call: 0, flow_event, last_output: None };
+        let run = Run {
+            flow: self.inner.clone(),
+            shared,
+            progress,
+            running: JoinSet::new(),
+            in_flight: BTreeMap::new(),
+            next_call: 0,
+            flow_event,
+            last_output: None,
+        };
         run.execute(feedback).await
     }
 
     async fn load_snapshot(&self, id: &str) -> Result<Option<FlowSnapshot>, FlowError> {
         match &self.inner.persistence {
-            Some(backend) => backend.load_state(id).await.map_err(|source| FlowError::Persistence { flow: self.name().into(), source }),
+            Some(backend) => {
+                backend
+                    .load_state(id)
+                    .await
+                    .map_err(|source| FlowError::Persistence {
+                        flow: self.name().into(),
+                        source,
+                    })
+            }
             None => Ok(None),
         }
     }
 
     fn state_from_snapshot(&self, snapshot: &FlowSnapshot) -> Result<S, FlowError> {
-        state::from_json(snapshot.state.clone()).map_err(|e| FlowError::CorruptSnapshot { flow: self.name().into(), id: snapshot.flow_uuid.clone(), message: e.0 })
+        state::from_json(snapshot.state.clone()).map_err(|e| FlowError::CorruptSnapshot {
+            flow: self.name().into(),
+            id: snapshot.flow_uuid.clone(),
+            message: e.0,
+        })
     }
 }
 
@@ -332,8 +418,19 @@ impl<S: FlowState> Run<S> {
         let awaiting = std::mem::take(&mut self.progress.awaiting_feedback);
         if resumed.is_empty() && awaiting.is_empty() && self.progress.completed.is_empty() {
             let flow = self.flow.clone();
-            for spec in flow.methods.iter().filter(|m| m.kind == MethodKind::Start && m.trigger.is_none()) {
-                self.schedule(PendingCall { method: spec.name.clone(), triggered_by: None, trigger_output: None }, true)?;
+            for spec in flow
+                .methods
+                .iter()
+                .filter(|m| m.kind == MethodKind::Start && m.trigger.is_none())
+            {
+                self.schedule(
+                    PendingCall {
+                        method: spec.name.clone(),
+                        triggered_by: None,
+                        trigger_output: None,
+                    },
+                    true,
+                )?;
             }
         } else {
             // Calls scheduled before the interruption were already counted.
@@ -344,7 +441,9 @@ impl<S: FlowState> Run<S> {
         let mut answer = answer;
         for waiting in awaiting {
             let index = self.index_of(&waiting.method)?;
-            let step = self.ask_feedback(index, &waiting.output, answer.take()).await?;
+            let step = self
+                .ask_feedback(index, &waiting.output, answer.take())
+                .await?;
             self.after_feedback(index, &waiting.output, step)?;
         }
 
@@ -357,14 +456,24 @@ impl<S: FlowState> Run<S> {
             };
             let Some(joined) = next else { break };
             // Panics are caught inside each task, so a join error can only be an abort.
-            let Ok((call_id, ended)) = joined else { return Err(FlowError::Cancelled { flow: self.flow_name() }) };
-            let Some((call, started)) = self.in_flight.remove(&call_id) else { continue };
+            let Ok((call_id, ended)) = joined else {
+                return Err(FlowError::Cancelled {
+                    flow: self.flow_name(),
+                });
+            };
+            let Some((call, started)) = self.in_flight.remove(&call_id) else {
+                continue;
+            };
             match ended {
                 Ok(Ok(output)) => self.complete(call, started, output).await?,
                 Ok(Err(failure)) => return Err(self.fail(&call.method, started, failure)),
                 Err(panic) => {
                     self.emit_failed(&call.method, started, &format!("panicked: {panic}"));
-                    return Err(FlowError::MethodPanicked { flow: self.flow_name(), method: call.method, message: panic });
+                    return Err(FlowError::MethodPanicked {
+                        flow: self.flow_name(),
+                        method: call.method,
+                        message: panic,
+                    });
                 }
             }
         }
@@ -372,58 +481,104 @@ impl<S: FlowState> Run<S> {
     }
 
     fn index_of(&self, method: &str) -> Result<usize, FlowError> {
-        self.flow.methods.iter().position(|m| m.name == method).ok_or_else(|| FlowError::CorruptSnapshot {
-            flow: self.flow_name(),
-            id: self.shared.id.clone(),
-            message: format!("it refers to method `{method}`, which this flow does not have"),
-        })
+        self.flow
+            .methods
+            .iter()
+            .position(|m| m.name == method)
+            .ok_or_else(|| FlowError::CorruptSnapshot {
+                flow: self.flow_name(),
+                id: self.shared.id.clone(),
+                message: format!("it refers to method `{method}`, which this flow does not have"),
+            })
     }
 
     fn schedule(&mut self, call: PendingCall, count: bool) -> Result<(), FlowError> {
         let index = self.index_of(&call.method)?;
         if count {
             if self.progress.method_calls >= self.flow.max_method_calls {
-                return Err(FlowError::MaxMethodCallsExceeded { flow: self.flow_name(), method: call.method, limit: self.flow.max_method_calls });
+                return Err(FlowError::MaxMethodCallsExceeded {
+                    flow: self.flow_name(),
+                    method: call.method,
+                    limit: self.flow.max_method_calls,
+                });
             }
             self.progress.method_calls += 1;
         }
         let spec = &self.flow.methods[index];
-        let started = self.shared.events.emit(Some(self.flow_event), EventKind::MethodExecutionStarted { flow_name: self.flow_name(), method_name: spec.name.clone() });
+        let started = self.shared.events.emit(
+            Some(self.flow_event),
+            EventKind::MethodExecutionStarted {
+                flow_name: self.flow_name(),
+                method_name: spec.name.clone(),
+            },
+        );
         let trigger = match (&call.triggered_by, &call.trigger_output) {
-            (Some(by), output) => Some(Arc::new(TriggerInput { triggered_by: by.clone(), output: output.clone().unwrap_or(Value::Null) })),
+            (Some(by), output) => Some(Arc::new(TriggerInput {
+                triggered_by: by.clone(),
+                output: output.clone().unwrap_or(Value::Null),
+            })),
             (None, _) => None,
         };
-        let ctx = FlowContext { shared: self.shared.clone(), method: spec.name.as_str().into(), trigger, event_id: started };
+        let ctx = FlowContext {
+            shared: self.shared.clone(),
+            method: spec.name.as_str().into(),
+            trigger,
+            event_id: started,
+        };
         let func = spec.func.clone();
         let call_id = self.next_call;
         self.next_call += 1;
         self.in_flight.insert(call_id, (call, started));
         self.running.spawn(async move {
-            let ended = AssertUnwindSafe(async move { func(ctx).await }).catch_unwind().await.map_err(|panic| panic_message(panic.as_ref()));
+            let ended = AssertUnwindSafe(async move { func(ctx).await })
+                .catch_unwind()
+                .await
+                .map_err(|panic| panic_message(panic.as_ref()));
             (call_id, ended)
         });
         Ok(())
     }
 
-    async fn complete(&mut self, call: PendingCall, started: Uuid, output: Value) -> Result<(), FlowError> {
+    async fn complete(
+        &mut self,
+        call: PendingCall,
+        started: Uuid,
+        output: Value,
+    ) -> Result<(), FlowError> {
         let index = self.index_of(&call.method)?;
         let flow = self.flow.clone();
         let spec = &flow.methods[index];
         if spec.kind == MethodKind::Router {
             let label = output.as_str().unwrap_or_default();
             if !spec.labels.iter().any(|l| l == label) {
-                let error = FlowError::UndeclaredLabel { flow: self.flow_name(), method: spec.name.clone(), label: label.to_string(), declared: spec.labels.join(", ") };
+                let error = FlowError::UndeclaredLabel {
+                    flow: self.flow_name(),
+                    method: spec.name.clone(),
+                    label: label.to_string(),
+                    declared: spec.labels.join(", "),
+                };
                 self.emit_failed(&spec.name, started, &error.to_string());
                 return Err(error);
             }
         }
         self.shared.events.emit(
             Some(started),
-            EventKind::MethodExecutionFinished { flow_name: self.flow_name(), method_name: spec.name.clone(), result: Some(output.clone()) },
+            EventKind::MethodExecutionFinished {
+                flow_name: self.flow_name(),
+                method_name: spec.name.clone(),
+                result: Some(output.clone()),
+            },
         );
-        let record = MethodRecord { method: spec.name.clone(), output: output.clone() };
+        let record = MethodRecord {
+            method: spec.name.clone(),
+            output: output.clone(),
+        };
         self.progress.completed.push(record.clone());
-        self.shared.outputs.lock().unwrap_or_else(|p| p.into_inner()).push(record);
+        self.shared
+            .outputs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(record);
         self.last_output = Some(output.clone());
 
         if spec.feedback.is_some() {
@@ -441,11 +596,22 @@ impl<S: FlowState> Run<S> {
         Ok(())
     }
 
-    async fn ask_feedback(&mut self, index: usize, output: &Value, answer: Option<String>) -> Result<FeedbackStep, FlowError> {
+    async fn ask_feedback(
+        &mut self,
+        index: usize,
+        output: &Value,
+        answer: Option<String>,
+    ) -> Result<FeedbackStep, FlowError> {
         let flow = self.flow.clone();
         let spec = &flow.methods[index];
-        let Some(config) = &spec.feedback else { return Ok(FeedbackStep::Answered(None)) };
-        let feedback_error = |message: String| FlowError::Feedback { flow: flow.name.clone(), method: spec.name.clone(), message };
+        let Some(config) = &spec.feedback else {
+            return Ok(FeedbackStep::Answered(None));
+        };
+        let feedback_error = |message: String| FlowError::Feedback {
+            flow: flow.name.clone(),
+            method: spec.name.clone(),
+            message,
+        };
         let reply = match answer {
             Some(answer) => FeedbackReply::Answer(answer),
             None => {
@@ -466,7 +632,10 @@ impl<S: FlowState> Run<S> {
         match reply {
             FeedbackReply::Pending => {
                 if flow.persistence.is_none() {
-                    return Err(FlowError::PersistenceRequired { flow: flow.name.clone(), action: "pausing for human feedback" });
+                    return Err(FlowError::PersistenceRequired {
+                        flow: flow.name.clone(),
+                        action: "pausing for human feedback",
+                    });
                 }
                 self.progress.awaiting_feedback.push(AwaitingFeedback {
                     method: spec.name.clone(),
@@ -478,9 +647,19 @@ impl<S: FlowState> Run<S> {
             }
             FeedbackReply::Answer(text) => {
                 let outcome = config.resolve(&text).map_err(feedback_error)?;
-                let record = FeedbackRecord { method: spec.name.clone(), output: output.clone(), feedback: text, outcome: outcome.clone(), timestamp: Utc::now() };
+                let record = FeedbackRecord {
+                    method: spec.name.clone(),
+                    output: output.clone(),
+                    feedback: text,
+                    outcome: outcome.clone(),
+                    timestamp: Utc::now(),
+                };
                 self.progress.feedback.push(record.clone());
-                self.shared.feedback.lock().unwrap_or_else(|p| p.into_inner()).push(record);
+                self.shared
+                    .feedback
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push(record);
                 Ok(FeedbackStep::Answered(outcome))
             }
         }
@@ -488,7 +667,12 @@ impl<S: FlowState> Run<S> {
 
     /// An answered method fires like a router (its name, then the selected outcome); a paused one
     /// fires nothing until it is answered.
-    fn after_feedback(&mut self, index: usize, output: &Value, step: FeedbackStep) -> Result<(), FlowError> {
+    fn after_feedback(
+        &mut self,
+        index: usize,
+        output: &Value,
+        step: FeedbackStep,
+    ) -> Result<(), FlowError> {
         let name = self.flow.methods[index].name.clone();
         match step {
             FeedbackStep::Paused => Ok(()),
@@ -507,7 +691,9 @@ impl<S: FlowState> Run<S> {
         let flow = self.flow.clone();
         let mut fired = Vec::new();
         for spec in &flow.methods {
-            let Some(trigger) = &spec.trigger else { continue };
+            let Some(trigger) = &spec.trigger else {
+                continue;
+            };
             let joins = self.progress.joins.entry(spec.name.clone()).or_default();
             let fires = trigger.fire(event, joins);
             if joins.is_empty() {
@@ -518,19 +704,41 @@ impl<S: FlowState> Run<S> {
             }
         }
         for method in fired {
-            self.schedule(PendingCall { method, triggered_by: Some(event.to_string()), trigger_output: Some(output.clone()) }, true)?;
+            self.schedule(
+                PendingCall {
+                    method,
+                    triggered_by: Some(event.to_string()),
+                    trigger_output: Some(output.clone()),
+                },
+                true,
+            )?;
         }
         Ok(())
     }
 
     fn emit_failed(&self, method: &str, started: Uuid, error: &str) {
-        self.shared.events.emit(Some(started), EventKind::MethodExecutionFailed { flow_name: self.flow_name(), method_name: method.to_string(), error: error.to_string() });
+        self.shared.events.emit(
+            Some(started),
+            EventKind::MethodExecutionFailed {
+                flow_name: self.flow_name(),
+                method_name: method.to_string(),
+                error: error.to_string(),
+            },
+        );
     }
 
     fn fail(&self, method: &str, started: Uuid, failure: MethodFailure) -> FlowError {
         let error = match failure {
-            MethodFailure::Error(source) => FlowError::MethodFailed { flow: self.flow_name(), method: method.to_string(), source },
-            MethodFailure::NotSerializable(message) => FlowError::OutputNotSerializable { flow: self.flow_name(), method: method.to_string(), message },
+            MethodFailure::Error(source) => FlowError::MethodFailed {
+                flow: self.flow_name(),
+                method: method.to_string(),
+                source,
+            },
+            MethodFailure::NotSerializable(message) => FlowError::OutputNotSerializable {
+                flow: self.flow_name(),
+                method: method.to_string(),
+                message,
+            },
         };
         let text = match &error {
             FlowError::MethodFailed { source, .. } => source.to_string(),
@@ -541,30 +749,73 @@ impl<S: FlowState> Run<S> {
     }
 
     async fn save(&self, method: &str, status: RunStatus) -> Result<(), FlowError> {
-        let Some(backend) = &self.flow.persistence else { return Ok(()) };
+        let Some(backend) = &self.flow.persistence else {
+            return Ok(());
+        };
         let mut progress = self.progress.clone();
         progress.status = status;
-        progress.pending = self.in_flight.values().map(|(call, _)| call.clone()).collect();
+        progress.pending = self
+            .in_flight
+            .values()
+            .map(|(call, _)| call.clone())
+            .collect();
         let state = {
             let guard = self.shared.state.lock().unwrap_or_else(|p| p.into_inner());
-            state::to_json(&*guard).map_err(|e| FlowError::StateConversion { flow: self.flow_name(), message: e.0 })?
+            state::to_json(&*guard).map_err(|e| FlowError::StateConversion {
+                flow: self.flow_name(),
+                message: e.0,
+            })?
         };
-        let snapshot = FlowSnapshot { flow_uuid: self.shared.id.clone(), method_name: method.to_string(), timestamp: Utc::now(), state, progress };
-        backend.save_state(&snapshot).await.map_err(|source| FlowError::Persistence { flow: self.flow_name(), source })
+        let snapshot = FlowSnapshot {
+            flow_uuid: self.shared.id.clone(),
+            method_name: method.to_string(),
+            timestamp: Utc::now(),
+            state,
+            progress,
+        };
+        backend
+            .save_state(&snapshot)
+            .await
+            .map_err(|source| FlowError::Persistence {
+                flow: self.flow_name(),
+                source,
+            })
     }
 
     async fn finish(self) -> Result<FlowOutput<S>, FlowError> {
         let paused = !self.progress.awaiting_feedback.is_empty();
-        let status = if paused { RunStatus::AwaitingFeedback } else { RunStatus::Completed };
+        let status = if paused {
+            RunStatus::AwaitingFeedback
+        } else {
+            RunStatus::Completed
+        };
         self.save("finish", status).await?;
-        let result = self.last_output.clone().or_else(|| self.progress.completed.last().map(|r| r.output.clone()));
+        let result = self
+            .last_output
+            .clone()
+            .or_else(|| self.progress.completed.last().map(|r| r.output.clone()));
         if !paused {
-            self.shared.events.emit(Some(self.flow_event), EventKind::FlowFinished { flow_name: self.flow_name(), result: result.clone() });
+            self.shared.events.emit(
+                Some(self.flow_event),
+                EventKind::FlowFinished {
+                    flow_name: self.flow_name(),
+                    result: result.clone(),
+                },
+            );
         }
-        let state = self.shared.state.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let state = self
+            .shared
+            .state
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
         Ok(FlowOutput {
             id: self.shared.id.clone(),
-            status: if paused { FlowStatus::AwaitingFeedback(self.progress.awaiting_feedback.clone()) } else { FlowStatus::Completed },
+            status: if paused {
+                FlowStatus::AwaitingFeedback(self.progress.awaiting_feedback.clone())
+            } else {
+                FlowStatus::Completed
+            },
             result,
             state,
             method_outputs: self.progress.completed.clone(),

@@ -14,9 +14,15 @@ use serde_json::{Map, Value};
 pub type UnstructuredState = Map<String, Value>;
 
 /// What a flow's state must be. Blanket-implemented; do not implement it by hand.
-pub trait FlowState: Clone + Default + Serialize + DeserializeOwned + Send + Sync + 'static {}
+pub trait FlowState:
+    Clone + Default + Serialize + DeserializeOwned + Send + Sync + 'static
+{
+}
 
-impl<T> FlowState for T where T: Clone + Default + Serialize + DeserializeOwned + Send + Sync + 'static {}
+impl<T> FlowState for T where
+    T: Clone + Default + Serialize + DeserializeOwned + Send + Sync + 'static
+{
+}
 
 /// Why a state could not be built from JSON.
 #[derive(Debug, Clone, PartialEq)]
@@ -45,13 +51,21 @@ pub(crate) fn with_id<S: FlowState>(state: S, id: &str) -> Result<S, StateError>
 
 /// Merges `inputs` into `state` (CrewAI's `model_validate({**state, **inputs})`): the state is
 /// re-deserialised from its JSON with the inputs laid over it. The error names the offending input.
-pub(crate) fn merge_inputs<S: FlowState>(state: &S, inputs: &Map<String, Value>) -> Result<S, StateError> {
+pub(crate) fn merge_inputs<S: FlowState>(
+    state: &S,
+    inputs: &Map<String, Value>,
+) -> Result<S, StateError> {
     if inputs.is_empty() {
         return Ok(state.clone());
     }
     let base = match to_json(state)? {
         Value::Object(object) => object,
-        other => return Err(StateError(format!("the state serialises to {}, not an object, so inputs cannot be merged into it", kind_of(&other)))),
+        other => {
+            return Err(StateError(format!(
+                "the state serialises to {}, not an object, so inputs cannot be merged into it",
+                kind_of(&other)
+            )));
+        }
     };
     let overlay = |keys: &mut dyn Iterator<Item = (&String, &Value)>| {
         let mut merged = base.clone();
@@ -112,14 +126,36 @@ mod tests {
 
     #[test]
     fn typed_merge_overlays_inputs() {
-        let merged = merge_inputs(&Typed { counter: 2, ..Default::default() }, &inputs(json!({"topic": "rust"}))).unwrap();
-        assert_eq!(merged, Typed { id: String::new(), counter: 2, topic: "rust".into() });
+        let merged = merge_inputs(
+            &Typed {
+                counter: 2,
+                ..Default::default()
+            },
+            &inputs(json!({"topic": "rust"})),
+        )
+        .unwrap();
+        assert_eq!(
+            merged,
+            Typed {
+                id: String::new(),
+                counter: 2,
+                topic: "rust".into()
+            }
+        );
     }
 
     #[test]
     fn typed_merge_error_names_the_field() {
-        let error = merge_inputs(&Typed::default(), &inputs(json!({"topic": "ok", "counter": "many"}))).unwrap_err();
-        assert!(error.0.starts_with("input `counter` = \"many\""), "{}", error.0);
+        let error = merge_inputs(
+            &Typed::default(),
+            &inputs(json!({"topic": "ok", "counter": "many"})),
+        )
+        .unwrap_err();
+        assert!(
+            error.0.starts_with("input `counter` = \"many\""),
+            "{}",
+            error.0
+        );
     }
 
     #[test]
@@ -134,6 +170,9 @@ mod tests {
     fn id_is_written_where_there_is_room() {
         assert_eq!(with_id(Typed::default(), "x").unwrap().id, "x");
         assert_eq!(with_id(UnstructuredState::new(), "x").unwrap()["id"], "x");
-        assert_eq!(with_id(NoId { counter: 3 }, "x").unwrap(), NoId { counter: 3 });
+        assert_eq!(
+            with_id(NoId { counter: 3 }, "x").unwrap(),
+            NoId { counter: 3 }
+        );
     }
 }

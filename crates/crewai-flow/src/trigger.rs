@@ -94,7 +94,9 @@ impl Trigger {
                     out.push(name);
                 }
             }
-            Trigger::Or(parts) | Trigger::And(parts) => parts.iter().for_each(|p| p.collect_names(out)),
+            Trigger::Or(parts) | Trigger::And(parts) => {
+                parts.iter().for_each(|p| p.collect_names(out))
+            }
         }
     }
 
@@ -104,7 +106,9 @@ impl Trigger {
             Trigger::On(_) => None,
             Trigger::Or(parts) if parts.is_empty() => Some("or"),
             Trigger::And(parts) if parts.is_empty() => Some("and"),
-            Trigger::Or(parts) | Trigger::And(parts) => parts.iter().find_map(Trigger::first_empty_combinator),
+            Trigger::Or(parts) | Trigger::And(parts) => {
+                parts.iter().find_map(Trigger::first_empty_combinator)
+            }
         }
     }
 }
@@ -125,7 +129,9 @@ impl Trigger {
     fn fire_at(&self, event: &str, progress: &mut JoinProgress, next_join: &mut usize) -> bool {
         match self {
             Trigger::On(name) => name == event,
-            Trigger::Or(parts) => parts.iter().fold(false, |fired, part| part.fire_at(event, progress, next_join) | fired),
+            Trigger::Or(parts) => parts.iter().fold(false, |fired, part| {
+                part.fire_at(event, progress, next_join) | fired
+            }),
             Trigger::And(parts) => {
                 let join = *next_join;
                 *next_join += 1;
@@ -154,7 +160,10 @@ mod tests {
 
     fn feed(trigger: &Trigger, events: &[&str]) -> Vec<bool> {
         let mut progress = JoinProgress::new();
-        events.iter().map(|e| trigger.fire(e, &mut progress)).collect()
+        events
+            .iter()
+            .map(|e| trigger.fire(e, &mut progress))
+            .collect()
     }
 
     #[test]
@@ -164,13 +173,19 @@ mod tests {
 
     #[test]
     fn or_fires_on_any_part() {
-        assert_eq!(feed(&or(["a", "b"]), &["c", "a", "b"]), vec![false, true, true]);
+        assert_eq!(
+            feed(&or(["a", "b"]), &["c", "a", "b"]),
+            vec![false, true, true]
+        );
     }
 
     #[test]
     fn and_fires_once_all_parts_completed_then_rearms() {
         let join = and(["a", "b"]);
-        assert_eq!(feed(&join, &["a", "a", "b", "b", "a"]), vec![false, false, true, false, true]);
+        assert_eq!(
+            feed(&join, &["a", "a", "b", "b", "a"]),
+            vec![false, false, true, false, true]
+        );
     }
 
     #[test]
@@ -182,13 +197,22 @@ mod tests {
     #[test]
     fn nested_or_inside_and_counts_as_one_part() {
         let trigger = and([or(["a", "b"]), on("c")]);
-        assert_eq!(feed(&trigger, &["a", "b", "c", "c"]), vec![false, false, true, false]);
+        assert_eq!(
+            feed(&trigger, &["a", "b", "c", "c"]),
+            vec![false, false, true, false]
+        );
     }
 
     #[test]
     fn display_and_empty_detection() {
-        assert_eq!(and([or(["a", "b"]), on("c")]).to_string(), "and(or(a, b), c)");
-        assert_eq!(or([and(Vec::<Trigger>::new())]).first_empty_combinator(), Some("and"));
+        assert_eq!(
+            and([or(["a", "b"]), on("c")]).to_string(),
+            "and(or(a, b), c)"
+        );
+        assert_eq!(
+            or([and(Vec::<Trigger>::new())]).first_empty_combinator(),
+            Some("and")
+        );
         assert_eq!(on("a").first_empty_combinator(), None);
     }
 }

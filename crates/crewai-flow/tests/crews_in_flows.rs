@@ -23,12 +23,29 @@ struct Article {
 }
 
 fn llm(server: &ScriptedServer) -> Arc<dyn Llm> {
-    build_llm(&LlmConfig::new("openai/gpt-4o-mini").with_base_url(server.base_url()).with_api_key("sk-test")).unwrap()
+    build_llm(
+        &LlmConfig::new("openai/gpt-4o-mini")
+            .with_base_url(server.base_url())
+            .with_api_key("sk-test"),
+    )
+    .unwrap()
 }
 
 fn article_flow(server: &ScriptedServer, bus: EventBus) -> Flow<Article> {
-    let writer = Agent::builder().role("Writer").goal("Write short drafts").backstory("You write crisp prose.").llm(llm(server)).build().unwrap();
-    let editor = Agent::builder().role("Editor").goal("Judge drafts").backstory("You are a strict editor.").llm(llm(server)).build().unwrap();
+    let writer = Agent::builder()
+        .role("Writer")
+        .goal("Write short drafts")
+        .backstory("You write crisp prose.")
+        .llm(llm(server))
+        .build()
+        .unwrap();
+    let editor = Agent::builder()
+        .role("Editor")
+        .goal("Judge drafts")
+        .backstory("You are a strict editor.")
+        .llm(llm(server))
+        .build()
+        .unwrap();
     Flow::typed_builder::<Article>()
         .name("article")
         .event_bus(bus)
@@ -36,7 +53,12 @@ fn article_flow(server: &ScriptedServer, bus: EventBus) -> Flow<Article> {
             let writer = writer.clone();
             async move {
                 let topic = ctx.read_state(|s| s.topic.clone());
-                let draft = writer.kickoff_with(format!("Write one sentence about {topic}."), ctx.agent_kickoff_options()).await?;
+                let draft = writer
+                    .kickoff_with(
+                        format!("Write one sentence about {topic}."),
+                        ctx.agent_kickoff_options(),
+                    )
+                    .await?;
                 ctx.update_state(|s| s.draft = draft.raw.clone());
                 Ok(draft.raw)
             }
@@ -50,16 +72,35 @@ fn article_flow(server: &ScriptedServer, bus: EventBus) -> Flow<Article> {
                     .expected_output("One word: approved or rejected")
                     .agent(editor.clone())
                     .build()?;
-                let crew = Crew::builder().name("editors").agents(vec![editor]).tasks(vec![task]).event_bus(ctx.events().clone()).build()?;
+                let crew = Crew::builder()
+                    .name("editors")
+                    .agents(vec![editor])
+                    .tasks(vec![task])
+                    .event_bus(ctx.events().clone())
+                    .build()?;
                 let mut inputs = Inputs::new();
                 inputs.insert("draft".into(), json!(ctx.read_state(|s| s.draft.clone())));
                 let verdict = crew.kickoff(inputs).await?;
-                Ok(if verdict.raw.trim().eq_ignore_ascii_case("approved") { "approved" } else { "rejected" })
+                Ok(if verdict.raw.trim().eq_ignore_ascii_case("approved") {
+                    "approved"
+                } else {
+                    "rejected"
+                })
             }
         })
         .emits(["approved", "rejected"])
-        .listen("publish", on("approved"), |ctx: FlowContext<Article>| async move { Ok(json!({"published": ctx.read_state(|s| s.draft.clone())})) })
-        .listen("shelve", on("rejected"), |_ctx: FlowContext<Article>| async move { Ok(json!({"published": null})) })
+        .listen(
+            "publish",
+            on("approved"),
+            |ctx: FlowContext<Article>| async move {
+                Ok(json!({"published": ctx.read_state(|s| s.draft.clone())}))
+            },
+        )
+        .listen(
+            "shelve",
+            on("rejected"),
+            |_ctx: FlowContext<Article>| async move { Ok(json!({"published": null})) },
+        )
         .build()
         .unwrap()
 }
@@ -72,20 +113,58 @@ async fn an_agent_and_a_crew_run_inside_flow_methods_and_route_the_flow() {
     let bus = EventBus::new();
     let recorder = EventRecorder::attach(&bus);
 
-    let output = article_flow(&server, bus).kickoff([("topic", json!("flows"))]).await.unwrap();
-    assert_eq!(output.result, Some(json!({"published": "Flows make pipelines readable."})));
+    let output = article_flow(&server, bus)
+        .kickoff([("topic", json!("flows"))])
+        .await
+        .unwrap();
+    assert_eq!(
+        output.result,
+        Some(json!({"published": "Flows make pipelines readable."}))
+    );
     assert_eq!(output.output_of("review"), Some(&json!("approved")));
     assert_eq!(server.request_count(), 2);
-    assert!(server.requests()[0].messages().iter().any(|m| m["content"].as_str().is_some_and(|c| c.contains("Write one sentence about flows."))));
+    assert!(server.requests()[0].messages().iter().any(|m| {
+        m["content"]
+            .as_str()
+            .is_some_and(|c| c.contains("Write one sentence about flows."))
+    }));
 
     let events = recorder.events();
-    let write_started = events.iter().find(|e| e.type_name() == "method_execution_started" && e.to_json()["method_name"] == "write").unwrap();
-    let agent_started = events.iter().find(|e| e.type_name() == "lite_agent_execution_started").unwrap();
-    assert_eq!(agent_started.parent_event_id, Some(write_started.event_id), "the agent's run hangs under the flow method");
-    let crew_started = events.iter().find(|e| e.type_name() == "crew_kickoff_started").unwrap();
-    let review_started = events.iter().find(|e| e.type_name() == "method_execution_started" && e.to_json()["method_name"] == "review").unwrap();
-    let review_finished = events.iter().find(|e| e.type_name() == "method_execution_finished" && e.to_json()["method_name"] == "review").unwrap();
-    assert!(review_started.emission_sequence < crew_started.emission_sequence && crew_started.emission_sequence < review_finished.emission_sequence);
+    let write_started = events
+        .iter()
+        .find(|e| {
+            e.type_name() == "method_execution_started" && e.to_json()["method_name"] == "write"
+        })
+        .unwrap();
+    let agent_started = events
+        .iter()
+        .find(|e| e.type_name() == "lite_agent_execution_started")
+        .unwrap();
+    assert_eq!(
+        agent_started.parent_event_id,
+        Some(write_started.event_id),
+        "the agent's run hangs under the flow method"
+    );
+    let crew_started = events
+        .iter()
+        .find(|e| e.type_name() == "crew_kickoff_started")
+        .unwrap();
+    let review_started = events
+        .iter()
+        .find(|e| {
+            e.type_name() == "method_execution_started" && e.to_json()["method_name"] == "review"
+        })
+        .unwrap();
+    let review_finished = events
+        .iter()
+        .find(|e| {
+            e.type_name() == "method_execution_finished" && e.to_json()["method_name"] == "review"
+        })
+        .unwrap();
+    assert!(
+        review_started.emission_sequence < crew_started.emission_sequence
+            && crew_started.emission_sequence < review_finished.emission_sequence
+    );
     assert_eq!(recorder.type_names().last(), Some(&"flow_finished"));
 }
 
@@ -94,7 +173,10 @@ async fn a_crew_verdict_of_rejected_takes_the_other_branch() {
     let server = ScriptedServer::start().await;
     server.push_text("Draft.");
     server.push_text("rejected");
-    let output = article_flow(&server, EventBus::new()).kickoff([("topic", json!("x"))]).await.unwrap();
+    let output = article_flow(&server, EventBus::new())
+        .kickoff([("topic", json!("x"))])
+        .await
+        .unwrap();
     assert_eq!(output.result, Some(json!({"published": null})));
     assert!(output.output_of("publish").is_none());
 }
@@ -102,8 +184,17 @@ async fn a_crew_verdict_of_rejected_takes_the_other_branch() {
 #[tokio::test]
 async fn a_provider_failure_inside_a_method_fails_the_flow_naming_the_method() {
     let server = ScriptedServer::start().await;
-    server.push(crewai_testkit::scripted::Reply::error(400, "bad request: model not found"));
-    let error = article_flow(&server, EventBus::new()).kickoff([("topic", json!("x"))]).await.unwrap_err();
+    server.push(crewai_testkit::scripted::Reply::error(
+        400,
+        "bad request: model not found",
+    ));
+    let error = article_flow(&server, EventBus::new())
+        .kickoff([("topic", json!("x"))])
+        .await
+        .unwrap_err();
     let text = error.to_string();
-    assert!(text.starts_with("flow `article`: method `write` failed:"), "{text}");
+    assert!(
+        text.starts_with("flow `article`: method `write` failed:"),
+        "{text}"
+    );
 }

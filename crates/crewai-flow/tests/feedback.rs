@@ -8,7 +8,8 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use common::{Log, no_inputs};
 use crewai_flow::{
-    BoxError, FeedbackProvider, FeedbackReply, FeedbackRequest, Flow, FlowContext, FlowError, FlowStatus, HumanFeedback, SqliteFlowPersistence, on,
+    BoxError, FeedbackProvider, FeedbackReply, FeedbackRequest, Flow, FlowContext, FlowError,
+    FlowStatus, HumanFeedback, SqliteFlowPersistence, on,
 };
 use serde_json::json;
 
@@ -21,7 +22,10 @@ struct Reviewer {
 
 impl Reviewer {
     fn replying(replies: impl IntoIterator<Item = FeedbackReply>) -> Arc<Self> {
-        Arc::new(Reviewer { replies: Mutex::new(replies.into_iter().collect()), seen: Mutex::default() })
+        Arc::new(Reviewer {
+            replies: Mutex::new(replies.into_iter().collect()),
+            seen: Mutex::default(),
+        })
     }
 }
 
@@ -29,11 +33,19 @@ impl Reviewer {
 impl FeedbackProvider for Reviewer {
     async fn request(&self, request: &FeedbackRequest) -> Result<FeedbackReply, BoxError> {
         self.seen.lock().unwrap().push(request.clone());
-        self.replies.lock().unwrap().pop_front().ok_or_else(|| "no reply scripted".into())
+        self.replies
+            .lock()
+            .unwrap()
+            .pop_front()
+            .ok_or_else(|| "no reply scripted".into())
     }
 }
 
-fn review_flow(provider: Arc<dyn FeedbackProvider>, store: Option<SqliteFlowPersistence>, log: Log) -> Flow {
+fn review_flow(
+    provider: Arc<dyn FeedbackProvider>,
+    store: Option<SqliteFlowPersistence>,
+    log: Log,
+) -> Flow {
     let mark = |log: &Log, name: &'static str| {
         let log = log.clone();
         move |ctx: FlowContext| {
@@ -63,9 +75,15 @@ fn review_flow(provider: Arc<dyn FeedbackProvider>, store: Option<SqliteFlowPers
 async fn the_answer_routes_to_its_label_and_is_stored() {
     let reviewer = Reviewer::replying([FeedbackReply::Answer("Approved, nice work".into())]);
     let log = Log::default();
-    let output = review_flow(reviewer.clone(), None, log.clone()).kickoff(no_inputs()).await.unwrap();
+    let output = review_flow(reviewer.clone(), None, log.clone())
+        .kickoff(no_inputs())
+        .await
+        .unwrap();
     assert_eq!(log.entries(), vec!["draft", "publish"]);
-    assert_eq!(output.result, Some(json!({"by": "publish", "feedback": "Approved, nice work"})));
+    assert_eq!(
+        output.result,
+        Some(json!({"by": "publish", "feedback": "Approved, nice work"}))
+    );
     assert_eq!(output.feedback.len(), 1);
     assert_eq!(output.feedback[0].outcome.as_deref(), Some("approved"));
     let seen = reviewer.seen.lock().unwrap().clone();
@@ -77,16 +95,28 @@ async fn the_answer_routes_to_its_label_and_is_stored() {
 #[tokio::test]
 async fn an_unmatched_answer_without_default_fails_naming_it() {
     let reviewer = Reviewer::replying([FeedbackReply::Answer("hmm".into())]);
-    let error = review_flow(reviewer, None, Log::default()).kickoff(no_inputs()).await.unwrap_err();
-    assert!(matches!(&error, FlowError::Feedback { method, .. } if method == "draft"), "{error}");
+    let error = review_flow(reviewer, None, Log::default())
+        .kickoff(no_inputs())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&error, FlowError::Feedback { method, .. } if method == "draft"),
+        "{error}"
+    );
     assert!(error.to_string().contains("\"hmm\""), "{error}");
 }
 
 #[tokio::test]
 async fn pausing_needs_persistence() {
     let reviewer = Reviewer::replying([FeedbackReply::Pending]);
-    let error = review_flow(reviewer, None, Log::default()).kickoff(no_inputs()).await.unwrap_err();
-    assert!(matches!(error, FlowError::PersistenceRequired { .. }), "{error}");
+    let error = review_flow(reviewer, None, Log::default())
+        .kickoff(no_inputs())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error, FlowError::PersistenceRequired { .. }),
+        "{error}"
+    );
 }
 
 #[tokio::test]
@@ -94,25 +124,48 @@ async fn a_pending_answer_pauses_and_another_process_resumes_with_the_answer() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("flow_states.db");
     let first_log = Log::default();
-    let paused = review_flow(Reviewer::replying([FeedbackReply::Pending]), Some(SqliteFlowPersistence::open(&path).unwrap()), first_log.clone())
-        .kickoff(no_inputs())
-        .await
-        .unwrap();
-    let FlowStatus::AwaitingFeedback(waiting) = &paused.status else { panic!("expected a paused run, got {:?}", paused.status) };
+    let paused = review_flow(
+        Reviewer::replying([FeedbackReply::Pending]),
+        Some(SqliteFlowPersistence::open(&path).unwrap()),
+        first_log.clone(),
+    )
+    .kickoff(no_inputs())
+    .await
+    .unwrap();
+    let FlowStatus::AwaitingFeedback(waiting) = &paused.status else {
+        panic!("expected a paused run, got {:?}", paused.status)
+    };
     assert_eq!(waiting[0].method, "draft");
     assert_eq!(first_log.entries(), vec!["draft"]);
 
     // A second flow value on its own connection (another process): the answer continues the run.
     let second_log = Log::default();
     let nobody = Reviewer::replying([]);
-    let flow = review_flow(nobody.clone(), Some(SqliteFlowPersistence::open(&path).unwrap()), second_log.clone());
-    let output = flow.resume_with_feedback(&paused.id, "rejected").await.unwrap();
+    let flow = review_flow(
+        nobody.clone(),
+        Some(SqliteFlowPersistence::open(&path).unwrap()),
+        second_log.clone(),
+    );
+    let output = flow
+        .resume_with_feedback(&paused.id, "rejected")
+        .await
+        .unwrap();
     assert!(output.is_completed());
-    assert_eq!(second_log.entries(), vec!["revise"], "the reviewed method is not re-run");
-    assert_eq!(output.result, Some(json!({"by": "revise", "feedback": "rejected"})));
+    assert_eq!(
+        second_log.entries(),
+        vec!["revise"],
+        "the reviewed method is not re-run"
+    );
+    assert_eq!(
+        output.result,
+        Some(json!({"by": "revise", "feedback": "rejected"}))
+    );
     assert_eq!(output.feedback[0].outcome.as_deref(), Some("rejected"));
     assert!(nobody.seen.lock().unwrap().is_empty());
 
     // Answering again is an error: the run is no longer waiting.
-    assert!(matches!(flow.resume_with_feedback(&paused.id, "approved").await, Err(FlowError::NotAwaitingFeedback { .. })));
+    assert!(matches!(
+        flow.resume_with_feedback(&paused.id, "approved").await,
+        Err(FlowError::NotAwaitingFeedback { .. })
+    ));
 }

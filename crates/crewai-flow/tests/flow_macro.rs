@@ -1,6 +1,9 @@
 //! `#[flow]` on an impl block builds the same definition as the builder.
 
-use crewai_flow::{BoxError, FeedbackProvider, FeedbackReply, FeedbackRequest, FlowContext, HumanFeedback, MethodKind, MethodResult, SqliteFlowPersistence, flow};
+use crewai_flow::{
+    BoxError, FeedbackProvider, FeedbackReply, FeedbackRequest, FlowContext, HumanFeedback,
+    MethodKind, MethodResult, SqliteFlowPersistence, flow,
+};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -21,7 +24,10 @@ struct ResearchFlow {
 impl ResearchFlow {
     #[start]
     async fn fetch(&self, ctx: FlowContext<Research>) -> MethodResult<String> {
-        Ok(format!("sources on {}", ctx.read_state(|s| s.topic.clone())))
+        Ok(format!(
+            "sources on {}",
+            ctx.read_state(|s| s.topic.clone())
+        ))
     }
 
     #[start]
@@ -40,7 +46,11 @@ impl ResearchFlow {
 
     #[router(summarise, emits = [again, done])]
     async fn decide(&self, ctx: FlowContext<Research>) -> MethodResult<&'static str> {
-        Ok(if ctx.read_state(|s| s.rounds) < self.max_rounds { "again" } else { "done" })
+        Ok(if ctx.read_state(|s| s.rounds) < self.max_rounds {
+            "again"
+        } else {
+            "done"
+        })
     }
 
     #[listen("done")]
@@ -61,18 +71,37 @@ async fn the_macro_builds_a_runnable_flow() {
     // `#[persist]` on a method would use the default database; the test gives it a temporary one.
     let dir = tempfile::tempdir().unwrap();
     let store = SqliteFlowPersistence::open(dir.path().join("flow_states.db")).unwrap();
-    let flow = research.flow_builder().persistence(Arc::new(store)).build().unwrap();
+    let flow = research
+        .flow_builder()
+        .persistence(Arc::new(store))
+        .build()
+        .unwrap();
     assert_eq!(flow.name(), "research");
     let kinds: Vec<(&str, MethodKind)> = flow.methods().iter().map(|m| (m.name, m.kind)).collect();
     assert_eq!(
         kinds,
-        vec![("fetch", MethodKind::Start), ("style", MethodKind::Start), ("summarise", MethodKind::Listen), ("decide", MethodKind::Router), ("publish", MethodKind::Listen)]
+        vec![
+            ("fetch", MethodKind::Start),
+            ("style", MethodKind::Start),
+            ("summarise", MethodKind::Listen),
+            ("decide", MethodKind::Router),
+            ("publish", MethodKind::Listen)
+        ]
     );
     assert!(flow.methods()[2].persisted);
-    assert_eq!(flow.methods()[2].trigger.unwrap().to_string(), "or(and(fetch, style), again)");
+    assert_eq!(
+        flow.methods()[2].trigger.unwrap().to_string(),
+        "or(and(fetch, style), again)"
+    );
     let output = flow.kickoff([("topic", json!("rust"))]).await.unwrap();
-    assert_eq!(output.result, Some(json!({"rounds": 3, "sources": "sources on rust"})));
-    assert_eq!(flow.saved_state(&output.id).await.unwrap().unwrap().rounds, 3);
+    assert_eq!(
+        output.result,
+        Some(json!({"rounds": 3, "sources": "sources on rust"}))
+    );
+    assert_eq!(
+        flow.saved_state(&output.id).await.unwrap().unwrap().rounds,
+        3
+    );
 }
 
 struct Approve;
@@ -108,9 +137,20 @@ impl Review {
 #[tokio::test]
 async fn feedback_and_conditional_starts_come_through() {
     assert!(Review.into_flow().is_ok());
-    let flow = Review.flow_builder().feedback_provider(Arc::new(Approve)).build().unwrap();
+    let flow = Review
+        .flow_builder()
+        .feedback_provider(Arc::new(Approve))
+        .build()
+        .unwrap();
     assert_eq!(flow.name(), "Review");
-    assert_eq!(flow.methods()[0].human_feedback, Some(&HumanFeedback::new("Ship it?").emit(["approved", "rejected"]).default_outcome("rejected")));
+    assert_eq!(
+        flow.methods()[0].human_feedback,
+        Some(
+            &HumanFeedback::new("Ship it?")
+                .emit(["approved", "rejected"])
+                .default_outcome("rejected")
+        )
+    );
     assert_eq!(flow.methods()[2].kind, MethodKind::Start);
     assert!(flow.methods()[2].trigger.is_some());
     let output = flow.kickoff(serde_json::Map::new()).await.unwrap();

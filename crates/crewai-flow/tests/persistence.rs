@@ -8,7 +8,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{Log, no_inputs};
-use crewai_flow::{Flow, FlowContext, FlowPersistence, Kickoff, RunStatus, SqliteFlowPersistence, on};
+use crewai_flow::{
+    Flow, FlowContext, FlowPersistence, Kickoff, RunStatus, SqliteFlowPersistence, on,
+};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use tokio::sync::Notify;
@@ -43,8 +45,15 @@ fn pipeline(store: SqliteFlowPersistence, log: Log, two: Two, persist_all: bool)
             }
         }
     };
-    let builder = Flow::typed_builder::<Steps>().name("pipeline").persistence(Arc::new(store.clone())).start("one", step(&log, "one"));
-    let builder = if persist_all { builder.persist() } else { builder.persist_method() };
+    let builder = Flow::typed_builder::<Steps>()
+        .name("pipeline")
+        .persistence(Arc::new(store.clone()))
+        .start("one", step(&log, "one"));
+    let builder = if persist_all {
+        builder.persist()
+    } else {
+        builder.persist_method()
+    };
     let two_log = log.clone();
     builder
         .listen("two", on("one"), move |ctx: FlowContext<Steps>| {
@@ -79,7 +88,10 @@ async fn wait_for_snapshot(store: &SqliteFlowPersistence, id: &str, method: &str
         {
             return;
         }
-        assert!(tokio::time::Instant::now() < deadline, "no snapshot after `{method}` within 10 s");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no snapshot after `{method}` within 10 s"
+        );
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
 }
@@ -94,12 +106,19 @@ async fn resume_after_the_run_is_dropped_between_methods() {
     let id = uuid::Uuid::new_v4().to_string();
     let notify = Arc::new(Notify::new());
     let first_log = Log::default();
-    let crashing = pipeline(SqliteFlowPersistence::open(database(dir.path())).unwrap(), first_log.clone(), Two::HangAfterSave(notify.clone()), true);
+    let crashing = pipeline(
+        SqliteFlowPersistence::open(database(dir.path())).unwrap(),
+        first_log.clone(),
+        Two::HangAfterSave(notify.clone()),
+        true,
+    );
     let run = tokio::spawn({
         let id = id.clone();
         async move { crashing.kickoff_with(Kickoff::new().resume(id)).await }
     });
-    tokio::time::timeout(Duration::from_secs(10), notify.notified()).await.expect("method two did not start");
+    tokio::time::timeout(Duration::from_secs(10), notify.notified())
+        .await
+        .expect("method two did not start");
     run.abort();
     assert!(run.await.unwrap_err().is_cancelled());
     assert_eq!(first_log.entries(), vec!["one"]);
@@ -109,10 +128,21 @@ async fn resume_after_the_run_is_dropped_between_methods() {
     let store = SqliteFlowPersistence::open(database(dir.path())).unwrap();
     let resumed = pipeline(store.clone(), second_log.clone(), Two::Work, true);
     let output = resumed.kickoff([("id", json!(id))]).await.unwrap();
-    assert_eq!(second_log.entries(), vec!["two", "three"], "completed methods are not re-run");
+    assert_eq!(
+        second_log.entries(),
+        vec!["two", "three"],
+        "completed methods are not re-run"
+    );
     assert_eq!(output.id, id);
     assert_eq!(output.state.steps, vec!["one", "two", "three"]);
-    assert_eq!(output.method_outputs.iter().map(|r| r.method.as_str()).collect::<Vec<_>>(), vec!["one", "two", "three"]);
+    assert_eq!(
+        output
+            .method_outputs
+            .iter()
+            .map(|r| r.method.as_str())
+            .collect::<Vec<_>>(),
+        vec!["one", "two", "three"]
+    );
     assert_eq!(output.result, Some(json!("three done")));
     let saved = store.load_state(&id).await.unwrap().unwrap();
     assert_eq!(saved.progress.status, RunStatus::Completed);
@@ -126,10 +156,17 @@ const CHILD_ID: &str = "CREWAI_FLOW_TEST_CHILD_ID";
 /// method `two` ends the process once the state after `one` is saved.
 #[test]
 fn child_process_part() {
-    let (Ok(db), Ok(id)) = (std::env::var(CHILD_DB), std::env::var(CHILD_ID)) else { return };
+    let (Ok(db), Ok(id)) = (std::env::var(CHILD_DB), std::env::var(CHILD_ID)) else {
+        return;
+    };
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(async move {
-        let flow = pipeline(SqliteFlowPersistence::open(db).unwrap(), Log::default(), Two::ExitAfterSave, false);
+        let flow = pipeline(
+            SqliteFlowPersistence::open(db).unwrap(),
+            Log::default(),
+            Two::ExitAfterSave,
+            false,
+        );
         let _ = flow.kickoff_with(Kickoff::new().resume(id)).await;
     });
     panic!("the child flow should have ended the process in method `two`");
@@ -140,15 +177,32 @@ async fn resume_after_the_process_is_killed() {
     let dir = tempfile::tempdir().unwrap();
     let id = uuid::Uuid::new_v4().to_string();
     let status = tokio::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "child_process_part", "--nocapture", "--test-threads=1"])
+        .args([
+            "--exact",
+            "child_process_part",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env(CHILD_DB, database(dir.path()))
         .env(CHILD_ID, &id)
         .status();
-    let status = tokio::time::timeout(Duration::from_secs(60), status).await.expect("child process hung").unwrap();
-    assert_eq!(status.code(), Some(3), "the child should exit inside method `two`");
+    let status = tokio::time::timeout(Duration::from_secs(60), status)
+        .await
+        .expect("child process hung")
+        .unwrap();
+    assert_eq!(
+        status.code(),
+        Some(3),
+        "the child should exit inside method `two`"
+    );
 
     let log = Log::default();
-    let flow = pipeline(SqliteFlowPersistence::open(database(dir.path())).unwrap(), log.clone(), Two::Work, false);
+    let flow = pipeline(
+        SqliteFlowPersistence::open(database(dir.path())).unwrap(),
+        log.clone(),
+        Two::Work,
+        false,
+    );
     let output = flow.resume(&id).await.unwrap();
     assert_eq!(log.entries(), vec!["two", "three"]);
     assert_eq!(output.state.steps, vec!["one", "two", "three"]);
@@ -157,12 +211,25 @@ async fn resume_after_the_process_is_killed() {
 #[tokio::test]
 async fn two_connections_see_each_others_runs() {
     let dir = tempfile::tempdir().unwrap();
-    let first = pipeline(SqliteFlowPersistence::open(database(dir.path())).unwrap(), Log::default(), Two::Work, true);
-    let second = pipeline(SqliteFlowPersistence::open(database(dir.path())).unwrap(), Log::default(), Two::Work, true);
+    let first = pipeline(
+        SqliteFlowPersistence::open(database(dir.path())).unwrap(),
+        Log::default(),
+        Two::Work,
+        true,
+    );
+    let second = pipeline(
+        SqliteFlowPersistence::open(database(dir.path())).unwrap(),
+        Log::default(),
+        Two::Work,
+        true,
+    );
     // Both write at once to one file.
     let (a, b) = tokio::join!(first.kickoff(no_inputs()), second.kickoff(no_inputs()));
     let (a, b) = (a.unwrap(), b.unwrap());
-    assert_eq!(second.saved_state(&a.id).await.unwrap().unwrap().steps, vec!["one", "two", "three"]);
+    assert_eq!(
+        second.saved_state(&a.id).await.unwrap().unwrap().steps,
+        vec!["one", "two", "three"]
+    );
     assert_eq!(first.saved_state(&b.id).await.unwrap().unwrap().id, b.id);
 }
 
@@ -170,7 +237,12 @@ async fn two_connections_see_each_others_runs() {
 async fn a_finished_run_kicked_off_again_starts_over_from_its_saved_state() {
     let dir = tempfile::tempdir().unwrap();
     let log = Log::default();
-    let flow = pipeline(SqliteFlowPersistence::open(database(dir.path())).unwrap(), log.clone(), Two::Work, true);
+    let flow = pipeline(
+        SqliteFlowPersistence::open(database(dir.path())).unwrap(),
+        log.clone(),
+        Two::Work,
+        true,
+    );
     let first = flow.kickoff(no_inputs()).await.unwrap();
     let again = flow.resume(&first.id).await.unwrap();
     assert_eq!(again.id, first.id);
@@ -181,12 +253,20 @@ async fn a_finished_run_kicked_off_again_starts_over_from_its_saved_state() {
 #[tokio::test]
 async fn fork_starts_a_new_id_and_leaves_the_original_untouched() {
     let dir = tempfile::tempdir().unwrap();
-    let flow = pipeline(SqliteFlowPersistence::open(database(dir.path())).unwrap(), Log::default(), Two::Work, true);
+    let flow = pipeline(
+        SqliteFlowPersistence::open(database(dir.path())).unwrap(),
+        Log::default(),
+        Two::Work,
+        true,
+    );
     let original = flow.kickoff(no_inputs()).await.unwrap();
     let forked = flow.fork(&original.id, no_inputs()).await.unwrap();
     assert_ne!(forked.id, original.id);
     assert_eq!(forked.state.id, forked.id);
-    assert_eq!(forked.state.steps, vec!["one", "two", "three", "one", "two", "three"]);
+    assert_eq!(
+        forked.state.steps,
+        vec!["one", "two", "three", "one", "two", "three"]
+    );
     let untouched = flow.saved_state(&original.id).await.unwrap().unwrap();
     assert_eq!(untouched.steps, vec!["one", "two", "three"]);
     assert_eq!(untouched.id, original.id);
@@ -195,13 +275,25 @@ async fn fork_starts_a_new_id_and_leaves_the_original_untouched() {
 #[tokio::test]
 async fn fork_of_an_unknown_id_is_an_error() {
     let dir = tempfile::tempdir().unwrap();
-    let flow = pipeline(SqliteFlowPersistence::open(database(dir.path())).unwrap(), Log::default(), Two::Work, true);
+    let flow = pipeline(
+        SqliteFlowPersistence::open(database(dir.path())).unwrap(),
+        Log::default(),
+        Two::Work,
+        true,
+    );
     let error = flow.fork("no-such-id", no_inputs()).await.unwrap_err();
-    assert_eq!(error.to_string(), "flow `pipeline`: no saved state with id `no-such-id` to fork from");
+    assert_eq!(
+        error.to_string(),
+        "flow `pipeline`: no saved state with id `no-such-id` to fork from"
+    );
 }
 
 /// `left` completes and is saved; `right` hangs on the first run, so the join is half done.
-fn join_flow(store: SqliteFlowPersistence, log: Log, hang_right: Option<Arc<Notify>>) -> Flow<Steps> {
+fn join_flow(
+    store: SqliteFlowPersistence,
+    log: Log,
+    hang_right: Option<Arc<Notify>>,
+) -> Flow<Steps> {
     let left_log = log.clone();
     let right_log = log.clone();
     let join_log = log;
@@ -228,13 +320,20 @@ fn join_flow(store: SqliteFlowPersistence, log: Log, hang_right: Option<Arc<Noti
                 Ok("R")
             }
         })
-        .listen("joined", crewai_flow::and(["left", "right"]), move |ctx: FlowContext<Steps>| {
-            let log = join_log.clone();
-            async move {
-                log.push("joined");
-                Ok(json!([ctx.method_output("left"), ctx.method_output("right")]))
-            }
-        })
+        .listen(
+            "joined",
+            crewai_flow::and(["left", "right"]),
+            move |ctx: FlowContext<Steps>| {
+                let log = join_log.clone();
+                async move {
+                    log.push("joined");
+                    Ok(json!([
+                        ctx.method_output("left"),
+                        ctx.method_output("right")
+                    ]))
+                }
+            },
+        )
         .build()
         .unwrap()
 }
@@ -244,21 +343,35 @@ async fn a_half_completed_join_survives_a_crash() {
     let dir = tempfile::tempdir().unwrap();
     let id = uuid::Uuid::new_v4().to_string();
     let notify = Arc::new(Notify::new());
-    let crashing = join_flow(SqliteFlowPersistence::open(database(dir.path())).unwrap(), Log::default(), Some(notify.clone()));
+    let crashing = join_flow(
+        SqliteFlowPersistence::open(database(dir.path())).unwrap(),
+        Log::default(),
+        Some(notify.clone()),
+    );
     let run = tokio::spawn({
         let id = id.clone();
         async move { crashing.kickoff_with(Kickoff::new().resume(id)).await }
     });
-    tokio::time::timeout(Duration::from_secs(10), notify.notified()).await.expect("right did not start");
+    tokio::time::timeout(Duration::from_secs(10), notify.notified())
+        .await
+        .expect("right did not start");
     run.abort();
     let _ = run.await;
 
     let store = SqliteFlowPersistence::open(database(dir.path())).unwrap();
     let saved = store.load_state(&id).await.unwrap().unwrap();
-    assert_eq!(saved.progress.joins.get("joined").map(|j| j.len()), Some(1), "the join's progress is saved: {:?}", saved.progress);
+    assert_eq!(
+        saved.progress.joins.get("joined").map(|j| j.len()),
+        Some(1),
+        "the join's progress is saved: {:?}",
+        saved.progress
+    );
 
     let log = Log::default();
-    let output = join_flow(store, log.clone(), None).resume(&id).await.unwrap();
+    let output = join_flow(store, log.clone(), None)
+        .resume(&id)
+        .await
+        .unwrap();
     assert_eq!(log.entries(), vec!["right", "joined"]);
     assert_eq!(output.result, Some(json!(["L", "R"])));
 }

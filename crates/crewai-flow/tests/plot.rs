@@ -61,14 +61,34 @@ fn html_is_self_contained_and_draws_every_part() {
     assert!(html.starts_with("<!DOCTYPE html>"));
     assert!(!html.contains("<script"), "no scripts needed");
     assert!(!html.contains("https://"), "no CDN");
-    assert_eq!(html.matches("http://").count(), 1, "only the SVG namespace is a URL");
+    assert_eq!(
+        html.matches("http://").count(),
+        1,
+        "only the SVG namespace is a URL"
+    );
     assert!(html.contains("<svg"));
-    for name in ["fetch", "load_style", "write", "check", "rewrite", "publish"] {
-        assert!(html.contains(&format!("<title>{name}</title>")), "node {name} missing");
+    for name in [
+        "fetch",
+        "load_style",
+        "write",
+        "check",
+        "rewrite",
+        "publish",
+    ] {
+        assert!(
+            html.contains(&format!("<title>{name}</title>")),
+            "node {name} missing"
+        );
     }
-    assert!(html.contains(">approved</text>") && html.contains(">rejected</text>"), "router labels on edges");
+    assert!(
+        html.contains(">approved</text>") && html.contains(">rejected</text>"),
+        "router labels on edges"
+    );
     assert!(html.contains(">AND</text>"), "the join is drawn");
-    assert!(html.contains("stroke-dasharray=\"6 4\""), "the rewrite → check cycle is drawn dashed");
+    assert!(
+        html.contains("stroke-dasharray=\"6 4\""),
+        "the rewrite → check cycle is drawn dashed"
+    );
     assert!(html.contains("review &lt;draft&gt;"), "the name is escaped");
     assert_eq!(html.matches("class=\"edge\"").count(), 7);
 }

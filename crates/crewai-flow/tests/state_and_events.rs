@@ -24,11 +24,17 @@ struct Research {
 fn research_flow() -> Flow<Research> {
     Flow::typed_builder::<Research>()
         .name("research")
-        .initial_state(Research { depth: 1, ..Default::default() })
+        .initial_state(Research {
+            depth: 1,
+            ..Default::default()
+        })
         .start("plan", |ctx: FlowContext<Research>| async move {
             let state = ctx.state();
             assert_eq!(state.id, ctx.state_id());
-            ctx.update_state(|s| s.notes.push(format!("plan {} at depth {}", s.topic, s.depth)));
+            ctx.update_state(|s| {
+                s.notes
+                    .push(format!("plan {} at depth {}", s.topic, s.depth))
+            });
             Ok(ctx.state_id().to_string())
         })
         .build()
@@ -37,7 +43,10 @@ fn research_flow() -> Flow<Research> {
 
 #[tokio::test]
 async fn typed_state_merges_inputs_and_gets_an_id() {
-    let output = research_flow().kickoff([("topic", json!("rust")), ("depth", json!(3))]).await.unwrap();
+    let output = research_flow()
+        .kickoff([("topic", json!("rust")), ("depth", json!(3))])
+        .await
+        .unwrap();
     assert_eq!(output.state.topic, "rust");
     assert_eq!(output.state.depth, 3);
     assert_eq!(output.state.notes, vec!["plan rust at depth 3"]);
@@ -48,13 +57,19 @@ async fn typed_state_merges_inputs_and_gets_an_id() {
 
 #[tokio::test]
 async fn typed_state_keeps_initial_values_not_given_as_inputs() {
-    let output = research_flow().kickoff([("topic", json!("go"))]).await.unwrap();
+    let output = research_flow()
+        .kickoff([("topic", json!("go"))])
+        .await
+        .unwrap();
     assert_eq!(output.state.depth, 1);
 }
 
 #[tokio::test]
 async fn invalid_typed_input_names_the_field() {
-    let error = research_flow().kickoff([("topic", json!("rust")), ("depth", json!("deep"))]).await.unwrap_err();
+    let error = research_flow()
+        .kickoff([("topic", json!("rust")), ("depth", json!("deep"))])
+        .await
+        .unwrap_err();
     assert!(matches!(error, FlowError::InvalidInputs { .. }));
     let text = error.to_string();
     assert!(text.contains("input `depth` = \"deep\""), "{text}");
@@ -81,7 +96,10 @@ async fn unstructured_state_takes_any_inputs_and_an_id() {
         })
         .build()
         .unwrap();
-    let output = flow.kickoff([("topic", json!("flows")), ("extra", json!({"nested": [1]}))]).await.unwrap();
+    let output = flow
+        .kickoff([("topic", json!("flows")), ("extra", json!({"nested": [1]}))])
+        .await
+        .unwrap();
     let state: &UnstructuredState = &output.state;
     assert_eq!(state["topic"], "flows");
     assert_eq!(state["extra"], json!({"nested": [1]}));
@@ -99,7 +117,9 @@ async fn events_come_in_order_with_parents() {
         move |ctx: FlowContext| {
             let seen = seen.clone();
             async move {
-                seen.lock().unwrap().push((ctx.method_name().to_string(), ctx.event_id()));
+                seen.lock()
+                    .unwrap()
+                    .push((ctx.method_name().to_string(), ctx.event_id()));
                 Ok(ctx.method_name().to_string())
             }
         }
@@ -138,7 +158,13 @@ async fn events_come_in_order_with_parents() {
     assert_eq!(events[5].to_json()["result"], "second");
     // The context's event id is the method's start event: the parent for crews run inside it.
     let seen = seen_ids.lock().unwrap().clone();
-    assert_eq!(seen, vec![("first".to_string(), events[1].event_id), ("second".to_string(), events[3].event_id)]);
+    assert_eq!(
+        seen,
+        vec![
+            ("first".to_string(), events[1].event_id),
+            ("second".to_string(), events[3].event_id)
+        ]
+    );
 }
 
 #[tokio::test]
@@ -147,12 +173,21 @@ async fn a_failure_emits_method_execution_failed_under_its_start() {
     let recorder = EventRecorder::attach(&bus);
     let flow = Flow::builder()
         .event_bus(bus)
-        .start("s", |_ctx: FlowContext| async move { Err::<u32, _>(crewai_flow::MethodError::msg("nope")) })
+        .start("s", |_ctx: FlowContext| async move {
+            Err::<u32, _>(crewai_flow::MethodError::msg("nope"))
+        })
         .build()
         .unwrap();
     assert!(flow.kickoff(no_inputs()).await.is_err());
     let events = recorder.events();
-    assert_eq!(recorder.type_names(), vec!["flow_started", "method_execution_started", "method_execution_failed"]);
+    assert_eq!(
+        recorder.type_names(),
+        vec![
+            "flow_started",
+            "method_execution_started",
+            "method_execution_failed"
+        ]
+    );
     assert_eq!(events[2].parent_event_id, Some(events[1].event_id));
     assert_eq!(events[2].to_json()["error"], "nope");
 }
@@ -161,8 +196,14 @@ async fn a_failure_emits_method_execution_failed_under_its_start() {
 async fn a_kickoff_parent_event_is_the_parent_of_flow_started() {
     let bus = EventBus::new();
     let recorder = EventRecorder::attach(&bus);
-    let flow = Flow::builder().event_bus(bus).start("s", |_ctx: FlowContext| async move { Ok(1) }).build().unwrap();
+    let flow = Flow::builder()
+        .event_bus(bus)
+        .start("s", |_ctx: FlowContext| async move { Ok(1) })
+        .build()
+        .unwrap();
     let parent = Uuid::new_v4();
-    flow.kickoff_with(crewai_flow::Kickoff::new().parent_event(parent)).await.unwrap();
+    flow.kickoff_with(crewai_flow::Kickoff::new().parent_event(parent))
+        .await
+        .unwrap();
     assert_eq!(recorder.events()[0].parent_event_id, Some(parent));
 }

@@ -10,7 +10,14 @@ use crewai_flow::{Flow, FlowContext, FlowError, MethodError, and, on, or};
 use serde_json::{Value, json};
 use tokio::sync::Barrier;
 
-fn logging(log: &Log, name: &'static str, output: Value) -> impl Fn(FlowContext) -> futures::future::BoxFuture<'static, crewai_flow::MethodResult> + Send + Sync + 'static {
+fn logging(
+    log: &Log,
+    name: &'static str,
+    output: Value,
+) -> impl Fn(FlowContext) -> futures::future::BoxFuture<'static, crewai_flow::MethodResult>
++ Send
++ Sync
++ 'static {
     let log = log.clone();
     move |_ctx: FlowContext| {
         let (log, output) = (log.clone(), output.clone());
@@ -27,7 +34,11 @@ async fn or_fires_for_each_part_and_and_joins_once() {
     let flow = Flow::builder()
         .start("a", logging(&log, "a", json!("A")))
         .start("b", logging(&log, "b", json!("B")))
-        .listen("either", or(["a", "b"]), logging(&log, "either", json!(null)))
+        .listen(
+            "either",
+            or(["a", "b"]),
+            logging(&log, "either", json!(null)),
+        )
         .listen("both", and(["a", "b"]), {
             let log = log.clone();
             move |ctx: FlowContext| {
@@ -43,7 +54,12 @@ async fn or_fires_for_each_part_and_and_joins_once() {
         .build()
         .unwrap();
     let output = flow.kickoff(no_inputs()).await.unwrap();
-    assert_eq!(log.count("either"), 2, "or fires on each part: {:?}", log.entries());
+    assert_eq!(
+        log.count("either"),
+        2,
+        "or fires on each part: {:?}",
+        log.entries()
+    );
     assert_eq!(log.count("both"), 1, "and fires once: {:?}", log.entries());
     assert_eq!(output.output_of("both"), Some(&json!(["A", "B"])));
     assert_eq!(output.method_outputs.len(), 5);
@@ -52,7 +68,9 @@ async fn or_fires_for_each_part_and_and_joins_once() {
 #[tokio::test]
 async fn listener_receives_the_triggering_output() {
     let flow = Flow::builder()
-        .start("fetch", |_ctx: FlowContext| async move { Ok(json!({"items": [1, 2, 3]})) })
+        .start("fetch", |_ctx: FlowContext| async move {
+            Ok(json!({"items": [1, 2, 3]}))
+        })
         .listen("count", on("fetch"), |ctx: FlowContext| async move {
             #[derive(serde::Deserialize)]
             struct Fetched {
@@ -74,7 +92,11 @@ async fn router_label_fires_only_its_listeners_and_the_router_name_fires_too() {
     let flow = Flow::builder()
         .start("draft", logging(&log, "draft", json!("text")))
         .router("decide", on("draft"), |ctx: FlowContext| async move {
-            Ok(if ctx.trigger_output() == Some(&json!("text")) { "approved" } else { "rejected" })
+            Ok(if ctx.trigger_output() == Some(&json!("text")) {
+                "approved"
+            } else {
+                "rejected"
+            })
         })
         .emits(["approved", "rejected"])
         .listen("publish", on("approved"), {
@@ -88,8 +110,16 @@ async fn router_label_fires_only_its_listeners_and_the_router_name_fires_too() {
                 }
             }
         })
-        .listen("discard", on("rejected"), logging(&log, "discard", json!("discarded")))
-        .listen("audit", on("decide"), logging(&log, "audit", json!("audited")))
+        .listen(
+            "discard",
+            on("rejected"),
+            logging(&log, "discard", json!("discarded")),
+        )
+        .listen(
+            "audit",
+            on("decide"),
+            logging(&log, "audit", json!("audited")),
+        )
         .build()
         .unwrap();
     let output = flow.kickoff(no_inputs()).await.unwrap();
@@ -110,7 +140,10 @@ async fn an_undeclared_label_at_run_time_is_an_error_naming_it() {
         .build()
         .unwrap();
     let error = flow.kickoff(no_inputs()).await.unwrap_err();
-    assert!(matches!(&error, FlowError::UndeclaredLabel { label, method, .. } if label == "maybe" && method == "r"), "{error}");
+    assert!(
+        matches!(&error, FlowError::UndeclaredLabel { label, method, .. } if label == "maybe" && method == "r"),
+        "{error}"
+    );
     assert!(error.to_string().contains("declared: yes, no"), "{error}");
 }
 
@@ -121,16 +154,28 @@ async fn a_router_loops_back_until_done() {
             ctx.update_state(|s| s.insert("n".into(), json!(0)));
             Ok(0)
         })
-        .listen("step", or(["init", "again"]), |ctx: FlowContext| async move {
-            Ok(ctx.update_state(|s| {
-                let n = s["n"].as_u64().unwrap_or(0) + 1;
-                s.insert("n".into(), json!(n));
-                n
-            }))
+        .listen(
+            "step",
+            or(["init", "again"]),
+            |ctx: FlowContext| async move {
+                Ok(ctx.update_state(|s| {
+                    let n = s["n"].as_u64().unwrap_or(0) + 1;
+                    s.insert("n".into(), json!(n));
+                    n
+                }))
+            },
+        )
+        .router("check", on("step"), |ctx: FlowContext| async move {
+            Ok(if ctx.trigger_output() == Some(&json!(4)) {
+                "done"
+            } else {
+                "again"
+            })
         })
-        .router("check", on("step"), |ctx: FlowContext| async move { Ok(if ctx.trigger_output() == Some(&json!(4)) { "done" } else { "again" }) })
         .emits(["again", "done"])
-        .listen("finish", on("done"), |ctx: FlowContext| async move { Ok(json!({"n": ctx.read_state(|s| s["n"].clone())})) })
+        .listen("finish", on("done"), |ctx: FlowContext| async move {
+            Ok(json!({"n": ctx.read_state(|s| s["n"].clone())}))
+        })
         .build()
         .unwrap();
     let output = flow.kickoff(no_inputs()).await.unwrap();
@@ -145,25 +190,38 @@ async fn an_endless_cycle_stops_at_max_method_calls() {
         .name("looping")
         .max_method_calls(7)
         .start("s", |_ctx: FlowContext| async move { Ok(0) })
-        .router("spin", or(["s", "again"]), |_ctx: FlowContext| async move { Ok("again") })
+        .router("spin", or(["s", "again"]), |_ctx: FlowContext| async move {
+            Ok("again")
+        })
         .emits(["again"])
         .build()
         .unwrap();
     let error = flow.kickoff(no_inputs()).await.unwrap_err();
-    assert!(matches!(&error, FlowError::MaxMethodCallsExceeded { limit: 7, method, .. } if method == "spin"), "{error}");
-    assert!(error.to_string().contains("max_method_calls (7)"), "{error}");
+    assert!(
+        matches!(&error, FlowError::MaxMethodCallsExceeded { limit: 7, method, .. } if method == "spin"),
+        "{error}"
+    );
+    assert!(
+        error.to_string().contains("max_method_calls (7)"),
+        "{error}"
+    );
 }
 
 #[tokio::test]
 async fn the_default_bound_is_one_hundred() {
     let flow = Flow::builder()
         .start("s", |_ctx: FlowContext| async move { Ok(0) })
-        .router("spin", or(["s", "again"]), |_ctx: FlowContext| async move { Ok("again") })
+        .router("spin", or(["s", "again"]), |_ctx: FlowContext| async move {
+            Ok("again")
+        })
         .emits(["again"])
         .build()
         .unwrap();
     assert_eq!(flow.max_method_calls(), 100);
-    assert!(matches!(flow.kickoff(no_inputs()).await, Err(FlowError::MaxMethodCallsExceeded { limit: 100, .. })));
+    assert!(matches!(
+        flow.kickoff(no_inputs()).await,
+        Err(FlowError::MaxMethodCallsExceeded { limit: 100, .. })
+    ));
 }
 
 #[tokio::test]
@@ -183,10 +241,17 @@ async fn listeners_on_the_same_trigger_run_concurrently() {
         .start("s", |_ctx: FlowContext| async move { Ok(0) })
         .listen("left", on("s"), meet(barrier.clone(), "L"))
         .listen("right", on("s"), meet(barrier.clone(), "R"))
-        .listen("joined", and(["left", "right"]), |_ctx: FlowContext| async move { Ok("joined") })
+        .listen(
+            "joined",
+            and(["left", "right"]),
+            |_ctx: FlowContext| async move { Ok("joined") },
+        )
         .build()
         .unwrap();
-    let output = tokio::time::timeout(Duration::from_secs(10), flow.kickoff(no_inputs())).await.expect("listeners did not run concurrently").unwrap();
+    let output = tokio::time::timeout(Duration::from_secs(10), flow.kickoff(no_inputs()))
+        .await
+        .expect("listeners did not run concurrently")
+        .unwrap();
     assert_eq!(output.result, Some(json!("joined")));
 }
 
@@ -207,11 +272,16 @@ async fn a_conditional_start_waits_for_its_trigger() {
 async fn a_failing_method_fails_the_kickoff_with_its_name() {
     let flow = Flow::builder()
         .name("fragile")
-        .start("s", |_ctx: FlowContext| async move { Err::<Value, _>(MethodError::msg("the source is down")) })
+        .start("s", |_ctx: FlowContext| async move {
+            Err::<Value, _>(MethodError::msg("the source is down"))
+        })
         .build()
         .unwrap();
     let error = flow.kickoff(no_inputs()).await.unwrap_err();
-    assert_eq!(error.to_string(), "flow `fragile`: method `s` failed: the source is down");
+    assert_eq!(
+        error.to_string(),
+        "flow `fragile`: method `s` failed: the source is down"
+    );
 }
 
 #[tokio::test]
@@ -223,7 +293,9 @@ async fn a_std_error_converts_with_question_mark() {
         })
         .build()
         .unwrap();
-    assert!(matches!(flow.kickoff(no_inputs()).await, Err(FlowError::MethodFailed { method, .. }) if method == "parse"));
+    assert!(
+        matches!(flow.kickoff(no_inputs()).await, Err(FlowError::MethodFailed { method, .. }) if method == "parse")
+    );
 }
 
 #[tokio::test]
@@ -238,7 +310,10 @@ async fn a_panicking_method_is_reported_not_propagated() {
         .build()
         .unwrap();
     let error = flow.kickoff(no_inputs()).await.unwrap_err();
-    assert!(matches!(&error, FlowError::MethodPanicked { method, message, .. } if method == "boom" && message == "bug in user code"), "{error}");
+    assert!(
+        matches!(&error, FlowError::MethodPanicked { method, message, .. } if method == "boom" && message == "bug in user code"),
+        "{error}"
+    );
 }
 
 #[tokio::test]
@@ -252,7 +327,12 @@ async fn cancellation_stops_a_running_flow() {
         })
         .build()
         .unwrap();
-    let result = tokio::time::timeout(Duration::from_secs(10), flow.kickoff_with(crewai_flow::Kickoff::new().cancellation(token.clone()))).await.unwrap();
+    let result = tokio::time::timeout(
+        Duration::from_secs(10),
+        flow.kickoff_with(crewai_flow::Kickoff::new().cancellation(token.clone())),
+    )
+    .await
+    .unwrap();
     assert!(matches!(result, Err(FlowError::Cancelled { .. })));
     assert!(token.is_cancelled());
 }
@@ -267,5 +347,8 @@ async fn closures_need_no_type_annotations() {
         })
         .build()
         .unwrap();
-    assert_eq!(flow.kickoff(no_inputs()).await.unwrap().result, Some(json!(2)));
+    assert_eq!(
+        flow.kickoff(no_inputs()).await.unwrap().result,
+        Some(json!(2))
+    );
 }

@@ -19,7 +19,9 @@ the word_counter tool once to count the words in your notes.\n\nThis is the expe
 Research notes about Rust async runtimes (a few sentences) and their word count.";
     let tool = ToolDefinition {
         name: "word_counter".to_string(),
-        description: "Counts the words (whitespace-separated tokens) in a text and returns the count.".to_string(),
+        description:
+            "Counts the words (whitespace-separated tokens) in a text and returns the count."
+                .to_string(),
         parameters: json!({
             "type": "object",
             "properties": {"text": {"type": "string", "title": "Text", "description": "The text whose words should be counted."}},
@@ -33,7 +35,9 @@ Research notes about Rust async runtimes (a few sentences) and their word count.
 
 #[divan::bench]
 fn encode_request(bencher: Bencher) {
-    let config = LlmConfig::new("openai/gpt-4o-mini").with_base_url("http://127.0.0.1:1/v1").with_api_key("x");
+    let config = LlmConfig::new("openai/gpt-4o-mini")
+        .with_base_url("http://127.0.0.1:1/v1")
+        .with_api_key("x");
     let client = match OpenAiClient::openai(&config, "gpt-4o-mini") {
         Ok(client) => client,
         Err(error) => panic!("client for the benchmark: {error}"),

@@ -20,7 +20,9 @@ fn multiply(arguments: &Value) -> String {
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), LlmError> {
-    let question = std::env::args().nth(1).unwrap_or_else(|| "What is 6 times 7? Use the tool.".to_string());
+    let question = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "What is 6 times 7? Use the tool.".to_string());
     let llm = default_llm()?;
     let tool = ToolDefinition {
         name: "multiply".into(),
@@ -33,15 +35,23 @@ async fn main() -> Result<(), LlmError> {
         }),
         strict: true,
     };
-    let mut messages = vec![Message::system("You answer arithmetic questions with the multiply tool."), Message::user(question)];
+    let mut messages = vec![
+        Message::system("You answer arithmetic questions with the multiply tool."),
+        Message::user(question),
+    ];
     let mut usage = Usage::default();
     // A few rounds at most: each either calls tools or answers.
     for _ in 0..4 {
-        let reply = llm.call(LlmRequest::new(messages.clone()).with_tools(vec![tool.clone()])).await?;
+        let reply = llm
+            .call(LlmRequest::new(messages.clone()).with_tools(vec![tool.clone()]))
+            .await?;
         usage += reply.usage;
         if reply.tool_calls.is_empty() {
             println!("{}", reply.content.unwrap_or_default());
-            println!("({} model calls, {} tokens)", usage.successful_requests, usage.total_tokens);
+            println!(
+                "({} model calls, {} tokens)",
+                usage.successful_requests, usage.total_tokens
+            );
             return Ok(());
         }
         messages.push(reply.to_message());
@@ -51,5 +61,8 @@ async fn main() -> Result<(), LlmError> {
             messages.push(Message::tool_result(&call.id, &call.name, result));
         }
     }
-    Err(LlmError::Unsupported(format!("{} kept calling tools without answering", llm.model())))
+    Err(LlmError::Unsupported(format!(
+        "{} kept calling tools without answering",
+        llm.model()
+    )))
 }

@@ -42,7 +42,11 @@ impl ToolNameMap {
         let offered = request.tools.iter().map(|t| t.name.as_str());
         let history = request.messages.iter().flat_map(|m| {
             let calls = m.tool_calls.iter().map(|c| c.name.as_str());
-            let answered = if m.role == Role::Tool { m.name.as_deref() } else { None };
+            let answered = if m.role == Role::Tool {
+                m.name.as_deref()
+            } else {
+                None
+            };
             calls.chain(answered)
         });
         Self::new(rules, extra.iter().copied().chain(offered).chain(history))
@@ -63,7 +67,8 @@ impl ToolNameMap {
                 candidate = format!("{}{tail}", base.chars().take(keep).collect::<String>());
                 suffix += 1;
             }
-            map.to_original.insert(candidate.clone(), original.to_string());
+            map.to_original
+                .insert(candidate.clone(), original.to_string());
             map.to_provider.insert(original.to_string(), candidate);
         }
         map
@@ -71,17 +76,26 @@ impl ToolNameMap {
 
     /// The name to send for `original`.
     pub fn provider_name(&self, original: &str) -> String {
-        self.to_provider.get(original).cloned().unwrap_or_else(|| original.to_string())
+        self.to_provider
+            .get(original)
+            .cloned()
+            .unwrap_or_else(|| original.to_string())
     }
 
     /// The caller's name for a name the provider returned.
     pub fn original_name(&self, provider: &str) -> String {
-        self.to_original.get(provider).cloned().unwrap_or_else(|| provider.to_string())
+        self.to_original
+            .get(provider)
+            .cloned()
+            .unwrap_or_else(|| provider.to_string())
     }
 }
 
 fn sanitize(rules: ToolNameRules, name: &str) -> String {
-    let mut out: String = name.chars().map(|c| if (rules.allowed)(c) { c } else { '_' }).collect();
+    let mut out: String = name
+        .chars()
+        .map(|c| if (rules.allowed)(c) { c } else { '_' })
+        .collect();
     if !out.chars().next().is_some_and(rules.allowed_first) {
         out.insert(0, '_');
     }
@@ -98,7 +112,11 @@ pub(crate) fn parse_data_url(url: &str) -> Option<(String, String)> {
 
 /// Guesses an image's media type from its URL's extension (providers that take URLs want one).
 pub(crate) fn media_type_from_url(url: &str) -> Option<&'static str> {
-    let path = url.split(['?', '#']).next().unwrap_or(url).to_ascii_lowercase();
+    let path = url
+        .split(['?', '#'])
+        .next()
+        .unwrap_or(url)
+        .to_ascii_lowercase();
     let ext = path.rsplit('.').next()?;
     Some(match ext {
         "png" => "image/png",
@@ -112,17 +130,26 @@ pub(crate) fn media_type_from_url(url: &str) -> Option<&'static str> {
 
 /// The first non-empty environment variable of `names`.
 pub(crate) fn env_value(names: &[&str]) -> Option<String> {
-    names.iter().find_map(|name| std::env::var(name).ok().filter(|v| !v.trim().is_empty()))
+    names
+        .iter()
+        .find_map(|name| std::env::var(name).ok().filter(|v| !v.trim().is_empty()))
 }
 
 /// The config's API key, else the first set variable of `env_vars`, else an error naming them.
-pub(crate) fn api_key(config: &LlmConfig, provider: &str, env_vars: &[&str]) -> Result<String, LlmError> {
+pub(crate) fn api_key(
+    config: &LlmConfig,
+    provider: &str,
+    env_vars: &[&str],
+) -> Result<String, LlmError> {
     config
         .api_key
         .clone()
         .filter(|k| !k.trim().is_empty())
         .or_else(|| env_value(env_vars))
-        .ok_or_else(|| LlmError::MissingApiKey { provider: provider.to_string(), env_var: env_vars.join(" or ") })
+        .ok_or_else(|| LlmError::MissingApiKey {
+            provider: provider.to_string(),
+            env_var: env_vars.join(" or "),
+        })
 }
 
 /// `base` without trailing slashes.
@@ -132,7 +159,10 @@ pub(crate) fn trim_base(base: &str) -> String {
 
 /// The model name without any of the routing prefixes (`anthropic/claude-…` → `claude-…`).
 pub(crate) fn strip_prefixes<'a>(model: &'a str, prefixes: &[&str]) -> &'a str {
-    prefixes.iter().find_map(|p| model.strip_prefix(p)).unwrap_or(model)
+    prefixes
+        .iter()
+        .find_map(|p| model.strip_prefix(p))
+        .unwrap_or(model)
 }
 
 /// System messages' text, joined by blank lines, and the other messages.
@@ -180,9 +210,17 @@ pub(crate) fn stop_words(config: &LlmConfig, request: &LlmRequest) -> Vec<String
 
 /// The headers of a provider request: the provider's own (authentication, version), then the
 /// user's `extra_headers`.
-pub(crate) fn request_headers(own: Vec<(String, String)>, config: &LlmConfig) -> Vec<(String, String)> {
+pub(crate) fn request_headers(
+    own: Vec<(String, String)>,
+    config: &LlmConfig,
+) -> Vec<(String, String)> {
     let mut headers = own;
-    headers.extend(config.extra_headers.iter().map(|(k, v)| (k.clone(), v.clone())));
+    headers.extend(
+        config
+            .extra_headers
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone())),
+    );
     headers
 }
 
@@ -204,7 +242,12 @@ pub(crate) fn decode_sse_reply(events: SseStream, decoder: impl SseReplyDecoder)
         pending: VecDeque<StreamEvent>,
         ended: bool,
     }
-    let state = State { events, decoder, pending: VecDeque::new(), ended: false };
+    let state = State {
+        events,
+        decoder,
+        pending: VecDeque::new(),
+        ended: false,
+    };
     Box::pin(futures::stream::unfold(state, |mut state| async move {
         loop {
             if let Some(event) = state.pending.pop_front() {
@@ -265,23 +308,46 @@ mod tests {
 
     #[test]
     fn data_urls_split_into_media_type_and_data() {
-        assert_eq!(parse_data_url("data:image/png;base64,AAAA"), Some(("image/png".into(), "AAAA".into())));
+        assert_eq!(
+            parse_data_url("data:image/png;base64,AAAA"),
+            Some(("image/png".into(), "AAAA".into()))
+        );
         assert_eq!(parse_data_url("https://x/y.png"), None);
-        assert_eq!(media_type_from_url("https://x/y.JPG?size=2"), Some("image/jpeg"));
+        assert_eq!(
+            media_type_from_url("https://x/y.JPG?size=2"),
+            Some("image/jpeg")
+        );
     }
 
     #[test]
     fn arguments_become_objects() {
-        assert_eq!(arguments_object(&serde_json::json!("{\"a\": 1}")), serde_json::json!({"a": 1}));
-        assert_eq!(arguments_object(&serde_json::json!("{oops")), serde_json::json!({"raw_arguments": "{oops"}));
+        assert_eq!(
+            arguments_object(&serde_json::json!("{\"a\": 1}")),
+            serde_json::json!({"a": 1})
+        );
+        assert_eq!(
+            arguments_object(&serde_json::json!("{oops")),
+            serde_json::json!({"raw_arguments": "{oops"})
+        );
         assert_eq!(arguments_object(&Value::Null), serde_json::json!({}));
     }
 
     #[test]
     fn a_missing_key_names_the_variables_to_set() {
         let config = LlmConfig::new("m").with_api_key(" ");
-        let error = api_key(&config, "gemini", &["CREWAI_TEST_NEVER_SET_A", "CREWAI_TEST_NEVER_SET_B"]).unwrap_err();
-        assert_eq!(error.to_string(), "gemini needs an API key: set CREWAI_TEST_NEVER_SET_A or CREWAI_TEST_NEVER_SET_B");
-        assert_eq!(api_key(&config.with_api_key("k"), "gemini", &[]).unwrap(), "k");
+        let error = api_key(
+            &config,
+            "gemini",
+            &["CREWAI_TEST_NEVER_SET_A", "CREWAI_TEST_NEVER_SET_B"],
+        )
+        .unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "gemini needs an API key: set CREWAI_TEST_NEVER_SET_A or CREWAI_TEST_NEVER_SET_B"
+        );
+        assert_eq!(
+            api_key(&config.with_api_key("k"), "gemini", &[]).unwrap(),
+            "k"
+        );
     }
 }

@@ -55,8 +55,8 @@ use crate::error::LlmError;
 use crate::http::{ErrorContext, HttpClient, SseStream, Transport};
 use crate::traits::{Llm, LlmStream};
 use crate::types::{
-    Capabilities, ContentPart, FinishReason, LlmRequest, LlmResponse, Message, Role, StreamEvent, ThinkingBlock, ToolCall,
-    ToolChoice, Usage,
+    Capabilities, ContentPart, FinishReason, LlmRequest, LlmResponse, Message, Role, StreamEvent,
+    ThinkingBlock, ToolCall, ToolChoice, Usage,
 };
 
 /// Anthropic's public endpoint.
@@ -98,15 +98,25 @@ impl AnthropicLlm {
     pub fn from_config(config: &LlmConfig) -> Result<Self, LlmError> {
         let model = adapter_support::strip_prefixes(&config.model, &["anthropic/", "claude/"]);
         let api_key = adapter_support::api_key(config, PROVIDER, &[KEY_VAR])?;
-        let base = config.base_url.clone().or_else(|| adapter_support::env_value(&["ANTHROPIC_BASE_URL"]));
+        let base = config
+            .base_url
+            .clone()
+            .or_else(|| adapter_support::env_value(&["ANTHROPIC_BASE_URL"]));
         Self::new(model, api_key, base.as_deref(), config)
     }
 
     /// A client for `model` with an explicit key and endpoint (`None`: Anthropic's); the other
     /// settings (timeouts, sampling, thinking, headers) come from `config`. Reads no environment.
-    pub fn new(model: &str, api_key: String, base_url: Option<&str>, config: &LlmConfig) -> Result<Self, LlmError> {
+    pub fn new(
+        model: &str,
+        api_key: String,
+        base_url: Option<&str>,
+        config: &LlmConfig,
+    ) -> Result<Self, LlmError> {
         if model.trim().is_empty() {
-            return Err(LlmError::Config("anthropic: no model given (for example `anthropic/claude-sonnet-4-5`)".into()));
+            return Err(LlmError::Config(
+                "anthropic: no model given (for example `anthropic/claude-sonnet-4-5`)".into(),
+            ));
         }
         let base = adapter_support::trim_base(base_url.unwrap_or(DEFAULT_BASE_URL));
         let base = base.strip_suffix("/v1").unwrap_or(&base);
@@ -132,23 +142,45 @@ impl AnthropicLlm {
     }
 
     fn headers(&self) -> Vec<(String, String)> {
-        let own = vec![("x-api-key".to_string(), self.api_key.clone()), ("anthropic-version".to_string(), API_VERSION.to_string())];
+        let own = vec![
+            ("x-api-key".to_string(), self.api_key.clone()),
+            ("anthropic-version".to_string(), API_VERSION.to_string()),
+        ];
         adapter_support::request_headers(own, &self.config)
     }
 
     /// The request body for `request`, and the tool-name map to read the answer with.
-    fn prepare(&self, request: &LlmRequest, stream: bool) -> Result<(Value, ResponseReader), LlmError> {
-        let structured = request.response_format.as_ref().map(|f| structured_tool_name(&f.name));
+    fn prepare(
+        &self,
+        request: &LlmRequest,
+        stream: bool,
+    ) -> Result<(Value, ResponseReader), LlmError> {
+        let structured = request
+            .response_format
+            .as_ref()
+            .map(|f| structured_tool_name(&f.name));
         let extra: Vec<&str> = structured.iter().map(String::as_str).collect();
         let names = ToolNameMap::for_request(TOOL_NAMES, request, &extra);
         let body = build_body(&self.model, &self.config, request, &names, stream)?;
         let structured_tool = structured.map(|name| names.provider_name(&name));
-        Ok((body, ResponseReader { names, structured_tool }))
+        Ok((
+            body,
+            ResponseReader {
+                names,
+                structured_tool,
+            },
+        ))
     }
 
-    async fn open_stream(&self, request: &LlmRequest) -> Result<(SseStream, ResponseReader), LlmError> {
+    async fn open_stream(
+        &self,
+        request: &LlmRequest,
+    ) -> Result<(SseStream, ResponseReader), LlmError> {
         let (body, reader) = self.prepare(request, true)?;
-        let events = self.http.post_sse(&self.messages_url, &self.headers(), &body).await?;
+        let events = self
+            .http
+            .post_sse(&self.messages_url, &self.headers(), &body)
+            .await?;
         Ok((events, reader))
     }
 }
@@ -165,13 +197,22 @@ impl Llm for AnthropicLlm {
 
     async fn call(&self, request: LlmRequest) -> Result<LlmResponse, LlmError> {
         let (body, reader) = self.prepare(&request, false)?;
-        let reply = self.http.post_json(&self.messages_url, &self.headers(), &body).await?;
+        let reply = self
+            .http
+            .post_json(&self.messages_url, &self.headers(), &body)
+            .await?;
         reader.read_message(&reply)
     }
 
     async fn stream(&self, request: LlmRequest) -> Result<LlmStream, LlmError> {
         let (events, reader) = self.open_stream(&request).await?;
-        Ok(adapter_support::decode_sse_reply(events, EventDecoder { assembler: Assembler::new(reader), finished: false }))
+        Ok(adapter_support::decode_sse_reply(
+            events,
+            EventDecoder {
+                assembler: Assembler::new(reader),
+                finished: false,
+            },
+        ))
     }
 
     fn capabilities(&self) -> Capabilities {
@@ -180,48 +221,75 @@ impl Llm for AnthropicLlm {
             stop_words: true,
             multimodal: true,
             structured_output: true,
-            context_window: self
-                .config
-                .context_window_size
-                .unwrap_or_else(|| crate::context_window::known_context_window(&self.model).unwrap_or(CONTEXT_WINDOW)),
+            context_window: self.config.context_window_size.unwrap_or_else(|| {
+                crate::context_window::known_context_window(&self.model).unwrap_or(CONTEXT_WINDOW)
+            }),
         }
     }
 }
 
 /// The forced tool's name for a response format (its own name when it has one).
 fn structured_tool_name(format_name: &str) -> String {
-    if format_name.trim().is_empty() { STRUCTURED_TOOL.to_string() } else { format_name.to_string() }
+    if format_name.trim().is_empty() {
+        STRUCTURED_TOOL.to_string()
+    } else {
+        format_name.to_string()
+    }
 }
 
 fn thinking_enabled(config: &LlmConfig) -> bool {
-    config
-        .thinking
-        .as_ref()
-        .is_some_and(|t| t.get("type").and_then(Value::as_str).is_none_or(|kind| kind != "disabled"))
+    config.thinking.as_ref().is_some_and(|t| {
+        t.get("type")
+            .and_then(Value::as_str)
+            .is_none_or(|kind| kind != "disabled")
+    })
 }
 
 /// Builds the Messages API body.
-fn build_body(model: &str, config: &LlmConfig, request: &LlmRequest, names: &ToolNameMap, stream: bool) -> Result<Value, LlmError> {
+fn build_body(
+    model: &str,
+    config: &LlmConfig,
+    request: &LlmRequest,
+    names: &ToolNameMap,
+    stream: bool,
+) -> Result<Value, LlmError> {
     let (system, conversation) = adapter_support::split_system(&request.messages);
     let mut body = Map::new();
     body.insert("model".into(), json!(model));
 
     let thinking = thinking_enabled(config);
-    let budget = config.thinking.as_ref().and_then(|t| t.get("budget_tokens")).and_then(Value::as_u64).unwrap_or(0);
-    let requested = request.options.max_tokens.or(config.max_tokens).or(config.max_completion_tokens);
+    let budget = config
+        .thinking
+        .as_ref()
+        .and_then(|t| t.get("budget_tokens"))
+        .and_then(Value::as_u64)
+        .unwrap_or(0);
+    let requested = request
+        .options
+        .max_tokens
+        .or(config.max_tokens)
+        .or(config.max_completion_tokens);
     // With thinking on, the answer has to fit after the thinking budget.
     let max_tokens = match requested {
         Some(n) => u64::from(n),
-        None if thinking && budget >= u64::from(DEFAULT_MAX_TOKENS) => budget + u64::from(DEFAULT_MAX_TOKENS),
+        None if thinking && budget >= u64::from(DEFAULT_MAX_TOKENS) => {
+            budget + u64::from(DEFAULT_MAX_TOKENS)
+        }
         None => u64::from(DEFAULT_MAX_TOKENS),
     };
     body.insert("max_tokens".into(), json!(max_tokens));
 
     if !system.is_empty() {
         let text = system.join("\n\n");
-        body.insert("system".into(), json!([{"type": "text", "text": text, "cache_control": {"type": "ephemeral"}}]));
+        body.insert(
+            "system".into(),
+            json!([{"type": "text", "text": text, "cache_control": {"type": "ephemeral"}}]),
+        );
     }
-    body.insert("messages".into(), Value::Array(build_messages(&conversation, names)?));
+    body.insert(
+        "messages".into(),
+        Value::Array(build_messages(&conversation, names)?),
+    );
 
     // Anthropic refuses sampling settings while thinking.
     if !thinking {
@@ -245,18 +313,30 @@ fn build_body(model: &str, config: &LlmConfig, request: &LlmRequest, names: &Too
         .iter()
         .map(|t| tool_json(&names.provider_name(&t.name), &t.description, &t.parameters))
         .collect();
-    let mut tool_choice = request.options.tool_choice.as_ref().map(|choice| match choice {
-        ToolChoice::Auto => json!({"type": "auto"}),
-        ToolChoice::None => json!({"type": "none"}),
-        ToolChoice::Required => json!({"type": "any"}),
-        ToolChoice::Tool(name) => json!({"type": "tool", "name": names.provider_name(name)}),
-    });
+    let mut tool_choice = request
+        .options
+        .tool_choice
+        .as_ref()
+        .map(|choice| match choice {
+            ToolChoice::Auto => json!({"type": "auto"}),
+            ToolChoice::None => json!({"type": "none"}),
+            ToolChoice::Required => json!({"type": "any"}),
+            ToolChoice::Tool(name) => json!({"type": "tool", "name": names.provider_name(name)}),
+        });
     if let Some(format) = &request.response_format {
         let name = names.provider_name(&structured_tool_name(&format.name));
-        tools.push(tool_json(&name, "Answer with this tool: its input is your final answer, in the required structure.", &format.schema));
+        tools.push(tool_json(
+            &name,
+            "Answer with this tool: its input is your final answer, in the required structure.",
+            &format.schema,
+        ));
         // Anthropic does not allow forcing a tool while thinking; the reader still takes the
         // tool's input as the answer when the model uses it.
-        tool_choice = Some(if thinking { json!({"type": "auto"}) } else { json!({"type": "tool", "name": name}) });
+        tool_choice = Some(if thinking {
+            json!({"type": "auto"})
+        } else {
+            json!({"type": "tool", "name": name})
+        });
     }
     if !tools.is_empty() {
         body.insert("tools".into(), Value::Array(tools));
@@ -299,7 +379,10 @@ fn build_messages(conversation: &[&Message], names: &ToolNameMap) -> Result<Vec<
             Some((last_role, last_blocks)) if *last_role == role => {
                 // Tool results must open a user turn, ahead of any text.
                 if message.role == Role::Tool {
-                    let at = last_blocks.iter().take_while(|b| b["type"] == "tool_result").count();
+                    let at = last_blocks
+                        .iter()
+                        .take_while(|b| b["type"] == "tool_result")
+                        .count();
                     last_blocks.splice(at..at, blocks);
                 } else {
                     last_blocks.extend(blocks);
@@ -313,7 +396,10 @@ fn build_messages(conversation: &[&Message], names: &ToolNameMap) -> Result<Vec<
     {
         last.insert("cache_control".into(), json!({"type": "ephemeral"}));
     }
-    Ok(turns.into_iter().map(|(role, content)| json!({"role": role, "content": content})).collect())
+    Ok(turns
+        .into_iter()
+        .map(|(role, content)| json!({"role": role, "content": content}))
+        .collect())
 }
 
 fn content_blocks(message: &Message) -> Result<Vec<Value>, LlmError> {
@@ -337,14 +423,21 @@ fn content_blocks(message: &Message) -> Result<Vec<Value>, LlmError> {
 
 fn file_block(data: &str, media_type: &str, filename: Option<&str>) -> Result<Value, LlmError> {
     let mut block = if media_type.starts_with("image/") {
-        return Ok(json!({"type": "image", "source": {"type": "base64", "media_type": media_type, "data": data}}));
+        return Ok(
+            json!({"type": "image", "source": {"type": "base64", "media_type": media_type, "data": data}}),
+        );
     } else if media_type == "application/pdf" {
         json!({"type": "document", "source": {"type": "base64", "media_type": media_type, "data": data}})
     } else if media_type.starts_with("text/") {
         // Anthropic takes plain-text documents as text, not base64.
-        let bytes = base64::engine::general_purpose::STANDARD.decode(data.trim()).map_err(|e| {
-            LlmError::Config(format!("anthropic: the file {} is not valid base64: {e}", filename.unwrap_or("(unnamed)")))
-        })?;
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(data.trim())
+            .map_err(|e| {
+                LlmError::Config(format!(
+                    "anthropic: the file {} is not valid base64: {e}",
+                    filename.unwrap_or("(unnamed)")
+                ))
+            })?;
         let text = String::from_utf8_lossy(&bytes).into_owned();
         json!({"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": text}})
     } else {
@@ -365,7 +458,8 @@ fn tool_result_block(message: &Message) -> Value {
         return json!({"type": "tool_result", "tool_use_id": id, "content": message.text()});
     }
     // A tool that returned media: keep every part (errors in unsupported files degrade to text).
-    let content: Vec<Value> = content_blocks(message).unwrap_or_else(|_| vec![json!({"type": "text", "text": message.text()})]);
+    let content: Vec<Value> = content_blocks(message)
+        .unwrap_or_else(|_| vec![json!({"type": "text", "text": message.text()})]);
     json!({"type": "tool_result", "tool_use_id": id, "content": content})
 }
 
@@ -396,7 +490,10 @@ struct ResponseReader {
 
 impl ResponseReader {
     fn malformed(message: impl Into<String>) -> LlmError {
-        LlmError::MalformedResponse { provider: PROVIDER.into(), message: message.into() }
+        LlmError::MalformedResponse {
+            provider: PROVIDER.into(),
+            message: message.into(),
+        }
     }
 
     /// A complete (non-streamed) message.
@@ -407,13 +504,21 @@ impl ResponseReader {
         let blocks = reply
             .get("content")
             .and_then(Value::as_array)
-            .ok_or_else(|| Self::malformed(format!("no `content` array in the reply: {}", crate::http::snippet(&reply.to_string()))))?;
+            .ok_or_else(|| {
+                Self::malformed(format!(
+                    "no `content` array in the reply: {}",
+                    crate::http::snippet(&reply.to_string())
+                ))
+            })?;
         let mut assembler = Assembler::new(self);
         assembler.start_message(reply);
         for (index, block) in blocks.iter().enumerate() {
             assembler.start_block(index, block)?;
         }
-        assembler.stop_reason = reply.get("stop_reason").and_then(Value::as_str).map(str::to_string);
+        assembler.stop_reason = reply
+            .get("stop_reason")
+            .and_then(Value::as_str)
+            .map(str::to_string);
         assembler.finish()
     }
 }
@@ -422,8 +527,16 @@ impl ResponseReader {
 #[derive(Debug)]
 enum Block {
     Text(String),
-    Tool { call_index: usize, id: String, name: String, input: String },
-    Thinking { text: String, signature: String },
+    Tool {
+        call_index: usize,
+        id: String,
+        name: String,
+        input: String,
+    },
+    Thinking {
+        text: String,
+        signature: String,
+    },
     Redacted(String),
 }
 
@@ -441,12 +554,26 @@ struct Assembler {
 
 impl Assembler {
     fn new(reader: ResponseReader) -> Self {
-        Assembler { reader, blocks: BTreeMap::new(), tool_calls: 0, id: None, model: None, usage: Map::new(), stop_reason: None }
+        Assembler {
+            reader,
+            blocks: BTreeMap::new(),
+            tool_calls: 0,
+            id: None,
+            model: None,
+            usage: Map::new(),
+            stop_reason: None,
+        }
     }
 
     fn start_message(&mut self, message: &Value) {
-        self.id = message.get("id").and_then(Value::as_str).map(str::to_string);
-        self.model = message.get("model").and_then(Value::as_str).map(str::to_string);
+        self.id = message
+            .get("id")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        self.model = message
+            .get("model")
+            .and_then(Value::as_str)
+            .map(str::to_string);
         self.merge_usage(message.get("usage"));
     }
 
@@ -466,8 +593,17 @@ impl Assembler {
 
     /// A block opens (streaming) or arrives whole; returns the events it produces.
     fn start_block(&mut self, index: usize, block: &Value) -> Result<Vec<StreamEvent>, LlmError> {
-        let kind = block.get("type").and_then(Value::as_str).unwrap_or_default();
-        let text_of = |key: &str| block.get(key).and_then(Value::as_str).unwrap_or_default().to_string();
+        let kind = block
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let text_of = |key: &str| {
+            block
+                .get(key)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string()
+        };
         let mut events = Vec::new();
         let assembled = match kind {
             "text" => {
@@ -493,7 +629,12 @@ impl Assembler {
                     if !input.is_empty() {
                         events.push(StreamEvent::TextDelta(input.clone()));
                     }
-                    Block::Tool { call_index: usize::MAX, id, name: provider_name, input }
+                    Block::Tool {
+                        call_index: usize::MAX,
+                        id,
+                        name: provider_name,
+                        input,
+                    }
                 } else {
                     let call_index = self.tool_calls;
                     self.tool_calls += 1;
@@ -504,7 +645,12 @@ impl Assembler {
                         name: Some(name.clone()),
                         arguments_delta: input.clone(),
                     });
-                    Block::Tool { call_index, id, name, input }
+                    Block::Tool {
+                        call_index,
+                        id,
+                        name,
+                        input,
+                    }
                 }
             }
             "thinking" => {
@@ -512,7 +658,10 @@ impl Assembler {
                 if !text.is_empty() {
                     events.push(StreamEvent::ThinkingDelta(text.clone()));
                 }
-                Block::Thinking { text, signature: text_of("signature") }
+                Block::Thinking {
+                    text,
+                    signature: text_of("signature"),
+                }
             }
             "redacted_thinking" => Block::Redacted(text_of("data")),
             // Server-side tool blocks and future kinds carry nothing the caller can use.
@@ -527,18 +676,31 @@ impl Assembler {
         let Some(block) = self.blocks.get_mut(&index) else {
             return Ok(Vec::new());
         };
-        let kind = delta.get("type").and_then(Value::as_str).unwrap_or_default();
+        let kind = delta
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
         let event = match (kind, block) {
             ("text_delta", Block::Text(text)) => {
                 text.push_str(piece("text"));
                 StreamEvent::TextDelta(piece("text").to_string())
             }
-            ("input_json_delta", Block::Tool { call_index, input, .. }) => {
+            (
+                "input_json_delta",
+                Block::Tool {
+                    call_index, input, ..
+                },
+            ) => {
                 input.push_str(piece("partial_json"));
                 if *call_index == usize::MAX {
                     StreamEvent::TextDelta(piece("partial_json").to_string())
                 } else {
-                    StreamEvent::ToolCallDelta { index: *call_index, id: None, name: None, arguments_delta: piece("partial_json").to_string() }
+                    StreamEvent::ToolCallDelta {
+                        index: *call_index,
+                        id: None,
+                        name: None,
+                        arguments_delta: piece("partial_json").to_string(),
+                    }
                 }
             }
             ("thinking_delta", Block::Thinking { text, .. }) => {
@@ -550,7 +712,9 @@ impl Assembler {
                 return Ok(Vec::new());
             }
             (other, _) => {
-                return Err(ResponseReader::malformed(format!("a `{other}` delta for content block {index} of another kind")));
+                return Err(ResponseReader::malformed(format!(
+                    "a `{other}` delta for content block {index} of another kind"
+                )));
             }
         };
         Ok(vec![event])
@@ -584,22 +748,37 @@ impl Assembler {
         for block in self.blocks.into_values() {
             match block {
                 Block::Text(text) => content.push_str(&text),
-                Block::Tool { call_index: usize::MAX, input, .. } => {
+                Block::Tool {
+                    call_index: usize::MAX,
+                    input,
+                    ..
+                } => {
                     // Normalise to compact JSON text, whether it came whole or in pieces.
                     let value: Value = if input.trim().is_empty() {
                         json!({})
                     } else {
                         serde_json::from_str(&input).map_err(|e| {
-                            ResponseReader::malformed(format!("the structured answer is not JSON ({e}): {}", crate::http::snippet(&input)))
+                            ResponseReader::malformed(format!(
+                                "the structured answer is not JSON ({e}): {}",
+                                crate::http::snippet(&input)
+                            ))
                         })?
                     };
                     structured = Some(value.to_string());
                 }
-                Block::Tool { id, name, input, .. } => tool_calls.push(ToolCall::from_raw_arguments(id, name, &input)),
-                Block::Thinking { text, signature } => {
-                    thinking.push(ThinkingBlock { thinking: text, signature: Some(signature).filter(|s| !s.is_empty()), redacted_data: None })
-                }
-                Block::Redacted(data) => thinking.push(ThinkingBlock { thinking: String::new(), signature: None, redacted_data: Some(data) }),
+                Block::Tool {
+                    id, name, input, ..
+                } => tool_calls.push(ToolCall::from_raw_arguments(id, name, &input)),
+                Block::Thinking { text, signature } => thinking.push(ThinkingBlock {
+                    thinking: text,
+                    signature: Some(signature).filter(|s| !s.is_empty()),
+                    redacted_data: None,
+                }),
+                Block::Redacted(data) => thinking.push(ThinkingBlock {
+                    thinking: String::new(),
+                    signature: None,
+                    redacted_data: Some(data),
+                }),
             }
         }
         let finish_reason = match self.stop_reason.as_deref() {
@@ -612,24 +791,63 @@ impl Assembler {
             Some(other) => FinishReason::Other(other.to_string()),
         };
         let content = structured.or(Some(content).filter(|c| !c.is_empty()));
-        Ok(LlmResponse { content, tool_calls, finish_reason, usage, response_id: self.id, model: self.model, thinking })
+        Ok(LlmResponse {
+            content,
+            tool_calls,
+            finish_reason,
+            usage,
+            response_id: self.id,
+            model: self.model,
+            thinking,
+        })
     }
 }
 
 /// The error an `error` event (or an error-typed body) carries.
 fn stream_error(event: &Value) -> LlmError {
     let error = event.get("error").unwrap_or(event);
-    let kind = error.get("type").and_then(Value::as_str).unwrap_or_default();
-    let message = error.get("message").and_then(Value::as_str).unwrap_or(kind).to_string();
+    let kind = error
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let message = error
+        .get("message")
+        .and_then(Value::as_str)
+        .unwrap_or(kind)
+        .to_string();
     let provider = PROVIDER.to_string();
     match kind {
-        "overloaded_error" => LlmError::Server { provider, status: 529, message, retry_after: None },
-        "rate_limit_error" => LlmError::RateLimited { provider, retry_after: None, message },
-        "api_error" => LlmError::Server { provider, status: 500, message, retry_after: None },
-        "authentication_error" => LlmError::Authentication { provider, message, hint: KEY_VAR.into() },
+        "overloaded_error" => LlmError::Server {
+            provider,
+            status: 529,
+            message,
+            retry_after: None,
+        },
+        "rate_limit_error" => LlmError::RateLimited {
+            provider,
+            retry_after: None,
+            message,
+        },
+        "api_error" => LlmError::Server {
+            provider,
+            status: 500,
+            message,
+            retry_after: None,
+        },
+        "authentication_error" => LlmError::Authentication {
+            provider,
+            message,
+            hint: KEY_VAR.into(),
+        },
         "permission_error" => LlmError::PermissionDenied { provider, message },
-        _ if crate::error::looks_like_context_overflow(&message) => LlmError::ContextLengthExceeded { provider, message },
-        _ => LlmError::InvalidRequest { provider, status: 400, message },
+        _ if crate::error::looks_like_context_overflow(&message) => {
+            LlmError::ContextLengthExceeded { provider, message }
+        }
+        _ => LlmError::InvalidRequest {
+            provider,
+            status: 400,
+            message,
+        },
     }
 }
 
@@ -642,14 +860,35 @@ struct EventDecoder {
 
 impl SseReplyDecoder for EventDecoder {
     fn on_data(&mut self, data: &str) -> Result<Vec<StreamEvent>, LlmError> {
-        let event: Value = serde_json::from_str(data)
-            .map_err(|e| ResponseReader::malformed(format!("an event is not JSON ({e}): {}", crate::http::snippet(data))))?;
-        let index = || event.get("index").and_then(Value::as_u64).map(|i| i as usize).ok_or_else(|| ResponseReader::malformed("a content event without an index"));
+        let event: Value = serde_json::from_str(data).map_err(|e| {
+            ResponseReader::malformed(format!(
+                "an event is not JSON ({e}): {}",
+                crate::http::snippet(data)
+            ))
+        })?;
+        let index = || {
+            event
+                .get("index")
+                .and_then(Value::as_u64)
+                .map(|i| i as usize)
+                .ok_or_else(|| ResponseReader::malformed("a content event without an index"))
+        };
         let assembler = &mut self.assembler;
-        match event.get("type").and_then(Value::as_str).unwrap_or_default() {
-            "message_start" => assembler.start_message(event.get("message").unwrap_or(&Value::Null)),
-            "content_block_start" => return assembler.start_block(index()?, event.get("content_block").unwrap_or(&Value::Null)),
-            "content_block_delta" => return assembler.delta(index()?, event.get("delta").unwrap_or(&Value::Null)),
+        match event
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+        {
+            "message_start" => {
+                assembler.start_message(event.get("message").unwrap_or(&Value::Null))
+            }
+            "content_block_start" => {
+                return assembler
+                    .start_block(index()?, event.get("content_block").unwrap_or(&Value::Null));
+            }
+            "content_block_delta" => {
+                return assembler.delta(index()?, event.get("delta").unwrap_or(&Value::Null));
+            }
             "message_delta" => {
                 if let Some(reason) = event.pointer("/delta/stop_reason").and_then(Value::as_str) {
                     assembler.stop_reason = Some(reason.to_string());
@@ -669,7 +908,9 @@ impl SseReplyDecoder for EventDecoder {
     }
 
     fn on_close(&mut self) -> Option<Result<StreamEvent, LlmError>> {
-        Some(Err(ResponseReader::malformed("the event stream ended before message_stop")))
+        Some(Err(ResponseReader::malformed(
+            "the event stream ended before message_stop",
+        )))
     }
 
     fn is_complete(&self) -> bool {
@@ -699,8 +940,18 @@ mod tests {
             Message::assistant_tool_calls(
                 Some("Looking.".into()),
                 vec![
-                    ToolCall { id: "toolu_1".into(), name: "Search the web".into(), arguments: json!({"q": "a"}), signature: None },
-                    ToolCall { id: "toolu_2".into(), name: "Search the web".into(), arguments: json!({"q": "b"}), signature: None },
+                    ToolCall {
+                        id: "toolu_1".into(),
+                        name: "Search the web".into(),
+                        arguments: json!({"q": "a"}),
+                        signature: None,
+                    },
+                    ToolCall {
+                        id: "toolu_2".into(),
+                        name: "Search the web".into(),
+                        arguments: json!({"q": "b"}),
+                        signature: None,
+                    },
                 ],
             ),
             Message::tool_result("toolu_1", "Search the web", "result a"),
@@ -715,7 +966,10 @@ mod tests {
         let body = body_for(&config(), &request);
         assert_eq!(body["model"], "claude-sonnet-4-5");
         assert_eq!(body["max_tokens"], 4096);
-        assert_eq!(body["system"], json!([{"type": "text", "text": "You are a researcher.", "cache_control": {"type": "ephemeral"}}]));
+        assert_eq!(
+            body["system"],
+            json!([{"type": "text", "text": "You are a researcher.", "cache_control": {"type": "ephemeral"}}])
+        );
         assert_eq!(body["tools"][0]["name"], "Search_the_web");
         let messages = body["messages"].as_array().unwrap();
         assert_eq!(messages.len(), 3);
@@ -741,14 +995,21 @@ mod tests {
 
     #[test]
     fn structured_output_is_a_forced_tool() {
-        let request = LlmRequest::new(vec![Message::user("Rate it")]).with_response_format(ResponseFormat {
-            name: "Score".into(),
-            schema: json!({"type": "object", "properties": {"score": {"type": "integer"}}}),
-            strict: true,
-        });
+        let request =
+            LlmRequest::new(vec![Message::user("Rate it")]).with_response_format(ResponseFormat {
+                name: "Score".into(),
+                schema: json!({"type": "object", "properties": {"score": {"type": "integer"}}}),
+                strict: true,
+            });
         let body = body_for(&config(), &request);
-        assert_eq!(body["tool_choice"], json!({"type": "tool", "name": "Score"}));
-        assert_eq!(body["tools"][0]["input_schema"]["properties"]["score"]["type"], "integer");
+        assert_eq!(
+            body["tool_choice"],
+            json!({"type": "tool", "name": "Score"})
+        );
+        assert_eq!(
+            body["tools"][0]["input_schema"]["properties"]["score"]["type"],
+            "integer"
+        );
         let llm = AnthropicLlm::from_config(&config()).unwrap();
         let (_, reader) = llm.prepare(&request, false).unwrap();
         let reply = json!({"id": "msg_1", "content": [{"type": "tool_use", "id": "toolu_9", "name": "Score", "input": {"score": 4}}], "stop_reason": "tool_use", "usage": {"input_tokens": 5, "output_tokens": 3}});
@@ -761,9 +1022,16 @@ mod tests {
     #[test]
     fn files_map_to_documents_and_unknown_types_are_refused() {
         let text = base64::engine::general_purpose::STANDARD.encode("hello");
-        assert_eq!(file_block(&text, "text/plain", Some("a.txt")).unwrap()["source"]["data"], "hello");
-        assert_eq!(file_block("JVBE", "application/pdf", None).unwrap()["type"], "document");
-        assert!(matches!(file_block("AAAA", "application/zip", Some("a.zip")), Err(LlmError::Unsupported(m)) if m.contains("a.zip")));
+        assert_eq!(
+            file_block(&text, "text/plain", Some("a.txt")).unwrap()["source"]["data"],
+            "hello"
+        );
+        assert_eq!(
+            file_block("JVBE", "application/pdf", None).unwrap()["type"],
+            "document"
+        );
+        assert!(
+            matches!(file_block("AAAA", "application/zip", Some("a.zip")), Err(LlmError::Unsupported(m)) if m.contains("a.zip"))
+        );
     }
-
 }

@@ -28,7 +28,10 @@ use crate::context_window::context_window_size;
 use crate::error::LlmError;
 use crate::http::{ErrorContext, HttpClient, Transport, snippet};
 use crate::traits::Llm;
-use crate::types::{Capabilities, ContentPart, FinishReason, LlmRequest, LlmResponse, Message, Role, ToolCall, ToolChoice, Usage};
+use crate::types::{
+    Capabilities, ContentPart, FinishReason, LlmRequest, LlmResponse, Message, Role, ToolCall,
+    ToolChoice, Usage,
+};
 
 const PROVIDER: &str = "bedrock";
 const SERVICE: &str = "bedrock";
@@ -50,7 +53,9 @@ pub struct AwsCredentials {
 
 impl std::fmt::Debug for AwsCredentials {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AwsCredentials").field("access_key_id", &self.access_key_id).finish_non_exhaustive()
+        f.debug_struct("AwsCredentials")
+            .field("access_key_id", &self.access_key_id)
+            .finish_non_exhaustive()
     }
 }
 
@@ -77,13 +82,35 @@ pub struct BedrockLlm {
 impl BedrockLlm {
     /// A client for `model` (a Bedrock model or inference-profile id) in `region`; `base_url`
     /// overrides `https://bedrock-runtime.{region}.amazonaws.com` (VPC endpoints, tests).
-    pub fn new(model: &str, region: &str, auth: BedrockAuth, base_url: Option<&str>, config: &LlmConfig) -> Result<Self, LlmError> {
+    pub fn new(
+        model: &str,
+        region: &str,
+        auth: BedrockAuth,
+        base_url: Option<&str>,
+        config: &LlmConfig,
+    ) -> Result<Self, LlmError> {
         if model.trim().is_empty() {
             return Err(LlmError::Config("bedrock: no model given (for example `bedrock/anthropic.claude-3-5-haiku-20241022-v1:0`)".into()));
         }
-        let base = base_url.map(str::to_string).unwrap_or_else(|| format!("https://bedrock-runtime.{region}.amazonaws.com"));
-        let http = HttpClient::new(ErrorContext::new(PROVIDER, model, "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"), config)?;
-        Ok(BedrockLlm { http, model: model.to_string(), region: region.to_string(), base: base.trim_end_matches('/').to_string(), auth, config: config.clone() })
+        let base = base_url
+            .map(str::to_string)
+            .unwrap_or_else(|| format!("https://bedrock-runtime.{region}.amazonaws.com"));
+        let http = HttpClient::new(
+            ErrorContext::new(
+                PROVIDER,
+                model,
+                "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY",
+            ),
+            config,
+        )?;
+        Ok(BedrockLlm {
+            http,
+            model: model.to_string(),
+            region: region.to_string(),
+            base: base.trim_end_matches('/').to_string(),
+            auth,
+            config: config.clone(),
+        })
     }
 
     /// Sends requests through `transport` (a cassette recorder or replayer).
@@ -94,15 +121,22 @@ impl BedrockLlm {
 
     /// The Converse URL (the model id percent-encoded, `:` included).
     pub fn url(&self) -> String {
-        format!("{}/model/{}/converse", self.base, encode_segment(&self.model))
+        format!(
+            "{}/model/{}/converse",
+            self.base,
+            encode_segment(&self.model)
+        )
     }
 
     fn headers(&self, url: &str, body: &[u8]) -> Result<Vec<(String, String)>, LlmError> {
         let mut headers = adapter_support::request_headers(Vec::new(), &self.config);
         match &self.auth {
-            BedrockAuth::ApiKey(key) => headers.push(("authorization".into(), format!("Bearer {key}"))),
+            BedrockAuth::ApiKey(key) => {
+                headers.push(("authorization".into(), format!("Bearer {key}")))
+            }
             BedrockAuth::SigV4(credentials) => {
-                let parsed = url::Url::parse(url).map_err(|e| LlmError::Config(format!("bedrock: bad URL {url}: {e}")))?;
+                let parsed = url::Url::parse(url)
+                    .map_err(|e| LlmError::Config(format!("bedrock: bad URL {url}: {e}")))?;
                 let now = chrono::Utc::now();
                 let signed = sign_v4(&SigningInput {
                     method: "POST",
@@ -130,13 +164,26 @@ impl BedrockLlm {
         let extra: Vec<&str> = format_tool.iter().map(String::as_str).collect();
         let names = ToolNameMap::for_request(TOOL_NAMES, request, &extra);
         let mut body = Map::new();
-        let system: Vec<Value> = request.messages.iter().filter(|m| m.role == Role::System).map(|m| json!({"text": m.text()})).collect();
-        body.insert("messages".into(), Value::Array(converse_messages(&request.messages, &names)));
+        let system: Vec<Value> = request
+            .messages
+            .iter()
+            .filter(|m| m.role == Role::System)
+            .map(|m| json!({"text": m.text()}))
+            .collect();
+        body.insert(
+            "messages".into(),
+            Value::Array(converse_messages(&request.messages, &names)),
+        );
         if !system.is_empty() {
             body.insert("system".into(), Value::Array(system));
         }
         let mut inference = Map::new();
-        if let Some(n) = request.options.max_tokens.or(self.config.max_tokens).or(self.config.max_completion_tokens) {
+        if let Some(n) = request
+            .options
+            .max_tokens
+            .or(self.config.max_tokens)
+            .or(self.config.max_completion_tokens)
+        {
             inference.insert("maxTokens".into(), json!(n));
         }
         if let Some(t) = request.options.temperature.or(self.config.temperature) {
@@ -171,10 +218,15 @@ impl BedrockLlm {
             let choice = match (&structured, request.options.tool_choice.clone()) {
                 (Some(name), _) if request.tools.is_empty() => json!({"tool": {"name": name}}),
                 (_, Some(ToolChoice::Required)) => json!({"any": {}}),
-                (_, Some(ToolChoice::Tool(name))) => json!({"tool": {"name": names.provider_name(&name)}}),
+                (_, Some(ToolChoice::Tool(name))) => {
+                    json!({"tool": {"name": names.provider_name(&name)}})
+                }
                 _ => json!({"auto": {}}),
             };
-            body.insert("toolConfig".into(), json!({"tools": tools, "toolChoice": choice}));
+            body.insert(
+                "toolConfig".into(),
+                json!({"tools": tools, "toolChoice": choice}),
+            );
         }
         for (key, value) in &self.config.extra_body {
             body.insert(key.clone(), value.clone());
@@ -232,7 +284,10 @@ fn converse_messages(messages: &[Message], names: &ToolNameMap) -> Vec<Value> {
             _ => turns.push((role.to_string(), blocks)),
         }
     }
-    turns.into_iter().map(|(role, content)| json!({"role": role, "content": content})).collect()
+    turns
+        .into_iter()
+        .map(|(role, content)| json!({"role": role, "content": content}))
+        .collect()
 }
 
 fn content_blocks(message: &Message) -> Vec<Value> {
@@ -260,12 +315,24 @@ fn content_blocks(message: &Message) -> Vec<Value> {
 }
 
 /// Parses a Converse reply; `structured` is the response-format tool's provider name.
-fn parse_converse(body: &Value, names: &ToolNameMap, structured: Option<&str>) -> Result<LlmResponse, LlmError> {
-    let malformed = |message: String| LlmError::MalformedResponse { provider: PROVIDER.into(), message };
+fn parse_converse(
+    body: &Value,
+    names: &ToolNameMap,
+    structured: Option<&str>,
+) -> Result<LlmResponse, LlmError> {
+    let malformed = |message: String| LlmError::MalformedResponse {
+        provider: PROVIDER.into(),
+        message,
+    };
     let content = body
         .pointer("/output/message/content")
         .and_then(Value::as_array)
-        .ok_or_else(|| malformed(format!("no `output.message.content` in the reply: {}", snippet(&body.to_string()))))?;
+        .ok_or_else(|| {
+            malformed(format!(
+                "no `output.message.content` in the reply: {}",
+                snippet(&body.to_string())
+            ))
+        })?;
     let mut text = String::new();
     let mut saw_text = false;
     let mut tool_calls = Vec::new();
@@ -274,15 +341,26 @@ fn parse_converse(body: &Value, names: &ToolNameMap, structured: Option<&str>) -
             text.push_str(t);
             saw_text = true;
         } else if let Some(call) = block.get("toolUse") {
-            let name = call.get("name").and_then(Value::as_str).ok_or_else(|| malformed("a toolUse block has no name".into()))?;
+            let name = call
+                .get("name")
+                .and_then(Value::as_str)
+                .ok_or_else(|| malformed("a toolUse block has no name".into()))?;
             let input = call.get("input").cloned().unwrap_or_else(|| json!({}));
             if Some(name) == structured {
                 text = input.to_string();
                 saw_text = true;
                 continue;
             }
-            let id = call.get("toolUseId").and_then(Value::as_str).unwrap_or_default();
-            tool_calls.push(ToolCall { id: id.to_string(), name: names.original_name(name), arguments: input, signature: None });
+            let id = call
+                .get("toolUseId")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            tool_calls.push(ToolCall {
+                id: id.to_string(),
+                name: names.original_name(name),
+                arguments: input,
+                signature: None,
+            });
         }
     }
     let finish_reason = match body.get("stopReason").and_then(Value::as_str) {
@@ -293,7 +371,11 @@ fn parse_converse(body: &Value, names: &ToolNameMap, structured: Option<&str>) -
         Some("end_turn" | "tool_use") | None => FinishReason::Stop,
         Some(other) => FinishReason::Other(other.to_string()),
     };
-    let number = |key: &str| body.pointer(&format!("/usage/{key}")).and_then(Value::as_u64).unwrap_or(0);
+    let number = |key: &str| {
+        body.pointer(&format!("/usage/{key}"))
+            .and_then(Value::as_u64)
+            .unwrap_or(0)
+    };
     let (prompt, completion) = (number("inputTokens"), number("outputTokens"));
     Ok(LlmResponse {
         content: saw_text.then_some(text),
@@ -302,7 +384,10 @@ fn parse_converse(body: &Value, names: &ToolNameMap, structured: Option<&str>) -
         usage: Usage {
             prompt_tokens: prompt,
             completion_tokens: completion,
-            total_tokens: body.pointer("/usage/totalTokens").and_then(Value::as_u64).unwrap_or(prompt + completion),
+            total_tokens: body
+                .pointer("/usage/totalTokens")
+                .and_then(Value::as_u64)
+                .unwrap_or(prompt + completion),
             cached_prompt_tokens: number("cacheReadInputTokens"),
             reasoning_tokens: 0,
             cache_creation_tokens: number("cacheWriteInputTokens"),
@@ -330,22 +415,30 @@ impl Llm for BedrockLlm {
             stop_words: true,
             multimodal: self.model.contains("claude-3") || self.model.contains("nova"),
             structured_output: true,
-            context_window: self.config.context_window_size.unwrap_or_else(|| context_window_size(name)),
+            context_window: self
+                .config
+                .context_window_size
+                .unwrap_or_else(|| context_window_size(name)),
         }
     }
 
     async fn call(&self, request: LlmRequest) -> Result<LlmResponse, LlmError> {
         let (body, names, structured) = self.prepare(&request);
         let url = self.url();
-        let bytes = serde_json::to_vec(&body).map_err(|e| LlmError::Config(format!("bedrock request body: {e}")))?;
+        let bytes = serde_json::to_vec(&body)
+            .map_err(|e| LlmError::Config(format!("bedrock request body: {e}")))?;
         let headers = self.headers(&url, &bytes)?;
         let response = self.http.send(&url, &headers, &body, false).await?;
         let request_id = response.header("x-amzn-requestid").map(str::to_string);
         let raw = response.body.into_bytes().await?;
-        let json: Value = serde_json::from_slice(&raw).map_err(|e| LlmError::MalformedResponse {
-            provider: PROVIDER.into(),
-            message: format!("the reply is not JSON ({e}): {}", snippet(&String::from_utf8_lossy(&raw))),
-        })?;
+        let json: Value =
+            serde_json::from_slice(&raw).map_err(|e| LlmError::MalformedResponse {
+                provider: PROVIDER.into(),
+                message: format!(
+                    "the reply is not JSON ({e}): {}",
+                    snippet(&String::from_utf8_lossy(&raw))
+                ),
+            })?;
         let mut parsed = parse_converse(&json, &names, structured.as_deref())?;
         parsed.response_id = request_id;
         parsed.model = Some(self.model.clone());
@@ -408,27 +501,66 @@ pub fn sign_v4(input: &SigningInput<'_>) -> Vec<(String, String)> {
         .headers
         .iter()
         .chain(&added)
-        .map(|(k, v)| (k.to_ascii_lowercase(), v.split_whitespace().collect::<Vec<_>>().join(" ")))
+        .map(|(k, v)| {
+            (
+                k.to_ascii_lowercase(),
+                v.split_whitespace().collect::<Vec<_>>().join(" "),
+            )
+        })
         .chain(std::iter::once(("host".to_string(), host)))
         .collect();
     canonical.sort();
-    let signed_headers = canonical.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>().join(";");
-    let canonical_headers: String = canonical.iter().map(|(k, v)| format!("{k}:{v}\n")).collect();
+    let signed_headers = canonical
+        .iter()
+        .map(|(k, _)| k.as_str())
+        .collect::<Vec<_>>()
+        .join(";");
+    let canonical_headers: String = canonical
+        .iter()
+        .map(|(k, v)| format!("{k}:{v}\n"))
+        .collect();
     // Outside S3 each path segment is encoded again on top of the encoding it has in the URL.
     let canonical_uri = {
         let path = input.url.path();
         let encoded: Vec<String> = path.split('/').map(encode_segment).collect();
-        if encoded.join("/").is_empty() { "/".to_string() } else { encoded.join("/") }
+        if encoded.join("/").is_empty() {
+            "/".to_string()
+        } else {
+            encoded.join("/")
+        }
     };
-    let mut query: Vec<(String, String)> = input.url.query_pairs().map(|(k, v)| (encode_segment(&k), encode_segment(&v))).collect();
+    let mut query: Vec<(String, String)> = input
+        .url
+        .query_pairs()
+        .map(|(k, v)| (encode_segment(&k), encode_segment(&v)))
+        .collect();
     query.sort();
-    let canonical_query = query.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join("&");
+    let canonical_query = query
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join("&");
     let payload_hash = hex::encode(Sha256::digest(input.body));
-    let canonical_request = format!("{}\n{canonical_uri}\n{canonical_query}\n{canonical_headers}\n{signed_headers}\n{payload_hash}", input.method);
+    let canonical_request = format!(
+        "{}\n{canonical_uri}\n{canonical_query}\n{canonical_headers}\n{signed_headers}\n{payload_hash}",
+        input.method
+    );
     let date = input.amz_date.get(..8).unwrap_or(input.amz_date);
     let scope = format!("{date}/{}/{}/aws4_request", input.region, input.service);
-    let string_to_sign = format!("AWS4-HMAC-SHA256\n{}\n{scope}\n{}", input.amz_date, hex::encode(Sha256::digest(canonical_request.as_bytes())));
-    let signature = hex::encode(hmac_sha256(&signing_key(&input.credentials.secret_access_key, date, input.region, input.service), string_to_sign.as_bytes()));
+    let string_to_sign = format!(
+        "AWS4-HMAC-SHA256\n{}\n{scope}\n{}",
+        input.amz_date,
+        hex::encode(Sha256::digest(canonical_request.as_bytes()))
+    );
+    let signature = hex::encode(hmac_sha256(
+        &signing_key(
+            &input.credentials.secret_access_key,
+            date,
+            input.region,
+            input.service,
+        ),
+        string_to_sign.as_bytes(),
+    ));
     added.push((
         "authorization".to_string(),
         format!("AWS4-HMAC-SHA256 Credential={}/{scope}, SignedHeaders={signed_headers}, Signature={signature}", input.credentials.access_key_id),
@@ -441,25 +573,41 @@ mod tests {
     use super::*;
 
     fn example_credentials() -> AwsCredentials {
-        AwsCredentials { access_key_id: "AKIDEXAMPLE".into(), secret_access_key: "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY".into(), session_token: None }
+        AwsCredentials {
+            access_key_id: "AKIDEXAMPLE".into(),
+            secret_access_key: "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY".into(),
+            session_token: None,
+        }
     }
 
     #[test]
     fn hmac_matches_rfc_4231() {
         // RFC 4231 test case 2.
         let mac = hmac_sha256(b"Jefe", b"what do ya want for nothing?");
-        assert_eq!(hex::encode(mac), "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+        assert_eq!(
+            hex::encode(mac),
+            "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
+        );
     }
 
     #[test]
     fn signing_key_matches_aws_documentation() {
-        let key = signing_key("wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY", "20120215", "us-east-1", "iam");
-        assert_eq!(hex::encode(key), "f4780e2d9f65fa895f9c67b32ce1baf0b0d8a43505a000a1a9e090d414db404d");
+        let key = signing_key(
+            "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY",
+            "20120215",
+            "us-east-1",
+            "iam",
+        );
+        assert_eq!(
+            hex::encode(key),
+            "f4780e2d9f65fa895f9c67b32ce1baf0b0d8a43505a000a1a9e090d414db404d"
+        );
     }
 
     #[test]
     fn signature_matches_the_aws_test_suite_get_vanilla() {
-        let url = url::Url::parse("https://example.amazonaws.com/").unwrap_or_else(|e| panic!("{e}"));
+        let url =
+            url::Url::parse("https://example.amazonaws.com/").unwrap_or_else(|e| panic!("{e}"));
         let headers = sign_v4(&SigningInput {
             method: "GET",
             url: &url,
@@ -470,7 +618,11 @@ mod tests {
             service: "service",
             amz_date: "20150830T123600Z",
         });
-        let authorization = headers.iter().find(|(k, _)| k == "authorization").map(|(_, v)| v.clone()).unwrap_or_default();
+        let authorization = headers
+            .iter()
+            .find(|(k, _)| k == "authorization")
+            .map(|(_, v)| v.clone())
+            .unwrap_or_default();
         assert_eq!(
             authorization,
             "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request, SignedHeaders=host;x-amz-date, Signature=5fa00fa31553b73ebf1942676e86291e8372ff2a2260956d9b8aae1d763fbf31"
@@ -479,9 +631,18 @@ mod tests {
 
     #[test]
     fn model_ids_are_encoded_in_the_url() {
-        let llm = BedrockLlm::new("anthropic.claude-3-haiku-20240307-v1:0", "eu-west-1", BedrockAuth::ApiKey("k".into()), None, &LlmConfig::default())
-            .unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(llm.url(), "https://bedrock-runtime.eu-west-1.amazonaws.com/model/anthropic.claude-3-haiku-20240307-v1%3A0/converse");
+        let llm = BedrockLlm::new(
+            "anthropic.claude-3-haiku-20240307-v1:0",
+            "eu-west-1",
+            BedrockAuth::ApiKey("k".into()),
+            None,
+            &LlmConfig::default(),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            llm.url(),
+            "https://bedrock-runtime.eu-west-1.amazonaws.com/model/anthropic.claude-3-haiku-20240307-v1%3A0/converse"
+        );
     }
 
     #[test]
@@ -490,7 +651,16 @@ mod tests {
         let messages = vec![
             Message::system("sys"),
             Message::user("question"),
-            Message::assistant_tool_calls(None, vec![call.clone(), ToolCall { id: "t2".into(), ..call }]),
+            Message::assistant_tool_calls(
+                None,
+                vec![
+                    call.clone(),
+                    ToolCall {
+                        id: "t2".into(),
+                        ..call
+                    },
+                ],
+            ),
             Message::tool_result("t1", "web search", "r1"),
             Message::tool_result("t2", "web search", "r2"),
         ];
@@ -498,7 +668,10 @@ mod tests {
         let names = ToolNameMap::for_request(TOOL_NAMES, &request, &[]);
         let turns = converse_messages(&request.messages, &names);
         assert_eq!(turns.len(), 3);
-        assert_eq!(turns[1]["content"][0]["toolUse"]["name"], json!("web_search"));
+        assert_eq!(
+            turns[1]["content"][0]["toolUse"]["name"],
+            json!("web_search")
+        );
         assert_eq!(turns[2]["role"], json!("user"));
         assert_eq!(turns[2]["content"].as_array().map(Vec::len), Some(2));
     }

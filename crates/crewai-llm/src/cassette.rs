@@ -33,13 +33,23 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::LlmConfig;
 use crate::error::LlmError;
-use crate::http::{ErrorContext, HttpRequest, HttpResponse, ReqwestTransport, ResponseBody, Transport};
+use crate::http::{
+    ErrorContext, HttpRequest, HttpResponse, ReqwestTransport, ResponseBody, Transport,
+};
 use crate::retry::RetryPolicy;
 use crate::router::{BuildOptions, build_llm_with};
 use crate::traits::Llm;
 
 /// Headers never written to a cassette.
-const SECRET_HEADERS: &[&str] = &["authorization", "api-key", "x-api-key", "x-goog-api-key", "cookie", "set-cookie", "openai-organization"];
+const SECRET_HEADERS: &[&str] = &[
+    "authorization",
+    "api-key",
+    "x-api-key",
+    "x-goog-api-key",
+    "cookie",
+    "set-cookie",
+    "openai-organization",
+];
 
 /// A recorded run: its HTTP exchanges in order.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -99,18 +109,23 @@ impl Cassette {
     /// Reads a cassette file.
     pub fn load(path: impl AsRef<Path>) -> Result<Self, LlmError> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path).map_err(|e| cassette_error(path, format!("cannot read it: {e}")))?;
-        yaml_serde::from_str(&text).map_err(|e| cassette_error(path, format!("not a cassette ({e})")))
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| cassette_error(path, format!("cannot read it: {e}")))?;
+        yaml_serde::from_str(&text)
+            .map_err(|e| cassette_error(path, format!("not a cassette ({e})")))
     }
 
     /// Writes the cassette (creating parent directories).
     pub fn save(&self, path: impl AsRef<Path>) -> Result<(), LlmError> {
         let path = path.as_ref();
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent).map_err(|e| cassette_error(path, format!("cannot create its folder: {e}")))?;
+            std::fs::create_dir_all(parent)
+                .map_err(|e| cassette_error(path, format!("cannot create its folder: {e}")))?;
         }
-        let text = yaml_serde::to_string(self).map_err(|e| cassette_error(path, format!("cannot serialise: {e}")))?;
-        std::fs::write(path, text).map_err(|e| cassette_error(path, format!("cannot write it: {e}")))
+        let text = yaml_serde::to_string(self)
+            .map_err(|e| cassette_error(path, format!("cannot serialise: {e}")))?;
+        std::fs::write(path, text)
+            .map_err(|e| cassette_error(path, format!("cannot write it: {e}")))
     }
 }
 
@@ -137,7 +152,11 @@ fn redact_uri(uri: &str) -> String {
     let pairs: Vec<(String, String)> = url
         .query_pairs()
         .map(|(k, v)| {
-            let masked = if k.eq_ignore_ascii_case("key") { "REDACTED".to_string() } else { v.into_owned() };
+            let masked = if k.eq_ignore_ascii_case("key") {
+                "REDACTED".to_string()
+            } else {
+                v.into_owned()
+            };
             (k.into_owned(), masked)
         })
         .collect();
@@ -146,7 +165,11 @@ fn redact_uri(uri: &str) -> String {
 }
 
 fn reason_phrase(code: u16) -> String {
-    http::StatusCode::from_u16(code).ok().and_then(|s| s.canonical_reason()).unwrap_or_default().to_string()
+    http::StatusCode::from_u16(code)
+        .ok()
+        .and_then(|s| s.canonical_reason())
+        .unwrap_or_default()
+        .to_string()
 }
 
 /// Records every exchange that passes through it and rewrites the cassette file after each one,
@@ -160,21 +183,36 @@ pub struct CassetteRecorder {
 impl CassetteRecorder {
     /// Records what `inner` (usually the network) exchanges into a new cassette at `path`.
     pub fn new(inner: Arc<dyn Transport>, path: impl Into<PathBuf>) -> Arc<Self> {
-        Arc::new(CassetteRecorder { inner, path: path.into(), cassette: Arc::default() })
+        Arc::new(CassetteRecorder {
+            inner,
+            path: path.into(),
+            cassette: Arc::default(),
+        })
     }
 
     /// Records into the same cassette what `inner` exchanges (one tap per model client, so
     /// each keeps its own transport and timeouts).
     pub fn tap(&self, inner: Arc<dyn Transport>) -> Arc<Self> {
-        Arc::new(CassetteRecorder { inner, path: self.path.clone(), cassette: self.cassette.clone() })
+        Arc::new(CassetteRecorder {
+            inner,
+            path: self.path.clone(),
+            cassette: self.cassette.clone(),
+        })
     }
 
     /// The interactions recorded so far.
     pub fn cassette(&self) -> Cassette {
-        self.cassette.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.cassette
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
-    fn append(cassette: &Mutex<Cassette>, path: &Path, interaction: Interaction) -> Result<(), LlmError> {
+    fn append(
+        cassette: &Mutex<Cassette>,
+        path: &Path,
+        interaction: Interaction,
+    ) -> Result<(), LlmError> {
         let mut cassette = cassette.lock().unwrap_or_else(|p| p.into_inner());
         cassette.interactions.push(interaction);
         cassette.save(path)
@@ -183,24 +221,42 @@ impl CassetteRecorder {
 
 #[async_trait]
 impl Transport for CassetteRecorder {
-    async fn send(&self, request: HttpRequest, context: &ErrorContext) -> Result<HttpResponse, LlmError> {
+    async fn send(
+        &self,
+        request: HttpRequest,
+        context: &ErrorContext,
+    ) -> Result<HttpResponse, LlmError> {
         let recorded_request = RecordedRequest {
-            body: (!request.body.is_empty()).then(|| String::from_utf8_lossy(&request.body).into_owned()),
+            body: (!request.body.is_empty())
+                .then(|| String::from_utf8_lossy(&request.body).into_owned()),
             headers: header_map(&request.headers),
             method: request.method.clone(),
             uri: redact_uri(&request.url),
         };
         let response = self.inner.send(request, context).await?;
-        let status = RecordedStatus { code: response.status, message: reason_phrase(response.status) };
+        let status = RecordedStatus {
+            code: response.status,
+            message: reason_phrase(response.status),
+        };
         let headers = header_map(&response.headers);
         match response.body {
             ResponseBody::Complete(bytes) => {
                 let interaction = Interaction {
                     request: recorded_request,
-                    response: RecordedResponse { body: RecordedBody { string: String::from_utf8_lossy(&bytes).into_owned() }, headers, status },
+                    response: RecordedResponse {
+                        body: RecordedBody {
+                            string: String::from_utf8_lossy(&bytes).into_owned(),
+                        },
+                        headers,
+                        status,
+                    },
                 };
                 Self::append(&self.cassette, &self.path, interaction)?;
-                Ok(HttpResponse { status: response.status, headers: response.headers, body: ResponseBody::Complete(bytes) })
+                Ok(HttpResponse {
+                    status: response.status,
+                    headers: response.headers,
+                    body: ResponseBody::Complete(bytes),
+                })
             }
             ResponseBody::Streaming(stream) => {
                 // Chunks pass on as they arrive; the interaction is written once the consumer is
@@ -219,7 +275,11 @@ impl Transport for CassetteRecorder {
                     }
                     chunk
                 });
-                Ok(HttpResponse { status: response.status, headers: response.headers, body: ResponseBody::Streaming(Box::pin(tee)) })
+                Ok(HttpResponse {
+                    status: response.status,
+                    headers: response.headers,
+                    body: ResponseBody::Streaming(Box::pin(tee)),
+                })
             }
         }
     }
@@ -241,11 +301,17 @@ impl Drop for PendingRecording {
             return;
         };
         let response = RecordedResponse {
-            body: RecordedBody { string: String::from_utf8_lossy(&self.body).into_owned() },
+            body: RecordedBody {
+                string: String::from_utf8_lossy(&self.body).into_owned(),
+            },
             headers: std::mem::take(&mut self.headers),
             status: self.status.clone(),
         };
-        if let Err(error) = CassetteRecorder::append(&self.cassette, &self.path, Interaction { request, response }) {
+        if let Err(error) = CassetteRecorder::append(
+            &self.cassette,
+            &self.path,
+            Interaction { request, response },
+        ) {
             tracing::warn!(%error, "a streamed exchange could not be written to the cassette");
         }
     }
@@ -291,14 +357,32 @@ impl CassetteReplayer {
     }
 
     /// Replays `cassette` with the given matching rule.
-    pub fn with_matching(cassette: Cassette, source: impl Into<String>, match_on: MatchOn) -> Arc<Self> {
-        let state = ReplayState { used: vec![false; cassette.interactions.len()], requests: 0 };
-        Arc::new(CassetteReplayer { source: source.into(), interactions: cassette.interactions, state: Mutex::new(state), match_on })
+    pub fn with_matching(
+        cassette: Cassette,
+        source: impl Into<String>,
+        match_on: MatchOn,
+    ) -> Arc<Self> {
+        let state = ReplayState {
+            used: vec![false; cassette.interactions.len()],
+            requests: 0,
+        };
+        Arc::new(CassetteReplayer {
+            source: source.into(),
+            interactions: cassette.interactions,
+            state: Mutex::new(state),
+            match_on,
+        })
     }
 
     /// Interactions not replayed yet.
     pub fn remaining(&self) -> usize {
-        self.state.lock().unwrap_or_else(|p| p.into_inner()).used.iter().filter(|used| !**used).count()
+        self.state
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .used
+            .iter()
+            .filter(|used| !**used)
+            .count()
     }
 
     /// The index of the recording that answers `request`, marked as used.
@@ -307,7 +391,8 @@ impl CassetteReplayer {
         state.requests += 1;
         let number = state.requests;
         let same_route = |recorded: &RecordedRequest| {
-            recorded.method.eq_ignore_ascii_case(&request.method) && path_of(&recorded.uri) == path_of(&request.url)
+            recorded.method.eq_ignore_ascii_case(&request.method)
+                && path_of(&recorded.uri) == path_of(&request.url)
         };
         let found = match self.match_on {
             MatchOn::MethodAndPath => {
@@ -332,7 +417,12 @@ impl CassetteReplayer {
             MatchOn::MethodPathAndBody => {
                 let sent: Option<serde_json::Value> = serde_json::from_slice(&request.body).ok();
                 let matches = |recorded: &RecordedRequest| {
-                    same_route(recorded) && recorded.body.as_deref().and_then(|b| serde_json::from_str::<serde_json::Value>(b).ok()) == sent
+                    same_route(recorded)
+                        && recorded
+                            .body
+                            .as_deref()
+                            .and_then(|b| serde_json::from_str::<serde_json::Value>(b).ok())
+                            == sent
                 };
                 (0..self.interactions.len()).find(|&i| !state.used[i] && matches(&self.interactions[i].request)).ok_or_else(|| {
                     LlmError::Config(format!(
@@ -356,14 +446,26 @@ fn path_of(uri: &str) -> String {
 
 #[async_trait]
 impl Transport for CassetteReplayer {
-    async fn send(&self, request: HttpRequest, _context: &ErrorContext) -> Result<HttpResponse, LlmError> {
+    async fn send(
+        &self,
+        request: HttpRequest,
+        _context: &ErrorContext,
+    ) -> Result<HttpResponse, LlmError> {
         let recorded = &self.interactions[self.take(&request)?].response;
         let headers = recorded
             .headers
             .iter()
-            .flat_map(|(name, values)| values.iter().map(move |v| (name.to_ascii_lowercase(), v.clone())))
+            .flat_map(|(name, values)| {
+                values
+                    .iter()
+                    .map(move |v| (name.to_ascii_lowercase(), v.clone()))
+            })
             .collect();
-        Ok(HttpResponse { status: recorded.status.code, headers, body: ResponseBody::Complete(Bytes::from(recorded.body.string.clone())) })
+        Ok(HttpResponse {
+            status: recorded.status.code,
+            headers,
+            body: ResponseBody::Complete(Bytes::from(recorded.body.string.clone())),
+        })
     }
 }
 
@@ -387,13 +489,20 @@ pub fn replay_llm(config: &LlmConfig, path: impl AsRef<Path>) -> Result<Arc<dyn 
 }
 
 /// Like [`replay_llm`] with a replayer you built (to choose [`MatchOn`] or keep a handle on it).
-pub fn replay_llm_from(config: &LlmConfig, replayer: Arc<CassetteReplayer>) -> Result<Arc<dyn Llm>, LlmError> {
+pub fn replay_llm_from(
+    config: &LlmConfig,
+    replayer: Arc<CassetteReplayer>,
+) -> Result<Arc<dyn Llm>, LlmError> {
     let mut config = config.clone();
     if config.api_key.is_none() {
         config.api_key = Some("cassette-replay".into());
     }
-    let instant = RetryPolicy::default().with_delays(Duration::ZERO, Duration::ZERO).with_max_retry_after(Duration::ZERO);
-    let options = BuildOptions::new().with_transport(replayer).with_retry_policy(instant);
+    let instant = RetryPolicy::default()
+        .with_delays(Duration::ZERO, Duration::ZERO)
+        .with_max_retry_after(Duration::ZERO);
+    let options = BuildOptions::new()
+        .with_transport(replayer)
+        .with_retry_policy(instant);
     build_llm_with(&config, &options)
 }
 
@@ -403,23 +512,40 @@ mod tests {
 
     #[test]
     fn secrets_are_not_recorded() {
-        let headers = vec![("Authorization".to_string(), "Bearer sk".to_string()), ("content-type".to_string(), "application/json".to_string())];
+        let headers = vec![
+            ("Authorization".to_string(), "Bearer sk".to_string()),
+            ("content-type".to_string(), "application/json".to_string()),
+        ];
         let map = header_map(&headers);
         assert!(!map.contains_key("authorization"));
         assert_eq!(map["content-type"], vec!["application/json".to_string()]);
-        let uri = redact_uri("https://g.example/v1beta/models/m:generateContent?key=secret&alt=sse");
-        assert!(uri.contains("key=REDACTED") && uri.contains("alt=sse") && !uri.contains("secret"), "{uri}");
+        let uri =
+            redact_uri("https://g.example/v1beta/models/m:generateContent?key=secret&alt=sse");
+        assert!(
+            uri.contains("key=REDACTED") && uri.contains("alt=sse") && !uri.contains("secret"),
+            "{uri}"
+        );
     }
 
     #[test]
     fn cassette_yaml_round_trips() {
         let cassette = Cassette {
             interactions: vec![Interaction {
-                request: RecordedRequest { body: Some("{\"a\":1}".into()), headers: BTreeMap::new(), method: "POST".into(), uri: "http://x/v1/chat/completions".into() },
-                response: RecordedResponse {
-                    body: RecordedBody { string: "{\"ok\":true}\n".into() },
+                request: RecordedRequest {
+                    body: Some("{\"a\":1}".into()),
                     headers: BTreeMap::new(),
-                    status: RecordedStatus { code: 200, message: "OK".into() },
+                    method: "POST".into(),
+                    uri: "http://x/v1/chat/completions".into(),
+                },
+                response: RecordedResponse {
+                    body: RecordedBody {
+                        string: "{\"ok\":true}\n".into(),
+                    },
+                    headers: BTreeMap::new(),
+                    status: RecordedStatus {
+                        code: 200,
+                        message: "OK".into(),
+                    },
                 },
             }],
             version: 1,

@@ -81,17 +81,28 @@ pub struct LlmConfig {
 impl LlmConfig {
     /// A config for `model` with every other field at its default.
     pub fn new(model: impl Into<String>) -> Self {
-        LlmConfig { model: model.into(), ..Default::default() }
+        LlmConfig {
+            model: model.into(),
+            ..Default::default()
+        }
     }
 
     /// The total request timeout (600 s unless set, like the OpenAI SDK; never infinite).
     pub fn request_timeout(&self) -> Duration {
-        Duration::from_secs_f64(self.timeout.filter(|t| t.is_finite() && *t > 0.0).unwrap_or(600.0))
+        Duration::from_secs_f64(
+            self.timeout
+                .filter(|t| t.is_finite() && *t > 0.0)
+                .unwrap_or(600.0),
+        )
     }
 
     /// The connect timeout (10 s unless set).
     pub fn connect_timeout(&self) -> Duration {
-        Duration::from_secs_f64(self.connect_timeout.filter(|t| t.is_finite() && *t > 0.0).unwrap_or(10.0))
+        Duration::from_secs_f64(
+            self.connect_timeout
+                .filter(|t| t.is_finite() && *t > 0.0)
+                .unwrap_or(10.0),
+        )
     }
 
     pub fn with_base_url(mut self, url: impl Into<String>) -> Self {

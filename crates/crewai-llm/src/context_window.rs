@@ -58,7 +58,11 @@ pub fn context_window_size(model: &str) -> u64 {
 
 /// The context window of `model` if this table knows it.
 pub fn known_context_window(model: &str) -> Option<u64> {
-    let name = model.rsplit('/').next().unwrap_or(model).to_ascii_lowercase();
+    let name = model
+        .rsplit('/')
+        .next()
+        .unwrap_or(model)
+        .to_ascii_lowercase();
     WINDOWS
         .iter()
         .filter(|(prefix, _)| name.starts_with(prefix))

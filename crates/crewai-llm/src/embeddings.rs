@@ -81,22 +81,36 @@ pub fn known_dimensions(model: &str) -> Option<usize> {
     })
 }
 
-fn http_client(provider: &str, model: &str, key_hint: &str, timeout: Duration) -> Result<HttpClient, LlmError> {
+fn http_client(
+    provider: &str,
+    model: &str,
+    key_hint: &str,
+    timeout: Duration,
+) -> Result<HttpClient, LlmError> {
     let mut timeouts = LlmConfig::new(model);
     timeouts.timeout = Some(timeout.as_secs_f64());
     HttpClient::new(ErrorContext::new(provider, model, key_hint), &timeouts)
 }
 
 fn malformed(provider: &str, message: impl Into<String>) -> LlmError {
-    LlmError::MalformedResponse { provider: provider.to_string(), message: message.into() }
+    LlmError::MalformedResponse {
+        provider: provider.to_string(),
+        message: message.into(),
+    }
 }
 
 /// Reads a JSON array of numbers as a vector.
 fn vector(provider: &str, value: &Value) -> Result<Vec<f32>, LlmError> {
-    let numbers = value.as_array().ok_or_else(|| malformed(provider, "an embedding is not an array of numbers"))?;
+    let numbers = value
+        .as_array()
+        .ok_or_else(|| malformed(provider, "an embedding is not an array of numbers"))?;
     numbers
         .iter()
-        .map(|n| n.as_f64().map(|f| f as f32).ok_or_else(|| malformed(provider, format!("an embedding holds a non-number: {n}"))))
+        .map(|n| {
+            n.as_f64()
+                .map(|f| f as f32)
+                .ok_or_else(|| malformed(provider, format!("an embedding holds a non-number: {n}")))
+        })
         .collect()
 }
 
@@ -104,7 +118,10 @@ fn check_count(provider: &str, sent: usize, vectors: &[Vec<f32>]) -> Result<(), 
     if vectors.len() == sent {
         Ok(())
     } else {
-        Err(malformed(provider, format!("sent {sent} texts but got {} embeddings", vectors.len())))
+        Err(malformed(
+            provider,
+            format!("sent {sent} texts but got {} embeddings", vectors.len()),
+        ))
     }
 }
 
@@ -136,27 +153,68 @@ impl OpenAiEmbedder {
     /// `https://api.openai.com/v1`).
     pub fn openai(model: &str, api_key: String, base_url: Option<&str>) -> Result<Self, LlmError> {
         let base = adapter_support::trim_base(base_url.unwrap_or(OPENAI_BASE_URL));
-        Self::build("openai", model, format!("{base}/embeddings"), vec![bearer(&api_key)], true, "OPENAI_API_KEY")
+        Self::build(
+            "openai",
+            model,
+            format!("{base}/embeddings"),
+            vec![bearer(&api_key)],
+            true,
+            "OPENAI_API_KEY",
+        )
     }
 
     /// Any OpenAI-compatible server; `api_key` is sent as a bearer token when given.
-    pub fn compatible(provider: &str, model: &str, base_url: &str, api_key: Option<String>) -> Result<Self, LlmError> {
+    pub fn compatible(
+        provider: &str,
+        model: &str,
+        base_url: &str,
+        api_key: Option<String>,
+    ) -> Result<Self, LlmError> {
         let base = adapter_support::trim_base(base_url);
         let headers = api_key.iter().map(|k| bearer(k)).collect();
-        Self::build(provider, model, format!("{base}/embeddings"), headers, true, "api_key")
+        Self::build(
+            provider,
+            model,
+            format!("{base}/embeddings"),
+            headers,
+            true,
+            "api_key",
+        )
     }
 
     /// An Azure OpenAI deployment: `{endpoint}/openai/deployments/{deployment}/embeddings`.
-    pub fn azure(deployment: &str, endpoint: &str, api_version: &str, api_key: String) -> Result<Self, LlmError> {
+    pub fn azure(
+        deployment: &str,
+        endpoint: &str,
+        api_version: &str,
+        api_key: String,
+    ) -> Result<Self, LlmError> {
         let base = adapter_support::trim_base(endpoint);
         let base = base.strip_suffix("/openai").unwrap_or(&base);
-        let url = format!("{base}/openai/deployments/{deployment}/embeddings?api-version={api_version}");
-        Self::build("azure", deployment, url, vec![("api-key".to_string(), api_key)], false, "AZURE_API_KEY")
+        let url =
+            format!("{base}/openai/deployments/{deployment}/embeddings?api-version={api_version}");
+        Self::build(
+            "azure",
+            deployment,
+            url,
+            vec![("api-key".to_string(), api_key)],
+            false,
+            "AZURE_API_KEY",
+        )
     }
 
-    fn build(provider: &str, model: &str, url: String, headers: Vec<(String, String)>, send_model: bool, key_hint: &str) -> Result<Self, LlmError> {
+    fn build(
+        provider: &str,
+        model: &str,
+        url: String,
+        headers: Vec<(String, String)>,
+        send_model: bool,
+        key_hint: &str,
+    ) -> Result<Self, LlmError> {
         if model.trim().is_empty() {
-            return Err(LlmError::Config(format!("{provider} embeddings: no model given")));
+            return Err(LlmError::Config(format!(
+                "{provider} embeddings: no model given"
+            )));
         }
         Ok(OpenAiEmbedder {
             provider: provider.to_string(),
@@ -178,7 +236,12 @@ impl OpenAiEmbedder {
     /// The total time one request may take.
     pub fn with_timeout(mut self, timeout: Duration) -> Result<Self, LlmError> {
         let context = self.http.context().clone();
-        self.http = http_client(&context.provider, &context.model, &context.key_hint, timeout)?;
+        self.http = http_client(
+            &context.provider,
+            &context.model,
+            &context.key_hint,
+            timeout,
+        )?;
         Ok(self)
     }
 
@@ -211,13 +274,25 @@ impl Embedder for OpenAiEmbedder {
                 body["dimensions"] = json!(dimensions);
             }
             let reply = self.http.post_json(&self.url, &self.headers, &body).await?;
-            let data = reply.get("data").and_then(Value::as_array).ok_or_else(|| malformed(&self.provider, "no `data` array in the reply"))?;
+            let data = reply
+                .get("data")
+                .and_then(Value::as_array)
+                .ok_or_else(|| malformed(&self.provider, "no `data` array in the reply"))?;
             let mut indexed = data
                 .iter()
                 .enumerate()
                 .map(|(position, item)| {
-                    let index = item.get("index").and_then(Value::as_u64).map_or(position, |i| i as usize);
-                    Ok((index, vector(&self.provider, item.get("embedding").unwrap_or(&Value::Null))?))
+                    let index = item
+                        .get("index")
+                        .and_then(Value::as_u64)
+                        .map_or(position, |i| i as usize);
+                    Ok((
+                        index,
+                        vector(
+                            &self.provider,
+                            item.get("embedding").unwrap_or(&Value::Null),
+                        )?,
+                    ))
                 })
                 .collect::<Result<Vec<_>, LlmError>>()?;
             // The order of `data` is not promised; `index` is.
@@ -262,10 +337,21 @@ impl GeminiEmbedder {
             return Err(LlmError::Config("gemini embeddings: no model given".into()));
         }
         let base = adapter_support::trim_base(base_url.unwrap_or(crate::gemini::DEFAULT_BASE_URL));
-        let versioned = ["/v1beta", "/v1", "/v1alpha"].iter().any(|v| base.ends_with(v));
-        let root = if versioned { base } else { format!("{base}/v1beta") };
+        let versioned = ["/v1beta", "/v1", "/v1alpha"]
+            .iter()
+            .any(|v| base.ends_with(v));
+        let root = if versioned {
+            base
+        } else {
+            format!("{base}/v1beta")
+        };
         Ok(GeminiEmbedder {
-            http: http_client("gemini", model, "GEMINI_API_KEY or GOOGLE_API_KEY", DEFAULT_TIMEOUT)?,
+            http: http_client(
+                "gemini",
+                model,
+                "GEMINI_API_KEY or GOOGLE_API_KEY",
+                DEFAULT_TIMEOUT,
+            )?,
             url: format!("{root}/models/{model}:batchEmbedContents"),
             api_key,
             model: model.to_string(),
@@ -288,7 +374,12 @@ impl GeminiEmbedder {
 
     /// The total time one request may take.
     pub fn with_timeout(mut self, timeout: Duration) -> Result<Self, LlmError> {
-        self.http = http_client("gemini", &self.model, "GEMINI_API_KEY or GOOGLE_API_KEY", timeout)?;
+        self.http = http_client(
+            "gemini",
+            &self.model,
+            "GEMINI_API_KEY or GOOGLE_API_KEY",
+            timeout,
+        )?;
         Ok(self)
     }
 
@@ -318,8 +409,14 @@ impl Embedder for GeminiEmbedder {
                     request
                 })
                 .collect();
-            let reply = self.http.post_json(&self.url, &headers, &json!({"requests": requests})).await?;
-            let embeddings = reply.get("embeddings").and_then(Value::as_array).ok_or_else(|| malformed("gemini", "no `embeddings` array in the reply"))?;
+            let reply = self
+                .http
+                .post_json(&self.url, &headers, &json!({"requests": requests}))
+                .await?;
+            let embeddings = reply
+                .get("embeddings")
+                .and_then(Value::as_array)
+                .ok_or_else(|| malformed("gemini", "no `embeddings` array in the reply"))?;
             let vectors = embeddings
                 .iter()
                 .map(|e| vector("gemini", e.get("values").unwrap_or(&Value::Null)))
@@ -362,9 +459,16 @@ impl OllamaEmbedder {
         if model.trim().is_empty() {
             return Err(LlmError::Config("ollama embeddings: no model given".into()));
         }
-        let host = if host.contains("://") { host.to_string() } else { format!("http://{host}") };
+        let host = if host.contains("://") {
+            host.to_string()
+        } else {
+            format!("http://{host}")
+        };
         let host = adapter_support::trim_base(&host);
-        let host = ["/api/embed", "/api/embeddings", "/api", "/v1"].iter().find_map(|s| host.strip_suffix(s)).unwrap_or(&host);
+        let host = ["/api/embed", "/api/embeddings", "/api", "/v1"]
+            .iter()
+            .find_map(|s| host.strip_suffix(s))
+            .unwrap_or(&host);
         Ok(OllamaEmbedder {
             http: http_client("ollama", model, "OLLAMA_API_KEY", DEFAULT_TIMEOUT)?,
             url: format!("{host}/api/embed"),
@@ -402,8 +506,14 @@ impl Embedder for OllamaEmbedder {
                 body["dimensions"] = json!(dimensions);
             }
             let reply = self.http.post_json(&self.url, &[], &body).await?;
-            let embeddings = reply.get("embeddings").and_then(Value::as_array).ok_or_else(|| malformed("ollama", "no `embeddings` array in the reply"))?;
-            let vectors = embeddings.iter().map(|e| vector("ollama", e)).collect::<Result<Vec<_>, _>>()?;
+            let embeddings = reply
+                .get("embeddings")
+                .and_then(Value::as_array)
+                .ok_or_else(|| malformed("ollama", "no `embeddings` array in the reply"))?;
+            let vectors = embeddings
+                .iter()
+                .map(|e| vector("ollama", e))
+                .collect::<Result<Vec<_>, _>>()?;
             check_count("ollama", batch.len(), &vectors)?;
             all.extend(vectors);
         }
@@ -446,14 +556,19 @@ pub const HASH_DEFAULT_DIMENSIONS: usize = 256;
 impl HashEmbedder {
     /// An embedder producing `dimensions`-long vectors (at least 1).
     pub fn new(dimensions: usize) -> Self {
-        HashEmbedder { dimensions: dimensions.max(1) }
+        HashEmbedder {
+            dimensions: dimensions.max(1),
+        }
     }
 
     /// The vector of one text.
     pub fn embed_one(&self, text: &str) -> Vec<f32> {
         let mut out = vec![0.0f32; self.dimensions];
         let lower = text.to_lowercase();
-        for word in lower.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()) {
+        for word in lower
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+        {
             self.add_feature(&mut out, word.as_bytes(), 1.0);
             let padded: Vec<char> = format!("<{word}>").chars().collect();
             for gram in padded.windows(3) {
@@ -485,7 +600,9 @@ impl Default for HashEmbedder {
 
 /// FNV-1a, 64 bits: stable across runs, platforms and versions (unlike std's hasher).
 fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |hash, byte| (hash ^ u64::from(*byte)).wrapping_mul(0x0000_0100_0000_01b3))
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |hash, byte| {
+        (hash ^ u64::from(*byte)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
 }
 
 #[async_trait]
@@ -520,7 +637,11 @@ impl RetryEmbedder {
 impl Embedder for RetryEmbedder {
     async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, LlmError> {
         let model = self.inner.model();
-        self.policy.run(&format!("embeddings ({model})"), model, || self.inner.embed(texts)).await
+        self.policy
+            .run(&format!("embeddings ({model})"), model, || {
+                self.inner.embed(texts)
+            })
+            .await
     }
 
     fn dimensions(&self) -> Option<usize> {
@@ -553,7 +674,13 @@ pub struct EmbedderSettings {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub api_key: Option<String>,
     /// The server (`api_base`, `url` and `host` are accepted too: CrewAI's Ollama reads `url`).
-    #[serde(default, alias = "api_base", alias = "url", alias = "host", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        alias = "api_base",
+        alias = "url",
+        alias = "host",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub base_url: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dimensions: Option<usize>,
@@ -561,7 +688,11 @@ pub struct EmbedderSettings {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub api_version: Option<String>,
     /// Azure's deployment (defaults to the model name).
-    #[serde(default, alias = "deployment_id", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        alias = "deployment_id",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub deployment: Option<String>,
     /// Gemini's task type (`RETRIEVAL_DOCUMENT`, ...).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -577,7 +708,10 @@ pub struct EmbedderSettings {
 impl EmbedderConfig {
     /// A config for `provider` with default settings.
     pub fn new(provider: impl Into<String>) -> Self {
-        EmbedderConfig { provider: provider.into(), config: EmbedderSettings::default() }
+        EmbedderConfig {
+            provider: provider.into(),
+            config: EmbedderSettings::default(),
+        }
     }
 
     pub fn with_model(mut self, model: impl Into<String>) -> Self {
@@ -609,43 +743,114 @@ impl EmbedderConfig {
 /// Builds the embedder a config describes, reading keys and endpoints the config leaves unset
 /// from the variables CrewAI users set (`OPENAI_API_KEY`, `AZURE_API_KEY`, `GEMINI_API_KEY`, ...).
 pub fn build_embedder(config: &EmbedderConfig) -> Result<Arc<dyn Embedder>, LlmError> {
-    build_embedder_with(config, &|name| std::env::var(name).ok(), &RetryPolicy::default())
+    build_embedder_with(
+        config,
+        &|name| std::env::var(name).ok(),
+        &RetryPolicy::default(),
+    )
 }
 
 /// [`build_embedder`] with an explicit environment and retry timing.
-pub fn build_embedder_with(config: &EmbedderConfig, env: EnvLookup<'_>, policy: &RetryPolicy) -> Result<Arc<dyn Embedder>, LlmError> {
+pub fn build_embedder_with(
+    config: &EmbedderConfig,
+    env: EnvLookup<'_>,
+    policy: &RetryPolicy,
+) -> Result<Arc<dyn Embedder>, LlmError> {
     let settings = &config.config;
-    let provider = config.provider.trim().to_ascii_lowercase().replace('_', "-");
-    let from_env = |names: &[&str]| names.iter().find_map(|n| env(n).map(|v| v.trim().to_string()).filter(|v| !v.is_empty()));
-    let key = |names: &[&str]| settings.api_key.clone().filter(|k| !k.trim().is_empty()).or_else(|| from_env(names));
-    let missing = |var: &str| LlmError::MissingApiKey { provider: format!("the {provider} embedder"), env_var: format!("{var} (or `api_key` in the embedder config)") };
-    let model = |default: &str| settings.model.clone().filter(|m| !m.trim().is_empty()).unwrap_or_else(|| default.to_string());
-    let timeout = settings.timeout.filter(|t| t.is_finite() && *t > 0.0).map_or(DEFAULT_TIMEOUT, Duration::from_secs_f64);
+    let provider = config
+        .provider
+        .trim()
+        .to_ascii_lowercase()
+        .replace('_', "-");
+    let from_env = |names: &[&str]| {
+        names.iter().find_map(|n| {
+            env(n)
+                .map(|v| v.trim().to_string())
+                .filter(|v| !v.is_empty())
+        })
+    };
+    let key = |names: &[&str]| {
+        settings
+            .api_key
+            .clone()
+            .filter(|k| !k.trim().is_empty())
+            .or_else(|| from_env(names))
+    };
+    let missing = |var: &str| LlmError::MissingApiKey {
+        provider: format!("the {provider} embedder"),
+        env_var: format!("{var} (or `api_key` in the embedder config)"),
+    };
+    let model = |default: &str| {
+        settings
+            .model
+            .clone()
+            .filter(|m| !m.trim().is_empty())
+            .unwrap_or_else(|| default.to_string())
+    };
+    let timeout = settings
+        .timeout
+        .filter(|t| t.is_finite() && *t > 0.0)
+        .map_or(DEFAULT_TIMEOUT, Duration::from_secs_f64);
 
     let client: Arc<dyn Embedder> = match provider.as_str() {
-        "hash" | "local-hash" => return Ok(Arc::new(HashEmbedder::new(settings.dimensions.unwrap_or(HASH_DEFAULT_DIMENSIONS)))),
+        "hash" | "local-hash" => {
+            return Ok(Arc::new(HashEmbedder::new(
+                settings.dimensions.unwrap_or(HASH_DEFAULT_DIMENSIONS),
+            )));
+        }
         "openai" => {
             let api_key = key(&["OPENAI_API_KEY"]).ok_or_else(|| missing("OPENAI_API_KEY"))?;
-            let base = settings.base_url.clone().or_else(|| from_env(&["OPENAI_BASE_URL", "OPENAI_API_BASE"]));
-            let client = OpenAiEmbedder::openai(&model(OPENAI_DEFAULT_MODEL), api_key, base.as_deref())?.with_timeout(timeout)?;
-            Arc::new(with_optional_dimensions(client, settings.dimensions, OpenAiEmbedder::with_dimensions))
+            let base = settings
+                .base_url
+                .clone()
+                .or_else(|| from_env(&["OPENAI_BASE_URL", "OPENAI_API_BASE"]));
+            let client =
+                OpenAiEmbedder::openai(&model(OPENAI_DEFAULT_MODEL), api_key, base.as_deref())?
+                    .with_timeout(timeout)?;
+            Arc::new(with_optional_dimensions(
+                client,
+                settings.dimensions,
+                OpenAiEmbedder::with_dimensions,
+            ))
         }
         "openrouter" => {
-            let api_key = key(&["OPENROUTER_API_KEY"]).ok_or_else(|| missing("OPENROUTER_API_KEY"))?;
-            let base = settings.base_url.clone().unwrap_or_else(|| "https://openrouter.ai/api/v1".to_string());
-            let client = OpenAiEmbedder::compatible("openrouter", &model(&format!("openai/{OPENAI_DEFAULT_MODEL}")), &base, Some(api_key))?;
-            Arc::new(with_optional_dimensions(client.with_timeout(timeout)?, settings.dimensions, OpenAiEmbedder::with_dimensions))
+            let api_key =
+                key(&["OPENROUTER_API_KEY"]).ok_or_else(|| missing("OPENROUTER_API_KEY"))?;
+            let base = settings
+                .base_url
+                .clone()
+                .unwrap_or_else(|| "https://openrouter.ai/api/v1".to_string());
+            let client = OpenAiEmbedder::compatible(
+                "openrouter",
+                &model(&format!("openai/{OPENAI_DEFAULT_MODEL}")),
+                &base,
+                Some(api_key),
+            )?;
+            Arc::new(with_optional_dimensions(
+                client.with_timeout(timeout)?,
+                settings.dimensions,
+                OpenAiEmbedder::with_dimensions,
+            ))
         }
         "openai-compatible" | "custom-openai" | "vllm" | "lm-studio" => {
             let base = settings.base_url.clone().ok_or_else(|| {
                 LlmError::Config(format!("the {provider} embedder needs `base_url` (the server's URL up to `/embeddings`)"))
             })?;
-            let name = settings.model.clone().ok_or_else(|| LlmError::Config(format!("the {provider} embedder needs `model`")))?;
-            let client = OpenAiEmbedder::compatible(&provider, &name, &base, settings.api_key.clone())?.with_timeout(timeout)?;
-            Arc::new(with_optional_dimensions(client, settings.dimensions, OpenAiEmbedder::with_dimensions))
+            let name = settings.model.clone().ok_or_else(|| {
+                LlmError::Config(format!("the {provider} embedder needs `model`"))
+            })?;
+            let client =
+                OpenAiEmbedder::compatible(&provider, &name, &base, settings.api_key.clone())?
+                    .with_timeout(timeout)?;
+            Arc::new(with_optional_dimensions(
+                client,
+                settings.dimensions,
+                OpenAiEmbedder::with_dimensions,
+            ))
         }
         "azure" | "azure-openai" => {
-            let api_key = key(&["AZURE_API_KEY", "AZURE_OPENAI_API_KEY"]).ok_or_else(|| missing("AZURE_API_KEY"))?;
+            let api_key = key(&["AZURE_API_KEY", "AZURE_OPENAI_API_KEY"])
+                .ok_or_else(|| missing("AZURE_API_KEY"))?;
             let endpoint = settings.base_url.clone().or_else(|| from_env(&["AZURE_API_BASE", "AZURE_OPENAI_ENDPOINT"])).ok_or_else(|| {
                 LlmError::Config("the azure embedder needs an endpoint: set AZURE_API_BASE or `api_base` in the embedder config".into())
             })?;
@@ -654,17 +859,35 @@ pub fn build_embedder_with(config: &EmbedderConfig, env: EnvLookup<'_>, policy: 
                 .clone()
                 .or_else(|| from_env(&["AZURE_API_VERSION", "OPENAI_API_VERSION"]))
                 .unwrap_or_else(|| AZURE_DEFAULT_API_VERSION.to_string());
-            let deployment = settings.deployment.clone().unwrap_or_else(|| model(OPENAI_DEFAULT_MODEL));
-            let client = OpenAiEmbedder::azure(&deployment, &endpoint, &version, api_key)?.with_timeout(timeout)?;
-            Arc::new(with_optional_dimensions(client, settings.dimensions, OpenAiEmbedder::with_dimensions))
+            let deployment = settings
+                .deployment
+                .clone()
+                .unwrap_or_else(|| model(OPENAI_DEFAULT_MODEL));
+            let client = OpenAiEmbedder::azure(&deployment, &endpoint, &version, api_key)?
+                .with_timeout(timeout)?;
+            Arc::new(with_optional_dimensions(
+                client,
+                settings.dimensions,
+                OpenAiEmbedder::with_dimensions,
+            ))
         }
         "google-generativeai" | "google" | "gemini" | "google-genai" => {
-            let api_key = key(&["GEMINI_API_KEY", "GOOGLE_API_KEY"]).ok_or_else(|| missing("GEMINI_API_KEY or GOOGLE_API_KEY"))?;
-            let mut client = GeminiEmbedder::new(&model(GEMINI_DEFAULT_MODEL), api_key, settings.base_url.as_deref())?.with_timeout(timeout)?;
+            let api_key = key(&["GEMINI_API_KEY", "GOOGLE_API_KEY"])
+                .ok_or_else(|| missing("GEMINI_API_KEY or GOOGLE_API_KEY"))?;
+            let mut client = GeminiEmbedder::new(
+                &model(GEMINI_DEFAULT_MODEL),
+                api_key,
+                settings.base_url.as_deref(),
+            )?
+            .with_timeout(timeout)?;
             if let Some(task) = &settings.task_type {
                 client = client.with_task_type(task.clone());
             }
-            Arc::new(with_optional_dimensions(client, settings.dimensions, GeminiEmbedder::with_dimensions))
+            Arc::new(with_optional_dimensions(
+                client,
+                settings.dimensions,
+                GeminiEmbedder::with_dimensions,
+            ))
         }
         "ollama" => {
             let host = settings
@@ -672,8 +895,13 @@ pub fn build_embedder_with(config: &EmbedderConfig, env: EnvLookup<'_>, policy: 
                 .clone()
                 .or_else(|| from_env(&["OLLAMA_HOST", "OLLAMA_API_BASE"]))
                 .unwrap_or_else(|| OLLAMA_DEFAULT_HOST.to_string());
-            let client = OllamaEmbedder::new(&model(OLLAMA_DEFAULT_MODEL), &host)?.with_timeout(timeout)?;
-            Arc::new(with_optional_dimensions(client, settings.dimensions, OllamaEmbedder::with_dimensions))
+            let client =
+                OllamaEmbedder::new(&model(OLLAMA_DEFAULT_MODEL), &host)?.with_timeout(timeout)?;
+            Arc::new(with_optional_dimensions(
+                client,
+                settings.dimensions,
+                OllamaEmbedder::with_dimensions,
+            ))
         }
         other => {
             return Err(LlmError::Unsupported(format!(
@@ -681,7 +909,10 @@ pub fn build_embedder_with(config: &EmbedderConfig, env: EnvLookup<'_>, policy: 
             )));
         }
     };
-    let policy = RetryPolicy { max_retries: settings.max_retries.unwrap_or(policy.max_retries), ..policy.clone() };
+    let policy = RetryPolicy {
+        max_retries: settings.max_retries.unwrap_or(policy.max_retries),
+        ..policy.clone()
+    };
     if policy.max_retries == 0 {
         return Ok(client);
     }
@@ -699,8 +930,15 @@ fn with_optional_dimensions<T>(client: T, dimensions: Option<usize>, set: fn(T, 
 mod tests {
     use super::*;
 
-    fn env_of(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> + Send + Sync {
-        move |name| pairs.iter().find(|(k, _)| *k == name).map(|(_, v)| v.to_string())
+    fn env_of(
+        pairs: &'static [(&'static str, &'static str)],
+    ) -> impl Fn(&str) -> Option<String> + Send + Sync {
+        move |name| {
+            pairs
+                .iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| v.to_string())
+        }
     }
 
     #[test]
@@ -710,38 +948,77 @@ mod tests {
             "config": {"model_name": "text-embedding-3-large", "api_key": "k", "api_base": "http://x/v1", "dimensions": 256}
         }))
         .unwrap();
-        assert_eq!(config.config.model.as_deref(), Some("text-embedding-3-large"));
+        assert_eq!(
+            config.config.model.as_deref(),
+            Some("text-embedding-3-large")
+        );
         assert_eq!(config.config.base_url.as_deref(), Some("http://x/v1"));
-        let typo = serde_json::from_value::<EmbedderConfig>(json!({"provider": "openai", "config": {"modle": "x"}}));
+        let typo = serde_json::from_value::<EmbedderConfig>(
+            json!({"provider": "openai", "config": {"modle": "x"}}),
+        );
         assert!(typo.unwrap_err().to_string().contains("modle"));
     }
 
     #[test]
     fn missing_keys_and_unknown_providers_explain_themselves() {
         let none = env_of(&[]);
-        let error = build_embedder_with(&EmbedderConfig::new("openai"), &none, &RetryPolicy::none()).err().unwrap();
+        let error =
+            build_embedder_with(&EmbedderConfig::new("openai"), &none, &RetryPolicy::none())
+                .err()
+                .unwrap();
         assert!(error.to_string().contains("OPENAI_API_KEY"), "{error}");
-        let error = build_embedder_with(&EmbedderConfig::new("voyageai"), &none, &RetryPolicy::none()).err().unwrap();
-        assert!(error.to_string().contains("voyageai") && error.to_string().contains("ollama"), "{error}");
-        let error = build_embedder_with(&EmbedderConfig::new("azure").with_api_key("k"), &none, &RetryPolicy::none()).err().unwrap();
+        let error = build_embedder_with(
+            &EmbedderConfig::new("voyageai"),
+            &none,
+            &RetryPolicy::none(),
+        )
+        .err()
+        .unwrap();
+        assert!(
+            error.to_string().contains("voyageai") && error.to_string().contains("ollama"),
+            "{error}"
+        );
+        let error = build_embedder_with(
+            &EmbedderConfig::new("azure").with_api_key("k"),
+            &none,
+            &RetryPolicy::none(),
+        )
+        .err()
+        .unwrap();
         assert!(error.to_string().contains("AZURE_API_BASE"), "{error}");
     }
 
     #[test]
     fn keys_come_from_the_environment_and_dimensions_from_the_model() {
         let env = env_of(&[("GOOGLE_API_KEY", "g")]);
-        let gemini = build_embedder_with(&EmbedderConfig::new("google-generativeai"), &env, &RetryPolicy::none()).unwrap();
+        let gemini = build_embedder_with(
+            &EmbedderConfig::new("google-generativeai"),
+            &env,
+            &RetryPolicy::none(),
+        )
+        .unwrap();
         assert_eq!(gemini.model(), GEMINI_DEFAULT_MODEL);
         assert_eq!(gemini.dimensions(), Some(3072));
         let env = env_of(&[("OPENAI_API_KEY", "o")]);
-        let openai = build_embedder_with(&EmbedderConfig::new("openai").with_dimensions(512), &env, &RetryPolicy::default()).unwrap();
+        let openai = build_embedder_with(
+            &EmbedderConfig::new("openai").with_dimensions(512),
+            &env,
+            &RetryPolicy::default(),
+        )
+        .unwrap();
         assert_eq!(openai.dimensions(), Some(512));
     }
 
     #[test]
     fn ollama_hosts_are_normalised() {
-        assert_eq!(OllamaEmbedder::new("m", "0.0.0.0:11434").unwrap().url, "http://0.0.0.0:11434/api/embed");
-        assert_eq!(OllamaEmbedder::new("m", "http://h:1/api/").unwrap().url, "http://h:1/api/embed");
+        assert_eq!(
+            OllamaEmbedder::new("m", "0.0.0.0:11434").unwrap().url,
+            "http://0.0.0.0:11434/api/embed"
+        );
+        assert_eq!(
+            OllamaEmbedder::new("m", "http://h:1/api/").unwrap().url,
+            "http://h:1/api/embed"
+        );
     }
 
     #[test]

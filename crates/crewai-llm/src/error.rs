@@ -7,19 +7,40 @@ use std::time::Duration;
 #[non_exhaustive]
 pub enum LlmError {
     #[error("{provider}: authentication failed ({message}); check {hint}")]
-    Authentication { provider: String, message: String, hint: String },
+    Authentication {
+        provider: String,
+        message: String,
+        hint: String,
+    },
     #[error("{provider}: permission denied: {message}")]
     PermissionDenied { provider: String, message: String },
     #[error("{provider}: model '{model}' not found: {message}")]
-    ModelNotFound { provider: String, model: String, message: String },
+    ModelNotFound {
+        provider: String,
+        model: String,
+        message: String,
+    },
     #[error("{provider}: rate limited{}: {message}", retry_after.map(|d| format!(" (retry after {:.1}s)", d.as_secs_f64())).unwrap_or_default())]
-    RateLimited { provider: String, retry_after: Option<Duration>, message: String },
+    RateLimited {
+        provider: String,
+        retry_after: Option<Duration>,
+        message: String,
+    },
     #[error("{provider}: context length exceeded: {message}")]
     ContextLengthExceeded { provider: String, message: String },
     #[error("{provider}: invalid request: {message}")]
-    InvalidRequest { provider: String, status: u16, message: String },
+    InvalidRequest {
+        provider: String,
+        status: u16,
+        message: String,
+    },
     #[error("{provider}: server error {status}: {message}")]
-    Server { provider: String, status: u16, message: String, retry_after: Option<Duration> },
+    Server {
+        provider: String,
+        status: u16,
+        message: String,
+        retry_after: Option<Duration>,
+    },
     #[error("{provider}: request timed out after {}s", .after.as_secs_f64())]
     Timeout { provider: String, after: Duration },
     #[error("{provider}: connection failed: {message}")]
@@ -35,7 +56,10 @@ pub enum LlmError {
     #[error("the call was cancelled")]
     Cancelled,
     #[error("all models failed; last error: {last}")]
-    AllFallbacksFailed { last: Box<LlmError>, attempts: Vec<String> },
+    AllFallbacksFailed {
+        last: Box<LlmError>,
+        attempts: Vec<String>,
+    },
 }
 
 impl LlmError {
@@ -43,14 +67,19 @@ impl LlmError {
     pub fn is_retryable(&self) -> bool {
         matches!(
             self,
-            LlmError::RateLimited { .. } | LlmError::Server { .. } | LlmError::Timeout { .. } | LlmError::Connection { .. }
+            LlmError::RateLimited { .. }
+                | LlmError::Server { .. }
+                | LlmError::Timeout { .. }
+                | LlmError::Connection { .. }
         )
     }
 
     /// The wait the provider asked for, if it said.
     pub fn retry_after(&self) -> Option<Duration> {
         match self {
-            LlmError::RateLimited { retry_after, .. } | LlmError::Server { retry_after, .. } => *retry_after,
+            LlmError::RateLimited { retry_after, .. } | LlmError::Server { retry_after, .. } => {
+                *retry_after
+            }
             _ => None,
         }
     }

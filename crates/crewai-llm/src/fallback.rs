@@ -30,7 +30,9 @@ impl FallbackLlm {
     /// `chain[0]` is the primary model; the rest are tried in order.
     pub fn new(chain: Vec<Arc<dyn Llm>>) -> Result<Self, LlmError> {
         if chain.is_empty() {
-            return Err(LlmError::Config("a fallback chain needs at least one model".into()));
+            return Err(LlmError::Config(
+                "a fallback chain needs at least one model".into(),
+            ));
         }
         Ok(FallbackLlm { chain })
     }
@@ -45,7 +47,9 @@ impl FallbackLlm {
 
     async fn run<T, F>(&self, attempt: F) -> Result<T, LlmError>
     where
-        F: for<'a> Fn(&'a Arc<dyn Llm>) -> futures::future::BoxFuture<'a, Result<T, LlmError>> + Send + Sync,
+        F: for<'a> Fn(&'a Arc<dyn Llm>) -> futures::future::BoxFuture<'a, Result<T, LlmError>>
+            + Send
+            + Sync,
         T: Send,
     {
         let mut attempts = Vec::new();
@@ -62,9 +66,14 @@ impl FallbackLlm {
             }
         }
         match last {
-            Some(last) if self.chain.len() > 1 => Err(LlmError::AllFallbacksFailed { last: Box::new(last), attempts }),
+            Some(last) if self.chain.len() > 1 => Err(LlmError::AllFallbacksFailed {
+                last: Box::new(last),
+                attempts,
+            }),
             Some(last) => Err(last),
-            None => Err(LlmError::Config("a fallback chain needs at least one model".into())),
+            None => Err(LlmError::Config(
+                "a fallback chain needs at least one model".into(),
+            )),
         }
     }
 }

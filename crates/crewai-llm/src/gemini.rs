@@ -37,8 +37,8 @@ use crate::error::LlmError;
 use crate::http::{ErrorContext, HttpClient, SseStream, Transport};
 use crate::traits::{Llm, LlmStream};
 use crate::types::{
-    Capabilities, ContentPart, FinishReason, LlmRequest, LlmResponse, Message, Role, StreamEvent, ThinkingBlock, ToolCall,
-    ToolChoice, Usage,
+    Capabilities, ContentPart, FinishReason, LlmRequest, LlmResponse, Message, Role, StreamEvent,
+    ThinkingBlock, ToolCall, ToolChoice, Usage,
 };
 
 /// Google's public endpoint.
@@ -80,16 +80,38 @@ impl GeminiLlm {
 
     /// A client for `model` with an explicit key and endpoint (`None`: Google's; with or without
     /// a trailing `/v1beta`); the other settings come from `config`. Reads no environment.
-    pub fn new(model: &str, api_key: String, base_url: Option<&str>, config: &LlmConfig) -> Result<Self, LlmError> {
+    pub fn new(
+        model: &str,
+        api_key: String,
+        base_url: Option<&str>,
+        config: &LlmConfig,
+    ) -> Result<Self, LlmError> {
         let model = model.strip_prefix("models/").unwrap_or(model);
         if model.trim().is_empty() {
-            return Err(LlmError::Config("gemini: no model given (for example `gemini/gemini-2.5-flash`)".into()));
+            return Err(LlmError::Config(
+                "gemini: no model given (for example `gemini/gemini-2.5-flash`)".into(),
+            ));
         }
         let base = adapter_support::trim_base(base_url.unwrap_or(DEFAULT_BASE_URL));
-        let versioned = ["/v1beta", "/v1", "/v1alpha"].iter().any(|v| base.ends_with(v));
-        let root = if versioned { base } else { format!("{base}/v1beta") };
-        let http = HttpClient::new(ErrorContext::new(PROVIDER, model, KEY_VARS.join(" or ")), config)?;
-        Ok(GeminiLlm { model_url: format!("{root}/models/{model}"), model: model.to_string(), api_key, config: config.clone(), http })
+        let versioned = ["/v1beta", "/v1", "/v1alpha"]
+            .iter()
+            .any(|v| base.ends_with(v));
+        let root = if versioned {
+            base
+        } else {
+            format!("{base}/v1beta")
+        };
+        let http = HttpClient::new(
+            ErrorContext::new(PROVIDER, model, KEY_VARS.join(" or ")),
+            config,
+        )?;
+        Ok(GeminiLlm {
+            model_url: format!("{root}/models/{model}"),
+            model: model.to_string(),
+            api_key,
+            config: config.clone(),
+            http,
+        })
     }
 
     /// Sends requests through `transport` (a cassette recorder or replayer).
@@ -104,7 +126,10 @@ impl GeminiLlm {
     }
 
     fn headers(&self) -> Vec<(String, String)> {
-        adapter_support::request_headers(vec![("x-goog-api-key".to_string(), self.api_key.clone())], &self.config)
+        adapter_support::request_headers(
+            vec![("x-goog-api-key".to_string(), self.api_key.clone())],
+            &self.config,
+        )
     }
 
     fn prepare(&self, request: &LlmRequest) -> Result<(Value, ResponseReader), LlmError> {
@@ -113,10 +138,17 @@ impl GeminiLlm {
         Ok((body, ResponseReader { names }))
     }
 
-    async fn open_stream(&self, request: &LlmRequest) -> Result<(SseStream, ResponseReader), LlmError> {
+    async fn open_stream(
+        &self,
+        request: &LlmRequest,
+    ) -> Result<(SseStream, ResponseReader), LlmError> {
         let (body, reader) = self.prepare(request)?;
         let url = format!("{}:streamGenerateContent?alt=sse", self.model_url);
-        let events = self.http.post_sse(&url, &self.headers(), &body).await.map_err(refine_error)?;
+        let events = self
+            .http
+            .post_sse(&url, &self.headers(), &body)
+            .await
+            .map_err(refine_error)?;
         Ok((events, reader))
     }
 }
@@ -134,7 +166,11 @@ impl Llm for GeminiLlm {
     async fn call(&self, request: LlmRequest) -> Result<LlmResponse, LlmError> {
         let (body, reader) = self.prepare(&request)?;
         let url = format!("{}:generateContent", self.model_url);
-        let reply = self.http.post_json(&url, &self.headers(), &body).await.map_err(refine_error)?;
+        let reply = self
+            .http
+            .post_json(&url, &self.headers(), &body)
+            .await
+            .map_err(refine_error)?;
         let mut assembler = Assembler::new(reader);
         assembler.add_chunk(&reply)?;
         assembler.finish()
@@ -142,7 +178,12 @@ impl Llm for GeminiLlm {
 
     async fn stream(&self, request: LlmRequest) -> Result<LlmStream, LlmError> {
         let (events, reader) = self.open_stream(&request).await?;
-        Ok(adapter_support::decode_sse_reply(events, ChunkDecoder { assembler: Some(Assembler::new(reader)) }))
+        Ok(adapter_support::decode_sse_reply(
+            events,
+            ChunkDecoder {
+                assembler: Some(Assembler::new(reader)),
+            },
+        ))
     }
 
     fn capabilities(&self) -> Capabilities {
@@ -151,7 +192,10 @@ impl Llm for GeminiLlm {
             stop_words: true,
             multimodal: true,
             structured_output: true,
-            context_window: self.config.context_window_size.unwrap_or_else(|| context_window(&self.model)),
+            context_window: self
+                .config
+                .context_window_size
+                .unwrap_or_else(|| context_window(&self.model)),
         }
     }
 }
@@ -172,12 +216,26 @@ fn context_window(model: &str) -> u64 {
 /// the wait before a retry is in the message ("Please retry in 37.5s").
 fn refine_error(error: LlmError) -> LlmError {
     match error {
-        LlmError::InvalidRequest { provider, message, .. } if message.contains("API key not valid") || message.contains("API_KEY_INVALID") => {
-            LlmError::Authentication { provider, message, hint: KEY_VARS.join(" or ") }
+        LlmError::InvalidRequest {
+            provider, message, ..
+        } if message.contains("API key not valid") || message.contains("API_KEY_INVALID") => {
+            LlmError::Authentication {
+                provider,
+                message,
+                hint: KEY_VARS.join(" or "),
+            }
         }
-        LlmError::RateLimited { provider, retry_after: None, message } => {
+        LlmError::RateLimited {
+            provider,
+            retry_after: None,
+            message,
+        } => {
             let retry_after = retry_delay_in(&message);
-            LlmError::RateLimited { provider, retry_after, message }
+            LlmError::RateLimited {
+                provider,
+                retry_after,
+                message,
+            }
         }
         other => other,
     }
@@ -187,20 +245,39 @@ fn refine_error(error: LlmError) -> LlmError {
 fn retry_delay_in(message: &str) -> Option<Duration> {
     let lower = message.to_ascii_lowercase();
     let start = lower.find("retry in ")? + "retry in ".len();
-    let number: String = lower[start..].chars().take_while(|c| c.is_ascii_digit() || *c == '.').collect();
+    let number: String = lower[start..]
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == '.')
+        .collect();
     let rest = &lower[start + number.len()..];
     let seconds: f64 = number.parse().ok()?;
-    let seconds = if rest.starts_with("ms") { seconds / 1000.0 } else { seconds };
-    Duration::try_from_secs_f64(seconds).ok().map(|d| d.min(crate::http::MAX_RETRY_AFTER))
+    let seconds = if rest.starts_with("ms") {
+        seconds / 1000.0
+    } else {
+        seconds
+    };
+    Duration::try_from_secs_f64(seconds)
+        .ok()
+        .map(|d| d.min(crate::http::MAX_RETRY_AFTER))
 }
 
 /// Builds the generateContent body.
-fn build_body(config: &LlmConfig, request: &LlmRequest, names: &ToolNameMap) -> Result<Value, LlmError> {
+fn build_body(
+    config: &LlmConfig,
+    request: &LlmRequest,
+    names: &ToolNameMap,
+) -> Result<Value, LlmError> {
     let (system, conversation) = adapter_support::split_system(&request.messages);
     let mut body = Map::new();
-    body.insert("contents".into(), Value::Array(build_contents(&conversation, names)));
+    body.insert(
+        "contents".into(),
+        Value::Array(build_contents(&conversation, names)),
+    );
     if !system.is_empty() {
-        body.insert("systemInstruction".into(), json!({"parts": [{"text": system.join("\n\n")}]}));
+        body.insert(
+            "systemInstruction".into(),
+            json!({"parts": [{"text": system.join("\n\n")}]}),
+        );
     }
     if !request.tools.is_empty() {
         let declarations: Vec<Value> = request
@@ -216,15 +293,23 @@ fn build_body(config: &LlmConfig, request: &LlmRequest, names: &ToolNameMap) -> 
                 declaration
             })
             .collect();
-        body.insert("tools".into(), json!([{"functionDeclarations": declarations}]));
+        body.insert(
+            "tools".into(),
+            json!([{"functionDeclarations": declarations}]),
+        );
         if let Some(choice) = &request.options.tool_choice {
             let config = match choice {
                 ToolChoice::Auto => json!({"mode": "AUTO"}),
                 ToolChoice::None => json!({"mode": "NONE"}),
                 ToolChoice::Required => json!({"mode": "ANY"}),
-                ToolChoice::Tool(name) => json!({"mode": "ANY", "allowedFunctionNames": [names.provider_name(name)]}),
+                ToolChoice::Tool(name) => {
+                    json!({"mode": "ANY", "allowedFunctionNames": [names.provider_name(name)]})
+                }
             };
-            body.insert("toolConfig".into(), json!({"functionCallingConfig": config}));
+            body.insert(
+                "toolConfig".into(),
+                json!({"functionCallingConfig": config}),
+            );
         }
     }
     let generation = generation_config(config, request);
@@ -244,16 +329,48 @@ fn generation_config(config: &LlmConfig, request: &LlmRequest) -> Map<String, Va
             generation.insert(key.to_string(), value);
         }
     };
-    set("temperature", request.options.temperature.or(config.temperature).map(|t| json!(t)));
+    set(
+        "temperature",
+        request
+            .options
+            .temperature
+            .or(config.temperature)
+            .map(|t| json!(t)),
+    );
     set("topP", config.top_p.map(|p| json!(p)));
-    set("maxOutputTokens", request.options.max_tokens.or(config.max_tokens).or(config.max_completion_tokens).map(|n| json!(n)));
-    let stop: Vec<String> = adapter_support::stop_words(config, request).into_iter().take(MAX_STOP_SEQUENCES).collect();
-    set("stopSequences", Some(json!(stop)).filter(|_| !stop.is_empty()));
+    set(
+        "maxOutputTokens",
+        request
+            .options
+            .max_tokens
+            .or(config.max_tokens)
+            .or(config.max_completion_tokens)
+            .map(|n| json!(n)),
+    );
+    let stop: Vec<String> = adapter_support::stop_words(config, request)
+        .into_iter()
+        .take(MAX_STOP_SEQUENCES)
+        .collect();
+    set(
+        "stopSequences",
+        Some(json!(stop)).filter(|_| !stop.is_empty()),
+    );
     set("seed", config.seed.map(|s| json!(s)));
     set("presencePenalty", config.presence_penalty.map(|p| json!(p)));
-    set("frequencyPenalty", config.frequency_penalty.map(|p| json!(p)));
-    if let Some(budget) = config.thinking.as_ref().and_then(|t| t.get("budget_tokens")).and_then(Value::as_u64) {
-        set("thinkingConfig", Some(json!({"thinkingBudget": budget, "includeThoughts": true})));
+    set(
+        "frequencyPenalty",
+        config.frequency_penalty.map(|p| json!(p)),
+    );
+    if let Some(budget) = config
+        .thinking
+        .as_ref()
+        .and_then(|t| t.get("budget_tokens"))
+        .and_then(Value::as_u64)
+    {
+        set(
+            "thinkingConfig",
+            Some(json!({"thinkingBudget": budget, "includeThoughts": true})),
+        );
     }
     if let Some(format) = &request.response_format {
         set("responseMimeType", Some(json!("application/json")));
@@ -269,7 +386,12 @@ fn build_contents(conversation: &[&Message], names: &ToolNameMap) -> Vec<Value> 
         let (role, parts) = match message.role {
             Role::Assistant => ("model", model_parts(message, names)),
             Role::Tool => {
-                let name = message.name.clone().filter(|n| !n.is_empty()).or_else(|| called_name(&conversation[..position], message)).unwrap_or_default();
+                let name = message
+                    .name
+                    .clone()
+                    .filter(|n| !n.is_empty())
+                    .or_else(|| called_name(&conversation[..position], message))
+                    .unwrap_or_default();
                 let part = json!({"functionResponse": {"name": names.provider_name(&name), "response": {"output": message.text()}}});
                 ("user", vec![part])
             }
@@ -283,13 +405,21 @@ fn build_contents(conversation: &[&Message], names: &ToolNameMap) -> Vec<Value> 
             _ => contents.push((role, parts)),
         }
     }
-    contents.into_iter().map(|(role, parts)| json!({"role": role, "parts": parts})).collect()
+    contents
+        .into_iter()
+        .map(|(role, parts)| json!({"role": role, "parts": parts}))
+        .collect()
 }
 
 /// The name of the call a tool message answers, found in the turns before it.
 fn called_name(history: &[&Message], result: &Message) -> Option<String> {
     let id = result.tool_call_id.as_deref()?;
-    history.iter().rev().flat_map(|m| &m.tool_calls).find(|c| c.id == id).map(|c| c.name.clone())
+    history
+        .iter()
+        .rev()
+        .flat_map(|m| &m.tool_calls)
+        .find(|c| c.id == id)
+        .map(|c| c.name.clone())
 }
 
 fn user_parts(message: &Message) -> Vec<Value> {
@@ -299,14 +429,23 @@ fn user_parts(message: &Message) -> Vec<Value> {
         .filter_map(|part| match part {
             ContentPart::Text { text } if text.is_empty() => None,
             ContentPart::Text { text } => Some(json!({"text": text})),
-            ContentPart::Image { url, media_type } => Some(match adapter_support::parse_data_url(url) {
-                Some((mime, data)) => json!({"inlineData": {"mimeType": mime, "data": data}}),
-                None => {
-                    let mime = media_type.as_deref().or_else(|| adapter_support::media_type_from_url(url)).unwrap_or("image/jpeg");
-                    json!({"fileData": {"mimeType": mime, "fileUri": url}})
-                }
-            }),
-            ContentPart::File { data_base64, media_type, .. } => Some(json!({"inlineData": {"mimeType": media_type, "data": data_base64}})),
+            ContentPart::Image { url, media_type } => {
+                Some(match adapter_support::parse_data_url(url) {
+                    Some((mime, data)) => json!({"inlineData": {"mimeType": mime, "data": data}}),
+                    None => {
+                        let mime = media_type
+                            .as_deref()
+                            .or_else(|| adapter_support::media_type_from_url(url))
+                            .unwrap_or("image/jpeg");
+                        json!({"fileData": {"mimeType": mime, "fileUri": url}})
+                    }
+                })
+            }
+            ContentPart::File {
+                data_base64,
+                media_type,
+                ..
+            } => Some(json!({"inlineData": {"mimeType": media_type, "data": data_base64}})),
         })
         .collect()
 }
@@ -315,7 +454,8 @@ fn model_parts(message: &Message, names: &ToolNameMap) -> Vec<Value> {
     let mut parts = user_parts(message);
     for call in &message.tool_calls {
         let args = adapter_support::arguments_object(&call.arguments);
-        let mut part = json!({"functionCall": {"name": names.provider_name(&call.name), "args": args}});
+        let mut part =
+            json!({"functionCall": {"name": names.provider_name(&call.name), "args": args}});
         if let Some(signature) = &call.signature {
             part["thoughtSignature"] = json!(signature);
         }
@@ -342,13 +482,14 @@ fn model_parts(message: &Message, names: &ToolNameMap) -> Vec<Value> {
 /// }));
 /// ```
 pub fn clean_schema(schema: &Value) -> Value {
-    let definitions = ["$defs", "definitions"].iter().filter_map(|key| schema.get(*key)).filter_map(Value::as_object).fold(
-        Map::new(),
-        |mut all, defs| {
+    let definitions = ["$defs", "definitions"]
+        .iter()
+        .filter_map(|key| schema.get(*key))
+        .filter_map(Value::as_object)
+        .fold(Map::new(), |mut all, defs| {
             all.extend(defs.iter().map(|(k, v)| (k.clone(), v.clone())));
             all
-        },
-    );
+        });
     clean_node(schema, &definitions, 0)
 }
 
@@ -370,11 +511,19 @@ fn clean_node(node: &Value, definitions: &Map<String, Value>, depth: usize) -> V
         };
         // Keywords beside the `$ref` (a description) win over the definition's.
         let mut merged = target.clone();
-        merged.extend(map.iter().filter(|(k, _)| k.as_str() != "$ref").map(|(k, v)| (k.clone(), v.clone())));
+        merged.extend(
+            map.iter()
+                .filter(|(k, _)| k.as_str() != "$ref")
+                .map(|(k, v)| (k.clone(), v.clone())),
+        );
         return clean_node(&Value::Object(merged), definitions, depth + 1);
     }
     if let Some(Value::Array(all)) = map.get("allOf") {
-        let mut merged: Map<String, Value> = map.iter().filter(|(k, _)| k.as_str() != "allOf").map(|(k, v)| (k.clone(), v.clone())).collect();
+        let mut merged: Map<String, Value> = map
+            .iter()
+            .filter(|(k, _)| k.as_str() != "allOf")
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
         for part in all {
             let cleaned = clean_node(part, definitions, depth + 1);
             if let Value::Object(fields) = cleaned {
@@ -387,14 +536,21 @@ fn clean_node(node: &Value, definitions: &Map<String, Value>, depth: usize) -> V
     }
 
     let mut out = Map::new();
-    let mut nullable = map.get("nullable").and_then(Value::as_bool).unwrap_or(false);
+    let mut nullable = map
+        .get("nullable")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
     match map.get("type") {
         Some(Value::String(kind)) if kind == "null" => nullable = true,
         Some(Value::String(kind)) => {
             out.insert("type".into(), json!(kind));
         }
         Some(Value::Array(kinds)) => {
-            let named: Vec<&str> = kinds.iter().filter_map(Value::as_str).filter(|k| *k != "null").collect();
+            let named: Vec<&str> = kinds
+                .iter()
+                .filter_map(Value::as_str)
+                .filter(|k| *k != "null")
+                .collect();
             nullable |= named.len() < kinds.len();
             match named.as_slice() {
                 [] => {}
@@ -402,17 +558,26 @@ fn clean_node(node: &Value, definitions: &Map<String, Value>, depth: usize) -> V
                     out.insert("type".into(), json!(one));
                 }
                 many => {
-                    let options: Vec<Value> = many.iter().map(|kind| json!({"type": kind})).collect();
+                    let options: Vec<Value> =
+                        many.iter().map(|kind| json!({"type": kind})).collect();
                     out.insert("anyOf".into(), Value::Array(options));
                 }
             }
         }
         _ => {}
     }
-    if let Some(options) = map.get("anyOf").or_else(|| map.get("oneOf")).and_then(Value::as_array) {
+    if let Some(options) = map
+        .get("anyOf")
+        .or_else(|| map.get("oneOf"))
+        .and_then(Value::as_array)
+    {
         let is_null = |o: &&Value| o.get("type").and_then(Value::as_str) == Some("null");
         nullable |= options.iter().any(|o| is_null(&o));
-        let kept: Vec<Value> = options.iter().filter(|o| !is_null(o)).map(|o| clean_node(o, definitions, depth + 1)).collect();
+        let kept: Vec<Value> = options
+            .iter()
+            .filter(|o| !is_null(o))
+            .map(|o| clean_node(o, definitions, depth + 1))
+            .collect();
         match kept.len() {
             0 => {}
             1 => {
@@ -438,9 +603,16 @@ fn clean_node(node: &Value, definitions: &Map<String, Value>, depth: usize) -> V
         }
     }
     if let Some(Value::Object(properties)) = map.get("properties") {
-        let cleaned: Map<String, Value> = properties.iter().map(|(k, v)| (k.clone(), clean_node(v, definitions, depth + 1))).collect();
+        let cleaned: Map<String, Value> = properties
+            .iter()
+            .map(|(k, v)| (k.clone(), clean_node(v, definitions, depth + 1)))
+            .collect();
         if let Some(Value::Array(required)) = map.get("required") {
-            let present: Vec<Value> = required.iter().filter(|r| r.as_str().is_some_and(|r| cleaned.contains_key(r))).cloned().collect();
+            let present: Vec<Value> = required
+                .iter()
+                .filter(|r| r.as_str().is_some_and(|r| cleaned.contains_key(r)))
+                .cloned()
+                .collect();
             if !present.is_empty() {
                 out.insert("required".into(), Value::Array(present));
             }
@@ -453,7 +625,10 @@ fn clean_node(node: &Value, definitions: &Map<String, Value>, depth: usize) -> V
         }
         // Tuple schemas have no OpenAPI form; the first position's schema is the closest.
         Some(Value::Array(positions)) if !positions.is_empty() => {
-            out.insert("items".into(), clean_node(&positions[0], definitions, depth + 1));
+            out.insert(
+                "items".into(),
+                clean_node(&positions[0], definitions, depth + 1),
+            );
         }
         _ => {}
     }
@@ -470,8 +645,17 @@ fn clean_node(node: &Value, definitions: &Map<String, Value>, depth: usize) -> V
         }
     }
     const KEPT: &[&str] = &[
-        "description", "minItems", "maxItems", "minimum", "maximum", "minLength", "maxLength", "pattern", "minProperties",
-        "maxProperties", "propertyOrdering",
+        "description",
+        "minItems",
+        "maxItems",
+        "minimum",
+        "maximum",
+        "minLength",
+        "maxLength",
+        "pattern",
+        "minProperties",
+        "maxProperties",
+        "propertyOrdering",
     ];
     for key in KEPT {
         if let Some(value) = map.get(*key) {
@@ -498,7 +682,10 @@ struct ResponseReader {
 }
 
 fn malformed(message: impl Into<String>) -> LlmError {
-    LlmError::MalformedResponse { provider: PROVIDER.into(), message: message.into() }
+    LlmError::MalformedResponse {
+        provider: PROVIDER.into(),
+        message: message.into(),
+    }
 }
 
 /// Builds a response from one complete reply or from the chunks of a stream.
@@ -535,12 +722,28 @@ impl Assembler {
     /// Takes in one GenerateContentResponse; returns the deltas it carries.
     fn add_chunk(&mut self, chunk: &Value) -> Result<Vec<StreamEvent>, LlmError> {
         if let Some(error) = chunk.get("error") {
-            let status = error.get("code").and_then(Value::as_u64).and_then(|c| u16::try_from(c).ok()).unwrap_or(500);
-            let context = ErrorContext::new(PROVIDER, self.model.clone().unwrap_or_default(), KEY_VARS.join(" or "));
-            return Err(refine_error(crate::http::classify_status(&context, status, None, &chunk.to_string())));
+            let status = error
+                .get("code")
+                .and_then(Value::as_u64)
+                .and_then(|c| u16::try_from(c).ok())
+                .unwrap_or(500);
+            let context = ErrorContext::new(
+                PROVIDER,
+                self.model.clone().unwrap_or_default(),
+                KEY_VARS.join(" or "),
+            );
+            return Err(refine_error(crate::http::classify_status(
+                &context,
+                status,
+                None,
+                &chunk.to_string(),
+            )));
         }
         if !chunk.is_object() {
-            return Err(malformed(format!("expected a JSON object, got {}", crate::http::snippet(&chunk.to_string()))));
+            return Err(malformed(format!(
+                "expected a JSON object, got {}",
+                crate::http::snippet(&chunk.to_string())
+            )));
         }
         self.chunks += 1;
         let text_of = |key: &str| chunk.get(key).and_then(Value::as_str).map(str::to_string);
@@ -549,25 +752,49 @@ impl Assembler {
         if let Some(usage) = chunk.get("usageMetadata") {
             self.usage = Some(usage.clone());
         }
-        if let Some(reason) = chunk.pointer("/promptFeedback/blockReason").and_then(Value::as_str) {
+        if let Some(reason) = chunk
+            .pointer("/promptFeedback/blockReason")
+            .and_then(Value::as_str)
+        {
             self.block_reason = Some(reason.to_string());
         }
         let mut events = Vec::new();
-        let Some(candidate) = chunk.get("candidates").and_then(Value::as_array).and_then(|c| c.first()) else {
+        let Some(candidate) = chunk
+            .get("candidates")
+            .and_then(Value::as_array)
+            .and_then(|c| c.first())
+        else {
             return Ok(events);
         };
         if let Some(reason) = candidate.get("finishReason").and_then(Value::as_str) {
             self.finish_reason = Some(reason.to_string());
         }
-        let parts = candidate.pointer("/content/parts").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+        let parts = candidate
+            .pointer("/content/parts")
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+            .unwrap_or_default();
         for part in parts {
-            let signature = part.get("thoughtSignature").and_then(Value::as_str).map(str::to_string);
+            let signature = part
+                .get("thoughtSignature")
+                .and_then(Value::as_str)
+                .map(str::to_string);
             if let Some(call) = part.get("functionCall") {
-                let provider_name = call.get("name").and_then(Value::as_str).ok_or_else(|| malformed("a functionCall without a name"))?;
+                let provider_name = call
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| malformed("a functionCall without a name"))?;
                 let index = self.tool_calls.len();
-                let id = call.get("id").and_then(Value::as_str).map(str::to_string).unwrap_or_else(|| {
-                    format!("call_{}_{index}", self.response_id.as_deref().unwrap_or("gemini"))
-                });
+                let id = call
+                    .get("id")
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+                    .unwrap_or_else(|| {
+                        format!(
+                            "call_{}_{index}",
+                            self.response_id.as_deref().unwrap_or("gemini")
+                        )
+                    });
                 let arguments = call.get("args").cloned().unwrap_or_else(|| json!({}));
                 let name = self.reader.names.original_name(provider_name);
                 events.push(StreamEvent::ToolCallDelta {
@@ -576,7 +803,12 @@ impl Assembler {
                     name: Some(name.clone()),
                     arguments_delta: arguments.to_string(),
                 });
-                self.tool_calls.push(ToolCall { id, name, arguments, signature });
+                self.tool_calls.push(ToolCall {
+                    id,
+                    name,
+                    arguments,
+                    signature,
+                });
             } else if let Some(text) = part.get("text").and_then(Value::as_str) {
                 if part.get("thought").and_then(Value::as_bool) == Some(true) {
                     self.thoughts.push_str(text);
@@ -591,7 +823,13 @@ impl Assembler {
     }
 
     fn usage(&self) -> Usage {
-        let count = |key: &str| self.usage.as_ref().and_then(|u| u.get(key)).and_then(Value::as_u64).unwrap_or(0);
+        let count = |key: &str| {
+            self.usage
+                .as_ref()
+                .and_then(|u| u.get(key))
+                .and_then(Value::as_u64)
+                .unwrap_or(0)
+        };
         let prompt = count("promptTokenCount") + count("toolUsePromptTokenCount");
         let thoughts = count("thoughtsTokenCount");
         // Gemini counts thinking apart from the candidates; our completion count includes it.
@@ -621,14 +859,24 @@ impl Assembler {
             _ if !self.tool_calls.is_empty() => FinishReason::ToolCalls,
             (None, Some("STOP") | None) => FinishReason::Stop,
             (None, Some("MAX_TOKENS")) => FinishReason::Length,
-            (None, Some("SAFETY" | "RECITATION" | "BLOCKLIST" | "PROHIBITED_CONTENT" | "SPII" | "IMAGE_SAFETY")) => FinishReason::ContentFilter,
+            (
+                None,
+                Some(
+                    "SAFETY" | "RECITATION" | "BLOCKLIST" | "PROHIBITED_CONTENT" | "SPII"
+                    | "IMAGE_SAFETY",
+                ),
+            ) => FinishReason::ContentFilter,
             (None, Some(other)) => FinishReason::Other(other.to_string()),
         };
         let usage = self.usage();
         let thinking = if self.thoughts.is_empty() {
             Vec::new()
         } else {
-            vec![ThinkingBlock { thinking: self.thoughts, signature: None, redacted_data: None }]
+            vec![ThinkingBlock {
+                thinking: self.thoughts,
+                signature: None,
+                redacted_data: None,
+            }]
         };
         Ok(LlmResponse {
             content: Some(self.text).filter(|t| !t.is_empty()),
@@ -651,7 +899,12 @@ struct ChunkDecoder {
 
 impl SseReplyDecoder for ChunkDecoder {
     fn on_data(&mut self, data: &str) -> Result<Vec<StreamEvent>, LlmError> {
-        let chunk: Value = serde_json::from_str(data).map_err(|e| malformed(format!("a stream chunk is not JSON ({e}): {}", crate::http::snippet(data))))?;
+        let chunk: Value = serde_json::from_str(data).map_err(|e| {
+            malformed(format!(
+                "a stream chunk is not JSON ({e}): {}",
+                crate::http::snippet(data)
+            ))
+        })?;
         match self.assembler.as_mut() {
             Some(assembler) => assembler.add_chunk(&chunk),
             None => Ok(Vec::new()),
@@ -710,24 +963,43 @@ mod tests {
 
     #[test]
     fn retry_delay_is_read_from_the_message() {
-        assert_eq!(retry_delay_in("Quota exceeded. Please retry in 37.5s."), Some(Duration::from_millis(37_500)));
-        assert_eq!(retry_delay_in("Please retry in 250ms"), Some(Duration::from_millis(250)));
+        assert_eq!(
+            retry_delay_in("Quota exceeded. Please retry in 37.5s."),
+            Some(Duration::from_millis(37_500))
+        );
+        assert_eq!(
+            retry_delay_in("Please retry in 250ms"),
+            Some(Duration::from_millis(250))
+        );
         assert_eq!(retry_delay_in("slow down"), None);
     }
 
     #[test]
     fn tool_results_find_their_call_name_and_merge_into_one_turn() {
-        let call = ToolCall { id: "c1".into(), name: "look up".into(), arguments: json!({"q": 1}), signature: Some("sig".into()) };
+        let call = ToolCall {
+            id: "c1".into(),
+            name: "look up".into(),
+            arguments: json!({"q": 1}),
+            signature: Some("sig".into()),
+        };
         let mut anonymous = Message::tool_result("c1", "", "found");
         anonymous.name = None;
-        let messages = [Message::user("go"), Message::assistant_tool_calls(None, vec![call]), anonymous, Message::user("and?")];
+        let messages = [
+            Message::user("go"),
+            Message::assistant_tool_calls(None, vec![call]),
+            anonymous,
+            Message::user("and?"),
+        ];
         let refs: Vec<&Message> = messages.iter().collect();
         let names = ToolNameMap::new(TOOL_NAMES, ["look up"]);
         let contents = build_contents(&refs, &names);
         assert_eq!(contents.len(), 3);
         assert_eq!(contents[1]["parts"][0]["thoughtSignature"], "sig");
         assert_eq!(contents[1]["parts"][0]["functionCall"]["name"], "look_up");
-        assert_eq!(contents[2]["parts"][0]["functionResponse"]["name"], "look_up");
+        assert_eq!(
+            contents[2]["parts"][0]["functionResponse"]["name"],
+            "look_up"
+        );
         assert_eq!(contents[2]["parts"][1]["text"], "and?");
     }
 }

@@ -49,8 +49,16 @@ pub struct ErrorContext {
 }
 
 impl ErrorContext {
-    pub fn new(provider: impl Into<String>, model: impl Into<String>, key_hint: impl Into<String>) -> Self {
-        ErrorContext { provider: provider.into(), model: model.into(), key_hint: key_hint.into() }
+    pub fn new(
+        provider: impl Into<String>,
+        model: impl Into<String>,
+        key_hint: impl Into<String>,
+    ) -> Self {
+        ErrorContext {
+            provider: provider.into(),
+            model: model.into(),
+            key_hint: key_hint.into(),
+        }
     }
 }
 
@@ -89,7 +97,9 @@ impl ResponseBody {
 
     fn into_stream(self) -> BodyStream {
         match self {
-            ResponseBody::Complete(bytes) => Box::pin(futures::stream::once(async move { Ok(bytes) })),
+            ResponseBody::Complete(bytes) => {
+                Box::pin(futures::stream::once(async move { Ok(bytes) }))
+            }
             ResponseBody::Streaming(stream) => stream,
         }
     }
@@ -118,7 +128,10 @@ pub struct HttpResponse {
 impl HttpResponse {
     /// The first value of a header (names compared case-insensitively).
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
     }
 }
 
@@ -126,7 +139,11 @@ impl HttpResponse {
 /// cassette module adds a recorder and a replayer.
 #[async_trait]
 pub trait Transport: Send + Sync {
-    async fn send(&self, request: HttpRequest, context: &ErrorContext) -> Result<HttpResponse, LlmError>;
+    async fn send(
+        &self,
+        request: HttpRequest,
+        context: &ErrorContext,
+    ) -> Result<HttpResponse, LlmError>;
 }
 
 /// The real network, through reqwest, with the client's timeouts.
@@ -140,7 +157,10 @@ impl ReqwestTransport {
     /// A transport whose requests fail after `connect_timeout` without a connection and after
     /// `request_timeout` in total (body included).
     pub fn new(connect_timeout: Duration, request_timeout: Duration) -> Result<Self, LlmError> {
-        Ok(ReqwestTransport { client: shared_client(connect_timeout)?, request_timeout })
+        Ok(ReqwestTransport {
+            client: shared_client(connect_timeout)?,
+            request_timeout,
+        })
     }
 
     fn map_error(&self, error: reqwest::Error, context: &ErrorContext) -> LlmError {
@@ -155,10 +175,13 @@ impl ReqwestTransport {
 /// connection pool. Sharing it leaks nothing between crews: it holds connections, not run state.
 /// The total timeout is set per request, so clients with different timeouts share it too.
 fn shared_client(connect_timeout: Duration) -> Result<reqwest::Client, LlmError> {
-    static CLIENTS: std::sync::OnceLock<std::sync::Mutex<std::collections::HashMap<Duration, reqwest::Client>>> =
-        std::sync::OnceLock::new();
+    static CLIENTS: std::sync::OnceLock<
+        std::sync::Mutex<std::collections::HashMap<Duration, reqwest::Client>>,
+    > = std::sync::OnceLock::new();
     let clients = CLIENTS.get_or_init(Default::default);
-    let mut clients = clients.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut clients = clients
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     if let Some(client) = clients.get(&connect_timeout) {
         return Ok(client.clone());
     }
@@ -172,13 +195,26 @@ fn shared_client(connect_timeout: Duration) -> Result<reqwest::Client, LlmError>
 }
 
 /// Turns a reqwest failure into the matching [`LlmError`].
-pub fn map_reqwest_error(error: reqwest::Error, context: &ErrorContext, timeout: Duration) -> LlmError {
+pub fn map_reqwest_error(
+    error: reqwest::Error,
+    context: &ErrorContext,
+    timeout: Duration,
+) -> LlmError {
     if error.is_timeout() {
-        LlmError::Timeout { provider: context.provider.clone(), after: timeout }
+        LlmError::Timeout {
+            provider: context.provider.clone(),
+            after: timeout,
+        }
     } else if error.is_decode() || error.is_body() {
-        LlmError::MalformedResponse { provider: context.provider.clone(), message: error_chain(&error) }
+        LlmError::MalformedResponse {
+            provider: context.provider.clone(),
+            message: error_chain(&error),
+        }
     } else {
-        LlmError::Connection { provider: context.provider.clone(), message: error_chain(&error) }
+        LlmError::Connection {
+            provider: context.provider.clone(),
+            message: error_chain(&error),
+        }
     }
 }
 
@@ -195,28 +231,57 @@ fn error_chain(error: &dyn std::error::Error) -> String {
 
 #[async_trait]
 impl Transport for ReqwestTransport {
-    async fn send(&self, request: HttpRequest, context: &ErrorContext) -> Result<HttpResponse, LlmError> {
+    async fn send(
+        &self,
+        request: HttpRequest,
+        context: &ErrorContext,
+    ) -> Result<HttpResponse, LlmError> {
         let method = reqwest::Method::from_bytes(request.method.as_bytes())
             .map_err(|_| LlmError::Config(format!("invalid HTTP method '{}'", request.method)))?;
-        let mut builder = self.client.request(method, &request.url).timeout(self.request_timeout).body(request.body);
+        let mut builder = self
+            .client
+            .request(method, &request.url)
+            .timeout(self.request_timeout)
+            .body(request.body);
         for (name, value) in &request.headers {
             builder = builder.header(name, value);
         }
-        let response = builder.send().await.map_err(|e| self.map_error(e, context))?;
+        let response = builder
+            .send()
+            .await
+            .map_err(|e| self.map_error(e, context))?;
         let status = response.status().as_u16();
         let headers = response
             .headers()
             .iter()
-            .map(|(n, v)| (n.as_str().to_ascii_lowercase(), String::from_utf8_lossy(v.as_bytes()).into_owned()))
+            .map(|(n, v)| {
+                (
+                    n.as_str().to_ascii_lowercase(),
+                    String::from_utf8_lossy(v.as_bytes()).into_owned(),
+                )
+            })
             .collect();
         let body = if request.streaming && status < 400 {
             let this = self.clone();
             let context = context.clone();
-            ResponseBody::Streaming(Box::pin(response.bytes_stream().map(move |chunk| chunk.map_err(|e| this.map_error(e, &context)))))
+            ResponseBody::Streaming(Box::pin(
+                response
+                    .bytes_stream()
+                    .map(move |chunk| chunk.map_err(|e| this.map_error(e, &context))),
+            ))
         } else {
-            ResponseBody::Complete(response.bytes().await.map_err(|e| self.map_error(e, context))?)
+            ResponseBody::Complete(
+                response
+                    .bytes()
+                    .await
+                    .map_err(|e| self.map_error(e, context))?,
+            )
         };
-        Ok(HttpResponse { status, headers, body })
+        Ok(HttpResponse {
+            status,
+            headers,
+            body,
+        })
     }
 }
 
@@ -240,7 +305,9 @@ pub struct HttpClient {
 
 impl fmt::Debug for HttpClient {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("HttpClient").field("context", &self.context).finish_non_exhaustive()
+        f.debug_struct("HttpClient")
+            .field("context", &self.context)
+            .finish_non_exhaustive()
     }
 }
 
@@ -248,7 +315,10 @@ impl HttpClient {
     /// A client over the network with the timeouts of `config`.
     pub fn new(context: ErrorContext, config: &LlmConfig) -> Result<Self, LlmError> {
         let transport = ReqwestTransport::new(config.connect_timeout(), config.request_timeout())?;
-        Ok(HttpClient { transport: Arc::new(transport), context })
+        Ok(HttpClient {
+            transport: Arc::new(transport),
+            context,
+        })
     }
 
     /// A client over the given transport (a cassette recorder or replayer, or your own).
@@ -271,34 +341,67 @@ impl HttpClient {
     }
 
     /// POSTs a JSON body and parses the JSON reply; an error status becomes its [`LlmError`].
-    pub async fn post_json(&self, url: &str, headers: &[(String, String)], body: &Value) -> Result<Value, LlmError> {
+    pub async fn post_json(
+        &self,
+        url: &str,
+        headers: &[(String, String)],
+        body: &Value,
+    ) -> Result<Value, LlmError> {
         let response = self.send(url, headers, body, false).await?;
         let bytes = response.body.into_bytes().await?;
         serde_json::from_slice(&bytes).map_err(|e| LlmError::MalformedResponse {
             provider: self.context.provider.clone(),
-            message: format!("the reply is not JSON ({e}): {}", snippet(&String::from_utf8_lossy(&bytes))),
+            message: format!(
+                "the reply is not JSON ({e}): {}",
+                snippet(&String::from_utf8_lossy(&bytes))
+            ),
         })
     }
 
     /// POSTs a JSON body and reads the reply as server-sent events.
-    pub async fn post_sse(&self, url: &str, headers: &[(String, String)], body: &Value) -> Result<SseStream, LlmError> {
+    pub async fn post_sse(
+        &self,
+        url: &str,
+        headers: &[(String, String)],
+        body: &Value,
+    ) -> Result<SseStream, LlmError> {
         let mut headers = headers.to_vec();
-        if !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("accept")) {
+        if !headers
+            .iter()
+            .any(|(n, _)| n.eq_ignore_ascii_case("accept"))
+        {
             headers.push(("accept".into(), "text/event-stream".into()));
         }
         let response = self.send(url, &headers, body, true).await?;
-        Ok(sse_events(response.body.into_stream(), self.context.provider.clone()))
+        Ok(sse_events(
+            response.body.into_stream(),
+            self.context.provider.clone(),
+        ))
     }
 
     /// Sends a JSON POST and returns the response if its status is a success.
-    pub async fn send(&self, url: &str, headers: &[(String, String)], body: &Value, streaming: bool) -> Result<HttpResponse, LlmError> {
+    pub async fn send(
+        &self,
+        url: &str,
+        headers: &[(String, String)],
+        body: &Value,
+        streaming: bool,
+    ) -> Result<HttpResponse, LlmError> {
         let mut all_headers = vec![("content-type".to_string(), "application/json".to_string())];
-        all_headers.extend(headers.iter().filter(|(n, _)| !n.eq_ignore_ascii_case("content-type")).cloned());
+        all_headers.extend(
+            headers
+                .iter()
+                .filter(|(n, _)| !n.eq_ignore_ascii_case("content-type"))
+                .cloned(),
+        );
         let request = HttpRequest {
             method: "POST".into(),
             url: url.to_string(),
             headers: all_headers,
-            body: Bytes::from(serde_json::to_vec(body).map_err(|e| LlmError::Config(format!("request body: {e}")))?),
+            body: Bytes::from(
+                serde_json::to_vec(body)
+                    .map_err(|e| LlmError::Config(format!("request body: {e}")))?,
+            ),
             streaming,
         };
         let response = self.transport.send(request, &self.context).await?;
@@ -306,7 +409,12 @@ impl HttpClient {
             let retry_after = parse_retry_after(&response.headers);
             let status = response.status;
             let body = response.body.into_bytes().await.unwrap_or_default();
-            return Err(classify_status(&self.context, status, retry_after, &String::from_utf8_lossy(&body)));
+            return Err(classify_status(
+                &self.context,
+                status,
+                retry_after,
+                &String::from_utf8_lossy(&body),
+            ));
         }
         Ok(response)
     }
@@ -315,16 +423,27 @@ impl HttpClient {
 /// Parses a body stream as server-sent events (blank-line separated `event:`/`data:` fields).
 pub fn sse_events(body: BodyStream, provider: String) -> SseStream {
     Box::pin(body.eventsource().map(move |item| match item {
-        Ok(event) => Ok(SseEvent { event: event.event, data: event.data }),
+        Ok(event) => Ok(SseEvent {
+            event: event.event,
+            data: event.data,
+        }),
         Err(eventsource_stream::EventStreamError::Transport(error)) => Err(error),
-        Err(other) => Err(LlmError::MalformedResponse { provider: provider.clone(), message: format!("bad event stream: {other}") }),
+        Err(other) => Err(LlmError::MalformedResponse {
+            provider: provider.clone(),
+            message: format!("bad event stream: {other}"),
+        }),
     }))
 }
 
 /// The wait a response asked for: `retry-after-ms`, then `Retry-After` as seconds or as an HTTP
 /// date; capped at [`MAX_RETRY_AFTER`].
 pub fn parse_retry_after(headers: &[(String, String)]) -> Option<Duration> {
-    let find = |name: &str| headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.trim());
+    let find = |name: &str| {
+        headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.trim())
+    };
     let wait = if let Some(ms) = find("retry-after-ms").and_then(|v| v.parse::<f64>().ok()) {
         Duration::try_from_secs_f64(ms / 1000.0).ok()?
     } else {
@@ -377,22 +496,57 @@ pub fn snippet(text: &str) -> String {
 }
 
 /// Maps an HTTP error status and body to the matching [`LlmError`].
-pub fn classify_status(context: &ErrorContext, status: u16, retry_after: Option<Duration>, body: &str) -> LlmError {
+pub fn classify_status(
+    context: &ErrorContext,
+    status: u16,
+    retry_after: Option<Duration>,
+    body: &str,
+) -> LlmError {
     let message = provider_error_message(body);
     let code = provider_error_code(body).unwrap_or_default();
     let provider = context.provider.clone();
-    let context_overflow = code == "context_length_exceeded" || looks_like_context_overflow(&message);
+    let context_overflow =
+        code == "context_length_exceeded" || looks_like_context_overflow(&message);
     match status {
-        401 => LlmError::Authentication { provider, message, hint: context.key_hint.clone() },
+        401 => LlmError::Authentication {
+            provider,
+            message,
+            hint: context.key_hint.clone(),
+        },
         403 => LlmError::PermissionDenied { provider, message },
-        404 => LlmError::ModelNotFound { provider, model: context.model.clone(), message },
+        404 => LlmError::ModelNotFound {
+            provider,
+            model: context.model.clone(),
+            message,
+        },
         413 => LlmError::ContextLengthExceeded { provider, message },
-        429 if code == "insufficient_quota" => LlmError::PermissionDenied { provider, message: format!("quota exhausted: {message}") },
-        429 => LlmError::RateLimited { provider, retry_after, message },
-        408 => LlmError::Server { provider, status, message, retry_after },
+        429 if code == "insufficient_quota" => LlmError::PermissionDenied {
+            provider,
+            message: format!("quota exhausted: {message}"),
+        },
+        429 => LlmError::RateLimited {
+            provider,
+            retry_after,
+            message,
+        },
+        408 => LlmError::Server {
+            provider,
+            status,
+            message,
+            retry_after,
+        },
         400..=499 if context_overflow => LlmError::ContextLengthExceeded { provider, message },
-        400..=499 => LlmError::InvalidRequest { provider, status, message },
-        _ => LlmError::Server { provider, status, message, retry_after },
+        400..=499 => LlmError::InvalidRequest {
+            provider,
+            status,
+            message,
+        },
+        _ => LlmError::Server {
+            provider,
+            status,
+            message,
+            retry_after,
+        },
     }
 }
 
@@ -407,14 +561,29 @@ mod tests {
     #[test]
     fn retry_after_seconds_ms_and_date() {
         let h = |n: &str, v: &str| vec![(n.to_string(), v.to_string())];
-        assert_eq!(parse_retry_after(&h("Retry-After", "2")), Some(Duration::from_secs(2)));
-        assert_eq!(parse_retry_after(&h("retry-after-ms", "250")), Some(Duration::from_millis(250)));
-        assert_eq!(parse_retry_after(&h("retry-after", "99999")), Some(MAX_RETRY_AFTER));
+        assert_eq!(
+            parse_retry_after(&h("Retry-After", "2")),
+            Some(Duration::from_secs(2))
+        );
+        assert_eq!(
+            parse_retry_after(&h("retry-after-ms", "250")),
+            Some(Duration::from_millis(250))
+        );
+        assert_eq!(
+            parse_retry_after(&h("retry-after", "99999")),
+            Some(MAX_RETRY_AFTER)
+        );
         let past = "Wed, 21 Oct 2015 07:28:00 GMT";
-        assert_eq!(parse_retry_after(&h("retry-after", past)), Some(Duration::ZERO));
+        assert_eq!(
+            parse_retry_after(&h("retry-after", past)),
+            Some(Duration::ZERO)
+        );
         let soon = (chrono::Utc::now() + chrono::Duration::seconds(30)).to_rfc2822();
         let wait = parse_retry_after(&h("retry-after", &soon)).unwrap_or_default();
-        assert!(wait > Duration::from_secs(25) && wait <= Duration::from_secs(30), "{wait:?}");
+        assert!(
+            wait > Duration::from_secs(25) && wait <= Duration::from_secs(30),
+            "{wait:?}"
+        );
         assert_eq!(parse_retry_after(&h("retry-after", "soon")), None);
         assert_eq!(parse_retry_after(&[]), None);
     }
@@ -430,17 +599,34 @@ mod tests {
             other => panic!("{other:?}"),
         }
         let overflow = r#"{"error":{"message":"This model's maximum context length is 128000 tokens.","code":"context_length_exceeded"}}"#;
-        assert!(matches!(classify_status(&ctx(), 400, None, overflow), LlmError::ContextLengthExceeded { .. }));
+        assert!(matches!(
+            classify_status(&ctx(), 400, None, overflow),
+            LlmError::ContextLengthExceeded { .. }
+        ));
         let anthropic = r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 210000 tokens > 200000 maximum"}}"#;
-        assert!(matches!(classify_status(&ctx(), 400, None, anthropic), LlmError::ContextLengthExceeded { .. }));
+        assert!(matches!(
+            classify_status(&ctx(), 400, None, anthropic),
+            LlmError::ContextLengthExceeded { .. }
+        ));
         let limited = classify_status(&ctx(), 429, Some(Duration::from_secs(1)), "{}");
         assert_eq!(limited.retry_after(), Some(Duration::from_secs(1)));
         assert!(limited.is_retryable());
-        assert!(matches!(classify_status(&ctx(), 403, None, "{}"), LlmError::PermissionDenied { .. }));
+        assert!(matches!(
+            classify_status(&ctx(), 403, None, "{}"),
+            LlmError::PermissionDenied { .. }
+        ));
         let quota = r#"{"error":{"message":"You exceeded your current quota","type":"insufficient_quota","code":"insufficient_quota"}}"#;
-        assert!(!classify_status(&ctx(), 429, None, quota).is_retryable(), "an empty quota does not refill by retrying");
-        assert!(matches!(classify_status(&ctx(), 404, None, "not here"), LlmError::ModelNotFound { model, .. } if model == "gpt-4o"));
-        assert!(matches!(classify_status(&ctx(), 529, None, "overloaded"), LlmError::Server { status: 529, .. }));
+        assert!(
+            !classify_status(&ctx(), 429, None, quota).is_retryable(),
+            "an empty quota does not refill by retrying"
+        );
+        assert!(
+            matches!(classify_status(&ctx(), 404, None, "not here"), LlmError::ModelNotFound { model, .. } if model == "gpt-4o")
+        );
+        assert!(matches!(
+            classify_status(&ctx(), 529, None, "overloaded"),
+            LlmError::Server { status: 529, .. }
+        ));
         assert!(!classify_status(&ctx(), 422, None, "bad").is_retryable());
     }
 
@@ -450,8 +636,13 @@ mod tests {
             Ok(Bytes::from_static(b"event: message_start\ndata: {\"a\":")),
             Ok(Bytes::from_static(b"1}\n\ndata: [DONE]\n\n")),
         ];
-        let events: Vec<_> = sse_events(Box::pin(futures::stream::iter(chunks)), "test".into()).collect().await;
-        let events: Vec<SseEvent> = events.into_iter().collect::<Result<_, _>>().unwrap_or_default();
+        let events: Vec<_> = sse_events(Box::pin(futures::stream::iter(chunks)), "test".into())
+            .collect()
+            .await;
+        let events: Vec<SseEvent> = events
+            .into_iter()
+            .collect::<Result<_, _>>()
+            .unwrap_or_default();
         assert_eq!(events.len(), 2);
         assert_eq!(events[0].event, "message_start");
         assert_eq!(events[0].data, "{\"a\":1}");

@@ -112,7 +112,9 @@ pub use openai_responses::OpenAiResponsesClient;
 pub use pricing::{ModelPrice, PriceTable, PriceTableError};
 pub use rate_limit::{Clock, RateLimitedLlm, RateLimiter, TokioClock, VirtualClock};
 pub use retry::{RetryLlm, RetryPolicy};
-pub use router::{BuildOptions, LOCAL_PROVIDER, Provider, ProviderFactory, build_llm, build_llm_with, default_llm};
+pub use router::{
+    BuildOptions, LOCAL_PROVIDER, Provider, ProviderFactory, build_llm, build_llm_with, default_llm,
+};
 pub use scripted::ScriptedLlm;
 pub use stop_words::StopWordLlm;
 pub use traits::{Llm, LlmStream, collect_stream};

@@ -31,8 +31,8 @@ use crate::error::LlmError;
 use crate::http::{ErrorContext, HttpClient, SseStream, Transport};
 use crate::traits::{Llm, LlmStream};
 use crate::types::{
-    Capabilities, ContentPart, FinishReason, LlmRequest, LlmResponse, Message, ResponseFormat, Role, StreamEvent, ToolCall,
-    ToolChoice, ToolDefinition, Usage,
+    Capabilities, ContentPart, FinishReason, LlmRequest, LlmResponse, Message, ResponseFormat,
+    Role, StreamEvent, ToolCall, ToolChoice, ToolDefinition, Usage,
 };
 
 /// OpenAI's public endpoint.
@@ -59,9 +59,17 @@ pub(crate) fn restore_tool_names(response: &mut LlmResponse, names: &ToolNameMap
 /// Restores the caller's tool names in a stream's deltas and final response.
 pub(crate) fn restore_stream_names(stream: LlmStream, names: ToolNameMap) -> LlmStream {
     Box::pin(stream.map(move |event| match event {
-        Ok(StreamEvent::ToolCallDelta { index, id, name, arguments_delta }) => {
-            Ok(StreamEvent::ToolCallDelta { index, id, name: name.map(|n| names.original_name(&n)), arguments_delta })
-        }
+        Ok(StreamEvent::ToolCallDelta {
+            index,
+            id,
+            name,
+            arguments_delta,
+        }) => Ok(StreamEvent::ToolCallDelta {
+            index,
+            id,
+            name: name.map(|n| names.original_name(&n)),
+            arguments_delta,
+        }),
         Ok(StreamEvent::Done(mut response)) => {
             restore_tool_names(&mut response, &names);
             Ok(StreamEvent::Done(response))
@@ -94,9 +102,14 @@ impl Auth {
 /// True for models with OpenAI's reasoning rules (no temperature, `max_completion_tokens`,
 /// `reasoning_effort`).
 pub fn is_reasoning_model(model: &str) -> bool {
-    let name = model.rsplit('/').next().unwrap_or(model).to_ascii_lowercase();
+    let name = model
+        .rsplit('/')
+        .next()
+        .unwrap_or(model)
+        .to_ascii_lowercase();
     ["o1", "o3", "o4", "gpt-5"].iter().any(|prefix| {
-        name.strip_prefix(prefix).is_some_and(|rest| rest.is_empty() || rest.starts_with('-') || rest.starts_with('.'))
+        name.strip_prefix(prefix)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with('-') || rest.starts_with('.'))
     })
 }
 
@@ -115,8 +128,16 @@ impl<'a> Sampling<'a> {
         let reasoning = is_reasoning_model(model);
         Sampling {
             reasoning,
-            temperature: request.options.temperature.or(config.temperature).filter(|_| !reasoning),
-            max_tokens: request.options.max_tokens.or(config.max_completion_tokens).or(config.max_tokens),
+            temperature: request
+                .options
+                .temperature
+                .or(config.temperature)
+                .filter(|_| !reasoning),
+            max_tokens: request
+                .options
+                .max_tokens
+                .or(config.max_completion_tokens)
+                .or(config.max_tokens),
             reasoning_effort: config.reasoning_effort.as_ref().filter(|_| reasoning),
         }
     }
@@ -141,27 +162,60 @@ impl OpenAiClient {
     /// OpenAI itself (or `config.base_url`), with `config.api_key`; the caller resolves
     /// environment variables (see [`crate::router`]).
     pub fn openai(config: &LlmConfig, model: &str) -> Result<Self, LlmError> {
-        let base = config.base_url.clone().unwrap_or_else(|| OPENAI_BASE_URL.to_string());
-        let auth = config.api_key.clone().map(Auth::Bearer).unwrap_or(Auth::None);
+        let base = config
+            .base_url
+            .clone()
+            .unwrap_or_else(|| OPENAI_BASE_URL.to_string());
+        let auth = config
+            .api_key
+            .clone()
+            .map(Auth::Bearer)
+            .unwrap_or(Auth::None);
         Self::compatible("openai", model, &base, auth, "OPENAI_API_KEY", config)
     }
 
     /// Any OpenAI-compatible server: `base_url` is the part before `/chat/completions`
     /// (for example `http://localhost:11434/v1`).
-    pub fn compatible(provider: &str, model: &str, base_url: &str, auth: Auth, key_hint: &str, config: &LlmConfig) -> Result<Self, LlmError> {
+    pub fn compatible(
+        provider: &str,
+        model: &str,
+        base_url: &str,
+        auth: Auth,
+        key_hint: &str,
+        config: &LlmConfig,
+    ) -> Result<Self, LlmError> {
         let http = HttpClient::new(ErrorContext::new(provider, model, key_hint), config)?;
         let url = format!("{}/chat/completions", base_url.trim_end_matches('/'));
         let send_stop = !matches!(provider, "openai" | "azure");
-        Ok(OpenAiClient { http, url, auth, model: model.to_string(), send_model: true, send_stop, config: config.clone() })
+        Ok(OpenAiClient {
+            http,
+            url,
+            auth,
+            model: model.to_string(),
+            send_model: true,
+            send_stop,
+            config: config.clone(),
+        })
     }
 
     /// Azure OpenAI: `{base}/openai/deployments/{deployment}/chat/completions?api-version=..`
     /// with the `api-key` header.
-    pub fn azure(config: &LlmConfig, deployment: &str, base_url: &str, api_version: &str, api_key: String) -> Result<Self, LlmError> {
-        let http = HttpClient::new(ErrorContext::new("azure", deployment, "AZURE_API_KEY"), config)?;
+    pub fn azure(
+        config: &LlmConfig,
+        deployment: &str,
+        base_url: &str,
+        api_version: &str,
+        api_key: String,
+    ) -> Result<Self, LlmError> {
+        let http = HttpClient::new(
+            ErrorContext::new("azure", deployment, "AZURE_API_KEY"),
+            config,
+        )?;
         let base = base_url.trim_end_matches('/');
         let base = base.strip_suffix("/openai").unwrap_or(base);
-        let url = format!("{base}/openai/deployments/{deployment}/chat/completions?api-version={api_version}");
+        let url = format!(
+            "{base}/openai/deployments/{deployment}/chat/completions?api-version={api_version}"
+        );
         Ok(OpenAiClient {
             http,
             url,
@@ -206,7 +260,16 @@ impl OpenAiClient {
         let sampling = Sampling::resolve(&self.model, &self.config, request);
         let reasoning = sampling.reasoning;
         let mut body: BTreeMap<String, Value> = BTreeMap::new();
-        body.insert("messages".into(), Value::Array(request.messages.iter().map(|m| message_json_named(m, &names)).collect()));
+        body.insert(
+            "messages".into(),
+            Value::Array(
+                request
+                    .messages
+                    .iter()
+                    .map(|m| message_json_named(m, &names))
+                    .collect(),
+            ),
+        );
         if self.send_model {
             body.insert("model".into(), Value::String(self.model.clone()));
         }
@@ -214,7 +277,11 @@ impl OpenAiClient {
             body.insert("temperature".into(), json!(t));
         }
         if let Some(n) = sampling.max_tokens {
-            let key = if reasoning || self.config.max_completion_tokens.is_some() { "max_completion_tokens" } else { "max_tokens" };
+            let key = if reasoning || self.config.max_completion_tokens.is_some() {
+                "max_completion_tokens"
+            } else {
+                "max_tokens"
+            };
             body.insert(key.into(), json!(n));
         }
         if let Some(effort) = sampling.reasoning_effort {
@@ -245,12 +312,29 @@ impl OpenAiClient {
         if let Some(p) = self.config.presence_penalty {
             body.insert("presence_penalty".into(), json!(p));
         }
-        if let Some(format) = response_format_json(request.response_format.as_ref(), self.config.response_format.as_ref()) {
+        if let Some(format) = response_format_json(
+            request.response_format.as_ref(),
+            self.config.response_format.as_ref(),
+        ) {
             body.insert("response_format".into(), format);
         }
         if !request.tools.is_empty() {
-            body.insert("tools".into(), Value::Array(request.tools.iter().map(|t| tool_json_named(t, &names)).collect()));
-            let choice = match request.options.tool_choice.clone().unwrap_or(ToolChoice::Auto) {
+            body.insert(
+                "tools".into(),
+                Value::Array(
+                    request
+                        .tools
+                        .iter()
+                        .map(|t| tool_json_named(t, &names))
+                        .collect(),
+                ),
+            );
+            let choice = match request
+                .options
+                .tool_choice
+                .clone()
+                .unwrap_or(ToolChoice::Auto)
+            {
                 ToolChoice::Tool(name) => ToolChoice::Tool(names.provider_name(&name)),
                 other => other,
             };
@@ -263,7 +347,10 @@ impl OpenAiClient {
         for (key, value) in &self.config.extra_body {
             body.insert(key.clone(), value.clone());
         }
-        (Value::Object(body.into_iter().collect::<Map<_, _>>()), names)
+        (
+            Value::Object(body.into_iter().collect::<Map<_, _>>()),
+            names,
+        )
     }
 
     fn provider_name(&self) -> &str {
@@ -271,7 +358,10 @@ impl OpenAiClient {
     }
 
     fn malformed(&self, message: impl Into<String>) -> LlmError {
-        LlmError::MalformedResponse { provider: self.provider_name().to_string(), message: message.into() }
+        LlmError::MalformedResponse {
+            provider: self.provider_name().to_string(),
+            message: message.into(),
+        }
     }
 }
 
@@ -285,7 +375,10 @@ fn message_json_named(message: &Message, names: &ToolNameMap) -> Value {
         Role::Tool => {
             let mut out = Map::new();
             out.insert("role".into(), json!("tool"));
-            out.insert("tool_call_id".into(), json!(message.tool_call_id.clone().unwrap_or_default()));
+            out.insert(
+                "tool_call_id".into(),
+                json!(message.tool_call_id.clone().unwrap_or_default()),
+            );
             if let Some(name) = &message.name {
                 out.insert("name".into(), json!(names.provider_name(name)));
             }
@@ -325,9 +418,16 @@ fn content_json(message: &Message) -> Value {
             .iter()
             .map(|part| match part {
                 ContentPart::Text { text } => json!({"type": "text", "text": text}),
-                ContentPart::Image { url, .. } => json!({"type": "image_url", "image_url": {"url": url}}),
-                ContentPart::File { data_base64, media_type, filename } => {
-                    let mut file = json!({"file_data": format!("data:{media_type};base64,{data_base64}")});
+                ContentPart::Image { url, .. } => {
+                    json!({"type": "image_url", "image_url": {"url": url}})
+                }
+                ContentPart::File {
+                    data_base64,
+                    media_type,
+                    filename,
+                } => {
+                    let mut file =
+                        json!({"file_data": format!("data:{media_type};base64,{data_base64}")});
                     if let Some(name) = filename {
                         file["filename"] = json!(name);
                     }
@@ -365,7 +465,10 @@ fn tool_choice_json(choice: &ToolChoice) -> Value {
 
 /// The `response_format` field: the request's schema, else the config's (a bare JSON schema, a
 /// `{"type": ...}` object passed as is, or a `{name, schema, strict}` mapping).
-pub fn response_format_json(request: Option<&ResponseFormat>, config: Option<&Value>) -> Option<Value> {
+pub fn response_format_json(
+    request: Option<&ResponseFormat>,
+    config: Option<&Value>,
+) -> Option<Value> {
     if let Some(format) = request {
         return Some(json!({
             "type": "json_schema",
@@ -378,12 +481,25 @@ pub fn response_format_json(request: Option<&ResponseFormat>, config: Option<&Va
         return Some(config.clone());
     }
     if let Some(schema) = config.get("schema") {
-        let name = config.get("name").and_then(Value::as_str).unwrap_or("response");
-        let strict = config.get("strict").and_then(Value::as_bool).unwrap_or(true);
-        return Some(json!({"type": "json_schema", "json_schema": {"schema": schema, "name": name, "strict": strict}}));
+        let name = config
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or("response");
+        let strict = config
+            .get("strict")
+            .and_then(Value::as_bool)
+            .unwrap_or(true);
+        return Some(
+            json!({"type": "json_schema", "json_schema": {"schema": schema, "name": name, "strict": strict}}),
+        );
     }
-    let name = config.get("title").and_then(Value::as_str).unwrap_or("response");
-    Some(json!({"type": "json_schema", "json_schema": {"schema": config, "name": name, "strict": true}}))
+    let name = config
+        .get("title")
+        .and_then(Value::as_str)
+        .unwrap_or("response");
+    Some(
+        json!({"type": "json_schema", "json_schema": {"schema": config, "name": name, "strict": true}}),
+    )
 }
 
 /// Maps OpenAI's `finish_reason`.
@@ -400,7 +516,10 @@ pub fn finish_reason(reason: Option<&str>) -> FinishReason {
 /// Reads OpenAI's `usage` object (cached and reasoning tokens included).
 pub fn parse_usage(usage: Option<&Value>) -> Usage {
     let Some(usage) = usage.filter(|u| u.is_object()) else {
-        return Usage { successful_requests: 1, ..Default::default() };
+        return Usage {
+            successful_requests: 1,
+            ..Default::default()
+        };
     };
     let number = |v: Option<&Value>| v.and_then(Value::as_u64).unwrap_or(0);
     let prompt = number(usage.get("prompt_tokens"));
@@ -408,7 +527,10 @@ pub fn parse_usage(usage: Option<&Value>) -> Usage {
     Usage {
         prompt_tokens: prompt,
         completion_tokens: completion,
-        total_tokens: usage.get("total_tokens").and_then(Value::as_u64).unwrap_or(prompt + completion),
+        total_tokens: usage
+            .get("total_tokens")
+            .and_then(Value::as_u64)
+            .unwrap_or(prompt + completion),
         cached_prompt_tokens: number(usage.pointer("/prompt_tokens_details/cached_tokens")),
         reasoning_tokens: number(usage.pointer("/completion_tokens_details/reasoning_tokens")),
         cache_creation_tokens: 0,
@@ -419,17 +541,37 @@ pub fn parse_usage(usage: Option<&Value>) -> Usage {
 
 /// Parses a complete chat-completions reply.
 pub fn parse_completion(provider: &str, body: &Value) -> Result<LlmResponse, LlmError> {
-    let malformed = |message: String| LlmError::MalformedResponse { provider: provider.to_string(), message };
+    let malformed = |message: String| LlmError::MalformedResponse {
+        provider: provider.to_string(),
+        message,
+    };
     let choice = body
         .get("choices")
         .and_then(Value::as_array)
         .and_then(|choices| choices.first())
-        .ok_or_else(|| malformed(format!("no `choices` in the reply: {}", crate::http::snippet(&body.to_string()))))?;
-    let message = choice.get("message").ok_or_else(|| malformed("the first choice has no `message`".into()))?;
+        .ok_or_else(|| {
+            malformed(format!(
+                "no `choices` in the reply: {}",
+                crate::http::snippet(&body.to_string())
+            ))
+        })?;
+    let message = choice
+        .get("message")
+        .ok_or_else(|| malformed("the first choice has no `message`".into()))?;
     let mut tool_calls = Vec::new();
-    for call in message.get("tool_calls").and_then(Value::as_array).into_iter().flatten() {
-        let function = call.get("function").ok_or_else(|| malformed("a tool call has no `function`".into()))?;
-        let name = function.get("name").and_then(Value::as_str).ok_or_else(|| malformed("a tool call has no name".into()))?;
+    for call in message
+        .get("tool_calls")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let function = call
+            .get("function")
+            .ok_or_else(|| malformed("a tool call has no `function`".into()))?;
+        let name = function
+            .get("name")
+            .and_then(Value::as_str)
+            .ok_or_else(|| malformed("a tool call has no name".into()))?;
         let arguments = match function.get("arguments") {
             Some(Value::String(raw)) => raw.clone(),
             Some(other) => other.to_string(),
@@ -438,7 +580,10 @@ pub fn parse_completion(provider: &str, body: &Value) -> Result<LlmResponse, Llm
         let id = call.get("id").and_then(Value::as_str).unwrap_or_default();
         tool_calls.push(ToolCall::from_raw_arguments(id, name, &arguments));
     }
-    let mut content = message.get("content").and_then(Value::as_str).map(str::to_string);
+    let mut content = message
+        .get("content")
+        .and_then(Value::as_str)
+        .map(str::to_string);
     let mut reason = finish_reason(choice.get("finish_reason").and_then(Value::as_str));
     if content.is_none()
         && tool_calls.is_empty()
@@ -453,7 +598,10 @@ pub fn parse_completion(provider: &str, body: &Value) -> Result<LlmResponse, Llm
         finish_reason: reason,
         usage: parse_usage(body.get("usage")),
         response_id: body.get("id").and_then(Value::as_str).map(str::to_string),
-        model: body.get("model").and_then(Value::as_str).map(str::to_string),
+        model: body
+            .get("model")
+            .and_then(Value::as_str)
+            .map(str::to_string),
         thinking: Vec::new(),
     })
 }
@@ -479,12 +627,19 @@ impl StreamAssembly {
             self.response_id = chunk.get("id").and_then(Value::as_str).map(str::to_string);
         }
         if self.model.is_none() {
-            self.model = chunk.get("model").and_then(Value::as_str).map(str::to_string);
+            self.model = chunk
+                .get("model")
+                .and_then(Value::as_str)
+                .map(str::to_string);
         }
         if let Some(usage) = chunk.get("usage").filter(|u| u.is_object()) {
             self.usage = Some(usage.clone());
         }
-        let Some(choice) = chunk.get("choices").and_then(Value::as_array).and_then(|c| c.first()) else {
+        let Some(choice) = chunk
+            .get("choices")
+            .and_then(Value::as_array)
+            .and_then(|c| c.first())
+        else {
             return events;
         };
         if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
@@ -493,15 +648,36 @@ impl StreamAssembly {
         let Some(delta) = choice.get("delta") else {
             return events;
         };
-        if let Some(text) = delta.get("content").and_then(Value::as_str).filter(|t| !t.is_empty()) {
+        if let Some(text) = delta
+            .get("content")
+            .and_then(Value::as_str)
+            .filter(|t| !t.is_empty())
+        {
             self.content.push_str(text);
             events.push(StreamEvent::TextDelta(text.to_string()));
         }
-        for (position, call) in delta.get("tool_calls").and_then(Value::as_array).into_iter().flatten().enumerate() {
-            let index = call.get("index").and_then(Value::as_u64).map(|i| i as usize).unwrap_or(position);
+        for (position, call) in delta
+            .get("tool_calls")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
+            let index = call
+                .get("index")
+                .and_then(Value::as_u64)
+                .map(|i| i as usize)
+                .unwrap_or(position);
             let id = call.get("id").and_then(Value::as_str).map(str::to_string);
-            let name = call.pointer("/function/name").and_then(Value::as_str).map(str::to_string);
-            let arguments = call.pointer("/function/arguments").and_then(Value::as_str).unwrap_or_default().to_string();
+            let name = call
+                .pointer("/function/name")
+                .and_then(Value::as_str)
+                .map(str::to_string);
+            let arguments = call
+                .pointer("/function/arguments")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string();
             let entry = self.tool_calls.entry(index).or_default();
             if let Some(id) = &id {
                 entry.0 = id.clone();
@@ -510,16 +686,28 @@ impl StreamAssembly {
                 entry.1.push_str(name);
             }
             entry.2.push_str(&arguments);
-            events.push(StreamEvent::ToolCallDelta { index, id, name, arguments_delta: arguments });
+            events.push(StreamEvent::ToolCallDelta {
+                index,
+                id,
+                name,
+                arguments_delta: arguments,
+            });
         }
         events
     }
 
     fn finish(self) -> LlmResponse {
-        let tool_calls: Vec<ToolCall> =
-            self.tool_calls.into_values().map(|(id, name, args)| ToolCall::from_raw_arguments(id, name, &args)).collect();
+        let tool_calls: Vec<ToolCall> = self
+            .tool_calls
+            .into_values()
+            .map(|(id, name, args)| ToolCall::from_raw_arguments(id, name, &args))
+            .collect();
         LlmResponse {
-            content: if self.content.is_empty() && !tool_calls.is_empty() { None } else { Some(self.content) },
+            content: if self.content.is_empty() && !tool_calls.is_empty() {
+                None
+            } else {
+                Some(self.content)
+            },
             tool_calls,
             finish_reason: finish_reason(self.finish_reason.as_deref()),
             usage: parse_usage(self.usage.as_ref()),
@@ -542,7 +730,10 @@ pub fn completion_events(provider: String, sse: SseStream) -> LlmStream {
                     if assembly.done || assembly.finish_reason.is_some() {
                         return Some((vec![Ok(StreamEvent::Done(assembly.finish()))], (sse, None)));
                     }
-                    let error = LlmError::MalformedResponse { provider, message: "the stream ended before the reply was complete".into() };
+                    let error = LlmError::MalformedResponse {
+                        provider,
+                        message: "the stream ended before the reply was complete".into(),
+                    };
                     return Some((vec![Err(error)], (sse, None)));
                 };
                 let event = match event {
@@ -560,16 +751,28 @@ pub fn completion_events(provider: String, sse: SseStream) -> LlmStream {
                 let chunk: Value = match serde_json::from_str(data) {
                     Ok(chunk) => chunk,
                     Err(e) => {
-                        let message = format!("a stream chunk is not JSON ({e}): {}", crate::http::snippet(data));
-                        return Some((vec![Err(LlmError::MalformedResponse { provider, message })], (sse, None)));
+                        let message = format!(
+                            "a stream chunk is not JSON ({e}): {}",
+                            crate::http::snippet(data)
+                        );
+                        return Some((
+                            vec![Err(LlmError::MalformedResponse { provider, message })],
+                            (sse, None),
+                        ));
                     }
                 };
                 if let Some(error) = chunk.get("error") {
-                    let message = crate::http::provider_error_message(&json!({ "error": error }).to_string());
+                    let message =
+                        crate::http::provider_error_message(&json!({ "error": error }).to_string());
                     let error = if crate::error::looks_like_context_overflow(&message) {
                         LlmError::ContextLengthExceeded { provider, message }
                     } else {
-                        LlmError::Server { provider, status: 200, message, retry_after: None }
+                        LlmError::Server {
+                            provider,
+                            status: 200,
+                            message,
+                            retry_after: None,
+                        }
                     };
                     return Some((vec![Err(error)], (sse, None)));
                 }
@@ -595,13 +798,28 @@ impl Llm for OpenAiClient {
 
     fn capabilities(&self) -> Capabilities {
         let name = self.model.to_ascii_lowercase();
-        let multimodal = ["gpt-4o", "gpt-4.1", "gpt-5", "o1", "o3", "o4", "gpt-4-turbo", "llava", "vision"].iter().any(|m| name.contains(m));
+        let multimodal = [
+            "gpt-4o",
+            "gpt-4.1",
+            "gpt-5",
+            "o1",
+            "o3",
+            "o4",
+            "gpt-4-turbo",
+            "llava",
+            "vision",
+        ]
+        .iter()
+        .any(|m| name.contains(m));
         Capabilities {
             function_calling: true,
             stop_words: false,
             multimodal,
             structured_output: true,
-            context_window: self.config.context_window_size.unwrap_or_else(|| context_window_size(&self.model)),
+            context_window: self
+                .config
+                .context_window_size
+                .unwrap_or_else(|| context_window_size(&self.model)),
         }
     }
 
@@ -611,7 +829,10 @@ impl Llm for OpenAiClient {
             return crate::traits::collect_stream(stream, |_| {}).await;
         }
         let (body, names) = self.prepare(&request, false);
-        let reply = self.http.post_json(&self.url, &self.headers(), &body).await?;
+        let reply = self
+            .http
+            .post_json(&self.url, &self.headers(), &body)
+            .await?;
         let mut response = parse_completion(self.provider_name(), &reply).map_err(|e| match e {
             LlmError::MalformedResponse { message, .. } => self.malformed(message),
             other => other,
@@ -622,8 +843,14 @@ impl Llm for OpenAiClient {
 
     async fn stream(&self, request: LlmRequest) -> Result<LlmStream, LlmError> {
         let (body, names) = self.prepare(&request, true);
-        let sse = self.http.post_sse(&self.url, &self.headers(), &body).await?;
-        Ok(restore_stream_names(completion_events(self.provider_name().to_string(), sse), names))
+        let sse = self
+            .http
+            .post_sse(&self.url, &self.headers(), &body)
+            .await?;
+        Ok(restore_stream_names(
+            completion_events(self.provider_name().to_string(), sse),
+            names,
+        ))
     }
 }
 
@@ -632,12 +859,21 @@ mod tests {
     use super::*;
 
     fn client(model: &str, config: LlmConfig) -> OpenAiClient {
-        OpenAiClient::openai(&config.with_api_key("sk-test"), model).unwrap_or_else(|e| panic!("{e}"))
+        OpenAiClient::openai(&config.with_api_key("sk-test"), model)
+            .unwrap_or_else(|e| panic!("{e}"))
     }
 
     #[test]
     fn reasoning_models_are_recognised() {
-        for model in ["o1", "o1-mini", "o3-mini", "o4-mini", "gpt-5", "gpt-5-mini", "openai/o3"] {
+        for model in [
+            "o1",
+            "o1-mini",
+            "o3-mini",
+            "o4-mini",
+            "gpt-5",
+            "gpt-5-mini",
+            "openai/o3",
+        ] {
             assert!(is_reasoning_model(model), "{model}");
         }
         for model in ["gpt-4o", "gpt-4.1-mini", "o10x", "omni"] {
@@ -653,7 +889,9 @@ mod tests {
             parameters: json!({"type": "object", "properties": {}}),
             strict: false,
         };
-        let request = LlmRequest::new(vec![Message::system("s"), Message::user("u")]).with_tools(vec![tool]).with_stop(vec!["\nObservation:".into()]);
+        let request = LlmRequest::new(vec![Message::system("s"), Message::user("u")])
+            .with_tools(vec![tool])
+            .with_stop(vec!["\nObservation:".into()]);
         let body = client("gpt-4o-mini", LlmConfig::default()).request_body(&request, false);
         let text = body.to_string();
         assert!(text.starts_with(r#"{"messages":[{"role":"system","content":"s"},{"role":"user","content":"u"}],"model":"gpt-4o-mini","tool_choice":"auto","tools":[{"type":"function","function":{"name":"calculator","description":"Does math","parameters""#), "{text}");
@@ -662,13 +900,17 @@ mod tests {
 
     #[test]
     fn reasoning_rules_apply() {
-        let mut config = LlmConfig::new("o3-mini").with_temperature(0.3).with_max_tokens(100);
+        let mut config = LlmConfig::new("o3-mini")
+            .with_temperature(0.3)
+            .with_max_tokens(100);
         config.reasoning_effort = Some("low".into());
-        let body = client("o3-mini", config.clone()).request_body(&LlmRequest::new(vec![Message::user("q")]), false);
+        let body = client("o3-mini", config.clone())
+            .request_body(&LlmRequest::new(vec![Message::user("q")]), false);
         assert!(body.get("temperature").is_none());
         assert_eq!(body["max_completion_tokens"], json!(100));
         assert_eq!(body["reasoning_effort"], json!("low"));
-        let body = client("gpt-4o", config).request_body(&LlmRequest::new(vec![Message::user("q")]), false);
+        let body = client("gpt-4o", config)
+            .request_body(&LlmRequest::new(vec![Message::user("q")]), false);
         assert_eq!(body["temperature"], json!(0.3));
         assert_eq!(body["max_tokens"], json!(100));
         assert!(body.get("reasoning_effort").is_none());
@@ -683,16 +925,30 @@ mod tests {
             r#"{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"calculator","arguments":"{\"expression\":\"1+1\"}"}}]}"#
         );
         let result = message_json(&Message::tool_result("call_1", "calculator", "2"));
-        assert_eq!(result.to_string(), r#"{"role":"tool","tool_call_id":"call_1","name":"calculator","content":"2"}"#);
+        assert_eq!(
+            result.to_string(),
+            r#"{"role":"tool","tool_call_id":"call_1","name":"calculator","content":"2"}"#
+        );
     }
 
     #[test]
     fn invalid_tool_names_are_rewritten_and_mapped_back() {
-        let tool = ToolDefinition { name: "Search the web".into(), description: "d".into(), parameters: json!({"type": "object"}), strict: false };
+        let tool = ToolDefinition {
+            name: "Search the web".into(),
+            description: "d".into(),
+            parameters: json!({"type": "object"}),
+            strict: false,
+        };
         let request = LlmRequest::new(vec![Message::user("q")]).with_tools(vec![tool]);
         let (body, names) = client("gpt-4o", LlmConfig::default()).prepare(&request, false);
-        assert_eq!(body["tools"][0]["function"]["name"], json!("Search_the_web"));
-        let mut response = LlmResponse { tool_calls: vec![ToolCall::from_raw_arguments("c", "Search_the_web", "{}")], ..Default::default() };
+        assert_eq!(
+            body["tools"][0]["function"]["name"],
+            json!("Search_the_web")
+        );
+        let mut response = LlmResponse {
+            tool_calls: vec![ToolCall::from_raw_arguments("c", "Search_the_web", "{}")],
+            ..Default::default()
+        };
         restore_tool_names(&mut response, &names);
         assert_eq!(response.tool_calls[0].name, "Search the web");
     }

@@ -60,7 +60,12 @@ pub struct ModelPrice {
 impl ModelPrice {
     /// A price without a cache discount.
     pub fn new(input: f64, output: f64) -> Self {
-        ModelPrice { input, cached_input: None, cache_write: None, output }
+        ModelPrice {
+            input,
+            cached_input: None,
+            cache_write: None,
+            output,
+        }
     }
 
     /// Sets the price of cached prompt tokens.
@@ -78,7 +83,9 @@ impl ModelPrice {
     /// What `usage` costs at these prices, in USD.
     pub fn cost(&self, usage: &Usage) -> f64 {
         let cached = usage.cached_prompt_tokens.min(usage.prompt_tokens);
-        let written = usage.cache_creation_tokens.min(usage.prompt_tokens - cached);
+        let written = usage
+            .cache_creation_tokens
+            .min(usage.prompt_tokens - cached);
         let uncached = usage.prompt_tokens - cached - written;
         let tokens_cost = uncached as f64 * self.input
             + cached as f64 * self.cached_input.unwrap_or(self.input)
@@ -93,8 +100,16 @@ impl ModelPrice {
     }
 
     fn problem(&self) -> Option<&'static str> {
-        let all = [Some(self.input), self.cached_input, self.cache_write, Some(self.output)];
-        all.into_iter().flatten().any(|p| !p.is_finite() || p < 0.0).then_some("prices must be finite and not negative")
+        let all = [
+            Some(self.input),
+            self.cached_input,
+            self.cache_write,
+            Some(self.output),
+        ];
+        all.into_iter()
+            .flatten()
+            .any(|p| !p.is_finite() || p < 0.0)
+            .then_some("prices must be finite and not negative")
     }
 }
 
@@ -126,16 +141,22 @@ impl PriceTable {
     /// Reads a table written as `model: {input: .., cached_input: .., output: ..}` lines.
     pub fn from_yaml_str(text: &str) -> Result<Self, PriceTableError> {
         let prices: BTreeMap<String, ModelPrice> =
-            yaml_serde::from_str(text).map_err(|e| PriceTableError { message: e.to_string() })?;
+            yaml_serde::from_str(text).map_err(|e| PriceTableError {
+                message: e.to_string(),
+            })?;
         Self::from_prices(prices)
     }
 
     /// A table from model names and prices (names are matched without case or provider prefix).
-    pub fn from_prices(prices: impl IntoIterator<Item = (String, ModelPrice)>) -> Result<Self, PriceTableError> {
+    pub fn from_prices(
+        prices: impl IntoIterator<Item = (String, ModelPrice)>,
+    ) -> Result<Self, PriceTableError> {
         let mut table = Self::empty();
         for (model, price) in prices {
             if let Some(problem) = price.problem() {
-                return Err(PriceTableError { message: format!("model '{model}': {problem}") });
+                return Err(PriceTableError {
+                    message: format!("model '{model}': {problem}"),
+                });
             }
             table.prices.insert(normalise(&model), price);
         }
@@ -150,7 +171,8 @@ impl PriceTable {
 
     /// This table with every price of `overrides` set over it.
     pub fn with_overrides(mut self, overrides: &PriceTable) -> Self {
-        self.prices.extend(overrides.prices.iter().map(|(m, p)| (m.clone(), *p)));
+        self.prices
+            .extend(overrides.prices.iter().map(|(m, p)| (m.clone(), *p)));
         self
     }
 
@@ -168,7 +190,10 @@ impl PriceTable {
         }
         self.prices
             .iter()
-            .filter(|(known, _)| name.strip_prefix(known.as_str()).is_some_and(|rest| rest.starts_with('-')))
+            .filter(|(known, _)| {
+                name.strip_prefix(known.as_str())
+                    .is_some_and(|rest| rest.starts_with('-'))
+            })
             .max_by_key(|(known, _)| known.len())
             .map(|(_, price)| price)
     }
@@ -237,7 +262,12 @@ mod tests {
     #[test]
     fn the_shipped_table_parses_and_covers_the_three_providers() {
         let table = PriceTable::from_yaml_str(BUILTIN_PRICES).unwrap();
-        for model in ["gpt-4o-mini", "gpt-4.1-mini", "claude-sonnet-4-5", "gemini-2.5-flash"] {
+        for model in [
+            "gpt-4o-mini",
+            "gpt-4.1-mini",
+            "claude-sonnet-4-5",
+            "gemini-2.5-flash",
+        ] {
             assert!(table.lookup(model).is_some(), "{model} has a price");
         }
         assert_eq!(PriceTable::builtin(), table);
@@ -247,7 +277,9 @@ mod tests {
     fn gpt_4o_mini_arithmetic() {
         let table = PriceTable::builtin();
         // 1000 prompt tokens of which 400 cached, 200 completion tokens.
-        let cost = table.cost("gpt-4o-mini", &usage(1000, 400, 0, 200)).unwrap();
+        let cost = table
+            .cost("gpt-4o-mini", &usage(1000, 400, 0, 200))
+            .unwrap();
         let expected = (600.0 * 0.15 + 400.0 * 0.075 + 200.0 * 0.60) / 1e6;
         assert!(close(cost, expected), "{cost} != {expected}");
     }
@@ -255,7 +287,12 @@ mod tests {
     #[test]
     fn anthropic_cache_writes_and_reads_have_their_own_prices() {
         let table = PriceTable::builtin();
-        let cost = table.cost("anthropic/claude-sonnet-4-5-20250929", &usage(10_000, 6_000, 3_000, 1_000)).unwrap();
+        let cost = table
+            .cost(
+                "anthropic/claude-sonnet-4-5-20250929",
+                &usage(10_000, 6_000, 3_000, 1_000),
+            )
+            .unwrap();
         let expected = (1_000.0 * 3.0 + 6_000.0 * 0.30 + 3_000.0 * 3.75 + 1_000.0 * 15.0) / 1e6;
         assert!(close(cost, expected), "{cost} != {expected}");
     }
@@ -263,10 +300,16 @@ mod tests {
     #[test]
     fn dated_and_prefixed_names_use_the_longest_matching_entry() {
         let table = PriceTable::builtin();
-        assert_eq!(table.lookup("openai/gpt-4o-mini-2024-07-18"), table.lookup("gpt-4o-mini"));
+        assert_eq!(
+            table.lookup("openai/gpt-4o-mini-2024-07-18"),
+            table.lookup("gpt-4o-mini")
+        );
         assert_ne!(table.lookup("gpt-4o-mini"), table.lookup("gpt-4o"));
         assert_eq!(table.lookup("GPT-4O-2024-08-06"), table.lookup("gpt-4o"));
-        assert!(table.lookup("gpt-4omni").is_none(), "a prefix must end at a dash");
+        assert!(
+            table.lookup("gpt-4omni").is_none(),
+            "a prefix must end at a dash"
+        );
     }
 
     #[test]
@@ -279,10 +322,16 @@ mod tests {
 
     #[test]
     fn overrides_replace_and_extend() {
-        let overrides = PriceTable::from_yaml_str("gpt-4o-mini: {input: 1, output: 2}\nlocal/llama3: {input: 0.5, output: 0.5}").unwrap();
+        let overrides = PriceTable::from_yaml_str(
+            "gpt-4o-mini: {input: 1, output: 2}\nlocal/llama3: {input: 0.5, output: 0.5}",
+        )
+        .unwrap();
         let table = PriceTable::builtin().with_overrides(&overrides);
         let call = usage(1_000_000, 500_000, 0, 1_000_000);
-        assert!(close(table.cost("gpt-4o-mini", &call).unwrap(), 3.0), "no cached price: input price applies");
+        assert!(
+            close(table.cost("gpt-4o-mini", &call).unwrap(), 3.0),
+            "no cached price: input price applies"
+        );
         assert!(close(table.cost("ollama/llama3", &call).unwrap(), 1.0));
     }
 
@@ -295,8 +344,14 @@ mod tests {
 
     #[test]
     fn summed_usage_sums_cost() {
-        let mut total = Usage { cost_usd: 0.25, ..Default::default() };
-        total.add(&Usage { cost_usd: 0.5, ..Default::default() });
+        let mut total = Usage {
+            cost_usd: 0.25,
+            ..Default::default()
+        };
+        total.add(&Usage {
+            cost_usd: 0.5,
+            ..Default::default()
+        });
         assert!(close(total.cost_usd, 0.75));
     }
 }

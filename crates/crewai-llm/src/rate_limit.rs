@@ -76,12 +76,17 @@ struct VirtualTime {
 impl VirtualClock {
     /// A clock at its own time zero.
     pub fn new() -> Arc<Self> {
-        Arc::new(VirtualClock { origin: Instant::now(), state: Mutex::default() })
+        Arc::new(VirtualClock {
+            origin: Instant::now(),
+            state: Mutex::default(),
+        })
     }
 
     fn time(&self) -> std::sync::MutexGuard<'_, VirtualTime> {
         // Plain numbers: a panic elsewhere cannot leave them half-written.
-        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Moves the time forward without recording a sleep (time passing between calls).
@@ -132,11 +137,21 @@ struct BucketState {
 impl Bucket {
     fn per_minute(capacity: u32, now: Instant) -> Self {
         let capacity = f64::from(capacity.max(1));
-        Bucket { capacity, per_second: capacity / 60.0, state: Mutex::new(BucketState { available: capacity, refreshed: now }) }
+        Bucket {
+            capacity,
+            per_second: capacity / 60.0,
+            state: Mutex::new(BucketState {
+                available: capacity,
+                refreshed: now,
+            }),
+        }
     }
 
     fn with_state<T>(&self, now: Instant, f: impl FnOnce(&mut BucketState) -> T) -> T {
-        let mut state = self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut state = self
+            .state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         let elapsed = now.saturating_duration_since(state.refreshed).as_secs_f64();
         state.available = (state.available + elapsed * self.per_second).min(self.capacity);
         state.refreshed = now;
@@ -145,7 +160,12 @@ impl Bucket {
 
     /// Takes `amount` (capped at the capacity, so one large call cannot wait forever); calls
     /// `on_wait` with the expected wait before the first sleep, if any. Returns the time slept.
-    async fn take(&self, amount: f64, clock: &dyn Clock, on_wait: &mut Option<impl FnOnce(Duration)>) -> Duration {
+    async fn take(
+        &self,
+        amount: f64,
+        clock: &dyn Clock,
+        on_wait: &mut Option<impl FnOnce(Duration)>,
+    ) -> Duration {
         let amount = amount.min(self.capacity);
         let mut slept = Duration::ZERO;
         loop {
@@ -156,7 +176,9 @@ impl Bucket {
                     state.available -= amount;
                     None
                 } else {
-                    Some(Duration::from_secs_f64((amount - state.available) / self.per_second))
+                    Some(Duration::from_secs_f64(
+                        (amount - state.available) / self.per_second,
+                    ))
                 }
             });
             match wait {
@@ -173,7 +195,9 @@ impl Bucket {
     }
 
     fn adjust(&self, now: Instant, delta: f64) {
-        self.with_state(now, |state| state.available = (state.available - delta).min(self.capacity));
+        self.with_state(now, |state| {
+            state.available = (state.available - delta).min(self.capacity)
+        });
     }
 }
 
@@ -207,7 +231,11 @@ impl RateLimiter {
     }
 
     /// [`RateLimiter::new`] reading the time from `clock` (a [`VirtualClock`] in tests).
-    pub fn with_clock(max_rpm: Option<u32>, max_tpm: Option<u32>, clock: Arc<dyn Clock>) -> Arc<Self> {
+    pub fn with_clock(
+        max_rpm: Option<u32>,
+        max_tpm: Option<u32>,
+        clock: Arc<dyn Clock>,
+    ) -> Arc<Self> {
         let now = clock.now();
         Arc::new(RateLimiter {
             max_rpm,
@@ -236,7 +264,11 @@ impl RateLimiter {
     /// waiting (not at all when a slot is free), so the caller can say that it is held back.
     pub async fn acquire_notifying(&self, on_wait: impl FnOnce(Duration)) -> Duration {
         match &self.requests {
-            Some(bucket) => bucket.take(1.0, self.clock.as_ref(), &mut Some(on_wait)).await,
+            Some(bucket) => {
+                bucket
+                    .take(1.0, self.clock.as_ref(), &mut Some(on_wait))
+                    .await
+            }
             None => Duration::ZERO,
         }
     }
@@ -246,7 +278,15 @@ impl RateLimiter {
     pub async fn acquire_with_tokens(&self, estimated_tokens: u64) -> Duration {
         let for_request = self.acquire().await;
         let for_tokens = match &self.tokens {
-            Some(bucket) => bucket.take(estimated_tokens as f64, self.clock.as_ref(), &mut None::<fn(Duration)>).await,
+            Some(bucket) => {
+                bucket
+                    .take(
+                        estimated_tokens as f64,
+                        self.clock.as_ref(),
+                        &mut None::<fn(Duration)>,
+                    )
+                    .await
+            }
             None => Duration::ZERO,
         };
         for_request + for_tokens
@@ -255,7 +295,10 @@ impl RateLimiter {
     /// Corrects the token budget once the real usage is known.
     pub fn record_tokens(&self, estimated_tokens: u64, actual_tokens: u64) {
         if let Some(bucket) = &self.tokens {
-            bucket.adjust(self.clock.now(), actual_tokens as f64 - estimated_tokens as f64);
+            bucket.adjust(
+                self.clock.now(),
+                actual_tokens as f64 - estimated_tokens as f64,
+            );
         }
     }
 
@@ -267,8 +310,16 @@ impl RateLimiter {
 
 /// A rough token count of a request (four characters a token), used before the call.
 pub fn estimate_tokens(request: &LlmRequest) -> u64 {
-    let chars: usize = request.messages.iter().map(|m| m.text().len()).sum::<usize>()
-        + request.tools.iter().map(|t| t.description.len() + t.parameters.to_string().len()).sum::<usize>();
+    let chars: usize = request
+        .messages
+        .iter()
+        .map(|m| m.text().len())
+        .sum::<usize>()
+        + request
+            .tools
+            .iter()
+            .map(|t| t.description.len() + t.parameters.to_string().len())
+            .sum::<usize>();
     (chars as u64).div_ceil(4) + request.options.max_tokens.map(u64::from).unwrap_or(0)
 }
 
@@ -288,7 +339,11 @@ impl RateLimitedLlm {
     }
 
     async fn admit(&self, request: &LlmRequest) -> u64 {
-        let estimate = if self.limiter.limits_tokens() { estimate_tokens(request) } else { 0 };
+        let estimate = if self.limiter.limits_tokens() {
+            estimate_tokens(request)
+        } else {
+            0
+        };
         self.limiter.acquire_with_tokens(estimate).await;
         estimate
     }
@@ -309,7 +364,8 @@ impl Llm for RateLimitedLlm {
     async fn call(&self, request: LlmRequest) -> Result<LlmResponse, LlmError> {
         let estimate = self.admit(&request).await;
         let response = self.inner.call(request).await?;
-        self.limiter.record_tokens(estimate, response.usage.total_tokens);
+        self.limiter
+            .record_tokens(estimate, response.usage.total_tokens);
         Ok(response)
     }
 
@@ -375,7 +431,11 @@ mod tests {
         limiter.acquire().await;
         limiter.acquire().await;
         clock.advance(Duration::from_secs(30));
-        assert_eq!(limiter.acquire().await, Duration::ZERO, "one slot refilled in 30 s");
+        assert_eq!(
+            limiter.acquire().await,
+            Duration::ZERO,
+            "one slot refilled in 30 s"
+        );
         assert!(clock.sleeps().is_empty());
     }
 
@@ -387,7 +447,10 @@ mod tests {
         let note = |wait: Duration| announced.lock().unwrap().push((wait, clock.sleeps().len()));
 
         limiter.acquire_notifying(note).await;
-        assert!(announced.lock().unwrap().is_empty(), "a free slot is not announced");
+        assert!(
+            announced.lock().unwrap().is_empty(),
+            "a free slot is not announced"
+        );
         let waited = limiter.acquire_notifying(note).await;
 
         assert_eq!(waited, Duration::from_secs(60));

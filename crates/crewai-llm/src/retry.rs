@@ -52,7 +52,10 @@ impl Default for RetryPolicy {
 impl RetryPolicy {
     /// No retries at all.
     pub fn none() -> Self {
-        RetryPolicy { max_retries: 0, ..Default::default() }
+        RetryPolicy {
+            max_retries: 0,
+            ..Default::default()
+        }
     }
 
     pub fn with_max_retries(mut self, retries: u32) -> Self {
@@ -83,7 +86,10 @@ impl RetryPolicy {
         if let Some(wait) = retry_after {
             return wait.min(self.max_retry_after);
         }
-        let ceiling = self.base_delay.saturating_mul(2u32.saturating_pow(retry.min(20))).min(self.max_delay);
+        let ceiling = self
+            .base_delay
+            .saturating_mul(2u32.saturating_pow(retry.min(20)))
+            .min(self.max_delay);
         if ceiling.is_zero() {
             return Duration::ZERO;
         }
@@ -93,7 +99,12 @@ impl RetryPolicy {
     /// Runs `attempt` until it succeeds, fails with an error that is not retryable, or the retries
     /// or the total time run out (the running attempt is cut at the deadline). `provider` and
     /// `model` name what is retried, in the logs and in the timeout error.
-    pub async fn run<T, F, Fut>(&self, provider: &str, model: &str, mut attempt: F) -> Result<T, LlmError>
+    pub async fn run<T, F, Fut>(
+        &self,
+        provider: &str,
+        model: &str,
+        mut attempt: F,
+    ) -> Result<T, LlmError>
     where
         F: FnMut() -> Fut + Send,
         Fut: std::future::Future<Output = Result<T, LlmError>> + Send,
@@ -105,7 +116,12 @@ impl RetryPolicy {
             let error = match tokio::time::timeout_at(deadline, attempt()).await {
                 Ok(Ok(value)) => return Ok(value),
                 Ok(Err(error)) => error,
-                Err(_) => return Err(LlmError::Timeout { provider: provider.to_string(), after: self.max_total }),
+                Err(_) => {
+                    return Err(LlmError::Timeout {
+                        provider: provider.to_string(),
+                        after: self.max_total,
+                    });
+                }
             };
             if !error.is_retryable() || retry >= self.max_retries {
                 return Err(error);
@@ -150,13 +166,21 @@ impl Llm for RetryLlm {
     }
 
     async fn call(&self, request: LlmRequest) -> Result<LlmResponse, LlmError> {
-        self.policy.run(self.inner.provider(), self.inner.model(), || self.inner.call(request.clone())).await
+        self.policy
+            .run(self.inner.provider(), self.inner.model(), || {
+                self.inner.call(request.clone())
+            })
+            .await
     }
 
     /// Retries opening the stream; once events flow, a failure is passed on (the caller has
     /// already shown part of the reply).
     async fn stream(&self, request: LlmRequest) -> Result<LlmStream, LlmError> {
-        self.policy.run(self.inner.provider(), self.inner.model(), || self.inner.stream(request.clone())).await
+        self.policy
+            .run(self.inner.provider(), self.inner.model(), || {
+                self.inner.stream(request.clone())
+            })
+            .await
     }
 }
 
@@ -181,23 +205,47 @@ mod tests {
             if self.hang {
                 futures::future::pending::<()>().await;
             }
-            Err(LlmError::Connection { provider: "test".into(), message: "refused".into() })
+            Err(LlmError::Connection {
+                provider: "test".into(),
+                message: "refused".into(),
+            })
         }
     }
 
     #[tokio::test(start_paused = true)]
     async fn total_time_is_bounded() {
-        let hanging = Arc::new(Unreachable { hang: true, calls: Default::default() });
+        let hanging = Arc::new(Unreachable {
+            hang: true,
+            calls: Default::default(),
+        });
         let policy = RetryPolicy::default().with_max_total(Duration::from_secs(5));
-        let error = RetryLlm::new(hanging, policy).call(LlmRequest::new(vec![Message::user("hi")])).await.err();
-        assert!(matches!(error, Some(LlmError::Timeout { after, .. }) if after == Duration::from_secs(5)), "{error:?}");
+        let error = RetryLlm::new(hanging, policy)
+            .call(LlmRequest::new(vec![Message::user("hi")]))
+            .await
+            .err();
+        assert!(
+            matches!(error, Some(LlmError::Timeout { after, .. }) if after == Duration::from_secs(5)),
+            "{error:?}"
+        );
 
         // Backoff that would overrun the budget is not started: the last error comes back.
-        let failing = Arc::new(Unreachable { hang: false, calls: Default::default() });
-        let policy = RetryPolicy::default().with_max_retries(10).with_delays(Duration::from_secs(4), Duration::from_secs(4)).with_max_total(Duration::from_secs(1));
+        let failing = Arc::new(Unreachable {
+            hang: false,
+            calls: Default::default(),
+        });
+        let policy = RetryPolicy::default()
+            .with_max_retries(10)
+            .with_delays(Duration::from_secs(4), Duration::from_secs(4))
+            .with_max_total(Duration::from_secs(1));
         let llm = RetryLlm::new(failing.clone(), policy);
-        let error = llm.call(LlmRequest::new(vec![Message::user("hi")])).await.err();
-        assert!(matches!(error, Some(LlmError::Connection { .. })), "{error:?}");
+        let error = llm
+            .call(LlmRequest::new(vec![Message::user("hi")]))
+            .await
+            .err();
+        assert!(
+            matches!(error, Some(LlmError::Connection { .. })),
+            "{error:?}"
+        );
         assert!(failing.calls.load(std::sync::atomic::Ordering::SeqCst) < 10);
     }
 
@@ -209,7 +257,10 @@ mod tests {
             assert!(wait <= Duration::from_secs(8));
             assert!(wait <= Duration::from_millis(500) * 2u32.pow(retry));
         }
-        assert_eq!(policy.delay_for(0, Some(Duration::from_secs(600))), policy.max_retry_after);
+        assert_eq!(
+            policy.delay_for(0, Some(Duration::from_secs(600))),
+            policy.max_retry_after
+        );
         let zero = RetryPolicy::default().with_delays(Duration::ZERO, Duration::ZERO);
         assert_eq!(zero.delay_for(3, None), Duration::ZERO);
     }

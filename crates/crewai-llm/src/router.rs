@@ -27,11 +27,11 @@
 use std::sync::Arc;
 
 use crate::anthropic::AnthropicLlm;
+use crate::cassette::CassetteRecorder;
 use crate::config::{DEFAULT_MODEL, LlmConfig, OpenAiApi};
 use crate::error::LlmError;
 use crate::fallback::FallbackLlm;
 use crate::gemini::GeminiLlm;
-use crate::cassette::CassetteRecorder;
 use crate::http::{ReqwestTransport, Transport};
 use crate::openai::{AZURE_DEFAULT_API_VERSION, Auth, OPENAI_BASE_URL, OpenAiClient};
 use crate::openai_responses::OpenAiResponsesClient;
@@ -85,7 +85,8 @@ impl Provider {
             "deepseek" => Provider::DeepSeek,
             "groq" => Provider::Groq,
             "bedrock" | "aws" => Provider::Bedrock,
-            "openai_compatible" | "custom_openai" | "hosted_vllm" | "vllm" | "lm_studio" | "lmstudio" => Provider::OpenAiCompatible,
+            "openai_compatible" | "custom_openai" | "hosted_vllm" | "vllm" | "lm_studio"
+            | "lmstudio" => Provider::OpenAiCompatible,
             _ => return None,
         })
     }
@@ -93,7 +94,10 @@ impl Provider {
     /// The provider a bare model name belongs to.
     pub fn infer(model: &str) -> Option<Provider> {
         let name = model.to_ascii_lowercase();
-        if name.starts_with("gpt-") || name.starts_with("chatgpt-") || crate::openai::is_reasoning_model(&name) {
+        if name.starts_with("gpt-")
+            || name.starts_with("chatgpt-")
+            || crate::openai::is_reasoning_model(&name)
+        {
             Some(Provider::OpenAi)
         } else if name.starts_with("claude-") {
             Some(Provider::Anthropic)
@@ -129,7 +133,10 @@ pub fn route(model: &str, explicit: Option<&str>) -> Result<(Provider, String), 
     {
         return Ok((provider, rest.to_string()));
     }
-    Ok((Provider::infer(model).unwrap_or(Provider::OpenAi), model.to_string()))
+    Ok((
+        Provider::infer(model).unwrap_or(Provider::OpenAi),
+        model.to_string(),
+    ))
 }
 
 /// Where a builder reads environment variables from (the process environment by default; tests
@@ -200,14 +207,23 @@ impl BuildOptions {
     }
 
     /// Reads variables through `lookup` instead of the process environment.
-    pub fn with_env(mut self, lookup: impl Fn(&str) -> Option<String> + Send + Sync + 'static) -> Self {
+    pub fn with_env(
+        mut self,
+        lookup: impl Fn(&str) -> Option<String> + Send + Sync + 'static,
+    ) -> Self {
         self.env = Arc::new(lookup);
         self
     }
 
     /// Reads variables from these pairs only.
-    pub fn with_env_vars<K: Into<String>, V: Into<String>>(self, vars: impl IntoIterator<Item = (K, V)>) -> Self {
-        let map: std::collections::HashMap<String, String> = vars.into_iter().map(|(k, v)| (k.into(), v.into())).collect();
+    pub fn with_env_vars<K: Into<String>, V: Into<String>>(
+        self,
+        vars: impl IntoIterator<Item = (K, V)>,
+    ) -> Self {
+        let map: std::collections::HashMap<String, String> = vars
+            .into_iter()
+            .map(|(k, v)| (k.into(), v.into()))
+            .collect();
         self.with_env(move |name| map.get(name).cloned())
     }
 
@@ -244,13 +260,15 @@ impl BuildOptions {
     /// assert_eq!(llm.model(), "echo/any");
     /// ```
     pub fn with_provider(mut self, name: impl Into<String>, factory: ProviderFactory) -> Self {
-        self.providers.insert(name.into().trim().to_ascii_lowercase(), factory);
+        self.providers
+            .insert(name.into().trim().to_ascii_lowercase(), factory);
         self
     }
 
     /// True when a factory is registered for `name`.
     pub fn has_provider(&self, name: &str) -> bool {
-        self.providers.contains_key(&name.trim().to_ascii_lowercase())
+        self.providers
+            .contains_key(&name.trim().to_ascii_lowercase())
     }
 
     pub fn retry_policy(&self) -> &RetryPolicy {
@@ -265,7 +283,11 @@ pub fn process_env(name: &str) -> Option<String> {
 
 /// The first of `names` that is set and not empty.
 fn first_env(env: EnvLookup<'_>, names: &[&str]) -> Option<String> {
-    names.iter().find_map(|name| env(name).map(|v| v.trim().to_string()).filter(|v| !v.is_empty()))
+    names.iter().find_map(|name| {
+        env(name)
+            .map(|v| v.trim().to_string())
+            .filter(|v| !v.is_empty())
+    })
 }
 
 /// True when `url` points at this machine or a private network address (servers that usually
@@ -276,7 +298,10 @@ pub fn is_local_url(url: &str) -> bool {
     };
     match parsed.host() {
         Some(url::Host::Domain(host)) => {
-            host == "localhost" || host.ends_with(".local") || host.ends_with(".localhost") || host == "host.docker.internal"
+            host == "localhost"
+                || host.ends_with(".local")
+                || host.ends_with(".localhost")
+                || host == "host.docker.internal"
         }
         Some(url::Host::Ipv4(ip)) => ip.is_loopback() || ip.is_private() || ip.is_unspecified(),
         Some(url::Host::Ipv6(ip)) => ip.is_loopback() || ip.is_unspecified(),
@@ -290,7 +315,11 @@ pub fn default_model(env: EnvLookup<'_>) -> String {
 }
 
 /// Puts a client behind `transport` when one is given.
-fn attach<T: Llm + 'static>(client: T, transport: Option<&Arc<dyn Transport>>, set: fn(T, Arc<dyn Transport>) -> T) -> Arc<dyn Llm> {
+fn attach<T: Llm + 'static>(
+    client: T,
+    transport: Option<&Arc<dyn Transport>>,
+    set: fn(T, Arc<dyn Transport>) -> T,
+) -> Arc<dyn Llm> {
     match transport {
         Some(transport) => Arc::new(set(client, transport.clone())),
         None => Arc::new(client),
@@ -298,23 +327,36 @@ fn attach<T: Llm + 'static>(client: T, transport: Option<&Arc<dyn Transport>>, s
 }
 
 /// Builds the provider client alone, without wrappers.
-pub fn build_provider(config: &LlmConfig, options: &BuildOptions) -> Result<Arc<dyn Llm>, LlmError> {
+pub fn build_provider(
+    config: &LlmConfig,
+    options: &BuildOptions,
+) -> Result<Arc<dyn Llm>, LlmError> {
     let env: EnvLookup<'_> = options.env.as_ref();
     let transport: Option<Arc<dyn Transport>> = match (&options.transport, &options.recorder) {
         (inner, Some(recorder)) => {
             let inner: Arc<dyn Transport> = match inner {
                 Some(inner) => inner.clone(),
-                None => Arc::new(ReqwestTransport::new(config.connect_timeout(), config.request_timeout())?),
+                None => Arc::new(ReqwestTransport::new(
+                    config.connect_timeout(),
+                    config.request_timeout(),
+                )?),
             };
             Some(recorder.tap(inner))
         }
         (inner, None) => inner.clone(),
     };
     let transport = transport.as_ref();
-    let model_string = if config.model.trim().is_empty() { default_model(env) } else { config.model.clone() };
+    let model_string = if config.model.trim().is_empty() {
+        default_model(env)
+    } else {
+        config.model.clone()
+    };
     if let Some(name) = provider_name(&model_string, config.provider.as_deref()) {
         if let Some(factory) = options.providers.get(&name) {
-            let config = LlmConfig { model: model_string.clone(), ..config.clone() };
+            let config = LlmConfig {
+                model: model_string.clone(),
+                ..config.clone()
+            };
             return factory(&config);
         }
         if name == LOCAL_PROVIDER {
@@ -325,18 +367,34 @@ pub fn build_provider(config: &LlmConfig, options: &BuildOptions) -> Result<Arc<
         }
     }
     let (provider, model) = route(&model_string, config.provider.as_deref())?;
-    let key = |names: &[&str]| config.api_key.clone().filter(|k| !k.trim().is_empty()).or_else(|| first_env(env, names));
-    let missing = |env_var: &str| LlmError::MissingApiKey { provider: provider.prefix().to_string(), env_var: env_var.to_string() };
+    let key = |names: &[&str]| {
+        config
+            .api_key
+            .clone()
+            .filter(|k| !k.trim().is_empty())
+            .or_else(|| first_env(env, names))
+    };
+    let missing = |env_var: &str| LlmError::MissingApiKey {
+        provider: provider.prefix().to_string(),
+        env_var: env_var.to_string(),
+    };
 
     // One arm per provider; OpenAI-compatible hosts differ only in their base URL and key variable.
     let compatible = |default_base: &str, key_var: &str| -> Result<Arc<dyn Llm>, LlmError> {
-        let base = config.base_url.clone().unwrap_or_else(|| default_base.to_string());
+        let base = config
+            .base_url
+            .clone()
+            .unwrap_or_else(|| default_base.to_string());
         let auth = match key(&[key_var]) {
             Some(k) => Auth::Bearer(k),
             None if is_local_url(&base) => Auth::None,
             None => return Err(missing(key_var)),
         };
-        Ok(attach(OpenAiClient::compatible(provider.prefix(), &model, &base, auth, key_var, config)?, transport, OpenAiClient::with_transport))
+        Ok(attach(
+            OpenAiClient::compatible(provider.prefix(), &model, &base, auth, key_var, config)?,
+            transport,
+            OpenAiClient::with_transport,
+        ))
     };
 
     match provider {
@@ -351,15 +409,24 @@ pub fn build_provider(config: &LlmConfig, options: &BuildOptions) -> Result<Arc<
                 None if is_local_url(&base) => Auth::None,
                 None => return Err(missing("OPENAI_API_KEY")),
             };
-            if config.api.map_or_else(|| crate::openai_responses::only_on_responses_api(&model), |api| api == OpenAiApi::Responses) {
+            if config.api.map_or_else(
+                || crate::openai_responses::only_on_responses_api(&model),
+                |api| api == OpenAiApi::Responses,
+            ) {
                 let client = OpenAiResponsesClient::new(config, &model, &base, auth)?;
-                return Ok(attach(client, transport, OpenAiResponsesClient::with_transport));
+                return Ok(attach(
+                    client,
+                    transport,
+                    OpenAiResponsesClient::with_transport,
+                ));
             }
-            let client = OpenAiClient::compatible("openai", &model, &base, auth, "OPENAI_API_KEY", config)?;
+            let client =
+                OpenAiClient::compatible("openai", &model, &base, auth, "OPENAI_API_KEY", config)?;
             Ok(attach(client, transport, OpenAiClient::with_transport))
         }
         Provider::Azure => {
-            let api_key = key(&["AZURE_API_KEY", "AZURE_OPENAI_API_KEY"]).ok_or_else(|| missing("AZURE_API_KEY"))?;
+            let api_key = key(&["AZURE_API_KEY", "AZURE_OPENAI_API_KEY"])
+                .ok_or_else(|| missing("AZURE_API_KEY"))?;
             let base = config
                 .base_url
                 .clone()
@@ -380,8 +447,11 @@ pub fn build_provider(config: &LlmConfig, options: &BuildOptions) -> Result<Arc<
                 Some(base) => base.clone(),
                 None => format!("{}/v1", ollama_host(env)),
             };
-            let auth = key(&["OLLAMA_API_KEY"]).map(Auth::Bearer).unwrap_or(Auth::None);
-            let client = OpenAiClient::compatible("ollama", &model, &base, auth, "OLLAMA_API_KEY", config)?;
+            let auth = key(&["OLLAMA_API_KEY"])
+                .map(Auth::Bearer)
+                .unwrap_or(Auth::None);
+            let client =
+                OpenAiClient::compatible("ollama", &model, &base, auth, "OLLAMA_API_KEY", config)?;
             Ok(attach(client, transport, OpenAiClient::with_transport))
         }
         Provider::OpenRouter => compatible("https://openrouter.ai/api/v1", "OPENROUTER_API_KEY"),
@@ -391,36 +461,78 @@ pub fn build_provider(config: &LlmConfig, options: &BuildOptions) -> Result<Arc<
             let base = config.base_url.clone().or_else(|| first_env(env, &["OPENAI_BASE_URL", "OPENAI_API_BASE"])).ok_or_else(|| {
                 LlmError::Config(format!("model '{model_string}' needs `base_url` pointing at an OpenAI-compatible server"))
             })?;
-            let auth = key(&["OPENAI_API_KEY"]).map(Auth::Bearer).unwrap_or(Auth::None);
-            let client = OpenAiClient::compatible("openai_compatible", &model, &base, auth, "OPENAI_API_KEY", config)?;
+            let auth = key(&["OPENAI_API_KEY"])
+                .map(Auth::Bearer)
+                .unwrap_or(Auth::None);
+            let client = OpenAiClient::compatible(
+                "openai_compatible",
+                &model,
+                &base,
+                auth,
+                "OPENAI_API_KEY",
+                config,
+            )?;
             Ok(attach(client, transport, OpenAiClient::with_transport))
         }
         Provider::Anthropic => {
-            let api_key = key(&["ANTHROPIC_API_KEY"]).ok_or_else(|| missing("ANTHROPIC_API_KEY"))?;
-            let base = config.base_url.clone().or_else(|| first_env(env, &["ANTHROPIC_BASE_URL", "ANTHROPIC_API_BASE"]));
-            Ok(attach(AnthropicLlm::new(&model, api_key, base.as_deref(), config)?, transport, AnthropicLlm::with_transport))
+            let api_key =
+                key(&["ANTHROPIC_API_KEY"]).ok_or_else(|| missing("ANTHROPIC_API_KEY"))?;
+            let base = config
+                .base_url
+                .clone()
+                .or_else(|| first_env(env, &["ANTHROPIC_BASE_URL", "ANTHROPIC_API_BASE"]));
+            Ok(attach(
+                AnthropicLlm::new(&model, api_key, base.as_deref(), config)?,
+                transport,
+                AnthropicLlm::with_transport,
+            ))
         }
         Provider::Gemini => {
-            let api_key = key(&["GEMINI_API_KEY", "GOOGLE_API_KEY"]).ok_or_else(|| missing("GEMINI_API_KEY or GOOGLE_API_KEY"))?;
-            let base = config.base_url.clone().or_else(|| first_env(env, &["GEMINI_API_BASE"]));
-            Ok(attach(GeminiLlm::new(&model, api_key, base.as_deref(), config)?, transport, GeminiLlm::with_transport))
+            let api_key = key(&["GEMINI_API_KEY", "GOOGLE_API_KEY"])
+                .ok_or_else(|| missing("GEMINI_API_KEY or GOOGLE_API_KEY"))?;
+            let base = config
+                .base_url
+                .clone()
+                .or_else(|| first_env(env, &["GEMINI_API_BASE"]));
+            Ok(attach(
+                GeminiLlm::new(&model, api_key, base.as_deref(), config)?,
+                transport,
+                GeminiLlm::with_transport,
+            ))
         }
         #[cfg(feature = "bedrock")]
         Provider::Bedrock => {
             use crate::bedrock::{AwsCredentials, BedrockAuth, BedrockLlm};
-            let auth = match (config.api_key.clone().filter(|k| !k.trim().is_empty()), first_env(env, &["AWS_BEARER_TOKEN_BEDROCK"])) {
+            let auth = match (
+                config.api_key.clone().filter(|k| !k.trim().is_empty()),
+                first_env(env, &["AWS_BEARER_TOKEN_BEDROCK"]),
+            ) {
                 (Some(key), _) | (None, Some(key)) => BedrockAuth::ApiKey(key),
-                (None, None) => match (first_env(env, &["AWS_ACCESS_KEY_ID"]), first_env(env, &["AWS_SECRET_ACCESS_KEY"])) {
-                    (Some(access_key_id), Some(secret_access_key)) => BedrockAuth::SigV4(AwsCredentials {
-                        access_key_id,
-                        secret_access_key,
-                        session_token: first_env(env, &["AWS_SESSION_TOKEN"]),
-                    }),
-                    _ => return Err(missing("AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or AWS_BEARER_TOKEN_BEDROCK)")),
+                (None, None) => match (
+                    first_env(env, &["AWS_ACCESS_KEY_ID"]),
+                    first_env(env, &["AWS_SECRET_ACCESS_KEY"]),
+                ) {
+                    (Some(access_key_id), Some(secret_access_key)) => {
+                        BedrockAuth::SigV4(AwsCredentials {
+                            access_key_id,
+                            secret_access_key,
+                            session_token: first_env(env, &["AWS_SESSION_TOKEN"]),
+                        })
+                    }
+                    _ => {
+                        return Err(missing(
+                            "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or AWS_BEARER_TOKEN_BEDROCK)",
+                        ));
+                    }
                 },
             };
-            let region = first_env(env, &["AWS_REGION", "AWS_REGION_NAME", "AWS_DEFAULT_REGION"]).unwrap_or_else(|| "us-east-1".to_string());
-            let client = BedrockLlm::new(&model, &region, auth, config.base_url.as_deref(), config)?;
+            let region = first_env(
+                env,
+                &["AWS_REGION", "AWS_REGION_NAME", "AWS_DEFAULT_REGION"],
+            )
+            .unwrap_or_else(|| "us-east-1".to_string());
+            let client =
+                BedrockLlm::new(&model, &region, auth, config.base_url.as_deref(), config)?;
             Ok(attach(client, transport, BedrockLlm::with_transport))
         }
         #[cfg(not(feature = "bedrock"))]
@@ -440,8 +552,13 @@ fn provider_name(model: &str, explicit: Option<&str>) -> Option<String> {
 
 /// `OLLAMA_HOST` as a URL (it is often given without a scheme, like `0.0.0.0:11434`).
 fn ollama_host(env: EnvLookup<'_>) -> String {
-    let host = first_env(env, &["OLLAMA_HOST", "OLLAMA_API_BASE"]).unwrap_or_else(|| "http://localhost:11434".to_string());
-    let host = if host.contains("://") { host } else { format!("http://{host}") };
+    let host = first_env(env, &["OLLAMA_HOST", "OLLAMA_API_BASE"])
+        .unwrap_or_else(|| "http://localhost:11434".to_string());
+    let host = if host.contains("://") {
+        host
+    } else {
+        format!("http://{host}")
+    };
     let host = host.trim_end_matches('/');
     host.strip_suffix("/v1").unwrap_or(host).to_string()
 }
@@ -450,19 +567,28 @@ fn ollama_host(env: EnvLookup<'_>) -> String {
 pub fn build_single(config: &LlmConfig, options: &BuildOptions) -> Result<Arc<dyn Llm>, LlmError> {
     let client = build_provider(config, options)?;
     let mut llm: Arc<dyn Llm> = Arc::new(StopWordLlm::new(client, config.stop.clone()));
-    let policy = RetryPolicy { max_retries: config.max_retries.unwrap_or(options.retry.max_retries), ..options.retry.clone() };
+    let policy = RetryPolicy {
+        max_retries: config.max_retries.unwrap_or(options.retry.max_retries),
+        ..options.retry.clone()
+    };
     if policy.max_retries > 0 {
         llm = Arc::new(RetryLlm::new(llm, policy));
     }
     if config.max_rpm.is_some() || config.max_tpm.is_some() {
-        llm = Arc::new(RateLimitedLlm::new(llm, RateLimiter::new(config.max_rpm, config.max_tpm)));
+        llm = Arc::new(RateLimitedLlm::new(
+            llm,
+            RateLimiter::new(config.max_rpm, config.max_tpm),
+        ));
     }
     Ok(llm)
 }
 
 /// [`build_llm`] with explicit [`BuildOptions`] (environment, retry timing, transport), then
 /// the fallback chain of `config.fallback_llms`, each built the same way.
-pub fn build_llm_with(config: &LlmConfig, options: &BuildOptions) -> Result<Arc<dyn Llm>, LlmError> {
+pub fn build_llm_with(
+    config: &LlmConfig,
+    options: &BuildOptions,
+) -> Result<Arc<dyn Llm>, LlmError> {
     let primary = build_single(config, options)?;
     if config.fallback_llms.is_empty() {
         return Ok(primary);
@@ -504,12 +630,17 @@ mod tests {
     use std::collections::HashMap;
 
     fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> + Send + Sync + use<> {
-        let map: HashMap<String, String> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let map: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
         move |name| map.get(name).cloned()
     }
 
     fn build(model: &str, pairs: &[(&str, &str)]) -> Result<Arc<dyn Llm>, LlmError> {
-        let options = BuildOptions::new().with_env(env_of(pairs)).with_retry_policy(RetryPolicy::none());
+        let options = BuildOptions::new()
+            .with_env(env_of(pairs))
+            .with_retry_policy(RetryPolicy::none());
         build_llm_with(&LlmConfig::new(model), &options)
     }
 
@@ -520,20 +651,51 @@ mod tests {
             ("gpt-4.1-mini", Provider::OpenAi, "gpt-4.1-mini"),
             ("o1", Provider::OpenAi, "o1"),
             ("o4-mini", Provider::OpenAi, "o4-mini"),
-            ("claude-3-5-haiku-latest", Provider::Anthropic, "claude-3-5-haiku-latest"),
+            (
+                "claude-3-5-haiku-latest",
+                Provider::Anthropic,
+                "claude-3-5-haiku-latest",
+            ),
             ("gemini/gemini-2.5-pro", Provider::Gemini, "gemini-2.5-pro"),
             ("azure/my-deployment", Provider::Azure, "my-deployment"),
             ("ollama/llama3.1:8b", Provider::Ollama, "llama3.1:8b"),
-            ("openrouter/meta-llama/llama-3-70b", Provider::OpenRouter, "meta-llama/llama-3-70b"),
-            ("deepseek/deepseek-chat", Provider::DeepSeek, "deepseek-chat"),
-            ("groq/llama-3.3-70b-versatile", Provider::Groq, "llama-3.3-70b-versatile"),
-            ("bedrock/anthropic.claude-3", Provider::Bedrock, "anthropic.claude-3"),
-            ("meta-llama/Llama-3.1-8B", Provider::OpenAi, "meta-llama/Llama-3.1-8B"),
+            (
+                "openrouter/meta-llama/llama-3-70b",
+                Provider::OpenRouter,
+                "meta-llama/llama-3-70b",
+            ),
+            (
+                "deepseek/deepseek-chat",
+                Provider::DeepSeek,
+                "deepseek-chat",
+            ),
+            (
+                "groq/llama-3.3-70b-versatile",
+                Provider::Groq,
+                "llama-3.3-70b-versatile",
+            ),
+            (
+                "bedrock/anthropic.claude-3",
+                Provider::Bedrock,
+                "anthropic.claude-3",
+            ),
+            (
+                "meta-llama/Llama-3.1-8B",
+                Provider::OpenAi,
+                "meta-llama/Llama-3.1-8B",
+            ),
         ];
         for (input, provider, model) in cases {
-            assert_eq!(route(input, None).unwrap(), (provider, model.to_string()), "{input}");
+            assert_eq!(
+                route(input, None).unwrap(),
+                (provider, model.to_string()),
+                "{input}"
+            );
         }
-        assert_eq!(route("openai/gpt-4o", Some("azure")).unwrap(), (Provider::Azure, "openai/gpt-4o".to_string()));
+        assert_eq!(
+            route("openai/gpt-4o", Some("azure")).unwrap(),
+            (Provider::Azure, "openai/gpt-4o".to_string())
+        );
         assert!(route("x", Some("nope")).is_err());
     }
 
@@ -541,8 +703,16 @@ mod tests {
     fn missing_keys_name_the_variable_and_provider() {
         let cases = [
             ("gpt-4o", "openai", "OPENAI_API_KEY"),
-            ("anthropic/claude-sonnet-4-5", "anthropic", "ANTHROPIC_API_KEY"),
-            ("gemini/gemini-2.5-flash", "gemini", "GEMINI_API_KEY or GOOGLE_API_KEY"),
+            (
+                "anthropic/claude-sonnet-4-5",
+                "anthropic",
+                "ANTHROPIC_API_KEY",
+            ),
+            (
+                "gemini/gemini-2.5-flash",
+                "gemini",
+                "GEMINI_API_KEY or GOOGLE_API_KEY",
+            ),
             ("azure/dep", "azure", "AZURE_API_KEY"),
             ("groq/llama", "groq", "GROQ_API_KEY"),
             ("openrouter/x", "openrouter", "OPENROUTER_API_KEY"),
@@ -550,7 +720,10 @@ mod tests {
         ];
         for (model, provider, var) in cases {
             match build(model, &[]).err() {
-                Some(LlmError::MissingApiKey { provider: p, env_var }) => {
+                Some(LlmError::MissingApiKey {
+                    provider: p,
+                    env_var,
+                }) => {
                     assert_eq!((p.as_str(), env_var.as_str()), (provider, var), "{model}");
                 }
                 other => panic!("{model}: {other:?}"),
@@ -562,18 +735,30 @@ mod tests {
     fn local_servers_need_no_key() {
         assert!(build("gpt-4o", &[("OPENAI_BASE_URL", "http://127.0.0.1:8000/v1")]).is_ok());
         assert!(build("ollama/llama3", &[]).is_ok());
-        assert!(matches!(build("gpt-4o", &[("OPENAI_BASE_URL", "https://api.example.com/v1")]), Err(LlmError::MissingApiKey { .. })));
-        let llm = build("anthropic/claude-sonnet-4-5", &[("ANTHROPIC_API_KEY", "k")]).unwrap_or_else(|e| panic!("{e}"));
+        assert!(matches!(
+            build(
+                "gpt-4o",
+                &[("OPENAI_BASE_URL", "https://api.example.com/v1")]
+            ),
+            Err(LlmError::MissingApiKey { .. })
+        ));
+        let llm = build("anthropic/claude-sonnet-4-5", &[("ANTHROPIC_API_KEY", "k")])
+            .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(llm.provider(), "anthropic");
-        let llm = build("gemini-2.5-flash", &[("GOOGLE_API_KEY", "k")]).unwrap_or_else(|e| panic!("{e}"));
+        let llm =
+            build("gemini-2.5-flash", &[("GOOGLE_API_KEY", "k")]).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(llm.model(), "gemini-2.5-flash");
     }
 
     #[test]
     fn default_model_comes_from_env() {
         assert_eq!(default_model(&env_of(&[])), "gpt-4.1-mini");
-        assert_eq!(default_model(&env_of(&[("MODEL", "claude-3-haiku")])), "claude-3-haiku");
-        let llm = build("", &[("MODEL", "groq/llama-x"), ("GROQ_API_KEY", "k")]).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            default_model(&env_of(&[("MODEL", "claude-3-haiku")])),
+            "claude-3-haiku"
+        );
+        let llm = build("", &[("MODEL", "groq/llama-x"), ("GROQ_API_KEY", "k")])
+            .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!((llm.provider(), llm.model()), ("groq", "llama-x"));
     }
 
@@ -584,30 +769,56 @@ mod tests {
         let record = seen.clone();
         let factory: ProviderFactory = Arc::new(move |config: &LlmConfig| {
             record.lock().map(|mut s| s.push(config.model.clone())).ok();
-            let scripted = crate::ScriptedLlm::new("tiny").then_response(LlmResponse { content: Some("answer STOP tail".into()), ..Default::default() });
+            let scripted = crate::ScriptedLlm::new("tiny").then_response(LlmResponse {
+                content: Some("answer STOP tail".into()),
+                ..Default::default()
+            });
             Ok(Arc::new(scripted) as Arc<dyn Llm>)
         });
-        let options = BuildOptions::new().with_env(env_of(&[("MODEL", "local/tiny")])).with_provider("Local", factory);
+        let options = BuildOptions::new()
+            .with_env(env_of(&[("MODEL", "local/tiny")]))
+            .with_provider("Local", factory);
         assert!(options.has_provider("local"));
-        let llm = build_llm_with(&LlmConfig::new("").with_stop(vec!["STOP".into()]), &options).unwrap_or_else(|e| panic!("{e}"));
-        let reply = llm.call(LlmRequest::new(vec![Message::user("q")])).await.unwrap_or_else(|e| panic!("{e}"));
+        let llm = build_llm_with(&LlmConfig::new("").with_stop(vec!["STOP".into()]), &options)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let reply = llm
+            .call(LlmRequest::new(vec![Message::user("q")]))
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(reply.content.as_deref(), Some("answer "));
         let explicit = build_llm_with(&LlmConfig::new("tiny").with_provider("local"), &options);
         assert!(explicit.is_ok());
-        assert_eq!(seen.lock().map(|s| s.clone()).unwrap_or_default(), vec!["local/tiny".to_string(), "tiny".to_string()]);
+        assert_eq!(
+            seen.lock().map(|s| s.clone()).unwrap_or_default(),
+            vec!["local/tiny".to_string(), "tiny".to_string()]
+        );
     }
 
     #[test]
     fn local_models_without_the_local_provider_say_what_to_enable() {
-        let message = build("local/smollm2-135m", &[]).err().map(|e| e.to_string()).unwrap_or_default();
-        assert!(message.contains("`local` feature of crewai-cli"), "{message}");
-        let message = build_llm_with(&LlmConfig::new("x").with_provider("local"), &BuildOptions::new()).err().map(|e| e.to_string());
+        let message = build("local/smollm2-135m", &[])
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(
+            message.contains("`local` feature of crewai-cli"),
+            "{message}"
+        );
+        let message = build_llm_with(
+            &LlmConfig::new("x").with_provider("local"),
+            &BuildOptions::new(),
+        )
+        .err()
+        .map(|e| e.to_string());
         assert!(message.unwrap_or_default().contains("local"));
     }
 
     #[test]
     fn ollama_host_without_scheme() {
-        assert_eq!(ollama_host(&env_of(&[("OLLAMA_HOST", "0.0.0.0:11434")])), "http://0.0.0.0:11434");
+        assert_eq!(
+            ollama_host(&env_of(&[("OLLAMA_HOST", "0.0.0.0:11434")])),
+            "http://0.0.0.0:11434"
+        );
         assert_eq!(ollama_host(&env_of(&[])), "http://localhost:11434");
     }
 }

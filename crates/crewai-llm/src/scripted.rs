@@ -37,12 +37,18 @@ pub struct ScriptedLlm {
 
 impl std::fmt::Debug for ScriptedLlm {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ScriptedLlm").field("model", &self.model).field("remaining", &self.remaining()).finish()
+        f.debug_struct("ScriptedLlm")
+            .field("model", &self.model)
+            .field("remaining", &self.remaining())
+            .finish()
     }
 }
 
 fn usage_of_one() -> Usage {
-    Usage { successful_requests: 1, ..Default::default() }
+    Usage {
+        successful_requests: 1,
+        ..Default::default()
+    }
 }
 
 impl ScriptedLlm {
@@ -62,7 +68,10 @@ impl ScriptedLlm {
     }
 
     fn push(self, entry: Result<LlmResponse, LlmError>) -> Self {
-        self.script.lock().unwrap_or_else(|p| p.into_inner()).push_back(entry);
+        self.script
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push_back(entry);
         self
     }
 
@@ -73,19 +82,34 @@ impl ScriptedLlm {
 
     /// Queues a text reply.
     pub fn then_text(self, text: impl Into<String>) -> Self {
-        self.then_response(LlmResponse { content: Some(text.into()), usage: usage_of_one(), ..Default::default() })
+        self.then_response(LlmResponse {
+            content: Some(text.into()),
+            usage: usage_of_one(),
+            ..Default::default()
+        })
     }
 
     /// Queues a reply calling one tool.
     pub fn then_tool_call(self, name: impl Into<String>, arguments: Value) -> Self {
         let index = self.remaining() + self.requests().len();
         let name = name.into();
-        self.then_tool_calls(vec![ToolCall { id: format!("call_{index}"), name, arguments, signature: None }])
+        self.then_tool_calls(vec![ToolCall {
+            id: format!("call_{index}"),
+            name,
+            arguments,
+            signature: None,
+        }])
     }
 
     /// Queues a reply calling several tools at once.
     pub fn then_tool_calls(self, calls: Vec<ToolCall>) -> Self {
-        self.then_response(LlmResponse { content: None, tool_calls: calls, finish_reason: FinishReason::ToolCalls, usage: usage_of_one(), ..Default::default() })
+        self.then_response(LlmResponse {
+            content: None,
+            tool_calls: calls,
+            finish_reason: FinishReason::ToolCalls,
+            usage: usage_of_one(),
+            ..Default::default()
+        })
     }
 
     /// Queues a failure.
@@ -95,7 +119,10 @@ impl ScriptedLlm {
 
     /// Every request received so far, in order.
     pub fn requests(&self) -> Vec<LlmRequest> {
-        self.requests.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.requests
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// Scripted entries not yet handed out.

@@ -27,7 +27,10 @@ pub fn cut_at_stop(text: &str, stop: &[String]) -> Option<String> {
 }
 
 fn earliest_stop(text: &str, stop: &[String]) -> Option<usize> {
-    stop.iter().filter(|s| !s.is_empty()).filter_map(|s| text.find(s.as_str())).min()
+    stop.iter()
+        .filter(|s| !s.is_empty())
+        .filter_map(|s| text.find(s.as_str()))
+        .min()
 }
 
 /// Applies stop words to a complete response: cuts the content and marks the finish reason.
@@ -53,7 +56,11 @@ pub struct StopWordFilter {
 
 impl StopWordFilter {
     pub fn new(stop: Vec<String>) -> Self {
-        StopWordFilter { stop: stop.into_iter().filter(|s| !s.is_empty()).collect(), held: String::new(), stopped: false }
+        StopWordFilter {
+            stop: stop.into_iter().filter(|s| !s.is_empty()).collect(),
+            held: String::new(),
+            stopped: false,
+        }
     }
 
     /// True once a stop word was seen; later text is dropped.
@@ -132,7 +139,10 @@ impl Llm for StopWordLlm {
         self.inner.provider()
     }
     fn capabilities(&self) -> Capabilities {
-        Capabilities { stop_words: true, ..self.inner.capabilities() }
+        Capabilities {
+            stop_words: true,
+            ..self.inner.capabilities()
+        }
     }
 
     async fn call(&self, mut request: LlmRequest) -> Result<LlmResponse, LlmError> {
@@ -153,7 +163,11 @@ impl Llm for StopWordLlm {
             let out: Vec<Result<StreamEvent, LlmError>> = match event {
                 Ok(StreamEvent::TextDelta(text)) => {
                     let shown = filter.push(&text);
-                    if shown.is_empty() { Vec::new() } else { vec![Ok(StreamEvent::TextDelta(shown))] }
+                    if shown.is_empty() {
+                        Vec::new()
+                    } else {
+                        vec![Ok(StreamEvent::TextDelta(shown))]
+                    }
                 }
                 Ok(StreamEvent::Done(mut response)) => {
                     let rest = filter.finish();
@@ -183,7 +197,10 @@ mod tests {
 
     #[test]
     fn cuts_at_the_earliest_stop_word() {
-        assert_eq!(cut_at_stop("a STOP b\nObservation: c", &stops()).as_deref(), Some("a "));
+        assert_eq!(
+            cut_at_stop("a STOP b\nObservation: c", &stops()).as_deref(),
+            Some("a ")
+        );
         assert_eq!(cut_at_stop("nothing here", &stops()), None);
         assert_eq!(cut_at_stop("x", &["".to_string()]), None);
     }
@@ -208,7 +225,10 @@ mod tests {
 
     #[test]
     fn response_gets_cut_and_marked() {
-        let mut response = LlmResponse { content: Some("Final Answer: 4\nObservation: x".into()), ..Default::default() };
+        let mut response = LlmResponse {
+            content: Some("Final Answer: 4\nObservation: x".into()),
+            ..Default::default()
+        };
         apply_to_response(&mut response, &stops());
         assert_eq!(response.content.as_deref(), Some("Final Answer: 4"));
         assert_eq!(response.finish_reason, FinishReason::StopSequence);

@@ -17,11 +17,22 @@ pub enum Role {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ContentPart {
-    Text { text: String },
+    Text {
+        text: String,
+    },
     /// An image, by URL (`https://…` or a `data:` URL).
-    Image { url: String, #[serde(default, skip_serializing_if = "Option::is_none")] media_type: Option<String> },
+    Image {
+        url: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        media_type: Option<String>,
+    },
     /// A file given inline as base64 (PDFs and the like).
-    File { data_base64: String, media_type: String, #[serde(default, skip_serializing_if = "Option::is_none")] filename: Option<String> },
+    File {
+        data_base64: String,
+        media_type: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        filename: Option<String>,
+    },
 }
 
 /// A reasoning block a provider returned (Anthropic extended thinking); sent back unchanged on later turns.
@@ -56,7 +67,12 @@ impl ToolCall {
         } else {
             serde_json::from_str(raw).unwrap_or_else(|_| Value::String(raw.to_string()))
         };
-        ToolCall { id: id.into(), name: name.into(), arguments, signature: None }
+        ToolCall {
+            id: id.into(),
+            name: name.into(),
+            arguments,
+            signature: None,
+        }
     }
 
     /// The arguments as JSON text, the way OpenAI-style APIs carry them.
@@ -111,12 +127,19 @@ impl Message {
     /// An assistant turn that called tools (content may be empty).
     pub fn assistant_tool_calls(text: Option<String>, tool_calls: Vec<ToolCall>) -> Self {
         let mut message = Self::text_message(Role::Assistant, String::new());
-        message.content = text.filter(|t| !t.is_empty()).map(|text| vec![ContentPart::Text { text }]).unwrap_or_default();
+        message.content = text
+            .filter(|t| !t.is_empty())
+            .map(|text| vec![ContentPart::Text { text }])
+            .unwrap_or_default();
         message.tool_calls = tool_calls;
         message
     }
     /// The result of one tool call.
-    pub fn tool_result(tool_call_id: impl Into<String>, name: impl Into<String>, text: impl Into<String>) -> Self {
+    pub fn tool_result(
+        tool_call_id: impl Into<String>,
+        name: impl Into<String>,
+        text: impl Into<String>,
+    ) -> Self {
         let mut message = Self::text_message(Role::Tool, text);
         message.tool_call_id = Some(tool_call_id.into());
         message.name = Some(name.into());
@@ -139,7 +162,9 @@ impl Message {
     }
     /// True when the message carries an image or a file.
     pub fn has_media(&self) -> bool {
-        self.content.iter().any(|p| !matches!(p, ContentPart::Text { .. }))
+        self.content
+            .iter()
+            .any(|p| !matches!(p, ContentPart::Text { .. }))
     }
 }
 
@@ -207,7 +232,10 @@ pub struct LlmRequest {
 
 impl LlmRequest {
     pub fn new(messages: Vec<Message>) -> Self {
-        LlmRequest { messages, ..Default::default() }
+        LlmRequest {
+            messages,
+            ..Default::default()
+        }
     }
     pub fn with_tools(mut self, tools: Vec<ToolDefinition>) -> Self {
         self.tools = tools;
@@ -318,7 +346,12 @@ pub enum StreamEvent {
     TextDelta(String),
     /// More of a tool call: `index` identifies the call within the response; `id` and `name`
     /// arrive with its first delta.
-    ToolCallDelta { index: usize, id: Option<String>, name: Option<String>, arguments_delta: String },
+    ToolCallDelta {
+        index: usize,
+        id: Option<String>,
+        name: Option<String>,
+        arguments_delta: String,
+    },
     /// Reasoning text (not part of the reply).
     ThinkingDelta(String),
     /// The stream ended; the assembled response, usage included.
@@ -338,6 +371,12 @@ pub struct Capabilities {
 
 impl Default for Capabilities {
     fn default() -> Self {
-        Capabilities { function_calling: true, stop_words: true, multimodal: false, structured_output: true, context_window: 8192 }
+        Capabilities {
+            function_calling: true,
+            stop_words: true,
+            multimodal: false,
+            structured_output: true,
+            context_window: 8192,
+        }
     }
 }

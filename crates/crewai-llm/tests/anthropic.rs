@@ -5,7 +5,8 @@ use std::time::Duration;
 use crewai_llm::anthropic::AnthropicLlm;
 use crewai_llm::router::{BuildOptions, build_llm_with};
 use crewai_llm::{
-    FinishReason, Llm, LlmConfig, LlmError, LlmRequest, Message, ResponseFormat, RetryPolicy, StreamEvent, ToolCall, ToolDefinition, collect_stream,
+    FinishReason, Llm, LlmConfig, LlmError, LlmRequest, Message, ResponseFormat, RetryPolicy,
+    StreamEvent, ToolCall, ToolDefinition, collect_stream,
 };
 use serde_json::{Value, json};
 use wiremock::matchers::{header, method, path};
@@ -33,7 +34,10 @@ async fn mount(server: &MockServer, response: ResponseTemplate) {
 
 async fn sent_bodies(server: &MockServer) -> Vec<Value> {
     let requests = server.received_requests().await.unwrap_or_default();
-    requests.iter().map(|r| r.body_json::<Value>().expect("the client sends JSON")).collect()
+    requests
+        .iter()
+        .map(|r| r.body_json::<Value>().expect("the client sends JSON"))
+        .collect()
 }
 
 fn search_tool() -> ToolDefinition {
@@ -46,7 +50,15 @@ fn search_tool() -> ToolDefinition {
 }
 
 fn sse(events: &[Value]) -> String {
-    events.iter().map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap_or_default())).collect()
+    events
+        .iter()
+        .map(|e| {
+            format!(
+                "event: {}\ndata: {e}\n\n",
+                e["type"].as_str().unwrap_or_default()
+            )
+        })
+        .collect()
 }
 
 #[tokio::test]
@@ -62,19 +74,27 @@ async fn plain_call_sends_system_blocks_cache_breakpoints_and_reads_usage() {
         })),
     )
     .await;
-    let config = config().with_temperature(0.2).with_stop(vec!["\nObservation:".into()]);
+    let config = config()
+        .with_temperature(0.2)
+        .with_stop(vec!["\nObservation:".into()]);
     let request = LlmRequest::new(vec![
         Message::system("You are terse."),
         Message::user("First question"),
         Message::assistant("First answer"),
         Message::user("Say hello"),
     ]);
-    let response = client(&server, &config).call(request).await.expect("call succeeds");
+    let response = client(&server, &config)
+        .call(request)
+        .await
+        .expect("call succeeds");
 
     assert_eq!(response.content.as_deref(), Some("Hello there."));
     assert_eq!(response.finish_reason, FinishReason::Stop);
     assert_eq!(response.response_id.as_deref(), Some("msg_01"));
-    assert_eq!(response.model.as_deref(), Some("claude-sonnet-4-5-20250929"));
+    assert_eq!(
+        response.model.as_deref(),
+        Some("claude-sonnet-4-5-20250929")
+    );
     assert_eq!(response.usage.prompt_tokens, 132);
     assert_eq!(response.usage.cached_prompt_tokens, 100);
     assert_eq!(response.usage.cache_creation_tokens, 20);
@@ -119,7 +139,10 @@ async fn parallel_tool_calls_map_names_back_and_results_share_one_user_turn() {
     .await;
     let llm = client(&server, &config());
     let mut conversation = vec![Message::user("Compare rust and crewai")];
-    let first = llm.call(LlmRequest::new(conversation.clone()).with_tools(vec![search_tool()])).await.expect("first call");
+    let first = llm
+        .call(LlmRequest::new(conversation.clone()).with_tools(vec![search_tool()]))
+        .await
+        .expect("first call");
 
     assert_eq!(first.finish_reason, FinishReason::ToolCalls);
     assert_eq!(first.content.as_deref(), Some("I'll search twice."));
@@ -129,26 +152,45 @@ async fn parallel_tool_calls_map_names_back_and_results_share_one_user_turn() {
     assert_eq!(first.tool_calls[1].arguments, json!({"query": "crewai"}));
 
     conversation.push(first.to_message());
-    conversation.push(Message::tool_result("toolu_a", "Search the web", "Rust is a language"));
-    conversation.push(Message::tool_result("toolu_b", "Search the web", "CrewAI is a framework"));
-    llm.call(LlmRequest::new(conversation).with_tools(vec![search_tool()])).await.expect("second call");
+    conversation.push(Message::tool_result(
+        "toolu_a",
+        "Search the web",
+        "Rust is a language",
+    ));
+    conversation.push(Message::tool_result(
+        "toolu_b",
+        "Search the web",
+        "CrewAI is a framework",
+    ));
+    llm.call(LlmRequest::new(conversation).with_tools(vec![search_tool()]))
+        .await
+        .expect("second call");
 
     let bodies = sent_bodies(&server).await;
-    assert_eq!(bodies[0]["tools"], json!([{
-        "name": "Search_the_web", "description": "Searches the web",
-        "input_schema": {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}
-    }]));
+    assert_eq!(
+        bodies[0]["tools"],
+        json!([{
+            "name": "Search_the_web", "description": "Searches the web",
+            "input_schema": {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}
+        }])
+    );
     let messages = bodies[1]["messages"].as_array().expect("messages");
     assert_eq!(messages.len(), 3);
-    assert_eq!(messages[1]["content"], json!([
-        {"type": "text", "text": "I'll search twice."},
-        {"type": "tool_use", "id": "toolu_a", "name": "Search_the_web", "input": {"query": "rust"}},
-        {"type": "tool_use", "id": "toolu_b", "name": "Search_the_web", "input": {"query": "crewai"}}
-    ]));
-    assert_eq!(messages[2], json!({"role": "user", "content": [
-        {"type": "tool_result", "tool_use_id": "toolu_a", "content": "Rust is a language"},
-        {"type": "tool_result", "tool_use_id": "toolu_b", "content": "CrewAI is a framework", "cache_control": {"type": "ephemeral"}}
-    ]}));
+    assert_eq!(
+        messages[1]["content"],
+        json!([
+            {"type": "text", "text": "I'll search twice."},
+            {"type": "tool_use", "id": "toolu_a", "name": "Search_the_web", "input": {"query": "rust"}},
+            {"type": "tool_use", "id": "toolu_b", "name": "Search_the_web", "input": {"query": "crewai"}}
+        ])
+    );
+    assert_eq!(
+        messages[2],
+        json!({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "toolu_a", "content": "Rust is a language"},
+            {"type": "tool_result", "tool_use_id": "toolu_b", "content": "CrewAI is a framework", "cache_control": {"type": "ephemeral"}}
+        ]})
+    );
 }
 
 #[tokio::test]
@@ -178,23 +220,41 @@ async fn thinking_blocks_come_back_and_are_sent_before_the_tool_use() {
         strict: false,
     };
     let mut conversation = vec![Message::user("Weather in Paris?")];
-    let first = llm.call(LlmRequest::new(conversation.clone()).with_tools(vec![weather.clone()])).await.expect("first call");
+    let first = llm
+        .call(LlmRequest::new(conversation.clone()).with_tools(vec![weather.clone()]))
+        .await
+        .expect("first call");
     assert_eq!(first.thinking.len(), 2);
     assert_eq!(first.thinking[0].signature.as_deref(), Some("sig-123"));
-    assert_eq!(first.thinking[1].redacted_data.as_deref(), Some("opaque-blob"));
+    assert_eq!(
+        first.thinking[1].redacted_data.as_deref(),
+        Some("opaque-blob")
+    );
 
     conversation.push(first.to_message());
     conversation.push(Message::tool_result("toolu_w", "weather", "Sunny"));
-    llm.call(LlmRequest::new(conversation).with_tools(vec![weather])).await.expect("second call");
+    llm.call(LlmRequest::new(conversation).with_tools(vec![weather]))
+        .await
+        .expect("second call");
 
     let bodies = sent_bodies(&server).await;
-    assert_eq!(bodies[0]["thinking"], json!({"type": "enabled", "budget_tokens": 2048}));
-    assert_eq!(bodies[0].get("temperature"), None, "temperature is not allowed with thinking");
-    assert_eq!(bodies[1]["messages"][1]["content"], json!([
-        {"type": "thinking", "thinking": "The user wants the weather; call the tool.", "signature": "sig-123"},
-        {"type": "redacted_thinking", "data": "opaque-blob"},
-        {"type": "tool_use", "id": "toolu_w", "name": "weather", "input": {"city": "Paris"}}
-    ]));
+    assert_eq!(
+        bodies[0]["thinking"],
+        json!({"type": "enabled", "budget_tokens": 2048})
+    );
+    assert_eq!(
+        bodies[0].get("temperature"),
+        None,
+        "temperature is not allowed with thinking"
+    );
+    assert_eq!(
+        bodies[1]["messages"][1]["content"],
+        json!([
+            {"type": "thinking", "thinking": "The user wants the weather; call the tool.", "signature": "sig-123"},
+            {"type": "redacted_thinking", "data": "opaque-blob"},
+            {"type": "tool_use", "id": "toolu_w", "name": "weather", "input": {"city": "Paris"}}
+        ])
+    );
 }
 
 #[tokio::test]
@@ -218,11 +278,21 @@ async fn streaming_yields_text_thinking_and_tool_deltas_then_the_full_response()
         json!({"type": "message_delta", "delta": {"stop_reason": "tool_use", "stop_sequence": null}, "usage": {"output_tokens": 42}}),
         json!({"type": "message_stop"}),
     ]);
-    mount(&server, ResponseTemplate::new(200).set_body_raw(events, "text/event-stream")).await;
-    let request = LlmRequest::new(vec![Message::user("Search rust")]).with_tools(vec![search_tool()]);
-    let stream = client(&server, &config()).stream(request).await.expect("stream opens");
+    mount(
+        &server,
+        ResponseTemplate::new(200).set_body_raw(events, "text/event-stream"),
+    )
+    .await;
+    let request =
+        LlmRequest::new(vec![Message::user("Search rust")]).with_tools(vec![search_tool()]);
+    let stream = client(&server, &config())
+        .stream(request)
+        .await
+        .expect("stream opens");
     let mut seen = Vec::new();
-    let response = collect_stream(stream, |event| seen.push(event.clone())).await.expect("stream completes");
+    let response = collect_stream(stream, |event| seen.push(event.clone()))
+        .await
+        .expect("stream completes");
 
     assert!(seen.contains(&StreamEvent::ThinkingDelta("Let me check.".into())));
     assert!(seen.contains(&StreamEvent::TextDelta("Search".into())));
@@ -232,9 +302,22 @@ async fn streaming_yields_text_thinking_and_tool_deltas_then_the_full_response()
         name: Some("Search the web".into()),
         arguments_delta: String::new()
     }));
-    assert!(seen.contains(&StreamEvent::ToolCallDelta { index: 0, id: None, name: None, arguments_delta: "\"rust\"}".into() }));
+    assert!(seen.contains(&StreamEvent::ToolCallDelta {
+        index: 0,
+        id: None,
+        name: None,
+        arguments_delta: "\"rust\"}".into()
+    }));
     assert_eq!(response.content.as_deref(), Some("Searching."));
-    assert_eq!(response.tool_calls, vec![ToolCall { id: "toolu_s".into(), name: "Search the web".into(), arguments: json!({"query": "rust"}), signature: None }]);
+    assert_eq!(
+        response.tool_calls,
+        vec![ToolCall {
+            id: "toolu_s".into(),
+            name: "Search the web".into(),
+            arguments: json!({"query": "rust"}),
+            signature: None
+        }]
+    );
     assert_eq!(response.finish_reason, FinishReason::ToolCalls);
     assert_eq!(response.thinking[0].signature.as_deref(), Some("sig-s"));
     assert_eq!(response.usage.prompt_tokens, 30);
@@ -257,13 +340,27 @@ async fn structured_output_forces_a_tool_and_returns_its_input_as_json_text() {
     )
     .await;
     let schema = json!({"type": "object", "properties": {"score": {"type": "integer"}, "reason": {"type": "string"}}, "required": ["score", "reason"]});
-    let request = LlmRequest::new(vec![Message::user("Rate the essay")])
-        .with_response_format(ResponseFormat { name: "Verdict".into(), schema: schema.clone(), strict: true });
-    let response = client(&server, &config()).call(request).await.expect("call succeeds");
-    assert_eq!(response.content.as_deref(), Some(r#"{"score":4,"reason":"solid"}"#));
+    let request = LlmRequest::new(vec![Message::user("Rate the essay")]).with_response_format(
+        ResponseFormat {
+            name: "Verdict".into(),
+            schema: schema.clone(),
+            strict: true,
+        },
+    );
+    let response = client(&server, &config())
+        .call(request)
+        .await
+        .expect("call succeeds");
+    assert_eq!(
+        response.content.as_deref(),
+        Some(r#"{"score":4,"reason":"solid"}"#)
+    );
     assert!(response.tool_calls.is_empty());
     let body = &sent_bodies(&server).await[0];
-    assert_eq!(body["tool_choice"], json!({"type": "tool", "name": "Verdict"}));
+    assert_eq!(
+        body["tool_choice"],
+        json!({"type": "tool", "name": "Verdict"})
+    );
     assert_eq!(body["tools"][0]["input_schema"], schema);
 }
 
@@ -274,7 +371,10 @@ async fn error_for(status: u16, body: Value, retry_after: Option<&str>) -> LlmEr
         response = response.insert_header("retry-after", wait);
     }
     mount(&server, response).await;
-    client(&server, &config()).call(LlmRequest::new(vec![Message::user("hi")])).await.expect_err("the call fails")
+    client(&server, &config())
+        .call(LlmRequest::new(vec![Message::user("hi")]))
+        .await
+        .expect_err("the call fails")
 }
 
 fn anthropic_error(kind: &str, message: &str) -> Value {
@@ -283,42 +383,108 @@ fn anthropic_error(kind: &str, message: &str) -> Value {
 
 #[tokio::test]
 async fn error_statuses_become_typed_errors() {
-    let auth = error_for(401, anthropic_error("authentication_error", "invalid x-api-key"), None).await;
-    assert!(matches!(&auth, LlmError::Authentication { hint, message, .. } if hint == "ANTHROPIC_API_KEY" && message == "invalid x-api-key"), "{auth:?}");
+    let auth = error_for(
+        401,
+        anthropic_error("authentication_error", "invalid x-api-key"),
+        None,
+    )
+    .await;
+    assert!(
+        matches!(&auth, LlmError::Authentication { hint, message, .. } if hint == "ANTHROPIC_API_KEY" && message == "invalid x-api-key"),
+        "{auth:?}"
+    );
 
     let denied = error_for(403, anthropic_error("permission_error", "no access"), None).await;
-    assert!(matches!(denied, LlmError::PermissionDenied { .. }), "{denied:?}");
+    assert!(
+        matches!(denied, LlmError::PermissionDenied { .. }),
+        "{denied:?}"
+    );
 
-    let missing = error_for(404, anthropic_error("not_found_error", "model: claude-x"), None).await;
-    assert!(matches!(&missing, LlmError::ModelNotFound { model, .. } if model == MODEL), "{missing:?}");
+    let missing = error_for(
+        404,
+        anthropic_error("not_found_error", "model: claude-x"),
+        None,
+    )
+    .await;
+    assert!(
+        matches!(&missing, LlmError::ModelNotFound { model, .. } if model == MODEL),
+        "{missing:?}"
+    );
 
-    let limited = error_for(429, anthropic_error("rate_limit_error", "slow down"), Some("7")).await;
+    let limited = error_for(
+        429,
+        anthropic_error("rate_limit_error", "slow down"),
+        Some("7"),
+    )
+    .await;
     assert_eq!(limited.retry_after(), Some(Duration::from_secs(7)));
     assert!(matches!(limited, LlmError::RateLimited { .. }));
 
     let overloaded = error_for(529, anthropic_error("overloaded_error", "Overloaded"), None).await;
-    assert!(matches!(overloaded, LlmError::Server { status: 529, .. }), "{overloaded:?}");
+    assert!(
+        matches!(overloaded, LlmError::Server { status: 529, .. }),
+        "{overloaded:?}"
+    );
     assert!(overloaded.is_retryable());
 
-    let too_long = error_for(400, anthropic_error("invalid_request_error", "prompt is too long: 210000 tokens > 200000 maximum"), None).await;
-    assert!(matches!(too_long, LlmError::ContextLengthExceeded { .. }), "{too_long:?}");
+    let too_long = error_for(
+        400,
+        anthropic_error(
+            "invalid_request_error",
+            "prompt is too long: 210000 tokens > 200000 maximum",
+        ),
+        None,
+    )
+    .await;
+    assert!(
+        matches!(too_long, LlmError::ContextLengthExceeded { .. }),
+        "{too_long:?}"
+    );
     assert!(!too_long.is_retryable());
 
-    let invalid = error_for(400, anthropic_error("invalid_request_error", "messages: roles must alternate"), None).await;
-    assert!(matches!(&invalid, LlmError::InvalidRequest { message, .. } if message.contains("roles must alternate")), "{invalid:?}");
+    let invalid = error_for(
+        400,
+        anthropic_error("invalid_request_error", "messages: roles must alternate"),
+        None,
+    )
+    .await;
+    assert!(
+        matches!(&invalid, LlmError::InvalidRequest { message, .. } if message.contains("roles must alternate")),
+        "{invalid:?}"
+    );
 }
 
 #[tokio::test]
 async fn malformed_bodies_are_reported_not_guessed() {
     let server = MockServer::start().await;
-    mount(&server, ResponseTemplate::new(200).set_body_raw("<html>gateway</html>", "text/html")).await;
-    let error = client(&server, &config()).call(LlmRequest::new(vec![Message::user("hi")])).await.expect_err("not JSON");
-    assert!(matches!(error, LlmError::MalformedResponse { .. }), "{error:?}");
+    mount(
+        &server,
+        ResponseTemplate::new(200).set_body_raw("<html>gateway</html>", "text/html"),
+    )
+    .await;
+    let error = client(&server, &config())
+        .call(LlmRequest::new(vec![Message::user("hi")]))
+        .await
+        .expect_err("not JSON");
+    assert!(
+        matches!(error, LlmError::MalformedResponse { .. }),
+        "{error:?}"
+    );
 
     let server = MockServer::start().await;
-    mount(&server, ResponseTemplate::new(200).set_body_json(json!({"id": "msg", "type": "message"}))).await;
-    let error = client(&server, &config()).call(LlmRequest::new(vec![Message::user("hi")])).await.expect_err("no content");
-    assert!(matches!(&error, LlmError::MalformedResponse { message, .. } if message.contains("content")), "{error:?}");
+    mount(
+        &server,
+        ResponseTemplate::new(200).set_body_json(json!({"id": "msg", "type": "message"})),
+    )
+    .await;
+    let error = client(&server, &config())
+        .call(LlmRequest::new(vec![Message::user("hi")]))
+        .await
+        .expect_err("no content");
+    assert!(
+        matches!(&error, LlmError::MalformedResponse { message, .. } if message.contains("content")),
+        "{error:?}"
+    );
 }
 
 #[tokio::test]
@@ -328,10 +494,22 @@ async fn stream_errors_and_truncated_streams_fail_the_stream() {
         json!({"type": "message_start", "message": {"id": "m", "model": MODEL, "content": [], "usage": {"input_tokens": 1}}}),
         json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
     ]);
-    mount(&server, ResponseTemplate::new(200).set_body_raw(overloaded, "text/event-stream")).await;
-    let stream = client(&server, &config()).stream(LlmRequest::new(vec![Message::user("hi")])).await.expect("opens");
-    let error = collect_stream(stream, |_| {}).await.expect_err("overloaded mid-stream");
-    assert!(matches!(error, LlmError::Server { status: 529, .. }), "{error:?}");
+    mount(
+        &server,
+        ResponseTemplate::new(200).set_body_raw(overloaded, "text/event-stream"),
+    )
+    .await;
+    let stream = client(&server, &config())
+        .stream(LlmRequest::new(vec![Message::user("hi")]))
+        .await
+        .expect("opens");
+    let error = collect_stream(stream, |_| {})
+        .await
+        .expect_err("overloaded mid-stream");
+    assert!(
+        matches!(error, LlmError::Server { status: 529, .. }),
+        "{error:?}"
+    );
 
     let server = MockServer::start().await;
     let cut = sse(&[
@@ -339,18 +517,37 @@ async fn stream_errors_and_truncated_streams_fail_the_stream() {
         json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
         json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "partial"}}),
     ]);
-    mount(&server, ResponseTemplate::new(200).set_body_raw(cut, "text/event-stream")).await;
-    let stream = client(&server, &config()).stream(LlmRequest::new(vec![Message::user("hi")])).await.expect("opens");
+    mount(
+        &server,
+        ResponseTemplate::new(200).set_body_raw(cut, "text/event-stream"),
+    )
+    .await;
+    let stream = client(&server, &config())
+        .stream(LlmRequest::new(vec![Message::user("hi")]))
+        .await
+        .expect("opens");
     let error = collect_stream(stream, |_| {}).await.expect_err("cut short");
-    assert!(matches!(&error, LlmError::MalformedResponse { message, .. } if message.contains("message_stop")), "{error:?}");
+    assert!(
+        matches!(&error, LlmError::MalformedResponse { message, .. } if message.contains("message_stop")),
+        "{error:?}"
+    );
 }
 
 #[tokio::test]
 async fn a_server_that_never_answers_times_out() {
     let server = MockServer::start().await;
-    mount(&server, ResponseTemplate::new(200).set_delay(Duration::from_secs(30)).set_body_json(json!({}))).await;
+    mount(
+        &server,
+        ResponseTemplate::new(200)
+            .set_delay(Duration::from_secs(30))
+            .set_body_json(json!({})),
+    )
+    .await;
     let config = config().with_timeout(0.3);
-    let error = client(&server, &config).call(LlmRequest::new(vec![Message::user("hi")])).await.expect_err("times out");
+    let error = client(&server, &config)
+        .call(LlmRequest::new(vec![Message::user("hi")]))
+        .await
+        .expect_err("times out");
     assert!(matches!(error, LlmError::Timeout { .. }), "{error:?}");
     assert!(error.is_retryable());
 }
@@ -363,7 +560,10 @@ async fn capabilities_report_claude_context_window() {
     assert!(capabilities.function_calling && capabilities.stop_words && capabilities.multimodal);
     let mut custom = config();
     custom.context_window_size = Some(1_000_000);
-    assert_eq!(client(&server, &custom).capabilities().context_window, 1_000_000);
+    assert_eq!(
+        client(&server, &custom).capabilities().context_window,
+        1_000_000
+    );
 }
 
 #[tokio::test]
@@ -379,11 +579,17 @@ async fn the_router_builds_anthropic_from_a_model_string_and_env() {
     )
     .await;
     let options = BuildOptions::new()
-        .with_env_vars([("ANTHROPIC_API_KEY", "test-key".to_string()), ("ANTHROPIC_BASE_URL", server.uri())])
+        .with_env_vars([
+            ("ANTHROPIC_API_KEY", "test-key".to_string()),
+            ("ANTHROPIC_BASE_URL", server.uri()),
+        ])
         .with_retry_policy(RetryPolicy::none());
     let llm = build_llm_with(&LlmConfig::new("claude-sonnet-4-5"), &options).expect("routes");
     assert_eq!(llm.provider(), "anthropic");
-    let response = llm.call(LlmRequest::new(vec![Message::user("hi")])).await.expect("call succeeds");
+    let response = llm
+        .call(LlmRequest::new(vec![Message::user("hi")]))
+        .await
+        .expect("call succeeds");
     assert_eq!(response.content.as_deref(), Some("routed"));
 
     let no_env = BuildOptions::new().with_env_vars(Vec::<(String, String)>::new());
@@ -401,22 +607,41 @@ async fn a_recorded_stream_replays_offline_without_the_key() {
         json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 2}}),
         json!({"type": "message_stop"}),
     ]);
-    mount(&server, ResponseTemplate::new(200).set_body_raw(events, "text/event-stream")).await;
+    mount(
+        &server,
+        ResponseTemplate::new(200).set_body_raw(events, "text/event-stream"),
+    )
+    .await;
     let dir = tempfile::tempdir().expect("temp dir");
     let file = dir.path().join("claude.yaml");
-    let live_config = config().with_base_url(server.uri()).with_api_key("test-key");
+    let live_config = config()
+        .with_base_url(server.uri())
+        .with_api_key("test-key");
     let live = crewai_llm::cassette::record_llm(&live_config, &file).expect("recorder builds");
-    let recorded = collect_stream(live.stream(LlmRequest::new(vec![Message::user("hi")])).await.expect("opens"), |_| {})
-        .await
-        .expect("live stream");
+    let recorded = collect_stream(
+        live.stream(LlmRequest::new(vec![Message::user("hi")]))
+            .await
+            .expect("opens"),
+        |_| {},
+    )
+    .await
+    .expect("live stream");
     drop(server);
 
     let cassette = std::fs::read_to_string(&file).expect("cassette written");
     assert!(!cassette.contains("test-key"), "the key is not recorded");
-    let offline = crewai_llm::cassette::replay_llm(&config().with_base_url("http://127.0.0.1:9"), &file).expect("replayer builds");
-    let replayed = collect_stream(offline.stream(LlmRequest::new(vec![Message::user("hi")])).await.expect("opens"), |_| {})
-        .await
-        .expect("replayed stream");
+    let offline =
+        crewai_llm::cassette::replay_llm(&config().with_base_url("http://127.0.0.1:9"), &file)
+            .expect("replayer builds");
+    let replayed = collect_stream(
+        offline
+            .stream(LlmRequest::new(vec![Message::user("hi")]))
+            .await
+            .expect("opens"),
+        |_| {},
+    )
+    .await
+    .expect("replayed stream");
     assert_eq!(replayed.content.as_deref(), Some("recorded"));
     assert_eq!(replayed, recorded);
 }
@@ -433,10 +658,23 @@ async fn images_and_documents_become_content_blocks() {
     )
     .await;
     let message = Message::user("Describe")
-        .with_part(crewai_llm::ContentPart::Image { url: "data:image/png;base64,iVBORw0KGgo=".into(), media_type: None })
-        .with_part(crewai_llm::ContentPart::Image { url: "https://example.com/chart.png".into(), media_type: None })
-        .with_part(crewai_llm::ContentPart::File { data_base64: "JVBERi0=".into(), media_type: "application/pdf".into(), filename: Some("report.pdf".into()) });
-    client(&server, &config()).call(LlmRequest::new(vec![message])).await.expect("call succeeds");
+        .with_part(crewai_llm::ContentPart::Image {
+            url: "data:image/png;base64,iVBORw0KGgo=".into(),
+            media_type: None,
+        })
+        .with_part(crewai_llm::ContentPart::Image {
+            url: "https://example.com/chart.png".into(),
+            media_type: None,
+        })
+        .with_part(crewai_llm::ContentPart::File {
+            data_base64: "JVBERi0=".into(),
+            media_type: "application/pdf".into(),
+            filename: Some("report.pdf".into()),
+        });
+    client(&server, &config())
+        .call(LlmRequest::new(vec![message]))
+        .await
+        .expect("call succeeds");
     assert_eq!(
         sent_bodies(&server).await[0]["messages"][0]["content"],
         json!([

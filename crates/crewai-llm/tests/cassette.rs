@@ -6,7 +6,9 @@ mod common;
 use std::sync::Arc;
 
 use common::{conformance_dir, fixture, openai_at};
-use crewai_llm::cassette::{Cassette, CassetteRecorder, CassetteReplayer, MatchOn, record_llm, replay_llm, replay_llm_from};
+use crewai_llm::cassette::{
+    Cassette, CassetteRecorder, CassetteReplayer, MatchOn, record_llm, replay_llm, replay_llm_from,
+};
 use crewai_llm::http::ReqwestTransport;
 use crewai_llm::router::BuildOptions;
 use crewai_llm::{LlmConfig, LlmRequest, Message, build_llm_with, collect_stream};
@@ -21,44 +23,104 @@ async fn record_then_replay_complete_and_streamed_calls() {
     let server = MockServer::start().await;
     let complete = json!({"id": "chatcmpl-1", "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "recorded answer"}}],
         "usage": {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7}});
-    Mock::given(method("POST")).respond_with(ResponseTemplate::new(200).set_body_raw(complete.to_string(), "application/json")).up_to_n_times(1).mount(&server).await;
+    Mock::given(method("POST"))
+        .respond_with(
+            ResponseTemplate::new(200).set_body_raw(complete.to_string(), "application/json"),
+        )
+        .up_to_n_times(1)
+        .mount(&server)
+        .await;
     let sse = "data: {\"id\":\"chatcmpl-2\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"stre\"}}]}\n\n\
                data: {\"id\":\"chatcmpl-2\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"amed\"},\"finish_reason\":\"stop\"}]}\n\n\
                data: [DONE]\n\n";
-    Mock::given(method("POST")).respond_with(ResponseTemplate::new(200).set_body_raw(sse, "text/event-stream")).mount(&server).await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_raw(sse, "text/event-stream"))
+        .mount(&server)
+        .await;
 
     let config = openai_at(&server.uri(), "gpt-4o-mini").with_api_key("sk-secret-key");
     {
         let live = record_llm(&config, &path).unwrap_or_else(|e| panic!("{e}"));
-        let first = live.call(LlmRequest::new(vec![Message::user("one")])).await.unwrap_or_else(|e| panic!("{e}"));
+        let first = live
+            .call(LlmRequest::new(vec![Message::user("one")]))
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(first.content.as_deref(), Some("recorded answer"));
-        let stream = live.stream(LlmRequest::new(vec![Message::user("two")])).await.unwrap_or_else(|e| panic!("{e}"));
-        let second = collect_stream(stream, |_| {}).await.unwrap_or_else(|e| panic!("{e}"));
+        let stream = live
+            .stream(LlmRequest::new(vec![Message::user("two")]))
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let second = collect_stream(stream, |_| {})
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(second.content.as_deref(), Some("streamed"));
     }
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{e}"));
-    assert!(!text.contains("sk-secret-key"), "the API key must not be recorded");
+    assert!(
+        !text.contains("sk-secret-key"),
+        "the API key must not be recorded"
+    );
     let cassette = Cassette::load(&path).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(cassette.interactions.len(), 2);
     assert_eq!(cassette.interactions[0].request.method, "POST");
-    assert!(cassette.interactions[0].request.uri.ends_with("/v1/chat/completions"));
-    assert!(cassette.interactions[0].request.body.as_deref().unwrap_or_default().contains("\"one\""));
+    assert!(
+        cassette.interactions[0]
+            .request
+            .uri
+            .ends_with("/v1/chat/completions")
+    );
+    assert!(
+        cassette.interactions[0]
+            .request
+            .body
+            .as_deref()
+            .unwrap_or_default()
+            .contains("\"one\"")
+    );
     assert_eq!(cassette.interactions[1].response.status.code, 200);
-    assert!(cassette.interactions[1].response.body.string.contains("[DONE]"));
+    assert!(
+        cassette.interactions[1]
+            .response
+            .body
+            .string
+            .contains("[DONE]")
+    );
 
     // Offline: the server is gone and no key is configured.
     drop(server);
     let offline_config = LlmConfig::new("gpt-4o-mini").with_base_url("http://127.0.0.1:9/v1");
     let replayer = CassetteReplayer::from_file(&path).unwrap_or_else(|e| panic!("{e}"));
-    let offline = replay_llm_from(&offline_config, replayer.clone()).unwrap_or_else(|e| panic!("{e}"));
-    let first = offline.call(LlmRequest::new(vec![Message::user("one")])).await.unwrap_or_else(|e| panic!("{e}"));
+    let offline =
+        replay_llm_from(&offline_config, replayer.clone()).unwrap_or_else(|e| panic!("{e}"));
+    let first = offline
+        .call(LlmRequest::new(vec![Message::user("one")]))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(first.content.as_deref(), Some("recorded answer"));
     assert_eq!(first.usage.total_tokens, 7);
-    let stream = offline.stream(LlmRequest::new(vec![Message::user("two")])).await.unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(collect_stream(stream, |_| {}).await.unwrap_or_else(|e| panic!("{e}")).content.as_deref(), Some("streamed"));
+    let stream = offline
+        .stream(LlmRequest::new(vec![Message::user("two")]))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        collect_stream(stream, |_| {})
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+            .content
+            .as_deref(),
+        Some("streamed")
+    );
     assert_eq!(replayer.remaining(), 0);
-    let past_the_end = offline.call(LlmRequest::new(vec![Message::user("three")])).await.err().map(|e| e.to_string()).unwrap_or_default();
-    assert!(past_the_end.contains("has 2 interactions but request 3 was made"), "{past_the_end}");
+    let past_the_end = offline
+        .call(LlmRequest::new(vec![Message::user("three")]))
+        .await
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(
+        past_the_end.contains("has 2 interactions but request 3 was made"),
+        "{past_the_end}"
+    );
 }
 
 #[tokio::test]
@@ -67,22 +129,44 @@ async fn recorder_wraps_any_transport_and_records_errors() {
     let path = dir.path().join("errors.yaml");
     let server = MockServer::start().await;
     Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(429).insert_header("retry-after", "3").set_body_raw(r#"{"error":{"message":"slow down"}}"#, "application/json"))
+        .respond_with(
+            ResponseTemplate::new(429)
+                .insert_header("retry-after", "3")
+                .set_body_raw(r#"{"error":{"message":"slow down"}}"#, "application/json"),
+        )
         .mount(&server)
         .await;
-    let network = ReqwestTransport::new(std::time::Duration::from_secs(2), std::time::Duration::from_secs(5)).unwrap_or_else(|e| panic!("{e}"));
+    let network = ReqwestTransport::new(
+        std::time::Duration::from_secs(2),
+        std::time::Duration::from_secs(5),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
     let recorder = CassetteRecorder::new(Arc::new(network), &path);
-    let options = BuildOptions::new().with_transport(recorder.clone()).with_retry_policy(common::fast_retries(0)).with_env_vars([("OPENAI_API_KEY", "k")]);
-    let llm = build_llm_with(&openai_at(&server.uri(), "gpt-4o-mini"), &options).unwrap_or_else(|e| panic!("{e}"));
-    assert!(llm.call(LlmRequest::new(vec![Message::user("hi")])).await.is_err());
+    let options = BuildOptions::new()
+        .with_transport(recorder.clone())
+        .with_retry_policy(common::fast_retries(0))
+        .with_env_vars([("OPENAI_API_KEY", "k")]);
+    let llm = build_llm_with(&openai_at(&server.uri(), "gpt-4o-mini"), &options)
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        llm.call(LlmRequest::new(vec![Message::user("hi")]))
+            .await
+            .is_err()
+    );
     assert_eq!(recorder.cassette().interactions.len(), 1);
 
     // Replayed with the recording's retry count, the error comes back with its Retry-After.
     let mut config = LlmConfig::new("gpt-4o-mini");
     config.max_retries = Some(0);
     let replayed = replay_llm(&config, &path).unwrap_or_else(|e| panic!("{e}"));
-    let error = replayed.call(LlmRequest::new(vec![Message::user("hi")])).await.err();
-    assert_eq!(error.and_then(|e| e.retry_after()), Some(std::time::Duration::from_secs(3)));
+    let error = replayed
+        .call(LlmRequest::new(vec![Message::user("hi")]))
+        .await
+        .err();
+    assert_eq!(
+        error.and_then(|e| e.retry_after()),
+        Some(std::time::Duration::from_secs(3))
+    );
 }
 
 #[tokio::test]
@@ -92,8 +176,10 @@ async fn crewai_recordings_replay_through_our_client() {
     };
     let path = conformance_dir().join("openai_native_tool_calling_token_usage/cassette.yaml");
     let cassette = Cassette::load(&path).unwrap_or_else(|e| panic!("{e}"));
-    let replayer = CassetteReplayer::with_matching(cassette, "conformance", MatchOn::MethodPathAndBody);
-    let llm = replay_llm_from(&LlmConfig::new("gpt-4o-mini"), replayer).unwrap_or_else(|e| panic!("{e}"));
+    let replayer =
+        CassetteReplayer::with_matching(cassette, "conformance", MatchOn::MethodPathAndBody);
+    let llm =
+        replay_llm_from(&LlmConfig::new("gpt-4o-mini"), replayer).unwrap_or_else(|e| panic!("{e}"));
     let request: serde_json::Value = serde_json::from_str(&first_request).unwrap_or_default();
     let tool = &request["tools"][0]["function"];
     let tools = vec![crewai_llm::ToolDefinition {
@@ -103,14 +189,30 @@ async fn crewai_recordings_replay_through_our_client() {
         strict: false,
     }];
     let messages = vec![
-        Message::system(request["messages"][0]["content"].as_str().unwrap_or_default()),
-        Message::user(request["messages"][1]["content"].as_str().unwrap_or_default()),
+        Message::system(
+            request["messages"][0]["content"]
+                .as_str()
+                .unwrap_or_default(),
+        ),
+        Message::user(
+            request["messages"][1]["content"]
+                .as_str()
+                .unwrap_or_default(),
+        ),
     ];
-    let reply = llm.call(LlmRequest::new(messages.clone()).with_tools(tools.clone())).await.unwrap_or_else(|e| panic!("{e}"));
+    let reply = llm
+        .call(LlmRequest::new(messages.clone()).with_tools(tools.clone()))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(reply.tool_calls[0].name, "calculator");
 
     // A different request body is refused with a clear message under body matching.
-    let changed = llm.call(LlmRequest::new(vec![Message::user("something else")]).with_tools(tools)).await.err().map(|e| e.to_string()).unwrap_or_default();
+    let changed = llm
+        .call(LlmRequest::new(vec![Message::user("something else")]).with_tools(tools))
+        .await
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
     assert!(changed.contains("request 2 (POST https://api.openai.com/v1/chat/completions) matches no unused recording"), "{changed}");
 }
 
@@ -120,17 +222,50 @@ async fn a_recorded_retry_replays_without_waiting() {
     let path = dir.path().join("retry.yaml");
     let server = MockServer::start().await;
     Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(429).insert_header("retry-after-ms", "10").set_body_raw(r#"{"error":{"message":"slow down"}}"#, "application/json"))
+        .respond_with(
+            ResponseTemplate::new(429)
+                .insert_header("retry-after-ms", "10")
+                .set_body_raw(r#"{"error":{"message":"slow down"}}"#, "application/json"),
+        )
         .up_to_n_times(1)
         .mount(&server)
         .await;
     let ok = json!({"id": "r", "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "after retry"}}]});
-    Mock::given(method("POST")).respond_with(ResponseTemplate::new(200).set_body_raw(ok.to_string(), "application/json")).mount(&server).await;
-    let live = record_llm(&openai_at(&server.uri(), "gpt-4o-mini").with_api_key("k"), &path).unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(live.call(LlmRequest::new(vec![Message::user("hi")])).await.unwrap_or_else(|e| panic!("{e}")).content.as_deref(), Some("after retry"));
-    assert_eq!(Cassette::load(&path).unwrap_or_else(|e| panic!("{e}")).interactions.len(), 2);
-    let offline = replay_llm(&LlmConfig::new("gpt-4o-mini"), &path).unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(offline.call(LlmRequest::new(vec![Message::user("hi")])).await.unwrap_or_else(|e| panic!("{e}")).content.as_deref(), Some("after retry"));
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_raw(ok.to_string(), "application/json"))
+        .mount(&server)
+        .await;
+    let live = record_llm(
+        &openai_at(&server.uri(), "gpt-4o-mini").with_api_key("k"),
+        &path,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        live.call(LlmRequest::new(vec![Message::user("hi")]))
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+            .content
+            .as_deref(),
+        Some("after retry")
+    );
+    assert_eq!(
+        Cassette::load(&path)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .interactions
+            .len(),
+        2
+    );
+    let offline =
+        replay_llm(&LlmConfig::new("gpt-4o-mini"), &path).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        offline
+            .call(LlmRequest::new(vec![Message::user("hi")]))
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+            .content
+            .as_deref(),
+        Some("after retry")
+    );
 }
 
 #[tokio::test]
@@ -141,15 +276,31 @@ async fn body_matching_replays_requests_in_any_order() {
     let path = conformance_dir().join("openai_native_tool_calling_token_usage/cassette.yaml");
     let mut cassette = Cassette::load(&path).unwrap_or_else(|e| panic!("{e}"));
     cassette.interactions.reverse();
-    let bodies: Vec<String> = cassette.interactions.iter().map(|i| i.request.body.clone().unwrap_or_default()).collect();
-    let replayer = CassetteReplayer::with_matching(cassette, "reversed", MatchOn::MethodPathAndBody);
+    let bodies: Vec<String> = cassette
+        .interactions
+        .iter()
+        .map(|i| i.request.body.clone().unwrap_or_default())
+        .collect();
+    let replayer =
+        CassetteReplayer::with_matching(cassette, "reversed", MatchOn::MethodPathAndBody);
     let transport: Arc<dyn crewai_llm::http::Transport> = replayer.clone();
-    let http = crewai_llm::http::HttpClient::with_transport(crewai_llm::http::ErrorContext::new("openai", "gpt-4o-mini", "OPENAI_API_KEY"), transport);
+    let http = crewai_llm::http::HttpClient::with_transport(
+        crewai_llm::http::ErrorContext::new("openai", "gpt-4o-mini", "OPENAI_API_KEY"),
+        transport,
+    );
     // Send the recordings' own bodies in their original order (reverse of the cassette's).
     for body in bodies.iter().rev() {
         let json: serde_json::Value = serde_json::from_str(body).unwrap_or_default();
-        let reply = http.post_json("https://api.openai.com/v1/chat/completions", &[], &json).await.unwrap_or_else(|e| panic!("{e}"));
-        assert!(reply["id"].as_str().unwrap_or_default().starts_with("chatcmpl-"));
+        let reply = http
+            .post_json("https://api.openai.com/v1/chat/completions", &[], &json)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(
+            reply["id"]
+                .as_str()
+                .unwrap_or_default()
+                .starts_with("chatcmpl-")
+        );
     }
     assert_eq!(replayer.remaining(), 0);
 }
@@ -160,18 +311,44 @@ async fn one_recorder_records_several_models_into_one_cassette() {
     let path = dir.path().join("crew.yaml");
     let server = MockServer::start().await;
     let ok = json!({"id": "m", "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "hi"}}]});
-    Mock::given(method("POST")).respond_with(ResponseTemplate::new(200).set_body_raw(ok.to_string(), "application/json")).mount(&server).await;
-    let network = ReqwestTransport::new(std::time::Duration::from_secs(2), std::time::Duration::from_secs(5)).unwrap_or_else(|e| panic!("{e}"));
-    let options = BuildOptions::new().with_env_vars([("OPENAI_API_KEY", "k")]).with_recorder(CassetteRecorder::new(Arc::new(network), &path));
-    let researcher = build_llm_with(&openai_at(&server.uri(), "gpt-4o"), &options).unwrap_or_else(|e| panic!("{e}"));
-    let writer = build_llm_with(&openai_at(&server.uri(), "gpt-4o-mini").with_timeout(30.0), &options).unwrap_or_else(|e| panic!("{e}"));
-    researcher.call(LlmRequest::new(vec![Message::user("research")])).await.unwrap_or_else(|e| panic!("{e}"));
-    writer.call(LlmRequest::new(vec![Message::user("write")])).await.unwrap_or_else(|e| panic!("{e}"));
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_raw(ok.to_string(), "application/json"))
+        .mount(&server)
+        .await;
+    let network = ReqwestTransport::new(
+        std::time::Duration::from_secs(2),
+        std::time::Duration::from_secs(5),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let options = BuildOptions::new()
+        .with_env_vars([("OPENAI_API_KEY", "k")])
+        .with_recorder(CassetteRecorder::new(Arc::new(network), &path));
+    let researcher = build_llm_with(&openai_at(&server.uri(), "gpt-4o"), &options)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let writer = build_llm_with(
+        &openai_at(&server.uri(), "gpt-4o-mini").with_timeout(30.0),
+        &options,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    researcher
+        .call(LlmRequest::new(vec![Message::user("research")]))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    writer
+        .call(LlmRequest::new(vec![Message::user("write")]))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
     let cassette = Cassette::load(&path).unwrap_or_else(|e| panic!("{e}"));
     let models: Vec<String> = cassette
         .interactions
         .iter()
-        .map(|i| serde_json::from_str::<serde_json::Value>(i.request.body.as_deref().unwrap_or_default()).unwrap_or_default()["model"].as_str().unwrap_or_default().to_string())
+        .map(|i| {
+            serde_json::from_str::<serde_json::Value>(i.request.body.as_deref().unwrap_or_default())
+                .unwrap_or_default()["model"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string()
+        })
         .collect();
     assert_eq!(models, ["gpt-4o", "gpt-4o-mini"]);
 }

@@ -5,7 +5,8 @@ use std::time::Duration;
 use crewai_llm::gemini::GeminiLlm;
 use crewai_llm::router::{BuildOptions, build_llm_with};
 use crewai_llm::{
-    FinishReason, Llm, LlmConfig, LlmError, LlmRequest, Message, ResponseFormat, RetryPolicy, StreamEvent, ToolDefinition, collect_stream,
+    FinishReason, Llm, LlmConfig, LlmError, LlmRequest, Message, ResponseFormat, RetryPolicy,
+    StreamEvent, ToolDefinition, collect_stream,
 };
 use serde_json::{Value, json};
 use wiremock::matchers::{header, method, path, query_param};
@@ -32,7 +33,10 @@ async fn mount(server: &MockServer, method_name: &str, response: ResponseTemplat
 
 async fn sent_bodies(server: &MockServer) -> Vec<Value> {
     let requests = server.received_requests().await.unwrap_or_default();
-    requests.iter().map(|r| r.body_json::<Value>().expect("the client sends JSON")).collect()
+    requests
+        .iter()
+        .map(|r| r.body_json::<Value>().expect("the client sends JSON"))
+        .collect()
 }
 
 fn text_reply(text: &str) -> Value {
@@ -70,7 +74,12 @@ fn crewai_style_tool() -> ToolDefinition {
 #[tokio::test]
 async fn plain_call_sends_system_instruction_generation_config_and_reads_usage() {
     let server = MockServer::start().await;
-    mount(&server, "generateContent", ResponseTemplate::new(200).set_body_json(text_reply("Hi!"))).await;
+    mount(
+        &server,
+        "generateContent",
+        ResponseTemplate::new(200).set_body_json(text_reply("Hi!")),
+    )
+    .await;
     let mut config = config().with_temperature(0.1).with_max_tokens(256);
     config.top_p = Some(0.9);
     config.seed = Some(7);
@@ -81,7 +90,10 @@ async fn plain_call_sends_system_instruction_generation_config_and_reads_usage()
         Message::assistant("Noted"),
         Message::user("Greet me"),
     ]);
-    let response = client(&server, &config).call(request).await.expect("call succeeds");
+    let response = client(&server, &config)
+        .call(request)
+        .await
+        .expect("call succeeds");
 
     assert_eq!(response.content.as_deref(), Some("Hi!"));
     assert_eq!(response.finish_reason, FinishReason::Stop);
@@ -89,12 +101,19 @@ async fn plain_call_sends_system_instruction_generation_config_and_reads_usage()
     assert_eq!(response.model.as_deref(), Some("gemini-2.5-flash-001"));
     assert_eq!(response.usage.prompt_tokens, 40);
     assert_eq!(response.usage.cached_prompt_tokens, 16);
-    assert_eq!(response.usage.completion_tokens, 16, "thinking tokens count as completion");
+    assert_eq!(
+        response.usage.completion_tokens, 16,
+        "thinking tokens count as completion"
+    );
     assert_eq!(response.usage.reasoning_tokens, 10);
     assert_eq!(response.usage.total_tokens, 56);
 
     let requests = server.received_requests().await.unwrap_or_default();
-    assert_eq!(requests[0].url.query(), None, "the key travels in a header, not the URL");
+    assert_eq!(
+        requests[0].url.query(),
+        None,
+        "the key travels in a header, not the URL"
+    );
     assert_eq!(
         requests[0].body_json::<Value>().expect("json"),
         json!({
@@ -130,8 +149,14 @@ async fn tools_get_cleaned_schemas_and_parallel_calls_round_trip_with_signatures
     .await;
     let llm = client(&server, &config());
     let tools = vec![crewai_style_tool()];
-    let mut conversation = vec![Message::system("Travel agent."), Message::user("Flights from Paris and New York")];
-    let first = llm.call(LlmRequest::new(conversation.clone()).with_tools(tools.clone())).await.expect("first call");
+    let mut conversation = vec![
+        Message::system("Travel agent."),
+        Message::user("Flights from Paris and New York"),
+    ];
+    let first = llm
+        .call(LlmRequest::new(conversation.clone()).with_tools(tools.clone()))
+        .await
+        .expect("first call");
 
     assert_eq!(first.finish_reason, FinishReason::ToolCalls);
     assert_eq!(first.tool_calls.len(), 2);
@@ -142,9 +167,19 @@ async fn tools_get_cleaned_schemas_and_parallel_calls_round_trip_with_signatures
     assert_ne!(first.tool_calls[0].id, first.tool_calls[1].id);
 
     conversation.push(first.to_message());
-    conversation.push(Message::tool_result(&first.tool_calls[0].id, "Find flights!", "AF123"));
-    conversation.push(Message::tool_result(&first.tool_calls[1].id, "Find flights!", "DL456"));
-    llm.call(LlmRequest::new(conversation).with_tools(tools)).await.expect("second call");
+    conversation.push(Message::tool_result(
+        &first.tool_calls[0].id,
+        "Find flights!",
+        "AF123",
+    ));
+    conversation.push(Message::tool_result(
+        &first.tool_calls[1].id,
+        "Find flights!",
+        "DL456",
+    ));
+    llm.call(LlmRequest::new(conversation).with_tools(tools))
+        .await
+        .expect("second call");
 
     let bodies = sent_bodies(&server).await;
     assert_eq!(
@@ -167,7 +202,10 @@ async fn tools_get_cleaned_schemas_and_parallel_calls_round_trip_with_signatures
     assert_eq!(contents.len(), 3);
     assert_eq!(contents[1]["role"], "model");
     assert_eq!(contents[1]["parts"][0]["thoughtSignature"], "c2lnLTE=");
-    assert_eq!(contents[1]["parts"][0]["functionCall"]["name"], "Find_flights_");
+    assert_eq!(
+        contents[1]["parts"][0]["functionCall"]["name"],
+        "Find_flights_"
+    );
     assert_eq!(contents[1]["parts"][1].get("thoughtSignature"), None);
     assert_eq!(
         contents[2],
@@ -181,7 +219,12 @@ async fn tools_get_cleaned_schemas_and_parallel_calls_round_trip_with_signatures
 #[tokio::test]
 async fn structured_output_asks_for_json_with_a_cleaned_schema() {
     let server = MockServer::start().await;
-    mount(&server, "generateContent", ResponseTemplate::new(200).set_body_json(text_reply(r#"{"score": 4}"#))).await;
+    mount(
+        &server,
+        "generateContent",
+        ResponseTemplate::new(200).set_body_json(text_reply(r#"{"score": 4}"#)),
+    )
+    .await;
     let format = ResponseFormat {
         name: "Score".into(),
         schema: json!({"title": "Score", "type": "object", "additionalProperties": false,
@@ -194,7 +237,10 @@ async fn structured_output_asks_for_json_with_a_cleaned_schema() {
         .expect("call succeeds");
     assert_eq!(response.content.as_deref(), Some(r#"{"score": 4}"#));
     let body = &sent_bodies(&server).await[0];
-    assert_eq!(body["generationConfig"]["responseMimeType"], "application/json");
+    assert_eq!(
+        body["generationConfig"]["responseMimeType"],
+        "application/json"
+    );
     assert_eq!(
         body["generationConfig"]["responseSchema"],
         json!({"type": "object", "required": ["score"], "properties": {"score": {"type": "integer"}}})
@@ -210,17 +256,27 @@ async fn streaming_reads_sse_chunks_into_deltas_and_a_final_response() {
         json!({"candidates": [{"content": {"role": "model", "parts": [{"text": "lo"}]}, "finishReason": "STOP"}],
                "usageMetadata": {"promptTokenCount": 5, "candidatesTokenCount": 2, "totalTokenCount": 7}, "responseId": "resp-s", "modelVersion": MODEL}),
     ];
-    let body: String = chunks.iter().map(|c| format!("data: {c}\r\n\r\n")).collect();
+    let body: String = chunks
+        .iter()
+        .map(|c| format!("data: {c}\r\n\r\n"))
+        .collect();
     Mock::given(method("POST"))
-        .and(path(format!("/v1beta/models/{MODEL}:streamGenerateContent")))
+        .and(path(format!(
+            "/v1beta/models/{MODEL}:streamGenerateContent"
+        )))
         .and(query_param("alt", "sse"))
         .and(header("x-goog-api-key", "g-key"))
         .respond_with(ResponseTemplate::new(200).set_body_raw(body, "text/event-stream"))
         .mount(&server)
         .await;
-    let stream = client(&server, &config()).stream(LlmRequest::new(vec![Message::user("hello")])).await.expect("opens");
+    let stream = client(&server, &config())
+        .stream(LlmRequest::new(vec![Message::user("hello")]))
+        .await
+        .expect("opens");
     let mut seen = Vec::new();
-    let response = collect_stream(stream, |e| seen.push(e.clone())).await.expect("completes");
+    let response = collect_stream(stream, |e| seen.push(e.clone()))
+        .await
+        .expect("completes");
     assert_eq!(
         seen[..3],
         [
@@ -237,8 +293,16 @@ async fn streaming_reads_sse_chunks_into_deltas_and_a_final_response() {
 
 async fn error_for(status: u16, body: Value) -> LlmError {
     let server = MockServer::start().await;
-    mount(&server, "generateContent", ResponseTemplate::new(status).set_body_json(body)).await;
-    client(&server, &config()).call(LlmRequest::new(vec![Message::user("hi")])).await.expect_err("the call fails")
+    mount(
+        &server,
+        "generateContent",
+        ResponseTemplate::new(status).set_body_json(body),
+    )
+    .await;
+    client(&server, &config())
+        .call(LlmRequest::new(vec![Message::user("hi")]))
+        .await
+        .expect_err("the call fails")
 }
 
 fn google_error(code: u16, status: &str, message: &str) -> Value {
@@ -250,46 +314,129 @@ async fn error_statuses_become_typed_errors() {
     let key = error_for(400, json!({"error": {"code": 400, "message": "API key not valid. Please pass a valid API key.", "status": "INVALID_ARGUMENT",
         "details": [{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "API_KEY_INVALID"}]}}))
     .await;
-    assert!(matches!(&key, LlmError::Authentication { hint, .. } if hint.contains("GEMINI_API_KEY")), "{key:?}");
+    assert!(
+        matches!(&key, LlmError::Authentication { hint, .. } if hint.contains("GEMINI_API_KEY")),
+        "{key:?}"
+    );
 
-    let invalid = error_for(400, google_error(400, "INVALID_ARGUMENT", "Invalid JSON payload received. Unknown name \"foo\"")).await;
-    assert!(matches!(&invalid, LlmError::InvalidRequest { status: 400, message, .. } if message.contains("Unknown name")), "{invalid:?}");
+    let invalid = error_for(
+        400,
+        google_error(
+            400,
+            "INVALID_ARGUMENT",
+            "Invalid JSON payload received. Unknown name \"foo\"",
+        ),
+    )
+    .await;
+    assert!(
+        matches!(&invalid, LlmError::InvalidRequest { status: 400, message, .. } if message.contains("Unknown name")),
+        "{invalid:?}"
+    );
 
     let overflow = error_for(400, google_error(400, "INVALID_ARGUMENT", "The input token count (1200000) exceeds the maximum number of tokens allowed (1048576).")).await;
-    assert!(matches!(overflow, LlmError::ContextLengthExceeded { .. }), "{overflow:?}");
+    assert!(
+        matches!(overflow, LlmError::ContextLengthExceeded { .. }),
+        "{overflow:?}"
+    );
 
-    let limited = error_for(429, google_error(429, "RESOURCE_EXHAUSTED", "You exceeded your current quota. Please retry in 2.5s.")).await;
-    assert!(matches!(limited, LlmError::RateLimited { .. }), "{limited:?}");
+    let limited = error_for(
+        429,
+        google_error(
+            429,
+            "RESOURCE_EXHAUSTED",
+            "You exceeded your current quota. Please retry in 2.5s.",
+        ),
+    )
+    .await;
+    assert!(
+        matches!(limited, LlmError::RateLimited { .. }),
+        "{limited:?}"
+    );
     assert_eq!(limited.retry_after(), Some(Duration::from_millis(2500)));
 
-    let denied = error_for(403, google_error(403, "PERMISSION_DENIED", "Method doesn't allow unregistered callers")).await;
-    assert!(matches!(denied, LlmError::PermissionDenied { .. }), "{denied:?}");
+    let denied = error_for(
+        403,
+        google_error(
+            403,
+            "PERMISSION_DENIED",
+            "Method doesn't allow unregistered callers",
+        ),
+    )
+    .await;
+    assert!(
+        matches!(denied, LlmError::PermissionDenied { .. }),
+        "{denied:?}"
+    );
 
-    let missing = error_for(404, google_error(404, "NOT_FOUND", "models/gemini-9 is not found")).await;
-    assert!(matches!(&missing, LlmError::ModelNotFound { model, .. } if model == MODEL), "{missing:?}");
+    let missing = error_for(
+        404,
+        google_error(404, "NOT_FOUND", "models/gemini-9 is not found"),
+    )
+    .await;
+    assert!(
+        matches!(&missing, LlmError::ModelNotFound { model, .. } if model == MODEL),
+        "{missing:?}"
+    );
 
     for status in [500, 503] {
-        let server_error = error_for(status, google_error(status, "UNAVAILABLE", "The model is overloaded.")).await;
-        assert!(matches!(server_error, LlmError::Server { .. }) && server_error.is_retryable(), "{server_error:?}");
+        let server_error = error_for(
+            status,
+            google_error(status, "UNAVAILABLE", "The model is overloaded."),
+        )
+        .await;
+        assert!(
+            matches!(server_error, LlmError::Server { .. }) && server_error.is_retryable(),
+            "{server_error:?}"
+        );
     }
 }
 
 #[tokio::test]
 async fn malformed_and_blocked_replies() {
     let server = MockServer::start().await;
-    mount(&server, "generateContent", ResponseTemplate::new(200).set_body_raw("not json", "text/plain")).await;
-    let error = client(&server, &config()).call(LlmRequest::new(vec![Message::user("hi")])).await.expect_err("not JSON");
-    assert!(matches!(error, LlmError::MalformedResponse { .. }), "{error:?}");
+    mount(
+        &server,
+        "generateContent",
+        ResponseTemplate::new(200).set_body_raw("not json", "text/plain"),
+    )
+    .await;
+    let error = client(&server, &config())
+        .call(LlmRequest::new(vec![Message::user("hi")]))
+        .await
+        .expect_err("not JSON");
+    assert!(
+        matches!(error, LlmError::MalformedResponse { .. }),
+        "{error:?}"
+    );
 
     let server = MockServer::start().await;
-    mount(&server, "generateContent", ResponseTemplate::new(200).set_body_json(json!([1, 2]))).await;
-    let error = client(&server, &config()).call(LlmRequest::new(vec![Message::user("hi")])).await.expect_err("not an object");
-    assert!(matches!(error, LlmError::MalformedResponse { .. }), "{error:?}");
+    mount(
+        &server,
+        "generateContent",
+        ResponseTemplate::new(200).set_body_json(json!([1, 2])),
+    )
+    .await;
+    let error = client(&server, &config())
+        .call(LlmRequest::new(vec![Message::user("hi")]))
+        .await
+        .expect_err("not an object");
+    assert!(
+        matches!(error, LlmError::MalformedResponse { .. }),
+        "{error:?}"
+    );
 
     let server = MockServer::start().await;
     let blocked = json!({"promptFeedback": {"blockReason": "SAFETY"}, "usageMetadata": {"promptTokenCount": 3, "totalTokenCount": 3}});
-    mount(&server, "generateContent", ResponseTemplate::new(200).set_body_json(blocked)).await;
-    let response = client(&server, &config()).call(LlmRequest::new(vec![Message::user("hi")])).await.expect("a blocked prompt is an answer");
+    mount(
+        &server,
+        "generateContent",
+        ResponseTemplate::new(200).set_body_json(blocked),
+    )
+    .await;
+    let response = client(&server, &config())
+        .call(LlmRequest::new(vec![Message::user("hi")]))
+        .await
+        .expect("a blocked prompt is an answer");
     assert_eq!(response.finish_reason, FinishReason::ContentFilter);
     assert_eq!(response.content, None);
 }
@@ -297,14 +444,25 @@ async fn malformed_and_blocked_replies() {
 #[tokio::test]
 async fn the_router_builds_gemini_from_a_model_string_and_env() {
     let server = MockServer::start().await;
-    mount(&server, "generateContent", ResponseTemplate::new(200).set_body_json(text_reply("routed"))).await;
+    mount(
+        &server,
+        "generateContent",
+        ResponseTemplate::new(200).set_body_json(text_reply("routed")),
+    )
+    .await;
     let options = BuildOptions::new()
-        .with_env_vars([("GOOGLE_API_KEY", "g-key".to_string()), ("GEMINI_API_BASE", server.uri())])
+        .with_env_vars([
+            ("GOOGLE_API_KEY", "g-key".to_string()),
+            ("GEMINI_API_BASE", server.uri()),
+        ])
         .with_retry_policy(RetryPolicy::none());
     let llm = build_llm_with(&LlmConfig::new("gemini/gemini-2.5-flash"), &options).expect("routes");
     assert_eq!(llm.provider(), "gemini");
     assert_eq!(llm.capabilities().context_window, 1_048_576);
-    let response = llm.call(LlmRequest::new(vec![Message::user("hi")])).await.expect("call succeeds");
+    let response = llm
+        .call(LlmRequest::new(vec![Message::user("hi")]))
+        .await
+        .expect("call succeeds");
     assert_eq!(response.content.as_deref(), Some("routed"));
 
     let no_env = BuildOptions::new().with_env_vars(Vec::<(String, String)>::new());
@@ -321,18 +479,31 @@ async fn streamed_function_calls_and_mid_stream_errors() {
     ];
     let body: String = chunks.iter().map(|c| format!("data: {c}\n\n")).collect();
     Mock::given(method("POST"))
-        .and(path(format!("/v1beta/models/{MODEL}:streamGenerateContent")))
+        .and(path(format!(
+            "/v1beta/models/{MODEL}:streamGenerateContent"
+        )))
         .respond_with(ResponseTemplate::new(200).set_body_raw(body, "text/event-stream"))
         .mount(&server)
         .await;
     let request = LlmRequest::new(vec![Message::user("fly")]).with_tools(vec![crewai_style_tool()]);
-    let stream = client(&server, &config()).stream(request).await.expect("opens");
+    let stream = client(&server, &config())
+        .stream(request)
+        .await
+        .expect("opens");
     let mut seen = Vec::new();
-    let response = collect_stream(stream, |e| seen.push(e.clone())).await.expect("completes");
-    assert!(matches!(&seen[0], StreamEvent::ToolCallDelta { index: 0, name: Some(name), .. } if name == "Find flights!"), "{seen:?}");
+    let response = collect_stream(stream, |e| seen.push(e.clone()))
+        .await
+        .expect("completes");
+    assert!(
+        matches!(&seen[0], StreamEvent::ToolCallDelta { index: 0, name: Some(name), .. } if name == "Find flights!"),
+        "{seen:?}"
+    );
     assert_eq!(response.finish_reason, FinishReason::ToolCalls);
     assert_eq!(response.tool_calls[0].signature.as_deref(), Some("c2ln"));
-    assert_eq!(response.tool_calls[0].arguments["date"], "2026-12-24T10:00:00Z");
+    assert_eq!(
+        response.tool_calls[0].arguments["date"],
+        "2026-12-24T10:00:00Z"
+    );
 
     let server = MockServer::start().await;
     let failing = format!(
@@ -341,23 +512,47 @@ async fn streamed_function_calls_and_mid_stream_errors() {
         json!({"error": {"code": 503, "message": "The model is overloaded.", "status": "UNAVAILABLE"}})
     );
     Mock::given(method("POST"))
-        .and(path(format!("/v1beta/models/{MODEL}:streamGenerateContent")))
+        .and(path(format!(
+            "/v1beta/models/{MODEL}:streamGenerateContent"
+        )))
         .respond_with(ResponseTemplate::new(200).set_body_raw(failing, "text/event-stream"))
         .mount(&server)
         .await;
-    let stream = client(&server, &config()).stream(LlmRequest::new(vec![Message::user("hi")])).await.expect("opens");
-    let error = collect_stream(stream, |_| {}).await.expect_err("fails mid-stream");
-    assert!(matches!(error, LlmError::Server { status: 503, .. }), "{error:?}");
+    let stream = client(&server, &config())
+        .stream(LlmRequest::new(vec![Message::user("hi")]))
+        .await
+        .expect("opens");
+    let error = collect_stream(stream, |_| {})
+        .await
+        .expect_err("fails mid-stream");
+    assert!(
+        matches!(error, LlmError::Server { status: 503, .. }),
+        "{error:?}"
+    );
 }
 
 #[tokio::test]
 async fn images_travel_inline_or_by_uri() {
     let server = MockServer::start().await;
-    mount(&server, "generateContent", ResponseTemplate::new(200).set_body_json(text_reply("a cat"))).await;
+    mount(
+        &server,
+        "generateContent",
+        ResponseTemplate::new(200).set_body_json(text_reply("a cat")),
+    )
+    .await;
     let message = Message::user("What is this?")
-        .with_part(crewai_llm::ContentPart::Image { url: "data:image/png;base64,iVBORw0KGgo=".into(), media_type: None })
-        .with_part(crewai_llm::ContentPart::Image { url: "https://example.com/cat.webp".into(), media_type: None });
-    client(&server, &config()).call(LlmRequest::new(vec![message])).await.expect("call succeeds");
+        .with_part(crewai_llm::ContentPart::Image {
+            url: "data:image/png;base64,iVBORw0KGgo=".into(),
+            media_type: None,
+        })
+        .with_part(crewai_llm::ContentPart::Image {
+            url: "https://example.com/cat.webp".into(),
+            media_type: None,
+        });
+    client(&server, &config())
+        .call(LlmRequest::new(vec![message]))
+        .await
+        .expect("call succeeds");
     assert_eq!(
         sent_bodies(&server).await[0]["contents"][0]["parts"],
         json!([
@@ -371,7 +566,17 @@ async fn images_travel_inline_or_by_uri() {
 #[tokio::test]
 async fn a_server_that_never_answers_times_out() {
     let server = MockServer::start().await;
-    mount(&server, "generateContent", ResponseTemplate::new(200).set_delay(Duration::from_secs(30)).set_body_json(text_reply("late"))).await;
-    let error = client(&server, &config().with_timeout(0.3)).call(LlmRequest::new(vec![Message::user("hi")])).await.expect_err("times out");
+    mount(
+        &server,
+        "generateContent",
+        ResponseTemplate::new(200)
+            .set_delay(Duration::from_secs(30))
+            .set_body_json(text_reply("late")),
+    )
+    .await;
+    let error = client(&server, &config().with_timeout(0.3))
+        .call(LlmRequest::new(vec![Message::user("hi")]))
+        .await
+        .expect_err("times out");
     assert!(matches!(error, LlmError::Timeout { .. }), "{error:?}");
 }

@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use common::{build, fixture, openai_at};
 use crewai_llm::{
-    FinishReason, LlmConfig, LlmError, LlmRequest, Message, ResponseFormat, StreamEvent, ToolCall, ToolChoice, ToolDefinition, collect_stream,
+    FinishReason, LlmConfig, LlmError, LlmRequest, Message, ResponseFormat, StreamEvent, ToolCall,
+    ToolChoice, ToolDefinition, collect_stream,
 };
 use serde_json::{Value, json};
 use wiremock::matchers::{body_partial_json, header, method, path, query_param};
@@ -27,8 +28,12 @@ fn calculator() -> ToolDefinition {
 
 fn calculator_task() -> Vec<Message> {
     vec![
-        Message::system("You are Calculator. You calculate things.\nYour personal goal is: Perform calculations efficiently"),
-        Message::user("\nCurrent Task: What is 100 / 4?\n\nThis is the expected criteria for your final answer: The result\nyou MUST return the actual complete content as the final answer, not a summary.\n\nThis is VERY important to you, your job depends on it!"),
+        Message::system(
+            "You are Calculator. You calculate things.\nYour personal goal is: Perform calculations efficiently",
+        ),
+        Message::user(
+            "\nCurrent Task: What is 100 / 4?\n\nThis is the expected criteria for your final answer: The result\nyou MUST return the actual complete content as the final answer, not a summary.\n\nThis is VERY important to you, your job depends on it!",
+        ),
     ]
 }
 
@@ -39,18 +44,23 @@ fn json_reply(body: impl Into<String>) -> ResponseTemplate {
 async fn only_request(server: &MockServer) -> Request {
     let requests = server.received_requests().await.unwrap_or_default();
     assert_eq!(requests.len(), 1, "expected exactly one request");
-    requests.into_iter().next().unwrap_or_else(|| unreachable!())
+    requests
+        .into_iter()
+        .next()
+        .unwrap_or_else(|| unreachable!())
 }
 
 fn body_of(request: &Request) -> Value {
-    serde_json::from_slice(&request.body).unwrap_or_else(|e| panic!("request body is not JSON: {e}"))
+    serde_json::from_slice(&request.body)
+        .unwrap_or_else(|e| panic!("request body is not JSON: {e}"))
 }
 
 #[tokio::test]
 async fn tool_call_round_trip_matches_crewai_bytes() {
-    let (Some((first_request, first_reply)), Some((second_request, second_reply))) =
-        (fixture("openai_native_tool_calling_token_usage", 0), fixture("openai_native_tool_calling_token_usage", 1))
-    else {
+    let (Some((first_request, first_reply)), Some((second_request, second_reply))) = (
+        fixture("openai_native_tool_calling_token_usage", 0),
+        fixture("openai_native_tool_calling_token_usage", 1),
+    ) else {
         return;
     };
     let server = MockServer::start().await;
@@ -63,30 +73,65 @@ async fn tool_call_round_trip_matches_crewai_bytes() {
         .up_to_n_times(1)
         .mount(&server)
         .await;
-    Mock::given(method("POST")).and(path("/v1/chat/completions")).respond_with(json_reply(second_reply)).mount(&server).await;
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(json_reply(second_reply))
+        .mount(&server)
+        .await;
 
     let llm = build(&openai_at(&server.uri(), "gpt-4o-mini"), 0);
     let mut messages = calculator_task();
-    let first = llm.call(LlmRequest::new(messages.clone()).with_tools(vec![calculator()])).await.unwrap_or_else(|e| panic!("{e}"));
+    let first = llm
+        .call(LlmRequest::new(messages.clone()).with_tools(vec![calculator()]))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(first.finish_reason, FinishReason::ToolCalls);
     assert_eq!(first.content, None);
     assert_eq!(first.tool_calls.len(), 1);
     assert_eq!(first.tool_calls[0].id, "call_rZQU4F2cauxK3VUKfLtXoNVC");
-    assert_eq!(first.tool_calls[0].arguments, json!({"expression": "100 / 4"}));
-    assert_eq!(first.response_id.as_deref(), Some("chatcmpl-D0vm0KDdT8cWRCVIeG67pB46jQQih"));
-    assert_eq!((first.usage.prompt_tokens, first.usage.completion_tokens, first.usage.total_tokens), (127, 17, 144));
+    assert_eq!(
+        first.tool_calls[0].arguments,
+        json!({"expression": "100 / 4"})
+    );
+    assert_eq!(
+        first.response_id.as_deref(),
+        Some("chatcmpl-D0vm0KDdT8cWRCVIeG67pB46jQQih")
+    );
+    assert_eq!(
+        (
+            first.usage.prompt_tokens,
+            first.usage.completion_tokens,
+            first.usage.total_tokens
+        ),
+        (127, 17, 144)
+    );
 
     messages.push(first.to_message());
-    let mut result = Message::tool_result("call_rZQU4F2cauxK3VUKfLtXoNVC", "calculator", "The result of 100 / 4 is 25.0");
+    let mut result = Message::tool_result(
+        "call_rZQU4F2cauxK3VUKfLtXoNVC",
+        "calculator",
+        "The result of 100 / 4 is 25.0",
+    );
     result.name = None; // this CrewAI version sent tool results without a name
     messages.push(result);
     messages.push(Message::user("Analyze the tool result. If requirements are met, provide the Final Answer. Otherwise, call the next tool. Deliver only the answer without meta-commentary."));
-    let second = llm.call(LlmRequest::new(messages).with_tools(vec![calculator()])).await.unwrap_or_else(|e| panic!("{e}"));
+    let second = llm
+        .call(LlmRequest::new(messages).with_tools(vec![calculator()]))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(second.content.as_deref(), Some("25.0"));
 
     let requests = server.received_requests().await.unwrap_or_default();
-    assert_eq!(String::from_utf8_lossy(&requests[0].body), first_request, "first request body differs from CrewAI's");
-    assert_eq!(String::from_utf8_lossy(&requests[1].body), second_request, "second request body differs from CrewAI's");
+    assert_eq!(
+        String::from_utf8_lossy(&requests[0].body),
+        first_request,
+        "first request body differs from CrewAI's"
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&requests[1].body),
+        second_request,
+        "second request body differs from CrewAI's"
+    );
 }
 
 #[tokio::test]
@@ -100,14 +145,21 @@ async fn parallel_tool_calls_are_all_returned() {
         "usage": {"prompt_tokens": 50, "completion_tokens": 30, "total_tokens": 80}
     });
     let server = MockServer::start().await;
-    Mock::given(method("POST")).and(path("/v1/chat/completions")).respond_with(json_reply(reply.to_string())).mount(&server).await;
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(json_reply(reply.to_string()))
+        .mount(&server)
+        .await;
     let llm = build(&openai_at(&server.uri(), "gpt-4o-mini"), 0);
     let mut request = LlmRequest::new(calculator_task()).with_tools(vec![calculator()]);
     request.options.tool_choice = Some(ToolChoice::Required);
     let response = llm.call(request).await.unwrap_or_else(|e| panic!("{e}"));
     let ids: Vec<&str> = response.tool_calls.iter().map(|c| c.id.as_str()).collect();
     assert_eq!(ids, ["call_a", "call_b"]);
-    assert_eq!(response.tool_calls[1].arguments, json!({"expression": "2*3"}));
+    assert_eq!(
+        response.tool_calls[1].arguments,
+        json!({"expression": "2*3"})
+    );
 
     let sent = body_of(&only_request(&server).await);
     assert_eq!(sent["tool_choice"], json!("required"));
@@ -117,12 +169,16 @@ async fn parallel_tool_calls_are_all_returned() {
     messages.push(response.to_message());
     messages.push(Message::tool_result("call_a", "calculator", "2"));
     messages.push(Message::tool_result("call_b", "calculator", "6"));
-    let body = crewai_llm::openai::OpenAiClient::openai(&LlmConfig::new("gpt-4o-mini"), "gpt-4o-mini")
-        .unwrap_or_else(|e| panic!("{e}"))
-        .request_body(&LlmRequest::new(messages), false);
+    let body =
+        crewai_llm::openai::OpenAiClient::openai(&LlmConfig::new("gpt-4o-mini"), "gpt-4o-mini")
+            .unwrap_or_else(|e| panic!("{e}"))
+            .request_body(&LlmRequest::new(messages), false);
     assert_eq!(body["messages"][2]["content"], Value::Null);
     assert_eq!(body["messages"][2]["tool_calls"][1]["id"], json!("call_b"));
-    assert_eq!(body["messages"][4], json!({"role": "tool", "tool_call_id": "call_b", "name": "calculator", "content": "6"}));
+    assert_eq!(
+        body["messages"][4],
+        json!({"role": "tool", "tool_call_id": "call_b", "name": "calculator", "content": "6"})
+    );
 }
 
 #[tokio::test]
@@ -130,7 +186,9 @@ async fn forced_tool_choice_names_the_function() {
     let server = MockServer::start().await;
     let reply = json!({"id": "x", "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "ok"}}]});
     Mock::given(method("POST"))
-        .and(body_partial_json(json!({"tool_choice": {"type": "function", "function": {"name": "calculator"}}})))
+        .and(body_partial_json(
+            json!({"tool_choice": {"type": "function", "function": {"name": "calculator"}}}),
+        ))
         .respond_with(json_reply(reply.to_string()))
         .expect(1)
         .mount(&server)
@@ -150,7 +208,11 @@ async fn structured_output_sends_strict_json_schema() {
     };
     let crewai: Value = serde_json::from_str(&crewai_request).unwrap_or_default();
     let server = MockServer::start().await;
-    Mock::given(method("POST")).and(path("/v1/chat/completions")).respond_with(json_reply(reply)).mount(&server).await;
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(json_reply(reply))
+        .mount(&server)
+        .await;
     let llm = build(&openai_at(&server.uri(), "gpt-4o-mini"), 0);
     let format_json = &crewai["response_format"]["json_schema"];
     let format = ResponseFormat {
@@ -159,13 +221,20 @@ async fn structured_output_sends_strict_json_schema() {
         strict: true,
     };
     let response = llm
-        .call(LlmRequest::new(vec![Message::user("What is the population of Tokyo?")]).with_response_format(format))
+        .call(
+            LlmRequest::new(vec![Message::user("What is the population of Tokyo?")])
+                .with_response_format(format),
+        )
         .await
         .unwrap_or_else(|e| panic!("{e}"));
-    let parsed: Value = serde_json::from_str(response.content.as_deref().unwrap_or_default()).unwrap_or_default();
+    let parsed: Value =
+        serde_json::from_str(response.content.as_deref().unwrap_or_default()).unwrap_or_default();
     assert_eq!(parsed["confidence"], json!(90));
     let sent = body_of(&only_request(&server).await);
-    assert_eq!(sent["response_format"], crewai["response_format"], "response_format must be exactly CrewAI's");
+    assert_eq!(
+        sent["response_format"], crewai["response_format"],
+        "response_format must be exactly CrewAI's"
+    );
 }
 
 #[tokio::test]
@@ -180,13 +249,18 @@ async fn streaming_yields_deltas_and_final_usage() {
     Mock::given(method("POST"))
         .and(path("/v1/chat/completions"))
         .and(header("accept", "text/event-stream"))
-        .and(body_partial_json(json!({"stream": true, "stream_options": {"include_usage": true}})))
+        .and(body_partial_json(
+            json!({"stream": true, "stream_options": {"include_usage": true}}),
+        ))
         .respond_with(ResponseTemplate::new(200).set_body_raw(sse, "text/event-stream"))
         .expect(1)
         .mount(&server)
         .await;
     let llm = build(&openai_at(&server.uri(), "gpt-4.1-mini"), 0);
-    let stream = llm.stream(LlmRequest::new(vec![Message::user("Research AI")])).await.unwrap_or_else(|e| panic!("{e}"));
+    let stream = llm
+        .stream(LlmRequest::new(vec![Message::user("Research AI")]))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
     let mut text = String::new();
     let mut deltas = 0;
     let response = collect_stream(stream, |event| {
@@ -203,7 +277,10 @@ async fn streaming_yields_deltas_and_final_usage() {
     assert_eq!(response.content.as_deref(), Some(text.as_str()));
     assert_eq!(response.usage.total_tokens, 350);
     assert_eq!(response.usage.cached_prompt_tokens, 128);
-    assert_eq!(response.response_id.as_deref(), Some("chatcmpl-CfXBrOETPJvWq2aM1TvlZ5la5eSNR"));
+    assert_eq!(
+        response.response_id.as_deref(),
+        Some("chatcmpl-CfXBrOETPJvWq2aM1TvlZ5la5eSNR")
+    );
 }
 
 #[tokio::test]
@@ -219,12 +296,23 @@ async fn streamed_tool_call_deltas_assemble() {
     let mut sse: String = chunks.iter().map(|c| format!("data: {c}\n\n")).collect();
     sse.push_str("data: [DONE]\n\n");
     let server = MockServer::start().await;
-    Mock::given(method("POST")).respond_with(ResponseTemplate::new(200).set_body_raw(sse, "text/event-stream")).mount(&server).await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_raw(sse, "text/event-stream"))
+        .mount(&server)
+        .await;
     let llm = build(&openai_at(&server.uri(), "gpt-4o-mini"), 0);
-    let stream = llm.stream(LlmRequest::new(calculator_task()).with_tools(vec![calculator()])).await.unwrap_or_else(|e| panic!("{e}"));
+    let stream = llm
+        .stream(LlmRequest::new(calculator_task()).with_tools(vec![calculator()]))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
     let mut tool_deltas = Vec::new();
     let response = collect_stream(stream, |event| {
-        if let StreamEvent::ToolCallDelta { index, arguments_delta, .. } = event {
+        if let StreamEvent::ToolCallDelta {
+            index,
+            arguments_delta,
+            ..
+        } = event
+        {
             tool_deltas.push((*index, arguments_delta.clone()));
         }
     })
@@ -248,19 +336,33 @@ async fn o_series_rules_apply_on_the_wire() {
         return;
     };
     let server = MockServer::start().await;
-    Mock::given(method("POST")).and(path("/v1/chat/completions")).respond_with(json_reply(reply)).mount(&server).await;
-    let mut config = openai_at(&server.uri(), "o3-mini").with_temperature(0.7).with_max_tokens(500);
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(json_reply(reply))
+        .mount(&server)
+        .await;
+    let mut config = openai_at(&server.uri(), "o3-mini")
+        .with_temperature(0.7)
+        .with_max_tokens(500);
     config.reasoning_effort = Some("low".into());
     let response = build(&config, 0)
-        .call(LlmRequest::new(vec![Message::user("What is the capital of France?")]))
+        .call(LlmRequest::new(vec![Message::user(
+            "What is the capital of France?",
+        )]))
         .await
         .unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(response.content.as_deref(), Some("The capital of France is Paris."));
+    assert_eq!(
+        response.content.as_deref(),
+        Some("The capital of France is Paris.")
+    );
     let sent = body_of(&only_request(&server).await);
     let crewai: Value = serde_json::from_str(&crewai_request).unwrap_or_default();
     assert_eq!(sent["reasoning_effort"], crewai["reasoning_effort"]);
     assert_eq!(sent["max_completion_tokens"], json!(500));
-    assert!(sent.get("temperature").is_none() && sent.get("max_tokens").is_none(), "{sent}");
+    assert!(
+        sent.get("temperature").is_none() && sent.get("max_tokens").is_none(),
+        "{sent}"
+    );
 }
 
 #[tokio::test]
@@ -268,10 +370,19 @@ async fn stop_words_are_cut_on_the_client_and_not_sent() {
     let reply = json!({"id": "s", "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant",
         "content": "Thought: use the tool\nAction: calculator\nAction Input: {\"expression\": \"1+1\"}\nObservation: 2 (made up)"}}]});
     let server = MockServer::start().await;
-    Mock::given(method("POST")).respond_with(json_reply(reply.to_string())).mount(&server).await;
+    Mock::given(method("POST"))
+        .respond_with(json_reply(reply.to_string()))
+        .mount(&server)
+        .await;
     let config = openai_at(&server.uri(), "gpt-4o-mini").with_stop(vec!["\nObservation:".into()]);
-    let response = build(&config, 0).call(LlmRequest::new(vec![Message::user("1+1?")])).await.unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(response.content.as_deref(), Some("Thought: use the tool\nAction: calculator\nAction Input: {\"expression\": \"1+1\"}"));
+    let response = build(&config, 0)
+        .call(LlmRequest::new(vec![Message::user("1+1?")]))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        response.content.as_deref(),
+        Some("Thought: use the tool\nAction: calculator\nAction Input: {\"expression\": \"1+1\"}")
+    );
     assert_eq!(response.finish_reason, FinishReason::StopSequence);
     assert!(body_of(&only_request(&server).await).get("stop").is_none());
 }
@@ -284,33 +395,81 @@ fn error_body(message: &str, kind: &str, code: &str) -> String {
 async fn error_statuses_become_typed_errors() {
     let server = MockServer::start().await;
     let cases: [(&str, u16, String); 4] = [
-        ("auth", 401, error_body("Incorrect API key provided: sk-test.", "invalid_request_error", "invalid_api_key")),
-        ("missing", 404, error_body("The model `gpt-9` does not exist or you do not have access to it.", "invalid_request_error", "model_not_found")),
-        ("overflow", 400, error_body("This model's maximum context length is 128000 tokens. However, your messages resulted in 130000 tokens.", "invalid_request_error", "context_length_exceeded")),
-        ("bad", 400, error_body("Invalid value for 'temperature'.", "invalid_request_error", "invalid_value")),
+        (
+            "auth",
+            401,
+            error_body(
+                "Incorrect API key provided: sk-test.",
+                "invalid_request_error",
+                "invalid_api_key",
+            ),
+        ),
+        (
+            "missing",
+            404,
+            error_body(
+                "The model `gpt-9` does not exist or you do not have access to it.",
+                "invalid_request_error",
+                "model_not_found",
+            ),
+        ),
+        (
+            "overflow",
+            400,
+            error_body(
+                "This model's maximum context length is 128000 tokens. However, your messages resulted in 130000 tokens.",
+                "invalid_request_error",
+                "context_length_exceeded",
+            ),
+        ),
+        (
+            "bad",
+            400,
+            error_body(
+                "Invalid value for 'temperature'.",
+                "invalid_request_error",
+                "invalid_value",
+            ),
+        ),
     ];
     for (prefix, status, body) in &cases {
         Mock::given(method("POST"))
             .and(path(format!("/{prefix}/v1/chat/completions")))
-            .respond_with(ResponseTemplate::new(*status).set_body_raw(body.clone(), "application/json"))
+            .respond_with(
+                ResponseTemplate::new(*status).set_body_raw(body.clone(), "application/json"),
+            )
             .mount(&server)
             .await;
     }
     let call = |prefix: &str| {
-        let llm = build(&openai_at(&format!("{}/{prefix}", server.uri()), "gpt-9"), 2);
+        let llm = build(
+            &openai_at(&format!("{}/{prefix}", server.uri()), "gpt-9"),
+            2,
+        );
         async move { llm.call(LlmRequest::new(vec![Message::user("hi")])).await }
     };
     match call("auth").await {
-        Err(LlmError::Authentication { provider, hint, message }) => {
-            assert_eq!((provider.as_str(), hint.as_str()), ("openai", "OPENAI_API_KEY"));
+        Err(LlmError::Authentication {
+            provider,
+            hint,
+            message,
+        }) => {
+            assert_eq!(
+                (provider.as_str(), hint.as_str()),
+                ("openai", "OPENAI_API_KEY")
+            );
             assert!(message.starts_with("Incorrect API key"));
         }
         other => panic!("{other:?}"),
     }
-    assert!(matches!(call("missing").await, Err(LlmError::ModelNotFound { model, .. }) if model == "gpt-9"));
+    assert!(
+        matches!(call("missing").await, Err(LlmError::ModelNotFound { model, .. }) if model == "gpt-9")
+    );
     let overflow = call("overflow").await.err().unwrap_or(LlmError::Cancelled);
     assert!(overflow.is_context_length(), "{overflow:?}");
-    assert!(matches!(call("bad").await, Err(LlmError::InvalidRequest { status: 400, message, .. }) if message.contains("temperature")));
+    assert!(
+        matches!(call("bad").await, Err(LlmError::InvalidRequest { status: 400, message, .. }) if message.contains("temperature"))
+    );
     // Non-retryable errors are not retried.
     let requests = server.received_requests().await.unwrap_or_default();
     assert_eq!(requests.len(), 4);
@@ -323,52 +482,95 @@ async fn rate_limit_is_retried_after_retry_after() {
         .respond_with(
             ResponseTemplate::new(429)
                 .insert_header("retry-after-ms", "20")
-                .set_body_raw(error_body("Rate limit reached for gpt-4o-mini", "requests", "rate_limit_exceeded"), "application/json"),
+                .set_body_raw(
+                    error_body(
+                        "Rate limit reached for gpt-4o-mini",
+                        "requests",
+                        "rate_limit_exceeded",
+                    ),
+                    "application/json",
+                ),
         )
         .up_to_n_times(1)
         .mount(&server)
         .await;
     Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(500).set_body_raw(error_body("The server had an error", "server_error", ""), "application/json"))
+        .respond_with(ResponseTemplate::new(500).set_body_raw(
+            error_body("The server had an error", "server_error", ""),
+            "application/json",
+        ))
         .up_to_n_times(1)
         .mount(&server)
         .await;
     let ok = json!({"id": "ok", "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "finally"}}]});
-    Mock::given(method("POST")).respond_with(json_reply(ok.to_string())).mount(&server).await;
+    Mock::given(method("POST"))
+        .respond_with(json_reply(ok.to_string()))
+        .mount(&server)
+        .await;
 
     let response = build(&openai_at(&server.uri(), "gpt-4o-mini"), 2)
         .call(LlmRequest::new(vec![Message::user("hi")]))
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(response.content.as_deref(), Some("finally"));
-    assert_eq!(server.received_requests().await.unwrap_or_default().len(), 3);
+    assert_eq!(
+        server.received_requests().await.unwrap_or_default().len(),
+        3
+    );
 }
 
 #[tokio::test]
 async fn retries_are_bounded_and_the_last_error_is_kept() {
     let server = MockServer::start().await;
     Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(429).insert_header("retry-after", "1").set_body_raw(error_body("slow down", "requests", "rate_limit_exceeded"), "application/json"))
+        .respond_with(
+            ResponseTemplate::new(429)
+                .insert_header("retry-after", "1")
+                .set_body_raw(
+                    error_body("slow down", "requests", "rate_limit_exceeded"),
+                    "application/json",
+                ),
+        )
         .mount(&server)
         .await;
-    let error = build(&openai_at(&server.uri(), "gpt-4o-mini"), 2).call(LlmRequest::new(vec![Message::user("hi")])).await.err();
+    let error = build(&openai_at(&server.uri(), "gpt-4o-mini"), 2)
+        .call(LlmRequest::new(vec![Message::user("hi")]))
+        .await
+        .err();
     match error {
-        Some(LlmError::RateLimited { retry_after, message, .. }) => {
+        Some(LlmError::RateLimited {
+            retry_after,
+            message,
+            ..
+        }) => {
             assert_eq!(retry_after, Some(Duration::from_secs(1)));
             assert_eq!(message, "slow down");
         }
         other => panic!("{other:?}"),
     }
-    assert_eq!(server.received_requests().await.unwrap_or_default().len(), 3, "one call and two retries");
+    assert_eq!(
+        server.received_requests().await.unwrap_or_default().len(),
+        3,
+        "one call and two retries"
+    );
 }
 
 #[tokio::test]
 async fn a_server_that_never_answers_times_out() {
     let server = MockServer::start().await;
-    Mock::given(method("POST")).respond_with(json_reply("{}").set_delay(Duration::from_secs(30))).mount(&server).await;
+    Mock::given(method("POST"))
+        .respond_with(json_reply("{}").set_delay(Duration::from_secs(30)))
+        .mount(&server)
+        .await;
     let config = openai_at(&server.uri(), "gpt-4o-mini").with_timeout(0.2);
-    let error = build(&config, 0).call(LlmRequest::new(vec![Message::user("hi")])).await.err();
-    assert!(matches!(error, Some(LlmError::Timeout { ref provider, .. }) if provider == "openai"), "{error:?}");
+    let error = build(&config, 0)
+        .call(LlmRequest::new(vec![Message::user("hi")]))
+        .await
+        .err();
+    assert!(
+        matches!(error, Some(LlmError::Timeout { ref provider, .. }) if provider == "openai"),
+        "{error:?}"
+    );
 }
 
 #[tokio::test]
@@ -376,28 +578,63 @@ async fn nothing_listening_is_a_connection_error() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap_or_else(|e| panic!("{e}"));
     let address = listener.local_addr().unwrap_or_else(|e| panic!("{e}"));
     drop(listener);
-    let error = build(&openai_at(&format!("http://{address}"), "gpt-4o-mini"), 0).call(LlmRequest::new(vec![Message::user("hi")])).await.err();
-    assert!(matches!(error, Some(LlmError::Connection { .. })), "{error:?}");
+    let error = build(&openai_at(&format!("http://{address}"), "gpt-4o-mini"), 0)
+        .call(LlmRequest::new(vec![Message::user("hi")]))
+        .await
+        .err();
+    assert!(
+        matches!(error, Some(LlmError::Connection { .. })),
+        "{error:?}"
+    );
 }
 
 #[tokio::test]
 async fn malformed_bodies_are_reported() {
     let server = MockServer::start().await;
-    Mock::given(method("POST")).and(path("/html/v1/chat/completions")).respond_with(ResponseTemplate::new(200).set_body_raw("<html>gateway</html>", "text/html")).mount(&server).await;
-    Mock::given(method("POST")).and(path("/empty/v1/chat/completions")).respond_with(json_reply(r#"{"id":"x","choices":[]}"#)).mount(&server).await;
+    Mock::given(method("POST"))
+        .and(path("/html/v1/chat/completions"))
+        .respond_with(ResponseTemplate::new(200).set_body_raw("<html>gateway</html>", "text/html"))
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/empty/v1/chat/completions"))
+        .respond_with(json_reply(r#"{"id":"x","choices":[]}"#))
+        .mount(&server)
+        .await;
     Mock::given(method("POST"))
         .and(path("/cut/v1/chat/completions"))
-        .respond_with(ResponseTemplate::new(200).set_body_raw("data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"half\"}}]}\n\n", "text/event-stream"))
+        .respond_with(ResponseTemplate::new(200).set_body_raw(
+            "data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"half\"}}]}\n\n",
+            "text/event-stream",
+        ))
         .mount(&server)
         .await;
     for prefix in ["html", "empty"] {
-        let error = build(&openai_at(&format!("{}/{prefix}", server.uri()), "gpt-4o-mini"), 0).call(LlmRequest::new(vec![Message::user("hi")])).await.err();
-        assert!(matches!(error, Some(LlmError::MalformedResponse { .. })), "{prefix}: {error:?}");
+        let error = build(
+            &openai_at(&format!("{}/{prefix}", server.uri()), "gpt-4o-mini"),
+            0,
+        )
+        .call(LlmRequest::new(vec![Message::user("hi")]))
+        .await
+        .err();
+        assert!(
+            matches!(error, Some(LlmError::MalformedResponse { .. })),
+            "{prefix}: {error:?}"
+        );
     }
-    let llm = build(&openai_at(&format!("{}/cut", server.uri()), "gpt-4o-mini"), 0);
-    let stream = llm.stream(LlmRequest::new(vec![Message::user("hi")])).await.unwrap_or_else(|e| panic!("{e}"));
+    let llm = build(
+        &openai_at(&format!("{}/cut", server.uri()), "gpt-4o-mini"),
+        0,
+    );
+    let stream = llm
+        .stream(LlmRequest::new(vec![Message::user("hi")]))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
     let error = collect_stream(stream, |_| {}).await.err();
-    assert!(matches!(error, Some(LlmError::MalformedResponse { .. })), "{error:?}");
+    assert!(
+        matches!(error, Some(LlmError::MalformedResponse { .. })),
+        "{error:?}"
+    );
 }
 
 #[tokio::test]
@@ -413,32 +650,64 @@ async fn azure_uses_deployment_urls_and_api_key_header() {
         .mount(&server)
         .await;
     let options = crewai_llm::BuildOptions::new()
-        .with_env_vars([("AZURE_API_KEY", "azure-secret"), ("AZURE_API_BASE", server.uri().as_str()), ("AZURE_API_VERSION", "2024-08-01-preview")])
+        .with_env_vars([
+            ("AZURE_API_KEY", "azure-secret"),
+            ("AZURE_API_BASE", server.uri().as_str()),
+            ("AZURE_API_VERSION", "2024-08-01-preview"),
+        ])
         .with_retry_policy(common::fast_retries(0));
-    let llm = crewai_llm::build_llm_with(&LlmConfig::new("azure/my-gpt4o"), &options).unwrap_or_else(|e| panic!("{e}"));
-    let response = llm.call(LlmRequest::new(vec![Message::user("hi")])).await.unwrap_or_else(|e| panic!("{e}"));
+    let llm = crewai_llm::build_llm_with(&LlmConfig::new("azure/my-gpt4o"), &options)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let response = llm
+        .call(LlmRequest::new(vec![Message::user("hi")]))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(response.content.as_deref(), Some("from azure"));
     let request = only_request(&server).await;
     assert!(request.headers.get("authorization").is_none());
-    assert!(body_of(&request).get("model").is_none(), "Azure names the deployment in the URL");
+    assert!(
+        body_of(&request).get("model").is_none(),
+        "Azure names the deployment in the URL"
+    );
 }
 
 #[tokio::test]
 async fn ollama_and_local_servers_work_without_a_key() {
     let server = MockServer::start().await;
     let reply = json!({"id": "ol", "model": "llama3.1", "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "local"}}]});
-    Mock::given(method("POST")).and(path("/v1/chat/completions")).respond_with(json_reply(reply.to_string())).mount(&server).await;
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(json_reply(reply.to_string()))
+        .mount(&server)
+        .await;
     let address = server.address().to_string(); // OLLAMA_HOST is often given without a scheme
-    let options = crewai_llm::BuildOptions::new().with_env_vars([("OLLAMA_HOST", address.as_str())]);
-    let llm = crewai_llm::build_llm_with(&LlmConfig::new("ollama/llama3.1"), &options).unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(llm.call(LlmRequest::new(vec![Message::user("hi")])).await.unwrap_or_else(|e| panic!("{e}")).content.as_deref(), Some("local"));
+    let options =
+        crewai_llm::BuildOptions::new().with_env_vars([("OLLAMA_HOST", address.as_str())]);
+    let llm = crewai_llm::build_llm_with(&LlmConfig::new("ollama/llama3.1"), &options)
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        llm.call(LlmRequest::new(vec![Message::user("hi")]))
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+            .content
+            .as_deref(),
+        Some("local")
+    );
 
-    let options = crewai_llm::BuildOptions::new().with_env_vars([("OPENAI_BASE_URL", format!("{}/v1", server.uri()))]);
-    let llm = crewai_llm::build_llm_with(&LlmConfig::new("my-local-model"), &options).unwrap_or_else(|e| panic!("{e}"));
-    llm.call(LlmRequest::new(vec![Message::user("hi")])).await.unwrap_or_else(|e| panic!("{e}"));
+    let options = crewai_llm::BuildOptions::new()
+        .with_env_vars([("OPENAI_BASE_URL", format!("{}/v1", server.uri()))]);
+    let llm = crewai_llm::build_llm_with(&LlmConfig::new("my-local-model"), &options)
+        .unwrap_or_else(|e| panic!("{e}"));
+    llm.call(LlmRequest::new(vec![Message::user("hi")]))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
     let requests = server.received_requests().await.unwrap_or_default();
     assert_eq!(requests.len(), 2);
-    assert!(requests.iter().all(|r| r.headers.get("authorization").is_none()));
+    assert!(
+        requests
+            .iter()
+            .all(|r| r.headers.get("authorization").is_none())
+    );
     assert_eq!(body_of(&requests[0])["model"], json!("llama3.1"));
     assert_eq!(body_of(&requests[1])["model"], json!("my-local-model"));
 }
@@ -449,16 +718,23 @@ async fn extra_headers_and_body_params_are_sent() {
     let reply = json!({"id": "e", "choices": [{"index": 0, "finish_reason": "length", "message": {"role": "assistant", "content": "trunc"}}]});
     Mock::given(method("POST"))
         .and(header("x-team", "research"))
-        .and(body_partial_json(json!({"seed": 7, "user": "crew-1", "temperature": 0.1})))
+        .and(body_partial_json(
+            json!({"seed": 7, "user": "crew-1", "temperature": 0.1}),
+        ))
         .respond_with(json_reply(reply.to_string()))
         .expect(1)
         .mount(&server)
         .await;
     let mut config = openai_at(&server.uri(), "gpt-4o-mini").with_temperature(0.1);
     config.seed = Some(7);
-    config.extra_headers.insert("x-team".into(), "research".into());
+    config
+        .extra_headers
+        .insert("x-team".into(), "research".into());
     config.extra_body.insert("user".into(), json!("crew-1"));
-    let response = build(&config, 0).call(LlmRequest::new(vec![Message::user("hi")])).await.unwrap_or_else(|e| panic!("{e}"));
+    let response = build(&config, 0)
+        .call(LlmRequest::new(vec![Message::user("hi")]))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(response.finish_reason, FinishReason::Length);
 }
 
@@ -474,7 +750,10 @@ async fn compatible_servers_get_stop_words_in_the_body() {
         .await;
     let mut config = LlmConfig::new("ollama/qwen3").with_base_url(format!("{}/v1", server.uri()));
     config.stop = vec!["\nObservation:".into()];
-    let response = build(&config, 0).call(LlmRequest::new(vec![Message::user("go")])).await.unwrap_or_else(|e| panic!("{e}"));
+    let response = build(&config, 0)
+        .call(LlmRequest::new(vec![Message::user("go")]))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
     // A server ignoring `stop` is still cut on the client.
     assert_eq!(response.content.as_deref(), Some("Thought: done"));
 }
@@ -493,7 +772,13 @@ async fn stream_true_in_config_streams_under_a_plain_call() {
         .mount(&server)
         .await;
     let config = openai_at(&server.uri(), "gpt-4o-mini").with_stream(true);
-    let response = build(&config, 0).call(LlmRequest::new(vec![Message::user("hi")])).await.unwrap_or_else(|e| panic!("{e}"));
+    let response = build(&config, 0)
+        .call(LlmRequest::new(vec![Message::user("hi")]))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(response.content.as_deref(), Some("Hello"));
-    assert_eq!(response.usage.total_tokens, 5, "streamed calls report usage (CrewAI reports 0)");
+    assert_eq!(
+        response.usage.total_tokens, 5,
+        "streamed calls report usage (CrewAI reports 0)"
+    );
 }

@@ -7,7 +7,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{build, openai_at};
-use crewai_llm::{FallbackLlm, Llm, LlmConfig, LlmError, LlmRequest, Message, RateLimitedLlm, RateLimiter, ScriptedLlm};
+use crewai_llm::{
+    FallbackLlm, Llm, LlmConfig, LlmError, LlmRequest, Message, RateLimitedLlm, RateLimiter,
+    ScriptedLlm,
+};
 use serde_json::json;
 use wiremock::matchers::{body_partial_json, method};
 use wiremock::{Mock, MockServer, ResponseTemplate};
@@ -21,27 +24,54 @@ fn answer(text: &str) -> ResponseTemplate {
 async fn falls_back_to_the_next_model_after_retries() {
     let primary = MockServer::start().await;
     Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(503).set_body_raw(r#"{"error":{"message":"overloaded","type":"server_error"}}"#, "application/json"))
+        .respond_with(ResponseTemplate::new(503).set_body_raw(
+            r#"{"error":{"message":"overloaded","type":"server_error"}}"#,
+            "application/json",
+        ))
         .mount(&primary)
         .await;
     let backup = MockServer::start().await;
-    Mock::given(method("POST")).and(body_partial_json(json!({"model": "gpt-4o-mini"}))).respond_with(answer("from the backup")).expect(1).mount(&backup).await;
+    Mock::given(method("POST"))
+        .and(body_partial_json(json!({"model": "gpt-4o-mini"})))
+        .respond_with(answer("from the backup"))
+        .expect(1)
+        .mount(&backup)
+        .await;
 
-    let config = openai_at(&primary.uri(), "gpt-4o").with_fallback(openai_at(&backup.uri(), "gpt-4o-mini"));
-    let response = build(&config, 1).call(LlmRequest::new(vec![Message::user("hi")])).await.unwrap_or_else(|e| panic!("{e}"));
+    let config =
+        openai_at(&primary.uri(), "gpt-4o").with_fallback(openai_at(&backup.uri(), "gpt-4o-mini"));
+    let response = build(&config, 1)
+        .call(LlmRequest::new(vec![Message::user("hi")]))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(response.content.as_deref(), Some("from the backup"));
-    assert_eq!(primary.received_requests().await.unwrap_or_default().len(), 2, "the primary is retried once before falling back");
+    assert_eq!(
+        primary.received_requests().await.unwrap_or_default().len(),
+        2,
+        "the primary is retried once before falling back"
+    );
 }
 
 #[tokio::test]
 async fn all_fallbacks_failing_reports_every_attempt() {
     let down = MockServer::start().await;
-    Mock::given(method("POST")).respond_with(ResponseTemplate::new(502).set_body_raw("bad gateway", "text/plain")).mount(&down).await;
-    let config = openai_at(&down.uri(), "gpt-4o").with_fallback(openai_at(&down.uri(), "gpt-4o-mini"));
-    match build(&config, 0).call(LlmRequest::new(vec![Message::user("hi")])).await {
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(502).set_body_raw("bad gateway", "text/plain"))
+        .mount(&down)
+        .await;
+    let config =
+        openai_at(&down.uri(), "gpt-4o").with_fallback(openai_at(&down.uri(), "gpt-4o-mini"));
+    match build(&config, 0)
+        .call(LlmRequest::new(vec![Message::user("hi")]))
+        .await
+    {
         Err(LlmError::AllFallbacksFailed { last, attempts }) => {
             assert_eq!(attempts.len(), 2);
-            assert!(attempts[0].starts_with("openai/gpt-4o:") && attempts[1].starts_with("openai/gpt-4o-mini:"), "{attempts:?}");
+            assert!(
+                attempts[0].starts_with("openai/gpt-4o:")
+                    && attempts[1].starts_with("openai/gpt-4o-mini:"),
+                "{attempts:?}"
+            );
             assert!(matches!(*last, LlmError::Server { status: 502, .. }));
         }
         other => panic!("{other:?}"),
@@ -51,12 +81,29 @@ async fn all_fallbacks_failing_reports_every_attempt() {
 #[tokio::test]
 async fn non_retryable_errors_do_not_fall_back() {
     let primary = MockServer::start().await;
-    Mock::given(method("POST")).respond_with(ResponseTemplate::new(401).set_body_raw(r#"{"error":{"message":"bad key"}}"#, "application/json")).mount(&primary).await;
+    Mock::given(method("POST"))
+        .respond_with(
+            ResponseTemplate::new(401)
+                .set_body_raw(r#"{"error":{"message":"bad key"}}"#, "application/json"),
+        )
+        .mount(&primary)
+        .await;
     let backup = MockServer::start().await;
-    Mock::given(method("POST")).respond_with(answer("unused")).expect(0).mount(&backup).await;
-    let config = openai_at(&primary.uri(), "gpt-4o").with_fallback(openai_at(&backup.uri(), "gpt-4o-mini"));
-    let error = build(&config, 0).call(LlmRequest::new(vec![Message::user("hi")])).await.err();
-    assert!(matches!(error, Some(LlmError::Authentication { .. })), "{error:?}");
+    Mock::given(method("POST"))
+        .respond_with(answer("unused"))
+        .expect(0)
+        .mount(&backup)
+        .await;
+    let config =
+        openai_at(&primary.uri(), "gpt-4o").with_fallback(openai_at(&backup.uri(), "gpt-4o-mini"));
+    let error = build(&config, 0)
+        .call(LlmRequest::new(vec![Message::user("hi")]))
+        .await
+        .err();
+    assert!(
+        matches!(error, Some(LlmError::Authentication { .. })),
+        "{error:?}"
+    );
 }
 
 #[tokio::test]
@@ -70,13 +117,29 @@ async fn fallbacks_parse_from_yaml() {
 #[tokio::test(start_paused = true)]
 async fn agents_share_one_rate_limit() {
     let limiter = RateLimiter::per_minute(2);
-    let first: Arc<dyn Llm> = Arc::new(RateLimitedLlm::new(Arc::new(ScriptedLlm::new("a").then_text("1").then_text("3")), limiter.clone()));
-    let second: Arc<dyn Llm> = Arc::new(RateLimitedLlm::new(Arc::new(ScriptedLlm::new("b").then_text("2")), limiter.clone()));
+    let first: Arc<dyn Llm> = Arc::new(RateLimitedLlm::new(
+        Arc::new(ScriptedLlm::new("a").then_text("1").then_text("3")),
+        limiter.clone(),
+    ));
+    let second: Arc<dyn Llm> = Arc::new(RateLimitedLlm::new(
+        Arc::new(ScriptedLlm::new("b").then_text("2")),
+        limiter.clone(),
+    ));
     let request = || LlmRequest::new(vec![Message::user("go")]);
     let start = tokio::time::Instant::now();
-    first.call(request()).await.unwrap_or_else(|e| panic!("{e}"));
-    second.call(request()).await.unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(start.elapsed(), Duration::ZERO, "the first two calls fit the budget");
+    first
+        .call(request())
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    second
+        .call(request())
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        start.elapsed(),
+        Duration::ZERO,
+        "the first two calls fit the budget"
+    );
 
     // The third call, by either agent, waits for the shared bucket to refill (the clock is paused,
     // so it advances exactly as far as the limiter sleeps).
@@ -85,8 +148,14 @@ async fn agents_share_one_rate_limit() {
         async move { first.call(request()).await }
     });
     tokio::time::sleep(Duration::from_secs(29)).await;
-    assert!(!third.is_finished(), "the third call must wait for the shared limit");
-    let reply = third.await.unwrap_or_else(|e| panic!("{e}")).unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        !third.is_finished(),
+        "the third call must wait for the shared limit"
+    );
+    let reply = third
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+        .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(reply.content.as_deref(), Some("3"));
     assert_eq!(start.elapsed().as_secs(), 30);
 }
@@ -94,44 +163,91 @@ async fn agents_share_one_rate_limit() {
 #[tokio::test]
 async fn max_rpm_in_config_holds_back_real_calls() {
     let server = MockServer::start().await;
-    Mock::given(method("POST")).respond_with(answer("ok")).mount(&server).await;
+    Mock::given(method("POST"))
+        .respond_with(answer("ok"))
+        .mount(&server)
+        .await;
     let mut config = openai_at(&server.uri(), "gpt-4o-mini");
     config.max_rpm = Some(1);
     let llm = build(&config, 0);
-    llm.call(LlmRequest::new(vec![Message::user("hi")])).await.unwrap_or_else(|e| panic!("{e}"));
+    llm.call(LlmRequest::new(vec![Message::user("hi")]))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
     // The next slot is a minute away: the second call is still waiting, and nothing was sent.
-    let waited = tokio::time::timeout(Duration::from_millis(200), llm.call(LlmRequest::new(vec![Message::user("again")]))).await;
-    assert!(waited.is_err(), "the second call should still be waiting for the limiter");
-    assert_eq!(server.received_requests().await.unwrap_or_default().len(), 1);
+    let waited = tokio::time::timeout(
+        Duration::from_millis(200),
+        llm.call(LlmRequest::new(vec![Message::user("again")])),
+    )
+    .await;
+    assert!(
+        waited.is_err(),
+        "the second call should still be waiting for the limiter"
+    );
+    assert_eq!(
+        server.received_requests().await.unwrap_or_default().len(),
+        1
+    );
 }
 
 #[tokio::test]
 async fn scripted_llm_serves_in_order_and_records_requests() {
     let llm = ScriptedLlm::new("scripted")
         .then_tool_call("search", json!({"query": "rust"}))
-        .then_error(LlmError::RateLimited { provider: "scripted".into(), retry_after: None, message: "slow".into() })
+        .then_error(LlmError::RateLimited {
+            provider: "scripted".into(),
+            retry_after: None,
+            message: "slow".into(),
+        })
         .then_text("Final Answer: done");
     let shared = llm.clone();
-    let first = llm.call(LlmRequest::new(vec![Message::user("one")])).await.unwrap_or_else(|e| panic!("{e}"));
+    let first = llm
+        .call(LlmRequest::new(vec![Message::user("one")]))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(first.tool_calls[0].arguments, json!({"query": "rust"}));
-    assert!(llm.call(LlmRequest::new(vec![Message::user("two")])).await.is_err());
-    let third = llm.call(LlmRequest::new(vec![Message::user("three")])).await.unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        llm.call(LlmRequest::new(vec![Message::user("two")]))
+            .await
+            .is_err()
+    );
+    let third = llm
+        .call(LlmRequest::new(vec![Message::user("three")]))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(third.content.as_deref(), Some("Final Answer: done"));
-    let seen: Vec<String> = shared.requests().iter().map(|r| r.messages[0].text()).collect();
+    let seen: Vec<String> = shared
+        .requests()
+        .iter()
+        .map(|r| r.messages[0].text())
+        .collect();
     assert_eq!(seen, ["one", "two", "three"]);
     assert_eq!(shared.remaining(), 0);
-    let exhausted = llm.call(LlmRequest::default()).await.err().map(|e| e.to_string()).unwrap_or_default();
-    assert!(exhausted.contains("no response left for call 4"), "{exhausted}");
+    let exhausted = llm
+        .call(LlmRequest::default())
+        .await
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(
+        exhausted.contains("no response left for call 4"),
+        "{exhausted}"
+    );
 }
 
 #[tokio::test]
 async fn scripted_llm_works_behind_the_fallback_and_retry_wrappers() {
     let flaky = ScriptedLlm::new("flaky")
-        .then_error(LlmError::Connection { provider: "scripted".into(), message: "reset".into() })
+        .then_error(LlmError::Connection {
+            provider: "scripted".into(),
+            message: "reset".into(),
+        })
         .then_text("second try");
     let retrying = crewai_llm::RetryLlm::new(Arc::new(flaky.clone()), common::fast_retries(2));
     let chain = FallbackLlm::new(vec![Arc::new(retrying)]).unwrap_or_else(|e| panic!("{e}"));
-    let reply = chain.call(LlmRequest::new(vec![Message::user("hi")])).await.unwrap_or_else(|e| panic!("{e}"));
+    let reply = chain
+        .call(LlmRequest::new(vec![Message::user("hi")]))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(reply.content.as_deref(), Some("second try"));
     assert_eq!(flaky.requests().len(), 2);
 }

@@ -13,18 +13,42 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         Some(path) => path.into(),
         None => cache::SMOLLM2_135M.path_in(&cache::models_dir()),
     };
-    let question = "Explain in a few sentences what a team of AI agents is and how the agents share work. ".repeat(8);
+    let question =
+        "Explain in a few sentences what a team of AI agents is and how the agents share work. "
+            .repeat(8);
     for format in [WeightFormat::Dequantized, WeightFormat::Quantized] {
         let started = Instant::now();
         let mut model = LoadedModel::load(&path, format)?;
         let load = started.elapsed();
-        let prompt = model.template().render(&[Message::user(question.clone())]).encode(model.tokenizer())?;
+        let prompt = model
+            .template()
+            .render(&[Message::user(question.clone())])
+            .encode(model.tokenizer())?;
         // One untimed run warms caches and the attention masks.
-        model.generate(&prompt, &GenerationParams { max_tokens: 4, ..Default::default() }, |_| true)?;
+        model.generate(
+            &prompt,
+            &GenerationParams {
+                max_tokens: 4,
+                ..Default::default()
+            },
+            |_| true,
+        )?;
         let started = Instant::now();
-        model.generate(&prompt, &GenerationParams { max_tokens: 1, ..Default::default() }, |_| true)?;
+        model.generate(
+            &prompt,
+            &GenerationParams {
+                max_tokens: 1,
+                ..Default::default()
+            },
+            |_| true,
+        )?;
         let prefill = started.elapsed();
-        let params = GenerationParams { max_tokens: 128, repeat_penalty: 1.0, stop: vec![], ..Default::default() };
+        let params = GenerationParams {
+            max_tokens: 128,
+            repeat_penalty: 1.0,
+            stop: vec![],
+            ..Default::default()
+        };
         let started = Instant::now();
         let generation = model.generate(&prompt, &params, |_| true)?;
         let total = started.elapsed();

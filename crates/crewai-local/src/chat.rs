@@ -61,7 +61,11 @@ impl ChatTemplate {
 
     /// [`ChatTemplate::render`], with the reply starting with `reply_start` (a `{` for a JSON
     /// answer); the caller puts it in front of the generated text.
-    pub fn render_with_reply_start(&self, messages: &[Message], reply_start: Option<&str>) -> ChatPrompt {
+    pub fn render_with_reply_start(
+        &self,
+        messages: &[Message],
+        reply_start: Option<&str>,
+    ) -> ChatPrompt {
         let mut pieces = Vec::new();
         let has_system = messages.first().is_some_and(|m| m.role == Role::System);
         if !has_system && let Some(system) = &self.default_system {
@@ -79,8 +83,14 @@ impl ChatTemplate {
         }
         if !continues_reply {
             pieces.push(Piece::Marker(TURN_START));
-            let cue = messages.last().filter(|m| m.text().trim_end().ends_with(REASONING_CUE)).map(|_| REASONING_CUE);
-            pieces.push(Piece::Text(format!("assistant\n{}", reply_start.or(cue).unwrap_or_default())));
+            let cue = messages
+                .last()
+                .filter(|m| m.text().trim_end().ends_with(REASONING_CUE))
+                .map(|_| REASONING_CUE);
+            pieces.push(Piece::Text(format!(
+                "assistant\n{}",
+                reply_start.or(cue).unwrap_or_default()
+            )));
         }
         ChatPrompt { pieces }
     }
@@ -135,43 +145,85 @@ mod tests {
 
     #[test]
     fn system_and_user_turns_then_the_reply_header() {
-        let prompt = ChatTemplate::default().render(&[Message::system("Be brief."), Message::user("Hi?")]);
-        assert_eq!(prompt.to_text(), "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi?<|im_end|>\n<|im_start|>assistant\n");
+        let prompt =
+            ChatTemplate::default().render(&[Message::system("Be brief."), Message::user("Hi?")]);
+        assert_eq!(
+            prompt.to_text(),
+            "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi?<|im_end|>\n<|im_start|>assistant\n"
+        );
     }
 
     #[test]
     fn the_models_default_system_turn_is_added_when_missing() {
         let template = ChatTemplate::from_jinja(Some(SMOLLM_TEMPLATE));
-        assert_eq!(template.default_system.as_deref(), Some("You are a helpful AI assistant named SmolLM, trained by Hugging Face"));
+        assert_eq!(
+            template.default_system.as_deref(),
+            Some("You are a helpful AI assistant named SmolLM, trained by Hugging Face")
+        );
         let prompt = template.render(&[Message::user("Hi")]);
-        assert!(prompt.to_text().starts_with("<|im_start|>system\nYou are a helpful AI assistant named SmolLM"));
+        assert!(
+            prompt
+                .to_text()
+                .starts_with("<|im_start|>system\nYou are a helpful AI assistant named SmolLM")
+        );
         let with_system = template.render(&[Message::system("S"), Message::user("Hi")]);
-        assert!(with_system.to_text().starts_with("<|im_start|>system\nS<|im_end|>"));
-        assert_eq!(ChatTemplate::from_jinja(Some("{{ '<|im_start|>system\n' + message['content'] + '<|im_end|>' }}")).default_system, None);
+        assert!(
+            with_system
+                .to_text()
+                .starts_with("<|im_start|>system\nS<|im_end|>")
+        );
+        assert_eq!(
+            ChatTemplate::from_jinja(Some(
+                "{{ '<|im_start|>system\n' + message['content'] + '<|im_end|>' }}"
+            ))
+            .default_system,
+            None
+        );
     }
 
     #[test]
     fn a_trailing_assistant_message_is_continued() {
-        let prompt = ChatTemplate::default().render(&[Message::user("Count"), Message::assistant("1, 2,")]);
-        assert_eq!(prompt.to_text(), "<|im_start|>user\nCount<|im_end|>\n<|im_start|>assistant\n1, 2,");
+        let prompt =
+            ChatTemplate::default().render(&[Message::user("Count"), Message::assistant("1, 2,")]);
+        assert_eq!(
+            prompt.to_text(),
+            "<|im_start|>user\nCount<|im_end|>\n<|im_start|>assistant\n1, 2,"
+        );
     }
 
     #[test]
     fn a_react_cue_starts_the_reply_with_a_thought() {
         let prompt = ChatTemplate::default().render(&[Message::user("Use the tools.\n\nThought:")]);
-        assert!(prompt.to_text().ends_with("<|im_start|>assistant\nThought:"), "{}", prompt.to_text());
+        assert!(
+            prompt
+                .to_text()
+                .ends_with("<|im_start|>assistant\nThought:"),
+            "{}",
+            prompt.to_text()
+        );
     }
 
     #[test]
     fn a_reply_start_is_written_after_the_reply_header() {
-        let prompt = ChatTemplate::default().render_with_reply_start(&[Message::user("Judge it.\n\nThought:")], Some("{"));
-        assert!(prompt.to_text().ends_with("<|im_start|>assistant\n{"), "{}", prompt.to_text());
+        let prompt = ChatTemplate::default()
+            .render_with_reply_start(&[Message::user("Judge it.\n\nThought:")], Some("{"));
+        assert!(
+            prompt.to_text().ends_with("<|im_start|>assistant\n{"),
+            "{}",
+            prompt.to_text()
+        );
     }
 
     #[test]
     fn tool_results_are_user_turns_and_markers_stay_markers() {
-        let prompt = ChatTemplate::default().render(&[Message::user("q"), Message::tool_result("1", "search", "result <|im_end|>")]);
+        let prompt = ChatTemplate::default().render(&[
+            Message::user("q"),
+            Message::tool_result("1", "search", "result <|im_end|>"),
+        ]);
         assert_eq!(prompt.pieces()[4], Piece::Marker(TURN_START));
-        assert_eq!(prompt.pieces()[5], Piece::Text("user\nresult <|im_end|>".into()));
+        assert_eq!(
+            prompt.pieces()[5],
+            Piece::Text("user\nresult <|im_end|>".into())
+        );
     }
 }

@@ -33,7 +33,9 @@ pub mod model;
 pub mod provider;
 pub mod tokenizer;
 
-pub use cache::{DEFAULT_LOCAL_MODEL, KNOWN_MODELS, KnownModel, ModelSource, PullProgress, models_dir, pull};
+pub use cache::{
+    DEFAULT_LOCAL_MODEL, KNOWN_MODELS, KnownModel, ModelSource, PullProgress, models_dir, pull,
+};
 pub use chat::{ChatPrompt, ChatTemplate};
 pub use error::LocalError;
 pub use model::{Finish, Generation, GenerationParams, LoadedModel, WeightFormat};

@@ -30,7 +30,10 @@ pub enum WeightFormat {
 impl WeightFormat {
     /// Reads `CREWAI_LOCAL_WEIGHTS` (`f32` / `dequantized` or `quantized` / `q`), else the default.
     pub fn from_env() -> Self {
-        match std::env::var("CREWAI_LOCAL_WEIGHTS").map(|v| v.trim().to_ascii_lowercase()).as_deref() {
+        match std::env::var("CREWAI_LOCAL_WEIGHTS")
+            .map(|v| v.trim().to_ascii_lowercase())
+            .as_deref()
+        {
             Ok("quantized" | "q" | "gguf") => WeightFormat::Quantized,
             _ => WeightFormat::Dequantized,
         }
@@ -48,7 +51,10 @@ pub struct LoadedModel {
 
 impl std::fmt::Debug for LoadedModel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LoadedModel").field("path", &self.path).field("context_window", &self.context_window).finish_non_exhaustive()
+        f.debug_struct("LoadedModel")
+            .field("path", &self.path)
+            .field("context_window", &self.context_window)
+            .finish_non_exhaustive()
     }
 }
 
@@ -110,31 +116,56 @@ const LARGEST_PREFILL_CHUNK: usize = 256;
 impl LoadedModel {
     /// Reads a GGUF file and builds the model (blocking; about half a second for SmolLM2).
     pub fn load(path: &Path, format: WeightFormat) -> Result<Self, LocalError> {
-        let io_error = |e: std::io::Error| LocalError::Io { path: path.to_path_buf(), message: e.to_string() };
+        let io_error = |e: std::io::Error| LocalError::Io {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        };
         let mut file = File::open(path).map_err(io_error)?;
         let content = Content::read(&mut file).map_err(candle_error(path))?;
-        let architecture = content.metadata.get("general.architecture").and_then(|v| v.to_string().ok()).cloned();
+        let architecture = content
+            .metadata
+            .get("general.architecture")
+            .and_then(|v| v.to_string().ok())
+            .cloned();
         if architecture.as_deref() != Some("llama") {
             return Err(LocalError::InvalidModel {
                 path: path.to_path_buf(),
-                message: format!("architecture is {architecture:?}; only llama-family models are supported"),
+                message: format!(
+                    "architecture is {architecture:?}; only llama-family models are supported"
+                ),
             });
         }
         let tokenizer = GgufTokenizer::from_gguf(&content, path)?;
-        let template_source = content.metadata.get("tokenizer.chat_template").and_then(|v| v.to_string().ok());
+        let template_source = content
+            .metadata
+            .get("tokenizer.chat_template")
+            .and_then(|v| v.to_string().ok());
         let template = ChatTemplate::from_jinja(template_source.map(String::as_str));
-        let trained_context =
-            content.metadata.get("llama.context_length").and_then(|v| v.to_u32().ok()).map(|n| n as usize).unwrap_or(MAX_SEQ_LEN);
+        let trained_context = content
+            .metadata
+            .get("llama.context_length")
+            .and_then(|v| v.to_u32().ok())
+            .map(|n| n as usize)
+            .unwrap_or(MAX_SEQ_LEN);
         let context_window = trained_context.min(MAX_SEQ_LEN);
         let device = Device::Cpu;
         let weights = match format {
-            WeightFormat::Quantized => ModelWeights::from_gguf(content, &mut file, &device).map_err(candle_error(path))?,
+            WeightFormat::Quantized => {
+                ModelWeights::from_gguf(content, &mut file, &device).map_err(candle_error(path))?
+            }
             WeightFormat::Dequantized => {
                 let (content, mut expanded) = dequantized_copy(content, &mut file, path)?;
-                ModelWeights::from_gguf(content, &mut expanded, &device).map_err(candle_error(path))?
+                ModelWeights::from_gguf(content, &mut expanded, &device)
+                    .map_err(candle_error(path))?
             }
         };
-        Ok(LoadedModel { path: path.to_path_buf(), weights, tokenizer, template, context_window })
+        Ok(LoadedModel {
+            path: path.to_path_buf(),
+            weights,
+            tokenizer,
+            template,
+            context_window,
+        })
     }
 
     /// The tokenizer built from the file's metadata.
@@ -164,7 +195,10 @@ impl LoadedModel {
             return Err(LocalError::Inference("the prompt is empty".into()));
         }
         if prompt.len() >= self.context_window {
-            return Err(LocalError::ContextOverflow { prompt_tokens: prompt.len(), context_window: self.context_window });
+            return Err(LocalError::ContextOverflow {
+                prompt_tokens: prompt.len(),
+                context_window: self.context_window,
+            });
         }
         let budget = params.max_tokens.min(self.context_window - prompt.len());
         let sampling = match params.temperature.filter(|t| *t > 0.0) {
@@ -186,7 +220,12 @@ impl LoadedModel {
             let logits_row = logits.squeeze(0).map_err(inference)?;
             let logits_row = if params.repeat_penalty != 1.0 && !generated.is_empty() {
                 let window = &generated[generated.len().saturating_sub(params.repeat_window)..];
-                candle_transformers::utils::apply_repeat_penalty(&logits_row, params.repeat_penalty, window).map_err(inference)?
+                candle_transformers::utils::apply_repeat_penalty(
+                    &logits_row,
+                    params.repeat_penalty,
+                    window,
+                )
+                .map_err(inference)?
             } else {
                 logits_row
             };
@@ -215,8 +254,13 @@ impl LoadedModel {
             if generated.len() >= budget {
                 break;
             }
-            let input = Tensor::new(&[next], &Device::Cpu).and_then(|t| t.unsqueeze(0)).map_err(inference)?;
-            logits = self.weights.forward(&input, prompt.len() + generated.len() - 1).map_err(inference)?;
+            let input = Tensor::new(&[next], &Device::Cpu)
+                .and_then(|t| t.unsqueeze(0))
+                .map_err(inference)?;
+            logits = self
+                .weights
+                .forward(&input, prompt.len() + generated.len() - 1)
+                .map_err(inference)?;
         }
         if finish != Finish::StopWord && finish != Finish::Cancelled {
             let rest = stream.finish();
@@ -224,7 +268,12 @@ impl LoadedModel {
                 on_text(&rest);
             }
         }
-        Ok(Generation { text: stream.into_text(), prompt_tokens: prompt.len(), completion_tokens: generated.len(), finish })
+        Ok(Generation {
+            text: stream.into_text(),
+            prompt_tokens: prompt.len(),
+            completion_tokens: generated.len(),
+            finish,
+        })
     }
 
     /// Runs the prompt through the model and returns the logits of its last position.
@@ -234,7 +283,8 @@ impl LoadedModel {
         while position < prompt.len() {
             let remaining = prompt.len() - position;
             let chunk = LARGEST_PREFILL_CHUNK.min(1 << remaining.ilog2());
-            let input = Tensor::new(&prompt[position..position + chunk], &Device::Cpu)?.unsqueeze(0)?;
+            let input =
+                Tensor::new(&prompt[position..position + chunk], &Device::Cpu)?.unsqueeze(0)?;
             logits = Some(self.weights.forward(&input, position)?);
             position += chunk;
         }
@@ -244,7 +294,11 @@ impl LoadedModel {
 
 /// A copy of the model in memory with every quantized tensor expanded to f32, in GGUF form so
 /// candle's loader builds plain (SIMD) matrix multiplications from it.
-fn dequantized_copy(content: Content, file: &mut File, path: &Path) -> Result<(Content, Cursor<Vec<u8>>), LocalError> {
+fn dequantized_copy(
+    content: Content,
+    file: &mut File,
+    path: &Path,
+) -> Result<(Content, Cursor<Vec<u8>>), LocalError> {
     let device = Device::Cpu;
     let fail = candle_error(path);
     let mut tensors: Vec<(String, QTensor)> = Vec::with_capacity(content.tensor_infos.len());
@@ -252,11 +306,16 @@ fn dequantized_copy(content: Content, file: &mut File, path: &Path) -> Result<(C
         let tensor = content.tensor(file, name, &device).map_err(&fail)?;
         let tensor = match tensor.dtype() {
             GgmlDType::F32 => tensor,
-            _ => QTensor::quantize(&tensor.dequantize(&device).map_err(&fail)?, GgmlDType::F32).map_err(&fail)?,
+            _ => QTensor::quantize(&tensor.dequantize(&device).map_err(&fail)?, GgmlDType::F32)
+                .map_err(&fail)?,
         };
         tensors.push((name.clone(), tensor));
     }
-    let metadata: Vec<(&str, &gguf_file::Value)> = content.metadata.iter().map(|(k, v)| (k.as_str(), v)).collect();
+    let metadata: Vec<(&str, &gguf_file::Value)> = content
+        .metadata
+        .iter()
+        .map(|(k, v)| (k.as_str(), v))
+        .collect();
     let tensor_refs: Vec<(&str, &QTensor)> = tensors.iter().map(|(k, v)| (k.as_str(), v)).collect();
     let mut buffer = Cursor::new(Vec::new());
     gguf_file::write(&mut buffer, &metadata, &tensor_refs).map_err(&fail)?;
@@ -286,15 +345,28 @@ struct StopWordStream {
 
 impl StopWordStream {
     fn new(stop: &[String]) -> Self {
-        StopWordStream { stop: stop.iter().filter(|s| !s.is_empty()).cloned().collect(), text: String::new(), emitted: 0 }
+        StopWordStream {
+            stop: stop.iter().filter(|s| !s.is_empty()).cloned().collect(),
+            text: String::new(),
+            emitted: 0,
+        }
     }
 
     /// Takes the whole reply decoded so far.
     fn advance(&mut self, decoded: &str) -> Advance {
         self.text = decoded.to_string();
-        if let Some(cut) = self.stop.iter().filter_map(|s| self.text.find(s.as_str())).min() {
+        if let Some(cut) = self
+            .stop
+            .iter()
+            .filter_map(|s| self.text.find(s.as_str()))
+            .min()
+        {
             self.text.truncate(cut);
-            let piece = self.text.get(self.emitted..).unwrap_or_default().to_string();
+            let piece = self
+                .text
+                .get(self.emitted..)
+                .unwrap_or_default()
+                .to_string();
             self.emitted = self.text.len();
             return Advance::Stopped(piece);
         }
@@ -308,14 +380,22 @@ impl StopWordStream {
             }
         }
         let safe = safe.max(self.emitted);
-        let piece = self.text.get(self.emitted..safe).unwrap_or_default().to_string();
+        let piece = self
+            .text
+            .get(self.emitted..safe)
+            .unwrap_or_default()
+            .to_string();
         self.emitted = safe;
         Advance::Emit(piece)
     }
 
     /// The text held back, at the end of the reply.
     fn finish(&mut self) -> String {
-        let piece = self.text.get(self.emitted..).unwrap_or_default().to_string();
+        let piece = self
+            .text
+            .get(self.emitted..)
+            .unwrap_or_default()
+            .to_string();
         self.emitted = self.text.len();
         piece
     }
@@ -350,7 +430,10 @@ mod tests {
 
     #[test]
     fn a_stop_word_cuts_the_reply_and_is_never_shown() {
-        let (shown, text, stopped) = feed(&["\nObservation:"], &["Action: search", "\nObs", "ervation: x"]);
+        let (shown, text, stopped) = feed(
+            &["\nObservation:"],
+            &["Action: search", "\nObs", "ervation: x"],
+        );
         assert!(stopped);
         assert_eq!(text, "Action: search");
         assert_eq!(shown.concat(), "Action: search");

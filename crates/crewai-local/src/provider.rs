@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use std::sync::{Arc, LazyLock, Mutex};
 
 use crewai_llm::{
-    Capabilities, FinishReason, Llm, LlmConfig, LlmError, LlmRequest, LlmResponse, LlmStream, StreamEvent, Usage, async_trait,
-    collect_stream,
+    Capabilities, FinishReason, Llm, LlmConfig, LlmError, LlmRequest, LlmResponse, LlmStream,
+    StreamEvent, Usage, async_trait, collect_stream,
 };
 use tokio::sync::OnceCell;
 
@@ -52,17 +52,32 @@ impl LocalLlm {
     /// Nothing is read from disk until the first call.
     pub fn from_config(config: &LlmConfig) -> Result<Self, LlmError> {
         let model = config.model.trim();
-        let spec = model.strip_prefix("local/").unwrap_or(if model == "local" { "" } else { model });
+        let spec =
+            model
+                .strip_prefix("local/")
+                .unwrap_or(if model == "local" { "" } else { model });
         let source = cache::resolve(spec, &cache::models_dir())?;
         let defaults = GenerationParams {
-            max_tokens: config.max_tokens.or(config.max_completion_tokens).map(|n| n as usize).unwrap_or(GenerationParams::default().max_tokens),
+            max_tokens: config
+                .max_tokens
+                .or(config.max_completion_tokens)
+                .map(|n| n as usize)
+                .unwrap_or(GenerationParams::default().max_tokens),
             temperature: config.temperature,
             top_p: config.top_p,
-            seed: config.seed.map(|s| s as u64).unwrap_or(GenerationParams::default().seed),
+            seed: config
+                .seed
+                .map(|s| s as u64)
+                .unwrap_or(GenerationParams::default().seed),
             stop: config.stop.clone(),
             ..GenerationParams::default()
         };
-        Ok(LocalLlm { name: source.name(), source, format: WeightFormat::from_env(), defaults })
+        Ok(LocalLlm {
+            name: source.name(),
+            source,
+            format: WeightFormat::from_env(),
+            defaults,
+        })
     }
 
     /// Holds the weights as `format` (see [`WeightFormat`]).
@@ -84,7 +99,9 @@ impl LocalLlm {
     async fn shared_model(&self) -> Result<SharedModel, LlmError> {
         let key = (self.source.path().to_path_buf(), self.format);
         let slot = {
-            let mut loaded = LOADED.lock().map_err(|_| LlmError::Config("the local model cache was poisoned by a panic".into()))?;
+            let mut loaded = LOADED.lock().map_err(|_| {
+                LlmError::Config("the local model cache was poisoned by a panic".into())
+            })?;
             loaded.entry(key).or_default().clone()
         };
         let source = self.source.clone();
@@ -93,7 +110,9 @@ impl LocalLlm {
             .get_or_try_init(|| async move {
                 let loaded = tokio::task::spawn_blocking(move || load(&source, format))
                     .await
-                    .map_err(|e| LocalError::Inference(format!("the model loader stopped: {e}")))??;
+                    .map_err(|e| {
+                        LocalError::Inference(format!("the model loader stopped: {e}"))
+                    })??;
                 Ok::<_, LocalError>(Arc::new(tokio::sync::Mutex::new(loaded)))
             })
             .await?;
@@ -118,8 +137,13 @@ fn load(source: &ModelSource, format: WeightFormat) -> Result<LoadedModel, Local
     if let ModelSource::Known { model, path } = source
         && !path.is_file()
     {
-        let dir = path.parent().map(PathBuf::from).unwrap_or_else(cache::models_dir);
-        cache::pull(model, &dir, &mut |step: PullProgress| tracing::info!(model = model.name, "{step}"))?;
+        let dir = path
+            .parent()
+            .map(PathBuf::from)
+            .unwrap_or_else(cache::models_dir);
+        cache::pull(model, &dir, &mut |step: PullProgress| {
+            tracing::info!(model = model.name, "{step}")
+        })?;
     }
     let started = std::time::Instant::now();
     let loaded = LoadedModel::load(source.path(), format)?;
@@ -146,11 +170,15 @@ impl Llm for LocalLlm {
         let params = self.params_for(&request);
         let name = self.name.clone();
         // Asked for JSON: the reply starts as an object, which a small model then mostly completes.
-        let continues_reply = request.messages.last().is_some_and(|m| m.role == crewai_llm::Role::Assistant);
+        let continues_reply = request
+            .messages
+            .last()
+            .is_some_and(|m| m.role == crewai_llm::Role::Assistant);
         let reply_start = (request.response_format.is_some() && !continues_reply).then_some("{");
         // Waiting here (not on a blocking thread) is how concurrent calls queue.
         let mut guard = model.lock_owned().await;
-        let (sender, receiver) = tokio::sync::mpsc::unbounded_channel::<Result<StreamEvent, LlmError>>();
+        let (sender, receiver) =
+            tokio::sync::mpsc::unbounded_channel::<Result<StreamEvent, LlmError>>();
         tokio::task::spawn_blocking(move || {
             let loaded = &mut *guard;
             if let Some(start) = reply_start {
@@ -160,7 +188,13 @@ impl Llm for LocalLlm {
                 .template()
                 .render_with_reply_start(&request.messages, reply_start)
                 .encode(loaded.tokenizer())
-                .and_then(|prompt| loaded.generate(&prompt, &params, |piece| sender.send(Ok(StreamEvent::TextDelta(piece.to_string()))).is_ok()));
+                .and_then(|prompt| {
+                    loaded.generate(&prompt, &params, |piece| {
+                        sender
+                            .send(Ok(StreamEvent::TextDelta(piece.to_string())))
+                            .is_ok()
+                    })
+                });
             let event = outcome.map_err(LlmError::from).map(|generation| {
                 let usage = Usage {
                     prompt_tokens: generation.prompt_tokens as u64,
@@ -176,7 +210,11 @@ impl Llm for LocalLlm {
                     Finish::Cancelled => FinishReason::Other("cancelled".into()),
                 };
                 StreamEvent::Done(LlmResponse {
-                    content: Some(format!("{}{}", reply_start.unwrap_or_default(), generation.text)),
+                    content: Some(format!(
+                        "{}{}",
+                        reply_start.unwrap_or_default(),
+                        generation.text
+                    )),
                     finish_reason,
                     usage,
                     model: Some(name),
@@ -186,9 +224,10 @@ impl Llm for LocalLlm {
             // The receiver may be gone (the caller cancelled); nothing is left to tell.
             let _ = sender.send(event);
         });
-        Ok(Box::pin(futures::stream::unfold(receiver, |mut receiver| async move {
-            receiver.recv().await.map(|event| (event, receiver))
-        })))
+        Ok(Box::pin(futures::stream::unfold(
+            receiver,
+            |mut receiver| async move { receiver.recv().await.map(|event| (event, receiver)) },
+        )))
     }
 
     fn capabilities(&self) -> Capabilities {

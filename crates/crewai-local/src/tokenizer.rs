@@ -37,23 +37,34 @@ pub struct GgufTokenizer {
 
 impl std::fmt::Debug for GgufTokenizer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("GgufTokenizer").field("vocab_size", &self.tokens.len()).finish_non_exhaustive()
+        f.debug_struct("GgufTokenizer")
+            .field("vocab_size", &self.tokens.len())
+            .finish_non_exhaustive()
     }
 }
 
 impl GgufTokenizer {
     /// Reads only the metadata of a GGUF file and builds its tokenizer (no weights are loaded).
     pub fn from_file(path: &Path) -> Result<Self, LocalError> {
-        let mut file = std::fs::File::open(path).map_err(|e| LocalError::Io { path: path.to_path_buf(), message: e.to_string() })?;
+        let mut file = std::fs::File::open(path).map_err(|e| LocalError::Io {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        })?;
         let content = Content::read(&mut file).map_err(crate::error::candle_error(path))?;
         Self::from_gguf(&content, path)
     }
 
     /// Builds the tokenizer from a GGUF file's metadata; `path` is only used in errors.
     pub fn from_gguf(content: &Content, path: &Path) -> Result<Self, LocalError> {
-        let fail = |message: String| LocalError::Tokenizer { path: path.to_path_buf(), message };
+        let fail = |message: String| LocalError::Tokenizer {
+            path: path.to_path_buf(),
+            message,
+        };
         let metadata = &content.metadata;
-        let model = metadata.get("tokenizer.ggml.model").and_then(|v| v.to_string().ok()).map(String::as_str);
+        let model = metadata
+            .get("tokenizer.ggml.model")
+            .and_then(|v| v.to_string().ok())
+            .map(String::as_str);
         if model != Some("gpt2") {
             return Err(fail(format!(
                 "tokenizer.ggml.model is {model:?}; only byte-level BPE (`gpt2`) tokenizers are supported"
@@ -62,24 +73,50 @@ impl GgufTokenizer {
         let tokens = string_array(metadata, "tokenizer.ggml.tokens").map_err(&fail)?;
         let merges = string_array(metadata, "tokenizer.ggml.merges").map_err(&fail)?;
         let control = match metadata.get("tokenizer.ggml.token_type").map(Value::to_vec) {
-            Some(Ok(types)) => types.iter().map(|t| t.to_i32().map(|t| t == CONTROL_TOKEN).unwrap_or(false)).collect(),
+            Some(Ok(types)) => types
+                .iter()
+                .map(|t| t.to_i32().map(|t| t == CONTROL_TOKEN).unwrap_or(false))
+                .collect(),
             _ => vec![false; tokens.len()],
         };
-        let vocab: HashMap<String, u32> = tokens.iter().enumerate().map(|(id, token)| (token.clone(), id as u32)).collect();
+        let vocab: HashMap<String, u32> = tokens
+            .iter()
+            .enumerate()
+            .map(|(id, token)| (token.clone(), id as u32))
+            .collect();
         let merges = merges
             .iter()
             .map(|pair| {
                 pair.split_once(' ')
                     .map(|(a, b)| (a.to_string(), b.to_string()))
-                    .ok_or_else(|| fail(format!("merge '{pair}' is not two tokens separated by a space")))
+                    .ok_or_else(|| {
+                        fail(format!(
+                            "merge '{pair}' is not two tokens separated by a space"
+                        ))
+                    })
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let bpe = BPE::builder().vocab_and_merges(vocab.iter().map(|(k, v)| (k.clone(), *v)).collect::<Vocab>(), merges).build().map_err(|e| fail(e.to_string()))?;
+        let bpe = BPE::builder()
+            .vocab_and_merges(
+                vocab
+                    .iter()
+                    .map(|(k, v)| (k.clone(), *v))
+                    .collect::<Vocab>(),
+                merges,
+            )
+            .build()
+            .map_err(|e| fail(e.to_string()))?;
 
-        let pre = metadata.get("tokenizer.ggml.pre").and_then(|v| v.to_string().ok()).map(String::as_str).unwrap_or("default");
+        let pre = metadata
+            .get("tokenizer.ggml.pre")
+            .and_then(|v| v.to_string().ok())
+            .map(String::as_str)
+            .unwrap_or("default");
         let byte_level = ByteLevel::new(false, true, true);
         let pre_tokenizer: PreTokenizerWrapper = match pre {
-            "smollm" | "default" | "gpt2" => Sequence::new(vec![Digits::new(true).into(), byte_level.into()]).into(),
+            "smollm" | "default" | "gpt2" => {
+                Sequence::new(vec![Digits::new(true).into(), byte_level.into()]).into()
+            }
             other => {
                 return Err(fail(format!(
                     "pre-tokenizer '{other}' is not supported yet (supported: smollm, gpt2, default)"
@@ -89,7 +126,12 @@ impl GgufTokenizer {
         let mut inner = Tokenizer::new(bpe);
         inner.with_pre_tokenizer(Some(pre_tokenizer));
         inner.with_decoder(Some(ByteLevelDecoder::default()));
-        Ok(GgufTokenizer { inner, tokens, control, by_text: vocab })
+        Ok(GgufTokenizer {
+            inner,
+            tokens,
+            control,
+            by_text: vocab,
+        })
     }
 
     /// The ids of `text`, read as plain text (special-token spellings stay text).
@@ -97,14 +139,23 @@ impl GgufTokenizer {
         if text.is_empty() {
             return Ok(Vec::new());
         }
-        let encoding = self.inner.encode(text, false).map_err(|e| LocalError::Inference(format!("tokenizing failed: {e}")))?;
+        let encoding = self
+            .inner
+            .encode(text, false)
+            .map_err(|e| LocalError::Inference(format!("tokenizing failed: {e}")))?;
         Ok(encoding.get_ids().to_vec())
     }
 
     /// The text of `ids`; control tokens are left out.
     pub fn decode(&self, ids: &[u32]) -> Result<String, LocalError> {
-        let plain: Vec<u32> = ids.iter().copied().filter(|id| !self.is_control(*id)).collect();
-        self.inner.decode(&plain, false).map_err(|e| LocalError::Inference(format!("decoding failed: {e}")))
+        let plain: Vec<u32> = ids
+            .iter()
+            .copied()
+            .filter(|id| !self.is_control(*id))
+            .collect();
+        self.inner
+            .decode(&plain, false)
+            .map_err(|e| LocalError::Inference(format!("decoding failed: {e}")))
     }
 
     /// The id of a token spelled exactly `text` (`<|im_end|>`).
@@ -124,6 +175,13 @@ impl GgufTokenizer {
 }
 
 fn string_array(metadata: &HashMap<String, Value>, key: &str) -> Result<Vec<String>, String> {
-    let values = metadata.get(key).ok_or_else(|| format!("{key} is missing"))?.to_vec().map_err(|e| format!("{key}: {e}"))?;
-    values.iter().map(|v| v.to_string().cloned().map_err(|e| format!("{key}: {e}"))).collect()
+    let values = metadata
+        .get(key)
+        .ok_or_else(|| format!("{key} is missing"))?
+        .to_vec()
+        .map_err(|e| format!("{key}: {e}"))?;
+    values
+        .iter()
+        .map(|v| v.to_string().cloned().map_err(|e| format!("{key}: {e}")))
+        .collect()
 }

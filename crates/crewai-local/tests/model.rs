@@ -25,7 +25,10 @@ fn llm(config: LlmConfig) -> LocalLlm {
 }
 
 fn question() -> LlmRequest {
-    LlmRequest::new(vec![Message::system("You are a concise assistant."), Message::user("What is the capital of France?")])
+    LlmRequest::new(vec![
+        Message::system("You are a concise assistant."),
+        Message::user("What is the capital of France?"),
+    ])
 }
 
 #[test]
@@ -41,15 +44,22 @@ fn tokenizer_round_trips_ascii_and_non_ascii_text() {
     ] {
         let ids = tokenizer.encode(text).unwrap_or_else(|e| panic!("{e}"));
         assert!(!ids.is_empty());
-        assert_eq!(tokenizer.decode(&ids).unwrap_or_else(|e| panic!("{e}")), text);
+        assert_eq!(
+            tokenizer.decode(&ids).unwrap_or_else(|e| panic!("{e}")),
+            text
+        );
     }
     // SmolLM's pre-tokenizer splits digits one by one.
     assert_eq!(tokenizer.encode("2026").map(|ids| ids.len()).ok(), Some(4));
     // Turn markers are control tokens, and their spelling in text stays text.
-    let end = tokenizer.token_id("<|im_end|>").unwrap_or_else(|| panic!("no <|im_end|>"));
+    let end = tokenizer
+        .token_id("<|im_end|>")
+        .unwrap_or_else(|| panic!("no <|im_end|>"));
     assert_eq!(end, 2);
     assert!(tokenizer.is_control(end));
-    let spelled = tokenizer.encode("<|im_end|>").unwrap_or_else(|e| panic!("{e}"));
+    let spelled = tokenizer
+        .encode("<|im_end|>")
+        .unwrap_or_else(|e| panic!("{e}"));
     assert!(!spelled.contains(&end) && spelled.len() > 1, "{spelled:?}");
 }
 
@@ -57,26 +67,49 @@ fn tokenizer_round_trips_ascii_and_non_ascii_text() {
 async fn greedy_replies_are_deterministic_and_count_real_tokens() {
     let Some(_) = model_path() else { return };
     let model = llm(LlmConfig::new("local/smollm2-135m").with_max_tokens(24));
-    let first = model.call(question()).await.unwrap_or_else(|e| panic!("{e}"));
-    let second = model.call(question()).await.unwrap_or_else(|e| panic!("{e}"));
+    let first = model
+        .call(question())
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let second = model
+        .call(question())
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
     let text = first.content.clone().unwrap_or_default();
     assert!(!text.trim().is_empty());
     assert!(text.contains("Paris"), "{text}");
     assert_eq!(first.content, second.content);
     assert!(first.usage.prompt_tokens > 10);
     assert!(first.usage.completion_tokens >= 1 && first.usage.completion_tokens <= 24);
-    assert_eq!(first.usage.total_tokens, first.usage.prompt_tokens + first.usage.completion_tokens);
+    assert_eq!(
+        first.usage.total_tokens,
+        first.usage.prompt_tokens + first.usage.completion_tokens
+    );
     assert_eq!(first.usage.successful_requests, 1);
-    assert_eq!((model.provider(), first.model.as_deref()), ("local", Some("smollm2-135m")));
+    assert_eq!(
+        (model.provider(), first.model.as_deref()),
+        ("local", Some("smollm2-135m"))
+    );
     assert!(!model.capabilities().function_calling);
 }
 
 #[tokio::test]
 async fn seeded_sampling_repeats_with_the_same_seed() {
     let Some(_) = model_path() else { return };
-    let config = || LlmConfig { seed: Some(7), ..LlmConfig::new("local/smollm2-135m").with_temperature(0.9).with_max_tokens(16) };
-    let a = llm(config()).call(question()).await.unwrap_or_else(|e| panic!("{e}"));
-    let b = llm(config()).call(question()).await.unwrap_or_else(|e| panic!("{e}"));
+    let config = || LlmConfig {
+        seed: Some(7),
+        ..LlmConfig::new("local/smollm2-135m")
+            .with_temperature(0.9)
+            .with_max_tokens(16)
+    };
+    let a = llm(config())
+        .call(question())
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let b = llm(config())
+        .call(question())
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(a.content, b.content);
     assert!(!a.content.unwrap_or_default().is_empty());
 }
@@ -84,19 +117,33 @@ async fn seeded_sampling_repeats_with_the_same_seed() {
 #[tokio::test]
 async fn max_tokens_and_stop_words_end_the_reply() {
     let Some(_) = model_path() else { return };
-    let short = llm(LlmConfig::new("local/smollm2-135m").with_max_tokens(3)).call(question()).await.unwrap_or_else(|e| panic!("{e}"));
+    let short = llm(LlmConfig::new("local/smollm2-135m").with_max_tokens(3))
+        .call(question())
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(short.usage.completion_tokens, 3);
     assert_eq!(short.finish_reason, FinishReason::Length);
 
-    let full = llm(LlmConfig::new("local/smollm2-135m").with_max_tokens(24)).call(question()).await.unwrap_or_else(|e| panic!("{e}"));
+    let full = llm(LlmConfig::new("local/smollm2-135m").with_max_tokens(24))
+        .call(question())
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
     let text = full.content.unwrap_or_default();
-    let stop = text.split_whitespace().nth(2).unwrap_or_else(|| panic!("reply too short: {text}")).to_string();
+    let stop = text
+        .split_whitespace()
+        .nth(2)
+        .unwrap_or_else(|| panic!("reply too short: {text}"))
+        .to_string();
     let expected = text[..text.find(&stop).unwrap_or(0)].to_string();
     let cut = llm(LlmConfig::new("local/smollm2-135m").with_max_tokens(24))
         .call(question().with_stop(vec![stop.clone()]))
         .await
         .unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(cut.content.as_deref(), Some(expected.as_str()), "stop word {stop:?}");
+    assert_eq!(
+        cut.content.as_deref(),
+        Some(expected.as_str()),
+        "stop word {stop:?}"
+    );
     assert_eq!(cut.finish_reason, FinishReason::StopSequence);
 }
 
@@ -104,7 +151,10 @@ async fn max_tokens_and_stop_words_end_the_reply() {
 async fn streaming_yields_text_deltas_then_the_whole_reply() {
     let Some(_) = model_path() else { return };
     let model = llm(LlmConfig::new("local/smollm2-135m").with_max_tokens(20));
-    let mut stream = model.stream(question()).await.unwrap_or_else(|e| panic!("{e}"));
+    let mut stream = model
+        .stream(question())
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
     let mut streamed = String::new();
     let mut deltas = 0;
     let mut done = None;
@@ -128,16 +178,32 @@ async fn streaming_yields_text_deltas_then_the_whole_reply() {
 async fn concurrent_calls_queue_on_the_shared_model() {
     let Some(_) = model_path() else { return };
     let calls = (0..3).map(|_| {
-        tokio::spawn(async move { llm(LlmConfig::new("local/smollm2-135m").with_max_tokens(6)).call(question()).await })
+        tokio::spawn(async move {
+            llm(LlmConfig::new("local/smollm2-135m").with_max_tokens(6))
+                .call(question())
+                .await
+        })
     });
     let replies = futures::future::join_all(calls).await;
-    let texts: Vec<Option<String>> = replies.into_iter().map(|r| r.unwrap_or_else(|e| panic!("{e}")).unwrap_or_else(|e| panic!("{e}")).content).collect();
+    let texts: Vec<Option<String>> = replies
+        .into_iter()
+        .map(|r| {
+            r.unwrap_or_else(|e| panic!("{e}"))
+                .unwrap_or_else(|e| panic!("{e}"))
+                .content
+        })
+        .collect();
     assert!(texts.windows(2).all(|pair| pair[0] == pair[1]), "{texts:?}");
 }
 
 #[tokio::test]
 async fn a_missing_gguf_file_is_a_clear_error() {
     let model = llm(LlmConfig::new("local//nonexistent/model.gguf"));
-    let error = model.call(question()).await.err().map(|e| e.to_string()).unwrap_or_default();
+    let error = model
+        .call(question())
+        .await
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
     assert!(error.contains("/nonexistent/model.gguf"), "{error}");
 }

@@ -31,7 +31,12 @@ struct FlowOptions {
 
 impl FlowOptions {
     fn parse(attr: TokenStream2, default_crate: &str) -> syn::Result<FlowOptions> {
-        let mut options = FlowOptions { state: None, name: None, persist: false, krate: syn::parse_str(default_crate)? };
+        let mut options = FlowOptions {
+            state: None,
+            name: None,
+            persist: false,
+            krate: syn::parse_str(default_crate)?,
+        };
         let parser = |input: ParseStream<'_>| -> syn::Result<()> {
             while !input.is_empty() {
                 let key: syn::Ident = if input.peek(Token![crate]) {
@@ -55,7 +60,14 @@ impl FlowOptions {
                         let path: LitStr = input.parse()?;
                         options.krate = path.parse()?;
                     }
-                    other => return Err(syn::Error::new(key.span(), format!("unknown #[flow] option `{other}`; expected `state = Type`, `name = \"...\"`, `persist` or `crate = \"path\"`"))),
+                    other => {
+                        return Err(syn::Error::new(
+                            key.span(),
+                            format!(
+                                "unknown #[flow] option `{other}`; expected `state = Type`, `name = \"...\"`, `persist` or `crate = \"path\"`"
+                            ),
+                        ));
+                    }
                 }
                 if !input.is_empty() {
                     input.parse::<Token![,]>()?;
@@ -97,29 +109,52 @@ struct ExprList(Vec<Expr>);
 
 impl Parse for ExprList {
     fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
-        Ok(ExprList(Punctuated::<Expr, Token![,]>::parse_terminated(input)?.into_iter().collect()))
+        Ok(ExprList(
+            Punctuated::<Expr, Token![,]>::parse_terminated(input)?
+                .into_iter()
+                .collect(),
+        ))
     }
 }
 
 fn name_of(expr: &Expr) -> Option<String> {
     match expr {
         Expr::Path(path) => path.path.get_ident().map(|i| i.to_string()),
-        Expr::Lit(syn::ExprLit { lit: Lit::Str(text), .. }) => Some(text.value()),
+        Expr::Lit(syn::ExprLit {
+            lit: Lit::Str(text),
+            ..
+        }) => Some(text.value()),
         _ => None,
     }
 }
 
 fn labels(expr: &Expr, what: &str) -> syn::Result<Vec<String>> {
     let Expr::Array(array) = expr else {
-        return Err(syn::Error::new(expr.span(), format!("`{what}` takes a list of labels: `{what} = [approved, rejected]`")));
+        return Err(syn::Error::new(
+            expr.span(),
+            format!("`{what}` takes a list of labels: `{what} = [approved, rejected]`"),
+        ));
     };
-    array.elems.iter().map(|e| name_of(e).ok_or_else(|| syn::Error::new(e.span(), "a label is a name or a string literal"))).collect()
+    array
+        .elems
+        .iter()
+        .map(|e| {
+            name_of(e)
+                .ok_or_else(|| syn::Error::new(e.span(), "a label is a name or a string literal"))
+        })
+        .collect()
 }
 
 fn assignment(expr: &Expr) -> syn::Result<(String, &Expr)> {
     match expr {
         Expr::Assign(assign) => match &*assign.left {
-            Expr::Path(path) if path.path.get_ident().is_some() => Ok((path.path.get_ident().map(|i| i.to_string()).unwrap_or_default(), &assign.right)),
+            Expr::Path(path) if path.path.get_ident().is_some() => Ok((
+                path.path
+                    .get_ident()
+                    .map(|i| i.to_string())
+                    .unwrap_or_default(),
+                &assign.right,
+            )),
             other => Err(syn::Error::new(other.span(), "expected `name = value`")),
         },
         other => Err(syn::Error::new(other.span(), "expected `name = value`")),
@@ -128,8 +163,14 @@ fn assignment(expr: &Expr) -> syn::Result<(String, &Expr)> {
 
 fn string(expr: &Expr, what: &str) -> syn::Result<LitStr> {
     match expr {
-        Expr::Lit(syn::ExprLit { lit: Lit::Str(text), .. }) => Ok(text.clone()),
-        other => Err(syn::Error::new(other.span(), format!("`{what}` takes a string literal"))),
+        Expr::Lit(syn::ExprLit {
+            lit: Lit::Str(text),
+            ..
+        }) => Ok(text.clone()),
+        other => Err(syn::Error::new(
+            other.span(),
+            format!("`{what}` takes a string literal"),
+        )),
     }
 }
 
@@ -144,17 +185,29 @@ fn trigger_code(expr: &Expr, krate: &syn::Path) -> syn::Result<TokenStream2> {
         && (combinator == "or" || combinator == "and")
     {
         if call.args.is_empty() {
-            return Err(syn::Error::new(call.span(), format!("`{combinator}()` needs at least one trigger")));
+            return Err(syn::Error::new(
+                call.span(),
+                format!("`{combinator}()` needs at least one trigger"),
+            ));
         }
-        let parts = call.args.iter().map(|part| trigger_code(part, krate)).collect::<syn::Result<Vec<_>>>()?;
+        let parts = call
+            .args
+            .iter()
+            .map(|part| trigger_code(part, krate))
+            .collect::<syn::Result<Vec<_>>>()?;
         let combinator = syn::Ident::new(&combinator, function.span());
         return Ok(quote!(#krate::#combinator([#(#parts),*])));
     }
-    Err(syn::Error::new(expr.span(), "a trigger is a method name, a label (\"text\"), `or(..)` or `and(..)`"))
+    Err(syn::Error::new(
+        expr.span(),
+        "a trigger is a method name, a label (\"text\"), `or(..)` or `and(..)`",
+    ))
 }
 
 fn is_flow_attribute(attr: &Attribute) -> bool {
-    ["start", "listen", "router", "persist", "human_feedback"].iter().any(|name| attr.path().is_ident(name))
+    ["start", "listen", "router", "persist", "human_feedback"]
+        .iter()
+        .any(|name| attr.path().is_ident(name))
 }
 
 fn parse_method(function: &ImplItemFn) -> syn::Result<Option<Method>> {
@@ -164,15 +217,24 @@ fn parse_method(function: &ImplItemFn) -> syn::Result<Option<Method>> {
     let mut persist = false;
     let mut feedback = None;
     for attr in function.attrs.iter().filter(|a| is_flow_attribute(a)) {
-        let name = attr.path().get_ident().map(|i| i.to_string()).unwrap_or_default();
+        let name = attr
+            .path()
+            .get_ident()
+            .map(|i| i.to_string())
+            .unwrap_or_default();
         let arguments = match &attr.meta {
             syn::Meta::Path(_) => Vec::new(),
             syn::Meta::List(list) => syn::parse2::<ExprList>(list.tokens.clone())?.0,
-            syn::Meta::NameValue(nv) => return Err(syn::Error::new(nv.span(), format!("write `#[{name}(..)]`"))),
+            syn::Meta::NameValue(nv) => {
+                return Err(syn::Error::new(nv.span(), format!("write `#[{name}(..)]`")));
+            }
         };
         let mut set_kind = |new: Kind| {
             if kind.replace(new).is_some() {
-                return Err(syn::Error::new(attr.span(), "a method has one of #[start], #[listen] or #[router]"));
+                return Err(syn::Error::new(
+                    attr.span(),
+                    "a method has one of #[start], #[listen] or #[router]",
+                ));
             }
             Ok(())
         };
@@ -182,35 +244,61 @@ fn parse_method(function: &ImplItemFn) -> syn::Result<Option<Method>> {
                 match arguments.as_slice() {
                     [] => {}
                     [condition] => trigger = Some(condition.clone()),
-                    _ => return Err(syn::Error::new(attr.span(), "#[start] takes at most one trigger; combine several with or(..)")),
+                    _ => {
+                        return Err(syn::Error::new(
+                            attr.span(),
+                            "#[start] takes at most one trigger; combine several with or(..)",
+                        ));
+                    }
                 }
             }
             "listen" => {
                 set_kind(Kind::Listen)?;
                 let [condition] = arguments.as_slice() else {
-                    return Err(syn::Error::new(attr.span(), "#[listen] takes one trigger: #[listen(method)], #[listen(or(a, b))]"));
+                    return Err(syn::Error::new(
+                        attr.span(),
+                        "#[listen] takes one trigger: #[listen(method)], #[listen(or(a, b))]",
+                    ));
                 };
                 trigger = Some(condition.clone());
             }
             "router" => {
                 set_kind(Kind::Router)?;
                 let Some((condition, rest)) = arguments.split_first() else {
-                    return Err(syn::Error::new(attr.span(), "#[router] takes a trigger and its labels: #[router(method, emits = [a, b])]"));
+                    return Err(syn::Error::new(
+                        attr.span(),
+                        "#[router] takes a trigger and its labels: #[router(method, emits = [a, b])]",
+                    ));
                 };
                 trigger = Some(condition.clone());
                 for option in rest {
                     match assignment(option)? {
-                        (key, value) if key == "emits" || key == "emit" => emits = labels(value, &key)?,
-                        (key, _) => return Err(syn::Error::new(option.span(), format!("unknown #[router] option `{key}`; expected `emits = [..]`"))),
+                        (key, value) if key == "emits" || key == "emit" => {
+                            emits = labels(value, &key)?
+                        }
+                        (key, _) => {
+                            return Err(syn::Error::new(
+                                option.span(),
+                                format!(
+                                    "unknown #[router] option `{key}`; expected `emits = [..]`"
+                                ),
+                            ));
+                        }
                     }
                 }
                 if emits.is_empty() {
-                    return Err(syn::Error::new(attr.span(), "a router declares the labels it may return: #[router(method, emits = [a, b])]"));
+                    return Err(syn::Error::new(
+                        attr.span(),
+                        "a router declares the labels it may return: #[router(method, emits = [a, b])]",
+                    ));
                 }
             }
             "persist" => {
                 if !arguments.is_empty() {
-                    return Err(syn::Error::new(attr.span(), "#[persist] takes no arguments on a method"));
+                    return Err(syn::Error::new(
+                        attr.span(),
+                        "#[persist] takes no arguments on a method",
+                    ));
                 }
                 persist = true;
             }
@@ -220,25 +308,50 @@ fn parse_method(function: &ImplItemFn) -> syn::Result<Option<Method>> {
                 let mut default = None;
                 for option in &arguments {
                     match assignment(option)? {
-                        (key, value) if key == "message" => message = Some(string(value, "message")?),
-                        (key, value) if key == "emit" || key == "emits" => emit = labels(value, &key)?,
-                        (key, value) if key == "default" || key == "default_outcome" => default = Some(string(value, &key)?),
-                        (key, _) => return Err(syn::Error::new(option.span(), format!("unknown #[human_feedback] option `{key}`; expected message, emit, default"))),
+                        (key, value) if key == "message" => {
+                            message = Some(string(value, "message")?)
+                        }
+                        (key, value) if key == "emit" || key == "emits" => {
+                            emit = labels(value, &key)?
+                        }
+                        (key, value) if key == "default" || key == "default_outcome" => {
+                            default = Some(string(value, &key)?)
+                        }
+                        (key, _) => {
+                            return Err(syn::Error::new(
+                                option.span(),
+                                format!(
+                                    "unknown #[human_feedback] option `{key}`; expected message, emit, default"
+                                ),
+                            ));
+                        }
                     }
                 }
-                let message = message.ok_or_else(|| syn::Error::new(attr.span(), "#[human_feedback] needs `message = \"...\"`"))?;
-                feedback = Some(Feedback { message, emit, default });
+                let message = message.ok_or_else(|| {
+                    syn::Error::new(attr.span(), "#[human_feedback] needs `message = \"...\"`")
+                })?;
+                feedback = Some(Feedback {
+                    message,
+                    emit,
+                    default,
+                });
             }
         }
     }
     let Some(kind) = kind else {
         if persist || feedback.is_some() {
-            return Err(syn::Error::new(function.sig.span(), "#[persist] and #[human_feedback] go with #[start], #[listen] or #[router]"));
+            return Err(syn::Error::new(
+                function.sig.span(),
+                "#[persist] and #[human_feedback] go with #[start], #[listen] or #[router]",
+            ));
         }
         return Ok(None);
     };
     if function.sig.asyncness.is_none() {
-        return Err(syn::Error::new(function.sig.fn_token.span(), "flow methods are `async fn`"));
+        return Err(syn::Error::new(
+            function.sig.fn_token.span(),
+            "flow methods are `async fn`",
+        ));
     }
     let mut has_receiver = false;
     let mut typed = 0;
@@ -246,7 +359,10 @@ fn parse_method(function: &ImplItemFn) -> syn::Result<Option<Method>> {
         match input {
             FnArg::Receiver(receiver) => {
                 if receiver.reference.is_none() || receiver.mutability.is_some() {
-                    return Err(syn::Error::new(receiver.span(), "flow methods take `&self` (methods may run concurrently)"));
+                    return Err(syn::Error::new(
+                        receiver.span(),
+                        "flow methods take `&self` (methods may run concurrently)",
+                    ));
                 }
                 has_receiver = true;
             }
@@ -254,19 +370,41 @@ fn parse_method(function: &ImplItemFn) -> syn::Result<Option<Method>> {
         }
     }
     if typed > 1 {
-        return Err(syn::Error::new(function.sig.inputs.span(), "a flow method takes at most one parameter, its `FlowContext`"));
+        return Err(syn::Error::new(
+            function.sig.inputs.span(),
+            "a flow method takes at most one parameter, its `FlowContext`",
+        ));
     }
-    Ok(Some(Method { ident: function.sig.ident.clone(), kind, trigger, emits, persist, feedback, has_receiver, takes_context: typed == 1 }))
+    Ok(Some(Method {
+        ident: function.sig.ident.clone(),
+        kind,
+        trigger,
+        emits,
+        persist,
+        feedback,
+        has_receiver,
+        takes_context: typed == 1,
+    }))
 }
 
-pub(crate) fn expand_flow(attr: TokenStream2, item: TokenStream2, default_crate: &str) -> syn::Result<TokenStream2> {
+pub(crate) fn expand_flow(
+    attr: TokenStream2,
+    item: TokenStream2,
+    default_crate: &str,
+) -> syn::Result<TokenStream2> {
     let options = FlowOptions::parse(attr, default_crate)?;
     let mut block: ItemImpl = syn::parse2(item)?;
     if !block.generics.params.is_empty() {
-        return Err(syn::Error::new(block.generics.span(), "#[flow] works on the impl of a non-generic type"));
+        return Err(syn::Error::new(
+            block.generics.span(),
+            "#[flow] works on the impl of a non-generic type",
+        ));
     }
     if let Some((_, path, _)) = &block.trait_ {
-        return Err(syn::Error::new(path.span(), "#[flow] goes on an inherent impl block, not a trait impl"));
+        return Err(syn::Error::new(
+            path.span(),
+            "#[flow] goes on an inherent impl block, not a trait impl",
+        ));
     }
     let mut methods = Vec::new();
     for item in &mut block.items {
@@ -277,13 +415,23 @@ pub(crate) fn expand_flow(attr: TokenStream2, item: TokenStream2, default_crate:
             function.attrs.retain(|a| !is_flow_attribute(a));
         }
     }
-    if !methods.iter().any(|m| m.kind == Kind::Start && m.trigger.is_none()) {
-        return Err(syn::Error::new(block.self_ty.span(), "a flow needs at least one #[start] method"));
+    if !methods
+        .iter()
+        .any(|m| m.kind == Kind::Start && m.trigger.is_none())
+    {
+        return Err(syn::Error::new(
+            block.self_ty.span(),
+            "a flow needs at least one #[start] method",
+        ));
     }
 
     let krate = &options.krate;
     let self_ty = &block.self_ty;
-    let state = options.state.as_ref().map(|s| quote!(#s)).unwrap_or_else(|| quote!(#krate::UnstructuredState));
+    let state = options
+        .state
+        .as_ref()
+        .map(|s| quote!(#s))
+        .unwrap_or_else(|| quote!(#krate::UnstructuredState));
     let name = match &options.name {
         Some(name) => quote!(#name),
         None => {
@@ -295,7 +443,11 @@ pub(crate) fn expand_flow(attr: TokenStream2, item: TokenStream2, default_crate:
     for method in &methods {
         let ident = &method.ident;
         let method_name = ident.to_string();
-        let (parameter, argument) = if method.takes_context { (quote!(ctx), quote!(ctx)) } else { (quote!(_ctx), quote!()) };
+        let (parameter, argument) = if method.takes_context {
+            (quote!(ctx), quote!(ctx))
+        } else {
+            (quote!(_ctx), quote!())
+        };
         let function = if method.has_receiver {
             quote! {{
                 let this = ::std::sync::Arc::clone(&this);
@@ -307,7 +459,11 @@ pub(crate) fn expand_flow(attr: TokenStream2, item: TokenStream2, default_crate:
         } else {
             quote!(|#parameter: #krate::FlowContext<#state>| async move { <#self_ty>::#ident(#argument).await })
         };
-        let trigger = method.trigger.as_ref().map(|t| trigger_code(t, krate)).transpose()?;
+        let trigger = method
+            .trigger
+            .as_ref()
+            .map(|t| trigger_code(t, krate))
+            .transpose()?;
         steps.push(match (method.kind, trigger) {
             (Kind::Start, None) => quote!(.start(#method_name, #function)),
             (Kind::Start, Some(trigger)) => quote!(.start_on(#method_name, #trigger, #function)),
@@ -325,12 +481,20 @@ pub(crate) fn expand_flow(attr: TokenStream2, item: TokenStream2, default_crate:
             let message = &feedback.message;
             let emit = &feedback.emit;
             let emit = (!emit.is_empty()).then(|| quote!(.emit([#(#emit),*])));
-            let default = feedback.default.as_ref().map(|d| quote!(.default_outcome(#d)));
-            steps.push(quote!(.human_feedback(#krate::HumanFeedback::new(#message) #emit #default)));
+            let default = feedback
+                .default
+                .as_ref()
+                .map(|d| quote!(.default_outcome(#d)));
+            steps
+                .push(quote!(.human_feedback(#krate::HumanFeedback::new(#message) #emit #default)));
         }
     }
     let persist = options.persist.then(|| quote!(.persist()));
-    let keep_self = if methods.iter().any(|m| m.has_receiver) { quote!(let this = ::std::sync::Arc::new(self);) } else { quote!(let _unused_self = self;) };
+    let keep_self = if methods.iter().any(|m| m.has_receiver) {
+        quote!(let this = ::std::sync::Arc::new(self);)
+    } else {
+        quote!(let _unused_self = self;)
+    };
     Ok(quote! {
         #block
 
@@ -377,20 +541,70 @@ mod tests {
         .to_string();
         assert!(tokens.contains(". start (\"a\""), "{tokens}");
         assert!(tokens.contains(":: crewai_flow :: or ([:: crewai_flow :: on (\"a\") , :: crewai_flow :: on (\"b c\")])"), "{tokens}");
-        assert!(tokens.contains(". emits ([\"yes\" , \"no way\"])"), "{tokens}");
-        assert!(!tokens.contains("# [start]"), "flow attributes are removed: {tokens}");
+        assert!(
+            tokens.contains(". emits ([\"yes\" , \"no way\"])"),
+            "{tokens}"
+        );
+        assert!(
+            !tokens.contains("# [start]"),
+            "flow attributes are removed: {tokens}"
+        );
     }
 
     #[test]
     fn rejects_what_cannot_run() {
-        assert!(error_of(quote!(), quote!(impl F { #[listen(a)] async fn b(&self) {} })).contains("at least one #[start]"));
-        assert!(error_of(quote!(), quote!(impl F { #[start] fn a(&self) {} })).contains("async fn"));
-        assert!(error_of(quote!(), quote!(impl F { #[start] async fn a(&mut self) {} })).contains("&self"));
-        assert!(error_of(quote!(), quote!(impl F { #[start] async fn a(&self) {} #[router(a)] async fn r(&self) {} })).contains("declares the labels"));
+        assert!(
+            error_of(
+                quote!(),
+                quote!(impl F { #[listen(a)] async fn b(&self) {} })
+            )
+            .contains("at least one #[start]")
+        );
+        assert!(
+            error_of(quote!(), quote!(impl F { #[start] fn a(&self) {} })).contains("async fn")
+        );
+        assert!(
+            error_of(
+                quote!(),
+                quote!(impl F { #[start] async fn a(&mut self) {} })
+            )
+            .contains("&self")
+        );
+        assert!(
+            error_of(
+                quote!(),
+                quote!(impl F { #[start] async fn a(&self) {} #[router(a)] async fn r(&self) {} })
+            )
+            .contains("declares the labels")
+        );
         assert!(error_of(quote!(), quote!(impl F { #[start] async fn a(&self) {} #[listen(a + b)] async fn l(&self) {} })).contains("a trigger is"));
-        assert!(error_of(quote!(), quote!(impl F { #[start] #[listen(a)] async fn a(&self) {} })).contains("one of #[start]"));
-        assert!(error_of(quote!(colour = 1), quote!(impl F { #[start] async fn a(&self) {} })).contains("unknown #[flow] option `colour`"));
-        assert!(error_of(quote!(), quote!(impl F { #[start] async fn a(&self, x: u32, y: u32) {} })).contains("at most one parameter"));
-        assert!(error_of(quote!(), quote!(impl F { #[start] #[human_feedback(emit = [a])] async fn a(&self) {} })).contains("needs `message"));
+        assert!(
+            error_of(
+                quote!(),
+                quote!(impl F { #[start] #[listen(a)] async fn a(&self) {} })
+            )
+            .contains("one of #[start]")
+        );
+        assert!(
+            error_of(
+                quote!(colour = 1),
+                quote!(impl F { #[start] async fn a(&self) {} })
+            )
+            .contains("unknown #[flow] option `colour`")
+        );
+        assert!(
+            error_of(
+                quote!(),
+                quote!(impl F { #[start] async fn a(&self, x: u32, y: u32) {} })
+            )
+            .contains("at most one parameter")
+        );
+        assert!(
+            error_of(
+                quote!(),
+                quote!(impl F { #[start] #[human_feedback(emit = [a])] async fn a(&self) {} })
+            )
+            .contains("needs `message")
+        );
     }
 }

@@ -76,7 +76,9 @@ mod flow;
 /// for the attribute syntax. Re-exported as `crewai_flow::flow`.
 #[proc_macro_attribute]
 pub fn flow(attr: TokenStream, item: TokenStream) -> TokenStream {
-    flow::expand_flow(attr.into(), item.into(), "::crewai_flow").unwrap_or_else(syn::Error::into_compile_error).into()
+    flow::expand_flow(attr.into(), item.into(), "::crewai_flow")
+        .unwrap_or_else(syn::Error::into_compile_error)
+        .into()
 }
 
 struct Options {

@@ -26,11 +26,21 @@ pub fn traces_dir(project_root: &Path) -> PathBuf {
 #[non_exhaustive]
 pub enum TraceError {
     #[error("cannot write the trace {}: {source}", .path.display())]
-    Write { path: PathBuf, source: std::io::Error },
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("cannot read {}: {source}", .path.display())]
-    Read { path: PathBuf, source: std::io::Error },
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("{} line {line} is not a trace event: {message}", .path.display())]
-    Corrupt { path: PathBuf, line: usize, message: String },
+    Corrupt {
+        path: PathBuf,
+        line: usize,
+        message: String,
+    },
     #[error("no trace '{id}' in {}; `crewai traces` lists the runs", .dir.display())]
     NotFound { id: String, dir: PathBuf },
     #[error("'{id}' matches several traces ({}); give more of the id", .matches.join(", "))]
@@ -51,9 +61,14 @@ impl TraceWriter {
     /// Creates `<dir>/<run_id>.jsonl` (and `dir`) and starts writing `bus`'s events to it.
     pub fn attach(bus: &EventBus, dir: &Path, run_id: &str) -> Result<Self, TraceError> {
         let path = dir.join(format!("{run_id}.jsonl"));
-        let write_error = |source| TraceError::Write { path: path.clone(), source };
+        let write_error = |source| TraceError::Write {
+            path: path.clone(),
+            source,
+        };
         std::fs::create_dir_all(dir).map_err(write_error)?;
-        let file = Arc::new(Mutex::new(LineWriter::new(File::create(&path).map_err(write_error)?)));
+        let file = Arc::new(Mutex::new(LineWriter::new(
+            File::create(&path).map_err(write_error)?,
+        )));
         let failure: Arc<Mutex<Option<std::io::Error>>> = Arc::default();
         let listener = {
             let (file, failure) = (file.clone(), failure.clone());
@@ -64,11 +79,20 @@ impl TraceWriter {
                 let line = event.to_json().to_string();
                 let mut file = file.lock().unwrap_or_else(|p| p.into_inner());
                 if let Err(error) = writeln!(file, "{line}") {
-                    failure.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(error);
+                    failure
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .get_or_insert(error);
                 }
             })
         };
-        Ok(TraceWriter { bus: bus.clone(), listener, path, file, failure })
+        Ok(TraceWriter {
+            bus: bus.clone(),
+            listener,
+            path,
+            file,
+            failure,
+        })
     }
 
     /// The file being written.
@@ -80,10 +104,17 @@ impl TraceWriter {
     pub fn finish(self) -> Result<PathBuf, TraceError> {
         self.bus.unsubscribe(self.listener);
         let flushed = self.file.lock().unwrap_or_else(|p| p.into_inner()).flush();
-        let failure = self.failure.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let failure = self
+            .failure
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
         match failure.map_or(flushed, Err) {
             Ok(()) => Ok(self.path),
-            Err(source) => Err(TraceError::Write { path: self.path, source }),
+            Err(source) => Err(TraceError::Write {
+                path: self.path,
+                source,
+            }),
         }
     }
 }
@@ -112,7 +143,10 @@ pub struct RunSummary {
 impl RunTrace {
     /// Reads a trace file.
     pub fn read(path: &Path) -> Result<Self, TraceError> {
-        let read_error = |source| TraceError::Read { path: path.to_path_buf(), source };
+        let read_error = |source| TraceError::Read {
+            path: path.to_path_buf(),
+            source,
+        };
         let reader = BufReader::new(File::open(path).map_err(read_error)?);
         let mut events = Vec::new();
         for (index, line) in reader.lines().enumerate() {
@@ -120,30 +154,50 @@ impl RunTrace {
             if line.trim().is_empty() {
                 continue;
             }
-            let event = serde_json::from_str(&line).map_err(|e| TraceError::Corrupt { path: path.to_path_buf(), line: index + 1, message: e.to_string() })?;
+            let event = serde_json::from_str(&line).map_err(|e| TraceError::Corrupt {
+                path: path.to_path_buf(),
+                line: index + 1,
+                message: e.to_string(),
+            })?;
             events.push(event);
         }
-        let id = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        let id = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
         Ok(Self::from_events(id, events))
     }
 
     /// A trace from events already in memory.
     pub fn from_events(id: impl Into<String>, events: Vec<Value>) -> Self {
         let spans = spans_of(&events);
-        RunTrace { id: id.into(), events, spans }
+        RunTrace {
+            id: id.into(),
+            events,
+            spans,
+        }
     }
 
     /// Finds a run in `dir` by its id or the start of it.
     pub fn find(dir: &Path, id: &str) -> Result<Self, TraceError> {
-        let matches: Vec<PathBuf> = trace_files(dir)?.into_iter().filter(|p| file_id(p).starts_with(id)).collect();
+        let matches: Vec<PathBuf> = trace_files(dir)?
+            .into_iter()
+            .filter(|p| file_id(p).starts_with(id))
+            .collect();
         match matches.as_slice() {
             [one] => Self::read(one),
-            [] => Err(TraceError::NotFound { id: id.to_string(), dir: dir.to_path_buf() }),
+            [] => Err(TraceError::NotFound {
+                id: id.to_string(),
+                dir: dir.to_path_buf(),
+            }),
             many => {
                 if let Some(exact) = many.iter().find(|p| file_id(p) == id) {
                     return Self::read(exact);
                 }
-                Err(TraceError::Ambiguous { id: id.to_string(), matches: many.iter().map(|p| file_id(p)).collect() })
+                Err(TraceError::Ambiguous {
+                    id: id.to_string(),
+                    matches: many.iter().map(|p| file_id(p)).collect(),
+                })
             }
         }
     }
@@ -160,13 +214,18 @@ impl RunTrace {
     }
 
     fn roots(&self) -> Vec<&SpanRecord> {
-        let mut roots: Vec<&SpanRecord> = self.spans.iter().filter(|s| s.parent.is_none()).collect();
+        let mut roots: Vec<&SpanRecord> =
+            self.spans.iter().filter(|s| s.parent.is_none()).collect();
         roots.sort_by_key(|s| (s.start, s.id));
         roots
     }
 
     fn children(&self, parent: Uuid) -> Vec<&SpanRecord> {
-        let mut children: Vec<&SpanRecord> = self.spans.iter().filter(|s| s.parent == Some(parent)).collect();
+        let mut children: Vec<&SpanRecord> = self
+            .spans
+            .iter()
+            .filter(|s| s.parent == Some(parent))
+            .collect();
         children.sort_by_key(|s| (s.start, s.id));
         children
     }
@@ -186,7 +245,10 @@ impl RunTrace {
         let first = roots.first();
         let started = self.spans.iter().map(|s| s.start).min();
         let ended = self.spans.iter().map(|s| s.end).max();
-        let status = if roots.iter().any(|r| r.error.as_deref() == Some("did not finish")) {
+        let status = if roots
+            .iter()
+            .any(|r| r.error.as_deref() == Some("did not finish"))
+        {
             "unfinished"
         } else if roots.iter().any(|r| r.error.is_some()) {
             "failed"
@@ -197,7 +259,10 @@ impl RunTrace {
             id: self.id.clone(),
             name: first.map(|r| r.label.clone()).unwrap_or_default(),
             started,
-            duration_ms: started.zip(ended).map(|(s, e)| (e - s).num_milliseconds()).unwrap_or(0),
+            duration_ms: started
+                .zip(ended)
+                .map(|(s, e)| (e - s).num_milliseconds())
+                .unwrap_or(0),
             usage: self.usage(),
             status,
         }
@@ -207,7 +272,14 @@ impl RunTrace {
     pub fn render_tree(&self) -> String {
         let mut out = String::new();
         let summary = self.summary();
-        let _ = writeln!(out, "run {} · {} · {} · {}", self.id, format_ms(summary.duration_ms), format_usage(&summary.usage), summary.status);
+        let _ = writeln!(
+            out,
+            "run {} · {} · {} · {}",
+            self.id,
+            format_ms(summary.duration_ms),
+            format_usage(&summary.usage),
+            summary.status
+        );
         let roots = self.roots();
         for (index, root) in roots.iter().enumerate() {
             self.render_node(&mut out, root, "", index + 1 == roots.len());
@@ -226,7 +298,12 @@ impl RunTrace {
     }
 
     fn describe(&self, span: &SpanRecord) -> String {
-        let mut line = format!("{} {} · {}", kind_label(span.kind), span.label, format_ms(span.duration().num_milliseconds()));
+        let mut line = format!(
+            "{} {} · {}",
+            kind_label(span.kind),
+            span.label,
+            format_ms(span.duration().num_milliseconds())
+        );
         let usage = self.usage_under(span);
         if usage.successful_requests > 0 {
             let _ = write!(line, " · {}", format_usage(&usage));
@@ -243,13 +320,22 @@ impl RunTrace {
         let start = summary.started.unwrap_or_else(Utc::now);
         let total_ms = summary.duration_ms.max(1) as f64;
         let mut rows = String::new();
-        let mut stack: Vec<(&SpanRecord, usize)> = self.roots().into_iter().rev().map(|r| (r, 0)).collect();
+        let mut stack: Vec<(&SpanRecord, usize)> =
+            self.roots().into_iter().rev().map(|r| (r, 0)).collect();
         while let Some((span, depth)) = stack.pop() {
             let offset = (span.start - start).num_milliseconds() as f64 / total_ms * 100.0;
             let width = (span.duration().num_milliseconds() as f64 / total_ms * 100.0).max(0.3);
             let usage = self.usage_under(span);
-            let detail = if usage.successful_requests > 0 { format_usage(&usage) } else { String::new() };
-            let class = if span.error.is_some() { format!("{} failed", kind_class(span.kind)) } else { kind_class(span.kind).to_string() };
+            let detail = if usage.successful_requests > 0 {
+                format_usage(&usage)
+            } else {
+                String::new()
+            };
+            let class = if span.error.is_some() {
+                format!("{} failed", kind_class(span.kind))
+            } else {
+                kind_class(span.kind).to_string()
+            };
             let title = match &span.error {
                 Some(error) => format!("{} {} — {}", kind_label(span.kind), span.label, error),
                 None => format!("{} {}", kind_label(span.kind), span.label),
@@ -294,13 +380,25 @@ pub fn trace_files(dir: &Path) -> Result<Vec<PathBuf>, TraceError> {
     let entries = match std::fs::read_dir(dir) {
         Ok(entries) => entries,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(source) => return Err(TraceError::Read { path: dir.to_path_buf(), source }),
+        Err(source) => {
+            return Err(TraceError::Read {
+                path: dir.to_path_buf(),
+                source,
+            });
+        }
     };
     let mut files: Vec<(std::time::SystemTime, PathBuf)> = entries
         .filter_map(Result::ok)
         .map(|e| e.path())
         .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
-        .map(|p| (p.metadata().and_then(|m| m.modified()).unwrap_or(std::time::UNIX_EPOCH), p))
+        .map(|p| {
+            (
+                p.metadata()
+                    .and_then(|m| m.modified())
+                    .unwrap_or(std::time::UNIX_EPOCH),
+                p,
+            )
+        })
         .collect();
     files.sort();
     Ok(files.into_iter().map(|(_, p)| p).collect())
@@ -308,7 +406,10 @@ pub fn trace_files(dir: &Path) -> Result<Vec<PathBuf>, TraceError> {
 
 /// Every run in `dir`, oldest first.
 pub fn list_runs(dir: &Path) -> Result<Vec<RunSummary>, TraceError> {
-    trace_files(dir)?.iter().map(|p| RunTrace::read(p).map(|t| t.summary())).collect()
+    trace_files(dir)?
+        .iter()
+        .map(|p| RunTrace::read(p).map(|t| t.summary()))
+        .collect()
 }
 
 /// The run list as a text table.
@@ -317,14 +418,20 @@ pub fn render_run_list(runs: &[RunSummary]) -> String {
         return "no traces yet: `crewai run` records one per kickoff\n".to_string();
     }
     let mut out = String::new();
-    let _ = writeln!(out, "{:<36}  {:<20}  {:<24}  {:>9}  {:>8}  {:>11}  status", "run", "name", "started", "duration", "tokens", "cost");
+    let _ = writeln!(
+        out,
+        "{:<36}  {:<20}  {:<24}  {:>9}  {:>8}  {:>11}  status",
+        "run", "name", "started", "duration", "tokens", "cost"
+    );
     for run in runs {
         let _ = writeln!(
             out,
             "{:<36}  {:<20}  {:<24}  {:>9}  {:>8}  {:>11}  {}",
             run.id,
             one_line(&run.name, 20),
-            run.started.map(|s| s.format("%Y-%m-%d %H:%M:%S UTC").to_string()).unwrap_or_default(),
+            run.started
+                .map(|s| s.format("%Y-%m-%d %H:%M:%S UTC").to_string())
+                .unwrap_or_default(),
             format_ms(run.duration_ms),
             run.usage.total_tokens,
             format_cost(run.usage.cost_usd),
@@ -335,7 +442,9 @@ pub fn render_run_list(runs: &[RunSummary]) -> String {
 }
 
 fn file_id(path: &Path) -> String {
-    path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()
+    path.file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default()
 }
 
 fn kind_label(kind: SpanKind) -> &'static str {
@@ -365,7 +474,11 @@ fn kind_class(kind: SpanKind) -> &'static str {
 
 /// `1.23s`, or `45ms` under a second.
 pub fn format_ms(ms: i64) -> String {
-    if ms < 1000 { format!("{ms}ms") } else { format!("{:.2}s", ms as f64 / 1000.0) }
+    if ms < 1000 {
+        format!("{ms}ms")
+    } else {
+        format!("{:.2}s", ms as f64 / 1000.0)
+    }
 }
 
 /// `$0.000123` (six decimals: single calls of small models cost fractions of a cent).
@@ -375,15 +488,31 @@ pub fn format_cost(usd: f64) -> String {
 
 /// `1200 in / 80 out tokens · $0.000228`.
 pub fn format_usage(usage: &Usage) -> String {
-    let cached = if usage.cached_prompt_tokens > 0 { format!(" ({} cached)", usage.cached_prompt_tokens) } else { String::new() };
-    format!("{} in{cached} / {} out tokens · {}", usage.prompt_tokens, usage.completion_tokens, format_cost(usage.cost_usd))
+    let cached = if usage.cached_prompt_tokens > 0 {
+        format!(" ({} cached)", usage.cached_prompt_tokens)
+    } else {
+        String::new()
+    };
+    format!(
+        "{} in{cached} / {} out tokens · {}",
+        usage.prompt_tokens,
+        usage.completion_tokens,
+        format_cost(usage.cost_usd)
+    )
 }
 
 fn one_line(text: &str, max: usize) -> String {
     let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if flat.chars().count() <= max { flat } else { format!("{}…", flat.chars().take(max).collect::<String>()) }
+    if flat.chars().count() <= max {
+        flat
+    } else {
+        format!("{}…", flat.chars().take(max).collect::<String>())
+    }
 }
 
 fn escape(text: &str) -> String {
-    text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
 }

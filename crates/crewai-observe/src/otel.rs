@@ -13,7 +13,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use crewai_core::events::{EventBus, ListenerId};
-use opentelemetry::trace::{SpanContext, SpanId, SpanKind as OtelSpanKind, Status, TraceFlags, TraceId, TraceState};
+use opentelemetry::trace::{
+    SpanContext, SpanId, SpanKind as OtelSpanKind, Status, TraceFlags, TraceId, TraceState,
+};
 use opentelemetry::{InstrumentationScope, KeyValue};
 use opentelemetry_otlp::{Protocol, WithExportConfig};
 use opentelemetry_sdk::Resource;
@@ -45,7 +47,9 @@ pub enum OtlpProtocol {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum OtelError {
-    #[error("OTEL_EXPORTER_OTLP_PROTOCOL is '{0}', but only 'http/protobuf' and 'http/json' are supported (gRPC is not built in)")]
+    #[error(
+        "OTEL_EXPORTER_OTLP_PROTOCOL is '{0}', but only 'http/protobuf' and 'http/json' are supported (gRPC is not built in)"
+    )]
     UnsupportedProtocol(String),
     #[error("cannot create the OTLP exporter for {endpoint}: {message}")]
     Exporter { endpoint: String, message: String },
@@ -103,13 +107,20 @@ impl OtelConfig {
         if var("OTEL_SDK_DISABLED").is_some_and(|v| v.eq_ignore_ascii_case("true")) {
             return Ok(None);
         }
-        let mut config = match (var("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"), var("OTEL_EXPORTER_OTLP_ENDPOINT")) {
+        let mut config = match (
+            var("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"),
+            var("OTEL_EXPORTER_OTLP_ENDPOINT"),
+        ) {
             // The signal-specific endpoint is used as written.
-            (Some(traces), _) => OtelConfig { traces_endpoint: traces, ..OtelConfig::new("") },
+            (Some(traces), _) => OtelConfig {
+                traces_endpoint: traces,
+                ..OtelConfig::new("")
+            },
             (None, Some(base)) => OtelConfig::new(&base),
             (None, None) => return Ok(None),
         };
-        let protocol = var("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL").or_else(|| var("OTEL_EXPORTER_OTLP_PROTOCOL"));
+        let protocol = var("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
+            .or_else(|| var("OTEL_EXPORTER_OTLP_PROTOCOL"));
         config.protocol = match protocol.as_deref().map(str::trim) {
             None | Some("http/protobuf") => OtlpProtocol::HttpProtobuf,
             Some("http/json") => OtlpProtocol::HttpJson,
@@ -118,7 +129,8 @@ impl OtelConfig {
         if let Some(name) = var("OTEL_SERVICE_NAME") {
             config.service_name = name;
         }
-        config.record_content = var("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT").is_some_and(|v| v.eq_ignore_ascii_case("true"));
+        config.record_content = var("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT")
+            .is_some_and(|v| v.eq_ignore_ascii_case("true"));
         Ok(Some(config))
     }
 }
@@ -148,14 +160,27 @@ impl OtelExport {
             .with_protocol(protocol)
             .with_timeout(EXPORT_TIMEOUT)
             .build()
-            .map_err(|e| OtelError::Exporter { endpoint: config.traces_endpoint.clone(), message: e.to_string() })?;
-        exporter.set_resource(&Resource::builder_empty().with_service_name(config.service_name.clone()).build());
+            .map_err(|e| OtelError::Exporter {
+                endpoint: config.traces_endpoint.clone(),
+                message: e.to_string(),
+            })?;
+        exporter.set_resource(
+            &Resource::builder_empty()
+                .with_service_name(config.service_name.clone())
+                .build(),
+        );
 
         let (sender, receiver) = mpsc::unbounded_channel();
-        let worker = runtime.spawn(export_loop(exporter, receiver, config.traces_endpoint.clone()));
+        let worker = runtime.spawn(export_loop(
+            exporter,
+            receiver,
+            config.traces_endpoint.clone(),
+        ));
         let sender = Arc::new(Mutex::new(Some(sender)));
         let assembler = Arc::new(Mutex::new(SpanAssembler::new()));
-        let shape = Arc::new(SpanShape { record_content: config.record_content });
+        let shape = Arc::new(SpanShape {
+            record_content: config.record_content,
+        });
         let listener = {
             let (sender, assembler, shape) = (sender.clone(), assembler.clone(), shape.clone());
             bus.subscribe(move |event| {
@@ -165,7 +190,14 @@ impl OtelExport {
                 }
             })
         };
-        Ok(OtelExport { bus: bus.clone(), listener, sender, assembler, shape, worker })
+        Ok(OtelExport {
+            bus: bus.clone(),
+            listener,
+            sender,
+            assembler,
+            shape,
+            worker,
+        })
     }
 
     /// Stops listening, closes the spans still open, and waits (at most `timeout`) until every
@@ -178,7 +210,10 @@ impl OtelExport {
         }
         lock(&self.sender).take();
         if tokio::time::timeout(timeout, self.worker).await.is_err() {
-            tracing::warn!("OpenTelemetry export did not finish within {}s; some spans may be lost", timeout.as_secs_f64());
+            tracing::warn!(
+                "OpenTelemetry export did not finish within {}s; some spans may be lost",
+                timeout.as_secs_f64()
+            );
         }
     }
 }
@@ -194,7 +229,11 @@ fn send(sender: &Mutex<Option<mpsc::UnboundedSender<SpanData>>>, span: SpanData)
     }
 }
 
-async fn export_loop(exporter: opentelemetry_otlp::SpanExporter, mut receiver: mpsc::UnboundedReceiver<SpanData>, endpoint: String) {
+async fn export_loop(
+    exporter: opentelemetry_otlp::SpanExporter,
+    mut receiver: mpsc::UnboundedReceiver<SpanData>,
+    endpoint: String,
+) {
     let mut reported = false;
     while let Some(first) = receiver.recv().await {
         let mut batch = vec![first];
@@ -263,7 +302,10 @@ impl SpanShape {
         let opened = &record.opened;
         let closed = record.closed.as_ref();
         let field = |name: &str| opened.get(name).and_then(Value::as_str).map(str::to_string);
-        let mut attributes = vec![KeyValue::new("crewai.span.kind", span_kind_name(record.kind))];
+        let mut attributes = vec![KeyValue::new(
+            "crewai.span.kind",
+            span_kind_name(record.kind),
+        )];
         let mut add = |key: &'static str, value: Option<String>| {
             if let Some(value) = value.filter(|v| !v.is_empty()) {
                 attributes.push(KeyValue::new(key, value));
@@ -275,7 +317,10 @@ impl SpanShape {
             SpanKind::Crew => {
                 add("crewai.crew.name", field("crew_name"));
                 add("crewai.crew.id", field("crew_id"));
-                (format!("crew_kickoff {}", record.label), OtelSpanKind::Internal)
+                (
+                    format!("crew_kickoff {}", record.label),
+                    OtelSpanKind::Internal,
+                )
             }
             SpanKind::Task => {
                 add("crewai.task.id", field("task_id"));
@@ -286,9 +331,17 @@ impl SpanShape {
                 add("gen_ai.agent.id", field("agent_id"));
                 if self.record_content {
                     add("crewai.task.prompt", field("task_prompt"));
-                    add("crewai.agent.output", closed.and_then(|c| c.get("output")).map(|v| json_text(Some(v))));
+                    add(
+                        "crewai.agent.output",
+                        closed
+                            .and_then(|c| c.get("output"))
+                            .map(|v| json_text(Some(v))),
+                    );
                 }
-                (format!("invoke_agent {}", record.label), OtelSpanKind::Internal)
+                (
+                    format!("invoke_agent {}", record.label),
+                    OtelSpanKind::Internal,
+                )
             }
             SpanKind::LlmCall => {
                 let model = record.label.clone();
@@ -296,16 +349,34 @@ impl SpanShape {
                 add("gen_ai.provider.name", Some(provider_of(&model).into()));
                 add("gen_ai.request.model", Some(model.clone()));
                 if let Some(usage) = record.usage() {
-                    attributes.push(KeyValue::new("gen_ai.usage.input_tokens", usage.prompt_tokens as i64));
-                    attributes.push(KeyValue::new("gen_ai.usage.output_tokens", usage.completion_tokens as i64));
-                    attributes.push(KeyValue::new("gen_ai.usage.cache_read.input_tokens", usage.cached_prompt_tokens as i64));
-                    attributes.push(KeyValue::new("gen_ai.usage.reasoning.output_tokens", usage.reasoning_tokens as i64));
+                    attributes.push(KeyValue::new(
+                        "gen_ai.usage.input_tokens",
+                        usage.prompt_tokens as i64,
+                    ));
+                    attributes.push(KeyValue::new(
+                        "gen_ai.usage.output_tokens",
+                        usage.completion_tokens as i64,
+                    ));
+                    attributes.push(KeyValue::new(
+                        "gen_ai.usage.cache_read.input_tokens",
+                        usage.cached_prompt_tokens as i64,
+                    ));
+                    attributes.push(KeyValue::new(
+                        "gen_ai.usage.reasoning.output_tokens",
+                        usage.reasoning_tokens as i64,
+                    ));
                     attributes.push(KeyValue::new("crewai.usage.cost_usd", usage.cost_usd));
                 }
                 if self.record_content {
-                    attributes.push(KeyValue::new("gen_ai.input.messages", json_text(opened.get("messages"))));
+                    attributes.push(KeyValue::new(
+                        "gen_ai.input.messages",
+                        json_text(opened.get("messages")),
+                    ));
                     if let Some(response) = closed.and_then(|c| c.get("response")) {
-                        attributes.push(KeyValue::new("gen_ai.output.messages", json_text(Some(response))));
+                        attributes.push(KeyValue::new(
+                            "gen_ai.output.messages",
+                            json_text(Some(response)),
+                        ));
                     }
                 }
                 (format!("chat {model}"), OtelSpanKind::Client)
@@ -315,13 +386,27 @@ impl SpanShape {
                 add("gen_ai.tool.name", Some(record.label.clone()));
                 add("gen_ai.tool.type", Some("function".into()));
                 if self.record_content {
-                    add("gen_ai.tool.call.arguments", Some(json_text(opened.get("tool_args"))));
-                    add("gen_ai.tool.call.result", closed.and_then(|c| c.get("output")).map(|v| json_text(Some(v))));
+                    add(
+                        "gen_ai.tool.call.arguments",
+                        Some(json_text(opened.get("tool_args"))),
+                    );
+                    add(
+                        "gen_ai.tool.call.result",
+                        closed
+                            .and_then(|c| c.get("output"))
+                            .map(|v| json_text(Some(v))),
+                    );
                 }
-                if let Some(from_cache) = closed.and_then(|c| c.get("from_cache")).and_then(Value::as_bool) {
+                if let Some(from_cache) = closed
+                    .and_then(|c| c.get("from_cache"))
+                    .and_then(Value::as_bool)
+                {
                     attributes.push(KeyValue::new("crewai.tool.from_cache", from_cache));
                 }
-                (format!("execute_tool {}", record.label), OtelSpanKind::Internal)
+                (
+                    format!("execute_tool {}", record.label),
+                    OtelSpanKind::Internal,
+                )
             }
             SpanKind::Delegation => {
                 add("crewai.delegation.from_agent", field("from_agent"));
@@ -332,14 +417,20 @@ impl SpanShape {
                 }
                 (format!("delegate {}", record.label), OtelSpanKind::Internal)
             }
-            SpanKind::Guardrail => (format!("guardrail {}", record.label), OtelSpanKind::Internal),
+            SpanKind::Guardrail => (
+                format!("guardrail {}", record.label),
+                OtelSpanKind::Internal,
+            ),
             SpanKind::Flow => {
                 add("crewai.flow.name", field("flow_name"));
                 (format!("flow {}", record.label), OtelSpanKind::Internal)
             }
             SpanKind::Method => {
                 add("crewai.flow.method", field("method_name"));
-                (format!("flow_method {}", record.label), OtelSpanKind::Internal)
+                (
+                    format!("flow_method {}", record.label),
+                    OtelSpanKind::Internal,
+                )
             }
         };
         let status = match &record.error {
@@ -368,7 +459,9 @@ impl SpanShape {
             events: SpanEvents::default(),
             links: SpanLinks::default(),
             status,
-            instrumentation_scope: InstrumentationScope::builder("crewai-rs").with_version(env!("CARGO_PKG_VERSION")).build(),
+            instrumentation_scope: InstrumentationScope::builder("crewai-rs")
+                .with_version(env!("CARGO_PKG_VERSION"))
+                .build(),
         }
     }
 }
@@ -392,13 +485,28 @@ mod tests {
     use super::*;
 
     fn lookup<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
-        move |name| pairs.iter().find(|(k, _)| *k == name).map(|(_, v)| v.to_string())
+        move |name| {
+            pairs
+                .iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| v.to_string())
+        }
     }
 
     #[test]
     fn export_is_off_without_an_endpoint() {
-        assert_eq!(OtelConfig::from_lookup(lookup(&[("OTEL_SERVICE_NAME", "x")])).unwrap(), None);
-        assert_eq!(OtelConfig::from_lookup(lookup(&[("OTEL_EXPORTER_OTLP_ENDPOINT", "http://h:4318"), ("OTEL_SDK_DISABLED", "true")])).unwrap(), None);
+        assert_eq!(
+            OtelConfig::from_lookup(lookup(&[("OTEL_SERVICE_NAME", "x")])).unwrap(),
+            None
+        );
+        assert_eq!(
+            OtelConfig::from_lookup(lookup(&[
+                ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://h:4318"),
+                ("OTEL_SDK_DISABLED", "true")
+            ]))
+            .unwrap(),
+            None
+        );
     }
 
     #[test]
@@ -414,9 +522,24 @@ mod tests {
         assert_eq!(config.protocol, OtlpProtocol::HttpJson);
         assert_eq!(config.service_name, "research-crew");
         assert!(!config.record_content, "contents are opt-in");
-        let traces = OtelConfig::from_lookup(lookup(&[("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://c/custom"), ("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true")])).unwrap().unwrap();
-        assert_eq!((traces.traces_endpoint.as_str(), traces.protocol, traces.record_content), ("http://c/custom", OtlpProtocol::HttpProtobuf, true));
-        let grpc = OtelConfig::from_lookup(lookup(&[("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c"), ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")]));
+        let traces = OtelConfig::from_lookup(lookup(&[
+            ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://c/custom"),
+            ("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true"),
+        ]))
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            (
+                traces.traces_endpoint.as_str(),
+                traces.protocol,
+                traces.record_content
+            ),
+            ("http://c/custom", OtlpProtocol::HttpProtobuf, true)
+        );
+        let grpc = OtelConfig::from_lookup(lookup(&[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c"),
+            ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"),
+        ]));
         assert!(matches!(grpc, Err(OtelError::UnsupportedProtocol(_))));
     }
 

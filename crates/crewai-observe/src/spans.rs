@@ -91,60 +91,180 @@ pub struct SpanAssembler {
 }
 
 fn text(event: &Value, field: &str) -> String {
-    event.get(field).and_then(Value::as_str).unwrap_or_default().to_string()
+    event
+        .get(field)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string()
 }
 
 fn uuid_field(event: &Value, field: &str) -> Option<Uuid> {
-    event.get(field).and_then(Value::as_str).and_then(|s| Uuid::parse_str(s).ok())
+    event
+        .get(field)
+        .and_then(Value::as_str)
+        .and_then(|s| Uuid::parse_str(s).ok())
 }
 
 fn timestamp(event: &Value) -> Option<DateTime<Utc>> {
     let raw = event.get("timestamp")?.as_str()?;
-    DateTime::parse_from_rfc3339(raw).ok().map(|t| t.with_timezone(&Utc))
+    DateTime::parse_from_rfc3339(raw)
+        .ok()
+        .map(|t| t.with_timezone(&Utc))
 }
 
 /// How an event relates to spans.
 enum Role {
-    Opens { kind: SpanKind, label: String, key: String },
-    Closes { kind: SpanKind, key: String, error: Option<String> },
+    Opens {
+        kind: SpanKind,
+        label: String,
+        key: String,
+    },
+    Closes {
+        kind: SpanKind,
+        key: String,
+        error: Option<String>,
+    },
     /// Neither (a stream chunk): only remembered so its children find their span.
     Inside,
 }
 
 fn role_of(event: &Value) -> Role {
     let kind_of = |name: &str| text(event, name);
-    let tool_key = || format!("{}\u{1f}{}", text(event, "tool_name"), event.get("tool_args").map(Value::to_string).unwrap_or_default());
+    let tool_key = || {
+        format!(
+            "{}\u{1f}{}",
+            text(event, "tool_name"),
+            event
+                .get("tool_args")
+                .map(Value::to_string)
+                .unwrap_or_default()
+        )
+    };
     let error = || Some(text(event, "error"));
     match text(event, "type").as_str() {
-        "crew_kickoff_started" => Role::Opens { kind: SpanKind::Crew, label: kind_of("crew_name"), key: String::new() },
-        "crew_kickoff_completed" => Role::Closes { kind: SpanKind::Crew, key: String::new(), error: None },
-        "crew_kickoff_failed" => Role::Closes { kind: SpanKind::Crew, key: String::new(), error: error() },
-        "task_started" => Role::Opens { kind: SpanKind::Task, label: task_label(event), key: String::new() },
-        "task_completed" => Role::Closes { kind: SpanKind::Task, key: String::new(), error: None },
-        "task_failed" => Role::Closes { kind: SpanKind::Task, key: String::new(), error: error() },
-        "agent_execution_started" | "lite_agent_execution_started" => {
-            Role::Opens { kind: SpanKind::Agent, label: kind_of("agent_role"), key: kind_of("agent_id") }
-        }
-        "agent_execution_completed" | "lite_agent_execution_completed" => Role::Closes { kind: SpanKind::Agent, key: kind_of("agent_id"), error: None },
-        "agent_execution_error" | "lite_agent_execution_error" => Role::Closes { kind: SpanKind::Agent, key: kind_of("agent_id"), error: error() },
-        "llm_call_started" => Role::Opens { kind: SpanKind::LlmCall, label: kind_of("model"), key: kind_of("call_id") },
-        "llm_call_completed" => Role::Closes { kind: SpanKind::LlmCall, key: kind_of("call_id"), error: None },
-        "llm_call_failed" => Role::Closes { kind: SpanKind::LlmCall, key: kind_of("call_id"), error: error() },
-        "tool_usage_started" => Role::Opens { kind: SpanKind::ToolCall, label: kind_of("tool_name"), key: tool_key() },
-        "tool_usage_finished" => Role::Closes { kind: SpanKind::ToolCall, key: tool_key(), error: None },
-        "tool_usage_error" => Role::Closes { kind: SpanKind::ToolCall, key: tool_key(), error: error() },
-        "agent_delegation_started" => Role::Opens { kind: SpanKind::Delegation, label: kind_of("to_agent"), key: String::new() },
-        "agent_delegation_completed" => Role::Closes { kind: SpanKind::Delegation, key: String::new(), error: None },
-        "llm_guardrail_started" => Role::Opens { kind: SpanKind::Guardrail, label: kind_of("guardrail"), key: String::new() },
+        "crew_kickoff_started" => Role::Opens {
+            kind: SpanKind::Crew,
+            label: kind_of("crew_name"),
+            key: String::new(),
+        },
+        "crew_kickoff_completed" => Role::Closes {
+            kind: SpanKind::Crew,
+            key: String::new(),
+            error: None,
+        },
+        "crew_kickoff_failed" => Role::Closes {
+            kind: SpanKind::Crew,
+            key: String::new(),
+            error: error(),
+        },
+        "task_started" => Role::Opens {
+            kind: SpanKind::Task,
+            label: task_label(event),
+            key: String::new(),
+        },
+        "task_completed" => Role::Closes {
+            kind: SpanKind::Task,
+            key: String::new(),
+            error: None,
+        },
+        "task_failed" => Role::Closes {
+            kind: SpanKind::Task,
+            key: String::new(),
+            error: error(),
+        },
+        "agent_execution_started" | "lite_agent_execution_started" => Role::Opens {
+            kind: SpanKind::Agent,
+            label: kind_of("agent_role"),
+            key: kind_of("agent_id"),
+        },
+        "agent_execution_completed" | "lite_agent_execution_completed" => Role::Closes {
+            kind: SpanKind::Agent,
+            key: kind_of("agent_id"),
+            error: None,
+        },
+        "agent_execution_error" | "lite_agent_execution_error" => Role::Closes {
+            kind: SpanKind::Agent,
+            key: kind_of("agent_id"),
+            error: error(),
+        },
+        "llm_call_started" => Role::Opens {
+            kind: SpanKind::LlmCall,
+            label: kind_of("model"),
+            key: kind_of("call_id"),
+        },
+        "llm_call_completed" => Role::Closes {
+            kind: SpanKind::LlmCall,
+            key: kind_of("call_id"),
+            error: None,
+        },
+        "llm_call_failed" => Role::Closes {
+            kind: SpanKind::LlmCall,
+            key: kind_of("call_id"),
+            error: error(),
+        },
+        "tool_usage_started" => Role::Opens {
+            kind: SpanKind::ToolCall,
+            label: kind_of("tool_name"),
+            key: tool_key(),
+        },
+        "tool_usage_finished" => Role::Closes {
+            kind: SpanKind::ToolCall,
+            key: tool_key(),
+            error: None,
+        },
+        "tool_usage_error" => Role::Closes {
+            kind: SpanKind::ToolCall,
+            key: tool_key(),
+            error: error(),
+        },
+        "agent_delegation_started" => Role::Opens {
+            kind: SpanKind::Delegation,
+            label: kind_of("to_agent"),
+            key: String::new(),
+        },
+        "agent_delegation_completed" => Role::Closes {
+            kind: SpanKind::Delegation,
+            key: String::new(),
+            error: None,
+        },
+        "llm_guardrail_started" => Role::Opens {
+            kind: SpanKind::Guardrail,
+            label: kind_of("guardrail"),
+            key: String::new(),
+        },
         "llm_guardrail_completed" => {
             let failed = event.get("success").and_then(Value::as_bool) == Some(false);
-            Role::Closes { kind: SpanKind::Guardrail, key: String::new(), error: failed.then(|| text(event, "error")) }
+            Role::Closes {
+                kind: SpanKind::Guardrail,
+                key: String::new(),
+                error: failed.then(|| text(event, "error")),
+            }
         }
-        "flow_started" => Role::Opens { kind: SpanKind::Flow, label: kind_of("flow_name"), key: String::new() },
-        "flow_finished" => Role::Closes { kind: SpanKind::Flow, key: String::new(), error: None },
-        "method_execution_started" => Role::Opens { kind: SpanKind::Method, label: kind_of("method_name"), key: kind_of("method_name") },
-        "method_execution_finished" => Role::Closes { kind: SpanKind::Method, key: kind_of("method_name"), error: None },
-        "method_execution_failed" => Role::Closes { kind: SpanKind::Method, key: kind_of("method_name"), error: error() },
+        "flow_started" => Role::Opens {
+            kind: SpanKind::Flow,
+            label: kind_of("flow_name"),
+            key: String::new(),
+        },
+        "flow_finished" => Role::Closes {
+            kind: SpanKind::Flow,
+            key: String::new(),
+            error: None,
+        },
+        "method_execution_started" => Role::Opens {
+            kind: SpanKind::Method,
+            label: kind_of("method_name"),
+            key: kind_of("method_name"),
+        },
+        "method_execution_finished" => Role::Closes {
+            kind: SpanKind::Method,
+            key: kind_of("method_name"),
+            error: None,
+        },
+        "method_execution_failed" => Role::Closes {
+            kind: SpanKind::Method,
+            key: kind_of("method_name"),
+            error: error(),
+        },
         _ => Role::Inside,
     }
 }
@@ -170,9 +290,23 @@ impl SpanAssembler {
         match role_of(event) {
             Role::Opens { kind, label, key } => {
                 let parent = parent_event.and_then(|p| self.span_of_event.get(&p).copied());
-                let root = parent.and_then(|p| self.roots.get(&p).copied()).unwrap_or(id);
+                let root = parent
+                    .and_then(|p| self.roots.get(&p).copied())
+                    .unwrap_or(id);
                 self.roots.insert(id, root);
-                self.open.insert(id, OpenSpan { parent, root, kind, label, key, opened_under: parent_event, start: at, opened: event.clone() });
+                self.open.insert(
+                    id,
+                    OpenSpan {
+                        parent,
+                        root,
+                        kind,
+                        label,
+                        key,
+                        opened_under: parent_event,
+                        start: at,
+                        opened: event.clone(),
+                    },
+                );
                 self.order.push(id);
                 self.span_of_event.insert(id, id);
                 None
@@ -195,27 +329,57 @@ impl SpanAssembler {
     /// delegations, agent errors), else the oldest open span of the kind and key opened under
     /// the same parent (agents, tools), else the oldest of the kind and key (LLM calls by call id).
     fn find_open(&self, kind: SpanKind, key: &str, parent_event: Option<Uuid>) -> Option<Uuid> {
-        let matches = |id: &Uuid| self.open.get(id).is_some_and(|s| s.kind == kind && (s.key == key || key.is_empty()));
+        let matches = |id: &Uuid| {
+            self.open
+                .get(id)
+                .is_some_and(|s| s.kind == kind && (s.key == key || key.is_empty()))
+        };
         if let Some(parent) = parent_event
             && matches(&parent)
         {
             return Some(parent);
         }
-        let under_same_parent = self.order.iter().find(|id| matches(id) && self.open[*id].opened_under == parent_event);
-        under_same_parent.or_else(|| self.order.iter().find(|id| matches(id) && !key.is_empty())).copied()
+        let under_same_parent = self
+            .order
+            .iter()
+            .find(|id| matches(id) && self.open[*id].opened_under == parent_event);
+        under_same_parent
+            .or_else(|| self.order.iter().find(|id| matches(id) && !key.is_empty()))
+            .copied()
     }
 
-    fn close(&mut self, span: Uuid, end: DateTime<Utc>, error: Option<String>, closed: Option<Value>) -> Option<SpanRecord> {
+    fn close(
+        &mut self,
+        span: Uuid,
+        end: DateTime<Utc>,
+        error: Option<String>,
+        closed: Option<Value>,
+    ) -> Option<SpanRecord> {
         let open = self.open.remove(&span)?;
         self.order.retain(|id| *id != span);
-        Some(SpanRecord { id: span, parent: open.parent, root: open.root, kind: open.kind, label: open.label, start: open.start, end, error, opened: open.opened, closed })
+        Some(SpanRecord {
+            id: span,
+            parent: open.parent,
+            root: open.root,
+            kind: open.kind,
+            label: open.label,
+            start: open.start,
+            end,
+            error,
+            opened: open.opened,
+            closed,
+        })
     }
 
     /// Closes every span still open (a run that was cut short), at the last event's time.
     pub fn finish(&mut self) -> Vec<SpanRecord> {
         let end = self.last_seen.unwrap_or_else(Utc::now);
         let remaining = std::mem::take(&mut self.order);
-        remaining.into_iter().rev().filter_map(|id| self.close(id, end, Some("did not finish".into()), None)).collect()
+        remaining
+            .into_iter()
+            .rev()
+            .filter_map(|id| self.close(id, end, Some("did not finish".into()), None))
+            .collect()
     }
 }
 
@@ -236,21 +400,118 @@ mod tests {
     fn nests_crew_task_agent_and_calls() {
         let bus = EventBus::new();
         let recorder = EventRecorder::attach(&bus);
-        let crew = bus.emit(None, EventKind::CrewKickoffStarted { crew_name: "c".into(), crew_id: None, inputs: None });
-        let task = bus.emit(Some(crew), EventKind::TaskStarted { task_name: Some("t".into()), task_id: None, agent_role: Some("A".into()), context: None });
-        let agent = bus.emit(Some(task), EventKind::AgentExecutionStarted { agent_role: "A".into(), agent_id: "a1".into(), task_name: Some("t".into()), task_prompt: "p".into(), tools: vec![] });
-        bus.emit(Some(agent), EventKind::LlmCallStarted { call_id: "k".into(), model: "m".into(), agent_role: None, task_name: None, messages: Value::Null, tools: vec![] });
-        bus.emit(Some(agent), EventKind::ToolUsageStarted { tool_name: "x".into(), tool_args: Value::Null, agent_role: None, task_name: None });
-        bus.emit(Some(agent), EventKind::ToolUsageError { tool_name: "x".into(), tool_args: Value::Null, agent_role: None, task_name: None, error: "boom".into() });
-        bus.emit(Some(agent), EventKind::LlmCallCompleted { call_id: "k".into(), model: "m".into(), agent_role: None, task_name: None, response: Value::Null, usage: Usage { total_tokens: 3, ..Default::default() } });
-        bus.emit(Some(task), EventKind::AgentExecutionCompleted { agent_role: "A".into(), agent_id: "a1".into(), task_name: None, output: "o".into() });
-        bus.emit(Some(task), EventKind::TaskCompleted { task_name: Some("t".into()), task_id: None, agent_role: None, output: "o".into() });
-        bus.emit(Some(crew), EventKind::CrewKickoffCompleted { crew_name: "c".into(), crew_id: None, output: "o".into(), total_tokens: 3 });
+        let crew = bus.emit(
+            None,
+            EventKind::CrewKickoffStarted {
+                crew_name: "c".into(),
+                crew_id: None,
+                inputs: None,
+            },
+        );
+        let task = bus.emit(
+            Some(crew),
+            EventKind::TaskStarted {
+                task_name: Some("t".into()),
+                task_id: None,
+                agent_role: Some("A".into()),
+                context: None,
+            },
+        );
+        let agent = bus.emit(
+            Some(task),
+            EventKind::AgentExecutionStarted {
+                agent_role: "A".into(),
+                agent_id: "a1".into(),
+                task_name: Some("t".into()),
+                task_prompt: "p".into(),
+                tools: vec![],
+            },
+        );
+        bus.emit(
+            Some(agent),
+            EventKind::LlmCallStarted {
+                call_id: "k".into(),
+                model: "m".into(),
+                agent_role: None,
+                task_name: None,
+                messages: Value::Null,
+                tools: vec![],
+            },
+        );
+        bus.emit(
+            Some(agent),
+            EventKind::ToolUsageStarted {
+                tool_name: "x".into(),
+                tool_args: Value::Null,
+                agent_role: None,
+                task_name: None,
+            },
+        );
+        bus.emit(
+            Some(agent),
+            EventKind::ToolUsageError {
+                tool_name: "x".into(),
+                tool_args: Value::Null,
+                agent_role: None,
+                task_name: None,
+                error: "boom".into(),
+            },
+        );
+        bus.emit(
+            Some(agent),
+            EventKind::LlmCallCompleted {
+                call_id: "k".into(),
+                model: "m".into(),
+                agent_role: None,
+                task_name: None,
+                response: Value::Null,
+                usage: Usage {
+                    total_tokens: 3,
+                    ..Default::default()
+                },
+            },
+        );
+        bus.emit(
+            Some(task),
+            EventKind::AgentExecutionCompleted {
+                agent_role: "A".into(),
+                agent_id: "a1".into(),
+                task_name: None,
+                output: "o".into(),
+            },
+        );
+        bus.emit(
+            Some(task),
+            EventKind::TaskCompleted {
+                task_name: Some("t".into()),
+                task_id: None,
+                agent_role: None,
+                output: "o".into(),
+            },
+        );
+        bus.emit(
+            Some(crew),
+            EventKind::CrewKickoffCompleted {
+                crew_name: "c".into(),
+                crew_id: None,
+                output: "o".into(),
+                total_tokens: 3,
+            },
+        );
 
         let events: Vec<Value> = recorder.events().iter().map(|e| e.to_json()).collect();
         let spans = spans_of(&events);
         let kinds: Vec<SpanKind> = spans.iter().map(|s| s.kind).collect();
-        assert_eq!(kinds, [SpanKind::ToolCall, SpanKind::LlmCall, SpanKind::Agent, SpanKind::Task, SpanKind::Crew]);
+        assert_eq!(
+            kinds,
+            [
+                SpanKind::ToolCall,
+                SpanKind::LlmCall,
+                SpanKind::Agent,
+                SpanKind::Task,
+                SpanKind::Crew
+            ]
+        );
         let by_kind = |k: SpanKind| spans.iter().find(|s| s.kind == k).unwrap();
         assert_eq!(by_kind(SpanKind::ToolCall).parent, Some(agent));
         assert_eq!(by_kind(SpanKind::ToolCall).error.as_deref(), Some("boom"));
@@ -264,11 +525,30 @@ mod tests {
     fn unfinished_spans_are_closed_as_such() {
         let bus = EventBus::new();
         let recorder = EventRecorder::attach(&bus);
-        let crew = bus.emit(None, EventKind::CrewKickoffStarted { crew_name: "c".into(), crew_id: None, inputs: None });
-        bus.emit(Some(crew), EventKind::TaskStarted { task_name: Some("t".into()), task_id: None, agent_role: None, context: None });
+        let crew = bus.emit(
+            None,
+            EventKind::CrewKickoffStarted {
+                crew_name: "c".into(),
+                crew_id: None,
+                inputs: None,
+            },
+        );
+        bus.emit(
+            Some(crew),
+            EventKind::TaskStarted {
+                task_name: Some("t".into()),
+                task_id: None,
+                agent_role: None,
+                context: None,
+            },
+        );
         let events: Vec<Value> = recorder.events().iter().map(|e| e.to_json()).collect();
         let spans = spans_of(&events);
         assert_eq!(spans.len(), 2);
-        assert!(spans.iter().all(|s| s.error.as_deref() == Some("did not finish")));
+        assert!(
+            spans
+                .iter()
+                .all(|s| s.error.as_deref() == Some("did not finish"))
+        );
     }
 }

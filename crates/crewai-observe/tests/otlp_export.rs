@@ -29,11 +29,21 @@ async fn start_collector() -> (String, Received) {
     let app = Router::new()
         .route(
             "/v1/traces",
-            post(|State(received): State<Received>, headers: HeaderMap, body: Bytes| async move {
-                let content_type = headers.get("content-type").and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
-                received.lock().unwrap().push(("/v1/traces".into(), content_type, body.to_vec()));
-                ""
-            }),
+            post(
+                |State(received): State<Received>, headers: HeaderMap, body: Bytes| async move {
+                    let content_type = headers
+                        .get("content-type")
+                        .and_then(|v| v.to_str().ok())
+                        .unwrap_or_default()
+                        .to_string();
+                    received.lock().unwrap().push((
+                        "/v1/traces".into(),
+                        content_type,
+                        body.to_vec(),
+                    ));
+                    ""
+                },
+            ),
         )
         .with_state(received.clone());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -44,16 +54,55 @@ async fn start_collector() -> (String, Received) {
 
 /// A researcher with one tool and a writer, two tasks, against `server`.
 fn crew(server: &ScriptedServer, bus: &EventBus) -> Crew {
-    let llm = build_llm(&LlmConfig::new("openai/gpt-4o-mini").with_base_url(server.base_url()).with_api_key("sk-test")).unwrap();
-    let lookup = DynamicTool::new("lookup", "Looks a fact up.", json!({"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}), |_args: Value, _ctx| async {
-        Ok(ToolOutput::Text("bees dance".into()))
-    })
+    let llm = build_llm(
+        &LlmConfig::new("openai/gpt-4o-mini")
+            .with_base_url(server.base_url())
+            .with_api_key("sk-test"),
+    )
+    .unwrap();
+    let lookup = DynamicTool::new(
+        "lookup",
+        "Looks a fact up.",
+        json!({"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}),
+        |_args: Value, _ctx| async { Ok(ToolOutput::Text("bees dance".into())) },
+    )
     .into_handle();
-    let researcher = Agent::builder().role("Researcher").goal("Find facts").backstory("Careful.").llm(llm.clone()).tools(vec![lookup]).build().unwrap();
-    let writer = Agent::builder().role("Writer").goal("Write").backstory("Brief.").llm(llm).build().unwrap();
-    let research = Task::builder().name("research").description("Find a fact about bees").expected_output("A fact").agent(researcher.clone()).build().unwrap();
-    let write = Task::builder().name("write").description("Write a line").expected_output("A line").agent(writer.clone()).build().unwrap();
-    Crew::builder().name("bees").agents(vec![researcher, writer]).tasks(vec![research, write]).event_bus(bus.clone()).build().unwrap()
+    let researcher = Agent::builder()
+        .role("Researcher")
+        .goal("Find facts")
+        .backstory("Careful.")
+        .llm(llm.clone())
+        .tools(vec![lookup])
+        .build()
+        .unwrap();
+    let writer = Agent::builder()
+        .role("Writer")
+        .goal("Write")
+        .backstory("Brief.")
+        .llm(llm)
+        .build()
+        .unwrap();
+    let research = Task::builder()
+        .name("research")
+        .description("Find a fact about bees")
+        .expected_output("A fact")
+        .agent(researcher.clone())
+        .build()
+        .unwrap();
+    let write = Task::builder()
+        .name("write")
+        .description("Write a line")
+        .expected_output("A line")
+        .agent(writer.clone())
+        .build()
+        .unwrap();
+    Crew::builder()
+        .name("bees")
+        .agents(vec![researcher, writer])
+        .tasks(vec![research, write])
+        .event_bus(bus.clone())
+        .build()
+        .unwrap()
 }
 
 fn script(server: &ScriptedServer) {
@@ -69,10 +118,18 @@ fn attributes(span: &Value) -> BTreeMap<String, Value> {
         .flatten()
         .map(|kv| {
             let value = &kv["value"];
-            let plain = value.get("stringValue").cloned().or_else(|| value.get("intValue").map(|v| match v {
-                Value::String(s) => json!(s.parse::<i64>().unwrap()),
-                other => other.clone(),
-            })).or_else(|| value.get("doubleValue").cloned()).or_else(|| value.get("boolValue").cloned()).unwrap_or(Value::Null);
+            let plain = value
+                .get("stringValue")
+                .cloned()
+                .or_else(|| {
+                    value.get("intValue").map(|v| match v {
+                        Value::String(s) => json!(s.parse::<i64>().unwrap()),
+                        other => other.clone(),
+                    })
+                })
+                .or_else(|| value.get("doubleValue").cloned())
+                .or_else(|| value.get("boolValue").cloned())
+                .unwrap_or(Value::Null);
             (kv["key"].as_str().unwrap().to_string(), plain)
         })
         .collect()
@@ -84,7 +141,9 @@ async fn spans_arrive_with_names_parents_and_genai_attributes_over_http_json() {
     let server = ScriptedServer::start().await;
     script(&server);
     let bus = EventBus::new();
-    let config = OtelConfig::new(&collector).with_protocol(OtlpProtocol::HttpJson).with_service_name("bee-crew");
+    let config = OtelConfig::new(&collector)
+        .with_protocol(OtlpProtocol::HttpJson)
+        .with_service_name("bee-crew");
     let export = OtelExport::start(&bus, &config).unwrap();
 
     crew(&server, &bus).kickoff(Inputs::new()).await.unwrap();
@@ -105,10 +164,21 @@ async fn spans_arrive_with_names_parents_and_genai_attributes_over_http_json() {
             }
         }
     }
-    let named = |name: &str| spans.iter().filter(|s| s["name"] == name).cloned().collect::<Vec<_>>();
+    let named = |name: &str| {
+        spans
+            .iter()
+            .filter(|s| s["name"] == name)
+            .cloned()
+            .collect::<Vec<_>>()
+    };
     let one = |name: &str| {
         let found = named(name);
-        assert_eq!(found.len(), 1, "one span named {name}: {:?}", spans.iter().map(|s| s["name"].clone()).collect::<Vec<_>>());
+        assert_eq!(
+            found.len(),
+            1,
+            "one span named {name}: {:?}",
+            spans.iter().map(|s| s["name"].clone()).collect::<Vec<_>>()
+        );
         found[0].clone()
     };
     let crew_span = one("crew_kickoff bees");
@@ -120,7 +190,12 @@ async fn spans_arrive_with_names_parents_and_genai_attributes_over_http_json() {
     assert_eq!(chats.len(), 3);
     assert_eq!(spans.len(), 9, "crew, 2 tasks, 2 agents, 3 chats, 1 tool");
 
-    let parent = |span: &Value| span.get("parentSpanId").and_then(Value::as_str).unwrap_or_default().to_string();
+    let parent = |span: &Value| {
+        span.get("parentSpanId")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
     let id = |span: &Value| span["spanId"].as_str().unwrap().to_string();
     assert_eq!(parent(&crew_span), "", "the kickoff is the root");
     assert_eq!(parent(&research), id(&crew_span));
@@ -128,9 +203,15 @@ async fn spans_arrive_with_names_parents_and_genai_attributes_over_http_json() {
     assert_eq!(parent(&researcher), id(&research));
     assert_eq!(parent(&tool), id(&researcher));
     assert!(chats.iter().take(2).all(|c| parent(c) == id(&researcher)));
-    assert!(spans.iter().all(|s| s["traceId"] == crew_span["traceId"]), "one trace per kickoff");
+    assert!(
+        spans.iter().all(|s| s["traceId"] == crew_span["traceId"]),
+        "one trace per kickoff"
+    );
 
-    let first_chat = chats.iter().find(|c| attributes(c)["gen_ai.usage.input_tokens"] == 300).expect("the tool-calling chat");
+    let first_chat = chats
+        .iter()
+        .find(|c| attributes(c)["gen_ai.usage.input_tokens"] == 300)
+        .expect("the tool-calling chat");
     let attrs = attributes(first_chat);
     assert_eq!(attrs["gen_ai.operation.name"], "chat");
     assert_eq!(attrs["gen_ai.request.model"], "gpt-4o-mini");
@@ -138,12 +219,18 @@ async fn spans_arrive_with_names_parents_and_genai_attributes_over_http_json() {
     assert_eq!(attrs["gen_ai.usage.output_tokens"], 20);
     assert_eq!(attrs["gen_ai.agent.name"], "Researcher");
     assert!(attrs["crewai.usage.cost_usd"].as_f64().unwrap() > 0.0);
-    assert!(!attrs.contains_key("gen_ai.input.messages"), "contents are recorded only when asked for");
+    assert!(
+        !attrs.contains_key("gen_ai.input.messages"),
+        "contents are recorded only when asked for"
+    );
     let tool_attrs = attributes(&tool);
     assert_eq!(tool_attrs["gen_ai.operation.name"], "execute_tool");
     assert_eq!(tool_attrs["gen_ai.tool.name"], "lookup");
     assert!(!tool_attrs.contains_key("gen_ai.tool.call.arguments"));
-    assert_eq!(attributes(&researcher)["gen_ai.operation.name"], "invoke_agent");
+    assert_eq!(
+        attributes(&researcher)["gen_ai.operation.name"],
+        "invoke_agent"
+    );
 }
 
 #[tokio::test]
@@ -159,10 +246,25 @@ async fn protobuf_is_the_default_and_contents_are_opt_in() {
 
     let bodies = received.lock().unwrap().clone();
     assert!(!bodies.is_empty());
-    let all: Vec<u8> = bodies.iter().flat_map(|(_, _, body)| body.clone()).collect();
-    assert!(bodies.iter().all(|(_, content_type, _)| content_type == "application/x-protobuf"));
+    let all: Vec<u8> = bodies
+        .iter()
+        .flat_map(|(_, _, body)| body.clone())
+        .collect();
+    assert!(
+        bodies
+            .iter()
+            .all(|(_, content_type, _)| content_type == "application/x-protobuf")
+    );
     let contains = |needle: &str| all.windows(needle.len()).any(|w| w == needle.as_bytes());
-    for name in ["crew_kickoff bees", "task write", "execute_tool lookup", "gen_ai.usage.input_tokens", "gen_ai.input.messages", "gen_ai.tool.call.arguments", "Find a fact about bees"] {
+    for name in [
+        "crew_kickoff bees",
+        "task write",
+        "execute_tool lookup",
+        "gen_ai.usage.input_tokens",
+        "gen_ai.input.messages",
+        "gen_ai.tool.call.arguments",
+        "Find a fact about bees",
+    ] {
         assert!(contains(name), "the protobuf export carries {name}");
     }
 }

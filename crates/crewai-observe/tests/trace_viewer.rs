@@ -6,7 +6,8 @@ use std::path::Path;
 use crewai_observe::local::{RunTrace, list_runs, render_run_list};
 
 fn fixture() -> RunTrace {
-    RunTrace::read(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/two_tasks.jsonl")).unwrap()
+    RunTrace::read(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/two_tasks.jsonl"))
+        .unwrap()
 }
 
 const TREE: &str = "\
@@ -31,23 +32,49 @@ fn the_tree_shows_agents_tasks_calls_durations_tokens_and_cost() {
 fn the_html_page_is_self_contained_with_one_timeline_row_per_span() {
     let html = fixture().render_html();
     assert!(html.starts_with("<!DOCTYPE html>"));
-    assert!(!html.contains("<script") && !html.contains("http://") && !html.contains("https://"), "no scripts, no external resources");
+    assert!(
+        !html.contains("<script") && !html.contains("http://") && !html.contains("https://"),
+        "no scripts, no external resources"
+    );
     assert_eq!(html.matches("<tr><td class=\"name\"").count(), 9);
     let first_call = "<tr><td class=\"name\" style=\"padding-left:4.0em\">llm <b>gpt-4o-mini</b></td><td class=\"num\">500ms</td><td class=\"num\">1200 in / 80 out tokens · $0.000228</td><td class=\"lane\"><div class=\"bar llm\" style=\"left:1.84%;width:30.67%\" title=\"llm gpt-4o-mini\"></div></td></tr>";
     assert!(html.contains(first_call), "{html}");
-    assert!(html.contains("class=\"bar llm failed\""), "the failed call is marked");
+    assert!(
+        html.contains("class=\"bar llm failed\""),
+        "the failed call is marked"
+    );
 }
 
 #[test]
 fn the_run_list_has_one_line_per_trace() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::copy(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/two_tasks.jsonl"), dir.path().join("run-a.jsonl")).unwrap();
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/two_tasks.jsonl"),
+        dir.path().join("run-a.jsonl"),
+    )
+    .unwrap();
     let runs = list_runs(dir.path()).unwrap();
     assert_eq!(runs.len(), 1);
-    assert_eq!((runs[0].name.as_str(), runs[0].status, runs[0].usage.total_tokens), ("research crew", "failed", 3930));
+    assert_eq!(
+        (
+            runs[0].name.as_str(),
+            runs[0].status,
+            runs[0].usage.total_tokens
+        ),
+        ("research crew", "failed", 3930)
+    );
     let table = render_run_list(&runs);
-    assert!(table.lines().nth(1).unwrap().starts_with("run-a "), "{table}");
-    assert!(table.contains("$0.000580") && table.contains("2026-12-01 09:00:00 UTC"), "{table}");
-    assert!(RunTrace::find(dir.path(), "run-").is_ok(), "a prefix of the id is enough");
+    assert!(
+        table.lines().nth(1).unwrap().starts_with("run-a "),
+        "{table}"
+    );
+    assert!(
+        table.contains("$0.000580") && table.contains("2026-12-01 09:00:00 UTC"),
+        "{table}"
+    );
+    assert!(
+        RunTrace::find(dir.path(), "run-").is_ok(),
+        "a prefix of the id is enough"
+    );
     assert!(RunTrace::find(dir.path(), "nope").is_err());
 }

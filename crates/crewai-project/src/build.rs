@@ -217,9 +217,11 @@ impl Project {
             builder = builder.max_tokens(v);
         }
         if let Some(prices) = &crew.pricing {
-            let overrides = crewai_llm::PriceTable::from_prices(prices.clone()).map_err(|err| ProjectError::Build {
-                context: format!("crew '{}' pricing", self.name()),
-                message: err.to_string(),
+            let overrides = crewai_llm::PriceTable::from_prices(prices.clone()).map_err(|err| {
+                ProjectError::Build {
+                    context: format!("crew '{}' pricing", self.name()),
+                    message: err.to_string(),
+                }
             })?;
             builder = builder.prices(crewai_llm::PriceTable::builtin().with_overrides(&overrides));
         }

@@ -148,7 +148,9 @@ fn agents_without_a_model_get_the_default_and_named_models_are_kept() {
         &[
             (
                 "config/agents.yaml",
-                &format!("plain:\n  role: Plain\n  goal: G\n  backstory: B.\nnamed:\n  role: Named\n  goal: G\n  backstory: B.\n{LLM}"),
+                &format!(
+                    "plain:\n  role: Plain\n  goal: G\n  backstory: B.\nnamed:\n  role: Named\n  goal: G\n  backstory: B.\n{LLM}"
+                ),
             ),
             (
                 "config/tasks.yaml",

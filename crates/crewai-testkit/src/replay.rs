@@ -52,11 +52,18 @@ pub const EXHAUSTED_STATUS: u16 = 599;
 #[derive(Debug, thiserror::Error)]
 pub enum ReplayError {
     #[error("cannot read cassette {path}: {source}")]
-    Read { path: PathBuf, source: std::io::Error },
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("cassette {origin} is not valid YAML: {message}")]
     Yaml { origin: String, message: String },
     #[error("cassette {origin}: interaction {index}: {message}")]
-    Interaction { origin: String, index: usize, message: String },
+    Interaction {
+        origin: String,
+        index: usize,
+        message: String,
+    },
     #[error("cannot bind the replay server on 127.0.0.1: {0}")]
     Bind(std::io::Error),
 }
@@ -84,12 +91,16 @@ pub struct Interaction {
 impl Interaction {
     /// The recorded request body parsed as JSON (None when absent or not JSON).
     pub fn request_body(&self) -> Option<Value> {
-        self.request_text.as_deref().and_then(|text| serde_json::from_str(text).ok())
+        self.request_text
+            .as_deref()
+            .and_then(|text| serde_json::from_str(text).ok())
     }
 
     /// True when the recorded response is a server-sent-event stream.
     pub fn is_event_stream(&self) -> bool {
-        self.content_type.as_deref().is_some_and(|ct| ct.starts_with("text/event-stream"))
+        self.content_type
+            .as_deref()
+            .is_some_and(|ct| ct.starts_with("text/event-stream"))
     }
 }
 
@@ -123,7 +134,14 @@ fn host_and_path(uri: &str) -> (String, String) {
     let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
     let host = host.split(':').next().unwrap_or(host).to_ascii_lowercase();
     let path = rest.split(['?', '#']).next().unwrap_or("/");
-    (host, if path.is_empty() { "/".to_string() } else { path.to_string() })
+    (
+        host,
+        if path.is_empty() {
+            "/".to_string()
+        } else {
+            path.to_string()
+        },
+    )
 }
 
 /// Reads a YAML scalar that holds text: a plain string, or a tagged one (`!!binary` telemetry).
@@ -161,7 +179,10 @@ impl Cassette {
     /// Loads a cassette file.
     pub fn load(path: impl AsRef<Path>) -> Result<Cassette, ReplayError> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path).map_err(|source| ReplayError::Read { path: path.to_path_buf(), source })?;
+        let text = std::fs::read_to_string(path).map_err(|source| ReplayError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
         Self::parse(&text, &path.display().to_string())
     }
 
@@ -172,21 +193,36 @@ impl Cassette {
 
     fn parse(text: &str, origin: &str) -> Result<Cassette, ReplayError> {
         let root: yaml_serde::Value =
-            yaml_serde::from_str(text).map_err(|e| ReplayError::Yaml { origin: origin.to_string(), message: e.to_string() })?;
+            yaml_serde::from_str(text).map_err(|e| ReplayError::Yaml {
+                origin: origin.to_string(),
+                message: e.to_string(),
+            })?;
         let items = match get(&root, "interactions") {
             Some(yaml_serde::Value::Sequence(items)) => items.as_slice(),
             Some(yaml_serde::Value::Null) | None => &[],
             Some(_) => {
-                return Err(ReplayError::Yaml { origin: origin.to_string(), message: "`interactions` must be a list".into() });
+                return Err(ReplayError::Yaml {
+                    origin: origin.to_string(),
+                    message: "`interactions` must be a list".into(),
+                });
             }
         };
         let mut cassette = Cassette::default();
         for (index, item) in items.iter().enumerate() {
-            let bad = |message: &str| ReplayError::Interaction { origin: origin.to_string(), index, message: message.to_string() };
+            let bad = |message: &str| ReplayError::Interaction {
+                origin: origin.to_string(),
+                index,
+                message: message.to_string(),
+            };
             let request = get(item, "request").ok_or_else(|| bad("missing `request`"))?;
             let response = get(item, "response").ok_or_else(|| bad("missing `response`"))?;
-            let uri = get(request, "uri").and_then(yaml_text).ok_or_else(|| bad("missing `request.uri`"))?;
-            let method = get(request, "method").and_then(yaml_text).unwrap_or_else(|| "GET".into()).to_ascii_uppercase();
+            let uri = get(request, "uri")
+                .and_then(yaml_text)
+                .ok_or_else(|| bad("missing `request.uri`"))?;
+            let method = get(request, "method")
+                .and_then(yaml_text)
+                .unwrap_or_else(|| "GET".into())
+                .to_ascii_uppercase();
             let (host, path) = host_and_path(&uri);
             if is_telemetry(&host, &path) {
                 cassette.skipped_telemetry += 1;
@@ -198,7 +234,9 @@ impl Cassette {
                 .and_then(|c| u16::try_from(c).ok())
                 .ok_or_else(|| bad("missing or invalid `response.status.code`"))?;
             let response_body = match get(response, "body") {
-                Some(body @ yaml_serde::Value::Mapping(_)) => get(body, "string").and_then(yaml_text).unwrap_or_default(),
+                Some(body @ yaml_serde::Value::Mapping(_)) => {
+                    get(body, "string").and_then(yaml_text).unwrap_or_default()
+                }
                 Some(other) => yaml_text(other).unwrap_or_default(),
                 None => String::new(),
             };
@@ -247,7 +285,9 @@ type Shared = Arc<Mutex<Replay>>;
 fn lock(shared: &Shared) -> MutexGuard<'_, Replay> {
     // A panic while holding the lock cannot leave the replay state half-updated in a way that
     // matters to a reader, so a poisoned lock is still usable.
-    shared.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    shared
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// A running replay server; stops when dropped.
@@ -264,10 +304,19 @@ impl ReplayServer {
     pub async fn start(cassette: Cassette) -> Result<ReplayServer, ReplayError> {
         let mut queues: HashMap<(String, String), VecDeque<usize>> = HashMap::new();
         for (i, interaction) in cassette.interactions.iter().enumerate() {
-            queues.entry((interaction.method.clone(), interaction.path.clone())).or_default().push_back(i);
+            queues
+                .entry((interaction.method.clone(), interaction.path.clone()))
+                .or_default()
+                .push_back(i);
         }
-        let state: Shared = Arc::new(Mutex::new(Replay { interactions: cassette.interactions, queues, ..Default::default() }));
-        let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await.map_err(ReplayError::Bind)?;
+        let state: Shared = Arc::new(Mutex::new(Replay {
+            interactions: cassette.interactions,
+            queues,
+            ..Default::default()
+        }));
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
+            .await
+            .map_err(ReplayError::Bind)?;
         let addr = listener.local_addr().map_err(ReplayError::Bind)?;
         let app = Router::new().fallback(answer).with_state(state.clone());
         let (shutdown, stopped) = oneshot::channel::<()>();
@@ -279,7 +328,12 @@ impl ReplayServer {
                 tracing::warn!(%error, "replay server stopped with an error");
             }
         });
-        Ok(ReplayServer { addr, state, shutdown: Some(shutdown), task: Some(task) })
+        Ok(ReplayServer {
+            addr,
+            state,
+            shutdown: Some(shutdown),
+            task: Some(task),
+        })
     }
 
     /// Loads a cassette file and serves it.
@@ -381,10 +435,14 @@ async fn answer(State(state): State<Shared>, method: Method, uri: Uri, body: Byt
 }
 
 fn recorded_response(interaction: &Interaction) -> Response {
-    let status = StatusCode::from_u16(interaction.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let status =
+        StatusCode::from_u16(interaction.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let mut response = Response::new(Body::from(interaction.response_body.clone()));
     *response.status_mut() = status;
-    let content_type = interaction.content_type.as_deref().unwrap_or("application/json");
+    let content_type = interaction
+        .content_type
+        .as_deref()
+        .unwrap_or("application/json");
     if let Ok(value) = HeaderValue::from_str(content_type) {
         response.headers_mut().insert(header::CONTENT_TYPE, value);
     }
@@ -395,8 +453,12 @@ fn exhausted_response(message: &str) -> Response {
     let body = serde_json::json!({"error": {"message": message, "type": "replay_exhausted", "code": "replay_exhausted"}});
     let mut response = Response::new(Body::from(body.to_string()));
     // 599 is inside http's valid range, so this cannot fail; fall back to 500 regardless.
-    *response.status_mut() = StatusCode::from_u16(EXHAUSTED_STATUS).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    *response.status_mut() =
+        StatusCode::from_u16(EXHAUSTED_STATUS).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
     response
 }
 
@@ -406,15 +468,30 @@ mod tests {
 
     #[test]
     fn splits_uris() {
-        assert_eq!(host_and_path("https://api.openai.com/v1/chat/completions"), ("api.openai.com".into(), "/v1/chat/completions".into()));
-        assert_eq!(host_and_path("https://telemetry.crewai.com:4319/v1/traces?x=1"), ("telemetry.crewai.com".into(), "/v1/traces".into()));
-        assert_eq!(host_and_path("http://localhost:3000"), ("localhost".into(), "/".into()));
+        assert_eq!(
+            host_and_path("https://api.openai.com/v1/chat/completions"),
+            ("api.openai.com".into(), "/v1/chat/completions".into())
+        );
+        assert_eq!(
+            host_and_path("https://telemetry.crewai.com:4319/v1/traces?x=1"),
+            ("telemetry.crewai.com".into(), "/v1/traces".into())
+        );
+        assert_eq!(
+            host_and_path("http://localhost:3000"),
+            ("localhost".into(), "/".into())
+        );
     }
 
     #[test]
     fn recognises_telemetry() {
-        assert!(is_telemetry("app.crewai.com", "/crewai_plus/api/v1/tracing/batches"));
-        assert!(is_telemetry("localhost", "/crewai_plus/api/v1/tracing/batches/1/events"));
+        assert!(is_telemetry(
+            "app.crewai.com",
+            "/crewai_plus/api/v1/tracing/batches"
+        ));
+        assert!(is_telemetry(
+            "localhost",
+            "/crewai_plus/api/v1/tracing/batches/1/events"
+        ));
         assert!(is_telemetry("telemetry.crewai.com", "/v1/traces"));
         assert!(!is_telemetry("api.openai.com", "/v1/chat/completions"));
         assert!(!is_telemetry("api.anthropic.com", "/v1/messages"));
@@ -444,15 +521,32 @@ interactions:
         assert_eq!(cassette.skipped_telemetry, 2);
         assert_eq!(cassette.interactions.len(), 1);
         let only = &cassette.interactions[0];
-        assert_eq!((only.cassette_index, only.method.as_str(), only.path.as_str()), (2, "POST", "/v1/chat/completions"));
+        assert_eq!(
+            (
+                only.cassette_index,
+                only.method.as_str(),
+                only.path.as_str()
+            ),
+            (2, "POST", "/v1/chat/completions")
+        );
         assert!(only.is_event_stream());
-        assert_eq!(only.request_body(), Some(serde_json::json!({"model": "gpt-4o"})));
+        assert_eq!(
+            only.request_body(),
+            Some(serde_json::json!({"model": "gpt-4o"}))
+        );
     }
 
     #[test]
     fn reports_broken_cassettes() {
-        let error = Cassette::from_yaml_str("interactions:\n- request: {method: POST}\n  response: {}\n").unwrap_err();
-        assert!(error.to_string().contains("interaction 0: missing `request.uri`"), "{error}");
+        let error =
+            Cassette::from_yaml_str("interactions:\n- request: {method: POST}\n  response: {}\n")
+                .unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .contains("interaction 0: missing `request.uri`"),
+            "{error}"
+        );
         assert!(Cassette::from_yaml_str("interactions: 3").is_err());
     }
 }

@@ -19,26 +19,50 @@ interactions:
 
 #[tokio::test]
 async fn plays_each_path_in_order_then_reports_exhaustion() {
-    let server = ReplayServer::start(Cassette::from_yaml_str(CASSETTE).unwrap()).await.unwrap();
+    let server = ReplayServer::start(Cassette::from_yaml_str(CASSETTE).unwrap())
+        .await
+        .unwrap();
     assert_eq!(server.recorded(), 3);
     let client = reqwest::Client::new();
     let chat = server.url("/v1/chat/completions");
 
     // The body is never matched: a different body still gets the first recorded response.
-    let first = client.post(&chat).body(r#"{"different":true}"#).send().await.unwrap();
+    let first = client
+        .post(&chat)
+        .body(r#"{"different":true}"#)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(first.status(), 200);
     assert_eq!(first.text().await.unwrap(), r#"{"reply":"first"}"#);
 
-    let embedding = client.post(server.url("/v1/embeddings?x=1")).body("{}").send().await.unwrap();
+    let embedding = client
+        .post(server.url("/v1/embeddings?x=1"))
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(embedding.text().await.unwrap(), r#"{"reply":"embedding"}"#);
 
     let streamed = client.post(&chat).body("{}").send().await.unwrap();
-    assert_eq!(streamed.headers()["content-type"], "text/event-stream; charset=utf-8");
-    assert_eq!(streamed.text().await.unwrap(), "data: {\"a\":1}\n\ndata: [DONE]\n\n");
+    assert_eq!(
+        streamed.headers()["content-type"],
+        "text/event-stream; charset=utf-8"
+    );
+    assert_eq!(
+        streamed.text().await.unwrap(),
+        "data: {\"a\":1}\n\ndata: [DONE]\n\n"
+    );
 
     let exhausted = client.post(&chat).body("not json").send().await.unwrap();
     assert_eq!(exhausted.status().as_u16(), 599);
-    assert!(exhausted.text().await.unwrap().contains("ran out of recorded responses at request 4 (/v1/chat/completions)"));
+    assert!(
+        exhausted
+            .text()
+            .await
+            .unwrap()
+            .contains("ran out of recorded responses at request 4 (/v1/chat/completions)")
+    );
 
     // A GET on the same path is a different queue.
     let get = client.get(&chat).send().await.unwrap();
@@ -54,7 +78,10 @@ async fn plays_each_path_in_order_then_reports_exhaustion() {
     );
     let requests = server.requests();
     assert_eq!(requests.len(), 5);
-    assert_eq!(requests[0].body, Some(serde_json::json!({"different": true})));
+    assert_eq!(
+        requests[0].body,
+        Some(serde_json::json!({"different": true}))
+    );
     assert_eq!(requests[0].answered_by, Some(0));
     assert_eq!(requests[2].answered_by, Some(2));
     assert_eq!(requests[3].body, None);
@@ -65,11 +92,20 @@ async fn plays_each_path_in_order_then_reports_exhaustion() {
 
 #[tokio::test]
 async fn servers_are_isolated() {
-    let a = ReplayServer::start(Cassette::from_yaml_str(CASSETTE).unwrap()).await.unwrap();
-    let b = ReplayServer::start(Cassette::from_yaml_str(CASSETTE).unwrap()).await.unwrap();
+    let a = ReplayServer::start(Cassette::from_yaml_str(CASSETTE).unwrap())
+        .await
+        .unwrap();
+    let b = ReplayServer::start(Cassette::from_yaml_str(CASSETTE).unwrap())
+        .await
+        .unwrap();
     assert_ne!(a.addr(), b.addr());
     let client = reqwest::Client::new();
-    client.post(a.url("/v1/chat/completions")).body("{}").send().await.unwrap();
+    client
+        .post(a.url("/v1/chat/completions"))
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(a.played(), 1);
     assert_eq!(b.played(), 0);
     assert!(b.requests().is_empty());

@@ -31,7 +31,11 @@ async fn search_notes(query: String, limit: Option<u32>, tags: Vec<String>) -> S
 /// The full OpenAI function definition of a `#[tool]` (schema + strict form), as sent per call.
 #[divan::bench(args = ["word_counter", "search_notes"])]
 fn definition(name: &str) -> crewai_llm::ToolDefinition {
-    let handle: ToolHandle = if name == "word_counter" { word_counter_tool() } else { search_notes_tool() };
+    let handle: ToolHandle = if name == "word_counter" {
+        word_counter_tool()
+    } else {
+        search_notes_tool()
+    };
     black_box(&handle).definition()
 }
 

@@ -7,6 +7,7 @@ pub use crewai_flow as flow;
 pub use crewai_llm as llm;
 pub use crewai_tools as tools;
 
+pub use crewai_core::AgentError;
 pub use crewai_core::agent::{Agent, AgentBuilder, AgentOutput, KickoffInput};
 pub use crewai_core::crew::{Crew, CrewBuilder, CrewError, CrewStream, Process, StreamChunk};
 pub use crewai_core::events::{Event, EventBus, EventKind};
@@ -15,8 +16,7 @@ pub use crewai_core::hooks::{HookDecision, HookedLlm, Hooks};
 pub use crewai_core::output::{CrewOutput, OutputFormat, TaskOutput};
 pub use crewai_core::store::TaskOutputStore;
 pub use crewai_core::task::{Task, TaskBuilder};
-pub use crewai_core::AgentError;
-pub use crewai_llm::{build_llm, LlmConfig};
+pub use crewai_llm::{LlmConfig, build_llm};
 
 /// Turns a documented function into a tool; the generated code refers to `crewai::tools`, so a
 /// dependency on `crewai` alone is enough. Rules and options: [`crewai_macros::tool`].
@@ -39,8 +39,8 @@ pub use crewai_macros::crewai_tool as tool;
 
 /// The names most programs need.
 pub mod prelude {
-    pub use crewai_flow::Flow;
     pub use crate::tool;
+    pub use crewai_core::AgentError;
     pub use crewai_core::agent::{Agent, AgentOutput};
     pub use crewai_core::crew::{Crew, CrewError, Process};
     pub use crewai_core::events::{Event, EventBus, EventKind};
@@ -48,8 +48,10 @@ pub mod prelude {
     pub use crewai_core::hooks::{HookDecision, Hooks};
     pub use crewai_core::output::{CrewOutput, TaskOutput};
     pub use crewai_core::task::Task;
-    pub use crewai_core::AgentError;
-    pub use crewai_llm::{build_llm, Llm, LlmConfig, LlmError, LlmRequest, LlmResponse, Message, Usage};
+    pub use crewai_flow::Flow;
+    pub use crewai_llm::{
+        Llm, LlmConfig, LlmError, LlmRequest, LlmResponse, Message, Usage, build_llm,
+    };
     pub use crewai_tools::{Tool, ToolContext, ToolError, ToolHandle, ToolOutput};
 }
 

@@ -36,10 +36,19 @@ impl RateLimitWaiter<'_> {
                 if self.verbose {
                     println!("{}", rate_limit_notice(self.agent_role, max_rpm, wait));
                 }
-                tracing::info!(agent = self.agent_role, wait_ms, "max RPM reached; waiting for the rate limit");
+                tracing::info!(
+                    agent = self.agent_role,
+                    wait_ms,
+                    "max RPM reached; waiting for the rate limit"
+                );
                 self.events.emit(
                     self.parent,
-                    EventKind::RateLimitWaitStarted { agent_role: self.agent_role.to_string(), task_name: self.task_name.map(str::to_string), max_rpm, wait_ms },
+                    EventKind::RateLimitWaitStarted {
+                        agent_role: self.agent_role.to_string(),
+                        task_name: self.task_name.map(str::to_string),
+                        max_rpm,
+                        wait_ms,
+                    },
                 );
             })
             .await;
@@ -47,9 +56,18 @@ impl RateLimitWaiter<'_> {
 }
 
 /// The verbose line of an agent held back by its requests-per-minute limit.
-pub(crate) fn rate_limit_notice(agent_role: &str, max_rpm: Option<u32>, wait: std::time::Duration) -> String {
-    let limit = max_rpm.map(|rpm| format!(" ({rpm} per minute)")).unwrap_or_default();
-    format!("⏳ Agent {agent_role}: max RPM reached{limit}; waiting {:.1} s for the next request slot.", wait.as_secs_f64())
+pub(crate) fn rate_limit_notice(
+    agent_role: &str,
+    max_rpm: Option<u32>,
+    wait: std::time::Duration,
+) -> String {
+    let limit = max_rpm
+        .map(|rpm| format!(" ({rpm} per minute)"))
+        .unwrap_or_default();
+    format!(
+        "⏳ Agent {agent_role}: max RPM reached{limit}; waiting {:.1} s for the next request slot.",
+        wait.as_secs_f64()
+    )
 }
 
 /// Why a call produced no usable response.
@@ -65,8 +83,16 @@ pub(crate) enum CallFailure {
 /// The prompt tokens a request sends, estimated at four characters a token (what a budget checks
 /// before the call; the provider's count replaces it afterwards).
 fn estimated_prompt_tokens(request: &LlmRequest) -> u64 {
-    let chars: usize = request.messages.iter().map(|m| m.text().len()).sum::<usize>()
-        + request.tools.iter().map(|t| t.name.len() + t.description.len() + t.parameters.to_string().len()).sum::<usize>();
+    let chars: usize = request
+        .messages
+        .iter()
+        .map(|m| m.text().len())
+        .sum::<usize>()
+        + request
+            .tools
+            .iter()
+            .map(|t| t.name.len() + t.description.len() + t.parameters.to_string().len())
+            .sum::<usize>();
     (chars as u64).div_ceil(4)
 }
 
@@ -196,9 +222,20 @@ impl Execution {
 
     /// Waits for the rate limit (the agent's own, else the crew's), saying so when it has to wait.
     async fn wait_for_rate_limit(&self) {
-        let limiter = self.agent.config.rate_limiter.as_ref().or(self.services.rate_limiter.as_ref());
+        let limiter = self
+            .agent
+            .config
+            .rate_limiter
+            .as_ref()
+            .or(self.services.rate_limiter.as_ref());
         if let Some(limiter) = limiter {
-            let waiting = RateLimitWaiter { events: &self.services.events, parent: self.event_id, agent_role: self.role(), task_name: self.task_name.as_deref(), verbose: self.agent.verbose() };
+            let waiting = RateLimitWaiter {
+                events: &self.services.events,
+                parent: self.event_id,
+                agent_role: self.role(),
+                task_name: self.task_name.as_deref(),
+                verbose: self.agent.verbose(),
+            };
             waiting.acquire(limiter).await;
         }
     }
@@ -300,8 +337,17 @@ mod tests {
     #[test]
     fn the_rate_limit_notice_names_the_agent_the_limit_and_the_wait() {
         let line = rate_limit_notice("Writer", Some(2), std::time::Duration::from_secs(30));
-        assert!(line.contains("Writer") && line.contains("max RPM reached") && line.contains("2 per minute") && line.contains("waiting 30.0 s"), "{line}");
-        assert!(!rate_limit_notice("Writer", None, std::time::Duration::from_millis(1500)).contains("per minute"));
+        assert!(
+            line.contains("Writer")
+                && line.contains("max RPM reached")
+                && line.contains("2 per minute")
+                && line.contains("waiting 30.0 s"),
+            "{line}"
+        );
+        assert!(
+            !rate_limit_notice("Writer", None, std::time::Duration::from_millis(1500))
+                .contains("per minute")
+        );
     }
 
     #[test]

@@ -15,16 +15,24 @@ use crate::task::Task;
 pub enum ManagerError {
     #[error("a hierarchical crew needs `manager_llm` or `manager_agent`")]
     Missing,
-    #[error("the manager agent '{0}' has tools; a manager may only delegate (its tools are the delegation tools), so remove its tools")]
+    #[error(
+        "the manager agent '{0}' has tools; a manager may only delegate (its tools are the delegation tools), so remove its tools"
+    )]
     HasTools(String),
-    #[error("the manager agent '{0}' is also one of the crew's agents; give the manager separately from `agents`")]
+    #[error(
+        "the manager agent '{0}' is also one of the crew's agents; give the manager separately from `agents`"
+    )]
     AlsoWorker(String),
     #[error("could not create the manager: {0}")]
     Build(Box<AgentError>),
 }
 
 /// The crew's manager: `manager_agent` as given (checked), or a new one on `manager_llm`.
-pub fn manager(manager_agent: Option<&Agent>, manager_llm: Option<&Arc<dyn Llm>>, agents: &[Agent]) -> Result<Agent, ManagerError> {
+pub fn manager(
+    manager_agent: Option<&Agent>,
+    manager_llm: Option<&Arc<dyn Llm>>,
+    agents: &[Agent],
+) -> Result<Agent, ManagerError> {
     if let Some(agent) = manager_agent {
         if !agent.tools().is_empty() {
             return Err(ManagerError::HasTools(agent.role().to_string()));

@@ -38,7 +38,13 @@ pub struct RunContext {
 impl RunContext {
     /// A context for a task run outside any crew.
     pub fn standalone() -> Self {
-        RunContext { services: RunServices::default(), agents: Vec::new(), task_callback: None, input_provider: Arc::new(ConsoleInputProvider), task_timeout: None }
+        RunContext {
+            services: RunServices::default(),
+            agents: Vec::new(),
+            task_callback: None,
+            input_provider: Arc::new(ConsoleInputProvider),
+            task_timeout: None,
+        }
     }
 
     /// The deadline for a task run by `agent`.
@@ -48,19 +54,37 @@ impl RunContext {
 
     /// The delegation tools `agent` gets in this run, if it may delegate and has coworkers.
     /// `coworkers` are the candidates; the agent itself is never one of them.
-    pub fn delegation_tools(&self, agent: &Agent, coworkers: &[Agent], from: DelegatedFrom, parent: Option<Uuid>) -> Vec<ToolHandle> {
-        let others: Vec<Agent> = coworkers.iter().filter(|c| c.role() != agent.role()).cloned().collect();
+    pub fn delegation_tools(
+        &self,
+        agent: &Agent,
+        coworkers: &[Agent],
+        from: DelegatedFrom,
+        parent: Option<Uuid>,
+    ) -> Vec<ToolHandle> {
+        let others: Vec<Agent> = coworkers
+            .iter()
+            .filter(|c| c.role() != agent.role())
+            .cloned()
+            .collect();
         let chain = self.services.delegation.extended(agent.role());
         // Tools that could only be refused are not offered; the others stay reachable so that a
         // model naming an agent up the chain is told why it cannot.
-        if others.iter().all(|c| chain.chain.iter().any(|on| on == c.role())) {
+        if others
+            .iter()
+            .all(|c| chain.chain.iter().any(|on| on == c.role()))
+        {
             return Vec::new();
         }
         DelegationScope {
             coworkers: others.iter().map(|a| a.role().to_string()).collect(),
             chain: chain.chain.clone(),
             max_depth: chain.max_depth,
-            runner: Arc::new(CrewCoworkers { run: self.clone(), coworkers: others, from, parent }),
+            runner: Arc::new(CrewCoworkers {
+                run: self.clone(),
+                coworkers: others,
+                from,
+                parent,
+            }),
         }
         .tools()
     }
@@ -109,7 +133,11 @@ pub async fn execute_task(
     let result = match run.deadline_for(agent) {
         Some(limit) => match tokio::time::timeout(limit, work).await {
             Ok(result) => result,
-            Err(_) => Err(TaskError::Timeout { task: task.key(), agent: agent.role().to_string(), after: limit }),
+            Err(_) => Err(TaskError::Timeout {
+                task: task.key(),
+                agent: agent.role().to_string(),
+                after: limit,
+            }),
         },
         None => work.await,
     };
@@ -141,7 +169,9 @@ async fn run_task_steps(
 ) -> Result<TaskOutput, TaskError> {
     let attempt = |extra: Option<String>| {
         let context = match (&context, extra) {
-            (Some(base), Some(extra)) => Some(prompts::join_context([base.as_str(), extra.as_str()])),
+            (Some(base), Some(extra)) => {
+                Some(prompts::join_context([base.as_str(), extra.as_str()]))
+            }
             (base, extra) => extra.or_else(|| base.clone()),
         };
         run_and_shape(run, task, agent, context, tools.clone(), started)
@@ -151,11 +181,22 @@ async fn run_task_steps(
     if task.human_input() {
         loop {
             let question = prompts::human_feedback_request(task.description(), &output.raw);
-            let feedback = run.input_provider.ask(&question).await.map_err(|e| TaskError::HumanInput { task: task.key(), message: e.to_string() })?;
+            let feedback =
+                run.input_provider
+                    .ask(&question)
+                    .await
+                    .map_err(|e| TaskError::HumanInput {
+                        task: task.key(),
+                        message: e.to_string(),
+                    })?;
             if feedback.trim().is_empty() {
                 break;
             }
-            output = attempt(Some(prompts::human_feedback_context(feedback.trim(), &output.raw))).await?;
+            output = attempt(Some(prompts::human_feedback_context(
+                feedback.trim(),
+                &output.raw,
+            )))
+            .await?;
         }
     }
 
@@ -163,7 +204,10 @@ async fn run_task_steps(
     for (index, guardrail) in task.guardrails().iter().enumerate() {
         let mut retries = 0;
         loop {
-            let llm = agent.llm().ok().map(|llm| SideCallLlm::wrap(llm, run, agent, task, started));
+            let llm = agent
+                .llm()
+                .ok()
+                .map(|llm| SideCallLlm::wrap(llm, run, agent, task, started));
             let ctx = GuardrailContext {
                 llm: llm.as_ref(),
                 events: &run.services.events,
@@ -172,7 +216,14 @@ async fn run_task_steps(
                 agent_role: Some(agent.role()),
                 task_name: task.name(),
             };
-            let verdict = guardrail.evaluate(&output, ctx).await.map_err(|e| TaskError::Guardrail { task: task.key(), message: e.to_string() })?;
+            let verdict =
+                guardrail
+                    .evaluate(&output, ctx)
+                    .await
+                    .map_err(|e| TaskError::Guardrail {
+                        task: task.key(),
+                        message: e.to_string(),
+                    })?;
             match verdict.outcome {
                 Ok(pass) => {
                     let replaced_raw = matches!(pass, GuardrailPass::Raw(_));
@@ -187,17 +238,33 @@ async fn run_task_steps(
                 }
                 Err(feedback) => {
                     if retries >= task.guardrail_max_retries() {
-                        let label = if several { format!("guardrail {index}") } else { format!("guardrail '{}'", guardrail.name()) };
-                        return Err(TaskError::GuardrailFailed { task: task.key(), guardrail: label, retries, last_error: feedback });
+                        let label = if several {
+                            format!("guardrail {index}")
+                        } else {
+                            format!("guardrail '{}'", guardrail.name())
+                        };
+                        return Err(TaskError::GuardrailFailed {
+                            task: task.key(),
+                            guardrail: label,
+                            retries,
+                            last_error: feedback,
+                        });
                     }
                     retries += 1;
-                    output = attempt(Some(prompts::guardrail_retry_context(&feedback, &output.raw))).await?;
+                    output = attempt(Some(prompts::guardrail_retry_context(
+                        &feedback,
+                        &output.raw,
+                    )))
+                    .await?;
                 }
             }
         }
     }
 
-    for callback in [task.callback(), run.task_callback.as_ref()].into_iter().flatten() {
+    for callback in [task.callback(), run.task_callback.as_ref()]
+        .into_iter()
+        .flatten()
+    {
         if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| callback(&output))).is_err() {
             tracing::warn!(task = %task.key(), "a task callback panicked; the task's output is kept");
         }
@@ -218,32 +285,66 @@ async fn run_and_shape(
     let schema = task.output_schema();
     // Native structured output only without tools: a tool-calling turn cannot also be held to a format.
     let native = schema.filter(|_| tools.is_empty());
-    let mut request = AgentTaskRequest::new(task.prompt()).with_tools(tools.clone()).with_parent_event(started).with_services(run.services.clone());
+    let mut request = AgentTaskRequest::new(task.prompt())
+        .with_tools(tools.clone())
+        .with_parent_event(started)
+        .with_services(run.services.clone());
     request.context = context;
     request.task_name = task.name().map(str::to_string);
     request.task_id = Some(task.id().to_string());
     if let Some(schema) = native {
         request = request.with_response_format(schema.response_format());
     }
-    let result: AgentTaskResult = agent.run_task(request).await.map_err(|source| TaskError::Agent { task: task.key(), source: Box::new(source) })?;
+    let result: AgentTaskResult =
+        agent
+            .run_task(request)
+            .await
+            .map_err(|source| TaskError::Agent {
+                task: task.key(),
+                source: Box::new(source),
+            })?;
 
-    let mut output = TaskOutput::new(task.description(), task.expected_output(), result.raw.clone(), agent.role());
+    let mut output = TaskOutput::new(
+        task.description(),
+        task.expected_output(),
+        result.raw.clone(),
+        agent.role(),
+    );
     output.name = task.name().map(str::to_string);
     output.messages = result.messages;
     let Some(schema) = schema else {
         return Ok(output);
     };
     output.output_format = schema.format();
-    let conversion_failed = |source| TaskError::Conversion { task: task.key(), source: Box::new(source), raw: result.raw.clone() };
+    let conversion_failed = |source| TaskError::Conversion {
+        task: task.key(),
+        source: Box::new(source),
+        raw: result.raw.clone(),
+    };
 
-    let value = match result.typed.as_ref().map(|typed| schema.validate(typed).map(|_| typed.clone())) {
+    let value = match result
+        .typed
+        .as_ref()
+        .map(|typed| schema.validate(typed).map(|_| typed.clone()))
+    {
         Some(Ok(value)) => value,
         _ => match schema.parse_lenient(&result.raw) {
             Ok(value) => value,
             Err(_) => {
-                let llm = agent.function_calling_llm().cloned().map(Ok).unwrap_or_else(|| agent.llm()).map_err(|source| TaskError::Agent { task: task.key(), source: Box::new(source) })?;
+                let llm = agent
+                    .function_calling_llm()
+                    .cloned()
+                    .map(Ok)
+                    .unwrap_or_else(|| agent.llm())
+                    .map_err(|source| TaskError::Agent {
+                        task: task.key(),
+                        source: Box::new(source),
+                    })?;
                 let llm = SideCallLlm::wrap(llm, run, agent, task, started);
-                let (value, _usage) = schema.convert_with_llm(llm.as_ref(), &result.raw, agent.max_retry_limit() + 1).await.map_err(conversion_failed)?;
+                let (value, _usage) = schema
+                    .convert_with_llm(llm.as_ref(), &result.raw, agent.max_retry_limit() + 1)
+                    .await
+                    .map_err(conversion_failed)?;
                 value
             }
         },
@@ -259,20 +360,33 @@ async fn write_output_file(task: &Task, output: &TaskOutput) -> Result<(), TaskE
         return Ok(());
     };
     let path = PathBuf::from(file);
-    let failed = |message: String| TaskError::OutputFile { task: task.key(), path: path.clone(), message };
+    let failed = |message: String| TaskError::OutputFile {
+        task: task.key(),
+        path: path.clone(),
+        message,
+    };
     let text = match (output.output_format, &output.json_dict, &output.pydantic) {
-        (OutputFormat::Json, Some(value), _) => serde_json::to_string_pretty(value).map_err(|e| failed(e.to_string()))?,
+        (OutputFormat::Json, Some(value), _) => {
+            serde_json::to_string_pretty(value).map_err(|e| failed(e.to_string()))?
+        }
         (OutputFormat::Pydantic, _, Some(value)) => value.to_string(),
         _ => output.raw.clone(),
     };
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         if task.create_directory() {
-            tokio::fs::create_dir_all(dir).await.map_err(|e| failed(e.to_string()))?;
+            tokio::fs::create_dir_all(dir)
+                .await
+                .map_err(|e| failed(e.to_string()))?;
         } else if !dir.exists() {
-            return Err(failed(format!("the directory {} does not exist and create_directory is false", dir.display())));
+            return Err(failed(format!(
+                "the directory {} does not exist and create_directory is false",
+                dir.display()
+            )));
         }
     }
-    tokio::fs::write(&path, text).await.map_err(|e| failed(e.to_string()))
+    tokio::fs::write(&path, text)
+        .await
+        .map_err(|e| failed(e.to_string()))
 }
 
 /// A model call the task layer makes itself (structured-output conversion, an LLM guardrail's
@@ -289,10 +403,19 @@ struct SideCallLlm {
 }
 
 impl SideCallLlm {
-    fn wrap(inner: Arc<dyn Llm>, run: &RunContext, agent: &Agent, task: &Task, parent: Uuid) -> Arc<dyn Llm> {
+    fn wrap(
+        inner: Arc<dyn Llm>,
+        run: &RunContext,
+        agent: &Agent,
+        task: &Task,
+        parent: Uuid,
+    ) -> Arc<dyn Llm> {
         Arc::new(SideCallLlm {
             inner,
-            rate_limiter: agent.rate_limiter().or(run.services.rate_limiter.as_ref()).cloned(),
+            rate_limiter: agent
+                .rate_limiter()
+                .or(run.services.rate_limiter.as_ref())
+                .cloned(),
             services: run.services.clone(),
             agent_role: agent.role().to_string(),
             verbose: agent.verbose(),
@@ -315,7 +438,13 @@ impl Llm for SideCallLlm {
     }
     async fn call(&self, request: LlmRequest) -> Result<LlmResponse, LlmError> {
         if let Some(limiter) = &self.rate_limiter {
-            let waiter = RateLimitWaiter { events: &self.services.events, parent: Some(self.parent), agent_role: &self.agent_role, task_name: self.task_name.as_deref(), verbose: self.verbose };
+            let waiter = RateLimitWaiter {
+                events: &self.services.events,
+                parent: Some(self.parent),
+                agent_role: &self.agent_role,
+                task_name: self.task_name.as_deref(),
+                verbose: self.verbose,
+            };
             waiter.acquire(limiter).await;
         }
         let call_id = Uuid::new_v4().to_string();
@@ -327,7 +456,8 @@ impl Llm for SideCallLlm {
                 model: self.model().to_string(),
                 agent_role: Some(self.agent_role.clone()),
                 task_name: self.task_name.clone(),
-                messages: serde_json::to_value(&request.messages).unwrap_or(serde_json::Value::Null),
+                messages: serde_json::to_value(&request.messages)
+                    .unwrap_or(serde_json::Value::Null),
                 tools: request.tools.iter().map(|t| t.name.clone()).collect(),
             },
         );
@@ -337,7 +467,12 @@ impl Llm for SideCallLlm {
         };
         match &mut result {
             Ok(response) => {
-                response.usage = self.services.usage.record_call(self.inner.model(), &self.agent_role, self.task_name.as_deref(), &response.usage);
+                response.usage = self.services.usage.record_call(
+                    self.inner.model(),
+                    &self.agent_role,
+                    self.task_name.as_deref(),
+                    &response.usage,
+                );
                 events.emit(
                     Some(self.parent),
                     EventKind::LlmCallCompleted {
@@ -345,7 +480,9 @@ impl Llm for SideCallLlm {
                         model: self.model().to_string(),
                         agent_role: Some(self.agent_role.clone()),
                         task_name: self.task_name.clone(),
-                        response: serde_json::Value::String(response.content.clone().unwrap_or_default()),
+                        response: serde_json::Value::String(
+                            response.content.clone().unwrap_or_default(),
+                        ),
                         usage: response.usage,
                     },
                 );
@@ -353,7 +490,13 @@ impl Llm for SideCallLlm {
             Err(error) => {
                 events.emit(
                     Some(self.parent),
-                    EventKind::LlmCallFailed { call_id, model: self.model().to_string(), agent_role: Some(self.agent_role.clone()), task_name: self.task_name.clone(), error: error.to_string() },
+                    EventKind::LlmCallFailed {
+                        call_id,
+                        model: self.model().to_string(),
+                        agent_role: Some(self.agent_role.clone()),
+                        task_name: self.task_name.clone(),
+                        error: error.to_string(),
+                    },
                 );
             }
         }
@@ -371,36 +514,69 @@ struct CrewCoworkers {
 
 #[async_trait]
 impl CoworkerRunner for CrewCoworkers {
-    async fn run_coworker(&self, request: DelegationRequest, ctx: &ToolContext) -> Result<String, String> {
-        let coworker = self.coworkers.iter().find(|a| a.role() == request.coworker).ok_or_else(|| format!("no coworker '{}' in this crew", request.coworker))?;
+    async fn run_coworker(
+        &self,
+        request: DelegationRequest,
+        ctx: &ToolContext,
+    ) -> Result<String, String> {
+        let coworker = self
+            .coworkers
+            .iter()
+            .find(|a| a.role() == request.coworker)
+            .ok_or_else(|| format!("no coworker '{}' in this crew", request.coworker))?;
         let from = request.chain.last().cloned().unwrap_or_default();
         let events = &self.run.services.events;
         // Under the tool call that asked for it, when the executor says which one it was.
-        let parent = ctx.parent_event_id.as_deref().and_then(|id| Uuid::parse_str(id).ok()).or(self.parent);
+        let parent = ctx
+            .parent_event_id
+            .as_deref()
+            .and_then(|id| Uuid::parse_str(id).ok())
+            .or(self.parent);
         let delegation = events.emit(
             parent,
-            EventKind::AgentDelegationStarted { from_agent: from.clone(), to_agent: coworker.role().to_string(), kind: request.kind.as_str().into(), task: request.work.clone() },
+            EventKind::AgentDelegationStarted {
+                from_agent: from.clone(),
+                to_agent: coworker.role().to_string(),
+                kind: request.kind.as_str().into(),
+                task: request.work.clone(),
+            },
         );
 
         // One level down the chain: the coworker may delegate on only to agents not yet on it.
         let mut run = self.run.clone();
         run.services.delegation.chain = request.chain.clone();
-        let onward = DelegatedFrom { task_name: self.from.task_name.clone(), task_tools: Vec::new() };
-        let tools = if coworker.allow_delegation() { run.delegation_tools(coworker, &run.agents.clone(), onward, Some(delegation)) } else { Vec::new() };
-        let own = if self.from.task_tools.is_empty() { coworker.tools().to_vec() } else { self.from.task_tools.clone() };
+        let onward = DelegatedFrom {
+            task_name: self.from.task_name.clone(),
+            task_tools: Vec::new(),
+        };
+        let tools = if coworker.allow_delegation() {
+            run.delegation_tools(coworker, &run.agents.clone(), onward, Some(delegation))
+        } else {
+            Vec::new()
+        };
+        let own = if self.from.task_tools.is_empty() {
+            coworker.tools().to_vec()
+        } else {
+            self.from.task_tools.clone()
+        };
         let tools = merge_tools(own, tools);
 
-        let mut task_request = AgentTaskRequest::new(crate::prompts::agent::task_prompt(&request.work, prompts::DELEGATED_EXPECTED_OUTPUT))
-            .with_tools(tools)
-            .with_parent_event(delegation)
-            .with_services(run.services.clone());
+        let mut task_request = AgentTaskRequest::new(crate::prompts::agent::task_prompt(
+            &request.work,
+            prompts::DELEGATED_EXPECTED_OUTPUT,
+        ))
+        .with_tools(tools)
+        .with_parent_event(delegation)
+        .with_services(run.services.clone());
         task_request.task_name = self.from.task_name.clone();
         if !request.context.trim().is_empty() {
             task_request = task_request.with_context(request.context.clone());
         }
         let work = coworker.run_task(task_request);
         let result = match run.deadline_for(coworker) {
-            Some(limit) => tokio::time::timeout(limit, work).await.map_err(|_| format!("no answer within {}s", limit.as_secs_f64()))?,
+            Some(limit) => tokio::time::timeout(limit, work)
+                .await
+                .map_err(|_| format!("no answer within {}s", limit.as_secs_f64()))?,
             None => work.await,
         };
         let answer = result.map(|r| r.raw).map_err(|e| e.to_string());

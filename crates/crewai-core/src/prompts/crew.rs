@@ -36,8 +36,7 @@ pub const CONTEXT_ARG: &str = "Everything the coworker needs to know to do it";
 pub const COWORKER_ARG: &str = "The role of the coworker, exactly as listed";
 
 /// The expected output of the task a coworker receives through delegation.
-pub const DELEGATED_EXPECTED_OUTPUT: &str =
-    "The most useful answer you can give the coworker who asked, taking all the context they shared into account.";
+pub const DELEGATED_EXPECTED_OUTPUT: &str = "The most useful answer you can give the coworker who asked, taking all the context they shared into account.";
 
 /// The observation when the named coworker does not exist.
 pub fn unknown_coworker(named: &str, coworkers: &[String]) -> String {
@@ -119,7 +118,9 @@ pub fn converter_system(schema_pretty: &str) -> String {
 
 /// The retry message of the conversion call when its previous reply was not valid.
 pub fn converter_retry(error: &str) -> String {
-    format!("That reply could not be used: {error}. Return only a JSON object that follows the schema.")
+    format!(
+        "That reply could not be used: {error}. Return only a JSON object that follows the schema."
+    )
 }
 
 /// Separator between the outputs of earlier tasks when they form a task's context.
@@ -127,7 +128,10 @@ pub const CONTEXT_SEPARATOR: &str = "\n\n----------\n\n";
 
 /// Joins earlier outputs into one context block.
 pub fn join_context<'a>(outputs: impl IntoIterator<Item = &'a str>) -> String {
-    outputs.into_iter().collect::<Vec<_>>().join(CONTEXT_SEPARATOR)
+    outputs
+        .into_iter()
+        .collect::<Vec<_>>()
+        .join(CONTEXT_SEPARATOR)
 }
 
 /// The question shown to a human when a task has `human_input`.
@@ -153,7 +157,9 @@ mod tests {
     fn delegation_descriptions_start_like_crewai() {
         let roles = vec!["Researcher".to_string(), "Senior Writer".to_string()];
         assert!(delegate_tool_description(&roles).starts_with("Delegate a specific task to one of the following coworkers: Researcher, Senior Writer\n"));
-        assert!(ask_tool_description(&roles).starts_with("Ask a specific question to one of the following coworkers: Researcher, Senior Writer\n"));
+        assert!(ask_tool_description(&roles).starts_with(
+            "Ask a specific question to one of the following coworkers: Researcher, Senior Writer\n"
+        ));
     }
 
     #[test]

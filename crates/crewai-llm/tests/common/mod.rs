@@ -19,26 +19,41 @@ pub fn conformance_dir() -> PathBuf {
 pub fn fixture(case: &str, index: usize) -> Option<(String, String)> {
     let dir = conformance_dir();
     if !dir.is_dir() {
-        eprintln!("skipping: CrewAI conformance fixtures not found at {}", dir.display());
+        eprintln!(
+            "skipping: CrewAI conformance fixtures not found at {}",
+            dir.display()
+        );
         return None;
     }
     let path = dir.join(case).join("cassette.yaml");
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let cassette: serde_json::Value = yaml_serde::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let cassette: serde_json::Value =
+        yaml_serde::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let interaction = &cassette["interactions"][index];
-    let request = interaction["request"]["body"].as_str().unwrap_or_default().to_string();
-    let response = interaction["response"]["body"]["string"].as_str().unwrap_or_default().to_string();
+    let request = interaction["request"]["body"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let response = interaction["response"]["body"]["string"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
     Some((request, response))
 }
 
 /// Retries in milliseconds so tests stay fast.
 pub fn fast_retries(max_retries: u32) -> RetryPolicy {
-    RetryPolicy::default().with_max_retries(max_retries).with_delays(Duration::from_millis(1), Duration::from_millis(5)).with_max_retry_after(Duration::from_millis(50))
+    RetryPolicy::default()
+        .with_max_retries(max_retries)
+        .with_delays(Duration::from_millis(1), Duration::from_millis(5))
+        .with_max_retry_after(Duration::from_millis(50))
 }
 
 /// Builds `config` with a test key and fast retries, without reading the process environment.
 pub fn build(config: &LlmConfig, max_retries: u32) -> Arc<dyn Llm> {
-    let options = BuildOptions::new().with_env_vars([("OPENAI_API_KEY", "sk-test")]).with_retry_policy(fast_retries(max_retries));
+    let options = BuildOptions::new()
+        .with_env_vars([("OPENAI_API_KEY", "sk-test")])
+        .with_retry_policy(fast_retries(max_retries));
     build_llm_with(config, &options).unwrap_or_else(|e| panic!("build failed: {e}"))
 }
 
