@@ -133,9 +133,19 @@ pub async fn run(args: RunArgs) -> Result<(), Failure> {
         };
         return print_out(&text);
     }
-    let inputs = project.effective_inputs(&given);
-    let (crew, store, progress, observers) =
-        build(&project, &given, registry, &args.common).await?;
+    kickoff_and_record(&project, &given, registry, &args.common).await
+}
+
+/// Builds the crew, records the run in the project's store, kicks it off with the project's
+/// effective inputs, and reports the result (`run` and `chat` share this).
+async fn kickoff_and_record(
+    project: &Project,
+    given: &Inputs,
+    registry: ToolRegistry,
+    common: &ProjectArgs,
+) -> Result<(), Failure> {
+    let inputs = project.effective_inputs(given);
+    let (crew, store, progress, observers) = build(project, given, registry, common).await?;
     let run_id = store
         .start_run_async(project.name(), inputs.clone(), false)
         .await
@@ -143,13 +153,7 @@ pub async fn run(args: RunArgs) -> Result<(), Failure> {
     let result = crew.kickoff(inputs).await;
     progress.finish();
     observers.finish().await;
-    finish(
-        &store,
-        run_id,
-        result.map_err(|e| anyhow!(e)),
-        args.common.json,
-    )
-    .await
+    finish(&store, run_id, result.map_err(|e| anyhow!(e)), common.json).await
 }
 
 /// Builds the crew with the CLI's options: event bus, the project's store, `--llm`, `--verbose`.
@@ -408,24 +412,8 @@ pub async fn chat(args: ChatArgs) -> Result<(), Failure> {
         let mut err = std::io::stderr();
         ask_inputs(&project, &mut stdin.lock(), &mut err).map_err(Failure::config)?
     };
-    let inputs = project.effective_inputs(&given);
     let registry = registry_for(&project, &dir);
-    let (crew, store, progress, observers) =
-        build(&project, &given, registry, &args.common).await?;
-    let run_id = store
-        .start_run_async(project.name(), inputs.clone(), false)
-        .await
-        .map_err(Failure::run)?;
-    let result = crew.kickoff(inputs).await;
-    progress.finish();
-    observers.finish().await;
-    finish(
-        &store,
-        run_id,
-        result.map_err(|e| anyhow!(e)),
-        args.common.json,
-    )
-    .await
+    kickoff_and_record(&project, &given, registry, &args.common).await
 }
 
 #[cfg(test)]
