@@ -87,6 +87,7 @@ if [[ " $SECTIONS " == *" lat0 "* ]]; then
     for side in $(ordered_sides "$rep"); do
       if [ "$side" = crewai ]; then impl=crewai-py; cmd="$CREWAI_CMD"; else impl=rust; cmd="$RUST_CMD"; fi
       echo "== lat0 rep $rep: $impl" >&2
+      echo "lat0 rep $rep $impl: $(uptime)" >>"$OUT/load.txt"
       IMPL="$impl" CMD="$cmd" PY="$VENV/bin/python" REPS=1 ONLY=cold,seq20 PORT0="$PORT0" \
         OUT="$OUT/lat0-$impl" bash "$SHARED/run_baseline.sh"
     done
@@ -101,16 +102,30 @@ trap stop_mock EXIT
 # run_lat REP IMPL C RUNS CMD...  -> one annotated JSON line appended to $OUT/lat$LATENCY_MS.jsonl
 run_lat() {
   local rep="$1" impl="$2" conc="$3" runs="$4"; shift 4
-  local js
+  local js mock_cpu0 mock_cpu1
   echo "== lat$LATENCY_MS rep $rep: $impl C=$conc runs=$runs" >&2
+  mock_cpu0=$(proc_cpu_s "$MOCK_PID")
   if ! js=$(timeout "$RUN_TIMEOUT" "$@" --port "$LAT_PORT" --runs "$runs" --concurrency "$conc" \
         --label "c$conc" </dev/null 2>>"$OUT/stderr-lat$LATENCY_MS-$impl.txt" | tail -1) || [ -z "$js" ]; then
     echo "   failed or timed out (see $OUT/stderr-lat$LATENCY_MS-$impl.txt)" >&2
     js='{"failed": true}'
   fi
-  python3 -c 'import json,sys; r=json.loads(sys.argv[1]); r.update(section="lat", impl_side=sys.argv[2], rep=int(sys.argv[3]), conc=int(sys.argv[4]), latency_ms=float(sys.argv[5])); print(json.dumps(r))' \
-    "$js" "$impl" "$rep" "$conc" "$LATENCY_MS" | tee -a "$OUT/lat$LATENCY_MS.jsonl" | \
-    python3 -c 'import json,sys; r=json.loads(sys.stdin.read()); print("   calls/s=%s wall=%ss in_flight=%s rss=%sMB" % (r.get("llm_calls_per_s"), r.get("total_wall_s"), r.get("mock_max_in_flight"), r.get("peak_rss_mb")), file=sys.stderr)'
+  mock_cpu1=$(proc_cpu_s "$MOCK_PID")
+  # The mock's CPU during the run (a Python server tops out near one core: its GIL) and the
+  # machine's load average: what tells a saturated mock or a busy machine from a slow client.
+  python3 -c 'import json,sys; r=json.loads(sys.argv[1]); r.update(section="lat", impl_side=sys.argv[2], rep=int(sys.argv[3]), conc=int(sys.argv[4]), latency_ms=float(sys.argv[5]), mock_cpu_s=round(float(sys.argv[7])-float(sys.argv[6]), 3), loadavg_1m=float(open("/proc/loadavg").read().split()[0])); print(json.dumps(r))' \
+    "$js" "$impl" "$rep" "$conc" "$LATENCY_MS" "$mock_cpu0" "$mock_cpu1" | tee -a "$OUT/lat$LATENCY_MS.jsonl" | \
+    python3 -c 'import json,sys; r=json.loads(sys.stdin.read()); print("   calls/s=%s wall=%ss in_flight=%s rss=%sMB mock_cpu=%ss load=%s" % (r.get("llm_calls_per_s"), r.get("total_wall_s"), r.get("mock_max_in_flight"), r.get("peak_rss_mb"), r.get("mock_cpu_s"), r.get("loadavg_1m")), file=sys.stderr)'
+}
+
+# User+system CPU seconds of process $1 so far (0 when it is gone).
+proc_cpu_s() {
+  python3 -c 'import os,sys
+try:
+    f = open("/proc/%s/stat" % sys.argv[1]).read().rsplit(")", 1)[1].split()
+    print((int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK"))
+except (OSError, IndexError, ValueError):
+    print(0)' "$1"
 }
 
 if [[ " $SECTIONS " == *" lat200 "* ]]; then
@@ -139,6 +154,7 @@ if [[ " $SECTIONS " == *" lat200 "* ]]; then
   stop_mock
 fi
 
+echo "end: $(uptime)" >>"$OUT/load.txt"
 python3 "$HERE/ratios.py" "$OUT" --baseline "$SHARED/results/crewai-${CREWAI_VERSION}/results.jsonl" | tee "$OUT/ratios.md"
 # The per-request log of the latency runs is large and only kept for inspection.
 [ -f "$OUT/mock-lat$LATENCY_MS.jsonl" ] && gzip -f "$OUT/mock-lat$LATENCY_MS.jsonl"

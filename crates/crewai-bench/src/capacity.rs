@@ -5,6 +5,8 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
+use crewai_llm::http::{ErrorContext, HttpRequest, NetworkTransport, Transport};
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
 
@@ -15,7 +17,7 @@ use crate::report::{ratio, round};
 use crate::rusage;
 
 /// The request bodies of a fixtures file (`{"kind", "request", "answer"}` per line).
-fn read_fixtures(path: &Path) -> Result<Vec<Arc<String>>, BenchError> {
+fn read_fixtures(path: &Path) -> Result<Vec<Bytes>, BenchError> {
     let failure = |message: String| BenchError::Fixtures {
         path: path.to_path_buf(),
         message,
@@ -36,7 +38,7 @@ fn read_fixtures(path: &Path) -> Result<Vec<Arc<String>>, BenchError> {
         if let Some(body) = request.as_object_mut() {
             body.insert("stream".into(), Value::Bool(false));
         }
-        bodies.push(Arc::new(request.to_string()));
+        bodies.push(Bytes::from(request.to_string()));
     }
     if bodies.is_empty() {
         return Err(failure("no requests in the file".to_string()));
@@ -49,36 +51,52 @@ pub async fn run(args: &Args, fixtures: &Path, stats: &StatsClient) -> Result<St
         return Err(BenchError::NoRuns);
     }
     let bodies = read_fixtures(fixtures)?;
-    let http = reqwest::Client::builder()
-        .connect_timeout(Duration::from_secs(10))
-        .timeout(Duration::from_secs(600))
-        .build()
-        .map_err(|e| BenchError::Mock {
-            port: stats.port(),
-            what: "(client setup)",
-            message: e.to_string(),
-        })?;
+    let port = stats.port();
+    let failed = |what: &'static str, message: String| BenchError::Mock {
+        port,
+        what,
+        message,
+    };
+    // The HTTP stack the crews use (crewai-llm's transport: one keep-alive pool, prompt ACKs),
+    // with nothing of the framework above it, so the ceiling is the server's and not a
+    // client's stall.
+    let transport: Arc<dyn Transport> = Arc::new(
+        NetworkTransport::new(Duration::from_secs(10), Duration::from_secs(600))
+            .map_err(|e| failed("(client setup)", e.to_string()))?,
+    );
+    let context = ErrorContext::new("mock", "gpt-4o-mini", "(none)");
     let url = stats.url("/v1/chat/completions");
     // One "kickoff" = the fixtures' requests one after another, like a crew's calls.
-    let kickoff = move |http: reqwest::Client, url: String, bodies: Vec<Arc<String>>| async move {
+    let kickoff = move |transport: Arc<dyn Transport>,
+                        context: ErrorContext,
+                        url: String,
+                        bodies: Vec<Bytes>| async move {
         for body in bodies {
-            http.post(&url)
-                .header("content-type", "application/json")
-                .bearer_auth("x")
-                .body(body.as_str().to_owned())
-                .send()
+            let request = HttpRequest {
+                method: "POST".into(),
+                url: url.clone(),
+                headers: vec![
+                    ("content-type".into(), "application/json".into()),
+                    ("authorization".into(), "Bearer x".into()),
+                ],
+                body,
+                streaming: false,
+            };
+            let response = transport
+                .send(request, &context)
                 .await
-                .and_then(reqwest::Response::error_for_status)?
-                .bytes()
-                .await?;
+                .map_err(|e| e.to_string())?;
+            let status = response.status;
+            response
+                .body
+                .into_bytes()
+                .await
+                .map_err(|e| e.to_string())?;
+            if status >= 400 {
+                return Err(format!("status {status}"));
+            }
         }
-        Ok::<(), reqwest::Error>(())
-    };
-    let port = stats.port();
-    let failed = |e: reqwest::Error| BenchError::Mock {
-        port,
-        what: "POST /v1/chat/completions",
-        message: e.to_string(),
+        Ok::<(), String>(())
     };
     stats.reset().await?;
     let before = rusage::now();
@@ -87,7 +105,12 @@ pub async fn run(args: &Args, fixtures: &Path, stats: &StatsClient) -> Result<St
     let handles: Vec<_> = (0..args.runs)
         .map(|_| {
             let slots = Arc::clone(&slots);
-            let job = kickoff(http.clone(), url.clone(), bodies.clone());
+            let job = kickoff(
+                transport.clone(),
+                context.clone(),
+                url.clone(),
+                bodies.clone(),
+            );
             tokio::spawn(async move {
                 let _slot = slots.acquire_owned().await;
                 job.await
@@ -95,7 +118,9 @@ pub async fn run(args: &Args, fixtures: &Path, stats: &StatsClient) -> Result<St
         })
         .collect();
     for handle in handles {
-        handle.await?.map_err(failed)?;
+        handle
+            .await?
+            .map_err(|message| failed("POST /v1/chat/completions", message))?;
     }
     let wall_s = start.elapsed().as_secs_f64();
     let cpu_s = rusage::now().cpu_s - before.cpu_s;

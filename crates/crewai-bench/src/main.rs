@@ -32,10 +32,7 @@ use crate::error::BenchError;
 fn main() -> ExitCode {
     let process_start = Instant::now();
     let args = Args::parse();
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match runtime_for(args.concurrency).enable_all().build() {
         Ok(runtime) => runtime,
         Err(error) => {
             eprintln!("crewai-bench: could not start the tokio runtime: {error}");
@@ -51,6 +48,17 @@ fn main() -> ExitCode {
             eprintln!("crewai-bench: {error}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// One thread for kickoffs one after another (nothing runs in parallel, and every hand-off
+/// between worker threads is a wake-up that waits for a core on a busy machine); the
+/// multi-threaded scheduler when kickoffs run concurrently.
+fn runtime_for(concurrency: usize) -> tokio::runtime::Builder {
+    if concurrency <= 1 {
+        tokio::runtime::Builder::new_current_thread()
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
     }
 }
 

@@ -192,6 +192,7 @@ pub async fn run(
         "runs": args.runs,
         "concurrency": args.concurrency,
         "api": if args.concurrency <= 1 { "kickoff" } else { "tokio::spawn + Semaphore + kickoff" },
+        "runtime": if args.concurrency <= 1 { "tokio current_thread" } else { "tokio multi_thread" },
         // A compiled binary has nothing to import; its startup before main is not measured.
         "import_s": 0.0,
         "total_wall_s": round(wall_s, 4),

@@ -36,6 +36,8 @@ pub enum Command {
     },
     /// Re-run the latest kickoff from a task, reusing the stored outputs before it.
     Replay(ReplayArgs),
+    /// List the journaled runs: their ids (for `run --resume` and `run --fork`), status and progress.
+    Runs(RunsArgs),
     /// Forget stored data: kickoff outputs, memory, knowledge.
     ResetMemories(ResetArgs),
     /// Show the version.
@@ -120,6 +122,31 @@ pub struct RunArgs {
     /// Check everything and print the plan, calling no model.
     #[arg(long)]
     pub dry_run: bool,
+    /// Continue a run that did not complete (killed, failed, cancelled, over budget): its
+    /// finished tasks are kept, the others run with the run's inputs. The id is the one `run`
+    /// printed (see `crewai runs`).
+    #[arg(long, value_name = "RUN_ID", conflicts_with_all = ["fork", "dry_run", "inputs", "inputs_file"])]
+    pub resume: Option<String>,
+    /// Start a new run from a stored one, copying the outputs before `--from-task` and running
+    /// from there; the stored run is left as it is.
+    #[arg(long, value_name = "RUN_ID", requires = "from_task", conflicts_with_all = ["dry_run", "inputs", "inputs_file"])]
+    pub fork: Option<String>,
+    /// The task (its name) a `--fork` runs again from.
+    #[arg(long, value_name = "TASK", requires = "fork")]
+    pub from_task: Option<String>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct RunsArgs {
+    /// The project folder.
+    #[arg(long, short = 'p', default_value = ".")]
+    pub project: PathBuf,
+    /// How many runs to list, newest first.
+    #[arg(long, default_value_t = 20)]
+    pub limit: usize,
+    /// Print the runs as one JSON array.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Clone, Args)]

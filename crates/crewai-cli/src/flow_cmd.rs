@@ -26,7 +26,7 @@ pub struct FlowKickoffArgs {
     /// An input merged into the flow state, as NAME=VALUE (repeatable).
     #[arg(long = "inputs", short = 'i', value_name = "NAME=VALUE")]
     pub inputs: Vec<String>,
-    /// Print `{result, state, method_outputs}` as one JSON line, last on stdout.
+    /// Print `{result, state, method_outputs, usage}` as one JSON line, last on stdout.
     #[arg(long)]
     pub json: bool,
 }
@@ -68,7 +68,7 @@ async fn kickoff(args: FlowKickoffArgs) -> Result<(), Failure> {
     let flow = project.build(&options(&project))?;
     let output = flow.kickoff(inputs).await.map_err(Failure::run)?;
     if args.json {
-        let line = json!({ "result": output.result, "state": output.state, "method_outputs": output.method_outputs });
+        let line = json!({ "result": output.result, "state": output.state, "method_outputs": output.method_outputs, "usage": output.usage.total });
         println!("{line}");
     } else {
         match &output.result {

@@ -1,7 +1,8 @@
 //! `crewai`: runs CrewAI projects (YAML or JSON layout, or a scaffolded Rust project), scaffolds
 //! new ones, and reads the kickoff outputs a project's `.crewai/` store keeps.
 //!
-//! Exit codes: 0 success, 1 the run failed, 2 usage or configuration error.
+//! Exit codes: 0 success, 1 the run failed, 2 usage or configuration error, 130 interrupted
+//! (Ctrl-C; the run is journaled as cancelled and can be resumed).
 
 mod cli;
 mod create;
@@ -62,6 +63,7 @@ async fn dispatch(cli: Cli) -> Result<(), Failure> {
         Command::Flow { action } => flow_cmd::flow(action).await,
         Command::LogTasksOutputs { project } => stored::log_tasks_outputs(&project).await,
         Command::Replay(args) => run::replay(args).await,
+        Command::Runs(args) => stored::runs(&args).await,
         Command::ResetMemories(args) => stored::reset_memories(&args).await,
         Command::Version { tools } => {
             println!("crewai {}", env!("CARGO_PKG_VERSION"));

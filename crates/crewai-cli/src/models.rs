@@ -150,10 +150,10 @@ fn first_ollama_model(base: &str) -> Option<String> {
     let response = String::from_utf8_lossy(&response);
     let (head, body) = response.split_once("\r\n\r\n")?;
     if !head.starts_with("HTTP/1.")
-        || !head
+        || head
             .split_whitespace()
             .nth(1)
-            .is_some_and(|code| code == "200")
+            .is_none_or(|code| code != "200")
     {
         return None;
     }

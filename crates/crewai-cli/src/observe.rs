@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use anyhow::anyhow;
 use crewai_core::events::{EventBus, EventKind};
-use crewai_llm::Usage;
-use crewai_observe::local::{TraceWriter, format_usage, traces_dir};
+use crewai_llm::{PriceTable, Usage};
+use crewai_observe::local::{TraceWriter, format_cost, format_usage, traces_dir};
 use crewai_observe::otel::{OtelConfig, OtelExport};
 
 use crate::outcome::Failure;
@@ -69,6 +69,7 @@ impl RunObservers {
 /// Prints each model call's tokens and cost, and the run's total so far, to stderr.
 pub fn print_call_costs(bus: &EventBus) {
     let total = Arc::new(Mutex::new(Usage::default()));
+    let prices = PriceTable::builtin();
     bus.subscribe(move |event| {
         if let EventKind::LlmCallCompleted {
             model,
@@ -79,13 +80,77 @@ pub fn print_call_costs(bus: &EventBus) {
         {
             let mut total = total.lock().unwrap_or_else(|p| p.into_inner());
             total.add(usage);
-            let who = agent_role.as_deref().map(str::trim).unwrap_or("agent");
+            // A price from the project's `pricing:` shows as a cost; only a model no table knows is unpriced.
+            let priced = usage.cost_usd > 0.0 || prices.lookup(model).is_some();
             eprintln!(
-                "  [{who} · {model}] {} · run so far {} tokens, ${:.6}",
-                format_usage(usage),
-                total.total_tokens,
-                total.cost_usd
+                "{}",
+                call_cost_line(agent_role.as_deref(), model, usage, priced, &total)
             );
         }
     });
+}
+
+/// One `--verbose` line for a model call: who called which model, the call's tokens and cost,
+/// and the run's total so far. A model without a known price says so instead of passing its
+/// calls off as free.
+pub fn call_cost_line(
+    agent_role: Option<&str>,
+    model: &str,
+    call: &Usage,
+    priced: bool,
+    run_so_far: &Usage,
+) -> String {
+    let who = agent_role.map(str::trim).unwrap_or("agent");
+    let unpriced = if priced {
+        ""
+    } else {
+        " (no price known for this model: counted as $0)"
+    };
+    format!(
+        "  [{who} · {model}] {}{unpriced} · run so far {} tokens, {}",
+        format_usage(call),
+        run_so_far.total_tokens,
+        format_cost(run_so_far.cost_usd)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn usage(prompt: u64, cached: u64, completion: u64, cost_usd: f64) -> Usage {
+        Usage {
+            prompt_tokens: prompt,
+            cached_prompt_tokens: cached,
+            completion_tokens: completion,
+            total_tokens: prompt + completion,
+            successful_requests: 1,
+            cost_usd,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_priced_call_shows_its_tokens_cost_and_the_running_total() {
+        let call = usage(1200, 0, 80, 0.000228);
+        let total = usage(15_300, 0, 1_100, 0.012_345_6);
+        assert_eq!(
+            call_cost_line(Some(" Researcher "), "gpt-4o-mini", &call, true, &total),
+            "  [Researcher · gpt-4o-mini] 1200 in / 80 out tokens · $0.000228 · run so far 16400 tokens, $0.012346"
+        );
+        let cached = usage(3000, 1000, 400, 0.000123);
+        assert_eq!(
+            call_cost_line(None, "gpt-4o-mini", &cached, true, &cached),
+            "  [agent · gpt-4o-mini] 3000 in (1000 cached) / 400 out tokens · $0.000123 · run so far 3400 tokens, $0.000123"
+        );
+    }
+
+    #[test]
+    fn an_unpriced_model_is_not_passed_off_as_free() {
+        let call = usage(10, 0, 5, 0.0);
+        assert_eq!(
+            call_cost_line(Some("Writer"), "my-own-model", &call, false, &call),
+            "  [Writer · my-own-model] 10 in / 5 out tokens · $0.000000 (no price known for this model: counted as $0) · run so far 15 tokens, $0.000000"
+        );
+    }
 }

@@ -1,4 +1,5 @@
-//! How a command fails: the message and the exit code (1 run error, 2 usage/config error).
+//! How a command fails: the message and the exit code (1 run error, 2 usage/config error, 130
+//! interrupted by Ctrl-C).
 
 use std::io::Write;
 
@@ -9,6 +10,8 @@ use crewai_project::ProjectError;
 pub struct Failure {
     pub code: u8,
     pub error: anyhow::Error,
+    /// What to do next, printed on its own line after the error.
+    pub hint: Option<String>,
 }
 
 impl Failure {
@@ -17,7 +20,22 @@ impl Failure {
         Failure {
             code: 1,
             error: error.into(),
+            hint: None,
         }
+    }
+
+    /// The user stopped the run (Ctrl-C): the shell's code for SIGINT.
+    pub fn interrupted(error: impl Into<anyhow::Error>) -> Self {
+        Failure {
+            code: 130,
+            error: error.into(),
+            hint: None,
+        }
+    }
+
+    pub fn with_hint(mut self, hint: impl Into<String>) -> Self {
+        self.hint = Some(hint.into());
+        self
     }
 
     /// The command, the project files or the environment are wrong; nothing ran.
@@ -25,6 +43,7 @@ impl Failure {
         Failure {
             code: 2,
             error: error.into(),
+            hint: None,
         }
     }
 
@@ -46,7 +65,10 @@ impl Failure {
             ));
             return out;
         }
-        format!("error: {:#}", self.error)
+        match &self.hint {
+            Some(hint) => format!("error: {:#}\n{hint}", self.error),
+            None => format!("error: {:#}", self.error),
+        }
     }
 }
 

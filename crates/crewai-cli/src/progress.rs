@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crewai_core::events::{Event, EventBus, EventKind};
+use crewai_observe::local::format_cost;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::Value;
 
@@ -45,6 +46,32 @@ fn short_args(args: &Value) -> String {
 
 fn seconds(d: Duration) -> String {
     format!("{:.1}s", d.as_secs_f64())
+}
+
+/// The spinner text of a running task: its label and what its model calls used so far.
+fn running_text(label: &str, tokens: u64, cost_usd: f64) -> String {
+    format!("{label} · {tokens} tokens · {}", format_cost(cost_usd))
+}
+
+/// The line a finished (or failed) task leaves: `✓ label · tokens · cost · tool calls · time`.
+fn finished_text(task: &TaskLine, failed: bool, elapsed: Duration) -> String {
+    let tools = task.tools;
+    format!(
+        "{} {} · {tools} tool call{} · {}",
+        if failed { "✗" } else { "✓" },
+        running_text(&task.label, task.tokens, task.cost_usd),
+        if tools == 1 { "" } else { "s" },
+        seconds(elapsed)
+    )
+}
+
+/// The same as a plain log line, for a stderr that is not a terminal.
+fn finished_log_line(task: &TaskLine, failed: bool, elapsed: Duration) -> String {
+    format!(
+        "[task {}] {}",
+        if failed { "failed" } else { "completed" },
+        finished_text(task, failed, elapsed).trim_start_matches(['✓', '✗', ' '])
+    )
 }
 
 impl Progress {
@@ -149,10 +176,7 @@ impl Progress {
                     task.tokens += usage.total_tokens;
                     task.cost_usd += usage.cost_usd;
                     if let Some(bar) = &task.bar {
-                        bar.set_message(format!(
-                            "{} · {} tokens · ${:.6}",
-                            task.label, task.tokens, task.cost_usd
-                        ));
+                        bar.set_message(running_text(&task.label, task.tokens, task.cost_usd));
                     }
                 }
             }
@@ -179,31 +203,15 @@ impl Progress {
                 let Some(task) = state.tasks.remove(&name) else {
                     return;
                 };
-                let summary = format!(
-                    "{} {} · {} tokens · ${:.6} · {} tool call{} · {}",
-                    if failed { "✗" } else { "✓" },
-                    task.label,
-                    task.tokens,
-                    task.cost_usd,
-                    task.tools,
-                    if task.tools == 1 { "" } else { "s" },
-                    seconds(task.started.elapsed())
-                );
+                let elapsed = task.started.elapsed();
                 match &task.bar {
                     Some(bar) => {
                         if let Ok(style) = ProgressStyle::with_template("{msg}") {
                             bar.set_style(style);
                         }
-                        bar.finish_with_message(summary);
+                        bar.finish_with_message(finished_text(&task, failed, elapsed));
                     }
-                    None => Self::line(
-                        state,
-                        &format!(
-                            "[task {}] {}",
-                            if failed { "failed" } else { "completed" },
-                            summary.trim_start_matches(['✓', '✗', ' '])
-                        ),
-                    ),
+                    None => Self::line(state, &finished_log_line(&task, failed, elapsed)),
                 }
                 if let EventKind::TaskFailed { error, .. } = &event.kind {
                     Self::line(state, &format!("  error: {error}"));
@@ -222,5 +230,54 @@ impl Progress {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn task(tokens: u64, cost_usd: f64, tools: u32) -> TaskLine {
+        TaskLine {
+            bar: None,
+            label: "research · Researcher".into(),
+            started: Instant::now(),
+            tokens,
+            cost_usd,
+            tools,
+        }
+    }
+
+    #[test]
+    fn a_running_task_shows_its_tokens_and_cost() {
+        assert_eq!(
+            running_text("research · Researcher", 12_345, 0.000123),
+            "research · Researcher · 12345 tokens · $0.000123"
+        );
+        assert_eq!(
+            running_text("write", 0, 0.0),
+            "write · 0 tokens · $0.000000"
+        );
+    }
+
+    #[test]
+    fn a_finished_task_sums_up_tokens_cost_tools_and_time() {
+        let elapsed = Duration::from_millis(2_340);
+        assert_eq!(
+            finished_text(&task(1_500, 0.0042, 1), false, elapsed),
+            "✓ research · Researcher · 1500 tokens · $0.004200 · 1 tool call · 2.3s"
+        );
+        assert_eq!(
+            finished_text(&task(80, 0.000012, 3), true, elapsed),
+            "✗ research · Researcher · 80 tokens · $0.000012 · 3 tool calls · 2.3s"
+        );
+        assert_eq!(
+            finished_log_line(&task(1_500, 0.0042, 0), false, elapsed),
+            "[task completed] research · Researcher · 1500 tokens · $0.004200 · 0 tool calls · 2.3s"
+        );
+        assert_eq!(
+            finished_log_line(&task(7, 0.0, 2), true, elapsed),
+            "[task failed] research · Researcher · 7 tokens · $0.000000 · 2 tool calls · 2.3s"
+        );
     }
 }

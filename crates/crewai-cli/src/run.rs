@@ -5,15 +5,17 @@ use std::path::Path;
 use std::sync::{Arc, LazyLock};
 
 use anyhow::{Context, anyhow};
-use crewai_core::crew::Crew;
+use crewai_core::crew::{Crew, CrewError, KickoffOptions};
 use crewai_core::events::EventBus;
 use crewai_core::interpolate::Inputs;
 use crewai_core::output::CrewOutput;
+use crewai_core::store::RunStatus;
 use crewai_llm::{LlmConfig, LlmError};
 use crewai_project::{BuildOptions, Project, ProjectError, ToolRegistry};
 use crewai_tools::{Tool, ToolContext, ToolError, ToolHandle, ToolOutput, async_trait};
 use regex::Regex;
 use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
 
 use crate::cli::{ChatArgs, ProjectArgs, ReplayArgs, RunArgs};
 use crate::inputs;
@@ -118,10 +120,21 @@ pub async fn run(args: RunArgs) -> Result<(), Failure> {
     let given =
         inputs::gather(&args.inputs, args.inputs_file.as_deref()).map_err(Failure::config)?;
     if is_rust_project(&dir) && !args.dry_run {
+        if args.resume.is_some() || args.fork.is_some() {
+            return Err(Failure::config(anyhow!(
+                "--resume and --fork work on YAML/JSON projects; a Rust project resumes through `Crew::resume` in its own code"
+            )));
+        }
         return cargo_run(&dir, &args).await;
     }
     let project = load(&dir)?;
     let registry = registry_for(&project, &dir);
+    if let Some(run_id) = &args.resume {
+        return resume_or_fork(&project, registry, &args.common, run_id, None).await;
+    }
+    if let (Some(run_id), Some(task)) = (&args.fork, &args.from_task) {
+        return resume_or_fork(&project, registry, &args.common, run_id, Some(task)).await;
+    }
     if args.dry_run {
         let plan = project.plan(&given, &registry)?;
         let text = if args.common.json {
@@ -136,8 +149,16 @@ pub async fn run(args: RunArgs) -> Result<(), Failure> {
     kickoff_and_record(&project, &given, registry, &args.common).await
 }
 
-/// Builds the crew, records the run in the project's store, kicks it off with the project's
-/// effective inputs, and reports the result (`run` and `chat` share this).
+/// How a journaled run of the CLI begins.
+enum Start {
+    Kickoff(Inputs),
+    Resume,
+    Fork { from_run: String, from_task: String },
+    Replay { task: String, inputs: Inputs },
+}
+
+/// Builds the crew, kicks it off with the project's effective inputs and reports the result
+/// (`run` and `chat` share this).
 async fn kickoff_and_record(
     project: &Project,
     given: &Inputs,
@@ -145,15 +166,118 @@ async fn kickoff_and_record(
     common: &ProjectArgs,
 ) -> Result<(), Failure> {
     let inputs = project.effective_inputs(given);
-    let (crew, store, progress, observers) = build(project, given, registry, common).await?;
-    let run_id = store
-        .start_run_async(project.name(), inputs.clone(), false)
+    let run_id = uuid::Uuid::new_v4().to_string();
+    run_journaled(
+        project,
+        given,
+        registry,
+        common,
+        run_id,
+        Start::Kickoff(inputs),
+    )
+    .await
+}
+
+/// `crewai run --resume ID` and `crewai run --fork ID --from-task TASK`: the crew is built with
+/// the stored run's inputs.
+async fn resume_or_fork(
+    project: &Project,
+    registry: ToolRegistry,
+    common: &ProjectArgs,
+    stored_id: &str,
+    from_task: Option<&String>,
+) -> Result<(), Failure> {
+    let store = crate::stored::open(&project.root)?;
+    let stored = store
+        .load_run_async(stored_id.to_string())
         .await
-        .map_err(Failure::run)?;
-    let result = crew.kickoff(inputs).await;
+        .map_err(Failure::run)?
+        .ok_or_else(|| {
+            Failure::config(anyhow!(
+                "the project's store has no run '{stored_id}'; `crewai runs` lists the runs"
+            ))
+        })?;
+    match from_task {
+        Some(task) => {
+            let run_id = uuid::Uuid::new_v4().to_string();
+            let start = Start::Fork {
+                from_run: stored_id.to_string(),
+                from_task: task.clone(),
+            };
+            run_journaled(project, &stored.inputs, registry, common, run_id, start).await
+        }
+        None => {
+            if stored.status == RunStatus::Completed {
+                eprintln!("Run {stored_id} already completed; showing its stored output.");
+            }
+            let start = Start::Resume;
+            run_journaled(
+                project,
+                &stored.inputs,
+                registry,
+                common,
+                stored_id.to_string(),
+                start,
+            )
+            .await
+        }
+    }
+}
+
+/// Runs the crew under `run_id`, journaled in the project's store: each finished task is kept as
+/// it finishes. Ctrl-C cancels the run (recorded as cancelled, exit code 130); any stop after the
+/// run started prints how to resume it.
+async fn run_journaled(
+    project: &Project,
+    build_inputs: &Inputs,
+    registry: ToolRegistry,
+    common: &ProjectArgs,
+    run_id: String,
+    start: Start,
+) -> Result<(), Failure> {
+    let (crew, store, progress, observers) = build(project, build_inputs, registry, common).await?;
+    let crew = crew.with_run_journal(Arc::new(store.clone()));
+    match &start {
+        Start::Resume => eprintln!("Resuming run {run_id}"),
+        Start::Fork {
+            from_run,
+            from_task,
+        } => {
+            eprintln!("Run {run_id} (forked from run {from_run} at task '{from_task}')")
+        }
+        Start::Kickoff(_) | Start::Replay { .. } => eprintln!("Run {run_id}"),
+    }
+    let cancellation = CancellationToken::new();
+    let options = KickoffOptions {
+        cancellation: Some(cancellation.clone()),
+        run_id: Some(run_id.clone()),
+        ..Default::default()
+    };
+    let work = async {
+        match start {
+            Start::Kickoff(inputs) => crew.kickoff_with(inputs, options).await,
+            Start::Resume => crew.resume_with(&run_id, options).await,
+            Start::Fork {
+                from_run,
+                from_task,
+            } => crew.fork_with(&from_run, &from_task, options).await,
+            Start::Replay { task, inputs } => crew.replay_with(&task, Some(inputs), options).await,
+        }
+    };
+    tokio::pin!(work);
+    let mut interrupted = false;
+    let result = tokio::select! {
+        result = &mut work => result,
+        _ = tokio::signal::ctrl_c() => {
+            interrupted = true;
+            // The kickoff stops its calls and journals itself as cancelled.
+            cancellation.cancel();
+            work.await
+        }
+    };
     progress.finish();
     observers.finish().await;
-    finish(&store, run_id, result.map_err(|e| anyhow!(e)), common.json).await
+    report(&store, &run_id, result, interrupted, common.json).await
 }
 
 /// Builds the crew with the CLI's options: event bus, the project's store, `--llm`, `--verbose`.
@@ -195,39 +319,40 @@ async fn build(
     Ok((crew, store, progress, observers))
 }
 
-/// Records the outcome and prints the output: the raw text, or one JSON line with `--json`.
-async fn finish(
+/// Prints the output (the raw text, or one JSON line with `--json`), or the error with how to
+/// resume the run when it got far enough to be journaled.
+async fn report(
     store: &crewai_store::Store,
-    run_id: i64,
-    result: anyhow::Result<CrewOutput>,
+    run_id: &str,
+    result: Result<CrewOutput, CrewError>,
+    interrupted: bool,
     json: bool,
 ) -> Result<(), Failure> {
-    match result {
+    let error = match result {
         Ok(output) => {
-            let usage = serde_json::to_value(output.token_usage).unwrap_or(Value::Null);
-            // The run succeeded; a failure to record it is only worth a warning.
-            if let Err(err) = store
-                .finish_run_async(run_id, Ok((output.raw.clone(), usage)))
-                .await
-            {
-                eprintln!("warning: the run could not be recorded: {err}");
-            }
-            print_out(&if json {
+            return print_out(&if json {
                 crew_output_json(&output)
             } else {
                 output.raw
-            })
+            });
         }
-        Err(err) => {
-            if let Err(record) = store
-                .finish_run_async(run_id, Err(format!("{err:#}")))
-                .await
-            {
-                eprintln!("warning: the run could not be recorded: {record}");
-            }
-            Err(Failure::run(err))
-        }
-    }
+        Err(error) => error,
+    };
+    let failure = match &error {
+        CrewError::Cancelled { .. } if interrupted => Failure::interrupted(error),
+        _ => Failure::run(error),
+    };
+    let resumable = store
+        .load_run_async(run_id.to_string())
+        .await
+        .ok()
+        .flatten()
+        .is_some_and(|run| run.status.is_resumable());
+    Err(if resumable {
+        failure.with_hint(format!("resume with: crewai run --resume {run_id}"))
+    } else {
+        failure
+    })
 }
 
 /// The CrewOutput as one JSON line with CrewAI's keys. Each task output is CrewAI's
@@ -246,6 +371,7 @@ pub fn crew_output_json(output: &CrewOutput) -> String {
         "json_dict": output.json_dict,
         "pydantic": output.pydantic,
         "tasks_output": output.tasks_output.iter().map(task_value).collect::<Vec<_>>(),
+        "run_id": output.run_id,
         "token_usage": {
             "prompt_tokens": usage.prompt_tokens,
             "completion_tokens": usage.completion_tokens,
@@ -347,23 +473,12 @@ pub async fn replay(args: ReplayArgs) -> Result<(), Failure> {
     };
     let task_name = task.name().to_string();
     let registry = registry_for(&project, &dir);
-    let (crew, store, progress, observers) =
-        build(&project, &inputs, registry, &args.common).await?;
-    let inputs_for_replay = inputs.clone();
-    let run_id = store
-        .start_run_async(project.name(), inputs, true)
-        .await
-        .map_err(Failure::run)?;
-    let result = crew.replay(&task_name, Some(inputs_for_replay)).await;
-    progress.finish();
-    observers.finish().await;
-    finish(
-        &store,
-        run_id,
-        result.map_err(|e| anyhow!(e)),
-        args.common.json,
-    )
-    .await
+    let run_id = uuid::Uuid::new_v4().to_string();
+    let start = Start::Replay {
+        task: task_name,
+        inputs: inputs.clone(),
+    };
+    run_journaled(&project, &inputs, registry, &args.common, run_id, start).await
 }
 
 /// Asks for each input on stdin, offering the project's default.

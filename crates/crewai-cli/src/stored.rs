@@ -5,7 +5,7 @@ use std::path::Path;
 use anyhow::Context;
 use crewai_store::Store;
 
-use crate::cli::ResetArgs;
+use crate::cli::{ResetArgs, RunsArgs};
 use crate::outcome::{Failure, print_out};
 
 /// Opens the store of the project in `dir`.
@@ -56,6 +56,55 @@ pub async fn log_tasks_outputs(dir: &Path) -> Result<(), Failure> {
             one_line(&row.output.description, 100)
         ));
         listing.push_str(&format!("\n    output: {}", one_line(&row.output.raw, 100)));
+    }
+    print_out(&listing)
+}
+
+/// `crewai runs`: the journaled runs, newest first, with what `run --resume` / `--fork` take.
+pub async fn runs(args: &RunsArgs) -> Result<(), Failure> {
+    let store = open(&args.project)?;
+    let runs = store
+        .runs_async(args.limit)
+        .await
+        .context("cannot read the journaled runs")
+        .map_err(Failure::run)?;
+    if args.json {
+        let text = serde_json::to_string(&runs)
+            .context("cannot encode the runs")
+            .map_err(Failure::run)?;
+        return print_out(&text);
+    }
+    if runs.is_empty() {
+        return print_out("No runs recorded yet; start one with `crewai run`.");
+    }
+    let mut listing = format!(
+        "{:<36}  {:<14}  {:>5}  {:<19}  crew",
+        "run id", "status", "tasks", "started (UTC)"
+    );
+    for run in &runs {
+        let tasks = if run.task_count == 0 {
+            "-".to_string()
+        } else {
+            format!("{}/{}", run.tasks_finished, run.task_count)
+        };
+        listing.push_str(&format!(
+            "\n{:<36}  {:<14}  {:>5}  {:<19}  {}",
+            run.id,
+            run.status.as_str(),
+            tasks,
+            run.started_at.format("%Y-%m-%d %H:%M:%S"),
+            run.crew,
+        ));
+        if let Some(parent) = &run.parent {
+            listing.push_str(&format!(
+                "\n    forked from {} at task {}",
+                parent.run_id,
+                parent.from_task_index + 1
+            ));
+        }
+        if let Some(error) = run.error.as_deref().filter(|_| run.status.is_resumable()) {
+            listing.push_str(&format!("\n    {}", one_line(error, 100)));
+        }
     }
     print_out(&listing)
 }

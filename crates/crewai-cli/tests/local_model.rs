@@ -38,8 +38,7 @@ fn run(mut command: Command) -> Output {
 }
 
 fn one_task_project() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    let files = [
+    project(&[
         (
             "config/agents.yaml",
             "helper:\n  role: Helpful assistant\n  goal: Answer questions about {topic} briefly\n  backstory: You explain things in one or two sentences.\n  max_tokens: 40\n",
@@ -49,7 +48,43 @@ fn one_task_project() -> tempfile::TempDir {
             "answer:\n  description: In one sentence, what is {topic}?\n  expected_output: One sentence.\n  agent: helper\n",
         ),
         ("config/crew.yaml", "name: local-demo\n"),
-    ];
+    ])
+}
+
+/// The trip planner's structured task on its own: `output_json` with the itinerary schema.
+const ITINERARY_SCHEMA: &str = r#"{
+  "title": "Itinerary",
+  "type": "object",
+  "properties": {
+    "city": {"type": "string"},
+    "days": {"type": "array", "items": {
+      "type": "object",
+      "properties": {"date": {"type": "string"}, "plan": {"type": "string"}, "weather": {"type": "string"}},
+      "required": ["date", "plan"]
+    }},
+    "budget_total": {"type": "number"},
+    "packing": {"type": "array", "items": {"type": "string"}}
+  },
+  "required": ["city", "days", "budget_total"]
+}"#;
+
+fn structured_task_project() -> tempfile::TempDir {
+    project(&[
+        (
+            "config/agents.yaml",
+            "travel_concierge:\n  role: Travel Concierge\n  goal: Plan trips with a budget\n  backstory: You plan trips day by day.\n  max_tokens: 60\n",
+        ),
+        (
+            "config/tasks.yaml",
+            "plan_itinerary:\n  description: Plan two days in {city} from 2026-04-01 with a total budget.\n  expected_output: A JSON object with the city, one entry per day and the total budget.\n  agent: travel_concierge\n  output_json: schemas/itinerary.json\n",
+        ),
+        ("config/crew.yaml", "name: local-structured\n"),
+        ("schemas/itinerary.json", ITINERARY_SCHEMA),
+    ])
+}
+
+fn project(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     for (name, body) in files {
         let path = dir.path().join(name);
         std::fs::create_dir_all(path.parent().unwrap_or(dir.path()))
@@ -63,16 +98,24 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
+/// The models folder, when the embedded model is in it.
+fn pulled_models() -> Option<PathBuf> {
+    let models = models_dir();
+    if models.join("SmolLM2-135M-Instruct.Q4_1.gguf").is_file() {
+        return Some(models);
+    }
+    eprintln!(
+        "SKIPPED: the embedded model is not in {}; run `cargo run -q -p crewai-cli -- models pull`",
+        models.display()
+    );
+    None
+}
+
 #[test]
 fn a_crew_runs_on_the_embedded_model_when_no_provider_is_configured() {
-    let models = models_dir();
-    if !models.join("SmolLM2-135M-Instruct.Q4_1.gguf").is_file() {
-        eprintln!(
-            "SKIPPED: the embedded model is not in {}; run `cargo run -q -p crewai-cli -- models pull`",
-            models.display()
-        );
+    let Some(models) = pulled_models() else {
         return;
-    }
+    };
     let project = one_task_project();
     let project_dir = project.path().to_string_lossy().into_owned();
     let out = run(crewai(
@@ -122,6 +165,51 @@ fn a_crew_runs_on_the_embedded_model_when_no_provider_is_configured() {
     ));
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(text(&out.stderr).contains("model: local/smollm2-135m (from --llm"));
+}
+
+#[test]
+fn an_output_json_task_gets_schema_valid_json_from_the_embedded_model() {
+    let Some(models) = pulled_models() else {
+        return;
+    };
+    let project = structured_task_project();
+    let project_dir = project.path().to_string_lossy().into_owned();
+    let out = run(crewai(
+        &[
+            "run",
+            "--project",
+            &project_dir,
+            "--inputs",
+            "city=Kyoto",
+            "--llm",
+            "local/smollm2-135m",
+            "--json",
+        ],
+        &models,
+    ));
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let stdout = text(&out.stdout);
+    let last = stdout.lines().last().unwrap_or_default();
+    let output: serde_json::Value =
+        serde_json::from_str(last).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    let itinerary = &output["json_dict"];
+    assert!(itinerary.is_object(), "no json_dict: {output}");
+    assert!(itinerary["city"].is_string(), "{itinerary}");
+    assert!(itinerary["budget_total"].is_number(), "{itinerary}");
+    let days = itinerary["days"]
+        .as_array()
+        .unwrap_or_else(|| panic!("days is not an array: {itinerary}"));
+    for day in days {
+        assert!(
+            day["date"].is_string() && day["plan"].is_string(),
+            "{itinerary}"
+        );
+    }
+    // The raw answer is the same document.
+    let raw: serde_json::Value = serde_json::from_str(output["raw"].as_str().unwrap_or_default())
+        .unwrap_or_else(|e| panic!("{e}: {output}"));
+    assert_eq!(&raw, itinerary);
 }
 
 #[test]

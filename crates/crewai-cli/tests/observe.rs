@@ -179,6 +179,76 @@ fn a_budget_in_crew_yaml_stops_the_run_and_replay_resumes_it() {
     assert_eq!(server.request_count(), 2);
 }
 
+#[test]
+fn verbose_prints_each_calls_tokens_and_cost_and_the_running_total() {
+    let dir = project("inputs:\n  topic: Rust\n");
+    let root = dir.path().to_str().unwrap();
+    let server = ScriptedServer::start_blocking();
+    server.push(Reply::text("Rust notes").with_usage(1000, 200));
+    server.push(
+        Reply::text("The Rust report")
+            .with_usage(3000, 400)
+            .with_cached_tokens(1000),
+    );
+
+    let out = run(crewai(&["run", "--project", root, "--verbose"], &server));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    // gpt-4o-mini: $0.15 / $0.075 cached / $0.60 per million tokens.
+    for line in [
+        "  [Researcher · gpt-4o-mini] 1000 in / 200 out tokens · $0.000270 · run so far 1200 tokens, $0.000270",
+        "  [Writer · gpt-4o-mini] 3000 in (1000 cached) / 400 out tokens · $0.000615 · run so far 4600 tokens, $0.000885",
+    ] {
+        assert!(
+            stderr.lines().any(|l| l == line),
+            "no line {line:?} in:\n{stderr}"
+        );
+    }
+    assert!(text(&out.stdout).contains("The Rust report"));
+}
+
+#[test]
+fn a_budget_in_flow_yaml_stops_the_flow_and_json_reports_its_usage() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().to_str().unwrap();
+    let agent = "{role: Writer, goal: Write, backstory: Clear., llm: openai/gpt-4o-mini}";
+    let flow = |max_tokens: u64| {
+        format!(
+            "name: notes\nmax_tokens: {max_tokens}\nmethods:\n  outline:\n    start: true\n    agent: {agent}\n    prompt: Outline notes on Rust.\n  write:\n    listen: outline\n    agent: {agent}\n    prompt: \"Write notes from {{outline}}\"\n"
+        )
+    };
+    std::fs::write(dir.path().join("flow.yaml"), flow(1000)).unwrap();
+    let server = ScriptedServer::start_blocking();
+    server.push(Reply::text("1. Ownership").with_usage(900, 100));
+
+    let out = run(crewai(&["flow", "kickoff", "--project", root], &server));
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("flow `notes` stopped in method `write` with 1 method output(s) kept")
+            && stderr.contains("max_tokens = 1000"),
+        "{stderr}"
+    );
+    assert_eq!(
+        server.request_count(),
+        1,
+        "the call over budget was never sent"
+    );
+
+    std::fs::write(dir.path().join("flow.yaml"), flow(100_000)).unwrap();
+    server.push(Reply::text("1. Ownership").with_usage(900, 100));
+    server.push(Reply::text("Notes on ownership.").with_usage(300, 40));
+    let out = run(crewai(
+        &["flow", "kickoff", "--project", root, "--json"],
+        &server,
+    ));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let output: Value = serde_json::from_str(text(&out.stdout).lines().last().unwrap()).unwrap();
+    assert_eq!(output["result"], "Notes on ownership.");
+    assert_eq!(output["usage"]["total_tokens"], 1340);
+    assert_eq!(output["usage"]["prompt_tokens"], 1200);
+}
+
 /// The (path, content type) of every request a collector received.
 type Seen = Arc<Mutex<Vec<(String, String)>>>;
 

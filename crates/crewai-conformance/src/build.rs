@@ -855,6 +855,7 @@ impl FlowWork {
                 let options = CrewKickoffOptions {
                     parent_event_id: Some(ctx.event_id()),
                     cancellation: Some(ctx.cancellation().clone()),
+                    ..Default::default()
                 };
                 crew.kickoff_with(BTreeMap::new(), options)
                     .await

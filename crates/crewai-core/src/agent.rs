@@ -38,7 +38,7 @@ use crate::executor::{Execution, LoopMode, LoopOutcome, RunKind};
 use crate::guardrail::{Guardrail, GuardrailContext};
 use crate::hooks::Hooks;
 use crate::prompts::agent as agent_prompts;
-use crate::usage::UsageTracker;
+use crate::usage::{GatedLlm, UsageTracker};
 
 /// One step of an agent's work, as `step_callback` sees it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -888,8 +888,18 @@ impl Agent {
                     self.role(),
                 );
                 checked.pydantic = typed.clone();
+                // The judge's call is held to the run's budget like the agent's own calls.
+                let judge = GatedLlm::new(
+                    guardrail
+                        .judge_llm()
+                        .cloned()
+                        .unwrap_or_else(|| execution.llm.clone()),
+                    execution.services.usage.clone(),
+                );
+                let judge_llm: Arc<dyn Llm> = judge.clone();
+                let gated = guardrail.judged_by(judge_llm.clone());
                 let ctx = GuardrailContext {
-                    llm: Some(&execution.llm),
+                    llm: Some(&judge_llm),
                     events: &events,
                     parent_event_id: Some(started),
                     retry_count: retries,
@@ -897,12 +907,15 @@ impl Agent {
                     task_name: None,
                 };
                 let verdict =
-                    guardrail
+                    gated
                         .evaluate(&checked, ctx)
                         .await
-                        .map_err(|e| AgentError::Guardrail {
-                            role: self.role().to_string(),
-                            message: e.to_string(),
+                        .map_err(|e| match judge.take_stop() {
+                            Some(exceeded) => execution.budget_error(exceeded),
+                            None => AgentError::Guardrail {
+                                role: self.role().to_string(),
+                                message: e.to_string(),
+                            },
                         })?;
                 execution.record_usage(&verdict.usage);
                 match verdict.outcome {
@@ -969,13 +982,17 @@ impl Agent {
         if let Ok(value) = schema.parse_lenient(&outcome.output) {
             return Ok(Some(value));
         }
+        let converter = GatedLlm::new(execution.llm.clone(), execution.services.usage.clone());
         let (value, usage) = schema
-            .convert_with_llm(execution.llm.as_ref(), &outcome.output, 1)
+            .convert_with_llm(converter.as_ref(), &outcome.output, 1)
             .await
-            .map_err(|e| AgentError::InvalidStructuredOutput {
-                role: self.role().to_string(),
-                format: format.name.clone(),
-                message: e.to_string(),
+            .map_err(|e| match converter.take_stop() {
+                Some(exceeded) => execution.budget_error(exceeded),
+                None => AgentError::InvalidStructuredOutput {
+                    role: self.role().to_string(),
+                    format: format.name.clone(),
+                    message: e.to_string(),
+                },
             })?;
         execution.record_usage(&usage);
         Ok(Some(value))

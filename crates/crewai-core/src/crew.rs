@@ -35,7 +35,10 @@ use crate::output::{CrewOutput, TaskOutput};
 use crate::process::hierarchical::{self, ManagerError};
 use crate::process::{DelegatedFrom, RunContext, execute_task, merge_tools};
 use crate::prompts::crew as prompts;
-use crate::store::{InMemoryTaskOutputStore, StoreError, StoredTaskOutput, TaskOutputStore};
+use crate::store::{
+    InMemoryTaskOutputStore, RunEnd, RunJournal, RunParent, RunStart, RunStatus, StoreError,
+    StoredRun, StoredTaskOutput, TaskOutputStore,
+};
 use crate::task::{
     ConsoleInputProvider, InputProvider, Task, TaskCallback, TaskContext, TaskError,
 };
@@ -90,6 +93,13 @@ pub enum CrewError {
     Replay(String),
     #[error("crew '{crew}': the kickoff was cancelled")]
     Cancelled { crew: String },
+    /// [`Crew::resume`] or [`Crew::fork`] cannot use the stored run.
+    #[error("crew '{crew}': cannot continue run {run_id}: {message}")]
+    Resume {
+        crew: String,
+        run_id: String,
+        message: String,
+    },
     /// The run stopped before an LLM call that would have gone over the crew's budget. The tasks
     /// that finished are kept here (and in the task output store, so [`Crew::replay`] from
     /// `task` resumes the run).
@@ -110,6 +120,7 @@ pub enum CrewError {
 struct RunRecord {
     usage: UsageSummary,
     manager_tools: Vec<ToolHandle>,
+    run_id: Option<String>,
 }
 
 struct CrewSpec {
@@ -131,6 +142,7 @@ struct CrewSpec {
     before_kickoff: Vec<BeforeKickoff>,
     after_kickoff: Vec<AfterKickoff>,
     store: Arc<dyn TaskOutputStore>,
+    journal: Option<Arc<dyn RunJournal>>,
     input_provider: Arc<dyn InputProvider>,
     task_timeout: Option<Duration>,
     max_delegation_depth: usize,
@@ -197,17 +209,48 @@ impl fmt::Debug for Crew {
 pub struct KickoffOptions {
     /// The event `crew_kickoff_started` hangs under (a flow method's event).
     pub parent_event_id: Option<Uuid>,
-    /// Cancelling it abandons the kickoff, which then fails with [`CrewError::Cancelled`].
+    /// Cancelling it abandons the kickoff, which then fails with [`CrewError::Cancelled`] (and
+    /// is journaled as cancelled, so it can be resumed).
     pub cancellation: Option<CancellationToken>,
+    /// The id to journal the run under (default: a new UUID). Choosing it lets the caller name
+    /// the run before it starts (to print it, or to resume it after a crash).
+    pub run_id: Option<String>,
+    /// An enclosing run's ledger (a flow's): every call of the kickoff also counts there and is
+    /// held to its budget too. The crew's own usage and budget stay separate.
+    pub usage: Option<UsageTracker>,
 }
 
 /// One run of the crew, as the public entry points ask for it.
 struct RunRequest {
     inputs: Inputs,
-    replay: Option<ReplayStart>,
+    plan: RunPlan,
     stream: bool,
     claim: Option<Arc<Mutex<StreamClaim>>>,
     options: KickoffOptions,
+}
+
+/// What a run starts from: a fresh kickoff restores nothing; a replay, resume or fork restores
+/// the outputs of tasks that are not run again.
+#[derive(Default)]
+struct RunPlan {
+    /// Outputs by task index, in index order. Not necessarily a prefix: async tasks of a killed
+    /// run may have finished out of order.
+    restored: Vec<(usize, TaskOutput)>,
+    origin: RunOrigin,
+    /// What earlier attempts of a resumed run used.
+    prior_usage: Usage,
+}
+
+#[derive(Default)]
+enum RunOrigin {
+    #[default]
+    Kickoff,
+    /// `Crew::replay`: the latest-kickoff store already holds the restored outputs.
+    Replay,
+    /// `Crew::resume`: the journal already holds the restored outputs, under the same run id.
+    Resume,
+    /// `Crew::fork`: a new run whose restored outputs are copies from `parent`.
+    Fork(RunParent),
 }
 
 /// The agents and tasks of one kickoff, interpolated.
@@ -215,12 +258,6 @@ struct Prepared {
     agents: Vec<Agent>,
     tasks: Vec<Task>,
     manager: Option<Agent>,
-}
-
-/// Where a replay starts: the task index and the restored outputs before it.
-struct ReplayStart {
-    index: usize,
-    restored: Vec<(usize, TaskOutput)>,
 }
 
 impl Crew {
@@ -285,34 +322,50 @@ impl Crew {
 
     /// A copy of the crew with its own run bookkeeping (the bus, store and rate limit are shared).
     pub fn copy(&self) -> Crew {
-        let s = &self.spec;
         Crew {
-            spec: Arc::new(CrewSpec {
-                id: Uuid::new_v4(),
-                name: s.name.clone(),
-                agents: s.agents.clone(),
-                tasks: s.tasks.clone(),
-                process: s.process,
-                manager: s.manager.clone(),
-                function_calling_llm: s.function_calling_llm.clone(),
-                rate_limiter: s.rate_limiter.clone(),
-                tool_cache: s.tool_cache.as_ref().map(|_| ToolCache::new()),
-                stream: s.stream,
-                events: s.events.clone(),
-                hooks: s.hooks.clone(),
-                step_callback: s.step_callback.clone(),
-                task_callback: s.task_callback.clone(),
-                before_kickoff: s.before_kickoff.clone(),
-                after_kickoff: s.after_kickoff.clone(),
-                store: s.store.clone(),
-                input_provider: s.input_provider.clone(),
-                task_timeout: s.task_timeout,
-                max_delegation_depth: s.max_delegation_depth,
-                kickoff_concurrency: s.kickoff_concurrency,
-                budget: s.budget,
-                prices: s.prices.clone(),
-                last_run: Mutex::new(RunRecord::default()),
-            }),
+            spec: Arc::new(self.respec(Uuid::new_v4(), self.spec.journal.clone())),
+        }
+    }
+
+    /// The same crew journaling its runs to `journal` (see [`CrewBuilder::run_journal`]), for a
+    /// crew built by someone else (a project loader).
+    pub fn with_run_journal(&self, journal: Arc<dyn RunJournal>) -> Crew {
+        let mut spec = self.respec(self.spec.id, Some(journal));
+        spec.tool_cache = self.spec.tool_cache.clone();
+        Crew {
+            spec: Arc::new(spec),
+        }
+    }
+
+    /// The crew's definition with fresh run bookkeeping and its own tool cache.
+    fn respec(&self, id: Uuid, journal: Option<Arc<dyn RunJournal>>) -> CrewSpec {
+        let s = &self.spec;
+        CrewSpec {
+            id,
+            name: s.name.clone(),
+            agents: s.agents.clone(),
+            tasks: s.tasks.clone(),
+            process: s.process,
+            manager: s.manager.clone(),
+            function_calling_llm: s.function_calling_llm.clone(),
+            rate_limiter: s.rate_limiter.clone(),
+            tool_cache: s.tool_cache.as_ref().map(|_| ToolCache::new()),
+            stream: s.stream,
+            events: s.events.clone(),
+            hooks: s.hooks.clone(),
+            step_callback: s.step_callback.clone(),
+            task_callback: s.task_callback.clone(),
+            before_kickoff: s.before_kickoff.clone(),
+            after_kickoff: s.after_kickoff.clone(),
+            store: s.store.clone(),
+            journal,
+            input_provider: s.input_provider.clone(),
+            task_timeout: s.task_timeout,
+            max_delegation_depth: s.max_delegation_depth,
+            kickoff_concurrency: s.kickoff_concurrency,
+            budget: s.budget,
+            prices: s.prices.clone(),
+            last_run: Mutex::new(RunRecord::default()),
         }
     }
 
@@ -331,7 +384,7 @@ impl Crew {
     ) -> Result<CrewOutput, CrewError> {
         self.run(RunRequest {
             inputs,
-            replay: None,
+            plan: RunPlan::default(),
             stream: self.spec.stream,
             claim: None,
             options,
@@ -412,7 +465,7 @@ impl Crew {
             Some(std::thread::current().id());
         self.run(RunRequest {
             inputs,
-            replay: None,
+            plan: RunPlan::default(),
             stream: true,
             claim: Some(claim),
             options: KickoffOptions::default(),
@@ -426,6 +479,17 @@ impl Crew {
         &self,
         task: &str,
         inputs: Option<Inputs>,
+    ) -> Result<CrewOutput, CrewError> {
+        self.replay_with(task, inputs, KickoffOptions::default())
+            .await
+    }
+
+    /// [`Crew::replay`] with kickoff options (cancellation, the new run's id).
+    pub async fn replay_with(
+        &self,
+        task: &str,
+        inputs: Option<Inputs>,
+        options: KickoffOptions,
     ) -> Result<CrewOutput, CrewError> {
         let index = self
             .spec
@@ -458,12 +522,185 @@ impl Crew {
         });
         self.run(RunRequest {
             inputs,
-            replay: Some(ReplayStart { index, restored }),
+            plan: RunPlan {
+                restored,
+                origin: RunOrigin::Replay,
+                prior_usage: Usage::default(),
+            },
             stream: self.spec.stream,
             claim: None,
-            options: KickoffOptions::default(),
+            options,
         })
         .await
+    }
+
+    /// The id of the latest run this crew started (also in [`CrewOutput::run_id`]); with
+    /// concurrent kickoffs of one crew, choose ids with [`KickoffOptions::run_id`] instead.
+    pub fn last_run_id(&self) -> Option<String> {
+        self.record().run_id.clone()
+    }
+
+    /// Continues a journaled run that did not complete (killed, failed, cancelled or stopped by
+    /// its budget): the tasks that finished keep their stored outputs and are not run again,
+    /// the others run with the stored inputs under the same run id.
+    ///
+    /// The crew must have the run's tasks (same keys, same order). Guardrails, callbacks and
+    /// tools are not stored: they are this crew's, task by task, so a resumed task is checked by
+    /// its guardrails as a fresh one is. A budget applies to each attempt on its own. Resuming a
+    /// completed run returns its stored output and calls no model. A run the journal still has
+    /// as `running` is taken to be dead (its process killed): resuming one that is in fact still
+    /// going elsewhere would run its unfinished tasks twice.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use crewai_core::agent::Agent;
+    /// use crewai_core::crew::{Crew, KickoffOptions};
+    /// use crewai_core::store::{InMemoryRunJournal, RunJournal, RunStatus};
+    /// use crewai_core::task::Task;
+    /// use crewai_llm::{LlmError, ScriptedLlm};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let llm = Arc::new(ScriptedLlm::new("scripted")
+    ///     .then_text("Bees dance.")
+    ///     .then_error(LlmError::PermissionDenied { provider: "p".into(), message: "no".into() })
+    ///     .then_text("Bees dance, so they talk."));
+    /// let agent = Agent::builder().role("Writer").goal("Write").backstory("Brief.").llm(llm.clone()).build()?;
+    /// let task = |name: &str| Task::builder().name(name).description(format!("Do {name}")).expected_output("A line").agent(agent.clone()).build();
+    /// let journal = Arc::new(InMemoryRunJournal::new());
+    /// let crew = Crew::builder().agents(vec![agent.clone()]).tasks(vec![task("facts")?, task("summary")?])
+    ///     .run_journal(journal.clone()).build()?;
+    ///
+    /// let options = KickoffOptions { run_id: Some("run-1".into()), ..Default::default() };
+    /// assert!(crew.kickoff_with(Default::default(), options).await.is_err());
+    /// assert_eq!(journal.load("run-1")?.unwrap().status, RunStatus::Failed);
+    ///
+    /// let output = crew.resume("run-1").await?; // `facts` is not asked again
+    /// assert_eq!(output.raw, "Bees dance, so they talk.");
+    /// assert_eq!(output.tasks_output[0].raw, "Bees dance.");
+    /// assert_eq!(llm.requests().len(), 3);
+    /// # Ok(()) }
+    /// ```
+    pub async fn resume(&self, run_id: &str) -> Result<CrewOutput, CrewError> {
+        self.resume_with(run_id, KickoffOptions::default()).await
+    }
+
+    /// [`Crew::resume`] with kickoff options (cancellation, parent event); `options.run_id` is
+    /// ignored, the run keeps its id.
+    pub async fn resume_with(
+        &self,
+        run_id: &str,
+        mut options: KickoffOptions,
+    ) -> Result<CrewOutput, CrewError> {
+        let stored = self.stored_run(run_id)?;
+        if stored.status == RunStatus::Completed {
+            return Ok(completed_output(stored));
+        }
+        options.run_id = Some(stored.run_id.clone());
+        self.run(RunRequest {
+            inputs: stored.inputs,
+            plan: RunPlan {
+                restored: stored
+                    .tasks
+                    .into_iter()
+                    .map(|(index, row)| (index, row.output))
+                    .collect(),
+                origin: RunOrigin::Resume,
+                prior_usage: stored.usage.unwrap_or_default(),
+            },
+            stream: self.spec.stream,
+            claim: None,
+            options,
+        })
+        .await
+    }
+
+    /// Starts a new run from a journaled one: the outputs of the tasks before `from_task` (its
+    /// name or key) are copied from run `run_id`, `from_task` and the tasks after it run again
+    /// with the stored inputs. The stored run is left as it is.
+    pub async fn fork(&self, run_id: &str, from_task: &str) -> Result<CrewOutput, CrewError> {
+        self.fork_with(run_id, from_task, KickoffOptions::default())
+            .await
+    }
+
+    /// [`Crew::fork`] with kickoff options (`options.run_id` names the new run).
+    pub async fn fork_with(
+        &self,
+        run_id: &str,
+        from_task: &str,
+        options: KickoffOptions,
+    ) -> Result<CrewOutput, CrewError> {
+        let stored = self.stored_run(run_id)?;
+        let cannot = |message: String| CrewError::Resume {
+            crew: self.spec.name.clone(),
+            run_id: run_id.to_string(),
+            message,
+        };
+        let index = self
+            .spec
+            .tasks
+            .iter()
+            .position(|t| t.is_called(from_task))
+            .ok_or_else(|| {
+                cannot(format!(
+                    "the crew has no task '{from_task}' to fork from; its tasks are: {}",
+                    self.task_keys().join(", ")
+                ))
+            })?;
+        let mut restored = Vec::with_capacity(index);
+        for earlier in 0..index {
+            let row = stored.tasks.get(&earlier).ok_or_else(|| {
+                cannot(format!(
+                    "task {} ('{}') did not finish in that run, so there is nothing to copy; fork from it or an earlier task",
+                    earlier + 1,
+                    stored.task_keys[earlier]
+                ))
+            })?;
+            restored.push((earlier, row.output.clone()));
+        }
+        self.run(RunRequest {
+            inputs: stored.inputs,
+            plan: RunPlan {
+                restored,
+                origin: RunOrigin::Fork(RunParent {
+                    run_id: stored.run_id,
+                    from_task_index: index,
+                }),
+                prior_usage: Usage::default(),
+            },
+            stream: self.spec.stream,
+            claim: None,
+            options,
+        })
+        .await
+    }
+
+    fn task_keys(&self) -> Vec<String> {
+        self.spec.tasks.iter().map(Task::key).collect()
+    }
+
+    /// The journaled run, checked against this crew's tasks.
+    fn stored_run(&self, run_id: &str) -> Result<StoredRun, CrewError> {
+        let cannot = |message: String| CrewError::Resume {
+            crew: self.spec.name.clone(),
+            run_id: run_id.to_string(),
+            message,
+        };
+        let journal = self.spec.journal.as_ref().ok_or_else(|| {
+            cannot(
+                "the crew has no run journal; give it one with `CrewBuilder::run_journal`".into(),
+            )
+        })?;
+        let stored = journal
+            .load(run_id)?
+            .ok_or_else(|| cannot("the journal has no run with that id".into()))?;
+        let ours = self.task_keys();
+        if let Some(difference) = task_list_difference(&stored.task_keys, &ours) {
+            return Err(cannot(format!(
+                "it was started by a different crew: {difference}"
+            )));
+        }
+        Ok(stored)
     }
 
     fn apply_before_kickoff(&self, mut inputs: Inputs) -> Inputs {
@@ -475,15 +712,30 @@ impl Crew {
 
     async fn run(&self, request: RunRequest) -> Result<CrewOutput, CrewError> {
         let RunRequest {
-            inputs,
-            replay,
+            inputs: given,
+            plan,
             stream,
             claim,
             options,
         } = request;
         let spec = &self.spec;
-        let inputs = self.apply_before_kickoff(inputs);
+        let inputs = self.apply_before_kickoff(given.clone());
         let prepared = self.prepare(&inputs)?;
+        let run_id = options
+            .run_id
+            .clone()
+            .unwrap_or_else(|| Uuid::new_v4().to_string());
+        self.record().run_id = Some(run_id.clone());
+        let recorder = TaskRecorder {
+            store: spec.store.clone(),
+            journal: spec
+                .journal
+                .clone()
+                .map(|journal| (journal, run_id.clone())),
+            inputs: inputs.clone(),
+            replaying: matches!(plan.origin, RunOrigin::Replay | RunOrigin::Fork(_)),
+        };
+        let journaled = self.start_run(&run_id, given, &plan, &prepared, &recorder)?;
 
         let inputs_json =
             (!inputs.is_empty()).then(|| serde_json::to_value(&inputs).unwrap_or(Value::Null));
@@ -501,7 +753,8 @@ impl Crew {
 
         let usage = UsageTracker::new()
             .with_prices(spec.prices.clone())
-            .with_budget(spec.budget);
+            .with_budget(spec.budget)
+            .with_parent(options.usage.clone());
         let cancellation = options
             .cancellation
             .as_ref()
@@ -534,7 +787,7 @@ impl Crew {
         };
 
         let result = tokio::select! {
-            result = self.execute_tasks(&run, &prepared, started, replay, &inputs) => result,
+            result = self.execute_tasks(&run, &prepared, started, plan.restored, &recorder) => result,
             _ = cancellation.cancelled() => Err(CrewError::Cancelled { crew: spec.name.clone() }),
         };
         // An agent may notice the cancellation first and fail with its own error: it is still a cancellation.
@@ -560,12 +813,16 @@ impl Crew {
         // Whatever still runs for this kickoff (a coworker, a pending call) stops now.
         cancellation.cancel();
         self.record().usage = usage.summary();
+        let mut total_usage = plan.prior_usage;
+        total_usage.add(&usage.total());
         match result {
             Ok(outputs) => {
                 let mut output = CrewOutput::from_tasks(outputs, usage.total());
                 for callback in &spec.after_kickoff {
                     output = callback(output);
                 }
+                output.run_id = Some(run_id);
+                journaled.finish(&RunEnd::completed(output.raw.clone(), total_usage))?;
                 spec.events.emit(
                     Some(started),
                     EventKind::CrewKickoffCompleted {
@@ -578,6 +835,20 @@ impl Crew {
                 Ok(output)
             }
             Err(error) => {
+                let status = match &error {
+                    CrewError::Cancelled { .. } => RunStatus::Cancelled,
+                    CrewError::BudgetExceeded { .. } => RunStatus::BudgetStopped,
+                    _ => RunStatus::Failed,
+                };
+                // The run's own error is what the caller needs; a journal that cannot record it
+                // leaves the run `running`, which a resume handles the same way.
+                if let Err(journal) = journaled.finish(&RunEnd::stopped(
+                    status,
+                    error.to_string(),
+                    Some(total_usage),
+                )) {
+                    tracing::warn!(run_id = %run_id, "the run's end could not be journaled: {journal}");
+                }
                 spec.events.emit(
                     Some(started),
                     EventKind::CrewKickoffFailed {
@@ -589,6 +860,58 @@ impl Crew {
                 Err(error)
             }
         }
+    }
+
+    /// Resets the latest-kickoff store as the run's origin asks and journals the start; the
+    /// returned guard journals the run as cancelled if it is dropped before it ends.
+    fn start_run(
+        &self,
+        run_id: &str,
+        given: Inputs,
+        plan: &RunPlan,
+        prepared: &Prepared,
+        recorder: &TaskRecorder,
+    ) -> Result<JournaledRun, CrewError> {
+        let rows = || {
+            plan.restored
+                .iter()
+                .map(|(index, output)| recorder.row(*index, &prepared.tasks[*index], output))
+        };
+        match plan.origin {
+            // The store already holds the replayed run's outputs.
+            RunOrigin::Replay => {}
+            RunOrigin::Kickoff => self.spec.store.reset()?,
+            // A resumed or forked run becomes the latest kickoff, restored outputs included.
+            RunOrigin::Resume | RunOrigin::Fork(_) => {
+                self.spec.store.reset()?;
+                for row in rows() {
+                    self.spec.store.save(row)?;
+                }
+            }
+        }
+        let Some(journal) = &self.spec.journal else {
+            return Ok(JournaledRun {
+                journal: None,
+                run_id: run_id.to_string(),
+            });
+        };
+        let (parent, carried_over) = match &plan.origin {
+            RunOrigin::Kickoff | RunOrigin::Resume => (None, Vec::new()),
+            RunOrigin::Replay => (None, rows().collect()),
+            RunOrigin::Fork(parent) => (Some(parent.clone()), rows().collect()),
+        };
+        journal.start(&RunStart {
+            run_id: run_id.to_string(),
+            crew: self.spec.name.clone(),
+            inputs: given,
+            task_keys: self.task_keys(),
+            parent,
+            carried_over,
+        })?;
+        Ok(JournaledRun {
+            journal: Some(journal.clone()),
+            run_id: run_id.to_string(),
+        })
     }
 
     /// Interpolates `inputs` into copies of the agents and tasks (checking every placeholder).
@@ -639,30 +962,26 @@ impl Crew {
         run: &RunContext,
         prepared: &Prepared,
         parent: Uuid,
-        replay: Option<ReplayStart>,
-        inputs: &Inputs,
+        restored: Vec<(usize, TaskOutput)>,
+        recorder: &TaskRecorder,
     ) -> Result<Vec<TaskOutput>, CrewError> {
-        let (start, mut done) = match replay {
-            Some(replay) => (replay.index, replay.restored),
-            None => {
-                self.spec.store.reset()?;
-                (0, Vec::new())
-            }
-        };
-        match self
-            .execute_tasks_from(start, &mut done, run, prepared, parent, inputs)
-            .await
-        {
+        let mut done = restored;
+        let outcome = self
+            .execute_remaining(&mut done, run, prepared, parent, recorder)
+            .await;
+        done.sort_by_key(|(index, _)| *index);
+        match outcome {
             Ok(()) => Ok(done.into_iter().map(|(_, output)| output).collect()),
             Err(error) => Err(self.keep_outputs_on_budget_stop(error, done)),
         }
     }
 
-    /// A budget stop deep inside a task becomes the crew's own error, with the finished outputs.
+    /// A budget stop deep inside a task becomes the crew's own error, with the finished outputs
+    /// (`done` in task order).
     fn keep_outputs_on_budget_stop(
         &self,
         error: CrewError,
-        mut done: Vec<(usize, TaskOutput)>,
+        done: Vec<(usize, TaskOutput)>,
     ) -> CrewError {
         let CrewError::Task(TaskError::Agent { task, source }) = &error else {
             return error;
@@ -670,7 +989,6 @@ impl Crew {
         let AgentError::BudgetExceeded { exceeded, .. } = source.as_ref() else {
             return error;
         };
-        done.sort_by_key(|(index, _)| *index);
         CrewError::BudgetExceeded {
             crew: self.spec.name.clone(),
             task: Some(task.clone()),
@@ -680,28 +998,35 @@ impl Crew {
         }
     }
 
-    async fn execute_tasks_from(
+    /// Runs every task that has no output in `done` yet (the restored ones are skipped), adding
+    /// each output to `done` once it is recorded.
+    async fn execute_remaining(
         &self,
-        start: usize,
         done: &mut Vec<(usize, TaskOutput)>,
         run: &RunContext,
         prepared: &Prepared,
         parent: Uuid,
-        inputs: &Inputs,
+        recorder: &TaskRecorder,
     ) -> Result<(), CrewError> {
-        let replaying = start > 0;
+        let restored: BTreeSet<usize> = done.iter().map(|(index, _)| *index).collect();
         let mut pending: Vec<PendingTask> = Vec::new();
 
-        for (index, task) in prepared.tasks.iter().enumerate().skip(start) {
+        for (index, task) in prepared.tasks.iter().enumerate() {
+            if restored.contains(&index) {
+                continue;
+            }
             if task.is_conditional()
                 || !task.is_async()
                 || self.context_waits_on(task, &pending, &prepared.tasks)
             {
-                self.join_pending(&mut pending, done, &prepared.tasks, inputs, replaying)
+                self.join_pending(&mut pending, done, &prepared.tasks)
                     .await?;
             }
             if let Some(condition) = task.condition()
-                && let Some((_, previous)) = done.last()
+                && let Some((_, previous)) = done
+                    .iter()
+                    .filter(|(earlier, _)| *earlier < index)
+                    .max_by_key(|(earlier, _)| *earlier)
                 && !condition(previous)
             {
                 let role = task
@@ -714,16 +1039,22 @@ impl Crew {
                     task.name().map(str::to_string),
                     role,
                 );
-                self.save(index, task, &skipped, inputs, replaying)?;
+                recorder.record(index, task, &skipped)?;
                 done.push((index, skipped));
                 continue;
             }
             let (agent, tools) = self.agent_and_tools(run, prepared, task, parent)?;
-            let context = context_for(task, done, &prepared.tasks);
+            let context = context_for(task, index, done, &prepared.tasks);
             if task.is_async() {
                 let (run, task, agent) = (run.clone(), task.clone(), agent.clone());
+                let recorder = recorder.clone();
+                // Recorded inside the spawned task, the moment it finishes: a run killed before
+                // the join still keeps this output.
                 let handle = tokio::spawn(async move {
-                    execute_task(&run, &task, &agent, context, tools, Some(parent)).await
+                    let output =
+                        execute_task(&run, &task, &agent, context, tools, Some(parent)).await?;
+                    recorder.record(index, &task, &output)?;
+                    Ok(output)
                 });
                 pending.push(PendingTask {
                     index,
@@ -731,11 +1062,11 @@ impl Crew {
                 });
             } else {
                 let output = execute_task(run, task, &agent, context, tools, Some(parent)).await?;
-                self.save(index, task, &output, inputs, replaying)?;
+                recorder.record(index, task, &output)?;
                 done.push((index, output));
             }
         }
-        self.join_pending(&mut pending, done, &prepared.tasks, inputs, replaying)
+        self.join_pending(&mut pending, done, &prepared.tasks)
             .await?;
         Ok(())
     }
@@ -751,14 +1082,12 @@ impl Crew {
     }
 
     /// Waits for the running async tasks (the first failure stops the others) and appends their
-    /// outputs in definition order.
+    /// (already recorded) outputs in definition order.
     async fn join_pending(
         &self,
         pending: &mut Vec<PendingTask>,
         done: &mut Vec<(usize, TaskOutput)>,
         tasks: &[Task],
-        inputs: &Inputs,
-        replaying: bool,
     ) -> Result<(), CrewError> {
         if pending.is_empty() {
             return Ok(());
@@ -771,7 +1100,7 @@ impl Crew {
             async move {
                 match (&mut p.handle.0).await {
                     Ok(Ok(output)) => Ok((p.index, output)),
-                    Ok(Err(error)) => Err(CrewError::Task(error)),
+                    Ok(Err(error)) => Err(error),
                     Err(join) => Err(CrewError::TaskPanicked {
                         crew,
                         task: key,
@@ -781,30 +1110,7 @@ impl Crew {
             }
         }))
         .await?;
-        for (index, output) in results {
-            self.save(index, &tasks[index], &output, inputs, replaying)?;
-            done.push((index, output));
-        }
-        Ok(())
-    }
-
-    fn save(
-        &self,
-        index: usize,
-        task: &Task,
-        output: &TaskOutput,
-        inputs: &Inputs,
-        replaying: bool,
-    ) -> Result<(), CrewError> {
-        self.spec.store.save(StoredTaskOutput {
-            task_id: task.id().to_string(),
-            task_name: task.name().map(str::to_string),
-            task_index: index,
-            output: output.clone(),
-            inputs: inputs.clone(),
-            was_replayed: replaying,
-            timestamp: Utc::now(),
-        })?;
+        done.extend(results);
         Ok(())
     }
 
@@ -863,23 +1169,133 @@ impl Crew {
     }
 }
 
-/// The context a task gets from the outputs so far.
-fn context_for(task: &Task, done: &[(usize, TaskOutput)], tasks: &[Task]) -> Option<String> {
+/// The context task `index` gets from the outputs so far: only earlier tasks', in task order (a
+/// resumed run may hold outputs of later async tasks that finished first).
+fn context_for(
+    task: &Task,
+    index: usize,
+    done: &[(usize, TaskOutput)],
+    tasks: &[Task],
+) -> Option<String> {
+    let mut earlier: Vec<&(usize, TaskOutput)> = done.iter().filter(|(i, _)| *i < index).collect();
+    earlier.sort_by_key(|(i, _)| *i);
     let selected: Vec<&str> = match task.context() {
         TaskContext::None => return None,
-        TaskContext::AllPrevious => done
+        TaskContext::AllPrevious => earlier
             .iter()
             .map(|(_, o)| o.raw.as_str())
             .filter(|raw| !raw.is_empty())
             .collect(),
-        TaskContext::Tasks(names) => done
+        TaskContext::Tasks(names) => earlier
             .iter()
-            .filter(|(index, _)| names.iter().any(|name| tasks[*index].is_called(name)))
+            .filter(|(i, _)| names.iter().any(|name| tasks[*i].is_called(name)))
             .map(|(_, o)| o.raw.as_str())
             .filter(|raw| !raw.is_empty())
             .collect(),
     };
     (!selected.is_empty()).then(|| prompts::join_context(selected))
+}
+
+/// The output a completed run returns when it is resumed: its stored tasks, final text and usage.
+fn completed_output(stored: StoredRun) -> CrewOutput {
+    let mut output = CrewOutput::from_tasks(
+        stored.tasks.into_values().map(|row| row.output).collect(),
+        stored.usage.unwrap_or_default(),
+    );
+    if let Some(raw) = stored.output {
+        output.raw = raw;
+    }
+    output.run_id = Some(stored.run_id);
+    output
+}
+
+/// The first way two task lists differ, for an error message.
+fn task_list_difference(stored: &[String], ours: &[String]) -> Option<String> {
+    if let Some((at, (was, is))) = stored
+        .iter()
+        .zip(ours)
+        .enumerate()
+        .find(|(_, (was, is))| was != is)
+    {
+        return Some(format!(
+            "its task {} is '{was}', this crew's is '{is}'",
+            at + 1
+        ));
+    }
+    (stored.len() != ours.len()).then(|| {
+        format!(
+            "it had {} task(s) ({}), this crew has {} ({})",
+            stored.len(),
+            stored.join(", "),
+            ours.len(),
+            ours.join(", ")
+        )
+    })
+}
+
+/// Where each finished task's output goes: the run journal first (durable before the next task
+/// starts), then the latest-kickoff store that `replay` reads.
+#[derive(Clone)]
+struct TaskRecorder {
+    store: Arc<dyn TaskOutputStore>,
+    journal: Option<(Arc<dyn RunJournal>, String)>,
+    inputs: Inputs,
+    replaying: bool,
+}
+
+impl TaskRecorder {
+    fn row(&self, index: usize, task: &Task, output: &TaskOutput) -> StoredTaskOutput {
+        StoredTaskOutput {
+            task_id: task.id().to_string(),
+            task_name: task.name().map(str::to_string),
+            task_index: index,
+            output: output.clone(),
+            inputs: self.inputs.clone(),
+            was_replayed: self.replaying,
+            timestamp: Utc::now(),
+        }
+    }
+
+    fn record(&self, index: usize, task: &Task, output: &TaskOutput) -> Result<(), CrewError> {
+        let row = self.row(index, task, output);
+        if let Some((journal, run_id)) = &self.journal {
+            journal.task_finished(run_id, &row)?;
+        }
+        self.store.save(row)?;
+        Ok(())
+    }
+}
+
+/// A journaled run until its end is recorded: dropped earlier (the kickoff's future was
+/// dropped), it records the run as cancelled, so it can be resumed. The journal is synchronous
+/// so this works from `Drop`.
+struct JournaledRun {
+    journal: Option<Arc<dyn RunJournal>>,
+    run_id: String,
+}
+
+impl JournaledRun {
+    fn finish(mut self, end: &RunEnd) -> Result<(), StoreError> {
+        match self.journal.take() {
+            Some(journal) => journal.finish(&self.run_id, end),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for JournaledRun {
+    fn drop(&mut self) {
+        if let Some(journal) = self.journal.take() {
+            let end = RunEnd::stopped(
+                RunStatus::Cancelled,
+                "the kickoff was dropped before it finished",
+                None,
+            );
+            if let Err(error) = journal.finish(&self.run_id, &end) {
+                tracing::warn!(run_id = %self.run_id, "the cancellation could not be journaled: {error}");
+            }
+        }
+    }
 }
 
 fn interpolate_agent(agent: &Agent, inputs: &Inputs) -> Result<Agent, InterpolationError> {
@@ -911,7 +1327,7 @@ impl<T> Drop for AbortOnDrop<T> {
 
 struct PendingTask {
     index: usize,
-    handle: AbortOnDrop<Result<TaskOutput, TaskError>>,
+    handle: AbortOnDrop<Result<TaskOutput, CrewError>>,
 }
 
 /// What a chunk of a streamed kickoff carries.
@@ -1050,6 +1466,7 @@ pub struct CrewBuilder {
     after_kickoff: Vec<AfterKickoff>,
     output_log_file: Option<PathBuf>,
     store: Option<Arc<dyn TaskOutputStore>>,
+    journal: Option<Arc<dyn RunJournal>>,
     input_provider: Option<Arc<dyn InputProvider>>,
     task_timeout: Option<Option<Duration>>,
     max_delegation_depth: Option<usize>,
@@ -1179,6 +1596,13 @@ impl CrewBuilder {
     /// Where kickoffs keep task outputs for `replay` (default: in memory).
     pub fn task_output_store(mut self, store: Arc<dyn TaskOutputStore>) -> Self {
         self.store = Some(store);
+        self
+    }
+    /// Journal every run here (each task's output as it finishes), so [`Crew::resume`] and
+    /// [`Crew::fork`] can continue it (default: no journal). `crewai_store::Store` is a durable
+    /// one; [`crate::store::InMemoryRunJournal`] lives as long as the process.
+    pub fn run_journal(mut self, journal: Arc<dyn RunJournal>) -> Self {
+        self.journal = Some(journal);
         self
     }
     /// Where `human_input` tasks ask for feedback (default: the console).
@@ -1317,6 +1741,7 @@ impl CrewBuilder {
                 store: self
                     .store
                     .unwrap_or_else(|| Arc::new(InMemoryTaskOutputStore::new())),
+                journal: self.journal,
                 input_provider: self
                     .input_provider
                     .unwrap_or_else(|| Arc::new(ConsoleInputProvider)),
@@ -1435,7 +1860,7 @@ mod tests {
         let tasks = vec![task("a"), task("b"), task("c")];
         let outputs = done(&["A", "", "C"]);
         assert_eq!(
-            context_for(&tasks[2], &outputs, &tasks).as_deref(),
+            context_for(&tasks[2], 3, &outputs, &tasks).as_deref(),
             Some("A\n\n----------\n\nC")
         );
         let only_a = Task::builder()
@@ -1445,7 +1870,16 @@ mod tests {
             .context(["a"])
             .build()
             .unwrap();
-        assert_eq!(context_for(&only_a, &outputs, &tasks).as_deref(), Some("A"));
+        assert_eq!(
+            context_for(&only_a, 3, &outputs, &tasks).as_deref(),
+            Some("A")
+        );
+        // Only earlier tasks count, in task order, whatever order they finished in.
+        let out_of_order = vec![outputs[2].clone(), outputs[0].clone()];
+        assert_eq!(
+            context_for(&tasks[1], 1, &out_of_order, &tasks).as_deref(),
+            Some("A")
+        );
         let none = Task::builder()
             .name("y")
             .description("d")
@@ -1453,7 +1887,7 @@ mod tests {
             .context_none()
             .build()
             .unwrap();
-        assert_eq!(context_for(&none, &outputs, &tasks), None);
+        assert_eq!(context_for(&none, 3, &outputs, &tasks), None);
     }
 
     #[test]

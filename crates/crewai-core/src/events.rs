@@ -387,22 +387,45 @@ impl EventBus {
     ///
     /// A listener that panics is skipped for that event; the run goes on.
     pub fn emit(&self, parent: Option<Uuid>, kind: EventKind) -> Uuid {
+        self.emit_with(parent, || kind)
+    }
+
+    /// Like [`EventBus::emit`], but builds the event's payload only when a listener will see
+    /// it: for events whose payload is costly (a call's whole conversation as JSON) on the hot
+    /// path of runs nobody observes. The event still gets its id and sequence number, so ids
+    /// used as parents and the numbering of later events do not depend on who listens.
+    ///
+    /// ```
+    /// use crewai_core::events::{EventBus, EventKind, EventRecorder};
+    ///
+    /// let bus = EventBus::new();
+    /// let quiet = bus.emit_with(None, || unreachable!("no listener, so no payload"));
+    /// let recorder = EventRecorder::attach(&bus);
+    /// let heard = bus.emit_with(None, || EventKind::FlowStarted { flow_name: "f".into(), inputs: None });
+    /// assert_ne!(quiet, heard);
+    /// assert_eq!(recorder.events()[0].emission_sequence, 2);
+    /// ```
+    pub fn emit_with(&self, parent: Option<Uuid>, kind: impl FnOnce() -> EventKind) -> Uuid {
+        let emission_sequence = self.inner.sequence.fetch_add(1, Ordering::SeqCst) + 1;
+        // Listeners are cloned out so one may subscribe or emit from inside a callback without deadlocking.
+        let listeners: Vec<Listener> = {
+            let registered = self
+                .inner
+                .listeners
+                .read()
+                .unwrap_or_else(|p| p.into_inner());
+            if registered.is_empty() {
+                return Uuid::new_v4();
+            }
+            registered.iter().map(|(_, l)| l.clone()).collect()
+        };
         let event = Event {
             event_id: Uuid::new_v4(),
             parent_event_id: parent,
-            emission_sequence: self.inner.sequence.fetch_add(1, Ordering::SeqCst) + 1,
+            emission_sequence,
             timestamp: Utc::now(),
-            kind,
+            kind: kind(),
         };
-        // Listeners are cloned out so one may subscribe or emit from inside a callback without deadlocking.
-        let listeners: Vec<Listener> = self
-            .inner
-            .listeners
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .iter()
-            .map(|(_, l)| l.clone())
-            .collect();
         for listener in listeners {
             if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| listener(&event))).is_err()
             {

@@ -176,6 +176,30 @@ impl Guardrail {
         }
     }
 
+    /// The model an LLM guardrail was given with [`Guardrail::llm_with`] (`None` for a function
+    /// guardrail, or one judged by the agent's model).
+    pub fn judge_llm(&self) -> Option<&Arc<dyn Llm>> {
+        match &self.check {
+            Check::Llm { llm, .. } => llm.as_ref(),
+            Check::Function(_) => None,
+        }
+    }
+
+    /// A copy judged by `llm` (a function guardrail is returned unchanged). The task layer uses
+    /// it to route the judge's call through the run's rate limit, usage and budget.
+    pub fn judged_by(&self, llm: Arc<dyn Llm>) -> Guardrail {
+        match &self.check {
+            Check::Llm { requirement, .. } => Guardrail {
+                name: self.name.clone(),
+                check: Check::Llm {
+                    requirement: requirement.clone(),
+                    llm: Some(llm),
+                },
+            },
+            Check::Function(_) => self.clone(),
+        }
+    }
+
     /// The `guardrail` field of its events: the requirement, or the function's name.
     pub fn name(&self) -> &str {
         &self.name

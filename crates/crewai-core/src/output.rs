@@ -200,6 +200,9 @@ pub struct CrewOutput {
     pub json_dict: Option<Value>,
     pub tasks_output: Vec<TaskOutput>,
     pub token_usage: Usage,
+    /// The id the run is journaled under (`Crew::resume` and `Crew::fork` take it).
+    #[serde(default)]
+    pub run_id: Option<String>,
 }
 
 impl CrewOutput {
@@ -221,6 +224,7 @@ impl CrewOutput {
             json_dict,
             tasks_output,
             token_usage,
+            run_id: None,
         }
     }
 

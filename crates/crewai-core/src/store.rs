@@ -1,9 +1,18 @@
-//! Where a crew keeps the task outputs of its latest kickoff, so `Crew::replay` can restart from
-//! any task (CrewAI's `latest_kickoff_task_outputs.db`). `crewai-store` implements
-//! [`TaskOutputStore`] on SQLite; [`InMemoryTaskOutputStore`] serves tests and short-lived
-//! programs.
+//! Where a crew keeps what its kickoffs produced.
+//!
+//! - [`TaskOutputStore`]: the task outputs of the latest kickoff, so `Crew::replay` can restart
+//!   from any task (CrewAI's `latest_kickoff_task_outputs.db`).
+//! - [`RunJournal`]: every run by its id: what it started with, each task's output the moment the
+//!   task finished, and how it ended, so `Crew::resume` continues a run that was killed,
+//!   cancelled or stopped by its budget, and `Crew::fork` starts a new run from a stored one.
+//!
+//! `crewai-store` implements both on SQLite; [`InMemoryTaskOutputStore`] and
+//! [`InMemoryRunJournal`] serve tests and short-lived programs.
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
+
+use crewai_llm::Usage;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -108,6 +117,248 @@ impl TaskOutputStore for InMemoryTaskOutputStore {
     }
 }
 
+/// Where a run stands (or how it ended).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    /// Started and not finished: still running, or its process was killed.
+    Running,
+    Completed,
+    /// A task failed; the finished tasks are kept.
+    Failed,
+    /// The kickoff was cancelled (its token, or its future dropped).
+    Cancelled,
+    /// Stopped before a call that would have gone over `max_cost_usd` / `max_tokens`.
+    BudgetStopped,
+}
+
+impl RunStatus {
+    /// The status as stored and shown (`running`, `completed`, `failed`, `cancelled`,
+    /// `budget_stopped`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Running => "running",
+            RunStatus::Completed => "completed",
+            RunStatus::Failed => "failed",
+            RunStatus::Cancelled => "cancelled",
+            RunStatus::BudgetStopped => "budget_stopped",
+        }
+    }
+
+    /// The status [`RunStatus::as_str`] wrote.
+    pub fn parse(text: &str) -> Option<Self> {
+        [
+            RunStatus::Running,
+            RunStatus::Completed,
+            RunStatus::Failed,
+            RunStatus::Cancelled,
+            RunStatus::BudgetStopped,
+        ]
+        .into_iter()
+        .find(|status| status.as_str() == text)
+    }
+
+    /// Whether `Crew::resume` has work left to do (every status but `Completed`).
+    pub fn is_resumable(self) -> bool {
+        self != RunStatus::Completed
+    }
+}
+
+impl std::fmt::Display for RunStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Where a forked run came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunParent {
+    /// The stored run it was forked from (left untouched).
+    pub run_id: String,
+    /// The index of the first task the fork ran again; the outputs before it were copied.
+    pub from_task_index: usize,
+}
+
+/// What a run starts with, as [`RunJournal::start`] records it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunStart {
+    pub run_id: String,
+    /// The crew's name.
+    pub crew: String,
+    /// The kickoff inputs, before the crew's `before_kickoff` callbacks (a resume runs them again).
+    pub inputs: Inputs,
+    /// Every task's key (`Task::key()`: its name, else its description), in crew order: what a
+    /// resume checks the crew against.
+    pub task_keys: Vec<String>,
+    /// Set for a fork.
+    pub parent: Option<RunParent>,
+    /// Outputs the run begins with (a fork's or replay's copies of earlier tasks), recorded in the
+    /// same write as the start.
+    pub carried_over: Vec<StoredTaskOutput>,
+}
+
+/// How a run ended, as [`RunJournal::finish`] records it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunEnd {
+    pub status: RunStatus,
+    /// The final output's raw text (completed runs).
+    pub output: Option<String>,
+    /// What went wrong (failed, cancelled and budget-stopped runs).
+    pub error: Option<String>,
+    /// What the run used over all its attempts (a resumed run adds its own calls).
+    pub usage: Option<Usage>,
+}
+
+impl RunEnd {
+    pub fn completed(output: impl Into<String>, usage: Usage) -> Self {
+        RunEnd {
+            status: RunStatus::Completed,
+            output: Some(output.into()),
+            error: None,
+            usage: Some(usage),
+        }
+    }
+
+    /// A run that ended without completing, with `status` and the reason.
+    pub fn stopped(status: RunStatus, error: impl Into<String>, usage: Option<Usage>) -> Self {
+        RunEnd {
+            status,
+            output: None,
+            error: Some(error.into()),
+            usage,
+        }
+    }
+}
+
+/// A run as the journal has it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StoredRun {
+    pub run_id: String,
+    pub crew: String,
+    pub inputs: Inputs,
+    pub task_keys: Vec<String>,
+    pub parent: Option<RunParent>,
+    pub status: RunStatus,
+    /// The outputs of the tasks that finished, by task index (async tasks may finish out of
+    /// order: this is a set, not a prefix).
+    pub tasks: BTreeMap<usize, StoredTaskOutput>,
+    pub output: Option<String>,
+    pub error: Option<String>,
+    pub usage: Option<Usage>,
+    pub started_at: DateTime<Utc>,
+    pub finished_at: Option<DateTime<Utc>>,
+}
+
+/// A durable record of runs: the crew writes each task's output as soon as the task finishes and
+/// before the next one starts, so a run whose process dies can be resumed without redoing work.
+///
+/// The calls are synchronous short local writes (a run's drop guard records a cancellation from
+/// `Drop`); an implementation must have made a write durable when it returns.
+pub trait RunJournal: Send + Sync {
+    /// Records a run starting. For a run id the journal already has (a resume), the run becomes
+    /// `Running` again and keeps its finished tasks.
+    fn start(&self, run: &RunStart) -> Result<(), StoreError>;
+    /// Records one finished task of a started run (replacing any output at its index).
+    fn task_finished(&self, run_id: &str, task: &StoredTaskOutput) -> Result<(), StoreError>;
+    /// Records how the run ended.
+    fn finish(&self, run_id: &str, end: &RunEnd) -> Result<(), StoreError>;
+    /// The run with this id, if the journal has it.
+    fn load(&self, run_id: &str) -> Result<Option<StoredRun>, StoreError>;
+}
+
+/// A [`RunJournal`] in memory: runs survive as long as the value (tests, documentation, a
+/// process that only resumes its own cancelled runs).
+///
+/// ```
+/// use crewai_core::store::{InMemoryRunJournal, RunEnd, RunJournal, RunStart, RunStatus};
+/// let journal = InMemoryRunJournal::new();
+/// journal.start(&RunStart {
+///     run_id: "r1".into(), crew: "crew".into(), inputs: Default::default(),
+///     task_keys: vec!["research".into()], parent: None, carried_over: Vec::new(),
+/// }).unwrap();
+/// journal.finish("r1", &RunEnd::stopped(RunStatus::Cancelled, "Ctrl-C", None)).unwrap();
+/// let run = journal.load("r1").unwrap().unwrap();
+/// assert_eq!(run.status, RunStatus::Cancelled);
+/// assert!(run.status.is_resumable());
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct InMemoryRunJournal {
+    runs: Arc<Mutex<BTreeMap<String, StoredRun>>>,
+}
+
+impl InMemoryRunJournal {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn runs(&self) -> Result<std::sync::MutexGuard<'_, BTreeMap<String, StoredRun>>, StoreError> {
+        self.runs.lock().map_err(|_| {
+            StoreError::Backend("a writer panicked while holding the in-memory journal".into())
+        })
+    }
+
+    fn with_run<T>(
+        &self,
+        run_id: &str,
+        change: impl FnOnce(&mut StoredRun) -> T,
+    ) -> Result<T, StoreError> {
+        let mut runs = self.runs()?;
+        let run = runs
+            .get_mut(run_id)
+            .ok_or_else(|| StoreError::Backend(format!("run journal: no run with id {run_id}")))?;
+        Ok(change(run))
+    }
+}
+
+impl RunJournal for InMemoryRunJournal {
+    fn start(&self, start: &RunStart) -> Result<(), StoreError> {
+        let mut runs = self.runs()?;
+        let run = runs
+            .entry(start.run_id.clone())
+            .or_insert_with(|| StoredRun {
+                run_id: start.run_id.clone(),
+                crew: start.crew.clone(),
+                inputs: start.inputs.clone(),
+                task_keys: start.task_keys.clone(),
+                parent: start.parent.clone(),
+                status: RunStatus::Running,
+                tasks: BTreeMap::new(),
+                output: None,
+                error: None,
+                usage: None,
+                started_at: Utc::now(),
+                finished_at: None,
+            });
+        run.status = RunStatus::Running;
+        run.error = None;
+        run.finished_at = None;
+        for task in &start.carried_over {
+            run.tasks.insert(task.task_index, task.clone());
+        }
+        Ok(())
+    }
+
+    fn task_finished(&self, run_id: &str, task: &StoredTaskOutput) -> Result<(), StoreError> {
+        self.with_run(run_id, |run| {
+            run.tasks.insert(task.task_index, task.clone());
+        })
+    }
+
+    fn finish(&self, run_id: &str, end: &RunEnd) -> Result<(), StoreError> {
+        self.with_run(run_id, |run| {
+            run.status = end.status;
+            run.output = end.output.clone();
+            run.error = end.error.clone();
+            run.usage = end.usage;
+            run.finished_at = Some(Utc::now());
+        })
+    }
+
+    fn load(&self, run_id: &str) -> Result<Option<StoredRun>, StoreError> {
+        Ok(self.runs()?.get(run_id).cloned())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -139,5 +390,31 @@ mod tests {
         );
         store.reset().unwrap();
         assert!(store.load().unwrap().is_empty());
+    }
+
+    #[test]
+    fn journal_keeps_finished_tasks_across_a_restart_of_the_run() {
+        let journal = InMemoryRunJournal::new();
+        let start = RunStart {
+            run_id: "r".into(),
+            crew: "c".into(),
+            inputs: Inputs::new(),
+            task_keys: vec!["a".into(), "b".into()],
+            parent: None,
+            carried_over: vec![row(0, "a")],
+        };
+        journal.start(&start).unwrap();
+        journal.task_finished("r", &row(1, "b")).unwrap();
+        journal
+            .finish("r", &RunEnd::stopped(RunStatus::Failed, "boom", None))
+            .unwrap();
+        journal.start(&start).unwrap();
+        let run = journal.load("r").unwrap().unwrap();
+        assert_eq!(run.status, RunStatus::Running);
+        assert_eq!(run.tasks.keys().copied().collect::<Vec<_>>(), [0, 1]);
+        assert!(journal.task_finished("missing", &row(0, "x")).is_err());
+        for status in [RunStatus::Completed, RunStatus::BudgetStopped] {
+            assert_eq!(RunStatus::parse(status.as_str()), Some(status));
+        }
     }
 }

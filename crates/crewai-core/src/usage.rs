@@ -1,13 +1,15 @@
 //! Token usage, cost and budget bookkeeping: one [`UsageTracker`] per crew kickoff (or per
 //! standalone agent run, or per flow) collects every LLM call's usage, prices it with a
 //! [`PriceTable`], and sums it in total, per agent role, per task and per model. A [`Budget`] on
-//! the tracker stops a run before a call that would go over it.
+//! the tracker stops a run before a call that would go over it. A tracker may have a parent (a
+//! crew kicked off inside a flow draws from the flow's ledger): every call counts in both, and
+//! both budgets are checked.
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use crewai_llm::{PriceTable, Usage};
+use crewai_llm::{Capabilities, Llm, LlmError, LlmRequest, LlmResponse, PriceTable, Usage};
 use serde::{Deserialize, Serialize};
 
 /// Usage in total, per agent role, per task name and per model (CrewAI's `usage_metrics`, broken
@@ -120,6 +122,10 @@ pub struct UsageTracker {
     book: Arc<Mutex<UsageSummary>>,
     prices: Arc<PriceTable>,
     budget: Budget,
+    /// The first stop this tracker's own budget caused (shared by its clones).
+    stop: Arc<Mutex<Option<BudgetExceeded>>>,
+    /// The enclosing run's ledger, which every call also counts toward.
+    parent: Option<Box<UsageTracker>>,
 }
 
 impl Default for UsageTracker {
@@ -128,8 +134,26 @@ impl Default for UsageTracker {
             book: Arc::default(),
             prices: Arc::new(PriceTable::builtin()),
             budget: Budget::default(),
+            stop: Arc::default(),
+            parent: None,
         }
     }
+}
+
+/// The prompt size of `request` in tokens, estimated at four characters a token (messages and
+/// tool definitions): what a budget check counts for a call not made yet.
+pub fn estimated_prompt_tokens(request: &LlmRequest) -> u64 {
+    let chars: usize = request
+        .messages
+        .iter()
+        .map(|m| m.text().len())
+        .sum::<usize>()
+        + request
+            .tools
+            .iter()
+            .map(|t| t.name.len() + t.description.len() + t.parameters.to_string().len())
+            .sum::<usize>();
+    (chars as u64).div_ceil(4)
 }
 
 impl UsageTracker {
@@ -147,6 +171,25 @@ impl UsageTracker {
     /// Stops calls that would go over `budget`.
     pub fn with_budget(mut self, budget: Budget) -> Self {
         self.budget = budget;
+        self
+    }
+
+    /// Counts every call in `parent` too, and holds calls to its budget as well (`None`: no
+    /// parent). A crew kicked off inside a flow gets the flow's tracker this way.
+    ///
+    /// ```
+    /// use crewai_core::usage::{Budget, UsageTracker};
+    /// use crewai_llm::Usage;
+    ///
+    /// let flow = UsageTracker::new().with_budget(Budget { max_tokens: Some(100), ..Default::default() });
+    /// let crew = UsageTracker::new().with_parent(Some(flow.clone()));
+    /// crew.record_call("gpt-4o-mini", "Writer", None, &Usage { total_tokens: 90, ..Default::default() });
+    /// assert_eq!(flow.total().total_tokens, 90);
+    /// assert!(crew.check_budget("gpt-4o-mini", 20).is_err(), "the flow's budget applies");
+    /// assert!(flow.budget_stop().is_some());
+    /// ```
+    pub fn with_parent(mut self, parent: Option<UsageTracker>) -> Self {
+        self.parent = parent.map(Box::new);
         self
     }
 
@@ -170,8 +213,10 @@ impl UsageTracker {
     /// Adds one already-priced usage for `agent_role` (and `task`, when the call served one),
     /// without a model.
     pub fn record(&self, agent_role: &str, task: Option<&str>, usage: &Usage) {
-        let mut book = self.lock();
-        add_to(&mut book, agent_role, task, None, usage);
+        add_to(&mut self.lock(), agent_role, task, None, usage);
+        if let Some(parent) = &self.parent {
+            parent.record(agent_role, task, usage);
+        }
     }
 
     /// Prices one call of `model` and adds it for `agent_role`, `task` and the model; returns the
@@ -185,13 +230,55 @@ impl UsageTracker {
     ) -> Usage {
         let mut priced = *usage;
         self.prices.price_usage(model, &mut priced);
-        let mut book = self.lock();
-        add_to(&mut book, agent_role, task, Some(model), &priced);
+        self.record_priced(model, agent_role, task, &priced);
         priced
     }
 
-    /// Whether a call of `model` sending about `prompt_tokens` may still be made.
+    fn record_priced(&self, model: &str, agent_role: &str, task: Option<&str>, priced: &Usage) {
+        add_to(&mut self.lock(), agent_role, task, Some(model), priced);
+        if let Some(parent) = &self.parent {
+            parent.record_priced(model, agent_role, task, priced);
+        }
+    }
+
+    /// Adds a whole summary (the usage a resumed run had spent before it stopped) to this
+    /// ledger, so the budget counts it.
+    pub fn add_summary(&self, spent: &UsageSummary) {
+        self.lock().add(spent);
+        if let Some(parent) = &self.parent {
+            parent.add_summary(spent);
+        }
+    }
+
+    /// The budget check every LLM call goes through before it is sent (the executor's calls and
+    /// the side calls of guardrails and output conversion alike): whether `request` to `model`
+    /// may still be made under this tracker's budget and its parents'.
+    pub fn check_request(&self, model: &str, request: &LlmRequest) -> Result<(), BudgetExceeded> {
+        self.check_budget(model, estimated_prompt_tokens(request))
+    }
+
+    /// Whether a call of `model` sending about `prompt_tokens` may still be made, under this
+    /// tracker's budget and its parents'.
     pub fn check_budget(&self, model: &str, prompt_tokens: u64) -> Result<(), BudgetExceeded> {
+        self.check_own_budget(model, prompt_tokens)
+            .inspect_err(|exceeded| {
+                self.stop
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .get_or_insert_with(|| exceeded.clone());
+            })?;
+        match &self.parent {
+            Some(parent) => parent.check_budget(model, prompt_tokens),
+            None => Ok(()),
+        }
+    }
+
+    /// The first call this tracker's own budget stopped (a parent's stops are the parent's).
+    pub fn budget_stop(&self) -> Option<BudgetExceeded> {
+        self.stop.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    fn check_own_budget(&self, model: &str, prompt_tokens: u64) -> Result<(), BudgetExceeded> {
         if !self.budget.is_limited() {
             return Ok(());
         }
@@ -233,6 +320,103 @@ impl UsageTracker {
     /// A copy of the whole ledger.
     pub fn summary(&self) -> UsageSummary {
         self.lock().clone()
+    }
+}
+
+/// Holds model calls made outside an agent's loop (a guardrail's judge, the output converter) to
+/// a run's budget. The [`Llm`] interface can only say that a refused call was cancelled, so the
+/// typed stop waits here until the caller turns it into its own budget error.
+#[derive(Debug)]
+pub struct BudgetGate {
+    usage: UsageTracker,
+    stop: Mutex<Option<BudgetExceeded>>,
+}
+
+impl BudgetGate {
+    /// A gate on `usage`'s budget (and its parents').
+    pub fn new(usage: UsageTracker) -> Self {
+        BudgetGate {
+            usage,
+            stop: Mutex::new(None),
+        }
+    }
+
+    /// Lets a call of `model` through, or refuses it with [`LlmError::Cancelled`], keeping the
+    /// stop for [`BudgetGate::take_stop`].
+    pub fn admit(&self, model: &str, request: &LlmRequest) -> Result<(), LlmError> {
+        self.usage
+            .check_request(model, request)
+            .map_err(|exceeded| {
+                *self.stop.lock().unwrap_or_else(|p| p.into_inner()) = Some(exceeded);
+                LlmError::Cancelled
+            })
+    }
+
+    /// The stop of a call this gate refused, if one was.
+    pub fn take_stop(&self) -> Option<BudgetExceeded> {
+        self.stop.lock().unwrap_or_else(|p| p.into_inner()).take()
+    }
+}
+
+/// A model whose every call passes a [`BudgetGate`] first (usage is recorded by the caller).
+///
+/// ```
+/// use std::sync::Arc;
+/// use crewai_core::usage::{Budget, GatedLlm, UsageTracker};
+/// use crewai_llm::{Llm, LlmError, LlmRequest, Message, ScriptedLlm, Usage};
+///
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let usage = UsageTracker::new().with_budget(Budget { max_tokens: Some(10), ..Default::default() });
+/// usage.record("Writer", None, &Usage { total_tokens: 9, ..Default::default() });
+/// let judge = GatedLlm::new(Arc::new(ScriptedLlm::new("gpt-4o-mini").then_text("{}")), usage);
+/// let request = LlmRequest::new(vec![Message::user("Is this draft good enough?")]);
+/// assert!(matches!(judge.call(request).await, Err(LlmError::Cancelled)));
+/// assert_eq!(judge.take_stop().unwrap().spent, 9.0);
+/// # });
+/// ```
+pub struct GatedLlm {
+    inner: Arc<dyn Llm>,
+    gate: BudgetGate,
+}
+
+impl fmt::Debug for GatedLlm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GatedLlm")
+            .field("model", &self.inner.model())
+            .field("gate", &self.gate)
+            .finish()
+    }
+}
+
+impl GatedLlm {
+    /// `inner`, held to `usage`'s budget.
+    pub fn new(inner: Arc<dyn Llm>, usage: UsageTracker) -> Arc<GatedLlm> {
+        Arc::new(GatedLlm {
+            inner,
+            gate: BudgetGate::new(usage),
+        })
+    }
+
+    /// The stop of a call the budget refused, if one was.
+    pub fn take_stop(&self) -> Option<BudgetExceeded> {
+        self.gate.take_stop()
+    }
+}
+
+#[async_trait::async_trait]
+impl Llm for GatedLlm {
+    fn model(&self) -> &str {
+        self.inner.model()
+    }
+    fn provider(&self) -> &str {
+        self.inner.provider()
+    }
+    fn capabilities(&self) -> Capabilities {
+        self.inner.capabilities()
+    }
+    async fn call(&self, request: LlmRequest) -> Result<LlmResponse, LlmError> {
+        self.gate.admit(self.inner.model(), &request)?;
+        self.inner.call(request).await
     }
 }
 
@@ -316,6 +500,61 @@ mod tests {
             tracker.check_budget("unpriced-model", 10_000).is_ok(),
             "only what was spent counts for an unpriced model"
         );
+    }
+
+    #[test]
+    fn a_child_counts_toward_its_parent_and_is_held_to_both_budgets() {
+        let parent = UsageTracker::new().with_budget(Budget {
+            max_tokens: Some(200),
+            ..Default::default()
+        });
+        let child = UsageTracker::new()
+            .with_budget(Budget {
+                max_tokens: Some(1000),
+                ..Default::default()
+            })
+            .with_parent(Some(parent.clone()));
+        let priced = child.record_call("gpt-4o", "A", Some("t"), &call(100, 50));
+        assert_eq!(
+            parent.total(),
+            priced,
+            "the parent gets the child's priced usage"
+        );
+        assert_eq!(parent.summary().by_task["t"].total_tokens, 150);
+        assert!(child.check_budget("gpt-4o", 50).is_ok());
+        let stop = child.check_budget("gpt-4o", 51).unwrap_err();
+        assert_eq!((stop.max, stop.spent), (200.0, 150.0));
+        assert_eq!(parent.budget_stop(), Some(stop));
+        assert_eq!(
+            child.budget_stop(),
+            None,
+            "the child's own budget was not the one hit"
+        );
+    }
+
+    #[test]
+    fn a_request_is_checked_by_its_estimated_prompt() {
+        let tracker = UsageTracker::new().with_budget(Budget {
+            max_tokens: Some(2),
+            ..Default::default()
+        });
+        let request = |text: &str| LlmRequest::new(vec![crewai_llm::Message::user(text)]);
+        assert_eq!(estimated_prompt_tokens(&request("12345678")), 2);
+        assert!(tracker.check_request("m", &request("12345678")).is_ok());
+        assert!(tracker.check_request("m", &request("123456789")).is_err());
+    }
+
+    #[test]
+    fn restored_spending_counts_toward_the_budget() {
+        let before = UsageTracker::new();
+        before.record_call("gpt-4o-mini", "A", None, &call(100, 10));
+        let resumed = UsageTracker::new().with_budget(Budget {
+            max_tokens: Some(115),
+            ..Default::default()
+        });
+        resumed.add_summary(&before.summary());
+        assert_eq!(resumed.total().total_tokens, 110);
+        assert!(resumed.check_budget("gpt-4o-mini", 6).is_err());
     }
 
     #[test]

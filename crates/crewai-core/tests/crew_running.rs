@@ -352,7 +352,7 @@ async fn kickoff_with_hangs_under_a_parent_event_and_can_be_cancelled() {
         Inputs::new(),
         KickoffOptions {
             parent_event_id: Some(parent),
-            cancellation: None,
+            ..Default::default()
         },
     )
     .await
@@ -373,8 +373,8 @@ async fn kickoff_with_hangs_under_a_parent_event_and_can_be_cancelled() {
         crew.kickoff_with(
             Inputs::new(),
             KickoffOptions {
-                parent_event_id: None,
                 cancellation: Some(token),
+                ..Default::default()
             },
         ),
     )

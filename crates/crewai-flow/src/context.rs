@@ -3,7 +3,9 @@
 use std::sync::{Arc, Mutex};
 
 use crewai_core::agent::{KickoffOptions, RunServices};
+use crewai_core::crew::KickoffOptions as CrewKickoffOptions;
 use crewai_core::events::EventBus;
+use crewai_core::usage::UsageTracker;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -23,6 +25,8 @@ pub(crate) struct RunShared<S> {
     pub(crate) cancellation: CancellationToken,
     pub(crate) outputs: Mutex<Vec<MethodRecord>>,
     pub(crate) feedback: Mutex<Vec<FeedbackRecord>>,
+    /// The run's ledger, held to the flow's budget.
+    pub(crate) usage: UsageTracker,
 }
 
 /// The triggering completion a listener was run for.
@@ -173,16 +177,37 @@ impl<S: FlowState> FlowContext<S> {
         self.shared.cancellation.is_cancelled()
     }
 
-    /// Options for `Agent::kickoff_with` run inside this method: the flow's bus and cancellation,
-    /// and this method's start event as the agent run's parent.
+    /// The run's usage ledger: every call of the crews and agents run with
+    /// [`FlowContext::crew_kickoff_options`] / [`FlowContext::agent_kickoff_options`] counts here,
+    /// and the flow's budget (`max_cost_usd`, `max_tokens`) is checked against it.
+    pub fn usage(&self) -> &UsageTracker {
+        &self.shared.usage
+    }
+
+    /// Options for `Agent::kickoff_with` run inside this method: the flow's bus, cancellation and
+    /// usage ledger (so the agent's calls count toward the flow's budget), and this method's start
+    /// event as the agent run's parent.
     pub fn agent_kickoff_options(&self) -> KickoffOptions {
         KickoffOptions {
             services: Some(RunServices {
                 events: self.shared.events.clone(),
                 cancellation: self.shared.cancellation.clone(),
+                usage: self.shared.usage.clone(),
                 ..Default::default()
             }),
             parent_event_id: Some(self.event_id),
+            ..Default::default()
+        }
+    }
+
+    /// Options for `Crew::kickoff_with` run inside this method: this method's start event as the
+    /// kickoff's parent, the flow's cancellation, and the flow's usage ledger (the crew's calls
+    /// count toward the flow's budget as well as the crew's own).
+    pub fn crew_kickoff_options(&self) -> CrewKickoffOptions {
+        CrewKickoffOptions {
+            parent_event_id: Some(self.event_id),
+            cancellation: Some(self.shared.cancellation.clone()),
+            usage: Some(self.shared.usage.clone()),
             ..Default::default()
         }
     }

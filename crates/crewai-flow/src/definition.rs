@@ -6,6 +6,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use crewai_core::events::EventBus;
+use crewai_core::usage::Budget;
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use serde::Serialize;
@@ -171,6 +172,7 @@ pub struct FlowBuilder<S: FlowState = UnstructuredState> {
     persist_all: bool,
     feedback_provider: Option<Arc<dyn FeedbackProvider>>,
     max_method_calls: u32,
+    budget: Budget,
 }
 
 impl<S: FlowState> Default for FlowBuilder<S> {
@@ -192,6 +194,7 @@ impl<S: FlowState> FlowBuilder<S> {
             persist_all: false,
             feedback_provider: None,
             max_method_calls: DEFAULT_MAX_METHOD_CALLS,
+            budget: Budget::default(),
         }
     }
 
@@ -216,6 +219,23 @@ impl<S: FlowState> FlowBuilder<S> {
     /// The bound on method executions per kickoff (default 100); reaching it fails the kickoff.
     pub fn max_method_calls(mut self, limit: u32) -> Self {
         self.max_method_calls = limit;
+        self
+    }
+
+    /// Stops the run before an LLM call that would take the run's cost (priced with the built-in
+    /// price table) over `usd`. The calls counted are those of the crews and agents the methods
+    /// run with [`FlowContext::crew_kickoff_options`] / [`FlowContext::agent_kickoff_options`]
+    /// (guardrail and conversion calls included). The kickoff ends with
+    /// [`FlowError::BudgetExceeded`](crate::FlowError::BudgetExceeded), keeping the outputs so far.
+    pub fn max_cost_usd(mut self, usd: f64) -> Self {
+        self.budget.max_cost_usd = Some(usd);
+        self
+    }
+
+    /// Stops the run before an LLM call that would take its tokens (prompt and completion, over
+    /// every crew and agent of the run) over `tokens`; see [`FlowBuilder::max_cost_usd`].
+    pub fn max_tokens(mut self, tokens: u64) -> Self {
+        self.budget.max_tokens = Some(tokens);
         self
     }
 
@@ -387,6 +407,22 @@ impl<S: FlowState> FlowBuilder<S> {
         if self.max_method_calls == 0 {
             return Err(FlowBuildError::ZeroMaxMethodCalls);
         }
+        if let Some(usd) = self
+            .budget
+            .max_cost_usd
+            .filter(|usd| !usd.is_finite() || *usd <= 0.0)
+        {
+            return Err(FlowBuildError::InvalidBudget {
+                setting: "max_cost_usd",
+                value: usd.to_string(),
+            });
+        }
+        if self.budget.max_tokens == Some(0) {
+            return Err(FlowBuildError::InvalidBudget {
+                setting: "max_tokens",
+                value: "0".into(),
+            });
+        }
         let mut names = BTreeSet::new();
         for method in &self.methods {
             if !names.insert(method.name.as_str()) {
@@ -464,6 +500,7 @@ impl<S: FlowState> FlowBuilder<S> {
                 .feedback_provider
                 .unwrap_or_else(|| Arc::new(ConsoleFeedbackProvider)),
             max_method_calls: self.max_method_calls,
+            budget: self.budget,
         }))
     }
 }

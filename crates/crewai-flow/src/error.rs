@@ -1,7 +1,11 @@
 //! Errors of the flow engine: one enum for building a definition, one for running it, one for
 //! persistence backends.
 
+use crewai_core::usage::{BudgetExceeded, UsageSummary};
+use serde_json::Value;
 use thiserror::Error;
+
+use crate::persistence::MethodRecord;
 
 /// Boxed error returned by a method function (any `std::error::Error`, `anyhow::Error` or string).
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
@@ -47,6 +51,11 @@ pub enum FlowBuildError {
     InvalidFeedback { method: String, message: String },
     #[error("max_method_calls must be at least 1")]
     ZeroMaxMethodCalls,
+    #[error("the flow's {setting} must be greater than zero (got {value})")]
+    InvalidBudget {
+        setting: &'static str,
+        value: String,
+    },
     #[error("cannot open the flow persistence: {0}")]
     Persistence(#[from] PersistenceError),
 }
@@ -131,6 +140,35 @@ pub enum FlowError {
     NotAwaitingFeedback { flow: String, id: String },
     #[error("flow `{flow}` was cancelled")]
     Cancelled { flow: String },
+    /// A method stopped before an LLM call (its own, or one of a crew or agent it ran with the
+    /// flow's kickoff options) that would have gone over the flow's budget. What the run produced
+    /// is kept here; with persistence, the run was saved with the stopped method still to run,
+    /// so resuming `id` with a higher limit continues it.
+    #[error("flow `{flow}` stopped in method `{method}` with {} method output(s) kept{}: {exceeded}", completed.len(), resume_hint(*saved, id))]
+    BudgetExceeded {
+        flow: String,
+        /// The run's state id.
+        id: String,
+        /// The method that was stopped.
+        method: String,
+        exceeded: Box<BudgetExceeded>,
+        /// The outputs of the methods that completed, in completion order.
+        completed: Vec<MethodRecord>,
+        /// The state at the stop, as JSON.
+        state: Box<Value>,
+        /// What the run used up to the stop.
+        usage: Box<UsageSummary>,
+        /// Whether the stop was saved (the flow has persistence), so that it can be resumed.
+        saved: bool,
+    },
+}
+
+fn resume_hint(saved: bool, id: &str) -> String {
+    if saved {
+        format!(" (saved: resume state `{id}` to continue)")
+    } else {
+        " (not saved: the flow has no persistence, so it cannot be resumed)".to_string()
+    }
 }
 
 /// A persistence backend failure.

@@ -108,6 +108,15 @@
 //! existing id ([`Kickoff::resume`], or an `id` input) continues an interrupted run without
 //! re-running completed methods; [`Kickoff::fork_from`] starts a new id from a saved state.
 //!
+//! ## Budgets
+//! [`FlowBuilder::max_cost_usd`] and [`FlowBuilder::max_tokens`] bound the whole run: every call of
+//! the crews and agents a method runs with [`FlowContext::crew_kickoff_options`] /
+//! [`FlowContext::agent_kickoff_options`] (guardrail and conversion calls included) counts in one
+//! ledger ([`FlowContext::usage`], [`FlowOutput::usage`]). A call that would go over is not made;
+//! the kickoff ends with [`FlowError::BudgetExceeded`], keeping the outputs and state so far, and
+//! with persistence the run is saved with the stopped method still to run, so resuming it (after
+//! raising the limit) continues where it stopped. The spending before the stop counts on resume.
+//!
 //! ## Human feedback
 //! [`FlowBuilder::human_feedback`] shows a method's output through a [`FeedbackProvider`]
 //! ([`ConsoleFeedbackProvider`] by default); with outcomes, the answer routes to a label. A

@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
+use crewai_core::usage::UsageSummary;
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -44,6 +45,9 @@ pub enum RunStatus {
     Running,
     AwaitingFeedback,
     Completed,
+    /// Stopped before an LLM call that would have gone over the flow's budget; resuming (with a
+    /// higher limit) re-runs the method that was stopped.
+    BudgetExceeded,
 }
 
 /// The execution progress saved beside the state.
@@ -58,6 +62,9 @@ pub struct RunProgress {
     pub method_calls: u32,
     pub feedback: Vec<FeedbackRecord>,
     pub awaiting_feedback: Vec<AwaitingFeedback>,
+    /// What the run's LLM calls used so far; a resumed run keeps counting from it, so the
+    /// flow's budget covers the whole run.
+    pub usage: UsageSummary,
 }
 
 /// One saved point of a run.

@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use chrono::Utc;
 use crewai_core::events::{EventBus, EventKind};
+use crewai_core::usage::{Budget, UsageSummary, UsageTracker};
 use futures::FutureExt;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -68,6 +69,7 @@ pub(crate) struct FlowInner<S> {
     pub(crate) persist_all: bool,
     pub(crate) feedback: Arc<dyn FeedbackProvider>,
     pub(crate) max_method_calls: u32,
+    pub(crate) budget: Budget,
 }
 
 impl Flow<UnstructuredState> {
@@ -174,6 +176,9 @@ pub struct FlowOutput<S> {
     /// saved before it).
     pub method_outputs: Vec<MethodRecord>,
     pub feedback: Vec<FeedbackRecord>,
+    /// What the run's LLM calls used (those of crews and agents run with the flow's kickoff
+    /// options), with cost; a resumed run includes what it used before.
+    pub usage: UsageSummary,
 }
 
 impl<S> FlowOutput<S> {
@@ -214,6 +219,11 @@ impl<S: FlowState> Flow<S> {
 
     pub fn max_method_calls(&self) -> u32 {
         self.inner.max_method_calls
+    }
+
+    /// The run budget set with [`FlowBuilder::max_cost_usd`] / [`FlowBuilder::max_tokens`].
+    pub fn budget(&self) -> Budget {
+        self.inner.budget
     }
 
     pub fn persistence(&self) -> Option<&Arc<dyn FlowPersistence>> {
@@ -339,6 +349,8 @@ impl<S: FlowState> Flow<S> {
                 inputs: (!inputs.is_empty()).then(|| Value::Object(inputs.clone())),
             },
         );
+        let usage = UsageTracker::new().with_budget(self.inner.budget);
+        usage.add_summary(&progress.usage);
         let shared = Arc::new(RunShared {
             flow_name: self.name().into(),
             id,
@@ -347,6 +359,7 @@ impl<S: FlowState> Flow<S> {
             cancellation: cancellation.unwrap_or_default(),
             outputs: Mutex::new(progress.completed.clone()),
             feedback: Mutex::new(progress.feedback.clone()),
+            usage,
         });
         let run = Run {
             flow: self.inner.clone(),
@@ -393,6 +406,14 @@ enum FeedbackStep {
     /// Answered; the selected outcome label, if the method declares outcomes.
     Answered(Option<String>),
     Paused,
+}
+
+/// The call a budget stop ended, and the stop.
+struct BudgetStop {
+    call_id: u64,
+    call: PendingCall,
+    started: Uuid,
+    exceeded: crewai_core::usage::BudgetExceeded,
 }
 
 /// One kickoff in progress.
@@ -466,7 +487,18 @@ impl<S: FlowState> Run<S> {
             };
             match ended {
                 Ok(Ok(output)) => self.complete(call, started, output).await?,
-                Ok(Err(failure)) => return Err(self.fail(&call.method, started, failure)),
+                Ok(Err(failure)) => {
+                    if let Some(exceeded) = self.shared.usage.budget_stop() {
+                        let stop = BudgetStop {
+                            call_id,
+                            call,
+                            started,
+                            exceeded,
+                        };
+                        return Err(self.stop_on_budget(stop, failure).await);
+                    }
+                    return Err(self.fail(&call.method, started, failure));
+                }
                 Err(panic) => {
                     self.emit_failed(&call.method, started, &format!("panicked: {panic}"));
                     return Err(FlowError::MethodPanicked {
@@ -748,12 +780,54 @@ impl<S: FlowState> Run<S> {
         error
     }
 
+    /// A method failed after the flow's budget refused a call: the run ends with the typed stop,
+    /// keeping its outputs, and (with persistence) is saved with that method still to run.
+    async fn stop_on_budget(&mut self, stop: BudgetStop, failure: MethodFailure) -> FlowError {
+        let BudgetStop {
+            call_id,
+            call,
+            started,
+            exceeded,
+        } = stop;
+        let method = call.method.clone();
+        let text = match failure {
+            MethodFailure::Error(source) => source.to_string(),
+            MethodFailure::NotSerializable(message) => message,
+        };
+        self.emit_failed(&method, started, &text);
+        // The other methods still running are abandoned with the run: they run again on resume.
+        self.running.abort_all();
+        self.in_flight.insert(call_id, (call, started));
+        let saved = match self.save(&method, RunStatus::BudgetExceeded).await {
+            Ok(()) => self.flow.persistence.is_some(),
+            Err(error) => {
+                tracing::warn!(flow = %self.flow_name(), %error, "the budget stop could not be saved");
+                false
+            }
+        };
+        let state = {
+            let guard = self.shared.state.lock().unwrap_or_else(|p| p.into_inner());
+            state::to_json(&*guard).unwrap_or(Value::Null)
+        };
+        FlowError::BudgetExceeded {
+            flow: self.flow_name(),
+            id: self.shared.id.clone(),
+            method,
+            exceeded: Box::new(exceeded),
+            completed: self.progress.completed.clone(),
+            state: Box::new(state),
+            usage: Box::new(self.shared.usage.summary()),
+            saved,
+        }
+    }
+
     async fn save(&self, method: &str, status: RunStatus) -> Result<(), FlowError> {
         let Some(backend) = &self.flow.persistence else {
             return Ok(());
         };
         let mut progress = self.progress.clone();
         progress.status = status;
+        progress.usage = self.shared.usage.summary();
         progress.pending = self
             .in_flight
             .values()
@@ -820,6 +894,7 @@ impl<S: FlowState> Run<S> {
             state,
             method_outputs: self.progress.completed.clone(),
             feedback: self.progress.feedback.clone(),
+            usage: self.shared.usage.summary(),
         })
     }
 }

@@ -113,3 +113,87 @@ pub fn looks_like_context_overflow(message: &str) -> bool {
     let lower = message.to_lowercase();
     PHRASES.iter().any(|p| lower.contains(p))
 }
+
+/// Request headers whose values are credentials.
+const CREDENTIAL_HEADERS: &[&str] = &[
+    "authorization",
+    "proxy-authorization",
+    "api-key",
+    "x-api-key",
+    "x-goog-api-key",
+];
+
+/// Shorter values are not redacted: they cannot be told apart from ordinary words.
+const MIN_REDACTED_LEN: usize = 8;
+
+/// The credentials a request carries in its headers: each credential header's value and, for
+/// `Authorization: Bearer <key>`, the bare key too (providers echo the key alone).
+pub(crate) fn credentials_in(headers: &[(String, String)]) -> Vec<String> {
+    let mut credentials: Vec<String> = Vec::new();
+    for (name, value) in headers {
+        if !CREDENTIAL_HEADERS
+            .iter()
+            .any(|h| name.eq_ignore_ascii_case(h))
+        {
+            continue;
+        }
+        let token = value
+            .split_once(' ')
+            .map_or(value.as_str(), |(_, token)| token);
+        for secret in [value.trim(), token.trim()] {
+            if secret.len() >= MIN_REDACTED_LEN && !credentials.iter().any(|c| c == secret) {
+                credentials.push(secret.to_string());
+            }
+        }
+    }
+    // The longest first, so `Bearer <key>` goes whole rather than leaving `Bearer [redacted]`.
+    credentials.sort_by_key(|c| std::cmp::Reverse(c.len()));
+    credentials
+}
+
+/// `text` with every one of `credentials` replaced by `[redacted]`: a provider's error body can
+/// repeat the key it rejected, and error messages end up on the console, in events and traces.
+pub(crate) fn redact_credentials(text: &str, credentials: &[String]) -> String {
+    credentials.iter().fold(text.to_string(), |text, secret| {
+        text.replace(secret.as_str(), "[redacted]")
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(n, v)| (n.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn keys_in_credential_headers_are_redacted_with_or_without_their_scheme() {
+        let credentials = credentials_in(&headers(&[
+            ("content-type", "application/json"),
+            ("Authorization", "Bearer sk-live-1234567890"),
+            ("x-api-key", "ant-key-abcdefgh"),
+        ]));
+        let body = "Incorrect API key provided: sk-live-1234567890 (sent as Bearer sk-live-1234567890); ant-key-abcdefgh";
+        assert_eq!(
+            redact_credentials(body, &credentials),
+            "Incorrect API key provided: [redacted] (sent as [redacted]); [redacted]"
+        );
+    }
+
+    #[test]
+    fn short_values_and_other_headers_are_left_alone() {
+        let credentials = credentials_in(&headers(&[
+            ("authorization", "Bearer test"),
+            ("accept", "text/event-stream-long"),
+        ]));
+        assert_eq!(credentials, vec!["Bearer test".to_string()]);
+        assert_eq!(
+            redact_credentials("a test of text/event-stream-long", &credentials),
+            "a test of text/event-stream-long"
+        );
+    }
+}

@@ -1,6 +1,6 @@
 //! The HTTP plumbing every provider client shares.
 //!
-//! - [`HttpClient`]: one reqwest client per model client, always with a connect timeout and a
+//! - [`HttpClient`]: the HTTP side of one model client, always with a connect timeout and a
 //!   total timeout, and a pluggable [`Transport`] so a run can be recorded to or replayed from a
 //!   cassette (see [`crate::cassette`]) without the provider code knowing.
 //! - [`classify_status`]: an HTTP error status plus body becomes the right [`LlmError`]
@@ -35,6 +35,8 @@ use serde_json::Value;
 
 use crate::config::LlmConfig;
 use crate::error::{LlmError, looks_like_context_overflow};
+
+mod network;
 
 /// The longest `Retry-After` we honour; a provider asking for more is treated as asking for this.
 pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
@@ -135,7 +137,7 @@ impl HttpResponse {
     }
 }
 
-/// Moves requests to a server and responses back. The default is [`ReqwestTransport`]; the
+/// Moves requests to a server and responses back. The default is [`NetworkTransport`]; the
 /// cassette module adds a recorder and a replayer.
 #[async_trait]
 pub trait Transport: Send + Sync {
@@ -146,52 +148,105 @@ pub trait Transport: Send + Sync {
     ) -> Result<HttpResponse, LlmError>;
 }
 
-/// The real network, through reqwest, with the client's timeouts.
-#[derive(Debug, Clone)]
-pub struct ReqwestTransport {
-    client: reqwest::Client,
+/// The real network, with the client's timeouts: the default [`Transport`].
+///
+/// All transports with the same connect timeout share one connection pool (HTTP/1.1 keep-alive
+/// and HTTP/2 over TLS with ALPN), so consecutive calls of every model client reuse warm
+/// connections. The connections are hyper's over TCP sockets that acknowledge received data
+/// at once (see `network::QuickAckStream` for why: a kept-alive connection to a server that
+/// writes headers and body separately otherwise stalls 40 ms per reply on Linux). The system
+/// root certificates are read at the first TLS handshake, not before, so plain-HTTP runs never
+/// pay for them. Requests that the environment's `HTTPS_PROXY`/`HTTP_PROXY`/`ALL_PROXY` (minus
+/// `NO_PROXY`) route through a proxy are sent by reqwest instead, which speaks the proxy side.
+/// Redirects are not followed: model APIs answer a POST directly, and a redirect (which would
+/// turn the POST into a GET under the common 301/302 handling) surfaces as its status.
+#[derive(Clone)]
+pub struct NetworkTransport {
+    network: Arc<network::SharedNetwork>,
     request_timeout: Duration,
 }
 
-impl ReqwestTransport {
-    /// A transport whose requests fail after `connect_timeout` without a connection and after
-    /// `request_timeout` in total (body included).
+/// The earlier name of [`NetworkTransport`], from when every request went through reqwest.
+pub type ReqwestTransport = NetworkTransport;
+
+impl fmt::Debug for NetworkTransport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("NetworkTransport")
+            .field("request_timeout", &self.request_timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The `User-Agent` of every request that does not set its own.
+const USER_AGENT: &str = concat!("crewai-rs/", env!("CARGO_PKG_VERSION"));
+
+impl NetworkTransport {
+    /// A transport whose requests fail after `connect_timeout` without a TCP connection and
+    /// after `request_timeout` in total (TLS handshake and body included).
     pub fn new(connect_timeout: Duration, request_timeout: Duration) -> Result<Self, LlmError> {
-        Ok(ReqwestTransport {
-            client: shared_client(connect_timeout)?,
+        Ok(NetworkTransport {
+            network: network::SharedNetwork::shared(connect_timeout)?,
             request_timeout,
         })
     }
 
-    fn map_error(&self, error: reqwest::Error, context: &ErrorContext) -> LlmError {
-        map_reqwest_error(error, context, self.request_timeout)
+    fn timeout(&self, context: &ErrorContext) -> LlmError {
+        LlmError::Timeout {
+            provider: context.provider.clone(),
+            after: self.request_timeout,
+        }
+    }
+
+    /// Through the environment's proxy, by reqwest.
+    async fn send_proxied(
+        &self,
+        request: HttpRequest,
+        method: http::Method,
+        context: &ErrorContext,
+    ) -> Result<HttpResponse, LlmError> {
+        let timeout = self.request_timeout;
+        let map_error =
+            move |e: reqwest::Error, context: &ErrorContext| map_reqwest_error(e, context, timeout);
+        let mut builder = self
+            .network
+            .proxied_client()?
+            .request(method, &request.url)
+            .timeout(timeout)
+            .body(request.body);
+        for (name, value) in &request.headers {
+            builder = builder.header(name, value);
+        }
+        let response = builder.send().await.map_err(|e| map_error(e, context))?;
+        let status = response.status().as_u16();
+        let headers = lowercase_headers(response.headers());
+        let body = if request.streaming && status < 400 {
+            let context = context.clone();
+            ResponseBody::Streaming(Box::pin(
+                response
+                    .bytes_stream()
+                    .map(move |chunk| chunk.map_err(|e| map_error(e, &context))),
+            ))
+        } else {
+            ResponseBody::Complete(response.bytes().await.map_err(|e| map_error(e, context))?)
+        };
+        Ok(HttpResponse {
+            status,
+            headers,
+            body,
+        })
     }
 }
 
-/// The process's reqwest client for a connect timeout, built once.
-///
-/// Building a client loads and parses the platform's whole certificate store (most of a
-/// kickoff's CPU when every model client built its own), and one client also means one
-/// connection pool. Sharing it leaks nothing between crews: it holds connections, not run state.
-/// The total timeout is set per request, so clients with different timeouts share it too.
-fn shared_client(connect_timeout: Duration) -> Result<reqwest::Client, LlmError> {
-    static CLIENTS: std::sync::OnceLock<
-        std::sync::Mutex<std::collections::HashMap<Duration, reqwest::Client>>,
-    > = std::sync::OnceLock::new();
-    let clients = CLIENTS.get_or_init(Default::default);
-    let mut clients = clients
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    if let Some(client) = clients.get(&connect_timeout) {
-        return Ok(client.clone());
-    }
-    let client = reqwest::Client::builder()
-        .connect_timeout(connect_timeout)
-        .user_agent(concat!("crewai-rs/", env!("CARGO_PKG_VERSION")))
-        .build()
-        .map_err(|e| LlmError::Config(format!("could not build the HTTP client: {e}")))?;
-    clients.insert(connect_timeout, client.clone());
-    Ok(client)
+fn lowercase_headers(headers: &http::HeaderMap) -> Vec<(String, String)> {
+    headers
+        .iter()
+        .map(|(n, v)| {
+            (
+                n.as_str().to_ascii_lowercase(),
+                String::from_utf8_lossy(v.as_bytes()).into_owned(),
+            )
+        })
+        .collect()
 }
 
 /// Turns a reqwest failure into the matching [`LlmError`].
@@ -229,53 +284,81 @@ fn error_chain(error: &dyn std::error::Error) -> String {
     text
 }
 
+/// A failure while a response body was arriving (reqwest's "body" errors).
+fn body_error(error: &dyn std::error::Error, context: &ErrorContext) -> LlmError {
+    LlmError::MalformedResponse {
+        provider: context.provider.clone(),
+        message: format!("reading the response body: {}", error_chain(error)),
+    }
+}
+
 #[async_trait]
-impl Transport for ReqwestTransport {
+impl Transport for NetworkTransport {
     async fn send(
         &self,
         request: HttpRequest,
         context: &ErrorContext,
     ) -> Result<HttpResponse, LlmError> {
-        let method = reqwest::Method::from_bytes(request.method.as_bytes())
+        let deadline = tokio::time::Instant::now() + self.request_timeout;
+        let method = http::Method::from_bytes(request.method.as_bytes())
             .map_err(|_| LlmError::Config(format!("invalid HTTP method '{}'", request.method)))?;
-        let mut builder = self
-            .client
-            .request(method, &request.url)
-            .timeout(self.request_timeout)
-            .body(request.body);
-        for (name, value) in &request.headers {
-            builder = builder.header(name, value);
+        let uri: http::Uri = request
+            .url
+            .parse()
+            .map_err(|e| LlmError::Config(format!("invalid URL '{}': {e}", request.url)))?;
+        if !matches!(uri.scheme_str(), Some("http" | "https")) || uri.host().is_none() {
+            return Err(LlmError::Config(format!(
+                "invalid URL '{}': expected http:// or https:// and a host",
+                request.url
+            )));
         }
-        let response = builder
-            .send()
+        if self.network.is_proxied(&uri) {
+            return self.send_proxied(request, method, context).await;
+        }
+        let mut builder = http::Request::builder().method(method).uri(uri);
+        let has = |name: &str| {
+            request
+                .headers
+                .iter()
+                .any(|(n, _)| n.eq_ignore_ascii_case(name))
+        };
+        // The two headers reqwest adds by default, so servers see the same request either way.
+        if !has("user-agent") {
+            builder = builder.header(http::header::USER_AGENT, USER_AGENT);
+        }
+        if !has("accept") {
+            builder = builder.header(http::header::ACCEPT, "*/*");
+        }
+        for (name, value) in &request.headers {
+            builder = builder.header(name.as_str(), value.as_str());
+        }
+        let outgoing = builder
+            .body(http_body_util::Full::new(request.body))
+            .map_err(|e| LlmError::Config(format!("invalid request header: {e}")))?;
+        let response = tokio::time::timeout_at(deadline, self.network.direct.request(outgoing))
             .await
-            .map_err(|e| self.map_error(e, context))?;
+            .map_err(|_| self.timeout(context))?
+            .map_err(|e| LlmError::Connection {
+                provider: context.provider.clone(),
+                message: error_chain(&e),
+            })?;
         let status = response.status().as_u16();
-        let headers = response
-            .headers()
-            .iter()
-            .map(|(n, v)| {
-                (
-                    n.as_str().to_ascii_lowercase(),
-                    String::from_utf8_lossy(v.as_bytes()).into_owned(),
-                )
-            })
-            .collect();
+        let headers = lowercase_headers(response.headers());
+        let incoming = response.into_body();
         let body = if request.streaming && status < 400 {
-            let this = self.clone();
-            let context = context.clone();
-            ResponseBody::Streaming(Box::pin(
-                response
-                    .bytes_stream()
-                    .map(move |chunk| chunk.map_err(|e| this.map_error(e, &context))),
+            ResponseBody::Streaming(body_stream(
+                incoming,
+                deadline,
+                self.timeout(context),
+                context.clone(),
             ))
         } else {
-            ResponseBody::Complete(
-                response
-                    .bytes()
-                    .await
-                    .map_err(|e| self.map_error(e, context))?,
-            )
+            use http_body_util::BodyExt;
+            let collected = tokio::time::timeout_at(deadline, incoming.collect())
+                .await
+                .map_err(|_| self.timeout(context))?
+                .map_err(|e| body_error(&e, context))?;
+            ResponseBody::Complete(collected.to_bytes())
         };
         Ok(HttpResponse {
             status,
@@ -283,6 +366,37 @@ impl Transport for ReqwestTransport {
             body,
         })
     }
+}
+
+/// The data frames of a body as they arrive, ending with `timeout` once `deadline` passes.
+fn body_stream(
+    body: hyper::body::Incoming,
+    deadline: tokio::time::Instant,
+    timeout: LlmError,
+    context: ErrorContext,
+) -> BodyStream {
+    use http_body_util::BodyExt;
+    Box::pin(futures::stream::try_unfold(body, move |mut body| {
+        let timeout = timeout.clone();
+        let context = context.clone();
+        async move {
+            loop {
+                let frame = tokio::time::timeout_at(deadline, body.frame())
+                    .await
+                    .map_err(|_| timeout.clone())?;
+                match frame {
+                    None => return Ok(None),
+                    Some(Err(e)) => return Err(body_error(&e, &context)),
+                    // Trailers carry no body bytes.
+                    Some(Ok(frame)) => {
+                        if let Ok(data) = frame.into_data() {
+                            return Ok(Some((data, body)));
+                        }
+                    }
+                }
+            }
+        }
+    }))
 }
 
 /// One server-sent event.
@@ -314,7 +428,7 @@ impl fmt::Debug for HttpClient {
 impl HttpClient {
     /// A client over the network with the timeouts of `config`.
     pub fn new(context: ErrorContext, config: &LlmConfig) -> Result<Self, LlmError> {
-        let transport = ReqwestTransport::new(config.connect_timeout(), config.request_timeout())?;
+        let transport = NetworkTransport::new(config.connect_timeout(), config.request_timeout())?;
         Ok(HttpClient {
             transport: Arc::new(transport),
             context,
@@ -409,12 +523,12 @@ impl HttpClient {
             let retry_after = parse_retry_after(&response.headers);
             let status = response.status;
             let body = response.body.into_bytes().await.unwrap_or_default();
-            return Err(classify_status(
-                &self.context,
-                status,
-                retry_after,
+            // Providers repeat a rejected key in the error; the message must not carry it on.
+            let body = crate::error::redact_credentials(
                 &String::from_utf8_lossy(&body),
-            ));
+                &crate::error::credentials_in(headers),
+            );
+            return Err(classify_status(&self.context, status, retry_after, &body));
         }
         Ok(response)
     }

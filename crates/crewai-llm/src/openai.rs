@@ -617,6 +617,8 @@ struct StreamAssembly {
     response_id: Option<String>,
     model: Option<String>,
     done: bool,
+    /// Whether any chunk carried a choice: a stream without one has no reply at all.
+    saw_choice: bool,
 }
 
 impl StreamAssembly {
@@ -642,6 +644,7 @@ impl StreamAssembly {
         else {
             return events;
         };
+        self.saw_choice = true;
         if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
             self.finish_reason = Some(reason.to_string());
         }
@@ -696,6 +699,18 @@ impl StreamAssembly {
         events
     }
 
+    /// The final event of a stream that ended properly: the reply, or an error when no chunk
+    /// carried a choice (as a complete reply with `choices: []` is an error).
+    fn into_done(self, provider: String) -> Result<StreamEvent, LlmError> {
+        if !self.saw_choice {
+            return Err(LlmError::MalformedResponse {
+                provider,
+                message: "the stream carried no `choices`".into(),
+            });
+        }
+        Ok(StreamEvent::Done(self.finish()))
+    }
+
     fn finish(self) -> LlmResponse {
         let tool_calls: Vec<ToolCall> = self
             .tool_calls
@@ -728,7 +743,7 @@ pub fn completion_events(provider: String, sse: SseStream) -> LlmStream {
             loop {
                 let Some(event) = sse.next().await else {
                     if assembly.done || assembly.finish_reason.is_some() {
-                        return Some((vec![Ok(StreamEvent::Done(assembly.finish()))], (sse, None)));
+                        return Some((vec![assembly.into_done(provider)], (sse, None)));
                     }
                     let error = LlmError::MalformedResponse {
                         provider,
@@ -746,7 +761,7 @@ pub fn completion_events(provider: String, sse: SseStream) -> LlmStream {
                 }
                 if data == "[DONE]" {
                     assembly.done = true;
-                    return Some((vec![Ok(StreamEvent::Done(assembly.finish()))], (sse, None)));
+                    return Some((vec![assembly.into_done(provider)], (sse, None)));
                 }
                 let chunk: Value = match serde_json::from_str(data) {
                     Ok(chunk) => chunk,

@@ -103,6 +103,23 @@ impl RetryPolicy {
         &self,
         provider: &str,
         model: &str,
+        attempt: F,
+    ) -> Result<T, LlmError>
+    where
+        F: FnMut() -> Fut + Send,
+        Fut: std::future::Future<Output = Result<T, LlmError>> + Send,
+        T: Send,
+    {
+        self.run_when(provider, model, LlmError::is_retryable, attempt)
+            .await
+    }
+
+    /// [`RetryPolicy::run`] with its own rule of which errors are worth another attempt.
+    pub async fn run_when<T, F, Fut>(
+        &self,
+        provider: &str,
+        model: &str,
+        worth_retrying: fn(&LlmError) -> bool,
         mut attempt: F,
     ) -> Result<T, LlmError>
     where
@@ -123,7 +140,7 @@ impl RetryPolicy {
                     });
                 }
             };
-            if !error.is_retryable() || retry >= self.max_retries {
+            if !worth_retrying(&error) || retry >= self.max_retries {
                 return Err(error);
             }
             let wait = self.delay_for(retry, error.retry_after());
@@ -137,7 +154,16 @@ impl RetryPolicy {
     }
 }
 
-/// Wraps a model so retryable failures are tried again under a [`RetryPolicy`].
+/// Whether a model call is worth making again: a retryable error, or a reply that arrived
+/// garbled (not JSON, no choices, cut off while its body was read). Garbled replies are transient
+/// in practice (a proxy or a connection failing mid-reply), and trying the one call again is far
+/// cheaper than the executor re-running the agent's whole work, tools included.
+fn worth_calling_again(error: &LlmError) -> bool {
+    error.is_retryable() || matches!(error, LlmError::MalformedResponse { .. })
+}
+
+/// Wraps a model so retryable failures (and garbled replies) are tried again under a
+/// [`RetryPolicy`].
 pub struct RetryLlm {
     inner: Arc<dyn Llm>,
     policy: RetryPolicy,
@@ -167,9 +193,12 @@ impl Llm for RetryLlm {
 
     async fn call(&self, request: LlmRequest) -> Result<LlmResponse, LlmError> {
         self.policy
-            .run(self.inner.provider(), self.inner.model(), || {
-                self.inner.call(request.clone())
-            })
+            .run_when(
+                self.inner.provider(),
+                self.inner.model(),
+                worth_calling_again,
+                || self.inner.call(request.clone()),
+            )
             .await
     }
 
@@ -247,6 +276,60 @@ mod tests {
             "{error:?}"
         );
         assert!(failing.calls.load(std::sync::atomic::Ordering::SeqCst) < 10);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn garbled_replies_are_called_again_but_not_past_the_retries() {
+        let garbled = || LlmError::MalformedResponse {
+            provider: "test".into(),
+            message: "reading the response body: connection reset".into(),
+        };
+        let policy = RetryPolicy::default().with_max_retries(2);
+        let flaky = Arc::new(
+            crate::ScriptedLlm::new("flaky")
+                .then_error(garbled())
+                .then_text("fine"),
+        );
+        let reply = RetryLlm::new(flaky.clone(), policy.clone())
+            .call(LlmRequest::new(vec![Message::user("hi")]))
+            .await
+            .unwrap();
+        assert_eq!(reply.content.as_deref(), Some("fine"));
+
+        let broken = Arc::new(
+            crate::ScriptedLlm::new("broken")
+                .then_error(garbled())
+                .then_error(garbled())
+                .then_error(garbled())
+                .then_text("never reached"),
+        );
+        let error = RetryLlm::new(broken, policy)
+            .call(LlmRequest::new(vec![Message::user("hi")]))
+            .await
+            .err();
+        assert!(
+            matches!(error, Some(LlmError::MalformedResponse { .. })),
+            "{error:?}"
+        );
+
+        // What is wrong with the request itself is not worth another call.
+        let rejected = Arc::new(
+            crate::ScriptedLlm::new("rejected")
+                .then_error(LlmError::InvalidRequest {
+                    provider: "test".into(),
+                    status: 400,
+                    message: "bad".into(),
+                })
+                .then_text("never reached"),
+        );
+        let error = RetryLlm::new(rejected, RetryPolicy::default())
+            .call(LlmRequest::new(vec![Message::user("hi")]))
+            .await
+            .err();
+        assert!(
+            matches!(error, Some(LlmError::InvalidRequest { .. })),
+            "{error:?}"
+        );
     }
 
     #[test]

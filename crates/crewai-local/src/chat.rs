@@ -56,16 +56,6 @@ impl ChatTemplate {
     /// final user turn that ends with the ReAct cue `Thought:` has the reply start with it too,
     /// which small models need to keep to the Thought/Action format.
     pub fn render(&self, messages: &[Message]) -> ChatPrompt {
-        self.render_with_reply_start(messages, None)
-    }
-
-    /// [`ChatTemplate::render`], with the reply starting with `reply_start` (a `{` for a JSON
-    /// answer); the caller puts it in front of the generated text.
-    pub fn render_with_reply_start(
-        &self,
-        messages: &[Message],
-        reply_start: Option<&str>,
-    ) -> ChatPrompt {
         let mut pieces = Vec::new();
         let has_system = messages.first().is_some_and(|m| m.role == Role::System);
         if !has_system && let Some(system) = &self.default_system {
@@ -89,7 +79,7 @@ impl ChatTemplate {
                 .map(|_| REASONING_CUE);
             pieces.push(Piece::Text(format!(
                 "assistant\n{}",
-                reply_start.or(cue).unwrap_or_default()
+                cue.unwrap_or_default()
             )));
         }
         ChatPrompt { pieces }
@@ -198,17 +188,6 @@ mod tests {
             prompt
                 .to_text()
                 .ends_with("<|im_start|>assistant\nThought:"),
-            "{}",
-            prompt.to_text()
-        );
-    }
-
-    #[test]
-    fn a_reply_start_is_written_after_the_reply_header() {
-        let prompt = ChatTemplate::default()
-            .render_with_reply_start(&[Message::user("Judge it.\n\nThought:")], Some("{"));
-        assert!(
-            prompt.to_text().ends_with("<|im_start|>assistant\n{"),
             "{}",
             prompt.to_text()
         );

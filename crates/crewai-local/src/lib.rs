@@ -11,6 +11,9 @@
 //!   seeded sampling when a temperature is set, `max_tokens`, stop words, token streaming, and
 //!   usage from the real token counts. It reports no native function calling, so agents with
 //!   tools use the ReAct text loop.
+//! - A request with a `response_format` is answered with JSON that matches its schema: decoding
+//!   only takes tokens the schema's grammar allows ([`json_grammar`]) and closes the document
+//!   before `max_tokens` runs out, so even a 135M model returns parseable, valid JSON.
 //! - The model is loaded once per process and shared; generation runs on tokio's blocking pool
 //!   and concurrent calls queue for it.
 //! - [`cache`] knows where models live (`CREWAI_MODELS_DIR`, else the platform cache folder) and
@@ -28,7 +31,9 @@
 
 pub mod cache;
 pub mod chat;
+mod constrained;
 pub mod error;
+pub mod json_grammar;
 pub mod model;
 pub mod provider;
 pub mod tokenizer;

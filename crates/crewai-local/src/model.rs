@@ -12,7 +12,9 @@ use candle_transformers::generation::{LogitsProcessor, Sampling};
 use candle_transformers::models::quantized_llama::{MAX_SEQ_LEN, ModelWeights};
 
 use crate::chat::ChatTemplate;
+use crate::constrained::{JsonConstraint, Pick, Step, TokenTexts};
 use crate::error::{LocalError, candle_error};
+use crate::json_grammar::JsonGrammar;
 use crate::tokenizer::GgufTokenizer;
 
 /// How weights are held in memory.
@@ -47,6 +49,8 @@ pub struct LoadedModel {
     pub(crate) tokenizer: GgufTokenizer,
     pub(crate) template: ChatTemplate,
     pub(crate) context_window: usize,
+    /// Every token's text, computed the first time a reply is held to a schema.
+    token_texts: Option<TokenTexts>,
 }
 
 impl std::fmt::Debug for LoadedModel {
@@ -71,6 +75,10 @@ pub struct GenerationParams {
     /// Penalty for tokens among the last `repeat_window` generated ones (1.0 = none).
     pub repeat_penalty: f32,
     pub repeat_window: usize,
+    /// When set, the reply is a JSON document matching this JSON schema: only tokens that keep
+    /// it a valid prefix are chosen, and it is closed before `max_tokens` runs out (see
+    /// [`crate::json_grammar`]).
+    pub json_schema: Option<serde_json::Value>,
 }
 
 impl Default for GenerationParams {
@@ -83,6 +91,7 @@ impl Default for GenerationParams {
             stop: Vec::new(),
             repeat_penalty: 1.1,
             repeat_window: 256,
+            json_schema: None,
         }
     }
 }
@@ -165,6 +174,7 @@ impl LoadedModel {
             tokenizer,
             template,
             context_window,
+            token_texts: None,
         })
     }
 
@@ -209,11 +219,26 @@ impl LoadedModel {
             },
         };
         let mut sampler = LogitsProcessor::from_sampling(params.seed, sampling);
+        let mut constraint = match &params.json_schema {
+            Some(schema) => {
+                if self.token_texts.is_none() {
+                    self.token_texts = Some(TokenTexts::new(&self.tokenizer)?);
+                }
+                Some(JsonConstraint::new(
+                    JsonGrammar::new(schema),
+                    Pick::new(params.temperature, params.top_p, params.seed),
+                ))
+            }
+            None => None,
+        };
         let inference = |e: candle_core::Error| LocalError::Inference(e.to_string());
         self.weights.clear_kv_cache();
 
         let mut logits = self.prefill(prompt).map_err(inference)?;
         let mut generated: Vec<u32> = Vec::new();
+        // Text added to close a JSON reply when the budget ran out, and its token count.
+        let mut closing = String::new();
+        let mut closing_tokens = 0;
         let mut stream = StopWordStream::new(&params.stop);
         let mut finish = Finish::Length;
         while generated.len() < budget {
@@ -229,7 +254,43 @@ impl LoadedModel {
             } else {
                 logits_row
             };
-            let next = sampler.sample(&logits_row).map_err(inference)?;
+            let next = match (&mut constraint, &self.token_texts) {
+                (Some(constraint), Some(texts)) => {
+                    // Close the document while the budget still has room for the closing text.
+                    let completion = constraint.grammar.completion();
+                    let completion_tokens = self.tokenizer.encode(&completion)?.len();
+                    if completion_tokens > 0 && generated.len() + completion_tokens >= budget {
+                        closing = completion;
+                        closing_tokens = completion_tokens;
+                        break;
+                    }
+                    let scores = logits_row.to_vec1::<f32>().map_err(inference)?;
+                    match constraint.step(&scores, texts) {
+                        Step::Token(id) => id,
+                        Step::End => {
+                            finish = Finish::EndOfTurn;
+                            break;
+                        }
+                    }
+                }
+                _ => {
+                    let next = sampler.sample(&logits_row).map_err(inference)?;
+                    if self.tokenizer.is_control(next) && ends_on_open_label(stream.text()) {
+                        // A small model may end its turn right after `Final Answer:`; the
+                        // turn goes on with its best text token instead.
+                        let mut scores = logits_row.to_vec1::<f32>().map_err(inference)?;
+                        for id in self.tokenizer.control_ids() {
+                            if let Some(score) = scores.get_mut(id as usize) {
+                                *score = f32::NEG_INFINITY;
+                            }
+                        }
+                        let masked = Tensor::new(scores, &Device::Cpu).map_err(inference)?;
+                        sampler.sample(&masked).map_err(inference)?
+                    } else {
+                        next
+                    }
+                }
+            };
             if self.tokenizer.is_control(next) {
                 finish = Finish::EndOfTurn;
                 break;
@@ -262,6 +323,14 @@ impl LoadedModel {
                 .forward(&input, prompt.len() + generated.len() - 1)
                 .map_err(inference)?;
         }
+        if !closing.is_empty() {
+            let text = format!("{}{closing}", self.tokenizer.decode(&generated)?);
+            if let Advance::Emit(piece) | Advance::Stopped(piece) = stream.advance(&text)
+                && !piece.is_empty()
+            {
+                on_text(&piece);
+            }
+        }
         if finish != Finish::StopWord && finish != Finish::Cancelled {
             let rest = stream.finish();
             if !rest.is_empty() {
@@ -271,7 +340,7 @@ impl LoadedModel {
         Ok(Generation {
             text: stream.into_text(),
             prompt_tokens: prompt.len(),
-            completion_tokens: generated.len(),
+            completion_tokens: generated.len() + closing_tokens,
             finish,
         })
     }
@@ -290,6 +359,15 @@ impl LoadedModel {
         }
         logits.ok_or_else(|| candle_core::Error::Msg("empty prompt".into()))
     }
+}
+
+/// The ReAct labels after which a reply cannot end: the value they announce is still to come.
+const OPEN_LABELS: [&str; 4] = ["Final Answer:", "Action:", "Action Input:", "Thought:"];
+
+/// True if `text` ends with a ReAct label and nothing after it.
+fn ends_on_open_label(text: &str) -> bool {
+    let text = text.trim_end();
+    OPEN_LABELS.iter().any(|label| text.ends_with(label))
 }
 
 /// A copy of the model in memory with every quantized tensor expanded to f32, in GGUF form so
@@ -400,6 +478,11 @@ impl StopWordStream {
         piece
     }
 
+    /// The reply decoded so far.
+    fn text(&self) -> &str {
+        &self.text
+    }
+
     fn into_text(self) -> String {
         self.text
     }
@@ -456,6 +539,14 @@ mod tests {
         assert_eq!(stream.advance("caf\u{FFFD}"), Advance::Emit(String::new()));
         assert_eq!(stream.advance("café"), Advance::Emit("é".into()));
         assert_eq!(stream.into_text(), "café");
+    }
+
+    #[test]
+    fn a_reply_may_not_end_on_a_bare_react_label() {
+        assert!(ends_on_open_label("I know it.\nFinal Answer:"));
+        assert!(ends_on_open_label("Thought: x\nAction: "));
+        assert!(!ends_on_open_label("Final Answer: Paris"));
+        assert!(!ends_on_open_label(""));
     }
 
     #[test]

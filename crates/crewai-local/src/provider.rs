@@ -17,8 +17,11 @@ use crate::model::{Finish, GenerationParams, LoadedModel, WeightFormat};
 /// A model loaded once per process and shared by every client of it; calls take turns.
 type SharedModel = Arc<tokio::sync::Mutex<LoadedModel>>;
 
-/// One load slot per (file, weight format): the first caller loads, the others wait for it.
-static LOADED: LazyLock<Mutex<HashMap<(PathBuf, WeightFormat), Arc<OnceCell<SharedModel>>>>> =
+/// The load slot of one (file, weight format): the first caller loads, the others wait for it.
+type LoadSlot = Arc<OnceCell<SharedModel>>;
+
+/// One load slot per (file, weight format).
+static LOADED: LazyLock<Mutex<HashMap<(PathBuf, WeightFormat), LoadSlot>>> =
     LazyLock::new(|| Mutex::new(HashMap::new()));
 
 /// The context window reported before the model is loaded (candle's llama limit).
@@ -169,24 +172,25 @@ impl Llm for LocalLlm {
         let model = self.shared_model().await?;
         let params = self.params_for(&request);
         let name = self.name.clone();
-        // Asked for JSON: the reply starts as an object, which a small model then mostly completes.
+        let mut params = params;
+        // Asked for JSON: decoding is held to the schema. A reply that continues an assistant
+        // message is left free, as its start is not this call's to shape.
         let continues_reply = request
             .messages
             .last()
             .is_some_and(|m| m.role == crewai_llm::Role::Assistant);
-        let reply_start = (request.response_format.is_some() && !continues_reply).then_some("{");
+        if !continues_reply {
+            params.json_schema = request.response_format.as_ref().map(|f| f.schema.clone());
+        }
         // Waiting here (not on a blocking thread) is how concurrent calls queue.
         let mut guard = model.lock_owned().await;
         let (sender, receiver) =
             tokio::sync::mpsc::unbounded_channel::<Result<StreamEvent, LlmError>>();
         tokio::task::spawn_blocking(move || {
             let loaded = &mut *guard;
-            if let Some(start) = reply_start {
-                let _ = sender.send(Ok(StreamEvent::TextDelta(start.to_string())));
-            }
             let outcome = loaded
                 .template()
-                .render_with_reply_start(&request.messages, reply_start)
+                .render(&request.messages)
                 .encode(loaded.tokenizer())
                 .and_then(|prompt| {
                     loaded.generate(&prompt, &params, |piece| {
@@ -210,11 +214,7 @@ impl Llm for LocalLlm {
                     Finish::Cancelled => FinishReason::Other("cancelled".into()),
                 };
                 StreamEvent::Done(LlmResponse {
-                    content: Some(format!(
-                        "{}{}",
-                        reply_start.unwrap_or_default(),
-                        generation.text
-                    )),
+                    content: Some(generation.text),
                     finish_reason,
                     usage,
                     model: Some(name),
@@ -235,7 +235,8 @@ impl Llm for LocalLlm {
             function_calling: false,
             stop_words: true,
             multimodal: false,
-            structured_output: false,
+            // Replies to a `response_format` are decoded under the schema's grammar.
+            structured_output: true,
             context_window: CONTEXT_BEFORE_LOAD,
         }
     }

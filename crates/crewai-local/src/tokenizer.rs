@@ -168,6 +168,15 @@ impl GgufTokenizer {
         self.control.get(id as usize).copied().unwrap_or(false)
     }
 
+    /// The ids of every control token.
+    pub fn control_ids(&self) -> impl Iterator<Item = u32> + '_ {
+        self.control
+            .iter()
+            .enumerate()
+            .filter(|(_, control)| **control)
+            .map(|(id, _)| id as u32)
+    }
+
     /// The number of tokens in the vocabulary.
     pub fn vocab_size(&self) -> usize {
         self.tokens.len()

@@ -207,3 +207,93 @@ async fn a_missing_gguf_file_is_a_clear_error() {
         .unwrap_or_default();
     assert!(error.contains("/nonexistent/model.gguf"), "{error}");
 }
+
+fn itinerary_schema() -> serde_json::Value {
+    serde_json::json!({
+        "title": "Itinerary",
+        "type": "object",
+        "properties": {
+            "city": {"type": "string"},
+            "days": {"type": "array", "items": {
+                "type": "object",
+                "properties": {"date": {"type": "string"}, "plan": {"type": "string"}},
+                "required": ["date", "plan"]
+            }},
+            "budget_total": {"type": "number"}
+        },
+        "required": ["city", "days", "budget_total"]
+    })
+}
+
+fn structured(question: &str, schema: serde_json::Value) -> LlmRequest {
+    LlmRequest::new(vec![
+        Message::system("You plan trips. Answer in JSON."),
+        Message::user(question),
+    ])
+    .with_response_format(crewai_llm::ResponseFormat {
+        name: "Itinerary".into(),
+        schema,
+        strict: true,
+    })
+}
+
+fn assert_valid(schema: &serde_json::Value, text: &str) -> serde_json::Value {
+    let value: serde_json::Value =
+        serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}: {text}"));
+    let validator = jsonschema::validator_for(schema).unwrap_or_else(|e| panic!("{e}"));
+    let problems: Vec<String> = validator
+        .iter_errors(&value)
+        .map(|e| e.to_string())
+        .collect();
+    assert!(problems.is_empty(), "{problems:?}: {text}");
+    value
+}
+
+#[tokio::test]
+async fn a_response_format_gets_json_that_matches_the_schema() {
+    let Some(_) = model_path() else { return };
+    let model = llm(LlmConfig::new("local/smollm2-135m").with_max_tokens(96));
+    assert!(model.capabilities().structured_output);
+    let schema = itinerary_schema();
+    let request = structured(
+        "Plan two days in Kyoto on 2026-04-01 and 2026-04-02, with a total budget.",
+        schema.clone(),
+    );
+    let first = model
+        .call(request.clone())
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let text = first.content.clone().unwrap_or_default();
+    let value = assert_valid(&schema, &text);
+    assert!(
+        !value["city"].as_str().unwrap_or_default().is_empty(),
+        "{text}"
+    );
+    // Greedy constrained decoding is deterministic too.
+    let second = model.call(request).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(second.content, first.content);
+    assert!(first.usage.completion_tokens <= 96, "{:?}", first.usage);
+}
+
+#[tokio::test]
+async fn a_short_budget_still_closes_the_document() {
+    let Some(_) = model_path() else { return };
+    let schema = itinerary_schema();
+    for max_tokens in [1, 12, 30] {
+        let model = llm(LlmConfig::new("local/smollm2-135m").with_max_tokens(max_tokens));
+        let reply = model
+            .call(structured("Plan a week in Seoul.", schema.clone()))
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_valid(&schema, &reply.content.unwrap_or_default());
+    }
+    // Sampling draws only allowed tokens as well.
+    let model = llm(LlmConfig::new("local/smollm2-135m")
+        .with_max_tokens(48)
+        .with_temperature(0.9));
+    let reply = model
+        .call(structured("Plan a day in Taipei.", schema.clone()))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_valid(&schema, &reply.content.unwrap_or_default());
+}

@@ -3,6 +3,8 @@
 //! ```yaml
 //! name: support-triage
 //! inputs: { ticket: I was charged twice. }   # the initial state; kickoff inputs override it
+//! max_cost_usd: 0.05   # optional run budgets, over every crew and agent call of the flow
+//! max_tokens: 20000
 //! methods:
 //!   classify:
 //!     start: true
@@ -31,6 +33,7 @@ use std::sync::Arc;
 
 use crewai_core::agent::Agent;
 use crewai_core::interpolate::{Inputs, Location, interpolate};
+use crewai_core::usage::Budget;
 use crewai_flow::{Flow, FlowContext, MethodError, Trigger};
 use crewai_llm::LlmConfig;
 use serde_json::{Map, Value};
@@ -59,6 +62,8 @@ pub struct FlowProject {
     pub inputs: Map<String, Value>,
     /// Methods in file order.
     pub methods: Vec<FlowMethod>,
+    /// `max_cost_usd:` / `max_tokens:`: the run's budget over every crew and agent call.
+    pub budget: Budget,
 }
 
 /// One method of a declarative flow.
@@ -126,7 +131,7 @@ impl FlowProject {
                 "expected a mapping with `methods:`",
             )]));
         };
-        const FLOW_KEYS: &[&str] = &["name", "inputs", "methods"];
+        const FLOW_KEYS: &[&str] = &["name", "inputs", "methods", "max_cost_usd", "max_tokens"];
         for key in document.keys().filter(|k| !FLOW_KEYS.contains(&k.as_str())) {
             diagnostics.push(unknown_key(
                 &top.child(key.as_str()),
@@ -157,6 +162,32 @@ impl FlowProject {
                 diagnostics.push(top.child("name").diagnostic("`name` must be text"));
                 String::new()
             }
+        };
+        let budget = Budget {
+            max_cost_usd: match document.get("max_cost_usd") {
+                None => None,
+                Some(value) => match value.as_f64().filter(|usd| usd.is_finite() && *usd > 0.0) {
+                    Some(usd) => Some(usd),
+                    None => {
+                        diagnostics.push(top.child("max_cost_usd").diagnostic(
+                            "`max_cost_usd` must be a positive number of US dollars (leave it out for no limit)",
+                        ));
+                        None
+                    }
+                },
+            },
+            max_tokens: match document.get("max_tokens") {
+                None => None,
+                Some(value) => match value.as_u64().filter(|tokens| *tokens > 0) {
+                    Some(tokens) => Some(tokens),
+                    None => {
+                        diagnostics.push(top.child("max_tokens").diagnostic(
+                            "`max_tokens` must be a whole number of at least 1 (leave it out for no limit)",
+                        ));
+                        None
+                    }
+                },
+            },
         };
         let mut methods = Vec::new();
         match document.get("methods") {
@@ -194,6 +225,7 @@ impl FlowProject {
             name,
             inputs,
             methods,
+            budget,
         })
     }
 
@@ -204,6 +236,12 @@ impl FlowProject {
             .initial_state(self.inputs.clone());
         if let Some(bus) = &options.event_bus {
             builder = builder.event_bus(bus.clone());
+        }
+        if let Some(usd) = self.budget.max_cost_usd {
+            builder = builder.max_cost_usd(usd);
+        }
+        if let Some(tokens) = self.budget.max_tokens {
+            builder = builder.max_tokens(tokens);
         }
         for method in &self.methods {
             let step = Arc::new(method.step.clone());
@@ -310,7 +348,13 @@ async fn run_step(
         }
         FlowStep::Crew { project, .. } => {
             let crew = project.build(&inputs, options)?;
-            let output = crew.kickoff(project.effective_inputs(&inputs)).await?;
+            // The crew draws from the flow's budget, and hangs under this method's event.
+            let output = crew
+                .kickoff_with(
+                    project.effective_inputs(&inputs),
+                    ctx.crew_kickoff_options(),
+                )
+                .await?;
             Ok(Value::String(output.raw))
         }
     }
@@ -722,6 +766,31 @@ mod tests {
         let text = errors("methods:\n  a:\n    listen: {xor: [b]}\n    set: {}\n");
         assert!(
             text.contains("flow.yaml:3: method 'a': unknown trigger combinator 'xor'"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn budgets_are_read_and_checked() {
+        let project = load(&format!("max_cost_usd: 0.5\nmax_tokens: 1200\n{VALID}")).unwrap();
+        assert_eq!(
+            project.budget,
+            Budget {
+                max_cost_usd: Some(0.5),
+                max_tokens: Some(1200)
+            }
+        );
+        let flow = project
+            .build(&BuildOptions::new(crate::ToolRegistry::new()))
+            .unwrap();
+        assert_eq!(flow.budget(), project.budget);
+        let text = errors(&format!("max_cost_usd: -1\nmax_tokens: lots\n{VALID}"));
+        assert!(
+            text.contains("flow.yaml:1: `max_cost_usd` must be a positive number"),
+            "{text}"
+        );
+        assert!(
+            text.contains("flow.yaml:2: `max_tokens` must be a whole number"),
             "{text}"
         );
     }

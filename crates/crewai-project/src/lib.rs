@@ -82,7 +82,53 @@ impl Project {
     /// All problems found are returned together.
     pub fn load(root: impl AsRef<Path>) -> Result<Project, ProjectError> {
         let root = root.as_ref().to_path_buf();
-        let mut loaded = load::load(&root)?;
+        let loaded = load::load(&root)?;
+        Self::from_loaded(root, loaded)
+    }
+
+    /// Checks a classic-layout project whose files are already in memory, as if they were
+    /// `config/agents.yaml`, `config/tasks.yaml` and (when given) `config/crew.yaml` under
+    /// `root`. Messages name those paths; schema files named by tasks are still read from `root`.
+    ///
+    /// ```
+    /// use crewai_project::Project;
+    /// let agents = "writer:\n  role: Writer\n  goal: Write\n  backstory: Writes.\n";
+    /// let tasks = "draft:\n  description: Draft a note\n  expected_output: A note\n  agent: writer\n";
+    /// let project = Project::from_yaml_sources("my-crew", agents, Some(tasks), None)?;
+    /// assert_eq!(project.tasks[0].key, "draft");
+    ///
+    /// let error = Project::from_yaml_sources("my-crew", agents, Some("draft: [oops"), None).unwrap_err();
+    /// assert!(error.to_string().contains("config/tasks.yaml"));
+    /// # Ok::<(), crewai_project::ProjectError>(())
+    /// ```
+    pub fn from_yaml_sources(
+        root: impl AsRef<Path>,
+        agents_yaml: &str,
+        tasks_yaml: Option<&str>,
+        crew_yaml: Option<&str>,
+    ) -> Result<Project, ProjectError> {
+        let root = root.as_ref().to_path_buf();
+        let config_dir = root.join("config");
+        let source = |stem: &str, text: &str| {
+            SourceFile::from_text(
+                &config_dir.join(format!("{stem}.yaml")),
+                &root,
+                Format::Yaml,
+                text.to_string(),
+            )
+        };
+        let loaded = load::load_classic_sources(
+            &root,
+            config_dir.clone(),
+            source("agents", agents_yaml),
+            tasks_yaml.map(|text| source("tasks", text)),
+            crew_yaml.map(|text| source("crew", text)),
+        );
+        Self::from_loaded(root, loaded)
+    }
+
+    /// Runs the whole-project checks on what was read; every problem found is returned together.
+    fn from_loaded(root: PathBuf, mut loaded: load::Loaded) -> Result<Project, ProjectError> {
         let checked = check::check(&root, &mut loaded);
         if !loaded.diagnostics.is_empty() {
             return Err(ProjectError::Invalid(loaded.diagnostics));

@@ -191,12 +191,34 @@ impl Loader {
 }
 
 fn load_classic(root: &Path, config_dir: PathBuf) -> Result<Loaded, ProjectError> {
+    let agents_path = yaml_file(&config_dir, "agents")
+        .ok_or_else(|| ProjectError::NotAProject(root.to_path_buf()))?;
+    let agents_src = SourceFile::read(&agents_path, root, Format::Yaml)?;
+    let read_optional = |stem: &str| {
+        yaml_file(&config_dir, stem)
+            .map(|path| SourceFile::read(&path, root, Format::Yaml))
+            .transpose()
+    };
+    let tasks_src = read_optional("tasks")?;
+    let crew_src = read_optional("crew")?;
+    Ok(load_classic_sources(
+        root, config_dir, agents_src, tasks_src, crew_src,
+    ))
+}
+
+/// Merges the classic layout's files, already read: `agents.yaml`, `tasks.yaml` (a missing one
+/// is reported) and the optional `crew.yaml`.
+pub(crate) fn load_classic_sources(
+    root: &Path,
+    config_dir: PathBuf,
+    agents_src: SourceFile,
+    tasks_src: Option<SourceFile>,
+    crew_src: Option<SourceFile>,
+) -> Loaded {
     let mut loader = Loader {
         diagnostics: Vec::new(),
     };
-    let agents_path = yaml_file(&config_dir, "agents")
-        .ok_or_else(|| ProjectError::NotAProject(root.to_path_buf()))?;
-    let agents_src = Arc::new(SourceFile::read(&agents_path, root, Format::Yaml)?);
+    let agents_src = Arc::new(agents_src);
     let agents_value = loader.parse(&agents_src);
     let mut agents = Vec::new();
     for (key, fields) in loader.entries(&agents_src, &agents_value, "agent") {
@@ -217,8 +239,8 @@ fn load_classic(root: &Path, config_dir: PathBuf) -> Result<Loaded, ProjectError
         ));
     }
 
-    let tasks_src = match yaml_file(&config_dir, "tasks") {
-        Some(path) => Some(Arc::new(SourceFile::read(&path, root, Format::Yaml)?)),
+    let tasks_src = match tasks_src {
+        Some(source) => Some(Arc::new(source)),
         None => {
             let display = config_dir.join("tasks.yaml");
             let display = display
@@ -263,10 +285,7 @@ fn load_classic(root: &Path, config_dir: PathBuf) -> Result<Loaded, ProjectError
     }
 
     let mut crew = CrewSpec::default();
-    let crew_src = match yaml_file(&config_dir, "crew") {
-        Some(path) => Some(Arc::new(SourceFile::read(&path, root, Format::Yaml)?)),
-        None => None,
-    };
+    let crew_src = crew_src.map(Arc::new);
     if let Some(crew_src) = &crew_src {
         match loader.parse(crew_src) {
             Value::Object(map) => {
@@ -286,7 +305,7 @@ fn load_classic(root: &Path, config_dir: PathBuf) -> Result<Loaded, ProjectError
         }
     }
 
-    Ok(Loaded {
+    Loaded {
         layout: Layout::Classic,
         config_dir,
         agents,
@@ -299,7 +318,7 @@ fn load_classic(root: &Path, config_dir: PathBuf) -> Result<Loaded, ProjectError
         },
         diagnostics: loader.diagnostics,
         warnings: Vec::new(),
-    })
+    }
 }
 
 /// `agents:` and `tasks:` in `config/crew.yaml`: fields merged onto the entries of the same

@@ -6,10 +6,18 @@
 //!   (task_id, expected_output, output JSON, task_index, inputs JSON, was_replayed, timestamp),
 //!   so `crewai replay -t TASK_ID` can re-run from any task with the earlier outputs as context.
 //!   [`Store`] implements crewai-core's [`TaskOutputStore`] for that.
-//! - `runs`: one row per kickoff (crew, inputs, status, final output or error, token usage).
+//! - `runs` and `run_task_outputs`: the run journal. One row per run (its id, crew, inputs, task
+//!   keys, status, final output or error, usage, the run it was forked from) and one row per
+//!   finished task of a run, written as the task finishes. [`Store`] implements crewai-core's
+//!   [`RunJournal`], so `Crew::resume` continues a run whose process was killed.
 //!
-//! The [`TaskOutputStore`] methods are synchronous, as the trait is: each is one short local
-//! write. The `*_async` methods run the same work on tokio's blocking pool.
+//! The database runs in WAL mode with `synchronous = NORMAL`: each write is one short
+//! transaction, committed when the call returns, and survives the process being killed (a power
+//! loss may lose the last commits, never corrupt the file). Databases written before the journal
+//! existed are migrated in place when opened; their runs are listed under their number.
+//!
+//! The trait methods are synchronous, as the traits are: each is one short local write. The
+//! `*_async` methods run the same work on tokio's blocking pool.
 //!
 //! ```
 //! use crewai_store::Store;
@@ -19,13 +27,19 @@
 //! assert!(store.task_outputs().unwrap().is_empty());
 //! ```
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use chrono::{DateTime, Utc};
 use crewai_core::interpolate::Inputs;
 use crewai_core::output::TaskOutput;
-use crewai_core::store::{StoreError as CoreStoreError, StoredTaskOutput, TaskOutputStore};
+pub use crewai_core::store::RunStatus;
+use crewai_core::store::{
+    RunEnd, RunJournal, RunParent, RunStart, StoreError as CoreStoreError, StoredRun,
+    StoredTaskOutput, TaskOutputStore,
+};
+use crewai_llm::Usage;
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -57,49 +71,27 @@ pub enum StoreError {
     Background(String),
 }
 
-/// How a kickoff ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum RunStatus {
-    Running,
-    Completed,
-    Failed,
-}
-
-impl RunStatus {
-    fn as_str(self) -> &'static str {
-        match self {
-            RunStatus::Running => "running",
-            RunStatus::Completed => "completed",
-            RunStatus::Failed => "failed",
-        }
-    }
-
-    fn parse(text: &str) -> Option<Self> {
-        match text {
-            "running" => Some(RunStatus::Running),
-            "completed" => Some(RunStatus::Completed),
-            "failed" => Some(RunStatus::Failed),
-            _ => None,
-        }
-    }
-}
-
-/// One kickoff, as recorded in `runs`.
+/// One run, as [`Store::runs`] lists it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunRecord {
-    pub id: i64,
+    /// The run id (`crewai run --resume` takes it); a run recorded before the journal existed
+    /// shows its row number and cannot be resumed.
+    pub id: String,
     pub crew: String,
     pub inputs: Inputs,
     pub status: RunStatus,
     /// The final output's raw text when the run completed.
     pub output: Option<String>,
-    /// The error when it failed.
+    /// Why it did not complete.
     pub error: Option<String>,
     /// Token usage as JSON (`prompt_tokens`, `completion_tokens`, ...).
     pub token_usage: Option<Value>,
-    /// Whether the run was a replay.
-    pub replay: bool,
+    /// The run it was forked from.
+    pub parent: Option<RunParent>,
+    /// How many of its tasks have a journaled output.
+    pub tasks_finished: usize,
+    /// How many tasks the crew had (0 for runs from before the journal).
+    pub task_count: usize,
     pub started_at: DateTime<Utc>,
     pub finished_at: Option<DateTime<Utc>>,
 }
@@ -147,7 +139,26 @@ CREATE TABLE IF NOT EXISTS runs (
     started_at TEXT NOT NULL,
     finished_at TEXT
 );
+CREATE TABLE IF NOT EXISTS run_task_outputs (
+    run_id TEXT NOT NULL,
+    task_index INTEGER NOT NULL,
+    task_id TEXT NOT NULL,
+    task_name TEXT,
+    output JSON NOT NULL,
+    inputs JSON NOT NULL,
+    was_replayed BOOLEAN NOT NULL DEFAULT 0,
+    finished_at TEXT NOT NULL,
+    PRIMARY KEY (run_id, task_index)
+);
 ";
+
+/// Columns the run journal added to `runs`, with their types (added to older databases).
+const RUN_JOURNAL_COLUMNS: [(&str, &str); 4] = [
+    ("run_id", "TEXT"),
+    ("task_keys", "JSON"),
+    ("parent_run_id", "TEXT"),
+    ("fork_task_index", "INTEGER"),
+];
 
 impl Store {
     /// Opens (creating if needed) `<project>/.crewai/crewai.db`.
@@ -186,11 +197,17 @@ impl Store {
                 path: shown.clone(),
                 source,
             })?;
-        conn.execute_batch(SCHEMA)
-            .map_err(|source| StoreError::Sqlite {
-                path: shown,
-                source,
-            })?;
+        let sql = |source| StoreError::Sqlite {
+            path: shown.clone(),
+            source,
+        };
+        if path.is_some() {
+            // Readers never block the writer, and a commit is one append to the log.
+            conn.execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;")
+                .map_err(sql)?;
+        }
+        conn.execute_batch(SCHEMA).map_err(sql)?;
+        migrate_runs(&conn).map_err(sql)?;
         Ok(Store {
             inner: Arc::new(Inner {
                 conn: Mutex::new(conn),
@@ -322,95 +339,292 @@ impl Store {
 
     // ----- runs -----
 
-    /// Records the start of a kickoff and returns its id.
-    pub fn start_run(&self, crew: &str, inputs: &Inputs, replay: bool) -> Result<i64, StoreError> {
-        let inputs = serde_json::to_string(inputs).map_err(|e| self.corrupt(e.to_string()))?;
-        let conn = self.conn()?;
-        conn.execute(
-            "INSERT INTO runs (crew, inputs, status, replay, started_at) VALUES (?1, ?2, ?3, ?4, ?5)",
-            params![crew, inputs, RunStatus::Running.as_str(), replay, Utc::now().to_rfc3339()],
-        )
-        .map_err(|e| self.sql(e))?;
-        Ok(conn.last_insert_rowid())
-    }
-
-    /// Records how a kickoff ended: its final output and usage, or its error.
-    pub fn finish_run(
-        &self,
-        id: i64,
-        outcome: Result<(&str, &Value), &str>,
-    ) -> Result<(), StoreError> {
-        let (status, output, usage, error) = match outcome {
-            Ok((raw, usage)) => (
-                RunStatus::Completed,
-                Some(raw.to_string()),
-                Some(usage.to_string()),
-                None,
-            ),
-            Err(error) => (RunStatus::Failed, None, None, Some(error.to_string())),
-        };
-        let changed = self
-            .conn()?
-            .execute(
-                "UPDATE runs SET status = ?1, output = ?2, token_usage = ?3, error = ?4, finished_at = ?5 WHERE id = ?6",
-                params![status.as_str(), output, usage, error, Utc::now().to_rfc3339(), id],
-            )
-            .map_err(|e| self.sql(e))?;
-        if changed == 0 {
-            return Err(self.corrupt(format!("no run with id {id}")));
-        }
-        Ok(())
-    }
-
     /// The latest runs, newest first.
     pub fn runs(&self, limit: usize) -> Result<Vec<RunRecord>, StoreError> {
         let conn = self.conn()?;
         let mut statement = conn
             .prepare(
-                "SELECT id, crew, inputs, status, output, error, token_usage, replay, started_at, finished_at
+                "SELECT id, run_id, crew, inputs, status, output, error, token_usage, task_keys,
+                        parent_run_id, fork_task_index, started_at, finished_at,
+                        (SELECT COUNT(*) FROM run_task_outputs t WHERE t.run_id = runs.run_id)
                  FROM runs ORDER BY id DESC LIMIT ?1",
             )
             .map_err(|e| self.sql(e))?;
         let rows = statement
             .query_map(params![limit as i64], |row| {
-                Ok((
-                    row.get::<_, i64>(0)?,
-                    row.get::<_, String>(1)?,
-                    row.get::<_, String>(2)?,
-                    row.get::<_, String>(3)?,
-                    row.get::<_, Option<String>>(4)?,
-                    row.get::<_, Option<String>>(5)?,
-                    row.get::<_, Option<String>>(6)?,
-                    row.get::<_, bool>(7)?,
-                    row.get::<_, String>(8)?,
-                    row.get::<_, Option<String>>(9)?,
-                ))
+                Ok(RunRow {
+                    number: row.get(0)?,
+                    run_id: row.get(1)?,
+                    crew: row.get(2)?,
+                    inputs: row.get(3)?,
+                    status: row.get(4)?,
+                    output: row.get(5)?,
+                    error: row.get(6)?,
+                    usage: row.get(7)?,
+                    task_keys: row.get(8)?,
+                    parent_run_id: row.get(9)?,
+                    fork_task_index: row.get(10)?,
+                    started_at: row.get(11)?,
+                    finished_at: row.get(12)?,
+                    tasks_finished: row.get(13)?,
+                })
             })
             .map_err(|e| self.sql(e))?;
         let mut runs = Vec::new();
         for row in rows {
-            let (id, crew, inputs, status, output, error, usage, replay, started, finished) =
-                row.map_err(|e| self.sql(e))?;
+            let row = row.map_err(|e| self.sql(e))?;
+            let task_count = self.parse_task_keys(&row)?.len();
             runs.push(RunRecord {
-                id,
-                crew,
-                inputs: serde_json::from_str(&inputs)
-                    .map_err(|e| self.corrupt(format!("run {id}: inputs: {e}")))?,
-                status: RunStatus::parse(&status)
-                    .ok_or_else(|| self.corrupt(format!("run {id}: status {status:?}")))?,
-                output,
-                error,
-                token_usage: usage
-                    .map(|u| serde_json::from_str(&u))
-                    .transpose()
-                    .map_err(|e| self.corrupt(format!("run {id}: usage: {e}")))?,
-                replay,
-                started_at: parse_time(&started)
-                    .ok_or_else(|| self.corrupt(format!("run {id}: started_at {started:?}")))?,
-                finished_at: finished.as_deref().and_then(parse_time),
+                id: row.run_id.clone().unwrap_or_else(|| row.number.to_string()),
+                crew: row.crew.clone(),
+                inputs: self.parse_json(&row, "inputs", &row.inputs)?,
+                status: self.parse_status(&row)?,
+                output: row.output.clone(),
+                error: row.error.clone(),
+                token_usage: row
+                    .usage
+                    .as_deref()
+                    .map(|usage| self.parse_json(&row, "token_usage", usage))
+                    .transpose()?,
+                parent: row.parent(),
+                tasks_finished: usize::try_from(row.tasks_finished).unwrap_or(0),
+                task_count,
+                started_at: self.parse_started(&row)?,
+                finished_at: row.finished_at.as_deref().and_then(parse_time),
             });
         }
         Ok(runs)
+    }
+
+    fn parse_json<T: serde::de::DeserializeOwned>(
+        &self,
+        row: &RunRow,
+        column: &str,
+        text: &str,
+    ) -> Result<T, StoreError> {
+        serde_json::from_str(text)
+            .map_err(|e| self.corrupt(format!("run {}: {column}: {e}", row.shown_id())))
+    }
+
+    fn parse_status(&self, row: &RunRow) -> Result<RunStatus, StoreError> {
+        RunStatus::parse(&row.status)
+            .ok_or_else(|| self.corrupt(format!("run {}: status {:?}", row.shown_id(), row.status)))
+    }
+
+    fn parse_started(&self, row: &RunRow) -> Result<DateTime<Utc>, StoreError> {
+        parse_time(&row.started_at).ok_or_else(|| {
+            self.corrupt(format!(
+                "run {}: started_at {:?}",
+                row.shown_id(),
+                row.started_at
+            ))
+        })
+    }
+
+    fn parse_task_keys(&self, row: &RunRow) -> Result<Vec<String>, StoreError> {
+        row.task_keys
+            .as_deref()
+            .map(|keys| self.parse_json(row, "task_keys", keys))
+            .transpose()
+            .map(Option::unwrap_or_default)
+    }
+
+    /// Writes one finished task of a run (inside the caller's transaction).
+    fn insert_run_task(
+        &self,
+        conn: &Connection,
+        run_id: &str,
+        record: &StoredTaskOutput,
+    ) -> Result<(), StoreError> {
+        let output =
+            serde_json::to_string(&record.output).map_err(|e| self.corrupt(e.to_string()))?;
+        let inputs =
+            serde_json::to_string(&record.inputs).map_err(|e| self.corrupt(e.to_string()))?;
+        conn.execute(
+            "INSERT OR REPLACE INTO run_task_outputs
+             (run_id, task_index, task_id, task_name, output, inputs, was_replayed, finished_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            params![
+                run_id,
+                record.task_index as i64,
+                record.task_id,
+                record.task_name,
+                output,
+                inputs,
+                record.was_replayed,
+                record.timestamp.to_rfc3339(),
+            ],
+        )
+        .map_err(|e| self.sql(e))?;
+        Ok(())
+    }
+
+    /// Records a run starting (or, for an id already stored, running again).
+    pub fn start_run(&self, start: &RunStart) -> Result<(), StoreError> {
+        let inputs =
+            serde_json::to_string(&start.inputs).map_err(|e| self.corrupt(e.to_string()))?;
+        let keys =
+            serde_json::to_string(&start.task_keys).map_err(|e| self.corrupt(e.to_string()))?;
+        let mut conn = self.conn()?;
+        let tx = conn.transaction().map_err(|e| self.sql(e))?;
+        tx.execute(
+            "INSERT INTO runs (run_id, crew, inputs, status, task_keys, parent_run_id, fork_task_index, started_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+             ON CONFLICT (run_id) DO UPDATE SET status = excluded.status, error = NULL, finished_at = NULL",
+            params![
+                start.run_id,
+                start.crew,
+                inputs,
+                RunStatus::Running.as_str(),
+                keys,
+                start.parent.as_ref().map(|p| p.run_id.clone()),
+                start.parent.as_ref().map(|p| p.from_task_index as i64),
+                Utc::now().to_rfc3339(),
+            ],
+        )
+        .map_err(|e| self.sql(e))?;
+        for record in &start.carried_over {
+            self.insert_run_task(&tx, &start.run_id, record)?;
+        }
+        tx.commit().map_err(|e| self.sql(e))?;
+        Ok(())
+    }
+
+    /// Records one finished task of a started run.
+    pub fn record_run_task(
+        &self,
+        run_id: &str,
+        record: &StoredTaskOutput,
+    ) -> Result<(), StoreError> {
+        let mut conn = self.conn()?;
+        let tx = conn.transaction().map_err(|e| self.sql(e))?;
+        let known: Option<i64> = tx
+            .query_row(
+                "SELECT 1 FROM runs WHERE run_id = ?1",
+                params![run_id],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(|e| self.sql(e))?;
+        if known.is_none() {
+            return Err(self.corrupt(format!("no run with id {run_id}")));
+        }
+        self.insert_run_task(&tx, run_id, record)?;
+        tx.commit().map_err(|e| self.sql(e))?;
+        Ok(())
+    }
+
+    /// Records how a run ended.
+    pub fn finish_run(&self, run_id: &str, end: &RunEnd) -> Result<(), StoreError> {
+        let usage = end
+            .usage
+            .map(|usage| serde_json::to_string(&usage))
+            .transpose()
+            .map_err(|e| self.corrupt(e.to_string()))?;
+        let changed = self
+            .conn()?
+            .execute(
+                "UPDATE runs SET status = ?1, output = ?2, token_usage = ?3, error = ?4, finished_at = ?5 WHERE run_id = ?6",
+                params![end.status.as_str(), end.output, usage, end.error, Utc::now().to_rfc3339(), run_id],
+            )
+            .map_err(|e| self.sql(e))?;
+        if changed == 0 {
+            return Err(self.corrupt(format!("no run with id {run_id}")));
+        }
+        Ok(())
+    }
+
+    /// The run with this id and its finished tasks.
+    pub fn load_run(&self, run_id: &str) -> Result<Option<StoredRun>, StoreError> {
+        let conn = self.conn()?;
+        let row = conn
+            .query_row(
+                "SELECT id, run_id, crew, inputs, status, output, error, token_usage, task_keys,
+                        parent_run_id, fork_task_index, started_at, finished_at
+                 FROM runs WHERE run_id = ?1",
+                params![run_id],
+                |row| {
+                    Ok(RunRow {
+                        number: row.get(0)?,
+                        run_id: row.get(1)?,
+                        crew: row.get(2)?,
+                        inputs: row.get(3)?,
+                        status: row.get(4)?,
+                        output: row.get(5)?,
+                        error: row.get(6)?,
+                        usage: row.get(7)?,
+                        task_keys: row.get(8)?,
+                        parent_run_id: row.get(9)?,
+                        fork_task_index: row.get(10)?,
+                        started_at: row.get(11)?,
+                        finished_at: row.get(12)?,
+                        tasks_finished: 0,
+                    })
+                },
+            )
+            .optional()
+            .map_err(|e| self.sql(e))?;
+        let Some(row) = row else {
+            return Ok(None);
+        };
+        let mut statement = conn
+            .prepare(
+                "SELECT task_index, task_id, task_name, output, inputs, was_replayed, finished_at
+                 FROM run_task_outputs WHERE run_id = ?1 ORDER BY task_index",
+            )
+            .map_err(|e| self.sql(e))?;
+        let tasks = statement
+            .query_map(params![run_id], |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, Option<String>>(2)?,
+                    r.get::<_, String>(3)?,
+                    r.get::<_, String>(4)?,
+                    r.get::<_, bool>(5)?,
+                    r.get::<_, String>(6)?,
+                ))
+            })
+            .map_err(|e| self.sql(e))?;
+        let mut finished = BTreeMap::new();
+        for task in tasks {
+            let (index, task_id, task_name, output, inputs, was_replayed, at) =
+                task.map_err(|e| self.sql(e))?;
+            let task_index = usize::try_from(index)
+                .map_err(|_| self.corrupt(format!("run {run_id}: negative task_index {index}")))?;
+            finished.insert(
+                task_index,
+                StoredTaskOutput {
+                    output: self.parse_json(&row, "task output", &output)?,
+                    inputs: self.parse_json(&row, "task inputs", &inputs)?,
+                    task_id,
+                    task_name,
+                    task_index,
+                    was_replayed,
+                    timestamp: parse_time(&at).ok_or_else(|| {
+                        self.corrupt(format!("run {run_id}: task {task_index}: time {at:?}"))
+                    })?,
+                },
+            );
+        }
+        Ok(Some(StoredRun {
+            run_id: run_id.to_string(),
+            crew: row.crew.clone(),
+            inputs: self.parse_json(&row, "inputs", &row.inputs)?,
+            task_keys: self.parse_task_keys(&row)?,
+            parent: row.parent(),
+            status: self.parse_status(&row)?,
+            tasks: finished,
+            output: row.output.clone(),
+            error: row.error.clone(),
+            usage: row
+                .usage
+                .as_deref()
+                .map(|usage| self.parse_json::<Usage>(&row, "token_usage", usage))
+                .transpose()?,
+            started_at: self.parse_started(&row)?,
+            finished_at: row.finished_at.as_deref().and_then(parse_time),
+        }))
     }
 
     /// The task id stored for a task name or id (what `crewai replay -t` accepts).
@@ -457,34 +671,62 @@ impl Store {
         self.blocking(|s| s.reset_task_outputs()).await
     }
 
-    /// [`Store::start_run`] on the blocking pool.
-    pub async fn start_run_async(
-        &self,
-        crew: String,
-        inputs: Inputs,
-        replay: bool,
-    ) -> Result<i64, StoreError> {
-        self.blocking(move |s| s.start_run(&crew, &inputs, replay))
-            .await
-    }
-
-    /// [`Store::finish_run`] on the blocking pool.
-    pub async fn finish_run_async(
-        &self,
-        id: i64,
-        outcome: Result<(String, Value), String>,
-    ) -> Result<(), StoreError> {
-        self.blocking(move |s| match &outcome {
-            Ok((raw, usage)) => s.finish_run(id, Ok((raw, usage))),
-            Err(error) => s.finish_run(id, Err(error)),
-        })
-        .await
+    /// [`Store::load_run`] on the blocking pool.
+    pub async fn load_run_async(&self, run_id: String) -> Result<Option<StoredRun>, StoreError> {
+        self.blocking(move |s| s.load_run(&run_id)).await
     }
 
     /// [`Store::runs`] on the blocking pool.
     pub async fn runs_async(&self, limit: usize) -> Result<Vec<RunRecord>, StoreError> {
         self.blocking(move |s| s.runs(limit)).await
     }
+}
+
+/// A `runs` row as stored (columns decoded later, so errors can name the run).
+struct RunRow {
+    number: i64,
+    run_id: Option<String>,
+    crew: String,
+    inputs: String,
+    status: String,
+    output: Option<String>,
+    error: Option<String>,
+    usage: Option<String>,
+    task_keys: Option<String>,
+    parent_run_id: Option<String>,
+    fork_task_index: Option<i64>,
+    started_at: String,
+    finished_at: Option<String>,
+    tasks_finished: i64,
+}
+
+impl RunRow {
+    fn shown_id(&self) -> String {
+        self.run_id
+            .clone()
+            .unwrap_or_else(|| format!("#{}", self.number))
+    }
+
+    fn parent(&self) -> Option<RunParent> {
+        Some(RunParent {
+            run_id: self.parent_run_id.clone()?,
+            from_task_index: usize::try_from(self.fork_task_index?).ok()?,
+        })
+    }
+}
+
+/// Adds the run journal's columns to a `runs` table made before them.
+fn migrate_runs(conn: &Connection) -> rusqlite::Result<()> {
+    let mut statement = conn.prepare("SELECT name FROM pragma_table_info('runs')")?;
+    let existing = statement
+        .query_map([], |row| row.get::<_, String>(0))?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    for (column, kind) in RUN_JOURNAL_COLUMNS {
+        if !existing.iter().any(|name| name == column) {
+            conn.execute_batch(&format!("ALTER TABLE runs ADD COLUMN {column} {kind}"))?;
+        }
+    }
+    conn.execute_batch("CREATE UNIQUE INDEX IF NOT EXISTS runs_by_run_id ON runs (run_id)")
 }
 
 fn parse_time(text: &str) -> Option<DateTime<Utc>> {
@@ -502,6 +744,24 @@ fn to_core(err: StoreError) -> CoreStoreError {
     match err {
         StoreError::Corrupt { .. } => CoreStoreError::Corrupt(err.to_string()),
         other => CoreStoreError::Backend(other.to_string()),
+    }
+}
+
+impl RunJournal for Store {
+    fn start(&self, run: &RunStart) -> Result<(), CoreStoreError> {
+        self.start_run(run).map_err(to_core)
+    }
+
+    fn task_finished(&self, run_id: &str, task: &StoredTaskOutput) -> Result<(), CoreStoreError> {
+        self.record_run_task(run_id, task).map_err(to_core)
+    }
+
+    fn finish(&self, run_id: &str, end: &RunEnd) -> Result<(), CoreStoreError> {
+        self.finish_run(run_id, end).map_err(to_core)
+    }
+
+    fn load(&self, run_id: &str) -> Result<Option<StoredRun>, CoreStoreError> {
+        self.load_run(run_id).map_err(to_core)
     }
 }
 
@@ -600,24 +860,136 @@ mod tests {
         assert!(shared.load().unwrap().is_empty());
     }
 
+    fn start(run_id: &str, carried_over: Vec<StoredTaskOutput>) -> RunStart {
+        let mut inputs = Inputs::new();
+        inputs.insert("topic".into(), json!("AI"));
+        RunStart {
+            run_id: run_id.into(),
+            crew: "crew".into(),
+            inputs,
+            task_keys: vec!["task0".into(), "task1".into(), "task2".into()],
+            parent: None,
+            carried_over,
+        }
+    }
+
     #[test]
-    fn runs_record_start_and_outcome() {
-        let store = Store::in_memory().unwrap();
-        let ok = store.start_run("crew", &Inputs::new(), false).unwrap();
-        let failed = store.start_run("crew", &Inputs::new(), true).unwrap();
-        store
-            .finish_run(ok, Ok(("done", &json!({"total_tokens": 3}))))
+    fn the_journal_survives_reopening_the_file_in_wal_mode() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_project(dir.path()).unwrap();
+        let mode: String = store
+            .conn()
+            .unwrap()
+            .query_row("PRAGMA journal_mode", [], |r| r.get(0))
             .unwrap();
-        store.finish_run(failed, Err("boom")).unwrap();
+        assert_eq!(mode, "wal");
+        let journal: Arc<dyn RunJournal> = Arc::new(store.clone());
+        journal
+            .start(&start("r1", vec![record(0, "a", "first")]))
+            .unwrap();
+        // Out of order: the async task 2 finished before task 1.
+        journal
+            .task_finished("r1", &record(2, "c", "third"))
+            .unwrap();
+        assert!(journal.task_finished("nope", &record(1, "b", "x")).is_err());
+        drop((journal, store));
+
+        let reopened = Store::open_project(dir.path()).unwrap();
+        let run = reopened.load_run("r1").unwrap().unwrap();
+        assert_eq!(run.status, RunStatus::Running);
+        assert_eq!(run.inputs["topic"], "AI");
+        assert_eq!(run.task_keys, ["task0", "task1", "task2"]);
+        assert_eq!(run.tasks.keys().copied().collect::<Vec<_>>(), [0, 2]);
+        assert_eq!(run.tasks[&2].output.raw, "third");
+        assert_eq!(run.tasks[&0].task_name.as_deref(), Some("task0"));
+
+        let usage = Usage {
+            total_tokens: 7,
+            ..Usage::default()
+        };
+        reopened
+            .finish_run(
+                "r1",
+                &RunEnd::stopped(RunStatus::BudgetStopped, "over budget", Some(usage)),
+            )
+            .unwrap();
+        // A resume marks it running again and keeps what finished.
+        reopened.start_run(&start("r1", Vec::new())).unwrap();
+        reopened
+            .record_run_task("r1", &record(1, "b", "second"))
+            .unwrap();
+        reopened
+            .finish_run("r1", &RunEnd::completed("third", usage))
+            .unwrap();
+        let run = reopened.load_run("r1").unwrap().unwrap();
+        assert_eq!(run.status, RunStatus::Completed);
+        assert_eq!(run.error, None);
+        assert_eq!(run.tasks.len(), 3);
+        assert_eq!(run.usage.unwrap().total_tokens, 7);
+        assert!(reopened.load_run("other").unwrap().is_none());
+        assert!(
+            reopened
+                .finish_run("other", &RunEnd::completed("x", usage))
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn runs_are_listed_newest_first_with_forks_and_progress() {
+        let store = Store::in_memory().unwrap();
+        store.start_run(&start("first", Vec::new())).unwrap();
+        store
+            .record_run_task("first", &record(0, "a", "x"))
+            .unwrap();
+        store
+            .finish_run(
+                "first",
+                &RunEnd::stopped(RunStatus::Cancelled, "Ctrl-C", None),
+            )
+            .unwrap();
+        let mut fork = start("second", vec![record(0, "a", "x")]);
+        fork.parent = Some(RunParent {
+            run_id: "first".into(),
+            from_task_index: 1,
+        });
+        store.start_run(&fork).unwrap();
         let runs = store.runs(10).unwrap();
-        assert_eq!(runs[0].id, failed);
-        assert_eq!(runs[0].status, RunStatus::Failed);
-        assert_eq!(runs[0].error.as_deref(), Some("boom"));
-        assert!(runs[0].replay);
-        assert_eq!(runs[1].output.as_deref(), Some("done"));
-        assert_eq!(runs[1].token_usage, Some(json!({"total_tokens": 3})));
+        assert_eq!(runs[0].id, "second");
+        assert_eq!(runs[0].status, RunStatus::Running);
+        assert_eq!(runs[0].parent.as_ref().unwrap().run_id, "first");
+        assert_eq!((runs[0].tasks_finished, runs[0].task_count), (1, 3));
+        assert_eq!(runs[1].status, RunStatus::Cancelled);
+        assert_eq!(runs[1].error.as_deref(), Some("Ctrl-C"));
         assert!(runs[1].finished_at.is_some());
-        assert!(store.finish_run(999, Err("x")).is_err());
+        // The original is untouched by its fork.
+        assert_eq!(store.load_run("first").unwrap().unwrap().tasks.len(), 1);
+    }
+
+    #[test]
+    fn opens_a_database_from_before_the_journal() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.db");
+        {
+            let conn = Connection::open(&path).unwrap();
+            conn.execute_batch(
+                "CREATE TABLE runs (id INTEGER PRIMARY KEY AUTOINCREMENT, crew TEXT NOT NULL,
+                 inputs JSON NOT NULL, status TEXT NOT NULL, output TEXT, error TEXT,
+                 token_usage JSON, replay BOOLEAN NOT NULL DEFAULT 0, started_at TEXT NOT NULL,
+                 finished_at TEXT);
+                 INSERT INTO runs (crew, inputs, status, output, started_at)
+                 VALUES ('old', '{}', 'completed', 'done', '2025-01-01T00:00:00+00:00');",
+            )
+            .unwrap();
+        }
+        let store = Store::open(&path).unwrap();
+        store.start_run(&start("new", Vec::new())).unwrap();
+        let runs = store.runs(10).unwrap();
+        assert_eq!(runs.len(), 2);
+        assert_eq!(runs[1].id, "1");
+        assert_eq!(runs[1].output.as_deref(), Some("done"));
+        assert_eq!(runs[1].task_count, 0);
+        // Opening again finds the columns already there.
+        assert_eq!(Store::open(&path).unwrap().runs(10).unwrap().len(), 2);
     }
 
     #[tokio::test]
@@ -626,18 +998,17 @@ mod tests {
         let store = Store::open_project(dir.path()).unwrap();
         store.save_task_output(&record(0, "a", "first")).unwrap();
         assert_eq!(store.task_outputs_async().await.unwrap().len(), 1);
-        let id = store
-            .start_run_async("crew".into(), Inputs::new(), false)
-            .await
-            .unwrap();
-        store
-            .finish_run_async(id, Ok(("r".into(), json!({}))))
-            .await
-            .unwrap();
+        store.start_run(&start("r", Vec::new())).unwrap();
         assert_eq!(
-            store.runs_async(5).await.unwrap()[0].status,
-            RunStatus::Completed
+            store
+                .load_run_async("r".into())
+                .await
+                .unwrap()
+                .unwrap()
+                .status,
+            RunStatus::Running
         );
+        assert_eq!(store.runs_async(5).await.unwrap()[0].id, "r");
         store.reset_task_outputs_async().await.unwrap();
         assert!(store.task_outputs().unwrap().is_empty());
     }

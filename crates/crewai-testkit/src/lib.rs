@@ -2,7 +2,10 @@
 //!
 //! Real HTTP servers on 127.0.0.1 that stand in for LLM providers in tests:
 //! [`scripted`] answers from a queue of scripted replies and records every request;
-//! [`replay`] plays a VCR cassette recorded from a real provider.
+//! [`replay`] plays a VCR cassette recorded from a real provider;
+//! [`fault`] injects failures (hung and slow requests, 429s, 5xx, connection resets, malformed
+//! replies, cut streams, impossible tool calls) per request, scripted or seeded at random.
 
+pub mod fault;
 pub mod replay;
 pub mod scripted;

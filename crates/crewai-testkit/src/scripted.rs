@@ -567,21 +567,10 @@ async fn answer(
         let reply = script.replies.pop_front();
         script.next_response_id += 1;
         let response_id = format!("chatcmpl-scripted-{}", script.next_response_id);
-        let call_ids: Vec<String> = match &reply {
-            Some(Reply {
-                body: ReplyBody::Completion { tool_calls, .. },
-                ..
-            }) => tool_calls
-                .iter()
-                .map(|call| {
-                    call.id.clone().unwrap_or_else(|| {
-                        script.next_call_id += 1;
-                        format!("call_{}", script.next_call_id)
-                    })
-                })
-                .collect(),
-            _ => Vec::new(),
-        };
+        let call_ids = reply
+            .as_ref()
+            .map(|reply| reply.assign_call_ids(&mut script.next_call_id))
+            .unwrap_or_default();
         (reply, request_number, response_id, call_ids)
     };
     shared.arrived.notify_waiters();
@@ -601,72 +590,112 @@ async fn answer(
     if let Some(delay) = reply.delay {
         tokio::time::sleep(delay).await;
     }
-    let model = body_json["model"]
-        .as_str()
-        .unwrap_or("scripted-model")
-        .to_string();
-    let streaming = body_json["stream"].as_bool().unwrap_or(false);
-    let include_usage = body_json["stream_options"]["include_usage"]
-        .as_bool()
-        .unwrap_or(false);
+    let rendered = reply.render(&body_json, &response_id, call_ids);
+    plain_response(
+        rendered.status,
+        &rendered.content_type,
+        rendered.body,
+        &rendered.headers,
+    )
+}
 
-    match &reply.body {
-        ReplyBody::Error {
-            status,
-            message,
-            error_type,
-            code,
-        } => error_response(
-            *status,
-            message,
-            error_type,
-            code.as_deref(),
-            &reply.headers,
-        ),
-        ReplyBody::Raw {
-            status,
-            content_type,
-            body,
-        } => plain_response(*status, content_type, body.clone(), &reply.headers),
-        ReplyBody::RawSse { events } => {
-            let text: String = events.iter().map(|e| format!("data: {e}\n\n")).collect();
-            plain_response(200, "text/event-stream", text, &reply.headers)
+/// A reply as it goes on the wire (shared with the fault-injecting server).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct RenderedReply {
+    pub(crate) status: u16,
+    pub(crate) content_type: String,
+    pub(crate) headers: Vec<(String, String)>,
+    pub(crate) body: String,
+}
+
+impl Reply {
+    /// The ids of this reply's tool calls: the fixed ones, else `call_N` drawn from `next_call_id`.
+    pub(crate) fn assign_call_ids(&self, next_call_id: &mut u64) -> Vec<String> {
+        match &self.body {
+            ReplyBody::Completion { tool_calls, .. } => tool_calls
+                .iter()
+                .map(|call| {
+                    call.id.clone().unwrap_or_else(|| {
+                        *next_call_id += 1;
+                        format!("call_{next_call_id}")
+                    })
+                })
+                .collect(),
+            _ => Vec::new(),
         }
-        ReplyBody::Completion {
-            content,
-            tool_calls,
-        } => {
-            let calls: Vec<(String, &ScriptedToolCall)> =
-                call_ids.into_iter().zip(tool_calls.iter()).collect();
-            let finish_reason = reply.finish_reason.clone().unwrap_or_else(|| {
-                if calls.is_empty() {
-                    "stop".into()
+    }
+
+    /// The pause before the answer, if any.
+    pub(crate) fn delay(&self) -> Option<Duration> {
+        self.delay
+    }
+
+    /// The status, headers and body answering `request` (the request body as JSON): a completion
+    /// as JSON, or as server-sent events when the request asked to stream.
+    pub(crate) fn render(
+        &self,
+        request: &Value,
+        response_id: &str,
+        call_ids: Vec<String>,
+    ) -> RenderedReply {
+        let model = request["model"].as_str().unwrap_or("scripted-model");
+        let streaming = request["stream"].as_bool().unwrap_or(false);
+        let include_usage = request["stream_options"]["include_usage"]
+            .as_bool()
+            .unwrap_or(false);
+        let rendered = |status: u16, content_type: &str, body: String| RenderedReply {
+            status,
+            content_type: content_type.to_string(),
+            headers: self.headers.clone(),
+            body,
+        };
+        match &self.body {
+            ReplyBody::Error {
+                status,
+                message,
+                error_type,
+                code,
+            } => rendered(
+                *status,
+                "application/json",
+                error_body(message, error_type, code.as_deref()),
+            ),
+            ReplyBody::Raw {
+                status,
+                content_type,
+                body,
+            } => rendered(*status, content_type, body.clone()),
+            ReplyBody::RawSse { events } => rendered(
+                200,
+                "text/event-stream",
+                events.iter().map(|e| format!("data: {e}\n\n")).collect(),
+            ),
+            ReplyBody::Completion {
+                content,
+                tool_calls,
+            } => {
+                let calls: Vec<(String, &ScriptedToolCall)> =
+                    call_ids.into_iter().zip(tool_calls.iter()).collect();
+                let finish_reason = self.finish_reason.clone().unwrap_or_else(|| {
+                    if calls.is_empty() {
+                        "stop".into()
+                    } else {
+                        "tool_calls".into()
+                    }
+                });
+                let completion = Completion {
+                    id: response_id,
+                    model,
+                    content: content.as_deref(),
+                    calls: &calls,
+                    finish_reason: &finish_reason,
+                    usage: self.usage,
+                };
+                if streaming {
+                    rendered(200, "text/event-stream", completion.sse(include_usage))
                 } else {
-                    "tool_calls".into()
+                    rendered(200, "application/json", completion.json().to_string())
                 }
-            });
-            let completion = Completion {
-                id: &response_id,
-                model: &model,
-                content: content.as_deref(),
-                calls: &calls,
-                finish_reason: &finish_reason,
-                usage: reply.usage,
-            };
-            if streaming {
-                plain_response(
-                    200,
-                    "text/event-stream",
-                    completion.sse(include_usage),
-                    &reply.headers,
-                )
-            } else {
-                plain_response(
-                    200,
-                    "application/json",
-                    completion.json().to_string(),
-                    &reply.headers,
-                )
             }
         }
     }
@@ -783,9 +812,18 @@ fn error_response(
     code: Option<&str>,
     headers: &[(String, String)],
 ) -> Response {
-    let body =
-        json!({"error": {"message": message, "type": error_type, "param": null, "code": code}});
-    plain_response(status, "application/json", body.to_string(), headers)
+    plain_response(
+        status,
+        "application/json",
+        error_body(message, error_type, code),
+        headers,
+    )
+}
+
+/// OpenAI's error shape: `{"error": {"message", "type", "param", "code"}}`.
+fn error_body(message: &str, error_type: &str, code: Option<&str>) -> String {
+    json!({"error": {"message": message, "type": error_type, "param": null, "code": code}})
+        .to_string()
 }
 
 fn plain_response(

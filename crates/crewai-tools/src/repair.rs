@@ -223,3 +223,74 @@ mod tests {
         assert_eq!(repair_json(""), None);
     }
 }
+
+#[cfg(test)]
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Almost-JSON: the tokens repair looks at, in any order.
+    fn json_like_text() -> impl Strategy<Value = String> {
+        prop::collection::vec(
+            prop_oneof![
+                "[{}\\[\\],:'\"\\\\ \n]",
+                Just("```".to_string()),
+                Just("```json\n".to_string()),
+                Just("True".to_string()),
+                Just("None".to_string()),
+                "[a-z_$0-9é]{1,5}",
+                any::<String>(),
+            ],
+            0..32,
+        )
+        .prop_map(|parts| parts.concat())
+    }
+
+    fn json_value() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(Value::from),
+            any::<u64>().prop_map(Value::from),
+            (-1000i32..1000).prop_map(|n| Value::from(f64::from(n) / 8.0)),
+            any::<String>().prop_map(Value::String),
+        ];
+        leaf.prop_recursive(4, 32, 5, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..5).prop_map(Value::Array),
+                prop::collection::vec((any::<String>(), inner), 0..5)
+                    .prop_map(|fields| Value::Object(fields.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn arbitrary_text_never_panics(text in any::<String>()) {
+            let _ = repair_json(&text);
+        }
+
+        #[test]
+        fn almost_json_never_panics(text in json_like_text()) {
+            let _ = repair_json(&text);
+        }
+
+        #[test]
+        fn valid_json_is_returned_unchanged(value in json_value(), pretty in any::<bool>()) {
+            let text = if pretty {
+                serde_json::to_string_pretty(&value)
+            } else {
+                serde_json::to_string(&value)
+            }
+            .map_err(|e| TestCaseError::fail(e.to_string()))?;
+            prop_assert_eq!(repair_json(&text), Some(value));
+        }
+
+        #[test]
+        fn fenced_json_is_recovered(value in json_value()) {
+            let text = serde_json::to_string(&value).map_err(|e| TestCaseError::fail(e.to_string()))?;
+            prop_assume!(!text.contains("```"));
+            prop_assert_eq!(repair_json(&format!("```json\n{text}\n```")), Some(value));
+        }
+    }
+}

@@ -16,6 +16,11 @@ use crate::usage::BudgetExceeded;
 /// Summaries in a row before an overflow is given up on (each one should shrink the history a lot).
 const MAX_SUMMARIES: u32 = 3;
 
+/// Times a streamed call whose stream broke after it opened (cut short, garbled) is made again.
+/// The LLM layer's retries only cover opening a stream; a non-streamed call's garbled reply is
+/// retried there already.
+const MAX_STREAM_RESTARTS: u32 = 2;
+
 /// Who waits on a rate limiter, and where that is reported: a `rate_limit_wait_started` event
 /// and, for a verbose agent, a line on standard output.
 pub(crate) struct RateLimitWaiter<'a> {
@@ -80,22 +85,6 @@ pub(crate) enum CallFailure {
     Budget(BudgetExceeded),
 }
 
-/// The prompt tokens a request sends, estimated at four characters a token (what a budget checks
-/// before the call; the provider's count replaces it afterwards).
-fn estimated_prompt_tokens(request: &LlmRequest) -> u64 {
-    let chars: usize = request
-        .messages
-        .iter()
-        .map(|m| m.text().len())
-        .sum::<usize>()
-        + request
-            .tools
-            .iter()
-            .map(|t| t.name.len() + t.description.len() + t.parameters.to_string().len())
-            .sum::<usize>();
-    (chars as u64).div_ceil(4)
-}
-
 /// What a call asks for besides the messages.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct CallShape<'a> {
@@ -124,13 +113,15 @@ impl Execution {
     /// A model call with hooks and context-window recovery: the before-hooks may rewrite
     /// `messages` (kept for the rest of the run) or block; on a context-length error the history is
     /// summarised and the call made again (or, with `respect_context_window: false`, the error says
-    /// how to fix it); the after-hooks may replace the reply text.
+    /// how to fix it); a streamed reply that breaks midway is asked for again (a new call with its
+    /// own events); the after-hooks may replace the reply text.
     pub(crate) async fn call_model(
         &self,
         messages: &mut Vec<Message>,
         shape: CallShape<'_>,
     ) -> Result<LlmResponse, AgentError> {
         let mut summaries = 0;
+        let mut stream_restarts = 0;
         loop {
             let mut hook_ctx = LlmCallContext {
                 messages: std::mem::take(messages),
@@ -194,6 +185,14 @@ impl Execution {
                     );
                     self.summarize(messages).await?;
                 }
+                Err(CallFailure::Llm(error))
+                    if self.services.stream
+                        && stream_restarts < MAX_STREAM_RESTARTS
+                        && matches!(error, LlmError::MalformedResponse { .. }) =>
+                {
+                    stream_restarts += 1;
+                    tracing::warn!(agent = self.role(), %error, "the reply stream broke; making the call again");
+                }
                 Err(CallFailure::Llm(source)) => {
                     return Err(AgentError::Llm {
                         role: self.role().to_string(),
@@ -245,22 +244,22 @@ impl Execution {
         let model = self.llm.model().to_string();
         self.services
             .usage
-            .check_budget(&model, estimated_prompt_tokens(&request))
+            .check_request(&model, &request)
             .map_err(CallFailure::Budget)?;
         self.wait_for_rate_limit().await;
         let call_id = uuid::Uuid::new_v4().to_string();
         let structured = request.response_format.is_some();
-        self.services.events.emit(
-            self.event_id,
-            EventKind::LlmCallStarted {
+        // The conversation as JSON is the costliest payload of a call: built only if heard.
+        self.services
+            .events
+            .emit_with(self.event_id, || EventKind::LlmCallStarted {
                 call_id: call_id.clone(),
                 model: model.clone(),
                 agent_role: Some(self.role().to_string()),
                 task_name: self.task_name.clone(),
                 messages: serde_json::to_value(&request.messages).unwrap_or(Value::Null),
                 tools: request.tools.iter().map(|t| t.name.clone()).collect(),
-            },
-        );
+            });
         let result = if self.services.stream {
             match self.llm.stream(request).await {
                 Ok(stream) => {
@@ -310,22 +309,20 @@ impl Execution {
                 return Err(CallFailure::NotJson(problem));
             }
         }
-        let response_value = if response.tool_calls.is_empty() {
-            Value::String(response.content.clone().unwrap_or_default())
-        } else {
-            serde_json::to_value(&response.tool_calls).unwrap_or(Value::Null)
-        };
-        self.services.events.emit(
-            self.event_id,
-            EventKind::LlmCallCompleted {
+        self.services
+            .events
+            .emit_with(self.event_id, || EventKind::LlmCallCompleted {
                 call_id,
                 model,
                 agent_role: Some(self.role().to_string()),
                 task_name: self.task_name.clone(),
-                response: response_value,
+                response: if response.tool_calls.is_empty() {
+                    Value::String(response.content.clone().unwrap_or_default())
+                } else {
+                    serde_json::to_value(&response.tool_calls).unwrap_or(Value::Null)
+                },
                 usage: response.usage,
-            },
-        );
+            });
         Ok(response)
     }
 }

@@ -238,3 +238,128 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+    use serde_json::{Map, Value};
+
+    /// Text made of the format's keywords and the characters around them, so the parser's
+    /// branches are hit far more often than by arbitrary strings.
+    fn react_like_text() -> impl Strategy<Value = String> {
+        prop::collection::vec(
+            prop_oneof![
+                Just("Thought:".to_string()),
+                Just("Action".to_string()),
+                Just("Action:".to_string()),
+                Just("Action Input:".to_string()),
+                Just("Action 2 Input 3:".to_string()),
+                Just("Final Answer:".to_string()),
+                Just("\nObservation:".to_string()),
+                Just("```".to_string()),
+                Just("**".to_string()),
+                "[ \n\t\"{}:,0-9a-zé]{0,6}",
+                any::<String>(),
+            ],
+            0..24,
+        )
+        .prop_map(|parts| parts.concat())
+    }
+
+    /// JSON whose strings and keys hold no `:`, so they cannot spell a keyword of the format.
+    fn json_value() -> impl Strategy<Value = Value> {
+        let text = "[a-zA-Z0-9 _.,!?'()-]{0,12}";
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(Value::from),
+            text.prop_map(Value::String),
+        ];
+        leaf.prop_recursive(3, 24, 4, move |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                prop::collection::vec((text, inner), 0..4)
+                    .prop_map(|fields| Value::Object(fields.into_iter().collect())),
+            ]
+        })
+    }
+
+    fn json_object() -> impl Strategy<Value = Map<String, Value>> {
+        prop::collection::vec(("[a-z_]{1,8}", json_value()), 0..4)
+            .prop_map(|fields| fields.into_iter().collect())
+    }
+
+    fn check_invariants(reply: &str) -> Result<(), TestCaseError> {
+        let kept = cut_at_observation(reply);
+        match parse(reply) {
+            ReactStep::Action {
+                tool,
+                tool_input,
+                text,
+                ..
+            } => {
+                prop_assert_eq!(text.as_str(), kept);
+                prop_assert!(!tool.is_empty());
+                prop_assert!(kept.contains(tool_input.as_str()));
+            }
+            ReactStep::Finish { output, text, .. } => {
+                prop_assert_eq!(text.as_str(), kept);
+                prop_assert!(kept.contains(output.as_str()));
+            }
+        }
+        Ok(())
+    }
+
+    proptest! {
+        #[test]
+        fn arbitrary_text_never_panics(reply in any::<String>()) {
+            check_invariants(&reply)?;
+        }
+
+        #[test]
+        fn text_full_of_keywords_never_panics(reply in react_like_text()) {
+            check_invariants(&reply)?;
+        }
+
+        #[test]
+        fn a_well_formed_action_round_trips(
+            thought in "[a-zA-Z0-9 ,.]{0,30}",
+            tool in "[a-zA-Z_][a-zA-Z0-9_ ]{0,20}",
+            input in json_object(),
+            pretty in any::<bool>(),
+        ) {
+            prop_assume!(!tool.contains("Action"));
+            let input = Value::Object(input);
+            let input_text = if pretty {
+                serde_json::to_string_pretty(&input)
+            } else {
+                serde_json::to_string(&input)
+            }
+            .map_err(|e| TestCaseError::fail(e.to_string()))?;
+            let reply = format!("Thought: {thought}\nAction: {tool}\nAction Input: {input_text}");
+            match parse(&reply) {
+                ReactStep::Action { thought: parsed_thought, tool: parsed_tool, tool_input, .. } => {
+                    prop_assert_eq!(parsed_thought, thought.trim());
+                    prop_assert_eq!(parsed_tool, tool.trim());
+                    let parsed: Value = serde_json::from_str(&tool_input)
+                        .map_err(|e| TestCaseError::fail(format!("{tool_input:?}: {e}")))?;
+                    prop_assert_eq!(parsed, input);
+                }
+                other => prop_assert!(false, "expected an action, got {other:?}"),
+            }
+        }
+
+        #[test]
+        fn a_final_answer_is_its_body(thought in "[a-zA-Z0-9 ,.]{0,30}", body in any::<String>()) {
+            prop_assume!(!body.contains(FINAL_ANSWER));
+            prop_assume!(!body.contains(OBSERVATION_STOP));
+            prop_assume!(!body.contains("```"));
+            let reply = format!("Thought: {thought}\nFinal Answer: {body}");
+            match parse(&reply) {
+                ReactStep::Finish { output, .. } => prop_assert_eq!(output, body.trim()),
+                other => prop_assert!(false, "expected a final answer, got {other:?}"),
+            }
+        }
+    }
+}

@@ -15,12 +15,14 @@ use uuid::Uuid;
 
 use crate::agent::{Agent, AgentTaskRequest, AgentTaskResult, RunServices};
 use crate::delegation::{CoworkerRunner, DelegationRequest, DelegationScope};
+use crate::error::AgentError;
 use crate::events::EventKind;
 use crate::executor::RateLimitWaiter;
 use crate::guardrail::{GuardrailContext, GuardrailPass};
 use crate::output::{OutputFormat, TaskOutput};
 use crate::prompts::crew as prompts;
 use crate::task::{ConsoleInputProvider, InputProvider, Task, TaskCallback, TaskError};
+use crate::usage::BudgetGate;
 
 /// What every task of one kickoff shares: the agent run services (events, hooks, usage, limits,
 /// cache), the crew's agents (for delegation), and the crew-level task settings.
@@ -204,26 +206,34 @@ async fn run_task_steps(
     for (index, guardrail) in task.guardrails().iter().enumerate() {
         let mut retries = 0;
         loop {
-            let llm = agent
-                .llm()
-                .ok()
-                .map(|llm| SideCallLlm::wrap(llm, run, agent, task, started));
+            // The judge (the guardrail's own model, else the agent's) is a side call of the task.
+            let judge = guardrail
+                .judge_llm()
+                .cloned()
+                .or_else(|| agent.llm().ok())
+                .map(|llm| SideCallLlm::new(llm, run, agent, task, started));
+            let judge_llm = judge.clone().map(|judge| judge as Arc<dyn Llm>);
+            let guardrail = match &judge_llm {
+                Some(llm) if guardrail.is_llm() => guardrail.judged_by(llm.clone()),
+                _ => guardrail.clone(),
+            };
             let ctx = GuardrailContext {
-                llm: llm.as_ref(),
+                llm: judge_llm.as_ref(),
                 events: &run.services.events,
                 parent_event_id: Some(started),
                 retry_count: retries,
                 agent_role: Some(agent.role()),
                 task_name: task.name(),
             };
-            let verdict =
-                guardrail
-                    .evaluate(&output, ctx)
-                    .await
-                    .map_err(|e| TaskError::Guardrail {
+            let verdict = guardrail.evaluate(&output, ctx).await.map_err(|e| {
+                judge
+                    .as_ref()
+                    .and_then(|judge| judge.budget_stop(task))
+                    .unwrap_or_else(|| TaskError::Guardrail {
                         task: task.key(),
                         message: e.to_string(),
-                    })?;
+                    })
+            })?;
             match verdict.outcome {
                 Ok(pass) => {
                     let replaced_raw = matches!(pass, GuardrailPass::Raw(_));
@@ -340,11 +350,15 @@ async fn run_and_shape(
                         task: task.key(),
                         source: Box::new(source),
                     })?;
-                let llm = SideCallLlm::wrap(llm, run, agent, task, started);
+                let converter = SideCallLlm::new(llm, run, agent, task, started);
                 let (value, _usage) = schema
-                    .convert_with_llm(llm.as_ref(), &result.raw, agent.max_retry_limit() + 1)
+                    .convert_with_llm(converter.as_ref(), &result.raw, agent.max_retry_limit() + 1)
                     .await
-                    .map_err(conversion_failed)?;
+                    .map_err(|source| {
+                        converter
+                            .budget_stop(task)
+                            .unwrap_or_else(|| conversion_failed(source))
+                    })?;
                 value
             }
         },
@@ -390,8 +404,8 @@ async fn write_output_file(task: &Task, output: &TaskOutput) -> Result<(), TaskE
 }
 
 /// A model call the task layer makes itself (structured-output conversion, an LLM guardrail's
-/// judge): held to the agent's (else the crew's) rate limit, reported as `llm_call_*` events under
-/// the task, and counted in the run's usage, like the agent's own calls.
+/// judge): held to the run's budget and to the agent's (else the crew's) rate limit, reported as
+/// `llm_call_*` events under the task, and counted in the run's usage, like the agent's own calls.
 struct SideCallLlm {
     inner: Arc<dyn Llm>,
     services: RunServices,
@@ -400,16 +414,17 @@ struct SideCallLlm {
     verbose: bool,
     task_name: Option<String>,
     parent: Uuid,
+    budget: BudgetGate,
 }
 
 impl SideCallLlm {
-    fn wrap(
+    fn new(
         inner: Arc<dyn Llm>,
         run: &RunContext,
         agent: &Agent,
         task: &Task,
         parent: Uuid,
-    ) -> Arc<dyn Llm> {
+    ) -> Arc<SideCallLlm> {
         Arc::new(SideCallLlm {
             inner,
             rate_limiter: agent
@@ -421,6 +436,20 @@ impl SideCallLlm {
             verbose: agent.verbose(),
             task_name: task.name().map(str::to_string),
             parent,
+            budget: BudgetGate::new(run.services.usage.clone()),
+        })
+    }
+
+    /// The task's error when a call failed because the budget refused it: the same typed stop
+    /// as when one of the agent's own calls is refused, so the crew keeps its finished outputs.
+    fn budget_stop(&self, task: &Task) -> Option<TaskError> {
+        let exceeded = self.budget.take_stop()?;
+        Some(TaskError::Agent {
+            task: task.key(),
+            source: Box::new(AgentError::BudgetExceeded {
+                role: self.agent_role.clone(),
+                exceeded: Box::new(exceeded),
+            }),
         })
     }
 }
@@ -437,6 +466,7 @@ impl Llm for SideCallLlm {
         self.inner.capabilities()
     }
     async fn call(&self, request: LlmRequest) -> Result<LlmResponse, LlmError> {
+        self.budget.admit(self.inner.model(), &request)?;
         if let Some(limiter) = &self.rate_limiter {
             let waiter = RateLimitWaiter {
                 events: &self.services.events,

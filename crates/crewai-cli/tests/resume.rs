@@ -1,0 +1,265 @@
+//! `crewai run --resume`, `--fork`, `crewai runs` and Ctrl-C, run as a user runs them against a
+//! scripted OpenAI-compatible server.
+
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use crewai_testkit::scripted::{RecordedRequest, Reply, ScriptedServer};
+use serde_json::Value;
+
+/// The binary with a clean environment, pointed at `server`.
+fn crewai(args: &[&str], server: &ScriptedServer) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_crewai"));
+    command
+        .env_clear()
+        .args(args)
+        .stdin(Stdio::null())
+        .env("OPENAI_BASE_URL", server.base_url())
+        .env("OPENAI_API_KEY", "test");
+    if let Some(path) = std::env::var_os("PATH") {
+        command.env("PATH", path);
+    }
+    command
+}
+
+fn run(mut command: Command) -> Output {
+    command.output().expect("the crewai binary runs")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn project() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let files = [
+        (
+            "config/agents.yaml",
+            "researcher:\n  role: Researcher\n  goal: Research {topic}\n  backstory: Curious.\n",
+        ),
+        (
+            "config/tasks.yaml",
+            "research:\n  description: Research {topic} thoroughly\n  expected_output: Notes\n  agent: researcher\n\
+             report:\n  description: Write the report on {topic}\n  expected_output: A report\n  agent: researcher\n",
+        ),
+        ("config/crew.yaml", "inputs: {topic: Rust}\n"),
+    ];
+    for (name, body) in files {
+        let path = dir.path().join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, body).unwrap();
+    }
+    dir
+}
+
+/// The id in the `resume with: crewai run --resume ID` hint.
+fn resume_hint(stderr: &str) -> String {
+    let (_, after) = stderr
+        .split_once("resume with: crewai run --resume ")
+        .unwrap_or_else(|| panic!("no resume hint in: {stderr}"));
+    after.split_whitespace().next().unwrap().to_string()
+}
+
+fn last_json(output: &Output) -> Value {
+    let stdout = text(&output.stdout);
+    serde_json::from_str(stdout.lines().last().unwrap()).unwrap()
+}
+
+fn runs(project: &str, server: &ScriptedServer) -> Vec<Value> {
+    let out = run(crewai(&["runs", "--project", project, "--json"], server));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    serde_json::from_slice::<Value>(&out.stdout)
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+fn asks_for(request: &RecordedRequest, task: &str) -> bool {
+    request.body.to_string().contains(task)
+}
+
+#[test]
+fn a_failed_run_resumes_and_forks_from_its_journal() {
+    let dir = project();
+    let project = dir.path().to_str().unwrap();
+    let server = ScriptedServer::start_blocking();
+    server.push_text("Rust notes");
+    server.push(Reply::error(400, "the model refused"));
+
+    let failed = run(crewai(&["run", "--project", project], &server));
+    assert_eq!(failed.status.code(), Some(1));
+    let stderr = text(&failed.stderr);
+    let id = resume_hint(&stderr);
+    assert!(stderr.contains(&format!("Run {id}")), "{stderr}");
+    let listed = runs(project, &server);
+    assert_eq!(listed[0]["id"], id.as_str());
+    assert_eq!(listed[0]["status"], "failed");
+    assert_eq!(
+        (
+            listed[0]["tasks_finished"].as_u64(),
+            listed[0]["task_count"].as_u64()
+        ),
+        (Some(1), Some(2))
+    );
+
+    server.push_text("The Rust report");
+    let resumed = run(crewai(
+        &["run", "--project", project, "--resume", &id, "--json"],
+        &server,
+    ));
+    assert!(resumed.status.success(), "{}", text(&resumed.stderr));
+    let output = last_json(&resumed);
+    assert_eq!(output["run_id"], id.as_str());
+    assert_eq!(output["tasks_output"][0]["raw"], "Rust notes");
+    assert_eq!(output["raw"], "The Rust report");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3);
+    assert!(!asks_for(&requests[2], "Research Rust thoroughly"));
+    assert!(
+        asks_for(&requests[2], "Rust notes"),
+        "the kept output is the context"
+    );
+
+    // A completed run resumes to its stored output without a call.
+    let again = run(crewai(
+        &["run", "--project", project, "--resume", &id],
+        &server,
+    ));
+    assert!(again.status.success(), "{}", text(&again.stderr));
+    assert_eq!(text(&again.stdout).trim(), "The Rust report");
+    assert_eq!(server.request_count(), 3);
+
+    server.push_text("A second report");
+    let forked = run(crewai(
+        &[
+            "run",
+            "--project",
+            project,
+            "--fork",
+            &id,
+            "--from-task",
+            "report",
+            "--json",
+        ],
+        &server,
+    ));
+    assert!(forked.status.success(), "{}", text(&forked.stderr));
+    let output = last_json(&forked);
+    let fork_id = output["run_id"].as_str().unwrap().to_string();
+    assert_ne!(fork_id, id);
+    assert_eq!(output["tasks_output"][0]["raw"], "Rust notes");
+    assert_eq!(output["raw"], "A second report");
+    let listed = runs(project, &server);
+    assert_eq!(listed[0]["id"], fork_id.as_str());
+    assert_eq!(listed[0]["parent"]["run_id"], id.as_str());
+    assert_eq!(listed[1]["status"], "completed");
+
+    let human = run(crewai(&["runs", "--project", project], &server));
+    let listing = text(&human.stdout);
+    assert!(
+        listing.contains(&fork_id) && listing.contains(&format!("forked from {id} at task 2")),
+        "{listing}"
+    );
+
+    let unknown = run(crewai(
+        &["run", "--project", project, "--resume", "nope"],
+        &server,
+    ));
+    assert_eq!(unknown.status.code(), Some(2));
+    assert!(text(&unknown.stderr).contains("no run 'nope'"));
+    let no_task = run(crewai(
+        &["run", "--project", project, "--fork", &id],
+        &server,
+    ));
+    assert_eq!(no_task.status.code(), Some(2), "--fork needs --from-task");
+}
+
+fn wait_for(child: &mut Child, limit: Duration) -> std::process::ExitStatus {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        assert!(Instant::now() < deadline, "crewai did not stop");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn ctrl_c_cancels_the_run_which_then_resumes() {
+    let dir = project();
+    let project = dir.path().to_str().unwrap();
+    let server = ScriptedServer::start_blocking();
+    server.push_text("Rust notes");
+    server.push(Reply::text("too late").delayed(Duration::from_secs(60)));
+
+    let mut child = crewai(&["run", "--project", project], &server)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while server.request_count() < 2 {
+        assert!(Instant::now() < deadline, "the second call never came");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let interrupted = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(interrupted.success());
+    // The call in flight is a minute long: stopping well before it shows it was dropped.
+    let status = wait_for(&mut child, Duration::from_secs(20));
+    let out = child.wait_with_output().unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("cancelled"), "{stderr}");
+    let id = resume_hint(&stderr);
+    let listed = runs(project, &server);
+    assert_eq!(listed[0]["status"], "cancelled");
+    assert_eq!(listed[0]["tasks_finished"], 1);
+
+    server.push_text("The Rust report");
+    let resumed = run(crewai(
+        &["run", "--project", project, "--resume", &id],
+        &server,
+    ));
+    assert!(resumed.status.success(), "{}", text(&resumed.stderr));
+    assert_eq!(text(&resumed.stdout).trim(), "The Rust report");
+    assert_eq!(server.request_count(), 3);
+    assert!(!asks_for(&server.requests()[2], "Research Rust thoroughly"));
+}
+
+#[test]
+fn a_budget_stop_is_resumable() {
+    let dir = project();
+    let project = dir.path().to_str().unwrap();
+    std::fs::write(
+        dir.path().join("config/crew.yaml"),
+        "inputs: {topic: Rust}\nmax_tokens: 1300\n",
+    )
+    .unwrap();
+    let server = ScriptedServer::start_blocking();
+    server.push(Reply::text("Rust notes").with_usage(1200, 80));
+    let stopped = run(crewai(&["run", "--project", project], &server));
+    let stderr = text(&stopped.stderr);
+    assert_eq!(stopped.status.code(), Some(1), "{stderr}");
+    let id = resume_hint(&stderr);
+    assert_eq!(runs(project, &server)[0]["status"], "budget_stopped");
+    assert_eq!(server.request_count(), 1);
+    assert!(Path::new(project).join(".crewai/crewai.db").is_file());
+
+    // Each attempt has the budget to itself: the resume finishes the report.
+    server.push(Reply::text("The Rust report").with_usage(300, 20));
+    let resumed = run(crewai(
+        &["run", "--project", project, "--resume", &id],
+        &server,
+    ));
+    assert!(resumed.status.success(), "{}", text(&resumed.stderr));
+    assert_eq!(text(&resumed.stdout).trim(), "The Rust report");
+    let listed = runs(project, &server);
+    assert_eq!(listed[0]["status"], "completed");
+    assert_eq!(listed[0]["token_usage"]["total_tokens"], 1280 + 320);
+}
