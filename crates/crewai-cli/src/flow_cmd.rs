@@ -29,6 +29,9 @@ pub struct FlowKickoffArgs {
     /// Print `{result, state, method_outputs, usage}` as one JSON line, last on stdout.
     #[arg(long)]
     pub json: bool,
+    /// The model for every agent of the flow's crews (else the same choice as `crewai run`).
+    #[arg(long)]
+    pub llm: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -62,10 +65,19 @@ fn options(project: &FlowProject) -> BuildOptions {
         .with_llm_build(crate::models::llm_build_options())
 }
 
+/// A flow's crews are loaded as its methods run, so which agents name no model is not known
+/// up front: the default is always chosen (and said on stderr), as `crewai run` would.
+async fn kickoff_options(
+    project: &FlowProject,
+    flag: Option<&str>,
+) -> Result<BuildOptions, Failure> {
+    crate::models::with_chosen_default(options(project), flag).await
+}
+
 async fn kickoff(args: FlowKickoffArgs) -> Result<(), Failure> {
     let project = load(&args.project)?;
     let inputs = crate::inputs::gather(&args.inputs, None).map_err(Failure::config)?;
-    let flow = project.build(&options(&project))?;
+    let flow = project.build(&kickoff_options(&project, args.llm.as_deref()).await?)?;
     let output = flow.kickoff(inputs).await.map_err(Failure::run)?;
     if args.json {
         let line = json!({ "result": output.result, "state": output.state, "method_outputs": output.method_outputs, "usage": output.usage.total });

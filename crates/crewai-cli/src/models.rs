@@ -200,10 +200,20 @@ pub async fn configure(
     if flag.is_none() && !needs_default(project) {
         return Ok(options);
     }
-    let flag = flag.map(str::to_string);
+    with_chosen_default(options, flag).await
+}
+
+/// Picks the model for agents that name none (`--llm`, `MODEL`, a provider key, Ollama, the
+/// embedded model), says which on stderr, pulls the embedded model when it is the one, and sets
+/// it on `options`; `--llm` also overrides every agent's own model.
+pub async fn with_chosen_default(
+    options: BuildOptions,
+    flag: Option<&str>,
+) -> Result<BuildOptions, Failure> {
+    let owned_flag = flag.map(str::to_string);
     let choice = tokio::task::spawn_blocking(move || {
         choose(
-            flag.as_deref(),
+            owned_flag.as_deref(),
             &|name| std::env::var(name).ok(),
             &first_ollama_model,
         )
@@ -213,8 +223,7 @@ pub async fn configure(
     eprintln!("{}", choice.explain());
     ensure_pulled(&choice.model()).await?;
     Ok(match choice {
-        // `--llm` is applied by the caller as an override.
-        Choice::Flag(_) => options,
+        Choice::Flag(model) => options.with_llm(LlmConfig::new(model)),
         other => options.with_default_llm(LlmConfig::new(other.model())),
     })
 }

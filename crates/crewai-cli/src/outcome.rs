@@ -65,11 +65,27 @@ impl Failure {
             ));
             return out;
         }
+        let message = error_chain(&self.error);
         match &self.hint {
-            Some(hint) => format!("error: {:#}\n{hint}", self.error),
-            None => format!("error: {:#}", self.error),
+            Some(hint) => format!("error: {message}\n{hint}"),
+            None => format!("error: {message}"),
         }
     }
+}
+
+/// The error and its causes joined by `: `, leaving out a cause whose text is already part of
+/// what was printed (many of our errors quote their source in their own message; printing it
+/// again would show the same sentence twice).
+fn error_chain(error: &anyhow::Error) -> String {
+    let mut text = error.to_string();
+    for cause in error.chain().skip(1) {
+        let cause = cause.to_string();
+        if !text.contains(&cause) {
+            text.push_str(": ");
+            text.push_str(&cause);
+        }
+    }
+    text
 }
 
 /// Project problems (files, tools, models that cannot be set up) are configuration errors.
@@ -87,5 +103,39 @@ pub fn print_out(text: &str) -> Result<(), Failure> {
             anyhow::anyhow!("cannot write to stdout: {err}"),
         )),
         _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("agent 'Waiter' timed out after 3s")]
+    struct Inner;
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("task 'wait': {source}")]
+    struct Quoting {
+        source: Inner,
+    }
+
+    #[test]
+    fn causes_already_quoted_are_not_repeated() {
+        let failure = Failure::run(Quoting { source: Inner });
+        assert_eq!(
+            failure.render(),
+            "error: task 'wait': agent 'Waiter' timed out after 3s"
+        );
+    }
+
+    #[test]
+    fn other_causes_are_chained_and_hints_follow() {
+        let failure = Failure::run(anyhow::Error::new(Inner).context("the run failed"))
+            .with_hint("resume with: crewai run --resume r1");
+        assert_eq!(
+            failure.render(),
+            "error: the run failed: agent 'Waiter' timed out after 3s\nresume with: crewai run --resume r1"
+        );
     }
 }

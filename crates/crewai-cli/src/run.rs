@@ -10,7 +10,7 @@ use crewai_core::events::EventBus;
 use crewai_core::interpolate::Inputs;
 use crewai_core::output::CrewOutput;
 use crewai_core::store::RunStatus;
-use crewai_llm::{LlmConfig, LlmError};
+use crewai_llm::LlmError;
 use crewai_project::{BuildOptions, Project, ProjectError, ToolRegistry};
 use crewai_tools::{Tool, ToolContext, ToolError, ToolHandle, ToolOutput, async_trait};
 use regex::Regex;
@@ -302,9 +302,6 @@ async fn build(
         .with_task_output_store(Arc::new(store.clone()))
         .with_event_bus(bus.clone());
     options = crate::models::configure(project, options, common.llm.as_deref()).await?;
-    if let Some(model) = &common.llm {
-        options = options.with_llm(LlmConfig::new(model.clone()));
-    }
     if common.verbose {
         options = options.with_verbose(true);
     }

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use crewai_core::agent::{Agent, KickoffInput};
-use crewai_core::crew::{Crew, KickoffOptions as CrewKickoffOptions, Process};
+use crewai_core::crew::{Crew, Process};
 use crewai_core::guardrail::{Guardrail, GuardrailPass};
 use crewai_core::hooks::{HookedLlm, Hooks};
 use crewai_core::output::{CrewOutput, TaskOutput};
@@ -852,12 +852,7 @@ impl FlowWork {
                     ..Default::default()
                 }),
             FlowWork::Crew(crew) => {
-                let options = CrewKickoffOptions {
-                    parent_event_id: Some(ctx.event_id()),
-                    cancellation: Some(ctx.cancellation().clone()),
-                    ..Default::default()
-                };
-                crew.kickoff_with(BTreeMap::new(), options)
+                crew.kickoff_with(BTreeMap::new(), ctx.crew_kickoff_options())
                     .await
                     .map_err(|e| e.to_string())
                     .map(|out| crew_output(&out, ResultType::CrewOutput, None))

@@ -3,6 +3,9 @@
 //! - [`HttpClient`]: the HTTP side of one model client, always with a connect timeout and a
 //!   total timeout, and a pluggable [`Transport`] so a run can be recorded to or replayed from a
 //!   cassette (see [`crate::cassette`]) without the provider code knowing.
+//! - [`NetworkTransport`]: the default transport: one keep-alive pool (HTTP/1.1, HTTP/2 over TLS)
+//!   per connect timeout, over TCP that acknowledges replies at once (why: `network.rs`), the
+//!   system roots read at the first TLS handshake, proxied requests through reqwest.
 //! - [`classify_status`]: an HTTP error status plus body becomes the right [`LlmError`]
 //!   (authentication, rate limit with `Retry-After`, context length, ...).
 //! - [`parse_retry_after`]: `retry-after-ms`, `Retry-After: <seconds>` and `Retry-After: <HTTP date>`.

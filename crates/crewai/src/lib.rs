@@ -14,7 +14,9 @@ pub use crewai_core::events::{Event, EventBus, EventKind};
 pub use crewai_core::guardrail::{Guardrail, GuardrailPass};
 pub use crewai_core::hooks::{HookDecision, HookedLlm, Hooks};
 pub use crewai_core::output::{CrewOutput, OutputFormat, TaskOutput};
-pub use crewai_core::store::TaskOutputStore;
+pub use crewai_core::store::{
+    InMemoryRunJournal, RunJournal, RunStatus, StoredRun, TaskOutputStore,
+};
 pub use crewai_core::task::{Task, TaskBuilder};
 pub use crewai_llm::{LlmConfig, build_llm};
 
@@ -47,6 +49,7 @@ pub mod prelude {
     pub use crewai_core::guardrail::{Guardrail, GuardrailPass};
     pub use crewai_core::hooks::{HookDecision, Hooks};
     pub use crewai_core::output::{CrewOutput, TaskOutput};
+    pub use crewai_core::store::{RunJournal, RunStatus};
     pub use crewai_core::task::Task;
     pub use crewai_flow::Flow;
     pub use crewai_llm::{
