@@ -337,6 +337,12 @@ async fn report(
     };
     let failure = match &error {
         CrewError::Cancelled { .. } if interrupted => Failure::interrupted(error),
+        CrewError::Store(crewai_core::store::StoreError::RunOwned { .. }) => {
+            // Another process owns the run: nothing was started here.
+            return Err(Failure::run(error).with_hint(format!(
+                "once that process ends or is stopped, resume with: crewai run --resume {run_id}"
+            )));
+        }
         _ => Failure::run(error),
     };
     let resumable = store

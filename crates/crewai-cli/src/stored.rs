@@ -102,6 +102,20 @@ pub async fn runs(args: &RunsArgs) -> Result<(), Failure> {
                 parent.from_task_index + 1
             ));
         }
+        if let Some(owner) = &run.owner {
+            listing.push_str(&if owner.is_alive(chrono::Utc::now()) {
+                format!(
+                    "\n    in process {}, last heartbeat {}",
+                    owner.pid,
+                    owner.heartbeat_at.format("%H:%M:%S UTC")
+                )
+            } else {
+                format!(
+                    "\n    its process ({}) is gone; resume with: crewai run --resume {}",
+                    owner.pid, run.id
+                )
+            });
+        }
         if let Some(error) = run.error.as_deref().filter(|_| run.status.is_resumable()) {
             listing.push_str(&format!("\n    {}", one_line(error, 100)));
         }

@@ -1,6 +1,7 @@
 //! Kills `crewai run` with SIGKILL at random moments and resumes it: whatever the journal held
 //! at the kill comes back identical after `crewai run --resume`, those tasks ask the model
-//! nothing more, and the resumed run completes every task.
+//! nothing more, and the resumed run completes every task. The run's journaled usage keeps what
+//! the killed attempt spent on the tasks it journaled, and the resume adds its own calls to it.
 //!
 //! `CREWAI_CRASH_RUNS` sets the number of kills (default 10), `CREWAI_CRASH_SEED` the seed.
 
@@ -16,6 +17,9 @@ use crewai_testkit::scripted::{RecordedRequest, Reply, ScriptedServer};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::Value;
+
+/// What the scripted server reports for every call (its default usage: 10 prompt + 5 completion).
+const TOKENS_PER_CALL: u64 = 15;
 
 /// The markers in each task's description, in task order (`alpha` and `beta` run at once).
 const MARKERS: [&str; 4] = ["ALPHA-TASK", "BETA-TASK", "GAMMA-TASK", "DELTA-TASK"];
@@ -92,14 +96,19 @@ fn push_answers(server: &ScriptedServer, rng: &mut StdRng, tag: &str) {
     }
 }
 
-fn journaled_outputs(store: &Store, run_id: &str) -> Option<(RunStatus, BTreeMap<usize, String>)> {
+/// The run's status, its tasks' outputs by index and its journaled total tokens.
+fn journaled_outputs(
+    store: &Store,
+    run_id: &str,
+) -> Option<(RunStatus, BTreeMap<usize, String>, u64)> {
     let run = store.load_run(run_id).unwrap()?;
+    let tokens = run.usage.map_or(0, |usage| usage.total_tokens);
     let outputs = run
         .tasks
         .into_iter()
         .map(|(index, row)| (index, row.output.raw))
         .collect();
-    Some((run.status, outputs))
+    Some((run.status, outputs, tokens))
 }
 
 /// Starts `crewai run`, waits until the run is journaled, kills it `kill_after` later; returns the
@@ -161,7 +170,7 @@ fn a_run_killed_at_random_moments_resumes_without_losing_or_redoing_tasks() {
         let run_id = run_and_kill(dir.path(), &server, kill_after);
 
         let store = Store::open_project(dir.path()).unwrap();
-        let (status, before) = journaled_outputs(&store, &run_id).unwrap();
+        let (status, before, tokens_at_kill) = journaled_outputs(&store, &run_id).unwrap();
         kept_at_kill[before.len()] += 1;
         let context = format!(
             "iteration {iteration} (seed {seed}, killed {kill_after:?} in, status {status}, kept {:?})",
@@ -170,8 +179,34 @@ fn a_run_killed_at_random_moments_resumes_without_losing_or_redoing_tasks() {
         if status == RunStatus::Completed {
             assert_eq!(before.len(), MARKERS.len(), "{context}");
         }
-
+        if status == RunStatus::Running {
+            let listing = crewai(
+                &["runs", "--project", dir.path().to_str().unwrap()],
+                &server,
+            )
+            .output()
+            .unwrap();
+            let listing = String::from_utf8_lossy(&listing.stdout);
+            assert!(
+                listing.contains(&format!(
+                    "is gone; resume with: crewai run --resume {run_id}"
+                )),
+                "{context}: {listing}"
+            );
+        }
+        // Each task is one call; a journaled task's call was answered before the task was
+        // written, and nothing is counted that the server was not asked for.
         let requests_before_resume = server.request_count();
+        assert!(
+            tokens_at_kill >= TOKENS_PER_CALL * before.len() as u64,
+            "{context}: {tokens_at_kill} tokens journaled for {} finished tasks",
+            before.len()
+        );
+        assert!(
+            tokens_at_kill <= TOKENS_PER_CALL * requests_before_resume as u64,
+            "{context}: {tokens_at_kill} tokens journaled for {requests_before_resume} requests"
+        );
+
         push_answers(&server, &mut rng, &format!("{iteration}-resume"));
         let resumed = crewai(
             &[
@@ -214,8 +249,13 @@ fn a_run_killed_at_random_moments_resumes_without_losing_or_redoing_tasks() {
                 "{context}: task {index} (journaled: {finished}) asked during the resume: {asked:?}"
             );
         }
-        let (status, after) = journaled_outputs(&store, &run_id).unwrap();
+        let (status, after, tokens_after) = journaled_outputs(&store, &run_id).unwrap();
         assert_eq!(status, RunStatus::Completed, "{context}");
+        assert_eq!(
+            tokens_after,
+            tokens_at_kill + TOKENS_PER_CALL * asked.len() as u64,
+            "{context}: the run's usage is the killed attempt's journaled usage plus the resume's"
+        );
         assert_eq!(after.len(), MARKERS.len(), "{context}");
         for (index, raw) in &before {
             assert_eq!(&after[index], raw, "{context}");

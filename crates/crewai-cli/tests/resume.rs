@@ -205,6 +205,30 @@ fn ctrl_c_cancels_the_run_which_then_resumes() {
         assert!(Instant::now() < deadline, "the second call never came");
         std::thread::sleep(Duration::from_millis(10));
     }
+    // While it runs, a resume from another process is refused and asks nothing.
+    let running = runs(project, &server);
+    assert_eq!(running[0]["status"], "running");
+    let id = running[0]["id"].as_str().unwrap().to_string();
+    let refused = run(crewai(
+        &["run", "--project", project, "--resume", &id],
+        &server,
+    ));
+    let refusal = text(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{refusal}");
+    assert!(
+        refusal.contains(&format!(
+            "run {id} is still running in process {}",
+            child.id()
+        )) && refusal.contains("once that process ends or is stopped"),
+        "{refusal}"
+    );
+    assert_eq!(server.request_count(), 2);
+    let listing = text(&run(crewai(&["runs", "--project", project], &server)).stdout);
+    assert!(
+        listing.contains(&format!("in process {}, last heartbeat", child.id())),
+        "{listing}"
+    );
+
     let interrupted = Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()
@@ -251,7 +275,22 @@ fn a_budget_stop_is_resumable() {
     assert_eq!(server.request_count(), 1);
     assert!(Path::new(project).join(".crewai/crewai.db").is_file());
 
-    // Each attempt has the budget to itself: the resume finishes the report.
+    // The budget is the run's: with the 1280 tokens spent, the same limit stops it again.
+    let again = run(crewai(
+        &["run", "--project", project, "--resume", &id],
+        &server,
+    ));
+    let stderr = text(&again.stderr);
+    assert_eq!(again.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("1280 tokens used"), "{stderr}");
+    assert_eq!(server.request_count(), 1);
+
+    // With the limit raised, the resume finishes the report.
+    std::fs::write(
+        dir.path().join("config/crew.yaml"),
+        "inputs: {topic: Rust}\nmax_tokens: 2000\n",
+    )
+    .unwrap();
     server.push(Reply::text("The Rust report").with_usage(300, 20));
     let resumed = run(crewai(
         &["run", "--project", project, "--resume", &id],

@@ -851,12 +851,11 @@ impl FlowWork {
                     usage: Some(usage_view(&out.usage)),
                     ..Default::default()
                 }),
-            FlowWork::Crew(crew) => {
-                crew.kickoff_with(BTreeMap::new(), ctx.crew_kickoff_options())
-                    .await
-                    .map_err(|e| e.to_string())
-                    .map(|out| crew_output(&out, ResultType::CrewOutput, None))
-            }
+            FlowWork::Crew(crew) => crew
+                .kickoff_with(BTreeMap::new(), ctx.crew_kickoff_options())
+                .await
+                .map_err(|e| e.to_string())
+                .map(|out| crew_output(&out, ResultType::CrewOutput, None)),
         }
     }
 }

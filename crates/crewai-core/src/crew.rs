@@ -36,8 +36,8 @@ use crate::process::hierarchical::{self, ManagerError};
 use crate::process::{DelegatedFrom, RunContext, execute_task, merge_tools};
 use crate::prompts::crew as prompts;
 use crate::store::{
-    InMemoryTaskOutputStore, RunEnd, RunJournal, RunParent, RunStart, RunStatus, StoreError,
-    StoredRun, StoredTaskOutput, TaskOutputStore,
+    HEARTBEAT_INTERVAL, InMemoryTaskOutputStore, RunEnd, RunJournal, RunOwner, RunParent, RunStart,
+    RunStatus, StoreError, StoredRun, StoredTaskOutput, TaskOutputStore,
 };
 use crate::task::{
     ConsoleInputProvider, InputProvider, Task, TaskCallback, TaskContext, TaskError,
@@ -546,10 +546,22 @@ impl Crew {
     ///
     /// The crew must have the run's tasks (same keys, same order). Guardrails, callbacks and
     /// tools are not stored: they are this crew's, task by task, so a resumed task is checked by
-    /// its guardrails as a fresh one is. A budget applies to each attempt on its own. Resuming a
-    /// completed run returns its stored output and calls no model. A run the journal still has
-    /// as `running` is taken to be dead (its process killed): resuming one that is in fact still
-    /// going elsewhere would run its unfinished tasks twice.
+    /// its guardrails as a fresh one is. Resuming a completed run returns its stored output and
+    /// calls no model.
+    ///
+    /// A budget (`max_tokens`, `max_cost_usd`) is the run's, not the attempt's: the resumed
+    /// attempt starts with what the earlier attempts spent (the journal records the run's usage
+    /// with every finished task, so a killed attempt's spending up to its last finished task
+    /// counts too), so a run stopped by its budget resumes only with a raised limit. The
+    /// returned [`CrewOutput::token_usage`] is this attempt's; the journal's
+    /// [`StoredRun::usage`] is the run's total.
+    ///
+    /// A run is owned by the attempt running it ([`crate::store::RunOwner`]: process id, a token
+    /// and a heartbeat every [`HEARTBEAT_INTERVAL`]). Resuming a run whose owner is still alive,
+    /// in this process or another, fails with [`StoreError::RunOwned`] before anything runs; a
+    /// run whose process is gone, or whose heartbeat is older than
+    /// [`crate::store::LEASE_TIMEOUT`], is taken over. An attempt that finds its run taken over
+    /// (it had looked dead) stops with that error.
     ///
     /// ```
     /// use std::sync::Arc;
@@ -726,6 +738,16 @@ impl Crew {
             .clone()
             .unwrap_or_else(|| Uuid::new_v4().to_string());
         self.record().run_id = Some(run_id.clone());
+        // A budget is the run's: a resumed run counts what its earlier attempts spent.
+        let usage = UsageTracker::new()
+            .with_prices(spec.prices.clone())
+            .with_budget(spec.budget)
+            .with_prior_spending(plan.prior_usage)
+            .with_parent(options.usage.clone());
+        let spending = RunSpending {
+            attempt: usage.clone(),
+            prior: plan.prior_usage,
+        };
         let recorder = TaskRecorder {
             store: spec.store.clone(),
             journal: spec
@@ -734,8 +756,9 @@ impl Crew {
                 .map(|journal| (journal, run_id.clone())),
             inputs: inputs.clone(),
             replaying: matches!(plan.origin, RunOrigin::Replay | RunOrigin::Fork(_)),
+            spending: spending.clone(),
         };
-        let journaled = self.start_run(&run_id, given, &plan, &prepared, &recorder)?;
+        let journaled = self.start_run(&run_id, given, &plan, &prepared, &recorder, spending)?;
 
         let inputs_json =
             (!inputs.is_empty()).then(|| serde_json::to_value(&inputs).unwrap_or(Value::Null));
@@ -751,10 +774,6 @@ impl Crew {
             claim.lock().unwrap_or_else(|p| p.into_inner()).armed_on = None;
         }
 
-        let usage = UsageTracker::new()
-            .with_prices(spec.prices.clone())
-            .with_budget(spec.budget)
-            .with_parent(options.usage.clone());
         let cancellation = options
             .cancellation
             .as_ref()
@@ -789,6 +808,7 @@ impl Crew {
         let result = tokio::select! {
             result = self.execute_tasks(&run, &prepared, started, plan.restored, &recorder) => result,
             _ = cancellation.cancelled() => Err(CrewError::Cancelled { crew: spec.name.clone() }),
+            taken_over = journaled.keep_alive() => Err(CrewError::Store(taken_over)),
         };
         // An agent may notice the cancellation first and fail with its own error: it is still a cancellation.
         let result = match result {
@@ -813,8 +833,7 @@ impl Crew {
         // Whatever still runs for this kickoff (a coworker, a pending call) stops now.
         cancellation.cancel();
         self.record().usage = usage.summary();
-        let mut total_usage = plan.prior_usage;
-        total_usage.add(&usage.total());
+        let total_usage = journaled.run_total();
         match result {
             Ok(outputs) => {
                 let mut output = CrewOutput::from_tasks(outputs, usage.total());
@@ -842,7 +861,10 @@ impl Crew {
                 };
                 // The run's own error is what the caller needs; a journal that cannot record it
                 // leaves the run `running`, which a resume handles the same way.
-                if let Err(journal) = journaled.finish(&RunEnd::stopped(
+                if matches!(error, CrewError::Store(StoreError::RunOwned { .. })) {
+                    // Another attempt owns the run now: its end is that attempt's to record.
+                    journaled.release();
+                } else if let Err(journal) = journaled.finish(&RunEnd::stopped(
                     status,
                     error.to_string(),
                     Some(total_usage),
@@ -862,8 +884,9 @@ impl Crew {
         }
     }
 
-    /// Resets the latest-kickoff store as the run's origin asks and journals the start; the
-    /// returned guard journals the run as cancelled if it is dropped before it ends.
+    /// Journals the start (claiming the run for this attempt) and resets the latest-kickoff
+    /// store as the run's origin asks; the returned guard journals the run as cancelled if it is
+    /// dropped before it ends.
     fn start_run(
         &self,
         run_id: &str,
@@ -871,12 +894,15 @@ impl Crew {
         plan: &RunPlan,
         prepared: &Prepared,
         recorder: &TaskRecorder,
+        spending: RunSpending,
     ) -> Result<JournaledRun, CrewError> {
         let rows = || {
             plan.restored
                 .iter()
                 .map(|(index, output)| recorder.row(*index, &prepared.tasks[*index], output))
         };
+        // The claim comes first: a run another attempt still owns leaves the store untouched.
+        let journaled = self.journal_start(run_id, given, plan, rows().collect(), spending)?;
         match plan.origin {
             // The store already holds the replayed run's outputs.
             RunOrigin::Replay => {}
@@ -889,16 +915,30 @@ impl Crew {
                 }
             }
         }
+        Ok(journaled)
+    }
+
+    fn journal_start(
+        &self,
+        run_id: &str,
+        given: Inputs,
+        plan: &RunPlan,
+        restored_rows: Vec<StoredTaskOutput>,
+        spending: RunSpending,
+    ) -> Result<JournaledRun, CrewError> {
+        let owner = RunOwner::this_process();
         let Some(journal) = &self.spec.journal else {
             return Ok(JournaledRun {
                 journal: None,
                 run_id: run_id.to_string(),
+                owner_token: owner.token,
+                spending,
             });
         };
         let (parent, carried_over) = match &plan.origin {
             RunOrigin::Kickoff | RunOrigin::Resume => (None, Vec::new()),
-            RunOrigin::Replay => (None, rows().collect()),
-            RunOrigin::Fork(parent) => (Some(parent.clone()), rows().collect()),
+            RunOrigin::Replay => (None, restored_rows),
+            RunOrigin::Fork(parent) => (Some(parent.clone()), restored_rows),
         };
         journal.start(&RunStart {
             run_id: run_id.to_string(),
@@ -907,10 +947,13 @@ impl Crew {
             task_keys: self.task_keys(),
             parent,
             carried_over,
+            owner: owner.clone(),
         })?;
         Ok(JournaledRun {
             journal: Some(journal.clone()),
             run_id: run_id.to_string(),
+            owner_token: owner.token,
+            spending,
         })
     }
 
@@ -1241,6 +1284,23 @@ struct TaskRecorder {
     journal: Option<(Arc<dyn RunJournal>, String)>,
     inputs: Inputs,
     replaying: bool,
+    spending: RunSpending,
+}
+
+/// What a run has used over all its attempts: the earlier attempts' journaled total plus this
+/// attempt's ledger.
+#[derive(Clone)]
+struct RunSpending {
+    attempt: UsageTracker,
+    prior: Usage,
+}
+
+impl RunSpending {
+    fn total(&self) -> Usage {
+        let mut total = self.prior;
+        total.add(&self.attempt.total());
+        total
+    }
 }
 
 impl TaskRecorder {
@@ -1259,7 +1319,7 @@ impl TaskRecorder {
     fn record(&self, index: usize, task: &Task, output: &TaskOutput) -> Result<(), CrewError> {
         let row = self.row(index, task, output);
         if let Some((journal, run_id)) = &self.journal {
-            journal.task_finished(run_id, &row)?;
+            journal.task_finished(run_id, &row, &self.spending.total())?;
         }
         self.store.save(row)?;
         Ok(())
@@ -1272,9 +1332,40 @@ impl TaskRecorder {
 struct JournaledRun {
     journal: Option<Arc<dyn RunJournal>>,
     run_id: String,
+    /// This attempt's claim on the run.
+    owner_token: String,
+    spending: RunSpending,
 }
 
 impl JournaledRun {
+    /// The run's usage over all its attempts so far.
+    fn run_total(&self) -> Usage {
+        self.spending.total()
+    }
+
+    /// Heartbeats the claim while the run goes on; ends only when another attempt has taken the
+    /// run over (this one looked dead), so the run stops instead of doing its tasks twice.
+    async fn keep_alive(&self) -> StoreError {
+        let Some(journal) = &self.journal else {
+            return std::future::pending().await;
+        };
+        loop {
+            tokio::time::sleep(HEARTBEAT_INTERVAL).await;
+            match journal.heartbeat(&self.run_id, &self.owner_token) {
+                Ok(()) => {}
+                Err(taken @ StoreError::RunOwned { .. }) => return taken,
+                Err(error) => {
+                    tracing::warn!(run_id = %self.run_id, "the run's heartbeat could not be journaled: {error}");
+                }
+            }
+        }
+    }
+
+    /// Lets go of the run without journaling anything.
+    fn release(mut self) {
+        self.journal = None;
+    }
+
     fn finish(mut self, end: &RunEnd) -> Result<(), StoreError> {
         match self.journal.take() {
             Some(journal) => journal.finish(&self.run_id, end),
@@ -1289,7 +1380,7 @@ impl Drop for JournaledRun {
             let end = RunEnd::stopped(
                 RunStatus::Cancelled,
                 "the kickoff was dropped before it finished",
-                None,
+                Some(self.spending.total()),
             );
             if let Err(error) = journal.finish(&self.run_id, &end) {
                 tracing::warn!(run_id = %self.run_id, "the cancellation could not be journaled: {error}");

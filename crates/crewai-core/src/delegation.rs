@@ -101,14 +101,18 @@ pub struct DelegationTool {
 }
 
 impl DelegationTool {
-    fn described(mut self) -> Self {
-        let listed: Vec<String> = self
-            .scope
+    /// The coworkers this tool offers: the crew's, less the roles already in the chain.
+    fn listed_coworkers(&self) -> Vec<String> {
+        self.scope
             .coworkers
             .iter()
             .filter(|c| !self.scope.chain.iter().any(|on| same_role(on, c)))
             .cloned()
-            .collect();
+            .collect()
+    }
+
+    fn described(mut self) -> Self {
+        let listed = self.listed_coworkers();
         self.description = match self.kind {
             DelegationKind::Delegate => prompts::delegate_tool_description(&listed),
             DelegationKind::Ask => prompts::ask_tool_description(&listed),
@@ -187,6 +191,16 @@ impl Tool for DelegationTool {
             },
             "required": [work, "context", "coworker"],
         })
+    }
+
+    /// A model held to the schema can only name a coworker it may hand work to.
+    fn decoding_parameters(&self) -> Value {
+        let mut parameters = self.parameters();
+        let listed = self.listed_coworkers();
+        if !listed.is_empty() {
+            parameters["properties"]["coworker"]["enum"] = json!(listed);
+        }
+        parameters
     }
 
     async fn run(&self, args: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
@@ -304,6 +318,19 @@ mod tests {
             params["required"],
             json!(["question", "context", "coworker"])
         );
+    }
+
+    #[tokio::test]
+    async fn only_constrained_decoding_sees_the_coworkers_as_an_enum() {
+        let tools = scope(&["CEO"], Arc::default()).tools();
+        let coworker = |definition: crewai_llm::ToolDefinition| {
+            definition.parameters["properties"]["coworker"].clone()
+        };
+        assert_eq!(
+            coworker(tools[0].decoding_definition())["enum"],
+            json!(["Senior Writer", "Researcher"])
+        );
+        assert!(coworker(tools[0].definition()).get("enum").is_none());
     }
 
     #[tokio::test]

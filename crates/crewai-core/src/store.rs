@@ -11,6 +11,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use crewai_llm::Usage;
 
@@ -47,6 +48,17 @@ pub enum StoreError {
     Backend(String),
     #[error("task output store: a stored row could not be read: {0}")]
     Corrupt(String),
+    /// [`RunJournal::start`] refused: another attempt that is still alive owns the run.
+    #[error(
+        "run {run_id} is still running in process {} (started {}, last heartbeat {}); stop it first, or wait for it to end",
+        owner.pid,
+        owner.since.format("%Y-%m-%d %H:%M:%S UTC"),
+        owner.heartbeat_at.format("%H:%M:%S UTC")
+    )]
+    RunOwned {
+        run_id: String,
+        owner: Box<RunOwner>,
+    },
 }
 
 /// Storage of the latest kickoff's task outputs.
@@ -179,6 +191,86 @@ pub struct RunParent {
     pub from_task_index: usize,
 }
 
+/// How often a running attempt tells the journal it is alive ([`RunJournal::heartbeat`]).
+pub const HEARTBEAT_INTERVAL: Duration = Duration::from_secs(20);
+/// How long after its last heartbeat an owner counts as gone even when a process with its id
+/// exists: process ids are reused (after a reboot, or when they wrap), so a stale lease must not
+/// block a resume forever.
+pub const LEASE_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// The attempt that is running a run: a resume refuses to take over a run whose owner is alive,
+/// so no task runs twice at once.
+///
+/// ```
+/// use crewai_core::store::RunOwner;
+/// let me = RunOwner::this_process();
+/// assert_eq!(me.pid, std::process::id());
+/// assert!(me.is_alive(chrono::Utc::now()));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunOwner {
+    /// The owning process's id.
+    pub pid: u32,
+    /// Unique to the attempt (a UUID): tells two attempts in one process apart.
+    pub token: String,
+    /// When the attempt claimed the run.
+    pub since: DateTime<Utc>,
+    /// When the attempt last said it is alive.
+    pub heartbeat_at: DateTime<Utc>,
+}
+
+impl RunOwner {
+    /// A new attempt of this process, claiming now.
+    pub fn this_process() -> Self {
+        let now = Utc::now();
+        RunOwner {
+            pid: std::process::id(),
+            token: uuid::Uuid::new_v4().to_string(),
+            since: now,
+            heartbeat_at: now,
+        }
+    }
+
+    /// Whether the owner may still be running at `now`: its heartbeat is younger than
+    /// [`LEASE_TIMEOUT`] and a live process has its id. A journal shared by processes on several
+    /// machines would need the host too; this one is a project folder on one machine.
+    pub fn is_alive(&self, now: DateTime<Utc>) -> bool {
+        let fresh = chrono::Duration::from_std(LEASE_TIMEOUT)
+            .is_ok_and(|timeout| now.signed_duration_since(self.heartbeat_at) < timeout);
+        fresh && process_exists(self.pid)
+    }
+}
+
+/// Whether a live (not zombie) process has id `pid`.
+#[cfg(target_os = "linux")]
+fn process_exists(pid: u32) -> bool {
+    // Field 3 of `stat` is the state; a killed process nobody has reaped yet is `Z` (zombie).
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            .is_some_and(|state| state != "Z" && state != "X"),
+        Err(_) => false,
+    }
+}
+
+/// Whether a process has id `pid` (signal 0 checks without sending anything).
+#[cfg(all(unix, not(target_os = "linux")))]
+fn process_exists(pid: u32) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return false;
+    };
+    // SAFETY: `kill` with signal 0 only checks that the process exists and may be signalled.
+    let result = unsafe { libc::kill(pid, 0) };
+    result == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+/// Without a portable process check, the heartbeat alone decides.
+#[cfg(not(unix))]
+fn process_exists(_pid: u32) -> bool {
+    true
+}
+
 /// What a run starts with, as [`RunJournal::start`] records it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunStart {
@@ -195,6 +287,8 @@ pub struct RunStart {
     /// Outputs the run begins with (a fork's or replay's copies of earlier tasks), recorded in the
     /// same write as the start.
     pub carried_over: Vec<StoredTaskOutput>,
+    /// The attempt claiming the run.
+    pub owner: RunOwner,
 }
 
 /// How a run ended, as [`RunJournal::finish`] records it.
@@ -244,7 +338,11 @@ pub struct StoredRun {
     pub tasks: BTreeMap<usize, StoredTaskOutput>,
     pub output: Option<String>,
     pub error: Option<String>,
+    /// What the run used over all its attempts, as of its latest journal write: each finished
+    /// task updates it, so a killed attempt's spending up to its last finished task is kept.
     pub usage: Option<Usage>,
+    /// The attempt running it (`None` once it ended).
+    pub owner: Option<RunOwner>,
     pub started_at: DateTime<Utc>,
     pub finished_at: Option<DateTime<Utc>>,
 }
@@ -254,13 +352,28 @@ pub struct StoredRun {
 ///
 /// The calls are synchronous short local writes (a run's drop guard records a cancellation from
 /// `Drop`); an implementation must have made a write durable when it returns.
+///
+/// A run has at most one live owner (a [`RunOwner`]): `start` claims it atomically, so of two
+/// processes resuming the same run at once, one wins and the other gets
+/// [`StoreError::RunOwned`].
 pub trait RunJournal: Send + Sync {
-    /// Records a run starting. For a run id the journal already has (a resume), the run becomes
-    /// `Running` again and keeps its finished tasks.
+    /// Records a run starting and claims it for `run.owner`. For a run id the journal already
+    /// has (a resume), the run becomes `Running` again and keeps its finished tasks and usage;
+    /// when another owner that is still alive holds it, nothing changes and the call fails with
+    /// [`StoreError::RunOwned`].
     fn start(&self, run: &RunStart) -> Result<(), StoreError>;
-    /// Records one finished task of a started run (replacing any output at its index).
-    fn task_finished(&self, run_id: &str, task: &StoredTaskOutput) -> Result<(), StoreError>;
-    /// Records how the run ended.
+    /// Records that the attempt with `owner_token` is alive. Fails with
+    /// [`StoreError::RunOwned`] when another attempt has taken the run over.
+    fn heartbeat(&self, run_id: &str, owner_token: &str) -> Result<(), StoreError>;
+    /// Records one finished task of a started run (replacing any output at its index), and in
+    /// the same write what the run has used so far over all its attempts.
+    fn task_finished(
+        &self,
+        run_id: &str,
+        task: &StoredTaskOutput,
+        usage: &Usage,
+    ) -> Result<(), StoreError>;
+    /// Records how the run ended and releases its owner.
     fn finish(&self, run_id: &str, end: &RunEnd) -> Result<(), StoreError>;
     /// The run with this id, if the journal has it.
     fn load(&self, run_id: &str) -> Result<Option<StoredRun>, StoreError>;
@@ -270,11 +383,12 @@ pub trait RunJournal: Send + Sync {
 /// process that only resumes its own cancelled runs).
 ///
 /// ```
-/// use crewai_core::store::{InMemoryRunJournal, RunEnd, RunJournal, RunStart, RunStatus};
+/// use crewai_core::store::{InMemoryRunJournal, RunEnd, RunJournal, RunOwner, RunStart, RunStatus};
 /// let journal = InMemoryRunJournal::new();
 /// journal.start(&RunStart {
 ///     run_id: "r1".into(), crew: "crew".into(), inputs: Default::default(),
 ///     task_keys: vec!["research".into()], parent: None, carried_over: Vec::new(),
+///     owner: RunOwner::this_process(),
 /// }).unwrap();
 /// journal.finish("r1", &RunEnd::stopped(RunStatus::Cancelled, "Ctrl-C", None)).unwrap();
 /// let run = journal.load("r1").unwrap().unwrap();
@@ -313,6 +427,18 @@ impl InMemoryRunJournal {
 impl RunJournal for InMemoryRunJournal {
     fn start(&self, start: &RunStart) -> Result<(), StoreError> {
         let mut runs = self.runs()?;
+        // In one process an owner is released by its kickoff's end or its drop guard, so a live
+        // one is a kickoff still going; the liveness check is the durable journals' own, so a
+        // test can stand in a dead process's run with an owner whose pid does not exist.
+        if let Some(owner) = runs.get(&start.run_id).and_then(|run| run.owner.as_ref())
+            && owner.token != start.owner.token
+            && owner.is_alive(Utc::now())
+        {
+            return Err(StoreError::RunOwned {
+                run_id: start.run_id.clone(),
+                owner: Box::new(owner.clone()),
+            });
+        }
         let run = runs
             .entry(start.run_id.clone())
             .or_insert_with(|| StoredRun {
@@ -326,21 +452,45 @@ impl RunJournal for InMemoryRunJournal {
                 output: None,
                 error: None,
                 usage: None,
+                owner: None,
                 started_at: Utc::now(),
                 finished_at: None,
             });
         run.status = RunStatus::Running;
         run.error = None;
         run.finished_at = None;
+        run.owner = Some(start.owner.clone());
         for task in &start.carried_over {
             run.tasks.insert(task.task_index, task.clone());
         }
         Ok(())
     }
 
-    fn task_finished(&self, run_id: &str, task: &StoredTaskOutput) -> Result<(), StoreError> {
+    fn heartbeat(&self, run_id: &str, owner_token: &str) -> Result<(), StoreError> {
+        self.with_run(run_id, |run| match &mut run.owner {
+            Some(owner) if owner.token == owner_token => {
+                owner.heartbeat_at = Utc::now();
+                Ok(())
+            }
+            Some(other) => Err(StoreError::RunOwned {
+                run_id: run_id.to_string(),
+                owner: Box::new(other.clone()),
+            }),
+            None => Err(StoreError::Backend(format!(
+                "run journal: run {run_id} has ended; there is no attempt to keep alive"
+            ))),
+        })?
+    }
+
+    fn task_finished(
+        &self,
+        run_id: &str,
+        task: &StoredTaskOutput,
+        usage: &Usage,
+    ) -> Result<(), StoreError> {
         self.with_run(run_id, |run| {
             run.tasks.insert(task.task_index, task.clone());
+            run.usage = Some(*usage);
         })
     }
 
@@ -349,7 +499,11 @@ impl RunJournal for InMemoryRunJournal {
             run.status = end.status;
             run.output = end.output.clone();
             run.error = end.error.clone();
-            run.usage = end.usage;
+            // An end that does not know the usage keeps what the tasks journaled.
+            if end.usage.is_some() {
+                run.usage = end.usage;
+            }
+            run.owner = None;
             run.finished_at = Some(Utc::now());
         })
     }
@@ -402,19 +556,86 @@ mod tests {
             task_keys: vec!["a".into(), "b".into()],
             parent: None,
             carried_over: vec![row(0, "a")],
+            owner: RunOwner::this_process(),
+        };
+        let spent = Usage {
+            total_tokens: 42,
+            ..Usage::default()
         };
         journal.start(&start).unwrap();
-        journal.task_finished("r", &row(1, "b")).unwrap();
+        journal.task_finished("r", &row(1, "b"), &spent).unwrap();
         journal
             .finish("r", &RunEnd::stopped(RunStatus::Failed, "boom", None))
             .unwrap();
+        let run = journal.load("r").unwrap().unwrap();
+        assert_eq!(run.owner, None, "an ended run has no owner");
+        assert_eq!(
+            run.usage.unwrap().total_tokens,
+            42,
+            "the tasks' usage is kept"
+        );
         journal.start(&start).unwrap();
         let run = journal.load("r").unwrap().unwrap();
         assert_eq!(run.status, RunStatus::Running);
         assert_eq!(run.tasks.keys().copied().collect::<Vec<_>>(), [0, 1]);
-        assert!(journal.task_finished("missing", &row(0, "x")).is_err());
+        assert!(
+            journal
+                .task_finished("missing", &row(0, "x"), &spent)
+                .is_err()
+        );
         for status in [RunStatus::Completed, RunStatus::BudgetStopped] {
             assert_eq!(RunStatus::parse(status.as_str()), Some(status));
         }
+    }
+
+    #[test]
+    fn a_run_with_a_live_owner_cannot_be_claimed_again() {
+        let journal = InMemoryRunJournal::new();
+        let first = RunStart {
+            run_id: "r".into(),
+            crew: "c".into(),
+            inputs: Inputs::new(),
+            task_keys: vec!["a".into()],
+            parent: None,
+            carried_over: Vec::new(),
+            owner: RunOwner::this_process(),
+        };
+        journal.start(&first).unwrap();
+        let second = RunStart {
+            owner: RunOwner::this_process(),
+            ..first.clone()
+        };
+        let refused = journal.start(&second).unwrap_err();
+        assert!(matches!(refused, StoreError::RunOwned { .. }), "{refused}");
+        let message = refused.to_string();
+        assert!(
+            message.contains(&format!("still running in process {}", std::process::id())),
+            "{message}"
+        );
+        journal.heartbeat("r", &first.owner.token).unwrap();
+        assert!(journal.heartbeat("r", &second.owner.token).is_err());
+        journal
+            .finish("r", &RunEnd::stopped(RunStatus::Cancelled, "dropped", None))
+            .unwrap();
+        journal.start(&second).unwrap();
+        assert_eq!(
+            journal.load("r").unwrap().unwrap().owner.unwrap().token,
+            second.owner.token
+        );
+    }
+
+    #[test]
+    fn an_owner_is_gone_when_its_process_is_or_its_heartbeat_is_stale() {
+        let now = Utc::now();
+        let mut owner = RunOwner::this_process();
+        assert!(owner.is_alive(now));
+        owner.heartbeat_at = now - chrono::Duration::from_std(LEASE_TIMEOUT).unwrap();
+        assert!(!owner.is_alive(now), "a stale heartbeat is a dead owner");
+        // Beyond Linux's largest pid (2^22): no process has it.
+        let gone = RunOwner {
+            pid: 4_194_304 + 7,
+            ..RunOwner::this_process()
+        };
+        assert!(!gone.is_alive(now));
     }
 }

@@ -126,6 +126,8 @@ pub struct UsageTracker {
     stop: Arc<Mutex<Option<BudgetExceeded>>>,
     /// The enclosing run's ledger, which every call also counts toward.
     parent: Option<Box<UsageTracker>>,
+    /// What earlier attempts of the run spent: counted by the budget, not in this ledger.
+    prior_spending: Usage,
 }
 
 impl Default for UsageTracker {
@@ -136,6 +138,7 @@ impl Default for UsageTracker {
             budget: Budget::default(),
             stop: Arc::default(),
             parent: None,
+            prior_spending: Usage::default(),
         }
     }
 }
@@ -190,6 +193,13 @@ impl UsageTracker {
     /// ```
     pub fn with_parent(mut self, parent: Option<UsageTracker>) -> Self {
         self.parent = parent.map(Box::new);
+        self
+    }
+
+    /// Counts `spent` (what earlier attempts of a resumed run used) toward this tracker's own
+    /// budget, without adding it to the ledger: [`UsageTracker::total`] stays this attempt's.
+    pub fn with_prior_spending(mut self, spent: Usage) -> Self {
+        self.prior_spending = spent;
         self
     }
 
@@ -282,7 +292,8 @@ impl UsageTracker {
         if !self.budget.is_limited() {
             return Ok(());
         }
-        let total = self.total();
+        let mut total = self.total();
+        total.add(&self.prior_spending);
         let exceeded = |limit, max: f64, spent: f64, next_call: f64| BudgetExceeded {
             limit,
             max,
@@ -555,6 +566,20 @@ mod tests {
         resumed.add_summary(&before.summary());
         assert_eq!(resumed.total().total_tokens, 110);
         assert!(resumed.check_budget("gpt-4o-mini", 6).is_err());
+    }
+
+    #[test]
+    fn prior_spending_counts_toward_the_budget_but_not_the_ledger() {
+        let resumed = UsageTracker::new()
+            .with_budget(Budget {
+                max_tokens: Some(115),
+                ..Default::default()
+            })
+            .with_prior_spending(call(100, 10));
+        assert_eq!(resumed.total().total_tokens, 0);
+        assert!(resumed.check_budget("gpt-4o-mini", 5).is_ok());
+        let refused = resumed.check_budget("gpt-4o-mini", 6).unwrap_err();
+        assert_eq!(refused.spent, 110.0);
     }
 
     #[test]

@@ -14,8 +14,11 @@ use crewai_core::crew::{Crew, CrewError, KickoffOptions};
 use crewai_core::guardrail::{Guardrail, GuardrailPass};
 use crewai_core::interpolate::Inputs;
 use crewai_core::output::TaskOutput;
-use crewai_core::store::{InMemoryRunJournal, RunJournal, RunStart, RunStatus, StoredTaskOutput};
+use crewai_core::store::{
+    InMemoryRunJournal, RunJournal, RunOwner, RunStart, RunStatus, StoreError, StoredTaskOutput,
+};
 use crewai_core::task::Task;
+use crewai_llm::Usage;
 use crewai_testkit::scripted::{RecordedRequest, Reply, ScriptedServer};
 use tokio_util::sync::CancellationToken;
 
@@ -129,6 +132,14 @@ async fn a_failed_run_resumes_without_running_finished_tasks_again() {
     assert_eq!(server.request_count(), 4);
 }
 
+/// The owner a killed process leaves behind: no process has its id (Linux pids stay below 2^22).
+fn dead_process() -> RunOwner {
+    RunOwner {
+        pid: 4_194_304 + 3,
+        ..RunOwner::this_process()
+    }
+}
+
 fn stored_output(index: usize, raw: &str) -> StoredTaskOutput {
     StoredTaskOutput {
         task_id: format!("old-{index}"),
@@ -154,10 +165,15 @@ async fn an_async_task_that_finished_out_of_order_is_not_run_again() {
             task_keys: vec!["a".into(), "b".into(), "c".into()],
             parent: None,
             carried_over: Vec::new(),
+            owner: dead_process(),
         })
         .unwrap();
     journal
-        .task_finished("killed", &stored_output(1, "beta stored"))
+        .task_finished(
+            "killed",
+            &stored_output(1, "beta stored"),
+            &Usage::default(),
+        )
         .unwrap();
     server.push_text("alpha facts");
     server.push_text("gamma conclusion");
@@ -326,6 +342,27 @@ async fn a_budget_stop_is_recorded_and_the_run_resumes() {
     assert_eq!(stored.tasks.len(), 1);
     assert_eq!(stored.usage.unwrap().total_tokens, 1280);
 
+    // The budget is the run's: the resume starts with the 1280 tokens already spent.
+    let again = tight(1300).resume("budget").await.unwrap_err();
+    assert!(matches!(again, CrewError::BudgetExceeded { .. }), "{again}");
+    assert!(again.to_string().contains("1280 tokens used"), "{again}");
+    assert_eq!(
+        server.request_count(),
+        1,
+        "the stopped resume called nothing"
+    );
+    assert_eq!(
+        journal
+            .load("budget")
+            .unwrap()
+            .unwrap()
+            .usage
+            .unwrap()
+            .total_tokens,
+        1280,
+        "a resume that spent nothing adds nothing"
+    );
+
     server.push(Reply::text("beta comparison").with_usage(900, 20));
     let resumed = tight(100_000).resume("budget").await.unwrap();
     assert_eq!(
@@ -475,5 +512,62 @@ async fn an_async_task_is_journaled_when_it_finishes_not_at_the_join() {
             .map(task_of)
             .collect::<Vec<_>>(),
         [Some(1 - fast), Some(2)]
+    );
+}
+
+#[tokio::test]
+async fn a_run_still_going_cannot_be_resumed_and_its_tasks_usage_is_journaled() {
+    let server = ScriptedServer::start().await;
+    server.push(Reply::text("alpha facts").with_usage(100, 20));
+    server.push(Reply::text("beta comparison").delayed(Duration::from_secs(60)));
+    let journal = Arc::new(InMemoryRunJournal::new());
+    let first = crew(&server, &journal);
+    let second = crew(&server, &journal);
+
+    let refused = tokio::select! {
+        result = first.kickoff_with(Inputs::new(), named("busy")) => panic!("the kickoff ended: {result:?}"),
+        refused = async {
+            assert!(server.wait_for_requests(2, Duration::from_secs(20)).await);
+            second.resume("busy").await
+        } => refused,
+    };
+    let error = refused.unwrap_err();
+    assert!(
+        matches!(error, CrewError::Store(StoreError::RunOwned { .. })),
+        "{error}"
+    );
+    let message = error.to_string();
+    assert!(
+        message.contains(&format!(
+            "run busy is still running in process {}",
+            std::process::id()
+        )) && message.contains("stop it first, or wait"),
+        "{message}"
+    );
+    assert_eq!(
+        server.request_count(),
+        2,
+        "the refused resume asked nothing"
+    );
+
+    // The first kickoff was dropped: the run is released, with task a's spending journaled.
+    let stored = journal.load("busy").unwrap().unwrap();
+    assert_eq!(stored.status, RunStatus::Cancelled);
+    assert_eq!(stored.owner, None);
+    assert_eq!(stored.usage.unwrap().total_tokens, 120);
+
+    server.push(Reply::text("beta comparison").with_usage(50, 5));
+    server.push(Reply::text("gamma conclusion").with_usage(50, 5));
+    let resumed = second.resume("busy").await.unwrap();
+    assert_eq!(resumed.raw, "gamma conclusion");
+    assert_eq!(
+        resumed.token_usage.total_tokens, 110,
+        "this attempt's own usage"
+    );
+    let stored = journal.load("busy").unwrap().unwrap();
+    assert_eq!(
+        stored.usage.unwrap().total_tokens,
+        120 + 110,
+        "the run's usage counts both attempts"
     );
 }

@@ -228,6 +228,35 @@ pub struct LlmRequest {
     pub response_format: Option<ResponseFormat>,
     #[serde(default)]
     pub options: CallOptions,
+    /// What the reply is expected to look like, for providers that can hold their decoding to
+    /// it (the embedded model does). A hint only: providers that cannot use it ignore it, and it
+    /// is never serialized, so request bodies are the same with or without it.
+    #[serde(skip)]
+    pub reply_shape: Option<ReplyShape>,
+}
+
+/// The expected shape of a reply (see [`LlmRequest::reply_shape`]).
+///
+/// ```
+/// use crewai_llm::{LlmRequest, Message, ReplyShape, ToolDefinition};
+/// let search = ToolDefinition {
+///     name: "search".into(),
+///     description: "Searches the web".into(),
+///     parameters: serde_json::json!({"type": "object", "properties": {"query": {"type": "string"}}}),
+///     strict: false,
+/// };
+/// let request = LlmRequest::new(vec![Message::user("Find it")])
+///     .with_reply_shape(ReplyShape::React { tools: vec![search] });
+/// // The hint is for the provider only: it is never serialized.
+/// assert!(!serde_json::to_string(&request).unwrap().contains("reply_shape"));
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReplyShape {
+    /// One ReAct step in text: a `Thought:` line, then either `Action:` naming one of `tools`
+    /// with an `Action Input:` JSON object of that tool's arguments, or a `Final Answer:`. The
+    /// tools are described in the prompt; they are not offered as native tools.
+    React { tools: Vec<ToolDefinition> },
 }
 
 impl LlmRequest {
@@ -247,6 +276,11 @@ impl LlmRequest {
     }
     pub fn with_stop(mut self, stop: Vec<String>) -> Self {
         self.options.stop = stop;
+        self
+    }
+    /// Tells the provider what the reply should look like (a hint; see [`ReplyShape`]).
+    pub fn with_reply_shape(mut self, shape: ReplyShape) -> Self {
+        self.reply_shape = Some(shape);
         self
     }
 }

@@ -1,12 +1,13 @@
-//! Picking the next token when the reply is held to a JSON schema: the model's candidates are
-//! tried best first and the first one whose text the [`JsonGrammar`] accepts is taken (or, when
-//! sampling, one is drawn among the best accepted ones).
+//! Picking the next token when the reply is held to a grammar (a JSON schema's, or a ReAct
+//! step's): the model's candidates are tried best first and the first one whose text the grammar
+//! accepts is taken (or, when sampling, one is drawn among the best accepted ones).
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 use crate::error::LocalError;
 use crate::json_grammar::JsonGrammar;
+use crate::react_grammar::ReactGrammar;
 use crate::tokenizer::GgufTokenizer;
 
 /// The best-scored tokens looked at before the rest of the vocabulary is sorted; the model's
@@ -72,16 +73,61 @@ pub(crate) enum Step {
     End,
 }
 
-/// The reply so far as a position in the schema's grammar, and the choice of the next token.
+/// A character-level automaton that a reply is held to, at the position of the text so far.
+pub(crate) trait TokenGrammar: std::fmt::Debug {
+    /// Whether `text` may be written next (the automaton is not changed).
+    fn accepts(&self, text: &str) -> bool;
+    /// Writes `text`; false if some character is not allowed.
+    fn advance(&mut self, text: &str) -> bool;
+    /// Nothing more may be written.
+    fn is_complete(&self) -> bool;
+    /// The reply may stop here (it may also go on).
+    fn may_end(&self) -> bool;
+    /// The shortest text that lets the reply stop, written when the budget runs out; empty when
+    /// there is none worth forcing.
+    fn completion(&self) -> String;
+}
+
+/// Implements [`TokenGrammar`] with the grammar's own methods of the same names.
+macro_rules! token_grammar_by_inherent_methods {
+    ($($grammar:ty),*) => {$(
+        impl TokenGrammar for $grammar {
+            fn accepts(&self, text: &str) -> bool {
+                <$grammar>::accepts(self, text)
+            }
+            fn advance(&mut self, text: &str) -> bool {
+                <$grammar>::advance(self, text)
+            }
+            fn is_complete(&self) -> bool {
+                <$grammar>::is_complete(self)
+            }
+            fn may_end(&self) -> bool {
+                <$grammar>::may_end(self)
+            }
+            fn completion(&self) -> String {
+                <$grammar>::completion(self)
+            }
+        }
+    )*};
+}
+
+token_grammar_by_inherent_methods!(JsonGrammar, ReactGrammar);
+
+/// The reply so far as a position in a grammar, and the choice of the next token.
 #[derive(Debug)]
-pub(crate) struct JsonConstraint {
-    pub(crate) grammar: JsonGrammar,
+pub(crate) struct Constraint {
+    grammar: Box<dyn TokenGrammar>,
     pick: Pick,
 }
 
-impl JsonConstraint {
-    pub(crate) fn new(grammar: JsonGrammar, pick: Pick) -> Self {
-        JsonConstraint { grammar, pick }
+impl Constraint {
+    pub(crate) fn new(grammar: Box<dyn TokenGrammar>, pick: Pick) -> Self {
+        Constraint { grammar, pick }
+    }
+
+    /// The text that lets the reply stop (see [`TokenGrammar::completion`]).
+    pub(crate) fn completion(&self) -> String {
+        self.grammar.completion()
     }
 
     /// Chooses the next token from `logits` and writes its text into the grammar.
@@ -119,7 +165,8 @@ impl JsonConstraint {
             order[first_look..].sort_unstable_by(by_score);
             scan(&order[first_look..], &mut accepted);
         }
-        // A top-level number may end here: the model ending its turn is then the best choice.
+        // The reply may end here (a top-level number, a final answer): the model ending its turn
+        // is then the best choice.
         let model_wants_to_end = texts.text(order[0]).is_none() && self.grammar.may_end();
         if model_wants_to_end {
             return Step::End;
@@ -193,7 +240,7 @@ mod tests {
     fn the_best_scored_token_that_fits_is_taken() {
         let vocab = texts(&["hello", "{\"", "{", "ok", "\":", "true", "}"]);
         let schema = json!({"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]});
-        let mut constraint = JsonConstraint::new(JsonGrammar::new(&schema), Pick::Greedy);
+        let mut constraint = Constraint::new(Box::new(JsonGrammar::new(&schema)), Pick::Greedy);
         // "hello" scores best but is not JSON; `{"` is the best that fits.
         let logits = [5.0, 4.0, 3.0, 2.0, 1.0, 0.5, 0.1];
         assert_eq!(constraint.step(&logits, &vocab), Step::Token(1));
@@ -208,8 +255,10 @@ mod tests {
     fn sampling_only_draws_accepted_tokens_and_is_seeded() {
         let vocab = texts(&["x", "{", "[", "\"", "1"]);
         let run = |seed| {
-            let mut constraint =
-                JsonConstraint::new(JsonGrammar::any(), Pick::new(Some(1.0), None, seed));
+            let mut constraint = Constraint::new(
+                Box::new(JsonGrammar::any()),
+                Pick::new(Some(1.0), None, seed),
+            );
             constraint.step(&[9.0, 1.0, 1.0, 1.0, 1.0], &vocab)
         };
         for seed in 0..20 {

@@ -11,6 +11,11 @@
 //!   seeded sampling when a temperature is set, `max_tokens`, stop words, token streaming, and
 //!   usage from the real token counts. It reports no native function calling, so agents with
 //!   tools use the ReAct text loop.
+//! - A ReAct step (a request with [`crewai_llm::ReplyShape::React`]) is decoded under a ReAct
+//!   grammar ([`react_grammar`]): a one-line thought, then an action naming one of the tools
+//!   exactly with arguments that match its schema, or a final answer. The model acts once, then
+//!   answers: with no tool result in the conversation the step must be an action, after one it
+//!   must be the final answer.
 //! - A request with a `response_format` is answered with JSON that matches its schema: decoding
 //!   only takes tokens the schema's grammar allows ([`json_grammar`]) and closes the document
 //!   before `max_tokens` runs out, so even a 135M model returns parseable, valid JSON.
@@ -36,6 +41,7 @@ pub mod error;
 pub mod json_grammar;
 pub mod model;
 pub mod provider;
+pub mod react_grammar;
 pub mod tokenizer;
 
 pub use cache::{

@@ -12,9 +12,10 @@ use candle_transformers::generation::{LogitsProcessor, Sampling};
 use candle_transformers::models::quantized_llama::{MAX_SEQ_LEN, ModelWeights};
 
 use crate::chat::ChatTemplate;
-use crate::constrained::{JsonConstraint, Pick, Step, TokenTexts};
+use crate::constrained::{Constraint, Pick, Step, TokenGrammar, TokenTexts};
 use crate::error::{LocalError, candle_error};
 use crate::json_grammar::JsonGrammar;
+use crate::react_grammar::{ReactForm, ReactGrammar};
 use crate::tokenizer::GgufTokenizer;
 
 /// How weights are held in memory.
@@ -79,6 +80,12 @@ pub struct GenerationParams {
     /// it a valid prefix are chosen, and it is closed before `max_tokens` runs out (see
     /// [`crate::json_grammar`]).
     pub json_schema: Option<serde_json::Value>,
+    /// When set, the reply is one ReAct step naming one of these tools with arguments that
+    /// match its schema, or a final answer (see [`crate::react_grammar`]). Takes precedence
+    /// over `json_schema`.
+    pub react_tools: Option<Vec<crewai_llm::ToolDefinition>>,
+    /// With `react_tools`: which forms of step are accepted.
+    pub react_form: ReactForm,
 }
 
 impl Default for GenerationParams {
@@ -92,6 +99,8 @@ impl Default for GenerationParams {
             repeat_penalty: 1.1,
             repeat_window: 256,
             json_schema: None,
+            react_tools: None,
+            react_form: ReactForm::Either,
         }
     }
 }
@@ -219,13 +228,21 @@ impl LoadedModel {
             },
         };
         let mut sampler = LogitsProcessor::from_sampling(params.seed, sampling);
-        let mut constraint = match &params.json_schema {
-            Some(schema) => {
+        let grammar: Option<Box<dyn TokenGrammar>> =
+            match (&params.react_tools, &params.json_schema) {
+                (Some(tools), _) => Some(Box::new(
+                    ReactGrammar::new(tools).with_form(params.react_form),
+                )),
+                (None, Some(schema)) => Some(Box::new(JsonGrammar::new(schema))),
+                (None, None) => None,
+            };
+        let mut constraint = match grammar {
+            Some(grammar) => {
                 if self.token_texts.is_none() {
                     self.token_texts = Some(TokenTexts::new(&self.tokenizer)?);
                 }
-                Some(JsonConstraint::new(
-                    JsonGrammar::new(schema),
+                Some(Constraint::new(
+                    grammar,
                     Pick::new(params.temperature, params.top_p, params.seed),
                 ))
             }
@@ -256,8 +273,8 @@ impl LoadedModel {
             };
             let next = match (&mut constraint, &self.token_texts) {
                 (Some(constraint), Some(texts)) => {
-                    // Close the document while the budget still has room for the closing text.
-                    let completion = constraint.grammar.completion();
+                    // Close the reply while the budget still has room for the closing text.
+                    let completion = constraint.completion();
                     let completion_tokens = self.tokenizer.encode(&completion)?.len();
                     if completion_tokens > 0 && generated.len() + completion_tokens >= budget {
                         closing = completion;

@@ -6,13 +6,14 @@ use std::sync::{Arc, LazyLock, Mutex};
 
 use crewai_llm::{
     Capabilities, FinishReason, Llm, LlmConfig, LlmError, LlmRequest, LlmResponse, LlmStream,
-    StreamEvent, Usage, async_trait, collect_stream,
+    ReplyShape, StreamEvent, Usage, async_trait, collect_stream,
 };
 use tokio::sync::OnceCell;
 
 use crate::cache::{self, ModelSource, PullProgress};
 use crate::error::LocalError;
 use crate::model::{Finish, GenerationParams, LoadedModel, WeightFormat};
+use crate::react_grammar::ReactForm;
 
 /// A model loaded once per process and shared by every client of it; calls take turns.
 type SharedModel = Arc<tokio::sync::Mutex<LoadedModel>>;
@@ -23,6 +24,9 @@ type LoadSlot = Arc<OnceCell<SharedModel>>;
 /// One load slot per (file, weight format).
 static LOADED: LazyLock<Mutex<HashMap<(PathBuf, WeightFormat), LoadSlot>>> =
     LazyLock::new(|| Mutex::new(HashMap::new()));
+
+/// How the ReAct loop appends a tool's result to the assistant turn that asked for it.
+const OBSERVATION_MARK: &str = "\nObservation:";
 
 /// The context window reported before the model is loaded (candle's llama limit).
 const CONTEXT_BEFORE_LOAD: u64 = candle_transformers::models::quantized_llama::MAX_SEQ_LEN as u64;
@@ -181,6 +185,19 @@ impl Llm for LocalLlm {
             .is_some_and(|m| m.role == crewai_llm::Role::Assistant);
         if !continues_reply {
             params.json_schema = request.response_format.as_ref().map(|f| f.schema.clone());
+            // A ReAct step: decoding is held to a thought, then an action naming one of the
+            // tools with arguments that match its schema, or a final answer. The model acts
+            // once, then answers: left to choose, a 135M model answers at once (copying the
+            // format example) and, once it has acted, repeats the same action until `max_iter`.
+            params.react_tools = request
+                .reply_shape
+                .as_ref()
+                .map(|ReplyShape::React { tools }| tools.clone());
+            params.react_form = if has_tool_result(&request.messages) {
+                ReactForm::FinalAnswer
+            } else {
+                ReactForm::Action
+            };
         }
         // Waiting here (not on a blocking thread) is how concurrent calls queue.
         let mut guard = model.lock_owned().await;
@@ -240,6 +257,16 @@ impl Llm for LocalLlm {
             context_window: CONTEXT_BEFORE_LOAD,
         }
     }
+}
+
+/// Whether the conversation already holds a tool's result: a tool message, or an assistant turn
+/// of the ReAct loop with its observation appended.
+fn has_tool_result(messages: &[crewai_llm::Message]) -> bool {
+    messages.iter().any(|message| match message.role {
+        crewai_llm::Role::Tool => true,
+        crewai_llm::Role::Assistant => message.text().contains(OBSERVATION_MARK),
+        _ => false,
+    })
 }
 
 /// Builds the `local` provider for a config; register it with

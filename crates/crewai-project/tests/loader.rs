@@ -862,7 +862,7 @@ fn knowledge_tools_and_missing_tools_fail_before_the_crew_starts() {
     );
     assert_eq!(
         errs[3],
-        "config/agents.yaml:14: agent 'writer': tool 'ScrapeWebsiteTool' could not be created: bad constructor arguments: unknown field `headers`, expected `website_url`"
+        "config/agents.yaml:14: agent 'writer': tool 'ScrapeWebsiteTool' could not be created: bad constructor arguments: unknown field `headers`, expected `website_url` or `allow_private_network`"
     );
     // A build (what `crewai run` does) stops at the same problems, before any model is called.
     let options = crewai_project::BuildOptions::new(registry);

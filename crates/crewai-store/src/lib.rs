@@ -36,7 +36,7 @@ use crewai_core::interpolate::Inputs;
 use crewai_core::output::TaskOutput;
 pub use crewai_core::store::RunStatus;
 use crewai_core::store::{
-    RunEnd, RunJournal, RunParent, RunStart, StoreError as CoreStoreError, StoredRun,
+    RunEnd, RunJournal, RunOwner, RunParent, RunStart, StoreError as CoreStoreError, StoredRun,
     StoredTaskOutput, TaskOutputStore,
 };
 use crewai_llm::Usage;
@@ -69,6 +69,17 @@ pub enum StoreError {
     Poisoned,
     #[error("the store's background task failed: {0}")]
     Background(String),
+    /// Another attempt that is still alive owns the run (see [`RunOwner`]).
+    #[error(
+        "run {run_id} is still running in process {} (started {}, last heartbeat {}); stop it first, or wait for it to end",
+        owner.pid,
+        owner.since.format("%Y-%m-%d %H:%M:%S UTC"),
+        owner.heartbeat_at.format("%H:%M:%S UTC")
+    )]
+    RunOwned {
+        run_id: String,
+        owner: Box<RunOwner>,
+    },
 }
 
 /// One run, as [`Store::runs`] lists it.
@@ -92,6 +103,10 @@ pub struct RunRecord {
     pub tasks_finished: usize,
     /// How many tasks the crew had (0 for runs from before the journal).
     pub task_count: usize,
+    /// The attempt running it, for a `running` run (its process may be gone:
+    /// [`RunOwner::is_alive`]).
+    #[serde(default)]
+    pub owner: Option<RunOwner>,
     pub started_at: DateTime<Utc>,
     pub finished_at: Option<DateTime<Utc>>,
 }
@@ -153,11 +168,16 @@ CREATE TABLE IF NOT EXISTS run_task_outputs (
 ";
 
 /// Columns the run journal added to `runs`, with their types (added to older databases).
-const RUN_JOURNAL_COLUMNS: [(&str, &str); 4] = [
+const RUN_JOURNAL_COLUMNS: [(&str, &str); 8] = [
     ("run_id", "TEXT"),
     ("task_keys", "JSON"),
     ("parent_run_id", "TEXT"),
     ("fork_task_index", "INTEGER"),
+    // The attempt running the run (NULL once it ended): see `RunOwner`.
+    ("owner_pid", "INTEGER"),
+    ("owner_token", "TEXT"),
+    ("owner_since", "TEXT"),
+    ("owner_heartbeat", "TEXT"),
 ];
 
 impl Store {
@@ -343,37 +363,21 @@ impl Store {
     pub fn runs(&self, limit: usize) -> Result<Vec<RunRecord>, StoreError> {
         let conn = self.conn()?;
         let mut statement = conn
-            .prepare(
-                "SELECT id, run_id, crew, inputs, status, output, error, token_usage, task_keys,
-                        parent_run_id, fork_task_index, started_at, finished_at,
-                        (SELECT COUNT(*) FROM run_task_outputs t WHERE t.run_id = runs.run_id)
-                 FROM runs ORDER BY id DESC LIMIT ?1",
-            )
+            .prepare(&format!(
+                "SELECT {RUN_COLUMNS} FROM runs ORDER BY id DESC LIMIT ?1"
+            ))
             .map_err(|e| self.sql(e))?;
         let rows = statement
-            .query_map(params![limit as i64], |row| {
-                Ok(RunRow {
-                    number: row.get(0)?,
-                    run_id: row.get(1)?,
-                    crew: row.get(2)?,
-                    inputs: row.get(3)?,
-                    status: row.get(4)?,
-                    output: row.get(5)?,
-                    error: row.get(6)?,
-                    usage: row.get(7)?,
-                    task_keys: row.get(8)?,
-                    parent_run_id: row.get(9)?,
-                    fork_task_index: row.get(10)?,
-                    started_at: row.get(11)?,
-                    finished_at: row.get(12)?,
-                    tasks_finished: row.get(13)?,
-                })
-            })
+            .query_map(params![limit as i64], RunRow::read)
             .map_err(|e| self.sql(e))?;
         let mut runs = Vec::new();
         for row in rows {
             let row = row.map_err(|e| self.sql(e))?;
             let task_count = self.parse_task_keys(&row)?.len();
+            let owner = match &row.run_id {
+                Some(run_id) => self.owner_of(&conn, run_id)?,
+                None => None,
+            };
             runs.push(RunRecord {
                 id: row.run_id.clone().unwrap_or_else(|| row.number.to_string()),
                 crew: row.crew.clone(),
@@ -389,6 +393,7 @@ impl Store {
                 parent: row.parent(),
                 tasks_finished: usize::try_from(row.tasks_finished).unwrap_or(0),
                 task_count,
+                owner,
                 started_at: self.parse_started(&row)?,
                 finished_at: row.finished_at.as_deref().and_then(parse_time),
             });
@@ -459,30 +464,61 @@ impl Store {
         Ok(())
     }
 
-    /// Records a run starting (or, for an id already stored, running again).
+    /// Records a run starting (or, for an id already stored, running again) and claims it for
+    /// `start.owner`; fails with [`StoreError::RunOwned`] when another live attempt owns it.
+    ///
+    /// The claim is one compare-and-set: the upsert only replaces the owner it saw dead, so of
+    /// two processes claiming at once exactly one changes the row.
     pub fn start_run(&self, start: &RunStart) -> Result<(), StoreError> {
         let inputs =
             serde_json::to_string(&start.inputs).map_err(|e| self.corrupt(e.to_string()))?;
         let keys =
             serde_json::to_string(&start.task_keys).map_err(|e| self.corrupt(e.to_string()))?;
         let mut conn = self.conn()?;
-        let tx = conn.transaction().map_err(|e| self.sql(e))?;
-        tx.execute(
-            "INSERT INTO runs (run_id, crew, inputs, status, task_keys, parent_run_id, fork_task_index, started_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
-             ON CONFLICT (run_id) DO UPDATE SET status = excluded.status, error = NULL, finished_at = NULL",
-            params![
-                start.run_id,
-                start.crew,
-                inputs,
-                RunStatus::Running.as_str(),
-                keys,
-                start.parent.as_ref().map(|p| p.run_id.clone()),
-                start.parent.as_ref().map(|p| p.from_task_index as i64),
-                Utc::now().to_rfc3339(),
-            ],
-        )
-        .map_err(|e| self.sql(e))?;
+        let tx = conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(|e| self.sql(e))?;
+        let seen = self.owner_of(&tx, &start.run_id)?;
+        if let Some(owner) = &seen
+            && owner.token != start.owner.token
+            && owner.is_alive(Utc::now())
+        {
+            return Err(self.owned(&start.run_id, owner.clone()));
+        }
+        let owner = &start.owner;
+        let changed = tx
+            .execute(
+                "INSERT INTO runs (run_id, crew, inputs, status, task_keys, parent_run_id, fork_task_index, started_at,
+                                   owner_pid, owner_token, owner_since, owner_heartbeat)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
+                 ON CONFLICT (run_id) DO UPDATE SET status = excluded.status, error = NULL, finished_at = NULL,
+                     owner_pid = excluded.owner_pid, owner_token = excluded.owner_token,
+                     owner_since = excluded.owner_since, owner_heartbeat = excluded.owner_heartbeat
+                 WHERE runs.owner_token IS ?13",
+                params![
+                    start.run_id,
+                    start.crew,
+                    inputs,
+                    RunStatus::Running.as_str(),
+                    keys,
+                    start.parent.as_ref().map(|p| p.run_id.clone()),
+                    start.parent.as_ref().map(|p| p.from_task_index as i64),
+                    Utc::now().to_rfc3339(),
+                    i64::from(owner.pid),
+                    owner.token,
+                    owner.since.to_rfc3339(),
+                    owner.heartbeat_at.to_rfc3339(),
+                    seen.as_ref().map(|seen| seen.token.clone()),
+                ],
+            )
+            .map_err(|e| self.sql(e))?;
+        if changed == 0 {
+            // Claimed by someone else between our read and our write.
+            return Err(match self.owner_of(&tx, &start.run_id)? {
+                Some(winner) => self.owned(&start.run_id, winner),
+                None => self.corrupt(format!("run {}: the claim changed no row", start.run_id)),
+            });
+        }
         for record in &start.carried_over {
             self.insert_run_task(&tx, &start.run_id, record)?;
         }
@@ -490,23 +526,80 @@ impl Store {
         Ok(())
     }
 
-    /// Records one finished task of a started run.
+    fn owned(&self, run_id: &str, owner: RunOwner) -> StoreError {
+        StoreError::RunOwned {
+            run_id: run_id.to_string(),
+            owner: Box::new(owner),
+        }
+    }
+
+    /// The recorded owner of a run (`None`: no such run, or it ended).
+    fn owner_of(&self, conn: &Connection, run_id: &str) -> Result<Option<RunOwner>, StoreError> {
+        let row = conn
+            .query_row(
+                "SELECT owner_pid, owner_token, owner_since, owner_heartbeat FROM runs WHERE run_id = ?1",
+                params![run_id],
+                |r| {
+                    Ok((
+                        r.get::<_, Option<i64>>(0)?,
+                        r.get::<_, Option<String>>(1)?,
+                        r.get::<_, Option<String>>(2)?,
+                        r.get::<_, Option<String>>(3)?,
+                    ))
+                },
+            )
+            .optional()
+            .map_err(|e| self.sql(e))?;
+        let Some((Some(pid), Some(token), Some(since), Some(heartbeat))) = row else {
+            return Ok(None);
+        };
+        let bad =
+            |what: &str, value: &str| self.corrupt(format!("run {run_id}: owner {what} {value:?}"));
+        Ok(Some(RunOwner {
+            pid: u32::try_from(pid).map_err(|_| bad("pid", &pid.to_string()))?,
+            token,
+            since: parse_time(&since).ok_or_else(|| bad("since", &since))?,
+            heartbeat_at: parse_time(&heartbeat).ok_or_else(|| bad("heartbeat", &heartbeat))?,
+        }))
+    }
+
+    /// Records that the attempt holding `owner_token` is alive.
+    pub fn heartbeat_run(&self, run_id: &str, owner_token: &str) -> Result<(), StoreError> {
+        let conn = self.conn()?;
+        let changed = conn
+            .execute(
+                "UPDATE runs SET owner_heartbeat = ?1 WHERE run_id = ?2 AND owner_token = ?3",
+                params![Utc::now().to_rfc3339(), run_id, owner_token],
+            )
+            .map_err(|e| self.sql(e))?;
+        if changed == 1 {
+            return Ok(());
+        }
+        Err(match self.owner_of(&conn, run_id)? {
+            Some(other) => self.owned(run_id, other),
+            None => self.corrupt(format!(
+                "run {run_id} is not running (unknown or ended); there is no attempt to keep alive"
+            )),
+        })
+    }
+
+    /// Records one finished task of a started run, and what the run has used so far.
     pub fn record_run_task(
         &self,
         run_id: &str,
         record: &StoredTaskOutput,
+        usage: &Usage,
     ) -> Result<(), StoreError> {
+        let usage = serde_json::to_string(usage).map_err(|e| self.corrupt(e.to_string()))?;
         let mut conn = self.conn()?;
         let tx = conn.transaction().map_err(|e| self.sql(e))?;
-        let known: Option<i64> = tx
-            .query_row(
-                "SELECT 1 FROM runs WHERE run_id = ?1",
-                params![run_id],
-                |r| r.get(0),
+        let known = tx
+            .execute(
+                "UPDATE runs SET token_usage = ?1 WHERE run_id = ?2",
+                params![usage, run_id],
             )
-            .optional()
             .map_err(|e| self.sql(e))?;
-        if known.is_none() {
+        if known == 0 {
             return Err(self.corrupt(format!("no run with id {run_id}")));
         }
         self.insert_run_task(&tx, run_id, record)?;
@@ -514,7 +607,8 @@ impl Store {
         Ok(())
     }
 
-    /// Records how a run ended.
+    /// Records how a run ended and releases its owner; an end without usage keeps the usage its
+    /// tasks journaled.
     pub fn finish_run(&self, run_id: &str, end: &RunEnd) -> Result<(), StoreError> {
         let usage = end
             .usage
@@ -524,7 +618,10 @@ impl Store {
         let changed = self
             .conn()?
             .execute(
-                "UPDATE runs SET status = ?1, output = ?2, token_usage = ?3, error = ?4, finished_at = ?5 WHERE run_id = ?6",
+                "UPDATE runs SET status = ?1, output = ?2, token_usage = COALESCE(?3, token_usage), error = ?4,
+                     finished_at = ?5, owner_pid = NULL, owner_token = NULL, owner_since = NULL,
+                     owner_heartbeat = NULL
+                 WHERE run_id = ?6",
                 params![end.status.as_str(), end.output, usage, end.error, Utc::now().to_rfc3339(), run_id],
             )
             .map_err(|e| self.sql(e))?;
@@ -539,34 +636,16 @@ impl Store {
         let conn = self.conn()?;
         let row = conn
             .query_row(
-                "SELECT id, run_id, crew, inputs, status, output, error, token_usage, task_keys,
-                        parent_run_id, fork_task_index, started_at, finished_at
-                 FROM runs WHERE run_id = ?1",
+                &format!("SELECT {RUN_COLUMNS} FROM runs WHERE run_id = ?1"),
                 params![run_id],
-                |row| {
-                    Ok(RunRow {
-                        number: row.get(0)?,
-                        run_id: row.get(1)?,
-                        crew: row.get(2)?,
-                        inputs: row.get(3)?,
-                        status: row.get(4)?,
-                        output: row.get(5)?,
-                        error: row.get(6)?,
-                        usage: row.get(7)?,
-                        task_keys: row.get(8)?,
-                        parent_run_id: row.get(9)?,
-                        fork_task_index: row.get(10)?,
-                        started_at: row.get(11)?,
-                        finished_at: row.get(12)?,
-                        tasks_finished: 0,
-                    })
-                },
+                RunRow::read,
             )
             .optional()
             .map_err(|e| self.sql(e))?;
         let Some(row) = row else {
             return Ok(None);
         };
+        let owner = self.owner_of(&conn, run_id)?;
         let mut statement = conn
             .prepare(
                 "SELECT task_index, task_id, task_name, output, inputs, was_replayed, finished_at
@@ -622,6 +701,7 @@ impl Store {
                 .as_deref()
                 .map(|usage| self.parse_json::<Usage>(&row, "token_usage", usage))
                 .transpose()?,
+            owner,
             started_at: self.parse_started(&row)?,
             finished_at: row.finished_at.as_deref().and_then(parse_time),
         }))
@@ -700,7 +780,31 @@ struct RunRow {
     tasks_finished: i64,
 }
 
+/// The columns [`RunRow::read`] expects, in order (the last counts the run's finished tasks).
+const RUN_COLUMNS: &str = "id, run_id, crew, inputs, status, output, error, token_usage, task_keys,
+     parent_run_id, fork_task_index, started_at, finished_at,
+     (SELECT COUNT(*) FROM run_task_outputs t WHERE t.run_id = runs.run_id)";
+
 impl RunRow {
+    fn read(row: &rusqlite::Row<'_>) -> rusqlite::Result<RunRow> {
+        Ok(RunRow {
+            number: row.get(0)?,
+            run_id: row.get(1)?,
+            crew: row.get(2)?,
+            inputs: row.get(3)?,
+            status: row.get(4)?,
+            output: row.get(5)?,
+            error: row.get(6)?,
+            usage: row.get(7)?,
+            task_keys: row.get(8)?,
+            parent_run_id: row.get(9)?,
+            fork_task_index: row.get(10)?,
+            started_at: row.get(11)?,
+            finished_at: row.get(12)?,
+            tasks_finished: row.get(13)?,
+        })
+    }
+
     fn shown_id(&self) -> String {
         self.run_id
             .clone()
@@ -743,6 +847,7 @@ fn parse_time(text: &str) -> Option<DateTime<Utc>> {
 fn to_core(err: StoreError) -> CoreStoreError {
     match err {
         StoreError::Corrupt { .. } => CoreStoreError::Corrupt(err.to_string()),
+        StoreError::RunOwned { run_id, owner } => CoreStoreError::RunOwned { run_id, owner },
         other => CoreStoreError::Backend(other.to_string()),
     }
 }
@@ -752,8 +857,17 @@ impl RunJournal for Store {
         self.start_run(run).map_err(to_core)
     }
 
-    fn task_finished(&self, run_id: &str, task: &StoredTaskOutput) -> Result<(), CoreStoreError> {
-        self.record_run_task(run_id, task).map_err(to_core)
+    fn heartbeat(&self, run_id: &str, owner_token: &str) -> Result<(), CoreStoreError> {
+        self.heartbeat_run(run_id, owner_token).map_err(to_core)
+    }
+
+    fn task_finished(
+        &self,
+        run_id: &str,
+        task: &StoredTaskOutput,
+        usage: &Usage,
+    ) -> Result<(), CoreStoreError> {
+        self.record_run_task(run_id, task, usage).map_err(to_core)
     }
 
     fn finish(&self, run_id: &str, end: &RunEnd) -> Result<(), CoreStoreError> {
@@ -870,6 +984,14 @@ mod tests {
             task_keys: vec!["task0".into(), "task1".into(), "task2".into()],
             parent: None,
             carried_over,
+            owner: RunOwner::this_process(),
+        }
+    }
+
+    fn spent(tokens: u64) -> Usage {
+        Usage {
+            total_tokens: tokens,
+            ..Usage::default()
         }
     }
 
@@ -889,9 +1011,13 @@ mod tests {
             .unwrap();
         // Out of order: the async task 2 finished before task 1.
         journal
-            .task_finished("r1", &record(2, "c", "third"))
+            .task_finished("r1", &record(2, "c", "third"), &spent(5))
             .unwrap();
-        assert!(journal.task_finished("nope", &record(1, "b", "x")).is_err());
+        assert!(
+            journal
+                .task_finished("nope", &record(1, "b", "x"), &spent(5))
+                .is_err()
+        );
         drop((journal, store));
 
         let reopened = Store::open_project(dir.path()).unwrap();
@@ -902,21 +1028,26 @@ mod tests {
         assert_eq!(run.tasks.keys().copied().collect::<Vec<_>>(), [0, 2]);
         assert_eq!(run.tasks[&2].output.raw, "third");
         assert_eq!(run.tasks[&0].task_name.as_deref(), Some("task0"));
+        assert_eq!(
+            run.usage.unwrap().total_tokens,
+            5,
+            "journaled with the task"
+        );
+        assert_eq!(run.owner.unwrap().pid, std::process::id());
 
-        let usage = Usage {
-            total_tokens: 7,
-            ..Usage::default()
-        };
+        let usage = spent(7);
         reopened
             .finish_run(
                 "r1",
                 &RunEnd::stopped(RunStatus::BudgetStopped, "over budget", Some(usage)),
             )
             .unwrap();
+        let run = reopened.load_run("r1").unwrap().unwrap();
+        assert_eq!(run.owner, None, "an ended run is released");
         // A resume marks it running again and keeps what finished.
         reopened.start_run(&start("r1", Vec::new())).unwrap();
         reopened
-            .record_run_task("r1", &record(1, "b", "second"))
+            .record_run_task("r1", &record(1, "b", "second"), &usage)
             .unwrap();
         reopened
             .finish_run("r1", &RunEnd::completed("third", usage))
@@ -934,12 +1065,131 @@ mod tests {
         );
     }
 
+    /// An owner whose process does not exist: beyond Linux's largest pid (2^22).
+    fn dead_owner() -> RunOwner {
+        RunOwner {
+            pid: 4_194_304 + 11,
+            ..RunOwner::this_process()
+        }
+    }
+
+    #[test]
+    fn a_run_is_claimed_by_one_live_attempt_at_a_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_project(dir.path()).unwrap();
+        let first = start("r", Vec::new());
+        store.start_run(&first).unwrap();
+        store
+            .record_run_task("r", &record(0, "a", "x"), &spent(30))
+            .unwrap();
+
+        // Another process's resume while this one is alive and heartbeating.
+        let other = Store::open_project(dir.path()).unwrap();
+        let refused = other.start_run(&start("r", Vec::new())).unwrap_err();
+        let message = refused.to_string();
+        assert!(matches!(refused, StoreError::RunOwned { .. }), "{message}");
+        assert!(
+            message.contains(&format!(
+                "run r is still running in process {}",
+                std::process::id()
+            )),
+            "{message}"
+        );
+        store.heartbeat_run("r", &first.owner.token).unwrap();
+        let run = other.load_run("r").unwrap().unwrap();
+        assert_eq!(run.owner.as_ref().unwrap().token, first.owner.token);
+        assert_eq!(
+            run.usage.unwrap().total_tokens,
+            30,
+            "the refusal changed nothing"
+        );
+    }
+
+    #[test]
+    fn a_run_whose_owner_is_gone_or_stale_is_claimed_and_the_old_owner_learns_it() {
+        let store = Store::in_memory().unwrap();
+        let killed = RunStart {
+            owner: dead_owner(),
+            ..start("r", Vec::new())
+        };
+        store.start_run(&killed).unwrap();
+        let resume = start("r", Vec::new());
+        store.start_run(&resume).unwrap();
+        assert_eq!(
+            store.load_run("r").unwrap().unwrap().owner.unwrap().token,
+            resume.owner.token
+        );
+        // The old attempt, were it still going, finds the run taken over.
+        let taken = store.heartbeat_run("r", &killed.owner.token).unwrap_err();
+        assert!(matches!(taken, StoreError::RunOwned { .. }), "{taken}");
+
+        // A live pid with a heartbeat older than the lease (a pid reused after a reboot).
+        let stale = RunOwner {
+            heartbeat_at: Utc::now()
+                - chrono::Duration::from_std(crewai_core::store::LEASE_TIMEOUT).unwrap(),
+            ..RunOwner::this_process()
+        };
+        store
+            .start_run(&RunStart {
+                owner: stale,
+                ..start("s", Vec::new())
+            })
+            .unwrap();
+        store.start_run(&start("s", Vec::new())).unwrap();
+        assert!(
+            store
+                .heartbeat_run("ended", "token")
+                .unwrap_err()
+                .to_string()
+                .contains("not running")
+        );
+    }
+
+    #[test]
+    fn of_concurrent_claims_exactly_one_wins() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_project(dir.path()).unwrap();
+        store
+            .start_run(&RunStart {
+                owner: dead_owner(),
+                ..start("r", Vec::new())
+            })
+            .unwrap();
+        let path = store.path().unwrap().to_path_buf();
+        let barrier = std::sync::Barrier::new(8);
+        let won = std::thread::scope(|scope| {
+            let claims: Vec<_> = (0..8)
+                .map(|_| {
+                    scope.spawn(|| {
+                        let mine = Store::open(&path).unwrap();
+                        barrier.wait();
+                        mine.start_run(&start("r", Vec::new()))
+                    })
+                })
+                .collect();
+            claims
+                .into_iter()
+                .map(|claim| claim.join().unwrap())
+                .collect::<Vec<_>>()
+        });
+        assert_eq!(
+            won.iter().filter(|claim| claim.is_ok()).count(),
+            1,
+            "{won:?}"
+        );
+        assert!(
+            won.iter()
+                .filter_map(|claim| claim.as_ref().err())
+                .all(|error| matches!(error, StoreError::RunOwned { .. }))
+        );
+    }
+
     #[test]
     fn runs_are_listed_newest_first_with_forks_and_progress() {
         let store = Store::in_memory().unwrap();
         store.start_run(&start("first", Vec::new())).unwrap();
         store
-            .record_run_task("first", &record(0, "a", "x"))
+            .record_run_task("first", &record(0, "a", "x"), &spent(1))
             .unwrap();
         store
             .finish_run(
@@ -958,6 +1208,8 @@ mod tests {
         assert_eq!(runs[0].status, RunStatus::Running);
         assert_eq!(runs[0].parent.as_ref().unwrap().run_id, "first");
         assert_eq!((runs[0].tasks_finished, runs[0].task_count), (1, 3));
+        assert_eq!(runs[0].owner.as_ref().unwrap().pid, std::process::id());
+        assert_eq!(runs[1].owner, None);
         assert_eq!(runs[1].status, RunStatus::Cancelled);
         assert_eq!(runs[1].error.as_deref(), Some("Ctrl-C"));
         assert!(runs[1].finished_at.is_some());

@@ -100,6 +100,13 @@ impl ToolHandle {
         self.failure_policy
     }
 
+    /// The same tool under another name (a [`crate::ToolSet`] gives a tool whose name collides
+    /// with a different tool's a numeric suffix). Clones share the usage counter still.
+    pub(crate) fn renamed(mut self, name: String) -> Self {
+        self.name = name;
+        self
+    }
+
     /// The sanitised name the model calls the tool by.
     pub fn name(&self) -> &str {
         &self.name
@@ -127,6 +134,15 @@ impl ToolHandle {
             description: self.tool.description().to_string(),
             parameters: strict_parameters(&self.tool.parameters()),
             strict: true,
+        }
+    }
+
+    /// The definition a provider that constrains its decoding holds the model to: like
+    /// [`ToolHandle::definition`], with [`Tool::decoding_parameters`] as the schema.
+    pub fn decoding_definition(&self) -> ToolDefinition {
+        ToolDefinition {
+            parameters: strict_parameters(&self.tool.decoding_parameters()),
+            ..self.definition()
         }
     }
 

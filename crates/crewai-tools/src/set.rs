@@ -8,8 +8,13 @@ use crate::name::{loose_key, sanitize_tool_name, similarity_ratio};
 /// A misspelled name still finds a tool when it is at least this similar (CrewAI's threshold).
 const FUZZY_THRESHOLD: f64 = 0.85;
 
-/// An ordered set of tools, unique by sanitised name (a later tool replaces an earlier one with
-/// the same name, in its place).
+/// An ordered set of tools, unique by sanitised name.
+///
+/// Adding a tool whose sanitised name is taken by a *different* tool (another description or
+/// schema: "Search Web" and "search_web") keeps both, as CrewAI does when it converts tools for
+/// the model: the later one is renamed with a numeric suffix (`search_web_2`, `search_web_3`, ...)
+/// and a warning is logged. Adding the same tool again (an identical definition) replaces it in
+/// its place. [`ToolSet::replace`] is the "later wins" merge instead.
 ///
 /// ```
 /// use crewai_tools::{DynamicTool, ToolOutput, ToolSet};
@@ -23,6 +28,13 @@ const FUZZY_THRESHOLD: f64 = 0.85;
 /// assert_eq!(tools.find("Web-Search").map(|t| t.name()), Some("web_search"));
 /// assert_eq!(tools.find("calculater").map(|t| t.name()), Some("calculator"));
 /// assert!(tools.find("weather").is_none());
+///
+/// let mut tools = ToolSet::from(vec![tool("Search Web")]);
+/// assert_eq!(tools.insert(tool("Search Web")), None, "the same tool again is one entry");
+/// let other = DynamicTool::new("search_web", "Another search.", serde_json::json!({"type": "object", "properties": {}}),
+///     |_args, _ctx| async { Ok(ToolOutput::Text("ok".into())) }).into_handle();
+/// assert_eq!(tools.insert(other).as_deref(), Some("search_web_2"));
+/// assert_eq!(tools.names(), vec!["search_web", "search_web_2"]);
 /// ```
 #[derive(Debug, Clone, Default)]
 pub struct ToolSet {
@@ -34,19 +46,52 @@ impl ToolSet {
         ToolSet::default()
     }
 
-    /// Adds a tool; one with the same sanitised name is replaced in its position.
-    pub fn insert(&mut self, tool: ToolHandle) {
-        match self
-            .tools
-            .iter_mut()
-            .find(|existing| existing.name() == tool.name())
-        {
-            Some(existing) => *existing = tool,
+    /// Adds a tool. The same tool again (an identical definition) replaces the earlier entry in
+    /// its place; a different tool whose sanitised name is taken is added under the first free
+    /// name `{name}_2`, `{name}_3`, ..., which is returned (and logged as a warning).
+    pub fn insert(&mut self, tool: ToolHandle) -> Option<String> {
+        let Some(position) = self.position(tool.name()) else {
+            self.tools.push(tool);
+            return None;
+        };
+        if self.tools[position].definition() == tool.definition() {
+            self.tools[position] = tool;
+            return None;
+        }
+        let mut suffix = 2;
+        let free_name = loop {
+            let candidate = format!("{}_{suffix}", tool.name());
+            if self.position(&candidate).is_none() {
+                break candidate;
+            }
+            suffix += 1;
+        };
+        tracing::warn!(
+            tool = tool.original_name(),
+            taken = tool.name(),
+            renamed_to = %free_name,
+            "two different tools share a name; the later one is offered to the model under a new name"
+        );
+        self.tools.push(tool.renamed(free_name.clone()));
+        Some(free_name)
+    }
+
+    /// Adds a tool, replacing any tool with the same sanitised name in its position ("later
+    /// wins", as CrewAI merges an agent's tools with the ones a crew adds).
+    pub fn replace(&mut self, tool: ToolHandle) {
+        match self.position(tool.name()) {
+            Some(position) => self.tools[position] = tool,
             None => self.tools.push(tool),
         }
     }
 
-    /// Adds a tool, builder style.
+    fn position(&self, name: &str) -> Option<usize> {
+        self.tools
+            .iter()
+            .position(|existing| existing.name() == name)
+    }
+
+    /// Adds a tool, builder style (as [`ToolSet::insert`] does).
     pub fn with(mut self, tool: ToolHandle) -> Self {
         self.insert(tool);
         self
@@ -94,6 +139,14 @@ impl ToolSet {
     /// The provider definitions, in order.
     pub fn definitions(&self) -> Vec<ToolDefinition> {
         self.tools.iter().map(ToolHandle::definition).collect()
+    }
+
+    /// The definitions for constrained decoding, in order (see [`ToolHandle::decoding_definition`]).
+    pub fn decoding_definitions(&self) -> Vec<ToolDefinition> {
+        self.tools
+            .iter()
+            .map(ToolHandle::decoding_definition)
+            .collect()
     }
 
     pub fn iter(&self) -> std::slice::Iter<'_, ToolHandle> {
@@ -213,9 +266,56 @@ mod tests {
     }
 
     #[test]
-    fn later_tools_replace_earlier_ones_in_place() {
+    fn colliding_different_tools_get_numeric_suffixes() {
         let mut tools = set();
-        tools.insert(tool("Multiplier", "newer"));
+        assert_eq!(
+            tools.insert(tool("Multiplier", "newer")).as_deref(),
+            Some("multiplier_2")
+        );
+        assert_eq!(
+            tools.insert(tool("multiplier", "newest")).as_deref(),
+            Some("multiplier_3")
+        );
+        assert_eq!(
+            tools.names(),
+            vec![
+                "delegate_work_to_coworker",
+                "multiplier",
+                "web_search",
+                "multiplier_2",
+                "multiplier_3"
+            ]
+        );
+        assert_eq!(tools.find("multiplier").unwrap().description(), "m");
+        assert_eq!(tools.find("multiplier_2").unwrap().description(), "newer");
+        let definition = tools.find("multiplier_3").unwrap().definition();
+        assert_eq!(definition.name, "multiplier_3");
+        assert_eq!(definition.description, "newest");
+        assert_eq!(
+            tools.find("multiplier_3").unwrap().original_name(),
+            "multiplier"
+        );
+        // A suffixed name that a third tool already has is skipped over.
+        let mut taken = ToolSet::from(vec![tool("a", "1"), tool("a_2", "2")]);
+        assert_eq!(taken.insert(tool("A", "3")).as_deref(), Some("a_3"));
+    }
+
+    #[test]
+    fn the_same_tool_added_again_is_one_entry_in_place() {
+        let mut tools = set();
+        let before = tools.names().len();
+        assert_eq!(tools.insert(tool("multiplier", "m")), None);
+        assert_eq!(tools.insert(tools.to_vec()[0].clone()), None);
+        assert_eq!(tools.len(), before);
+        let mut doubled = set();
+        doubled.extend(set());
+        assert_eq!(doubled.names(), set().names());
+    }
+
+    #[test]
+    fn replace_lets_later_tools_win_in_place() {
+        let mut tools = set();
+        tools.replace(tool("Multiplier", "newer"));
         assert_eq!(
             tools.names(),
             vec!["delegate_work_to_coworker", "multiplier", "web_search"]

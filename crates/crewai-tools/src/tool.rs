@@ -139,6 +139,13 @@ pub trait Tool: Send + Sync {
     fn description(&self) -> &str;
     /// The JSON schema of its arguments (an object schema).
     fn parameters(&self) -> Value;
+    /// The argument schema a model is held to by a provider that constrains its decoding (the
+    /// embedded model in ReAct): [`Tool::parameters`] unless the tool knows the exact values it
+    /// accepts where the schema sent to APIs stays general (an `enum` of coworker roles instead
+    /// of a free string). Never sent to an API.
+    fn decoding_parameters(&self) -> Value {
+        self.parameters()
+    }
     /// Runs the tool with arguments that have been validated against [`Tool::parameters`].
     async fn run(&self, args: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError>;
     /// Environment variables the tool needs; a missing required one fails before a crew starts.

@@ -148,7 +148,7 @@ async fn scrape_reads_the_fixed_page_or_the_one_the_model_names() {
     let root = std::env::temp_dir();
     let fixed = build(
         "ScrapeWebsiteTool",
-        &args(json!({"website_url": url})),
+        &args(json!({"website_url": url, "allow_private_network": true})),
         &root,
     )
     .unwrap()
@@ -162,9 +162,13 @@ async fn scrape_reads_the_fixed_page_or_the_one_the_model_names() {
         .to_text();
     assert_eq!(text, "Example\n\nHello\nReadable & plain.");
 
-    let any = build("scrape_website_tool", &Map::new(), &root)
-        .unwrap()
-        .unwrap();
+    let any = build(
+        "scrape_website_tool",
+        &args(json!({"allow_private_network": true})),
+        &root,
+    )
+    .unwrap()
+    .unwrap();
     let handle = ToolHandle::new(Arc::clone(&any));
     assert_eq!(handle.name(), "read_website_content");
     assert_eq!(
@@ -188,7 +192,9 @@ async fn scrape_reports_http_errors() {
         .await;
     let tool = build(
         "ScrapeWebsiteTool",
-        &args(json!({"website_url": format!("{}/gone", server.uri())})),
+        &args(
+            json!({"website_url": format!("{}/gone", server.uri()), "allow_private_network": true}),
+        ),
         &std::env::temp_dir(),
     )
     .unwrap()
@@ -198,6 +204,34 @@ async fn scrape_reports_http_errors() {
         matches!(error, ToolError::Failed(ref m) if m.contains("HTTP 404")),
         "{error}"
     );
+}
+
+#[tokio::test]
+async fn scrape_refuses_internal_addresses_unless_allowed() {
+    let root = std::env::temp_dir();
+    let any = build("ScrapeWebsiteTool", &Map::new(), &root)
+        .unwrap()
+        .unwrap();
+    let error = any
+        .run(
+            json!({"website_url": "http://169.254.169.254/latest/meta-data/"}),
+            &ToolContext::new(),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error, ToolError::Failed(ref m) if m.contains("link-local") && m.contains("allow_private_network")),
+        "{error}"
+    );
+    let fixed = build(
+        "ScrapeWebsiteTool",
+        &args(json!({"website_url": "http://localhost:9/admin"})),
+        &root,
+    )
+    .unwrap()
+    .unwrap();
+    let error = fixed.run(json!({}), &ToolContext::new()).await.unwrap_err();
+    assert!(error.to_string().contains("loopback"), "{error}");
 }
 
 #[tokio::test]

@@ -8,6 +8,11 @@ use serde_json::json;
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
+/// The tests' servers listen on 127.0.0.1, which the tool refuses unless told otherwise.
+fn local_tool() -> HttpGetTool {
+    HttpGetTool::new().allow_private_network(true)
+}
+
 async fn get(tool: &HttpGetTool, url: String) -> Result<String, ToolError> {
     tool.run(json!({"url": url}), &ToolContext::default())
         .await
@@ -25,7 +30,7 @@ async fn html_pages_become_readable_text() {
         ))
         .mount(&server)
         .await;
-    let text = get(&HttpGetTool::new(), format!("{}/page", server.uri()))
+    let text = get(&local_tool(), format!("{}/page", server.uri()))
         .await
         .unwrap();
     assert_eq!(text, "Docs\n\nHello\nWorld & more");
@@ -44,7 +49,7 @@ async fn other_text_is_returned_as_is_and_binary_is_refused() {
         )
         .mount(&server)
         .await;
-    let tool = HttpGetTool::new();
+    let tool = local_tool();
     assert_eq!(
         get(&tool, format!("{}/data.json", server.uri()))
             .await
@@ -65,7 +70,7 @@ async fn large_bodies_are_cut_at_the_limit() {
         .mount(&server)
         .await;
     let text = get(
-        &HttpGetTool::new().with_max_bytes(100),
+        &local_tool().with_max_bytes(100),
         format!("{}/big", server.uri()),
     )
     .await
@@ -85,7 +90,7 @@ async fn error_statuses_are_reported() {
         .respond_with(ResponseTemplate::new(404))
         .mount(&server)
         .await;
-    let error = get(&HttpGetTool::new(), format!("{}/missing", server.uri()))
+    let error = get(&local_tool(), format!("{}/missing", server.uri()))
         .await
         .unwrap_err();
     assert!(error.to_string().contains("HTTP 404"), "{error}");
@@ -102,7 +107,7 @@ async fn slow_servers_hit_the_deadline() {
         )
         .mount(&server)
         .await;
-    let tool = HttpGetTool::new().with_total_timeout(Duration::from_millis(200));
+    let tool = local_tool().with_total_timeout(Duration::from_millis(200));
     let error = get(&tool, format!("{}/slow", server.uri()))
         .await
         .unwrap_err();
@@ -122,7 +127,7 @@ async fn cancellation_stops_the_request() {
         .await;
     let ctx = ToolContext::default();
     ctx.cancellation.cancel();
-    let result = HttpGetTool::new()
+    let result = local_tool()
         .run(json!({"url": format!("{}/slow", server.uri())}), &ctx)
         .await;
     assert!(matches!(result, Err(ToolError::Cancelled)), "{result:?}");
@@ -130,7 +135,7 @@ async fn cancellation_stops_the_request() {
 
 #[tokio::test]
 async fn only_http_urls_are_fetched() {
-    let tool = HttpGetTool::new();
+    let tool = local_tool();
     for url in ["file:///etc/passwd", "ftp://example.com/x", "not a url"] {
         let error = get(&tool, url.to_string()).await.unwrap_err();
         assert!(
@@ -138,4 +143,54 @@ async fn only_http_urls_are_fetched() {
             "{url}: {error:?}"
         );
     }
+}
+
+async fn refusal(url: &str) -> String {
+    match get(
+        &HttpGetTool::new().allow_private_network(false),
+        url.to_string(),
+    )
+    .await
+    {
+        Err(ToolError::Failed(message)) => message,
+        other => panic!("{url} was not refused: {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn internal_addresses_are_refused_with_the_reason() {
+    for (url, kind) in [
+        ("http://127.0.0.1:9/", "loopback"),
+        ("http://10.0.0.7/admin", "private"),
+        ("http://169.254.169.254/latest/meta-data/", "link-local"),
+        ("http://[::1]:9/", "loopback"),
+        ("http://[::ffff:127.0.0.1]:9/", "loopback"),
+        ("http://0.0.0.0:9/", "unspecified"),
+        ("http://100.64.0.1/", "carrier-grade NAT"),
+        ("http://localhost:9/", "loopback"),
+    ] {
+        let message = refusal(url).await;
+        assert!(message.contains("was refused"), "{url}: {message}");
+        assert!(message.contains(kind), "{url}: {message}");
+        assert!(
+            message.contains("CREWAI_TOOLS_ALLOW_PRIVATE_NETWORK"),
+            "{url}: {message}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_running_local_server_is_refused_unless_allowed() {
+    let server = MockServer::start().await;
+    Mock::given(path("/secret"))
+        .respond_with(ResponseTemplate::new(200).set_body_raw("internal", "text/plain"))
+        .mount(&server)
+        .await;
+    let url = format!("{}/secret", server.uri());
+    let hostname_url = url.replace("127.0.0.1", "localhost");
+    assert!(refusal(&url).await.contains("loopback"));
+    assert!(refusal(&hostname_url).await.contains("loopback"));
+    assert_eq!(get(&local_tool(), url).await.unwrap(), "internal");
+    assert_eq!(get(&local_tool(), hostname_url).await.unwrap(), "internal");
+    assert_eq!(server.received_requests().await.unwrap().len(), 2);
 }

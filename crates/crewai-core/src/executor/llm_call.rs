@@ -2,7 +2,7 @@
 //! validation and context-window recovery.
 
 use crewai_llm::{
-    LlmError, LlmRequest, LlmResponse, Message, RateLimiter, StreamEvent, ToolChoice,
+    LlmError, LlmRequest, LlmResponse, Message, RateLimiter, ReplyShape, StreamEvent, ToolChoice,
     ToolDefinition, collect_stream,
 };
 use serde_json::Value;
@@ -94,6 +94,9 @@ pub(crate) struct CallShape<'a> {
     pub(crate) structured: bool,
     /// Tool rounds done so far (shown to hooks).
     pub(crate) iterations: u32,
+    /// The tools a ReAct reply may name: sent as a [`ReplyShape::React`] hint (not as native
+    /// tools) so a provider that can constrain its decoding writes a parseable step.
+    pub(crate) react_tools: &'a [ToolDefinition],
 }
 
 /// Parses a structured-output reply: bare JSON, optionally inside one code fence.
@@ -148,6 +151,11 @@ impl Execution {
             request.options.stop = shape.stop.to_vec();
             if shape.structured {
                 request.response_format = self.response_format.clone();
+            }
+            if !shape.react_tools.is_empty() {
+                request.reply_shape = Some(ReplyShape::React {
+                    tools: shape.react_tools.to_vec(),
+                });
             }
 
             match self.send(request).await {

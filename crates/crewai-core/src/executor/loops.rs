@@ -110,6 +110,7 @@ impl Execution {
         mut iterations: u32,
     ) -> Result<LoopOutcome, AgentError> {
         let stop = vec![OBSERVATION_STOP.to_string()];
+        let definitions = self.tools.decoding_definitions();
         loop {
             if iterations >= self.agent.max_iter() {
                 return self.forced_final_answer(messages, iterations).await;
@@ -120,6 +121,7 @@ impl Execution {
                     CallShape {
                         stop: &stop,
                         iterations,
+                        react_tools: &definitions,
                         ..Default::default()
                     },
                 )

@@ -106,7 +106,7 @@ pub struct DelegatedFrom {
 pub fn merge_tools(base: Vec<ToolHandle>, extra: Vec<ToolHandle>) -> Vec<ToolHandle> {
     let mut set = ToolSet::from(base);
     for tool in extra {
-        set.insert(tool);
+        set.replace(tool);
     }
     set.to_vec()
 }

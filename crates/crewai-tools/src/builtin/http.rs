@@ -8,6 +8,10 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::html::html_to_text;
+use super::network::{
+    PublicOnlyResolver, check_domain_host, check_literal_host, find_refusal,
+    private_network_allowed_by_env,
+};
 use crate::tool::{ToolContext, ToolError};
 use crate::typed::TypedTool;
 
@@ -20,17 +24,26 @@ const MAX_REDIRECTS: usize = 5;
 /// readable text, other text types as they are. Every request has a connect timeout and a total
 /// deadline, and at most `max_bytes` of the body are read.
 ///
+/// Loopback, private, link-local, unspecified, multicast and carrier-grade NAT addresses are
+/// refused (also behind a domain name or a redirect), so a prompt-injected page cannot make an
+/// agent read cloud metadata or local admin endpoints. [`HttpGetTool::allow_private_network`]
+/// or the environment variable
+/// [`CREWAI_TOOLS_ALLOW_PRIVATE_NETWORK=1`](super::ALLOW_PRIVATE_NETWORK_ENV) lifts that.
+///
 /// ```no_run
 /// use crewai_tools::builtin::HttpGetTool;
 /// use std::time::Duration;
 /// let tool = HttpGetTool::new().with_total_timeout(Duration::from_secs(10)).with_max_bytes(256 * 1024);
-/// # let _ = tool;
+/// let intranet = HttpGetTool::new().allow_private_network(true);
+/// # let _ = (tool, intranet);
 /// ```
 #[derive(Debug, Clone)]
 pub struct HttpGetTool {
     connect_timeout: Duration,
     total_timeout: Duration,
     max_bytes: usize,
+    /// `None` defers to the environment variable.
+    allow_private_network: Option<bool>,
     /// Built on first use (with the settings at that time) and reused for its connection pool.
     client: OnceLock<Result<reqwest::Client, String>>,
 }
@@ -48,6 +61,7 @@ impl Default for HttpGetTool {
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             total_timeout: DEFAULT_TOTAL_TIMEOUT,
             max_bytes: DEFAULT_MAX_RESPONSE_BYTES,
+            allow_private_network: None,
             client: OnceLock::new(),
         }
     }
@@ -77,14 +91,41 @@ impl HttpGetTool {
         self
     }
 
+    /// Whether the tool may fetch loopback, private and other internal addresses. Without this
+    /// setting, the environment variable `CREWAI_TOOLS_ALLOW_PRIVATE_NETWORK` decides (off when
+    /// unset).
+    pub fn allow_private_network(mut self, allow: bool) -> Self {
+        self.allow_private_network = Some(allow);
+        self.client = OnceLock::new();
+        self
+    }
+
+    /// Whether internal addresses may be fetched, by this tool's setting or else the environment.
+    pub fn allows_private_network(&self) -> bool {
+        self.allow_private_network
+            .unwrap_or_else(private_network_allowed_by_env)
+    }
+
+    /// The client settings: timeouts, and unless private networks are allowed, the resolver and
+    /// redirect policy that refuse internal addresses.
+    fn client_builder(&self) -> reqwest::ClientBuilder {
+        let builder = reqwest::Client::builder()
+            .connect_timeout(self.connect_timeout)
+            .timeout(self.total_timeout)
+            .user_agent(concat!("crewai-rs/", env!("CARGO_PKG_VERSION")));
+        if self.allows_private_network() {
+            builder.redirect(reqwest::redirect::Policy::limited(MAX_REDIRECTS))
+        } else {
+            builder
+                .dns_resolver(PublicOnlyResolver)
+                .redirect(public_only_redirects())
+        }
+    }
+
     fn client(&self) -> Result<reqwest::Client, ToolError> {
         self.client
             .get_or_init(|| {
-                reqwest::Client::builder()
-                    .connect_timeout(self.connect_timeout)
-                    .timeout(self.total_timeout)
-                    .redirect(reqwest::redirect::Policy::limited(MAX_REDIRECTS))
-                    .user_agent(concat!("crewai-rs/", env!("CARGO_PKG_VERSION")))
+                self.client_builder()
                     .build()
                     .map_err(|error| error.to_string())
             })
@@ -96,6 +137,19 @@ impl HttpGetTool {
 
     async fn fetch(&self, url: reqwest::Url) -> Result<String, ToolError> {
         let shown = url.to_string();
+        if !self.allows_private_network() {
+            let checked = match check_literal_host(&url) {
+                // A slow resolver must not stretch the deadline; the request resolves again
+                // (through the guarded resolver) within its own timeouts.
+                Ok(()) => tokio::time::timeout(self.connect_timeout, check_domain_host(&url))
+                    .await
+                    .unwrap_or(Ok(())),
+                refused => refused,
+            };
+            checked.map_err(|refusal| {
+                ToolError::Failed(format!("GET {shown} was refused: {refusal}"))
+            })?;
+        }
         let mut response = self
             .client()?
             .get(url)
@@ -193,7 +247,24 @@ fn is_textual(content_type: &str) -> bool {
             .any(|kind| content_type.contains(kind))
 }
 
+/// Follows at most [`MAX_REDIRECTS`] redirects, refusing one to a literal internal address
+/// (redirects to domain names are checked by the resolver when they connect).
+fn public_only_redirects() -> reqwest::redirect::Policy {
+    reqwest::redirect::Policy::custom(|attempt| {
+        if attempt.previous().len() > MAX_REDIRECTS {
+            return attempt.error(format!("more than {MAX_REDIRECTS} redirects"));
+        }
+        match check_literal_host(attempt.url()) {
+            Ok(()) => attempt.follow(),
+            Err(refusal) => attempt.error(refusal),
+        }
+    })
+}
+
 fn describe(url: &str, error: &reqwest::Error) -> ToolError {
+    if let Some(refusal) = find_refusal(error) {
+        return ToolError::Failed(format!("GET {url} was refused: {refusal}"));
+    }
     let what = if error.is_timeout() {
         "timed out"
     } else if error.is_connect() {
@@ -222,5 +293,90 @@ impl TypedTool for HttpGetTool {
 
     async fn call(&self, args: HttpGetArgs, ctx: &ToolContext) -> Result<String, ToolError> {
         self.fetch_text(&args.url, ctx).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wiremock::matchers::path;
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+
+    /// A guarded tool that reaches the local server as `public.test`: a pinned address skips the
+    /// resolver, as a public site's address would pass it, so what is tested is the redirect.
+    fn guarded_tool_for(server: &MockServer) -> HttpGetTool {
+        let tool = HttpGetTool::new().allow_private_network(false);
+        let client = tool
+            .client_builder()
+            .resolve("public.test", *server.address())
+            .build()
+            .map_err(|error| error.to_string());
+        tool.client
+            .set(client)
+            .expect("the client is not built before the first fetch");
+        tool
+    }
+
+    #[tokio::test]
+    async fn redirects_to_internal_addresses_are_refused() {
+        let server = MockServer::start().await;
+        let port = server.address().port();
+        for (hop, target) in [
+            (
+                "/to-metadata",
+                "http://169.254.169.254/latest/meta-data/".to_string(),
+            ),
+            ("/to-loopback", format!("http://127.0.0.1:{port}/secret")),
+            ("/to-localhost", format!("http://localhost:{port}/secret")),
+        ] {
+            Mock::given(path(hop))
+                .respond_with(ResponseTemplate::new(302).insert_header("location", target.as_str()))
+                .mount(&server)
+                .await;
+        }
+        Mock::given(path("/to-public"))
+            .respond_with(ResponseTemplate::new(302).insert_header("location", "/page"))
+            .mount(&server)
+            .await;
+        Mock::given(path("/page"))
+            .respond_with(ResponseTemplate::new(200).set_body_raw("public page", "text/plain"))
+            .mount(&server)
+            .await;
+        Mock::given(path("/secret"))
+            .respond_with(ResponseTemplate::new(200).set_body_raw("internal", "text/plain"))
+            .mount(&server)
+            .await;
+        let tool = guarded_tool_for(&server);
+        let ctx = ToolContext::default();
+        let base = format!("http://public.test:{port}");
+        assert_eq!(
+            tool.fetch_text(&format!("{base}/to-public"), &ctx)
+                .await
+                .unwrap(),
+            "public page"
+        );
+        for (hop, kind) in [
+            ("/to-metadata", "link-local"),
+            ("/to-loopback", "loopback"),
+            ("/to-localhost", "loopback"),
+        ] {
+            let error = tool
+                .fetch_text(&format!("{base}{hop}"), &ctx)
+                .await
+                .unwrap_err();
+            let message = error.to_string();
+            assert!(
+                message.contains("was refused") && message.contains(kind),
+                "{hop}: {message}"
+            );
+        }
+        let secrets = server
+            .received_requests()
+            .await
+            .unwrap()
+            .iter()
+            .filter(|request| request.url.path() == "/secret")
+            .count();
+        assert_eq!(secrets, 0, "no redirect reached the internal page");
     }
 }

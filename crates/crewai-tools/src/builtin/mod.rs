@@ -1,6 +1,7 @@
 //! Built-in tools every project can name: `file_read`, `file_write`, `directory_read` (all
 //! confined to a root directory: no `..`, no absolute path outside it, no symbolic link leading
-//! out) and `http_get` (timeouts, a size limit, HTML reduced to text).
+//! out) and `http_get` (timeouts, a size limit, HTML reduced to text, private-network addresses
+//! refused unless allowed).
 //!
 //! ```
 //! let root = std::env::temp_dir();
@@ -13,6 +14,7 @@
 mod files;
 mod html;
 pub(crate) mod http;
+mod network;
 mod sandbox;
 
 use std::path::Path;
@@ -27,6 +29,7 @@ pub use http::{
     DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_TOTAL_TIMEOUT, HttpGetArgs,
     HttpGetTool,
 };
+pub use network::{ALLOW_PRIVATE_NETWORK_ENV, PrivateAddressRefused};
 
 use crate::name::sanitize_tool_name;
 use crate::tool::Tool;

@@ -1,7 +1,8 @@
 //! crewai-tools' classes under their CrewAI names, so existing projects name them unchanged:
 //! `SerperDevTool`, `ScrapeWebsiteTool`, `FileReadTool`, `FileWriterTool`, `DirectoryReadTool`,
 //! with the constructor arguments the Python classes take (`website_url`, `file_path`,
-//! `directory`, `n_results`, `country`, `locale`, ...). crewai-tools' knowledge search tools
+//! `directory`, `n_results`, `country`, `locale`, ...), plus `allow_private_network: true` for a
+//! `ScrapeWebsiteTool` meant to read internal addresses (refused by default). crewai-tools' knowledge search tools
 //! (`PDFSearchTool`, `WebsiteSearchTool`, ...) are recognised and refused with an error saying they
 //! need the knowledge feature, so a project never runs with one silently missing.
 //!

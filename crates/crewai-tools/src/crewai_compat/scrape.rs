@@ -13,7 +13,7 @@ use crate::tool::{Tool, ToolContext, ToolError, ToolOutput};
 /// Reads a web page and returns its readable text, as crewai-tools' `ScrapeWebsiteTool` does.
 /// Built with a `website_url`, it always reads that page and takes no arguments; without one, the
 /// model gives `website_url`. Fetching is [`HttpGetTool`]'s: timeouts, a size limit, HTML reduced
-/// to text.
+/// to text, internal addresses refused unless allowed.
 ///
 /// ```
 /// use crewai_tools::crewai_compat::ScrapeWebsiteTool;
@@ -43,6 +43,9 @@ pub struct ScrapeWebsiteArgs {
 #[serde(deny_unknown_fields)]
 pub struct ScrapeWebsiteConfig {
     pub website_url: Option<String>,
+    /// Lets the tool read loopback, private and other internal addresses (off by default; see
+    /// [`HttpGetTool::allow_private_network`]).
+    pub allow_private_network: Option<bool>,
 }
 
 const ANY_PAGE: &str =
@@ -79,15 +82,26 @@ impl ScrapeWebsiteTool {
 
     /// The tool as a project file's constructor arguments describe it.
     pub fn from_config(config: ScrapeWebsiteConfig) -> Result<Self, ToolError> {
-        match config.website_url {
-            Some(url) => ScrapeWebsiteTool::for_url(url),
-            None => Ok(ScrapeWebsiteTool::new()),
-        }
+        let tool = match config.website_url {
+            Some(url) => ScrapeWebsiteTool::for_url(url)?,
+            None => ScrapeWebsiteTool::new(),
+        };
+        Ok(match config.allow_private_network {
+            Some(allow) => tool.allow_private_network(allow),
+            None => tool,
+        })
     }
 
     /// Replaces the fetcher (timeouts, size limit).
     pub fn with_http(mut self, http: HttpGetTool) -> Self {
         self.http = http;
+        self
+    }
+
+    /// Whether the tool may read loopback, private and other internal addresses (see
+    /// [`HttpGetTool::allow_private_network`]; refused by default).
+    pub fn allow_private_network(mut self, allow: bool) -> Self {
+        self.http = self.http.allow_private_network(allow);
         self
     }
 

@@ -1,0 +1,132 @@
+//! The embedded model writing ReAct steps under the ReAct grammar: whatever it decides, the reply
+//! is one our ReAct parser reads as a known tool with schema-valid arguments, or a final answer.
+//! These need the SmolLM2 file (`crewai models pull`); without it each test says so and passes.
+
+use crewai_core::executor::react::{self, OBSERVATION_STOP, ReactStep};
+use crewai_core::prompts::agent as prompts;
+use crewai_llm::{Llm, LlmConfig, LlmRequest, Message, ReplyShape, ToolDefinition};
+use crewai_local::{LocalLlm, cache};
+use serde_json::json;
+
+fn model_present() -> bool {
+    let path = cache::SMOLLM2_135M.path_in(&cache::models_dir());
+    let present = path.is_file();
+    if !present {
+        eprintln!(
+            "SKIPPED: the embedded model is not downloaded ({} is missing); run `cargo run -q -p crewai-cli -- models pull`",
+            path.display()
+        );
+    }
+    present
+}
+
+fn weather_tool() -> ToolDefinition {
+    ToolDefinition {
+        name: "get_weather".into(),
+        description: "Gives today's weather in a city.".into(),
+        parameters: json!({
+            "type": "object",
+            "properties": {"city": {"type": "string", "description": "The city name"}},
+            "required": ["city"]
+        }),
+        strict: false,
+    }
+}
+
+/// A ReAct request as the executor builds it: the tools in the system prompt, the task last,
+/// ending on `Thought:`.
+fn react_request(tool: &ToolDefinition, task: &str) -> LlmRequest {
+    let schema = serde_json::to_string_pretty(&tool.parameters).unwrap_or_default();
+    let system = format!(
+        "{}{}",
+        prompts::role_playing(
+            "Weather reporter",
+            "You report the weather using your tools.",
+            "Tell people the weather"
+        ),
+        prompts::react_instructions(
+            &[prompts::react_tool_entry(
+                &tool.name,
+                &schema,
+                &tool.description
+            )],
+            &[&tool.name]
+        )
+    );
+    let task = prompts::task_message_react(&prompts::task_prompt(
+        task,
+        "A sentence about today's weather.",
+    ));
+    LlmRequest::new(vec![Message::system(system), Message::user(task)])
+        .with_stop(vec![OBSERVATION_STOP.to_string()])
+        .with_reply_shape(ReplyShape::React {
+            tools: vec![tool.clone()],
+        })
+}
+
+#[tokio::test]
+async fn a_react_request_gets_a_parseable_action_with_schema_valid_arguments() {
+    if !model_present() {
+        return;
+    }
+    let llm = LocalLlm::from_config(&LlmConfig::new("local/smollm2-135m").with_max_tokens(160))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let tool = weather_tool();
+    let request = react_request(
+        &tool,
+        "Use the get_weather tool to find the weather in Paris.",
+    );
+    let first = llm
+        .call(request.clone())
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let second = llm.call(request).await.unwrap_or_else(|e| panic!("{e}"));
+    let text = first.content.clone().unwrap_or_default();
+    eprintln!("the model's ReAct step:\n{text}");
+    assert_eq!(
+        first.content, second.content,
+        "greedy decoding is deterministic"
+    );
+    match react::parse(&text) {
+        ReactStep::Action {
+            tool: name,
+            tool_input,
+            ..
+        } => {
+            assert_eq!(name, tool.name, "{text}");
+            let arguments: serde_json::Value = serde_json::from_str(&tool_input)
+                .unwrap_or_else(|e| panic!("the input is not JSON ({e}): {text}"));
+            let validator =
+                jsonschema::validator_for(&tool.parameters).unwrap_or_else(|e| panic!("{e}"));
+            assert!(validator.is_valid(&arguments), "{arguments} in {text}");
+        }
+        ReactStep::Finish { .. } => panic!("expected an action: {text}"),
+    }
+}
+
+#[tokio::test]
+async fn after_the_observation_the_model_gives_its_final_answer() {
+    if !model_present() {
+        return;
+    }
+    let llm = LocalLlm::from_config(&LlmConfig::new("local/smollm2-135m").with_max_tokens(120))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let tool = weather_tool();
+    let mut request = react_request(
+        &tool,
+        "Use the get_weather tool to find the weather in Paris.",
+    );
+    request.messages.push(Message::assistant(
+        "Thought: I should look it up.\nAction: get_weather\nAction Input: {\"city\":\"Paris\"}\nObservation: Sunny and 21 degrees in Paris.",
+    ));
+    request
+        .messages
+        .push(Message::user(prompts::AFTER_TOOL_REACT));
+    let reply = llm.call(request).await.unwrap_or_else(|e| panic!("{e}"));
+    let text = reply.content.unwrap_or_default();
+    eprintln!("the model's step after the observation:\n{text}");
+    match react::parse(&text) {
+        ReactStep::Finish { output, .. } => assert!(!output.trim().is_empty(), "{text}"),
+        ReactStep::Action { .. } => panic!("expected a final answer: {text}"),
+    }
+}
