@@ -2,11 +2,10 @@
 //! `.crewai/traces/`, `crewai traces` (list, tree, HTML), a budget stop from crew.yaml that
 //! `crewai replay` resumes, and OTLP export when `OTEL_EXPORTER_OTLP_ENDPOINT` is set.
 
-use std::io::{Read, Write};
-use std::net::TcpListener;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
-use std::sync::{Arc, Mutex};
+
+mod support;
 
 use crewai_testkit::scripted::{Reply, ScriptedServer};
 use serde_json::Value;
@@ -249,74 +248,22 @@ fn a_budget_in_flow_yaml_stops_the_flow_and_json_reports_its_usage() {
     assert_eq!(output["usage"]["prompt_tokens"], 1200);
 }
 
-/// The (path, content type) of every request a collector received.
-type Seen = Arc<Mutex<Vec<(String, String)>>>;
-
-/// A minimal OTLP/HTTP collector: answers 200 to every POST and keeps (path, content type).
-fn start_collector() -> (String, Seen) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let address = listener.local_addr().unwrap();
-    let seen: Seen = Arc::default();
-    let keep = seen.clone();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { continue };
-            let mut buffer = Vec::new();
-            let mut chunk = [0u8; 8192];
-            // Read the head, then as many body bytes as content-length says.
-            while let Ok(n) = stream.read(&mut chunk) {
-                if n == 0 {
-                    break;
-                }
-                buffer.extend_from_slice(&chunk[..n]);
-                let head_end = buffer.windows(4).position(|w| w == b"\r\n\r\n");
-                if let Some(end) = head_end {
-                    let head = String::from_utf8_lossy(&buffer[..end]).to_ascii_lowercase();
-                    let length = head
-                        .lines()
-                        .find_map(|l| l.strip_prefix("content-length:"))
-                        .and_then(|v| v.trim().parse::<usize>().ok())
-                        .unwrap_or(0);
-                    if buffer.len() >= end + 4 + length {
-                        let path = head
-                            .split_whitespace()
-                            .nth(1)
-                            .unwrap_or_default()
-                            .to_string();
-                        let content_type = head
-                            .lines()
-                            .find_map(|l| l.strip_prefix("content-type:"))
-                            .unwrap_or_default()
-                            .trim()
-                            .to_string();
-                        keep.lock().unwrap().push((path, content_type));
-                        break;
-                    }
-                }
-            }
-            let _ = stream
-                .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
-        }
-    });
-    (format!("http://{address}"), seen)
-}
-
 #[test]
 fn spans_go_to_the_collector_named_by_the_environment() {
     let dir = project("inputs:\n  topic: Rust\n");
     let root = dir.path().to_str().unwrap();
     let server = ScriptedServer::start_blocking();
     server.push_text("Rust notes").push_text("The Rust report");
-    let (collector, seen) = start_collector();
+    let collector = support::Collector::start();
 
     let mut command = crewai(&["run", "--project", root], &server);
     command
-        .env("OTEL_EXPORTER_OTLP_ENDPOINT", &collector)
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", &collector.url)
         .env("OTEL_SERVICE_NAME", "cli-test");
     let out = run(command);
     assert!(out.status.success(), "{}", text(&out.stderr));
 
-    let seen = seen.lock().unwrap().clone();
+    let seen = collector.paths_and_content_types();
     assert!(!seen.is_empty(), "no span reached the collector");
     assert!(
         seen.iter()

@@ -4,55 +4,13 @@
 //! good run with a tool call, a run whose tool fails, a run the provider rejects with an error
 //! body that echoes the key) and then everything written is searched for the key.
 
-use std::io::{Read, Write};
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::sync::{Arc, Mutex};
+
+mod support;
 
 use crewai_testkit::scripted::{Reply, ScriptedServer};
 use serde_json::json;
-
-/// The bodies an OTLP collector received.
-type Bodies = Arc<Mutex<Vec<Vec<u8>>>>;
-
-/// A minimal OTLP/HTTP collector: answers 200 to every POST and keeps each body.
-fn start_collector() -> (String, Bodies) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let address = listener.local_addr().unwrap();
-    let bodies: Bodies = Arc::default();
-    let keep = bodies.clone();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { continue };
-            let mut buffer = Vec::new();
-            let mut chunk = [0u8; 8192];
-            while let Ok(n) = stream.read(&mut chunk) {
-                if n == 0 {
-                    break;
-                }
-                buffer.extend_from_slice(&chunk[..n]);
-                let Some(head_end) = buffer.windows(4).position(|w| w == b"\r\n\r\n") else {
-                    continue;
-                };
-                let head = String::from_utf8_lossy(&buffer[..head_end]).to_ascii_lowercase();
-                let length = head
-                    .lines()
-                    .find_map(|l| l.strip_prefix("content-length:"))
-                    .and_then(|v| v.trim().parse::<usize>().ok())
-                    .unwrap_or(0);
-                if buffer.len() >= head_end + 4 + length {
-                    // The head too: a key in an exporter header would be a leak as well.
-                    keep.lock().unwrap().push(buffer.clone());
-                    break;
-                }
-            }
-            let _ = stream
-                .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
-        }
-    });
-    (format!("http://{address}"), bodies)
-}
 
 fn write_project(dir: &Path) {
     let files = [
@@ -141,7 +99,7 @@ fn the_api_key_reaches_the_provider_and_nothing_else() {
     let home = tempfile::tempdir().unwrap();
     write_project(project.path());
     let server = ScriptedServer::start_blocking();
-    let (collector, otlp_bodies) = start_collector();
+    let collector = support::Collector::start();
     let mut places: Vec<(String, Vec<u8>)> = Vec::new();
     let mut keep_output = |run: &str, output: &Output| {
         places.push((format!("{run} stdout"), output.stdout.clone()));
@@ -154,7 +112,7 @@ fn the_api_key_reaches_the_provider_and_nothing_else() {
         json!({"file_path": "notes.txt"}),
     ));
     server.push(Reply::text("Rust manages memory without a collector."));
-    let good = run_crew(project.path(), home.path(), &key, &server, &collector);
+    let good = run_crew(project.path(), home.path(), &key, &server, &collector.url);
     assert!(
         good.status.success(),
         "{}",
@@ -168,7 +126,7 @@ fn the_api_key_reaches_the_provider_and_nothing_else() {
         json!({"file_path": "missing.txt"}),
     ));
     server.push(Reply::text("The notes are missing."));
-    let tool_failed = run_crew(project.path(), home.path(), &key, &server, &collector);
+    let tool_failed = run_crew(project.path(), home.path(), &key, &server, &collector.url);
     assert!(
         tool_failed.status.success(),
         "{}",
@@ -193,7 +151,7 @@ fn the_api_key_reaches_the_provider_and_nothing_else() {
         "code": "invalid_api_key"
     }});
     server.push(Reply::raw(401, "application/json", rejection.to_string()));
-    let rejected = run_crew(project.path(), home.path(), &key, &server, &collector);
+    let rejected = run_crew(project.path(), home.path(), &key, &server, &collector.url);
     assert!(!rejected.status.success(), "a rejected key fails the run");
     let rejected_stderr = String::from_utf8_lossy(&rejected.stderr).into_owned();
     assert!(
@@ -233,7 +191,7 @@ fn the_api_key_reaches_the_provider_and_nothing_else() {
             "the runs wrote {expected}: {files:#?}"
         );
     }
-    let otlp = otlp_bodies.lock().unwrap().clone();
+    let otlp = collector.requests();
     assert!(!otlp.is_empty(), "spans reached the collector");
     for (index, body) in otlp.into_iter().enumerate() {
         places.push((format!("OTLP export {index}"), body));
