@@ -140,11 +140,10 @@ fn first_ollama_model(base: &str) -> Option<String> {
     let mut stream = TcpStream::connect_timeout(&address, OLLAMA_CONNECT_TIMEOUT).ok()?;
     stream.set_read_timeout(Some(OLLAMA_READ_TIMEOUT)).ok()?;
     stream.set_write_timeout(Some(OLLAMA_READ_TIMEOUT)).ok()?;
-    write!(
-        stream,
-        "GET /api/tags HTTP/1.0\r\nHost: {authority}\r\nAccept: application/json\r\n\r\n"
-    )
-    .ok()?;
+    // One write: a server that answers after its first read must see the whole request.
+    let request =
+        format!("GET /api/tags HTTP/1.0\r\nHost: {authority}\r\nAccept: application/json\r\n\r\n");
+    stream.write_all(request.as_bytes()).ok()?;
     let mut response = Vec::new();
     stream.take(1 << 20).read_to_end(&mut response).ok()?;
     let response = String::from_utf8_lossy(&response);
@@ -415,8 +414,16 @@ mod tests {
         let address = listener.local_addr().unwrap_or_else(|e| panic!("{e}"));
         let server = std::thread::spawn(move || {
             if let Ok((mut stream, _)) = listener.accept() {
-                let mut request = [0u8; 1024];
-                let _ = stream.read(&mut request);
+                // Read the whole request: closing with unread bytes would reset the connection
+                // and could discard the answer before the client reads it.
+                let mut request = Vec::new();
+                let mut chunk = [0u8; 1024];
+                while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match stream.read(&mut chunk) {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => request.extend_from_slice(&chunk[..n]),
+                    }
+                }
                 let body = r#"{"models":[{"name":"qwen3:0.6b"},{"name":"llama3"}]}"#;
                 let _ = write!(
                     stream,
