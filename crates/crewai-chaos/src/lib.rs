@@ -15,11 +15,24 @@
 //!   its task output store and its run journal; every task that finished (a `task_completed`
 //!   event) must have its output in both: the latest-kickoff outputs and the journaled run.
 //!
-//! A run is a *success* when the kickoff returns three task outputs and a guarded summary, a
-//! *typed failure* when it returns an error, a *hang* when it outlives its deadline (every task's
-//! `max_execution_time`, one after the other) by more than a second, a *panic* when its task
-//! panicked. A *lost* output is a `task_completed` event whose output is missing from the store or
-//! from the journaled run.
+//! Each run is exactly one of:
+//! - a *hang* when it outlives its deadline (every task's `max_execution_time`, one after the
+//!   other) by more than a second (any panics it had still count in `panics caught`);
+//! - a *panic* when anything panicked during it: the kickoff's own task, or any part whose panic
+//!   the engine caught (a tool, a guardrail, a listener, a hook, a step or task callback, an
+//!   async task; see [`crewai_core::events::PanicSite`]), even when the run then succeeded or
+//!   failed with a typed error. The engine counts each caught panic on the crew's event bus
+//!   ([`crewai_core::events::EventBus::caught_panics`]), and the soak reads that count, so a
+//!   panic nobody listened for still counts;
+//! - a *success* when the kickoff returns three task outputs and a guarded summary;
+//! - a *typed failure* when it returns an error (or an output missing either).
+//!
+//! A *lost* output is a `task_completed` event whose output is missing from the store or from the
+//! journaled run. Besides the runs, the summary counts every panic (`panics caught`, per site in
+//! [`SoakSummary::panic_report`]).
+//!
+//! [`SoakConfig::inject_panic`] makes each run panic at one place on purpose, to show that the
+//! classification above sees it (the tests in `tests/injected_panics.rs`).
 //!
 //! Every run draws its faults from its own seed (the soak seed and the run's number), so a seed
 //! gives the same fault sequence whatever the concurrency.
@@ -30,6 +43,7 @@
 //! let summary = soak(&SoakConfig { runs: 100, seed: 1, ..SoakConfig::default() }).await;
 //! println!("{}", summary.line());
 //! assert_eq!(summary.hangs + summary.panics + summary.lost, 0);
+//! assert_eq!(summary.caught_panics, 0);
 //! # }
 //! ```
 
@@ -40,6 +54,8 @@ use std::time::{Duration, Instant};
 use crewai::prelude::*;
 use crewai::tool;
 use crewai_core::crew::KickoffOptions;
+use crewai_core::events::PanicSite;
+use crewai_core::hooks::{HookDecision, Hooks};
 use crewai_core::interpolate::Inputs;
 use crewai_core::store::{RunJournal, StoredTaskOutput};
 use crewai_llm::RetryPolicy;
@@ -51,6 +67,11 @@ use futures::StreamExt;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::json;
+
+mod inject;
+
+pub use inject::InjectedPanic;
+use inject::{Armed, PanickingLlm, panicking_word_count_tool};
 
 /// The word the summary must end with (checked by the guardrail).
 pub const SIGN_OFF: &str = "VERIFIED";
@@ -92,6 +113,8 @@ pub struct SoakConfig {
     pub sloppy_summary_share: f64,
     /// Backoff of the model client's retries (its `max_retries` is the config's).
     pub retry: RetryPolicy,
+    /// A part of every run that panics on purpose (`None`: nothing does).
+    pub inject_panic: Option<InjectedPanic>,
 }
 
 impl Default for SoakConfig {
@@ -110,6 +133,7 @@ impl Default for SoakConfig {
             retry: RetryPolicy::default()
                 .with_delays(Duration::from_millis(100), Duration::from_secs(1))
                 .with_max_retry_after(Duration::from_secs(2)),
+            inject_panic: None,
         }
     }
 }
@@ -133,6 +157,8 @@ pub enum RunOutcome {
     },
     /// The run outlived its deadline by more than a second and was aborted.
     Hang,
+    /// Something panicked: the kickoff's own task, or a part whose panic the engine caught (the
+    /// message lists them and says how the kickoff ended).
     Panicked {
         message: String,
     },
@@ -152,6 +178,9 @@ pub struct RunReport {
     pub lost: usize,
     /// Requests per fault kind, primary and fallback servers together.
     pub faults: BTreeMap<FaultKind, usize>,
+    /// Panics per site: those the crew's bus counted, and the kickoff's own task under
+    /// [`PanicSite::Kickoff`].
+    pub caught_panics: BTreeMap<PanicSite, u64>,
     pub elapsed: Duration,
 }
 
@@ -162,8 +191,13 @@ pub struct SoakSummary {
     pub succeeded: usize,
     pub failed: usize,
     pub hangs: usize,
+    /// Runs in which anything panicked (see [`RunOutcome::Panicked`]).
     pub panics: usize,
     pub lost: usize,
+    /// Every panic of every run, at every site (a run may have several).
+    pub caught_panics: u64,
+    /// [`SoakSummary::caught_panics`] per site.
+    pub panics_by_site: BTreeMap<PanicSite, u64>,
     /// Requests per fault kind over every run.
     pub faults: BTreeMap<FaultKind, usize>,
     /// Failure messages (typed errors, hangs, panics) with their run numbers.
@@ -177,6 +211,10 @@ impl SoakSummary {
         self.lost += report.lost;
         for (kind, count) in report.faults {
             *self.faults.entry(kind).or_insert(0) += count;
+        }
+        for (site, count) in report.caught_panics {
+            self.caught_panics += count;
+            *self.panics_by_site.entry(site).or_insert(0) += count;
         }
         match report.outcome {
             RunOutcome::Succeeded => self.succeeded += 1,
@@ -196,12 +234,37 @@ impl SoakSummary {
         }
     }
 
-    /// `N runs: S succeeded, F failed with a typed error, H hangs, P panics, L lost`.
+    /// `N runs: S succeeded, F failed with a typed error, H hangs, P panicked (C panics caught),
+    /// L lost`: the four run counts add up to N; C counts every panic at every site.
     pub fn line(&self) -> String {
         format!(
-            "{} runs: {} succeeded, {} failed with a typed error, {} hangs, {} panics, {} lost",
-            self.runs, self.succeeded, self.failed, self.hangs, self.panics, self.lost
+            "{} runs: {} succeeded, {} failed with a typed error, {} hangs, {} panicked ({} panics caught), {} lost",
+            self.runs,
+            self.succeeded,
+            self.failed,
+            self.hangs,
+            self.panics,
+            self.caught_panics,
+            self.lost
         )
+    }
+
+    /// The panics per site, one per line (every site, zeros included).
+    pub fn panic_report(&self) -> String {
+        let mut out = format!("{} panics caught:\n", self.caught_panics);
+        for site in PanicSite::ALL {
+            let count = self.panics_by_site.get(&site).copied().unwrap_or(0);
+            out.push_str(&format!("  {:<18} {:>7}\n", site.name(), count));
+        }
+        out
+    }
+
+    /// The fault kinds (healthy replies not counted) that no request of the soak was served.
+    pub fn kinds_never_served(&self) -> Vec<FaultKind> {
+        FaultKind::FAULTS
+            .into_iter()
+            .filter(|kind| self.faults.get(kind).copied().unwrap_or(0) == 0)
+            .collect()
     }
 
     /// Succeeded runs over all runs (1.0 for no runs).
@@ -299,9 +362,14 @@ pub async fn run_once(config: &SoakConfig, index: usize) -> RunReport {
         .start()
         .await;
 
-    let (outcome, completed, lost) = match kick_off(config, &primary, &fallback, streaming).await {
-        Ok(done) => done,
-        Err(error) => (RunOutcome::Failed { error }, 0, 0),
+    let kicked = match kick_off(config, &primary, &fallback, streaming).await {
+        Ok(kicked) => kicked,
+        Err(error) => Kicked {
+            outcome: RunOutcome::Failed { error },
+            completed: 0,
+            lost: 0,
+            caught_panics: BTreeMap::new(),
+        },
     };
     let mut faults = primary.fault_counts();
     for (kind, count) in fallback.fault_counts() {
@@ -311,37 +379,66 @@ pub async fn run_once(config: &SoakConfig, index: usize) -> RunReport {
         index,
         seed,
         streaming,
-        outcome,
-        completed,
-        lost,
+        outcome: kicked.outcome,
+        completed: kicked.completed,
+        lost: kicked.lost,
         faults,
+        caught_panics: kicked.caught_panics,
         elapsed: started.elapsed(),
     }
 }
 
+/// What [`kick_off`] found.
+struct Kicked {
+    outcome: RunOutcome,
+    completed: usize,
+    lost: usize,
+    caught_panics: BTreeMap<PanicSite, u64>,
+}
+
 /// Builds the crew, runs it, and compares its `task_completed` events with its store: the
-/// outcome, the tasks completed and the outputs lost.
+/// outcome, the tasks completed, the outputs lost and the panics.
 async fn kick_off(
     config: &SoakConfig,
     primary: &FaultServer,
     fallback: &FaultServer,
     streaming: bool,
-) -> Result<(RunOutcome, usize, usize), String> {
+) -> Result<Kicked, String> {
     let store = Arc::new(Store::in_memory().map_err(|e| e.to_string())?);
     let crew = build_crew(config, primary, fallback, streaming, store.clone())?;
     let run_id = format!("chaos-{}", primary.address().port());
     let completed: Arc<Mutex<Vec<CompletedTask>>> = Arc::default();
     let seen = completed.clone();
-    crew.event_bus().subscribe(move |event| {
-        if let EventKind::TaskCompleted {
+    let panic_texts: Arc<Mutex<Vec<String>>> = Arc::default();
+    let heard = panic_texts.clone();
+    crew.event_bus().subscribe(move |event| match &event.kind {
+        EventKind::TaskCompleted {
             task_name, output, ..
-        } = &event.kind
-        {
-            seen.lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .push((task_name.clone(), output.clone()));
-        }
+        } => seen
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push((task_name.clone(), output.clone())),
+        EventKind::PanicCaught {
+            site,
+            name,
+            message,
+            ..
+        } => heard
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(format!("{site} '{name}': {message}")),
+        _ => {}
     });
+    if config.inject_panic == Some(InjectedPanic::Listener) {
+        let armed = Armed::new();
+        crew.event_bus().subscribe(move |_| {
+            if armed.fire() {
+                panic!("{}", InjectedPanic::Listener.message());
+            }
+        });
+    }
+    // The bus outlives the crew, which moves into the kickoff's task; clones share the counts.
+    let bus = crew.event_bus().clone();
     let options = KickoffOptions {
         run_id: Some(run_id.clone()),
         ..KickoffOptions::default()
@@ -373,11 +470,44 @@ async fn kick_off(
         .map(|run| run.tasks.into_values().collect())
         .unwrap_or_default();
     let completed = completed.lock().unwrap_or_else(|p| p.into_inner()).clone();
-    Ok((
-        outcome,
-        completed.len(),
-        count_lost(&completed, &latest, &journaled),
-    ))
+    let mut caught_panics = bus.caught_panics_by_site();
+    if matches!(outcome, RunOutcome::Panicked { .. }) {
+        *caught_panics.entry(PanicSite::Kickoff).or_insert(0) += 1;
+    }
+    let panic_texts = panic_texts
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone();
+    Ok(Kicked {
+        outcome: classify(outcome, bus.caught_panics(), &panic_texts),
+        completed: completed.len(),
+        lost: count_lost(&completed, &latest, &journaled),
+        caught_panics,
+    })
+}
+
+/// A run whose kickoff ended (with outputs or a typed error) but in which the engine caught
+/// `caught` panics is a panicked run: the panic is what went wrong, however it was absorbed. A
+/// hang stays a hang (its panics are still counted), and so does a panicked kickoff.
+fn classify(outcome: RunOutcome, caught: u64, texts: &[String]) -> RunOutcome {
+    if caught == 0 {
+        return outcome;
+    }
+    let ended = match outcome {
+        RunOutcome::Hang | RunOutcome::Panicked { .. } => return outcome,
+        RunOutcome::Succeeded => "the kickoff then succeeded".to_string(),
+        RunOutcome::Failed { error } => format!("the kickoff then failed: {error}"),
+    };
+    // The texts come from the `panic_caught` events; the count from the bus, which also counts
+    // what no listener heard.
+    let listed = if texts.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", texts.join("; "))
+    };
+    RunOutcome::Panicked {
+        message: format!("{caught} caught{listed}; {ended}"),
+    }
 }
 
 /// A `task_completed` event's task name and raw output.
@@ -449,22 +579,37 @@ fn build_crew(
         .with_env_vars(std::iter::empty::<(String, String)>())
         .with_retry_policy(config.retry.clone());
     let llm = crewai_llm::build_llm_with(&llm_config, &options).map_err(|e| e.to_string())?;
+    let injected = config.inject_panic;
 
-    let agent = |role: &str, goal: &str, tools: bool| {
+    let agent = |role: &str, goal: &str, tools: bool, llm: Arc<dyn Llm>| {
         let mut builder = Agent::builder()
             .role(role)
             .goal(goal)
             .backstory(format!("You are a careful {role}."))
-            .llm(llm.clone())
+            .llm(llm)
             .max_execution_time(config.task_deadline);
         if tools {
-            builder = builder.tools(vec![word_count_tool()]);
+            let tool = if injected == Some(InjectedPanic::Tool) {
+                panicking_word_count_tool()
+            } else {
+                word_count_tool()
+            };
+            builder = builder.tools(vec![tool]);
         }
         builder.build().map_err(|e| e.to_string())
     };
-    let researcher = agent("Researcher", "Count words accurately", true)?;
-    let analyst = agent("Analyst", "Check the researcher's count", true)?;
-    let editor = agent("Editor", "Write short, signed summaries", false)?;
+    // The async task's model is the one place a panic is left to the task itself.
+    let research_llm: Arc<dyn Llm> = if injected == Some(InjectedPanic::AsyncTask) {
+        Arc::new(PanickingLlm {
+            inner: llm.clone(),
+            armed: Armed::new(),
+        })
+    } else {
+        llm.clone()
+    };
+    let researcher = agent("Researcher", "Count words accurately", true, research_llm)?;
+    let analyst = agent("Analyst", "Check the researcher's count", true, llm.clone())?;
+    let editor = agent("Editor", "Write short, signed summaries", false, llm)?;
 
     let research = Task::builder()
         .name("research")
@@ -490,25 +635,51 @@ fn build_crew(
         ))
         .expected_output(format!("One sentence ending with {SIGN_OFF}"))
         .agent(editor.clone())
-        .guardrail(Guardrail::named("ends_with_sign_off", |output| {
-            if output.raw.trim_end().ends_with(SIGN_OFF) {
-                Ok(GuardrailPass::Keep)
-            } else {
-                Err(GUARDRAIL_FEEDBACK.to_string())
+        .guardrail(Guardrail::named("ends_with_sign_off", {
+            let armed = (injected == Some(InjectedPanic::Guardrail)).then(Armed::new);
+            move |output| {
+                if armed.as_ref().is_some_and(|armed| armed.fire()) {
+                    panic!("{}", InjectedPanic::Guardrail.message());
+                }
+                if output.raw.trim_end().ends_with(SIGN_OFF) {
+                    Ok(GuardrailPass::Keep)
+                } else {
+                    Err(GUARDRAIL_FEEDBACK.to_string())
+                }
             }
         }))
         .build()
         .map_err(|e| e.to_string())?;
 
-    Crew::builder()
+    let mut crew = Crew::builder()
         .name("chaos")
         .agents(vec![researcher, analyst, editor])
         .tasks(vec![research, analysis, summary])
         .stream(streaming)
         .task_output_store(store.clone())
-        .run_journal(store)
-        .build()
-        .map_err(|e| e.to_string())
+        .run_journal(store);
+    let armed = Armed::new();
+    crew = match injected {
+        Some(InjectedPanic::Hook) => crew.hooks(Hooks::new().before_tool_call(move |_| {
+            if armed.fire() {
+                panic!("{}", InjectedPanic::Hook.message());
+            }
+            HookDecision::Continue
+        })),
+        Some(InjectedPanic::StepCallback) => crew.step_callback(move |_| {
+            if armed.fire() {
+                panic!("{}", InjectedPanic::StepCallback.message());
+            }
+        }),
+        Some(InjectedPanic::TaskCallback) => crew.task_callback(move |_| {
+            if armed.fire() {
+                panic!("{}", InjectedPanic::TaskCallback.message());
+            }
+        }),
+        // The others are put in above (tool, guardrail, model) or on the bus (listener).
+        _ => crew,
+    };
+    crew.build().map_err(|e| e.to_string())
 }
 
 /// The "model" behind both servers: it calls the offered tool until a tool result is in the
@@ -573,6 +744,7 @@ mod tests {
             completed: 3,
             lost: 0,
             faults: BTreeMap::from([(FaultKind::None, 4), (FaultKind::ResetMidBody, 1)]),
+            caught_panics: BTreeMap::new(),
             elapsed: Duration::ZERO,
         });
         summary.add(RunReport {
@@ -585,18 +757,68 @@ mod tests {
             completed: 2,
             lost: 0,
             faults: BTreeMap::from([(FaultKind::None, 3)]),
+            caught_panics: BTreeMap::new(),
+            elapsed: Duration::ZERO,
+        });
+        summary.add(RunReport {
+            index: 2,
+            seed: 0,
+            streaming: false,
+            outcome: RunOutcome::Panicked {
+                message: "2 caught; the kickoff then succeeded".into(),
+            },
+            completed: 3,
+            lost: 0,
+            faults: BTreeMap::from([(FaultKind::None, 1)]),
+            caught_panics: BTreeMap::from([(PanicSite::Tool, 1), (PanicSite::Hook, 1)]),
             elapsed: Duration::ZERO,
         });
         assert_eq!(
             summary.line(),
-            "2 runs: 1 succeeded, 1 failed with a typed error, 0 hangs, 0 panics, 0 lost"
+            "3 runs: 1 succeeded, 1 failed with a typed error, 0 hangs, 1 panicked (2 panics caught), 0 lost"
         );
-        assert_eq!(summary.requests(), 8);
+        assert_eq!(summary.requests(), 9);
         assert!(summary.fault_report().contains("reset_mid_body"));
+        let per_site: Vec<Vec<String>> = summary
+            .panic_report()
+            .lines()
+            .skip(1)
+            .map(|line| line.split_whitespace().map(str::to_string).collect())
+            .collect();
+        assert_eq!(per_site.len(), PanicSite::ALL.len());
+        assert!(per_site.contains(&vec!["tool".to_string(), "1".to_string()]));
+        assert!(per_site.contains(&vec!["guardrail".to_string(), "0".to_string()]));
+        assert_eq!(
+            summary.kinds_never_served().len(),
+            FaultKind::FAULTS.len() - 1
+        );
         assert_eq!(
             summary.failures,
-            vec![(1, "agent 'Editor' timed out".into())]
+            vec![
+                (1, "agent 'Editor' timed out".into()),
+                (2, "panic: 2 caught; the kickoff then succeeded".into())
+            ]
         );
+    }
+
+    #[test]
+    fn a_caught_panic_makes_a_finished_run_a_panicked_one() {
+        let texts = vec!["tool 'word_count': boom".to_string()];
+        assert_eq!(
+            classify(RunOutcome::Succeeded, 1, &texts),
+            RunOutcome::Panicked {
+                message: "1 caught (tool 'word_count': boom); the kickoff then succeeded".into()
+            }
+        );
+        let failed = RunOutcome::Failed {
+            error: "task crashed".into(),
+        };
+        assert!(matches!(
+            classify(failed.clone(), 1, &[]),
+            RunOutcome::Panicked { message } if message == "1 caught; the kickoff then failed: task crashed"
+        ));
+        assert_eq!(classify(failed.clone(), 0, &texts), failed);
+        assert_eq!(classify(RunOutcome::Hang, 3, &texts), RunOutcome::Hang);
     }
 
     #[test]
@@ -631,5 +853,10 @@ mod tests {
         assert_eq!(report.outcome, RunOutcome::Succeeded);
         assert_eq!((report.completed, report.lost), (3, 0));
         assert_eq!(report.faults.keys().collect::<Vec<_>>(), [&FaultKind::None]);
+        assert!(
+            report.caught_panics.is_empty(),
+            "{:?}",
+            report.caught_panics
+        );
     }
 }

@@ -1,7 +1,8 @@
 //! `max_execution_time: 3` in a project's agents.yaml ends a run against a provider that never
-//! answers: the same loader and builders `crewai run` uses, from the files.
+//! answers: the same loader and builders `crewai run` uses, from the files. It ends it on time,
+//! measured on the wall clock.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crewai_core::crew::CrewError;
 use crewai_core::interpolate::Inputs;
@@ -38,11 +39,23 @@ async fn a_yaml_deadline_ends_a_run_the_provider_never_answers() {
         )
         .unwrap();
 
-    // Only a guard against a hang: the deadline under test is 3 s, the HTTP timeout 600 s.
+    // The timeout is only a guard against a hang: the deadline under test is 3 s, the HTTP
+    // timeout 600 s, and the elapsed wall time is asserted below.
+    let started = Instant::now();
     let error = tokio::time::timeout(Duration::from_secs(60), crew.kickoff(Inputs::new()))
         .await
         .expect("the kickoff ended instead of hanging")
         .expect_err("a provider that never answers cannot produce an output");
+    let elapsed = started.elapsed();
+    // Not before the deadline (the slack is clock granularity: the deadline's clock starts after
+    // ours), and within a second after it.
+    let (deadline, early) = (Duration::from_secs(3), Duration::from_millis(20));
+    assert!(
+        elapsed + early >= deadline && elapsed <= deadline + Duration::from_secs(1),
+        "the run took {elapsed:?}; the 3 s deadline should end it in [{:?}, {:?}]",
+        deadline - early,
+        deadline + Duration::from_secs(1)
+    );
 
     assert!(matches!(error, CrewError::Task(_)), "{error:?}");
     let message = error.to_string();

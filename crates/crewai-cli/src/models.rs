@@ -9,7 +9,8 @@ use std::net::{TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
 use anyhow::anyhow;
-use crewai_llm::LlmConfig;
+use crewai_llm::providers::ollama;
+use crewai_llm::{LlmConfig, ProviderRegistry};
 use crewai_project::{BuildOptions, Project};
 
 use crate::outcome::{Failure, print_out};
@@ -29,10 +30,7 @@ pub enum Choice {
     /// The `MODEL` variable.
     EnvModel(String),
     /// A provider whose API key is set.
-    ProviderKey {
-        env_var: &'static str,
-        model: String,
-    },
+    ProviderKey { env_var: String, model: String },
     /// A running Ollama server and its first installed model.
     Ollama { host: String, model: String },
     /// The model that runs inside the process.
@@ -70,21 +68,14 @@ impl Choice {
     }
 }
 
-/// Provider keys checked in order, with the model each one gets.
-const PROVIDER_KEYS: &[(&str, &str)] = &[
-    ("OPENAI_API_KEY", crewai_llm::DEFAULT_MODEL),
-    ("ANTHROPIC_API_KEY", "anthropic/claude-sonnet-4-5"),
-    ("GEMINI_API_KEY", "gemini/gemini-2.5-flash"),
-    ("GOOGLE_API_KEY", "gemini/gemini-2.5-flash"),
-    ("AZURE_API_KEY", "azure/gpt-4.1-mini"),
-];
-
-/// Picks the model in the documented order. `ollama_model` asks a server (by base URL) for
-/// its first installed model.
+/// Picks the model in the documented order. The providers' keys are tried in the registry's
+/// order, each giving the default model its descriptor declares; `ollama_model` asks a server
+/// (by base URL) for its first installed model.
 pub fn choose(
     flag: Option<&str>,
     env: &dyn Fn(&str) -> Option<String>,
     ollama_model: &dyn Fn(&str) -> Option<String>,
+    providers: &ProviderRegistry,
 ) -> Choice {
     let set = |name: &str| {
         env(name)
@@ -97,36 +88,31 @@ pub fn choose(
     if let Some(model) = set("MODEL") {
         return Choice::EnvModel(model);
     }
-    for (env_var, model) in PROVIDER_KEYS {
-        if set(env_var).is_some() {
-            let model = match *env_var {
-                "AZURE_API_KEY" => set("AZURE_DEPLOYMENT_NAME")
-                    .map(|d| format!("azure/{d}"))
-                    .unwrap_or_else(|| model.to_string()),
-                _ => model.to_string(),
+    for descriptor in providers.descriptors() {
+        let Some(default) = &descriptor.default_model else {
+            continue;
+        };
+        if let Some(env_var) = descriptor.key_env.iter().find(|name| set(name).is_some()) {
+            let model = default
+                .model_env
+                .as_deref()
+                .and_then(set)
+                .map(|name| format!("{}/{name}", descriptor.name))
+                .unwrap_or_else(|| default.model.clone());
+            return Choice::ProviderKey {
+                env_var: env_var.clone(),
+                model,
             };
-            return Choice::ProviderKey { env_var, model };
         }
     }
-    let host = ollama_host(set("OLLAMA_HOST"));
+    let host = ollama::host(env);
     if let Some(model) = ollama_model(&host) {
         return Choice::Ollama {
             host,
-            model: format!("ollama/{model}"),
+            model: format!("{}/{model}", ollama::NAME),
         };
     }
     Choice::Embedded
-}
-
-/// `OLLAMA_HOST` as a base URL (it is often written without a scheme).
-fn ollama_host(configured: Option<String>) -> String {
-    let host = configured.unwrap_or_else(|| "http://localhost:11434".to_string());
-    let host = if host.contains("://") {
-        host
-    } else {
-        format!("http://{host}")
-    };
-    host.trim_end_matches('/').to_string()
 }
 
 /// The first model a running Ollama server lists (`GET /api/tags`), if it answers quickly.
@@ -210,11 +196,13 @@ pub async fn with_chosen_default(
     flag: Option<&str>,
 ) -> Result<BuildOptions, Failure> {
     let owned_flag = flag.map(str::to_string);
+    let providers = options.llm_build.providers().clone();
     let choice = tokio::task::spawn_blocking(move || {
         choose(
             owned_flag.as_deref(),
             &|name| std::env::var(name).ok(),
             &first_ollama_model,
+            &providers,
         )
     })
     .await
@@ -337,7 +325,7 @@ mod tests {
                 .map(|(_, v)| v.to_string())
         };
         let ollama = |_: &str| ollama.map(str::to_string);
-        choose(flag, &env, &ollama)
+        choose(flag, &env, &ollama, llm_build_options().providers())
     }
 
     #[test]
@@ -393,19 +381,47 @@ mod tests {
         assert!(Choice::Embedded.explain().contains("local/smollm2-135m"));
         assert!(Choice::Embedded.explain().contains("not for good answers"));
         let key = Choice::ProviderKey {
-            env_var: "OPENAI_API_KEY",
+            env_var: "OPENAI_API_KEY".into(),
             model: "gpt-4.1-mini".into(),
         };
         assert!(key.explain().contains("OPENAI_API_KEY is set"));
     }
 
     #[test]
-    fn ollama_hosts_get_a_scheme() {
+    fn the_ollama_server_is_asked_where_ollama_host_says() {
+        let asked = std::sync::Mutex::new(Vec::new());
+        let ollama = |host: &str| {
+            asked.lock().map(|mut a| a.push(host.to_string())).ok();
+            None
+        };
+        let env = |name: &str| (name == "OLLAMA_HOST").then(|| "0.0.0.0:11434".to_string());
+        let providers = ProviderRegistry::builtin();
+        assert_eq!(choose(None, &env, &ollama, &providers), Choice::Embedded);
         assert_eq!(
-            ollama_host(Some("0.0.0.0:11434".into())),
-            "http://0.0.0.0:11434"
+            choose(None, &|_| None, &ollama, &providers),
+            Choice::Embedded
         );
-        assert_eq!(ollama_host(None), "http://localhost:11434");
+        assert_eq!(
+            asked.lock().map(|a| a.clone()).unwrap_or_default(),
+            ["http://0.0.0.0:11434", "http://localhost:11434"]
+        );
+    }
+
+    #[test]
+    fn a_registered_provider_with_a_default_model_is_picked_by_its_key() {
+        let providers = ProviderRegistry::builtin().with(crewai_llm::Provider::openai_compatible(
+            crewai_llm::ProviderDescriptor::new("myprov")
+                .key_env(["MYPROV_API_KEY"])
+                .default_model("myprov/some-model"),
+        ));
+        let env = |name: &str| (name == "MYPROV_API_KEY").then(|| "k".to_string());
+        assert_eq!(
+            choose(None, &env, &|_| None, &providers),
+            Choice::ProviderKey {
+                env_var: "MYPROV_API_KEY".into(),
+                model: "myprov/some-model".into()
+            }
+        );
     }
 
     #[test]

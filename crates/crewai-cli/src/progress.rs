@@ -169,6 +169,18 @@ impl Progress {
             } => {
                 Self::line(state, &format!("  ✗ {tool_name} failed: {error}"));
             }
+            EventKind::PanicCaught {
+                site,
+                name,
+                message,
+                ..
+            } => {
+                // A caught panic may end in success; the user still sees that code crashed.
+                Self::line(
+                    state,
+                    &format!("  ✗ {site} '{name}' panicked (caught): {message}"),
+                );
+            }
             EventKind::LlmCallCompleted {
                 task_name, usage, ..
             } => {

@@ -1,8 +1,40 @@
 //! A crew on the embedded model, through the binary, with no key, no server and no network.
-//! Needs the SmolLM2 file (`crewai models pull`); without it the run test says so and passes.
+//! The runs need the SmolLM2 file (`crewai models pull`): without it they are reported as
+//! skipped, and fail under `CI=true` (see `crewai_testkit::prereq`). `harness = false`: every
+//! test is registered in `main`.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, ExitCode, Output, Stdio};
+
+use crewai_testkit::prereq::{Prerequisite, Suite};
+
+fn main() -> ExitCode {
+    let model = model();
+    Suite::new()
+        .test_needing(
+            "a_crew_runs_on_the_embedded_model_when_no_provider_is_configured",
+            &[&model],
+            a_crew_runs_on_the_embedded_model_when_no_provider_is_configured,
+        )
+        .test_needing(
+            "an_output_json_task_gets_schema_valid_json_from_the_embedded_model",
+            &[&model],
+            an_output_json_task_gets_schema_valid_json_from_the_embedded_model,
+        )
+        .test(
+            "models_list_shows_the_folder_and_what_is_missing",
+            models_list_shows_the_folder_and_what_is_missing,
+        )
+        .test(
+            "pulling_an_unknown_model_is_a_usage_error",
+            pulling_an_unknown_model_is_a_usage_error,
+        )
+        .test(
+            "without_pip_the_pull_fails_with_an_explanation",
+            without_pip_the_pull_fails_with_an_explanation,
+        )
+        .run()
+}
 
 /// Where the model is, the way the binary looks for it.
 fn models_dir() -> PathBuf {
@@ -98,24 +130,17 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-/// The models folder, when the embedded model is in it.
-fn pulled_models() -> Option<PathBuf> {
-    let models = models_dir();
-    if models.join("SmolLM2-135M-Instruct.Q4_1.gguf").is_file() {
-        return Some(models);
-    }
-    eprintln!(
-        "SKIPPED: the embedded model is not in {}; run `cargo run -q -p crewai-cli -- models pull`",
-        models.display()
-    );
-    None
+/// The embedded model's file in the models folder.
+fn model() -> Prerequisite {
+    Prerequisite::file(
+        "the embedded model SmolLM2-135M",
+        models_dir().join("SmolLM2-135M-Instruct.Q4_1.gguf"),
+        "run `cargo run -q -p crewai-cli -- models pull` (it downloads into CREWAI_MODELS_DIR, default ~/.cache/crewai/models)",
+    )
 }
 
-#[test]
 fn a_crew_runs_on_the_embedded_model_when_no_provider_is_configured() {
-    let Some(models) = pulled_models() else {
-        return;
-    };
+    let models = models_dir();
     let project = one_task_project();
     let project_dir = project.path().to_string_lossy().into_owned();
     let out = run(crewai(
@@ -167,11 +192,8 @@ fn a_crew_runs_on_the_embedded_model_when_no_provider_is_configured() {
     assert!(text(&out.stderr).contains("model: local/smollm2-135m (from --llm"));
 }
 
-#[test]
 fn an_output_json_task_gets_schema_valid_json_from_the_embedded_model() {
-    let Some(models) = pulled_models() else {
-        return;
-    };
+    let models = models_dir();
     let project = structured_task_project();
     let project_dir = project.path().to_string_lossy().into_owned();
     let out = run(crewai(
@@ -212,7 +234,6 @@ fn an_output_json_task_gets_schema_valid_json_from_the_embedded_model() {
     assert_eq!(&raw, itinerary);
 }
 
-#[test]
 fn models_list_shows_the_folder_and_what_is_missing() {
     let empty = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let out = run(crewai(&["models", "list"], empty.path()));
@@ -228,7 +249,6 @@ fn models_list_shows_the_folder_and_what_is_missing() {
     );
 }
 
-#[test]
 fn pulling_an_unknown_model_is_a_usage_error() {
     let empty = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let out = run(crewai(&["models", "pull", "gpt-9000"], empty.path()));
@@ -240,7 +260,6 @@ fn pulling_an_unknown_model_is_a_usage_error() {
     );
 }
 
-#[test]
 fn without_pip_the_pull_fails_with_an_explanation() {
     let empty = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let mut command = crewai(&["models", "pull"], empty.path());

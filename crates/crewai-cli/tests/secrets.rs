@@ -132,9 +132,12 @@ fn the_api_key_reaches_the_provider_and_nothing_else() {
         "{}",
         String::from_utf8_lossy(&tool_failed.stderr)
     );
+    // The tool's result is the request's `tool` message (a user turn may follow it).
     let tool_result = server.requests()[3]
         .messages()
-        .last()
+        .iter()
+        .rev()
+        .find(|message| message["role"] == "tool")
         .cloned()
         .unwrap_or_default();
     assert!(

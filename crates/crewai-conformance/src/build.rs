@@ -11,13 +11,12 @@ use crewai_core::agent::{Agent, KickoffInput};
 use crewai_core::crew::{Crew, Process};
 use crewai_core::guardrail::{Guardrail, GuardrailPass};
 use crewai_core::hooks::{HookedLlm, Hooks};
-use crewai_core::output::{CrewOutput, TaskOutput};
+use crewai_core::output::TaskOutput;
 use crewai_core::store::{InMemoryTaskOutputStore, StoredTaskOutput, TaskOutputStore};
 use crewai_core::task::Task;
-use crewai_flow::{Flow, FlowContext, MethodError, on};
 use crewai_llm::{
-    BuildOptions, DEFAULT_MODEL, Llm, LlmConfig, LlmRequest, Message, OpenAiApi, ResponseFormat,
-    StreamEvent, Usage, build_llm_with,
+    BuildOptions, DEFAULT_MODEL, Llm, LlmConfig, LlmRequest, Message, OpenAiApi, ProviderRegistry,
+    ResponseFormat, StreamEvent, build_llm_with,
 };
 use crewai_tools::ToolHandle;
 use futures::StreamExt;
@@ -25,10 +24,11 @@ use serde_json::{Map, Value};
 
 use crate::case::{
     AgentSpec, Case, ConditionSpec, CrewSpec, GuardrailSpec, MessageSpec, Mode, ProcessSpec,
-    Provider, ResultType, TaskSpec,
+    Provider, TaskSpec,
 };
 use crate::catalog::build_tool;
-use crate::outcome::{Output, RateLimitScope, TaskView, ToolInfo, UsageView};
+use crate::outcome::{Output, RateLimitScope, ToolInfo};
+use crate::returned::{LlmReply, Returned, consume};
 use crate::runner::RunEnv;
 
 /// Why a case could not be run to a result.
@@ -56,7 +56,7 @@ pub struct Execution {
 }
 
 impl Execution {
-    fn of(result: Result<Vec<Output>, String>) -> Execution {
+    pub(crate) fn of(result: Result<Vec<Output>, String>) -> Execution {
         Execution {
             outputs: result,
             manager_tools: None,
@@ -83,20 +83,25 @@ pub fn llm_config(
     if config.model.is_empty() {
         config.model = DEFAULT_MODEL.to_string();
     }
-    let (provider, base_url) = match case.provider {
-        Provider::Openai => ("openai", format!("{}/v1", env.server_url)),
-        Provider::OpenaiResponses => {
-            config.api = Some(OpenAiApi::Responses);
-            ("openai", format!("{}/v1", env.server_url))
-        }
-        Provider::Anthropic => ("anthropic", env.server_url.clone()),
-        Provider::Gemini => ("gemini", env.server_url.clone()),
-        Provider::Azure => ("azure", env.server_url.clone()),
+    // The case names the API its cassette recorded (the Responses API is OpenAI's); the
+    // provider registry says where that provider's API lives, here on the replay server.
+    let provider = match case.provider {
+        Provider::Openai | Provider::OpenaiResponses => "openai",
+        Provider::Anthropic => "anthropic",
+        Provider::Gemini => "gemini",
+        Provider::Azure => "azure",
     };
-    if config.provider.is_none() && !config.model.contains('/') {
-        config.provider = Some(provider.to_string());
+    if case.provider == Provider::OpenaiResponses {
+        config.api = Some(OpenAiApi::Responses);
     }
-    config.base_url = Some(base_url);
+    let descriptor = ProviderRegistry::builtin()
+        .get(provider)
+        .cloned()
+        .ok_or_else(|| RunError::Invalid(format!("no provider '{provider}' is registered")))?;
+    if config.provider.is_none() && !config.model.contains('/') {
+        config.provider = Some(descriptor.name.clone());
+    }
+    config.base_url = Some(descriptor.base_url_at(&env.server_url));
     config.api_key = Some("test".into());
     if case.provider == Provider::Azure && config.api_version.is_none() {
         config.api_version = Some("2024-06-01".into());
@@ -193,16 +198,16 @@ fn condition(spec: &ConditionSpec) -> impl Fn(&TaskOutput) -> bool + Send + Sync
 
 /// Everything built for one case: its tools (each built once and shared, as one Python tool
 /// object is), agents by name, hooks.
-struct World<'a> {
+pub(crate) struct World<'a> {
     case: &'a Case,
-    env: &'a RunEnv,
+    pub(crate) env: &'a RunEnv,
     tools: BTreeMap<String, ToolHandle>,
     hooks: Hooks,
 }
 
 /// Where hooks and the event bus attach: to the crew, or to each agent when there is none.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Scope {
+pub(crate) enum Scope {
     Crew,
     Standalone,
 }
@@ -243,7 +248,7 @@ impl<'a> World<'a> {
             .ok_or_else(|| RunError::Invalid(format!("unknown agent `{name}`")))
     }
 
-    fn agent(&self, name: &str, scope: Scope) -> Result<Agent, RunError> {
+    pub(crate) fn agent(&self, name: &str, scope: Scope) -> Result<Agent, RunError> {
         let spec = self.agent_spec(name)?;
         let llm_fields = spec.llm.as_ref().or(self.case.llm.as_ref());
         let (_, llm) = build_case_llm(self.case, llm_fields, self.env)?;
@@ -393,7 +398,7 @@ impl<'a> World<'a> {
     }
 
     /// A crew of the named agents and tasks with `spec`'s fields.
-    fn crew(
+    pub(crate) fn crew(
         &self,
         spec: &CrewSpec,
         agent_names: &[String],
@@ -479,35 +484,6 @@ impl<'a> World<'a> {
     }
 }
 
-fn usage_view(usage: &Usage) -> UsageView {
-    UsageView {
-        total_tokens: usage.total_tokens,
-        prompt_tokens: usage.prompt_tokens,
-        completion_tokens: usage.completion_tokens,
-        successful_requests: usage.successful_requests,
-    }
-}
-
-fn task_view(output: &TaskOutput) -> TaskView {
-    TaskView {
-        raw: output.raw.clone(),
-        agent: output.agent.clone(),
-    }
-}
-
-fn crew_output(output: &CrewOutput, kind: ResultType, chunks: Option<usize>) -> Output {
-    Output {
-        kind,
-        raw: output.raw.clone(),
-        json_dict: output.json_dict.clone(),
-        json_text: output.json().map_err(|e| e.to_string()),
-        pydantic: output.pydantic.clone(),
-        tasks_output: output.tasks_output.iter().map(task_view).collect(),
-        usage: Some(usage_view(&output.token_usage)),
-        chunks,
-    }
-}
-
 /// The inputs of a kickoff (absent: none, so nothing is interpolated).
 fn inputs(map: Option<&Map<String, Value>>) -> BTreeMap<String, Value> {
     map.map(|m| m.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
@@ -531,7 +507,7 @@ fn messages(spec: &MessageSpec) -> Result<Vec<Message>, RunError> {
     }
 }
 
-fn kickoff_input(spec: &MessageSpec) -> Result<KickoffInput, RunError> {
+pub(crate) fn kickoff_input(spec: &MessageSpec) -> Result<KickoffInput, RunError> {
     Ok(match spec {
         MessageSpec::Text(text) => KickoffInput::Text(text.clone()),
         MessageSpec::Messages(_) => KickoffInput::Messages(messages(spec)?),
@@ -611,14 +587,14 @@ async fn run_llm(case: &Case, env: &RunEnv, world: &World<'_>) -> Result<Executi
             .map(|r| (r, None))
             .map_err(|e| e.to_string())
     };
-    Ok(Execution::of(result.map(|(response, chunks)| {
-        vec![Output {
-            kind: ResultType::AgentOutput,
-            raw: response.content.clone().unwrap_or_default(),
-            usage: Some(usage_view(&response.usage)),
-            chunks,
-            ..Default::default()
-        }]
+    Ok(Execution::of(result.map(|(response, text_deltas)| {
+        vec![
+            LlmReply {
+                response,
+                text_deltas,
+            }
+            .to_output(),
+        ]
     })))
 }
 
@@ -638,18 +614,11 @@ async fn run_agent(case: &Case, world: &World<'_>) -> Result<Execution, RunError
         }
         None => agent.kickoff(input).await,
     };
-    Ok(Execution::of(result.map_err(|e| e.to_string()).map(
-        |out| {
-            vec![Output {
-                kind: ResultType::AgentOutput,
-                raw: out.raw.clone(),
-                pydantic: out.typed.clone(),
-                json_dict: out.typed.clone(),
-                usage: Some(usage_view(&out.usage)),
-                ..Default::default()
-            }]
-        },
-    )))
+    Ok(Execution::of(
+        result
+            .map_err(|e| e.to_string())
+            .map(|out| vec![out.to_output()]),
+    ))
 }
 
 /// Mode task: each task in order, by its agent (or the case's only agent), with no crew.
@@ -686,21 +655,12 @@ async fn run_tasks(case: &Case, world: &World<'_>) -> Result<Execution, RunError
             Err(e) => return Ok(Execution::of(Err(e))),
         }
     }
-    let Some(last) = outputs.last() else {
+    if outputs.is_empty() {
         return Err(RunError::Invalid(
             "mode task needs at least one task".into(),
         ));
-    };
-    Ok(Execution::of(Ok(vec![Output {
-        kind: ResultType::CrewOutput,
-        raw: last.raw.clone(),
-        json_dict: last.json_dict.clone(),
-        json_text: last.json().map_err(|e| e.to_string()),
-        pydantic: last.pydantic.clone(),
-        tasks_output: outputs.iter().map(task_view).collect(),
-        usage: None,
-        chunks: None,
-    }])))
+    }
+    Ok(Execution::of(Ok(vec![outputs.as_slice().to_output()])))
 }
 
 fn manager_tools(crew: &Crew) -> Option<Vec<ToolInfo>> {
@@ -728,19 +688,13 @@ async fn run_crew(case: &Case, world: &World<'_>) -> Result<Execution, RunError>
         // each running its own crew copy when iterated: the same, one after the other, here.
         let for_each = case.inputs_for_each.is_some();
         for run in runs {
-            let mut stream = if for_each {
+            let stream = if for_each {
                 crew.copy().kickoff_stream(run)
             } else {
                 crew.kickoff_stream(run)
             };
-            // Every chunk the stream yields counts (text deltas and tool-call announcements alike).
-            let chunks = stream.by_ref().count().await;
-            match stream.result().await {
-                Ok(out) => outputs.push(crew_output(
-                    &out,
-                    ResultType::CrewStreamingOutput,
-                    Some(chunks),
-                )),
+            match consume(stream).await {
+                Ok(streamed) => outputs.push(streamed.to_output()),
                 Err(e) => {
                     return Ok(Execution {
                         outputs: Err(e.to_string()),
@@ -751,10 +705,7 @@ async fn run_crew(case: &Case, world: &World<'_>) -> Result<Execution, RunError>
         }
     } else if case.inputs_for_each.is_some() {
         match crew.kickoff_for_each(runs).await {
-            Ok(all) => outputs.extend(
-                all.iter()
-                    .map(|o| crew_output(o, ResultType::CrewOutput, None)),
-            ),
+            Ok(all) => outputs.extend(all.iter().map(Returned::to_output)),
             Err(e) => {
                 return Ok(Execution {
                     outputs: Err(e.to_string()),
@@ -765,7 +716,7 @@ async fn run_crew(case: &Case, world: &World<'_>) -> Result<Execution, RunError>
     } else {
         let only = runs.into_iter().next().unwrap_or_default();
         match crew.kickoff(only).await {
-            Ok(out) => outputs.push(crew_output(&out, ResultType::CrewOutput, None)),
+            Ok(out) => outputs.push(out.to_output()),
             Err(e) => {
                 return Ok(Execution {
                     outputs: Err(e.to_string()),
@@ -821,128 +772,10 @@ async fn run_replay(case: &Case, world: &World<'_>) -> Result<Execution, RunErro
     let result = crew.replay(&replay.task, None).await;
     Ok(Execution {
         outputs: result
-            .map(|out| vec![crew_output(&out, ResultType::CrewOutput, None)])
+            .map(|out| vec![out.to_output()])
             .map_err(|e| e.to_string()),
         manager_tools: manager_tools(&crew),
     })
-}
-
-/// What one flow method runs: an agent kickoff, or a crew kickoff.
-#[derive(Clone)]
-enum FlowWork {
-    Agent { agent: Agent, input: KickoffInput },
-    Crew(Crew),
-}
-
-impl FlowWork {
-    /// Runs inside the method `ctx` belongs to: on the flow's bus, under the method's event,
-    /// cancelled with the flow.
-    async fn run(&self, ctx: &FlowContext) -> Result<Output, String> {
-        match self {
-            FlowWork::Agent { agent, input } => agent
-                .kickoff_with(input.clone(), ctx.agent_kickoff_options())
-                .await
-                .map_err(|e| e.to_string())
-                .map(|out| Output {
-                    kind: ResultType::AgentOutput,
-                    raw: out.raw.clone(),
-                    pydantic: out.typed.clone(),
-                    json_dict: out.typed.clone(),
-                    usage: Some(usage_view(&out.usage)),
-                    ..Default::default()
-                }),
-            FlowWork::Crew(crew) => crew
-                .kickoff_with(BTreeMap::new(), ctx.crew_kickoff_options())
-                .await
-                .map_err(|e| e.to_string())
-                .map(|out| crew_output(&out, ResultType::CrewOutput, None)),
-        }
-    }
-}
-
-/// Mode flow: a Flow of `flow.methods`, each running an agent or a crew; the result is the output
-/// of the method that finished last.
-async fn run_flow(case: &Case, world: &World<'_>) -> Result<Execution, RunError> {
-    let spec = case
-        .flow
-        .as_ref()
-        .ok_or_else(|| RunError::Invalid("mode flow needs `flow`".into()))?;
-    let finished: Arc<std::sync::Mutex<Vec<Output>>> = Arc::default();
-    let mut builder = Flow::builder()
-        .name(&case.name)
-        .event_bus(world.env.bus.clone());
-    for method in &spec.methods {
-        let work = match (&method.agent, &method.crew) {
-            (Some(name), None) => {
-                let message = method.message.as_ref().ok_or_else(|| {
-                    RunError::Invalid(format!(
-                        "flow method `{}` runs an agent and needs `message`",
-                        method.name
-                    ))
-                })?;
-                FlowWork::Agent {
-                    agent: world.agent(name, Scope::Standalone)?,
-                    input: kickoff_input(message)?,
-                }
-            }
-            (None, Some(crew)) => {
-                let agents = crew.agents.clone().unwrap_or_default();
-                let names = crew.tasks.clone().unwrap_or_default();
-                let tasks = names
-                    .iter()
-                    .map(|n| {
-                        case.tasks.iter().find(|t| &t.name == n).ok_or_else(|| {
-                            RunError::Invalid(format!(
-                                "flow method `{}`: unknown task `{n}`",
-                                method.name
-                            ))
-                        })
-                    })
-                    .collect::<Result<Vec<_>, _>>()?;
-                FlowWork::Crew(world.crew(crew, &agents, &tasks, None)?)
-            }
-            _ => {
-                return Err(RunError::Invalid(format!(
-                    "flow method `{}` needs exactly one of `agent` and `crew`",
-                    method.name
-                )));
-            }
-        };
-        let sink = finished.clone();
-        let body = move |ctx: FlowContext| {
-            let (work, sink) = (work.clone(), sink.clone());
-            async move {
-                let output = work.run(&ctx).await.map_err(MethodError::msg)?;
-                let raw = output.raw.clone();
-                sink.lock().unwrap_or_else(|p| p.into_inner()).push(output);
-                Ok(raw)
-            }
-        };
-        builder = match (method.start, &method.listen) {
-            (true, None) => builder.start(&method.name, body),
-            (true, Some(trigger)) => builder.start_on(&method.name, on(trigger.as_str()), body),
-            (false, Some(trigger)) => builder.listen(&method.name, on(trigger.as_str()), body),
-            (false, None) => {
-                return Err(RunError::Invalid(format!(
-                    "flow method `{}` needs `start: true` or `listen`",
-                    method.name
-                )));
-            }
-        };
-    }
-    let flow = builder
-        .build()
-        .map_err(|e| RunError::Failed(format!("building the flow: {e}")))?;
-    let result = flow.kickoff(Vec::<(String, Value)>::new()).await;
-    let outputs = finished.lock().unwrap_or_else(|p| p.into_inner()).clone();
-    Ok(Execution::of(match result {
-        Ok(_) => outputs
-            .last()
-            .cloned()
-            .map(|last| vec![last])
-            .ok_or_else(|| "the flow ran no method".to_string()),
-        Err(e) => Err(e.to_string()),
-    }))
 }
 
 /// Builds and runs `case`.
@@ -954,7 +787,7 @@ pub async fn execute(case: &Case, env: &RunEnv) -> Result<Execution, RunError> {
         Mode::Task => run_tasks(case, &world).await,
         Mode::Crew => run_crew(case, &world).await,
         Mode::Replay => run_replay(case, &world).await,
-        Mode::Flow => run_flow(case, &world).await,
+        Mode::Flow => crate::flow_mode::run_flow(case, &world).await,
     }
 }
 

@@ -285,6 +285,34 @@ fn is_even_integer(output: &ToolOutput) -> bool {
 
 /// Builds test tool `name` as a user would: a `DynamicTool` in a `ToolHandle` with the
 /// BaseTool options the case gives. Every run of its body is counted in `runs`.
+/// A description the way Python presents a docstring (`__doc__` since 3.13, `inspect.cleandoc`):
+/// the indentation the lines after the first share is removed. Cases copy a `@tool` function's
+/// docstring verbatim, indentation included, and CrewAI sends it cleaned.
+pub fn docstring_text(text: &str) -> String {
+    let mut lines = text.lines();
+    let Some(first) = lines.next() else {
+        return String::new();
+    };
+    let rest: Vec<&str> = lines.collect();
+    let indent = rest
+        .iter()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| l.len() - l.trim_start().len())
+        .min()
+        .unwrap_or(0);
+    if rest.is_empty() || indent == 0 {
+        return text.to_string();
+    }
+    let mut out = first.to_string();
+    for line in rest {
+        out.push('\n');
+        // A blank line may be shorter than the indent; never cut into its text.
+        let cut = (line.len() - line.trim_start().len()).min(indent);
+        out.push_str(line.get(cut..).unwrap_or_else(|| line.trim_start()));
+    }
+    out
+}
+
 pub fn build_tool(name: &str, spec: &ToolSpec, runs: &ToolRuns) -> ToolHandle {
     let schema = tool_schema(spec);
     let names = Arc::new(argument_names(&schema));
@@ -292,7 +320,8 @@ pub fn build_tool(name: &str, spec: &ToolSpec, runs: &ToolRuns) -> ToolHandle {
     let own_runs = Arc::new(AtomicUsize::new(0));
     let counter = runs.clone();
     let tool_name = name.to_string();
-    let tool = DynamicTool::new(name, spec.description.clone(), schema, move |args, ctx| {
+    let description = docstring_text(&spec.description);
+    let tool = DynamicTool::new(name, description, schema, move |args, ctx| {
         let behaviour = behaviour.clone();
         let names = names.clone();
         let before = own_runs.fetch_add(1, Ordering::SeqCst);
@@ -426,6 +455,21 @@ pub fn build_hooks(spec: &HooksSpec, log: &HookLog) -> Result<Hooks, String> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn docstrings_lose_their_shared_indentation() {
+        use super::docstring_text;
+        assert_eq!(
+            docstring_text("Get the answer, just re-use this\n        tool non-stop."),
+            "Get the answer, just re-use this\ntool non-stop."
+        );
+        assert_eq!(
+            docstring_text("a\n    b\n      c\n\n    d"),
+            "a\nb\n  c\n\nd"
+        );
+        assert_eq!(docstring_text("One line."), "One line.");
+        assert_eq!(docstring_text("no\nindent"), "no\nindent");
+    }
+
     use super::*;
     use crewai_tools::ToolContext;
 

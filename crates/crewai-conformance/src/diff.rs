@@ -5,6 +5,8 @@
 use std::fmt::Write as _;
 
 use crewai_testkit::replay::{Interaction, ReceivedRequest};
+
+use crate::structure::{Comparison, Difference};
 use serde_json::{Map, Value};
 
 /// One message of a provider request, reduced to what matters for a comparison.
@@ -360,8 +362,14 @@ pub fn body_differences(sent: &Value, recorded: &Value) -> Vec<String> {
     out
 }
 
-/// The whole report: every request we sent against the interaction that answered it.
-pub fn report(received: &[ReceivedRequest], recorded: &[Interaction]) -> String {
+/// The whole report: every request we sent against the interaction that answered it, its
+/// structural differences ([`crate::structure`], the ones that fail a case) first, then where
+/// its text and fields differ.
+pub fn report(
+    received: &[ReceivedRequest],
+    recorded: &[Interaction],
+    structural: &Comparison,
+) -> String {
     let mut out = String::new();
     if received.is_empty() {
         let _ = writeln!(out, "  no request was sent ({} recorded)", recorded.len());
@@ -401,11 +409,28 @@ pub fn report(received: &[ReceivedRequest], recorded: &[Interaction]) -> String 
             let _ = writeln!(out, "{header}: a body is not JSON, not compared");
             continue;
         };
+        let mine: Vec<&Difference> = structural
+            .differences
+            .iter()
+            .filter(|d| d.request == request.number)
+            .collect();
+        let notes: Vec<&str> = structural
+            .notes
+            .iter()
+            .filter(|n| n.request == request.number)
+            .map(|n| n.note.as_str())
+            .collect();
         let differences = body_differences(sent, &theirs);
-        if differences.is_empty() {
+        if differences.is_empty() && mine.is_empty() && notes.is_empty() {
             let _ = writeln!(out, "{header}: same messages, tools and fields");
         } else {
             let _ = writeln!(out, "{header}:");
+            for note in notes {
+                let _ = writeln!(out, "    · {note}");
+            }
+            for d in mine {
+                let _ = writeln!(out, "    ✗ structure: {}: {}", d.field, d.detail);
+            }
             for d in differences {
                 let _ = writeln!(out, "    - {d}");
             }

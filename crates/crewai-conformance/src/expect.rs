@@ -226,7 +226,7 @@ pub fn check(expect: &Expect, outcome: &Outcome) -> Vec<String> {
 fn check_output(expect: &Expect, output: &Output) -> Vec<String> {
     let mut failures = Vec::new();
     if let Some(kind) = expect.result_type
-        && output.kind != kind
+        && output.kind.result_type() != Some(kind)
     {
         failures.push(format!("result_type: got {}, expected {kind}", output.kind));
     }
@@ -674,7 +674,8 @@ pub fn attributes(value: Value) -> Map<String, Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::case::{Case, HookPoint, ResultType};
+    use crate::case::{Case, HookPoint};
+    use crate::outcome::ResultKind;
     use crate::outcome::{TaskView, ToolInfo, UsageView};
     use serde_json::json;
     use std::path::Path;
@@ -930,7 +931,7 @@ mod tests {
             "  tasks_output: [{raw: a, agent: R}, {}]\n  usage: {total_tokens: 3}\n  result_type: crew_streaming_output\n  stream: {min_chunks: 2}\n",
         );
         let good = Output {
-            kind: ResultType::CrewStreamingOutput,
+            kind: ResultKind::CrewStreamingOutput,
             tasks_output: vec![
                 TaskView {
                     raw: "a".into(),
@@ -947,12 +948,20 @@ mod tests {
         };
         assert!(check(&e, &ok(vec![good.clone()])).is_empty());
         let bad = Output {
-            kind: ResultType::CrewOutput,
+            kind: ResultKind::CrewOutput,
             chunks: None,
             tasks_output: vec![],
-            ..good
+            ..good.clone()
         };
         assert_eq!(check(&e, &ok(vec![bad])).len(), 3);
+        // Task outputs are not any of the case format's result types.
+        let tasks = Output {
+            kind: ResultKind::TaskOutputs,
+            ..good
+        };
+        assert!(check(&e, &ok(vec![tasks])).contains(
+            &"result_type: got task outputs, expected crew_streaming_output".to_string()
+        ));
     }
 
     #[test]

@@ -5,7 +5,10 @@
 //! `cassette.yaml` (the real provider traffic). The runner ([`runner`]) serves the cassette from
 //! a local replay server, builds the case through the public API ([`build`], with the test tools,
 //! guardrails and hooks of [`catalog`]), runs it and checks its expectations ([`expect`]); when a
-//! case fails, [`diff`] shows where our requests differ from the ones CrewAI sent.
+//! case fails, [`diff`] shows where our requests differ from the ones CrewAI sent. Every request
+//! is also compared in structure with the recorded one that answered it ([`structure`]: model,
+//! tools and their schemas, tool choice, response format, streaming, stop words, message roles,
+//! tool-call references); a structural difference fails the case.
 //!
 //! The checker is a pure function of the case's `expect` and an [`outcome::Outcome`]:
 //!
@@ -28,5 +31,8 @@ pub mod case;
 pub mod catalog;
 pub mod diff;
 pub mod expect;
+mod flow_mode;
 pub mod outcome;
+pub mod returned;
 pub mod runner;
+pub mod structure;

@@ -1,4 +1,4 @@
-//! `crewai-conformance --cases DIR [--case NAME] [--json FILE] [--allow-fail] [--verbose]`
+//! `crewai-conformance --cases DIR [--case NAME] [--json FILE] [--allow-fail] [--verbose] [--notes]`
 //!
 //! Runs every case under DIR against the engine, prints `PASS name` / `FAIL name: reason` per
 //! case and `N passed, M failed` at the end; exits 0 only when none failed (or with
@@ -30,6 +30,9 @@ struct Args {
     /// Print every failed expectation and the request diff of failing cases.
     #[arg(long)]
     verbose: bool,
+    /// Also print, for every case, how the structural check read older recordings.
+    #[arg(long)]
+    notes: bool,
     /// How many cases run at once.
     #[arg(long, default_value_t = 4)]
     jobs: usize,
@@ -52,10 +55,16 @@ async fn main() -> ExitCode {
         timeout: Duration::from_secs(args.timeout),
         parallel: args.jobs,
         diff: args.verbose,
+        rewrite_sent: None,
     };
-    let verbose = args.verbose;
+    let (verbose, notes) = (args.verbose, args.notes);
     let reports = run_all(dirs, &options, |report| {
         println!("{}", report.line());
+        if notes {
+            for note in &report.structure_notes {
+                println!("  note: {note}");
+            }
+        }
         if verbose && !report.passed() {
             for failure in report.failures.iter().skip(1) {
                 println!("  also: {failure}");

@@ -6,6 +6,8 @@ use std::path::PathBuf;
 
 use serde_json::{Map, Value};
 
+use std::fmt;
+
 use crate::case::{HookPoint, ResultType};
 
 /// Everything a case run observed.
@@ -51,7 +53,7 @@ impl Default for Outcome {
 impl Default for Output {
     fn default() -> Self {
         Output {
-            kind: ResultType::CrewOutput,
+            kind: ResultKind::CrewOutput,
             raw: String::new(),
             json_dict: None,
             json_text: Err("no JSON output".into()),
@@ -63,10 +65,47 @@ impl Default for Output {
     }
 }
 
+/// The type of value the engine handed back (see [`crate::returned`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResultKind {
+    /// `Crew::kickoff` and friends: a `CrewOutput` (CrewAI's CrewOutput).
+    CrewOutput,
+    /// `Agent::kickoff`: an `AgentOutput` (CrewAI's LiteAgentOutput).
+    AgentOutput,
+    /// `Crew::kickoff_stream`: a `CrewStream`, iterated to its end (CrewStreamingOutput).
+    CrewStreamingOutput,
+    /// Tasks run one by one (mode task): their `TaskOutput`s.
+    TaskOutputs,
+    /// A bare LLM call: the reply text.
+    Text,
+}
+
+impl ResultKind {
+    /// The case format's name for it, where it has one.
+    pub fn result_type(self) -> Option<ResultType> {
+        match self {
+            ResultKind::CrewOutput => Some(ResultType::CrewOutput),
+            ResultKind::AgentOutput => Some(ResultType::AgentOutput),
+            ResultKind::CrewStreamingOutput => Some(ResultType::CrewStreamingOutput),
+            ResultKind::TaskOutputs | ResultKind::Text => None,
+        }
+    }
+}
+
+impl fmt::Display for ResultKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.result_type() {
+            Some(kind) => kind.fmt(f),
+            None if *self == ResultKind::TaskOutputs => f.write_str("task outputs"),
+            None => f.write_str("the reply text of a bare LLM call"),
+        }
+    }
+}
+
 /// One result of the run, whatever produced it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Output {
-    pub kind: ResultType,
+    pub kind: ResultKind,
     pub raw: String,
     pub json_dict: Option<Value>,
     /// `CrewOutput.json`: the text, or the error reading it gave.
@@ -74,7 +113,7 @@ pub struct Output {
     pub pydantic: Option<Value>,
     pub tasks_output: Vec<TaskView>,
     pub usage: Option<UsageView>,
-    /// Streaming: how many chunks iterating it yielded.
+    /// Streaming: how many text chunks (non-empty content deltas) iterating it yielded.
     pub chunks: Option<usize>,
 }
 

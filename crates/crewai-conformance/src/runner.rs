@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crewai_core::events::{Event, EventBus};
-use crewai_testkit::replay::{Cassette, ReplayServer};
+use crewai_testkit::replay::{Cassette, ReceivedRequest, ReplayServer};
 use futures::StreamExt;
 use serde::Serialize;
 use serde_json::Value;
@@ -25,6 +25,26 @@ pub struct RunOptions {
     pub parallel: usize,
     /// Build the diff report for failing cases.
     pub diff: bool,
+    /// Rewrites each request we sent before it is compared with the recorded one. Only for
+    /// tests that show a structural difference fails a case: what the engine really sent is
+    /// what every ordinary run compares.
+    pub rewrite_sent: Option<RewriteSent>,
+}
+
+/// A rewrite of the requests we sent (see [`RunOptions::rewrite_sent`]).
+#[derive(Clone)]
+pub struct RewriteSent(pub Arc<dyn Fn(&mut ReceivedRequest) + Send + Sync>);
+
+impl RewriteSent {
+    pub fn new(rewrite: impl Fn(&mut ReceivedRequest) + Send + Sync + 'static) -> RewriteSent {
+        RewriteSent(Arc::new(rewrite))
+    }
+}
+
+impl std::fmt::Debug for RewriteSent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("RewriteSent(..)")
+    }
 }
 
 impl Default for RunOptions {
@@ -33,6 +53,7 @@ impl Default for RunOptions {
             timeout: Duration::from_secs(60),
             parallel: 4,
             diff: true,
+            rewrite_sent: None,
         }
     }
 }
@@ -61,6 +82,8 @@ pub struct CaseReport {
     /// Our requests against the recorded ones (failing cases, when asked for).
     #[serde(skip)]
     pub diff: Option<String>,
+    /// How the structural check read older recordings (`request N: note`), pass or fail.
+    pub structure_notes: Vec<String>,
 }
 
 impl CaseReport {
@@ -74,6 +97,7 @@ impl CaseReport {
             requests_recorded: 0,
             duration_ms: started.elapsed().as_millis(),
             diff: None,
+            structure_notes: Vec::new(),
         }
     }
 
@@ -191,7 +215,13 @@ pub async fn run_case(dir: &Path, options: &RunOptions) -> CaseReport {
         unmatched: server.failures(),
         ..Default::default()
     };
-    let failures = match executed {
+    let mut received = server.requests();
+    if let Some(rewrite) = &options.rewrite_sent {
+        received.iter_mut().for_each(|request| (rewrite.0)(request));
+    }
+    let interactions = server.interactions();
+    let structural = crate::structure::compare(&case_dir.case, &received, &interactions);
+    let mut failures = match executed {
         Ok(execution) => {
             outcome.result = execution.outputs;
             outcome.manager_tools = execution.manager_tools;
@@ -207,13 +237,20 @@ pub async fn run_case(dir: &Path, options: &RunOptions) -> CaseReport {
             .chain(std::iter::once(other.to_string()))
             .collect(),
     };
+    // What we sent must have CrewAI's structure whatever the expectations say.
+    failures.extend(
+        structural
+            .differences
+            .iter()
+            .map(|d| format!("structure: {d}")),
+    );
     let status = if failures.is_empty() {
         Status::Pass
     } else {
         Status::Fail
     };
     let diff = (status == Status::Fail && options.diff)
-        .then(|| crate::diff::report(&server.requests(), &server.interactions()));
+        .then(|| crate::diff::report(&received, &interactions, &structural));
     server.shutdown().await;
     CaseReport {
         name,
@@ -224,6 +261,11 @@ pub async fn run_case(dir: &Path, options: &RunOptions) -> CaseReport {
         requests_recorded: outcome.requests_recorded,
         duration_ms: started.elapsed().as_millis(),
         diff,
+        structure_notes: structural
+            .notes
+            .iter()
+            .map(|n| format!("request {}: {}", n.request, n.note))
+            .collect(),
     }
 }
 

@@ -28,7 +28,9 @@ use uuid::Uuid;
 use crate::agent::{Agent, DelegationChain, RunServices, StepCallback};
 use crate::delegation::DEFAULT_MAX_DELEGATION_DEPTH;
 use crate::error::AgentError;
-use crate::events::{ConsoleListener, Event, EventBus, EventKind};
+use crate::events::{
+    CaughtPanic, ConsoleListener, Event, EventBus, EventKind, PanicSite, panic_message,
+};
 use crate::hooks::Hooks;
 use crate::interpolate::{Inputs, InterpolationError, Location, interpolate, placeholders};
 use crate::output::{CrewOutput, TaskOutput};
@@ -451,6 +453,7 @@ impl Crew {
         });
         CrewStream {
             crew: self.spec.name.clone(),
+            events: self.spec.events.clone(),
             chunks,
             result: AbortOnDrop(result),
         }
@@ -1062,7 +1065,7 @@ impl Crew {
                 || !task.is_async()
                 || self.context_waits_on(task, &pending, &prepared.tasks)
             {
-                self.join_pending(&mut pending, done, &prepared.tasks)
+                self.join_pending(&mut pending, done, &prepared.tasks, parent)
                     .await?;
             }
             if let Some(condition) = task.condition()
@@ -1109,7 +1112,7 @@ impl Crew {
                 done.push((index, output));
             }
         }
-        self.join_pending(&mut pending, done, &prepared.tasks)
+        self.join_pending(&mut pending, done, &prepared.tasks, parent)
             .await?;
         Ok(())
     }
@@ -1125,30 +1128,43 @@ impl Crew {
     }
 
     /// Waits for the running async tasks (the first failure stops the others) and appends their
-    /// (already recorded) outputs in definition order.
+    /// (already recorded) outputs in definition order. A task that panicked (a panic nothing
+    /// inside it caught) fails the kickoff with [`CrewError::TaskPanicked`] and is counted on the
+    /// crew's bus, under the kickoff's event `parent`.
     async fn join_pending(
         &self,
         pending: &mut Vec<PendingTask>,
         done: &mut Vec<(usize, TaskOutput)>,
         tasks: &[Task],
+        parent: Uuid,
     ) -> Result<(), CrewError> {
         if pending.is_empty() {
             return Ok(());
         }
         let running = std::mem::take(pending);
         let crew = self.spec.name.clone();
+        let events = &self.spec.events;
         let results = futures::future::try_join_all(running.into_iter().map(|mut p| {
             let crew = crew.clone();
-            let key = tasks[p.index].key();
+            let task = &tasks[p.index];
             async move {
                 match (&mut p.handle.0).await {
                     Ok(Ok(output)) => Ok((p.index, output)),
                     Ok(Err(error)) => Err(error),
-                    Err(join) => Err(CrewError::TaskPanicked {
-                        crew,
-                        task: key,
-                        message: join.to_string(),
-                    }),
+                    Err(join) => {
+                        let (message, panicked) = join_failure(join);
+                        if panicked {
+                            let panic =
+                                CaughtPanic::new(PanicSite::AsyncTask, task.key(), message.clone())
+                                    .in_task(task.agent().map(|a| a.role()), task.name());
+                            events.report_panic(Some(parent), panic);
+                        }
+                        Err(CrewError::TaskPanicked {
+                            crew,
+                            task: task.key(),
+                            message,
+                        })
+                    }
                 }
             }
         }))
@@ -1407,6 +1423,15 @@ fn interpolate_agent(agent: &Agent, inputs: &Inputs) -> Result<Agent, Interpolat
     Ok(agent.with_identity(role, goal, backstory))
 }
 
+/// Why a spawned task did not finish: its panic's message and `true`, or the cancellation and
+/// `false`.
+fn join_failure(join: tokio::task::JoinError) -> (String, bool) {
+    match join.try_into_panic() {
+        Ok(payload) => (panic_message(payload.as_ref()), true),
+        Err(join) => (join.to_string(), false),
+    }
+}
+
 /// A spawned task that is aborted when dropped, so a failed kickoff leaves nothing running.
 struct AbortOnDrop<T>(JoinHandle<T>);
 
@@ -1506,6 +1531,8 @@ impl StreamClaim {
 /// A streamed kickoff: iterate the chunks, then take the result with [`CrewStream::result`].
 pub struct CrewStream {
     crew: String,
+    /// The crew's bus, where a panic of the kickoff's own task is counted.
+    events: EventBus,
     chunks: mpsc::UnboundedReceiver<StreamChunk>,
     /// Dropping the stream abandons the kickoff: nothing keeps running unobserved.
     result: AbortOnDrop<Result<CrewOutput, CrewError>>,
@@ -1515,12 +1542,24 @@ impl CrewStream {
     /// Waits for the kickoff to finish (chunks not yet read are dropped).
     pub async fn result(self) -> Result<CrewOutput, CrewError> {
         let CrewStream {
-            crew, mut result, ..
-        } = self;
-        (&mut result.0).await.map_err(|e| CrewError::TaskPanicked {
             crew,
-            task: "kickoff".into(),
-            message: e.to_string(),
+            events,
+            mut result,
+            ..
+        } = self;
+        (&mut result.0).await.map_err(|join| {
+            let (message, panicked) = join_failure(join);
+            if panicked {
+                events.report_panic(
+                    None,
+                    CaughtPanic::new(PanicSite::Kickoff, crew.clone(), message.clone()),
+                );
+            }
+            CrewError::TaskPanicked {
+                crew,
+                task: "kickoff".into(),
+                message,
+            }
         })?
     }
 }

@@ -9,6 +9,11 @@
 //! tool call), a per-bus emission sequence number and a UTC timestamp. [`Event::type_name`] and
 //! [`Event::to_json`] use CrewAI's type strings and attribute names.
 //!
+//! A panic the engine catches in code it does not own (a tool, a guardrail, a listener, a hook, a
+//! callback, an async task, a flow method) is counted on the bus ([`EventBus::caught_panics`],
+//! counted whether or not anyone listens) and emitted as a `panic_caught` event
+//! ([`EventKind::PanicCaught`]), so a run that recovered from a panic still shows it.
+//!
 //! ```
 //! use crewai_core::events::{EventBus, EventKind, EventRecorder};
 //!
@@ -24,6 +29,9 @@
 //! assert!(events[0].emission_sequence < events[1].emission_sequence);
 //! ```
 
+mod panics;
+
+use std::collections::{BTreeMap, VecDeque};
 use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
@@ -33,6 +41,8 @@ use crewai_llm::Usage;
 use serde::Serialize;
 use serde_json::Value;
 use uuid::Uuid;
+
+pub use panics::{CaughtPanic, PanicSite, panic_message};
 
 /// What happened. Variant names map to CrewAI's event `type` strings (`CrewKickoffStarted` →
 /// `crew_kickoff_started`); fields carry CrewAI's attribute names.
@@ -233,6 +243,18 @@ pub enum EventKind {
         method_name: String,
         error: String,
     },
+
+    /// A panic was caught at `site` (not a CrewAI event: CrewAI has no panics to catch). `name`
+    /// says what panicked (the tool's or guardrail's name, the hook's kind, the task's key, the
+    /// flow method's name); `message` is the panic's text. The run went on or failed with a typed
+    /// error; either way the bus counted it ([`EventBus::caught_panics`]).
+    PanicCaught {
+        site: PanicSite,
+        name: String,
+        message: String,
+        agent_role: Option<String>,
+        task_name: Option<String>,
+    },
 }
 
 impl EventKind {
@@ -268,6 +290,7 @@ impl EventKind {
             EventKind::MethodExecutionStarted { .. } => "method_execution_started",
             EventKind::MethodExecutionFinished { .. } => "method_execution_finished",
             EventKind::MethodExecutionFailed { .. } => "method_execution_failed",
+            EventKind::PanicCaught { .. } => "panic_caught",
         }
     }
 }
@@ -331,9 +354,12 @@ struct BusInner {
     listeners: RwLock<Vec<(ListenerId, Listener)>>,
     sequence: AtomicU64,
     next_listener: AtomicU64,
+    /// Caught panics per site (indexed by [`PanicSite::index`]).
+    panics: [AtomicU64; PanicSite::ALL.len()],
 }
 
-/// A bus of typed events (cheap to clone; clones share listeners and the sequence counter).
+/// A bus of typed events (cheap to clone; clones share listeners, the sequence counter and the
+/// caught-panic counts).
 #[derive(Clone, Default)]
 pub struct EventBus {
     inner: Arc<BusInner>,
@@ -385,7 +411,8 @@ impl EventBus {
 
     /// Emits an event under `parent` and returns its id (the parent of the events it causes).
     ///
-    /// A listener that panics is skipped for that event; the run goes on.
+    /// A listener that panics is skipped for that event and counted as a caught panic; the other
+    /// listeners get a `panic_caught` event about it, and the run goes on.
     pub fn emit(&self, parent: Option<Uuid>, kind: EventKind) -> Uuid {
         self.emit_with(parent, || kind)
     }
@@ -406,9 +433,9 @@ impl EventBus {
     /// assert_eq!(recorder.events()[0].emission_sequence, 2);
     /// ```
     pub fn emit_with(&self, parent: Option<Uuid>, kind: impl FnOnce() -> EventKind) -> Uuid {
-        let emission_sequence = self.inner.sequence.fetch_add(1, Ordering::SeqCst) + 1;
+        let emission_sequence = self.next_sequence();
         // Listeners are cloned out so one may subscribe or emit from inside a callback without deadlocking.
-        let listeners: Vec<Listener> = {
+        let listeners: Vec<(ListenerId, Listener)> = {
             let registered = self
                 .inner
                 .listeners
@@ -417,7 +444,7 @@ impl EventBus {
             if registered.is_empty() {
                 return Uuid::new_v4();
             }
-            registered.iter().map(|(_, l)| l.clone()).collect()
+            registered.clone()
         };
         let event = Event {
             event_id: Uuid::new_v4(),
@@ -426,16 +453,104 @@ impl EventBus {
             timestamp: Utc::now(),
             kind: kind(),
         };
-        for listener in listeners {
-            if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| listener(&event))).is_err()
-            {
-                tracing::warn!(
-                    event = event.type_name(),
-                    "an event listener panicked; it was skipped for this event"
+        let event_id = event.event_id;
+        self.deliver(event, &listeners);
+        event_id
+    }
+
+    /// Calls each listener with `first`. A listener that panics is counted (site `listener`) and
+    /// the others hear of it as a `panic_caught` event under the event it panicked on; no
+    /// listener that panicked during this emission is called again for it, so a listener that
+    /// panics on every event (the notices included) cannot recurse: each notice needs a listener
+    /// that has not panicked yet, and there are finitely many.
+    fn deliver(&self, first: Event, listeners: &[(ListenerId, Listener)]) {
+        let mut panicked: Vec<ListenerId> = Vec::new();
+        let mut queue = VecDeque::from([first]);
+        while let Some(event) = queue.pop_front() {
+            for (id, listener) in listeners {
+                if panicked.contains(id) {
+                    continue;
+                }
+                let Err(payload) =
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| listener(&event)))
+                else {
+                    continue;
+                };
+                panicked.push(*id);
+                let panic = CaughtPanic::new(
+                    PanicSite::Listener,
+                    format!("listener {} on {}", id.0, event.type_name()),
+                    panic_message(payload.as_ref()),
                 );
+                self.count_panic(&panic);
+                queue.push_back(Event {
+                    event_id: Uuid::new_v4(),
+                    parent_event_id: Some(event.event_id),
+                    emission_sequence: self.next_sequence(),
+                    timestamp: Utc::now(),
+                    kind: panic.into(),
+                });
             }
         }
-        event.event_id
+    }
+
+    fn next_sequence(&self) -> u64 {
+        self.inner.sequence.fetch_add(1, Ordering::SeqCst) + 1
+    }
+
+    fn count_panic(&self, panic: &CaughtPanic) {
+        self.inner.panics[panic.site.index()].fetch_add(1, Ordering::SeqCst);
+        tracing::warn!(
+            site = panic.site.name(),
+            name = %panic.name,
+            message = %panic.message,
+            "a panic was caught; the run goes on without that step"
+        );
+    }
+
+    /// Counts a panic caught at `panic.site` and emits it as a `panic_caught` event under
+    /// `parent`. The count is kept even when nobody listens.
+    ///
+    /// ```
+    /// use crewai_core::events::{CaughtPanic, EventBus, EventRecorder, PanicSite};
+    ///
+    /// let bus = EventBus::new();
+    /// bus.report_panic(None, CaughtPanic::new(PanicSite::Tool, "word_count", "index out of bounds"));
+    /// let recorder = EventRecorder::attach(&bus);
+    /// bus.report_panic(None, CaughtPanic::new(PanicSite::Guardrail, "sign_off", "oops"));
+    /// assert_eq!(bus.caught_panics(), 2);
+    /// assert_eq!(bus.caught_panics_at(PanicSite::Tool), 1);
+    /// let heard = recorder.of_type("panic_caught");
+    /// assert_eq!(heard.len(), 1);
+    /// assert_eq!(heard[0].to_json()["site"], "guardrail");
+    /// assert_eq!(heard[0].to_json()["message"], "oops");
+    /// ```
+    pub fn report_panic(&self, parent: Option<Uuid>, panic: CaughtPanic) -> Uuid {
+        self.count_panic(&panic);
+        self.emit(parent, panic.into())
+    }
+
+    /// Panics caught on this bus so far, at every site.
+    pub fn caught_panics(&self) -> u64 {
+        self.inner
+            .panics
+            .iter()
+            .map(|count| count.load(Ordering::SeqCst))
+            .sum()
+    }
+
+    /// Panics caught on this bus so far at one site.
+    pub fn caught_panics_at(&self, site: PanicSite) -> u64 {
+        self.inner.panics[site.index()].load(Ordering::SeqCst)
+    }
+
+    /// The sites where panics were caught, with their counts (sites without any left out).
+    pub fn caught_panics_by_site(&self) -> BTreeMap<PanicSite, u64> {
+        PanicSite::ALL
+            .into_iter()
+            .map(|site| (site, self.caught_panics_at(site)))
+            .filter(|(_, count)| *count > 0)
+            .collect()
     }
 }
 
@@ -619,6 +734,12 @@ fn console_line(event: &Event) -> Option<String> {
             method_name,
             error,
         } => format!("❌ Flow '{flow_name}' method '{method_name}' failed: {error}"),
+        EventKind::PanicCaught {
+            site,
+            name,
+            message,
+            ..
+        } => format!("💥 {site} '{name}' panicked (caught): {message}"),
         _ => return None,
     };
     Some(text)
@@ -660,6 +781,13 @@ mod tests {
                 flow_name: "f".into(),
                 method_name: "m".into(),
                 result: None,
+            },
+            EventKind::PanicCaught {
+                site: PanicSite::Tool,
+                name: "t".into(),
+                message: "m".into(),
+                agent_role: None,
+                task_name: None,
             },
         ];
         for kind in kinds {
@@ -711,7 +839,9 @@ mod tests {
                 inputs: None,
             },
         );
-        assert_eq!(recorder.events().len(), 1);
+        // The event itself, then the notice of the listener's panic.
+        assert_eq!(recorder.type_names(), vec!["flow_started", "panic_caught"]);
+        assert_eq!(bus.caught_panics(), 1);
     }
 
     #[test]

@@ -26,7 +26,7 @@ use crewai_llm::{Llm, LlmRequest, Message, ResponseFormat, Usage};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-use crate::events::{EventBus, EventKind};
+use crate::events::{CaughtPanic, EventBus, EventKind, PanicSite, panic_message};
 use crate::output::{OutputFormat, TaskOutput};
 use crate::prompts::{agent as agent_prompts, crew as crew_prompts};
 
@@ -210,10 +210,15 @@ impl Guardrail {
         matches!(self.check, Check::Llm { .. })
     }
 
-    /// Runs a function guardrail synchronously; `None` for LLM guardrails.
+    /// Runs a function guardrail synchronously; `None` for LLM guardrails. A function that
+    /// panics fails the check (with the panic's text); with no bus here, the panic is only
+    /// logged ([`Guardrail::evaluate`] counts it on the run's bus).
     pub fn check_fn(&self, output: &TaskOutput) -> Option<Result<GuardrailPass, String>> {
         match &self.check {
-            Check::Function(check) => Some(guarded_call(check, output)),
+            Check::Function(check) => Some(guarded_call(check, output).unwrap_or_else(|message| {
+                tracing::warn!(guardrail = %self.name, %message, "a guardrail function panicked");
+                Err(format!("{GUARDRAIL_PANICKED}: {message}"))
+            })),
             Check::Llm { .. } => None,
         }
     }
@@ -235,7 +240,13 @@ impl Guardrail {
         );
         let verdict = match &self.check {
             Check::Function(check) => Ok(GuardrailVerdict {
-                outcome: guarded_call(check, output),
+                outcome: guarded_call(check, output).unwrap_or_else(|message| {
+                    let panic = CaughtPanic::new(PanicSite::Guardrail, self.name.clone(), message)
+                        .in_task(ctx.agent_role, ctx.task_name);
+                    ctx.events.report_panic(ctx.parent_event_id, panic);
+                    // The model is told its output was not accepted, not the guardrail's internals.
+                    Err(GUARDRAIL_PANICKED.to_string())
+                }),
                 usage: Usage::default(),
             }),
             Check::Llm { requirement, llm } => match llm.as_ref().or(ctx.llm) {
@@ -271,10 +282,17 @@ impl Guardrail {
     }
 }
 
-/// A guardrail function written by the user must not take the run down with a panic.
-fn guarded_call(check: &GuardrailFn, output: &TaskOutput) -> Result<GuardrailPass, String> {
+/// The feedback of a guardrail function that panicked.
+const GUARDRAIL_PANICKED: &str = "the guardrail function panicked";
+
+/// A guardrail function written by the user must not take the run down with a panic: the outer
+/// `Err` is a caught panic's text, for the caller to report.
+fn guarded_call(
+    check: &GuardrailFn,
+    output: &TaskOutput,
+) -> Result<Result<GuardrailPass, String>, String> {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check(output)))
-        .unwrap_or_else(|_| Err("the guardrail function panicked".to_string()))
+        .map_err(|payload| panic_message(payload.as_ref()))
 }
 
 /// The judge's answer shape (CrewAI's `LLMGuardrailResult`).
@@ -424,6 +442,43 @@ mod tests {
     #[test]
     fn a_panicking_function_fails_the_check() {
         let guardrail = Guardrail::func(|_| panic!("bug"));
-        assert!(guardrail.check_fn(&output("x")).unwrap().is_err());
+        assert_eq!(
+            guardrail.check_fn(&output("x")).unwrap(),
+            Err("the guardrail function panicked: bug".to_string())
+        );
+    }
+
+    #[tokio::test]
+    async fn a_panicking_function_is_counted_on_the_bus_and_fails_the_check() {
+        let bus = EventBus::new();
+        let recorder = EventRecorder::attach(&bus);
+        let guardrail = Guardrail::named("sign_off", |_| panic!("index {} out of range", 3));
+        let ctx = GuardrailContext {
+            llm: None,
+            events: &bus,
+            parent_event_id: None,
+            retry_count: 0,
+            agent_role: Some("Editor"),
+            task_name: Some("summary"),
+        };
+        let verdict = guardrail.evaluate(&output("x"), ctx).await.unwrap();
+        assert_eq!(verdict.outcome, Err(GUARDRAIL_PANICKED.to_string()));
+        assert_eq!(bus.caught_panics_at(PanicSite::Guardrail), 1);
+        let caught = recorder.of_type("panic_caught");
+        assert_eq!(caught.len(), 1);
+        let json = caught[0].to_json();
+        assert_eq!(
+            (
+                json["site"].as_str(),
+                json["name"].as_str(),
+                json["message"].as_str()
+            ),
+            (
+                Some("guardrail"),
+                Some("sign_off"),
+                Some("index 3 out of range")
+            )
+        );
+        assert_eq!(json["task_name"], "summary");
     }
 }

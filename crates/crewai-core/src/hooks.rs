@@ -24,6 +24,8 @@ use async_trait::async_trait;
 use crewai_llm::{Capabilities, Llm, LlmError, LlmRequest, LlmResponse, LlmStream, Message};
 use serde_json::Value;
 
+use crate::events::{CaughtPanic, EventBus, PanicSite, panic_message};
+
 /// What a before-hook decides.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum HookDecision {
@@ -217,36 +219,97 @@ impl Hooks {
         self.len() == 0
     }
 
-    /// Runs the before-LLM hooks; the first block wins.
+    /// Runs the before-LLM hooks; the first block wins. A hook that panics blocks the call; the
+    /// panic is only logged here (see [`Hooks::run_before_llm_reporting`]).
     pub fn run_before_llm(&self, ctx: &mut LlmCallContext) -> HookDecision {
-        run_before(&self.before_llm, ctx)
+        self.run_before_llm_reporting(ctx, &mut |_| {})
+    }
+
+    /// [`Hooks::run_before_llm`], passing each caught panic to `on_panic` (the executor counts it
+    /// on the run's event bus).
+    pub fn run_before_llm_reporting(
+        &self,
+        ctx: &mut LlmCallContext,
+        on_panic: &mut dyn FnMut(CaughtPanic),
+    ) -> HookDecision {
+        run_before(&self.before_llm, "before_llm_call", ctx, on_panic)
     }
 
     /// Runs the after-LLM hooks; each replacement becomes the response the next hook sees.
-    /// Returns the final response text when any hook replaced it.
+    /// Returns the final response text when any hook replaced it. A hook that panics changes
+    /// nothing.
     pub fn run_after_llm(&self, ctx: &mut LlmCallContext) -> Option<String> {
-        run_after(&self.after_llm, ctx, |ctx, text| ctx.response = Some(text))
+        self.run_after_llm_reporting(ctx, &mut |_| {})
+    }
+
+    /// [`Hooks::run_after_llm`], passing each caught panic to `on_panic`.
+    pub fn run_after_llm_reporting(
+        &self,
+        ctx: &mut LlmCallContext,
+        on_panic: &mut dyn FnMut(CaughtPanic),
+    ) -> Option<String> {
+        run_after(
+            &self.after_llm,
+            "after_llm_call",
+            ctx,
+            |ctx, text| ctx.response = Some(text),
+            on_panic,
+        )
     }
 
     /// Runs the before-tool hooks; the first block wins.
     pub fn run_before_tool(&self, ctx: &mut ToolCallContext) -> HookDecision {
-        run_before(&self.before_tool, ctx)
+        self.run_before_tool_reporting(ctx, &mut |_| {})
+    }
+
+    /// [`Hooks::run_before_tool`], passing each caught panic to `on_panic`.
+    pub fn run_before_tool_reporting(
+        &self,
+        ctx: &mut ToolCallContext,
+        on_panic: &mut dyn FnMut(CaughtPanic),
+    ) -> HookDecision {
+        run_before(&self.before_tool, "before_tool_call", ctx, on_panic)
     }
 
     /// Runs the after-tool hooks, chaining replacements; returns the final result text.
     pub fn run_after_tool(&self, ctx: &mut ToolCallContext) -> Option<String> {
-        run_after(&self.after_tool, ctx, |ctx, text| {
-            ctx.tool_result = Some(text)
-        })
+        self.run_after_tool_reporting(ctx, &mut |_| {})
+    }
+
+    /// [`Hooks::run_after_tool`], passing each caught panic to `on_panic`.
+    pub fn run_after_tool_reporting(
+        &self,
+        ctx: &mut ToolCallContext,
+        on_panic: &mut dyn FnMut(CaughtPanic),
+    ) -> Option<String> {
+        run_after(
+            &self.after_tool,
+            "after_tool_call",
+            ctx,
+            |ctx, text| ctx.tool_result = Some(text),
+            on_panic,
+        )
     }
 }
 
 /// A hook is user code: one that panics blocks the call (before) or changes nothing (after), and
-/// the run goes on.
-fn run_before<C>(hooks: &[BeforeHook<C>], ctx: &mut C) -> HookDecision {
+/// the run goes on; the panic goes to `on_panic`, named by the hook's kind.
+fn run_before<C>(
+    hooks: &[BeforeHook<C>],
+    kind: &'static str,
+    ctx: &mut C,
+    on_panic: &mut dyn FnMut(CaughtPanic),
+) -> HookDecision {
     for hook in hooks {
-        let decision = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| hook(ctx)))
-            .unwrap_or_else(|_| HookDecision::block_because("a before-call hook panicked"));
+        let decision = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| hook(ctx))) {
+            Ok(decision) => decision,
+            Err(payload) => {
+                let message = panic_message(payload.as_ref());
+                tracing::warn!(hook = kind, %message, "a before-call hook panicked; the call is blocked");
+                on_panic(CaughtPanic::new(PanicSite::Hook, kind, message));
+                HookDecision::block_because("a before-call hook panicked")
+            }
+        };
         if let HookDecision::Block { .. } = decision {
             return decision;
         }
@@ -256,8 +319,10 @@ fn run_before<C>(hooks: &[BeforeHook<C>], ctx: &mut C) -> HookDecision {
 
 fn run_after<C>(
     hooks: &[AfterHook<C>],
+    kind: &'static str,
     ctx: &mut C,
     store: impl Fn(&mut C, String),
+    on_panic: &mut dyn FnMut(CaughtPanic),
 ) -> Option<String> {
     let mut replaced = None;
     for hook in hooks {
@@ -267,7 +332,11 @@ fn run_after<C>(
                 replaced = Some(text);
             }
             Ok(None) => {}
-            Err(_) => tracing::warn!("an after-call hook panicked; its result is ignored"),
+            Err(payload) => {
+                let message = panic_message(payload.as_ref());
+                tracing::warn!(hook = kind, %message, "an after-call hook panicked; its result is ignored");
+                on_panic(CaughtPanic::new(PanicSite::Hook, kind, message));
+            }
         }
     }
     replaced
@@ -298,11 +367,32 @@ fn run_after<C>(
 pub struct HookedLlm {
     inner: Arc<dyn Llm>,
     hooks: Hooks,
+    /// Where a panicking hook is counted and reported, when given.
+    events: Option<EventBus>,
 }
 
 impl HookedLlm {
     pub fn new(inner: Arc<dyn Llm>, hooks: Hooks) -> Self {
-        HookedLlm { inner, hooks }
+        HookedLlm {
+            inner,
+            hooks,
+            events: None,
+        }
+    }
+
+    /// Reports hooks that panic on `events` (a `panic_caught` event, counted by the bus);
+    /// without a bus they are only logged.
+    pub fn with_events(mut self, events: EventBus) -> Self {
+        self.events = Some(events);
+        self
+    }
+
+    fn report(&self) -> impl FnMut(CaughtPanic) + '_ {
+        move |panic| {
+            if let Some(events) = &self.events {
+                events.report_panic(None, panic);
+            }
+        }
     }
 
     fn before(&self, request: &mut LlmRequest) -> Result<LlmCallContext, LlmError> {
@@ -311,7 +401,9 @@ impl HookedLlm {
             model: Some(self.inner.model().to_string()),
             ..Default::default()
         };
-        let decision = self.hooks.run_before_llm(&mut ctx);
+        let decision = self
+            .hooks
+            .run_before_llm_reporting(&mut ctx, &mut self.report());
         request.messages = ctx.messages.clone();
         match decision {
             HookDecision::Continue => Ok(ctx),
@@ -337,7 +429,10 @@ impl Llm for HookedLlm {
         let mut ctx = self.before(&mut request)?;
         let mut response = self.inner.call(request).await?;
         ctx.response = response.content.clone();
-        if let Some(text) = self.hooks.run_after_llm(&mut ctx) {
+        if let Some(text) = self
+            .hooks
+            .run_after_llm_reporting(&mut ctx, &mut self.report())
+        {
             response.content = Some(text);
         }
         Ok(response)
@@ -432,6 +527,43 @@ mod tests {
             HookDecision::Block { .. }
         ));
         assert_eq!(hooks.run_after_tool(&mut ctx), None);
+    }
+
+    #[test]
+    fn a_panicking_hook_is_reported_with_its_kind_and_message() {
+        let hooks = Hooks::new()
+            .before_tool_call(|_| panic!("before bug"))
+            .after_tool_call(|_| panic!("after bug {}", 2))
+            .after_llm_call(|_| panic!("llm bug"));
+        let mut caught = Vec::new();
+        let mut ctx = ToolCallContext::default();
+        hooks.run_before_tool_reporting(&mut ctx, &mut |p| caught.push(p));
+        hooks.run_after_tool_reporting(&mut ctx, &mut |p| caught.push(p));
+        hooks.run_after_llm_reporting(&mut LlmCallContext::default(), &mut |p| caught.push(p));
+        let seen: Vec<_> = caught
+            .iter()
+            .map(|p| (p.site, p.name.as_str(), p.message.as_str()))
+            .collect();
+        assert_eq!(
+            seen,
+            vec![
+                (PanicSite::Hook, "before_tool_call", "before bug"),
+                (PanicSite::Hook, "after_tool_call", "after bug 2"),
+                (PanicSite::Hook, "after_llm_call", "llm bug"),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_hooked_llm_counts_its_hooks_panics_on_its_bus() {
+        let bus = EventBus::new();
+        let hooks = Hooks::new().after_llm_call(|_| panic!("after bug"));
+        let llm = HookedLlm::new(Arc::new(Fixed), hooks).with_events(bus.clone());
+        let reply =
+            futures::executor::block_on(llm.call(LlmRequest::new(vec![Message::user("hi")])))
+                .unwrap();
+        assert!(reply.content.is_some());
+        assert_eq!(bus.caught_panics_at(PanicSite::Hook), 1);
     }
 
     #[test]

@@ -14,6 +14,15 @@ use crewai_testkit::scripted::Reply;
 use crewai_tools::{DynamicTool, ToolError, ToolFailurePolicy, ToolOutput, ToolSet};
 use serde_json::{Value, json};
 
+/// The run ended because its deadline fired, on the wall clock: not before it was due, and within a
+/// second after (the slack covers clock granularity: its timer starts after the test's clock).
+fn assert_ended_on_time(elapsed: Duration, due: Duration) {
+    assert!(
+        elapsed + Duration::from_millis(20) >= due && elapsed <= due + Duration::from_secs(1),
+        "ended after {elapsed:?}; a {due:?} deadline should end it within a second of being due"
+    );
+}
+
 #[tokio::test]
 async fn max_execution_time_fails_with_a_timeout_naming_agent_and_task() {
     let server = server().await;
@@ -28,7 +37,10 @@ async fn max_execution_time_fails_with_a_timeout_naming_agent_and_task() {
         .with_task_name("slow_task")
         .with_services(services);
 
+    let started = std::time::Instant::now();
     let error = agent.run_task(request).await.unwrap_err();
+    // The deadline, not the reply held for 30 s, ended it.
+    assert_ended_on_time(started.elapsed(), Duration::from_millis(300));
     assert!(matches!(error, AgentError::Timeout { .. }), "{error:?}");
     let text = error.to_string();
     assert!(
@@ -68,10 +80,13 @@ async fn a_slow_tool_is_cancelled_by_the_deadline() {
         .max_execution_time(Duration::from_millis(300))
         .build()
         .unwrap();
+    let started = std::time::Instant::now();
     let error = agent
         .run_task(AgentTaskRequest::new("Sleep").with_tools(ToolSet::from(vec![sleeper])))
         .await
         .unwrap_err();
+    // The deadline, not the tool's 30 s sleep, ended it.
+    assert_ended_on_time(started.elapsed(), Duration::from_millis(300));
     assert!(matches!(error, AgentError::Timeout { .. }), "{error:?}");
     for _ in 0..100 {
         if cancelled.load(Ordering::SeqCst) == 1 {

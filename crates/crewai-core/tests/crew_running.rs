@@ -27,6 +27,15 @@ fn async_task(name: &str, agent: &crewai_core::agent::Agent) -> Task {
         .unwrap()
 }
 
+/// The run ended because its deadline fired, on the wall clock: not before it was due, and within a
+/// second after (the slack covers clock granularity: its timer starts after the test's clock).
+fn assert_ended_on_time(elapsed: Duration, due: Duration) {
+    assert!(
+        elapsed + Duration::from_millis(20) >= due && elapsed <= due + Duration::from_secs(1),
+        "ended after {elapsed:?}; a {due:?} deadline should end it within a second of being due"
+    );
+}
+
 #[tokio::test]
 async fn async_tasks_run_together_and_are_joined_in_definition_order() {
     let (slow_server, fast_server, final_server) = (
@@ -89,10 +98,14 @@ async fn a_stuck_async_task_times_out_and_the_kickoff_returns_the_error() {
         .build()
         .unwrap();
 
-    // A generous bound only guards against a hang; the deadline itself is 200 ms.
+    // A generous bound only guards against a hang; the deadline itself is 200 ms, and the
+    // elapsed time is asserted.
+    let started = std::time::Instant::now();
     let result = tokio::time::timeout(Duration::from_secs(20), crew.kickoff(Inputs::new()))
         .await
         .expect("the kickoff returned instead of hanging");
+    // The deadline, not the reply held for 60 s, ended it.
+    assert_ended_on_time(started.elapsed(), Duration::from_millis(200));
 
     match result {
         Err(CrewError::Task(TaskError::Timeout { task, agent, .. })) => {
@@ -121,9 +134,12 @@ async fn the_crew_task_timeout_applies_when_the_agent_has_none() {
         .task_timeout(Some(Duration::from_millis(200)))
         .build()
         .unwrap();
+    let started = std::time::Instant::now();
     let result = tokio::time::timeout(Duration::from_secs(20), crew.kickoff(Inputs::new()))
         .await
         .expect("no hang");
+    // The deadline, not the reply held for 60 s, ended it.
+    assert_ended_on_time(started.elapsed(), Duration::from_millis(200));
     let error = result.unwrap_err().to_string();
     assert!(error.contains("timed out"), "{error}");
 }

@@ -1,7 +1,8 @@
 //! Deadlines hold against a provider that accepts a request and never answers: the agent's
-//! `max_execution_time` ends the run, not the (much longer) HTTP timeout.
+//! `max_execution_time` ends the run, not the (much longer) HTTP timeout, and it ends it on time,
+//! measured on the wall clock.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crewai_core::AgentError;
 use crewai_core::agent::Agent;
@@ -17,6 +18,19 @@ async fn silent_server() -> FaultServer {
         .mix(FaultMix::healthy().with_rate(FaultKind::NeverAnswer, 1.0))
         .start()
         .await
+}
+
+/// The run ended because the deadline fired: not before it (so it was not some other error), and
+/// within a second after it (so the deadline, not the 600 s HTTP timeout or the guard, ended it).
+/// The slack below covers clock granularity only: the deadline's clock starts after ours.
+fn assert_ends_at_the_deadline(elapsed: Duration, deadline: Duration) {
+    let early = Duration::from_millis(20);
+    assert!(
+        elapsed + early >= deadline && elapsed <= deadline + Duration::from_secs(1),
+        "the run took {elapsed:?}; a {deadline:?} deadline should end it in [{:?}, {:?}]",
+        deadline - early,
+        deadline + Duration::from_secs(1)
+    );
 }
 
 fn agent(role: &str, server: &FaultServer, deadline: Option<Duration>) -> Agent {
@@ -63,10 +77,14 @@ async fn an_async_task_against_a_silent_provider_ends_with_its_timeout() {
         .build()
         .unwrap();
 
-    // Only a guard against a hang: the deadline under test is 3 s.
+    // The timeout is only a guard against a hang; the deadline under test is 3 s and the elapsed
+    // wall time is asserted below.
+    let started = Instant::now();
     let result = tokio::time::timeout(Duration::from_secs(60), crew.kickoff(Inputs::new()))
         .await
         .expect("the kickoff ended instead of hanging");
+    let elapsed = started.elapsed();
+    assert_ends_at_the_deadline(elapsed, Duration::from_secs(3));
 
     let error = result.expect_err("a provider that never answers cannot produce an output");
     let message = error.to_string();

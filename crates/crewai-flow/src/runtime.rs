@@ -5,7 +5,7 @@ use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex};
 
 use chrono::Utc;
-use crewai_core::events::{EventBus, EventKind};
+use crewai_core::events::{CaughtPanic, EventBus, EventKind, PanicSite};
 use crewai_core::usage::{Budget, UsageSummary, UsageTracker};
 use futures::FutureExt;
 use serde::Serialize;
@@ -500,6 +500,12 @@ impl<S: FlowState> Run<S> {
                     return Err(self.fail(&call.method, started, failure));
                 }
                 Err(panic) => {
+                    // Counted on the flow's bus as well as failing the flow, so a panic is
+                    // visible however the caller handles the error.
+                    self.shared.events.report_panic(
+                        Some(started),
+                        CaughtPanic::new(PanicSite::FlowMethod, call.method.clone(), panic.clone()),
+                    );
                     self.emit_failed(&call.method, started, &format!("panicked: {panic}"));
                     return Err(FlowError::MethodPanicked {
                         flow: self.flow_name(),

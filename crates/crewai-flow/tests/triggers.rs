@@ -300,7 +300,9 @@ async fn a_std_error_converts_with_question_mark() {
 
 #[tokio::test]
 async fn a_panicking_method_is_reported_not_propagated() {
+    let bus = crewai_core::events::EventBus::new();
     let flow = Flow::builder()
+        .event_bus(bus.clone())
         .start("boom", |_ctx: FlowContext| async move {
             if true {
                 panic!("bug in user code");
@@ -314,6 +316,12 @@ async fn a_panicking_method_is_reported_not_propagated() {
         matches!(&error, FlowError::MethodPanicked { method, message, .. } if method == "boom" && message == "bug in user code"),
         "{error}"
     );
+    // The panic is counted on the flow's bus too, as a flow method's.
+    assert_eq!(
+        bus.caught_panics_at(crewai_core::events::PanicSite::FlowMethod),
+        1
+    );
+    assert_eq!(bus.caught_panics(), 1);
 }
 
 #[tokio::test]

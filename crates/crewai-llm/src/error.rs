@@ -51,6 +51,16 @@ pub enum LlmError {
     MissingApiKey { provider: String, env_var: String },
     #[error("invalid LLM configuration: {0}")]
     Config(String),
+    /// A `provider:` value or a model-string prefix no registered provider answers to.
+    #[error("{}", unknown_provider_message(name, model.as_deref(), known))]
+    UnknownProvider {
+        /// The unknown name or prefix.
+        name: String,
+        /// The model string it was the prefix of (`None` for a `provider:` value).
+        model: Option<String>,
+        /// Every name and alias the registry knows, sorted.
+        known: Vec<String>,
+    },
     #[error("{0}")]
     Unsupported(String),
     #[error("the call was cancelled")]
@@ -60,6 +70,19 @@ pub enum LlmError {
         last: Box<LlmError>,
         attempts: Vec<String>,
     },
+}
+
+fn unknown_provider_message(name: &str, model: Option<&str>, known: &[String]) -> String {
+    let known = known.join(", ");
+    // Worded like `Config`: it is a configuration mistake, and callers show it as one.
+    match model {
+        Some(model) => format!(
+            "invalid LLM configuration: unknown provider prefix '{name}' in model '{model}'; known prefixes: {known}. \
+             To send the whole name to an OpenAI-compatible server, set `base_url` or `provider`, \
+             or write `openai/{model}`"
+        ),
+        None => format!("invalid LLM configuration: unknown provider '{name}'; use one of {known}"),
+    }
 }
 
 impl LlmError {

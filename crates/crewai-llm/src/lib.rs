@@ -91,6 +91,7 @@ pub mod http;
 pub mod openai;
 pub mod openai_responses;
 pub mod pricing;
+pub mod providers;
 pub mod rate_limit;
 pub mod retry;
 pub mod router;
@@ -110,11 +111,10 @@ pub use gemini::GeminiLlm;
 pub use openai::OpenAiClient;
 pub use openai_responses::OpenAiResponsesClient;
 pub use pricing::{ModelPrice, PriceTable, PriceTableError};
+pub use providers::{Provider, ProviderDescriptor, ProviderFactory, ProviderRegistry};
 pub use rate_limit::{Clock, RateLimitedLlm, RateLimiter, TokioClock, VirtualClock};
 pub use retry::{RetryLlm, RetryPolicy};
-pub use router::{
-    BuildOptions, LOCAL_PROVIDER, Provider, ProviderFactory, build_llm, build_llm_with, default_llm,
-};
+pub use router::{BuildOptions, LOCAL_PROVIDER, build_llm, build_llm_with, default_llm};
 pub use scripted::ScriptedLlm;
 pub use stop_words::StopWordLlm;
 pub use traits::{Llm, LlmStream, collect_stream};

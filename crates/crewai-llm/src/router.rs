@@ -1,143 +1,34 @@
-//! From a model string and the environment to a ready client: provider routing as CrewAI does
-//! it, API keys and endpoints from the variables CrewAI users already set, and the wrappers
-//! (stop words, retries, rate limits, fallbacks) in that order.
-//!
-//! | Provider (prefix) | Key | Endpoint (default) |
-//! |---|---|---|
-//! | `openai/`, `gpt-*`, `o1`/`o3`/`o4`, unknown names | `OPENAI_API_KEY` (optional for a local `base_url`) | `OPENAI_BASE_URL` or `OPENAI_API_BASE` (`https://api.openai.com/v1`) |
-//! | `anthropic/`, `claude-*` | `ANTHROPIC_API_KEY` | `ANTHROPIC_BASE_URL` (`https://api.anthropic.com`) |
-//! | `gemini/`, `gemini-*` | `GEMINI_API_KEY` or `GOOGLE_API_KEY` | `GEMINI_API_BASE` (Google's) |
-//! | `azure/<deployment>` | `AZURE_API_KEY` | `AZURE_API_BASE` + `AZURE_API_VERSION` |
-//! | `ollama/` | none | `OLLAMA_HOST` (`http://localhost:11434`) + `/v1` |
-//! | `openrouter/` | `OPENROUTER_API_KEY` | `https://openrouter.ai/api/v1` |
-//! | `deepseek/` | `DEEPSEEK_API_KEY` | `https://api.deepseek.com/v1` |
-//! | `groq/` | `GROQ_API_KEY` | `https://api.groq.com/openai/v1` |
-//! | `bedrock/` (feature `bedrock`) | `AWS_ACCESS_KEY_ID` + `AWS_SECRET_ACCESS_KEY` (+ `AWS_SESSION_TOKEN`) or `AWS_BEARER_TOKEN_BEDROCK` | `AWS_REGION` (`us-east-1`) |
+//! From a model string and the environment to a ready client: the model string is routed over
+//! the build's [`ProviderRegistry`] (the providers, their names, keys, endpoints and the
+//! routing rules are in [`crate::providers`]), the routed provider's factory builds the client,
+//! and the wrappers go around it (stop words, retries, rate limits, fallbacks) in that order.
 //!
 //! The config's `api_key` and `base_url` win over the environment; `MODEL` names the model when
 //! the config has none.
 //!
 //! ```
-//! use crewai_llm::router::{Provider, route};
-//! assert_eq!(route("anthropic/claude-sonnet-4-5", None).unwrap(), (Provider::Anthropic, "claude-sonnet-4-5".to_string()));
-//! assert_eq!(route("o3-mini", None).unwrap(), (Provider::OpenAi, "o3-mini".to_string()));
-//! assert_eq!(route("gemini-2.5-flash", None).unwrap().0, Provider::Gemini);
+//! use crewai_llm::router::BuildOptions;
+//! use crewai_llm::{LlmConfig, build_llm_with};
+//! let options = BuildOptions::new().with_env_vars([("ANTHROPIC_API_KEY", "k")]);
+//! let llm = build_llm_with(&LlmConfig::new("claude-3-5-haiku-latest"), &options).unwrap();
+//! assert_eq!((llm.provider(), llm.model()), ("anthropic", "claude-3-5-haiku-latest"));
+//! assert!(build_llm_with(&LlmConfig::new("antropic/claude-3"), &options).is_err());
 //! ```
 
 use std::sync::Arc;
 
-use crate::anthropic::AnthropicLlm;
 use crate::cassette::CassetteRecorder;
-use crate::config::{DEFAULT_MODEL, LlmConfig, OpenAiApi};
+use crate::config::{DEFAULT_MODEL, LlmConfig};
 use crate::error::LlmError;
 use crate::fallback::FallbackLlm;
-use crate::gemini::GeminiLlm;
 use crate::http::{ReqwestTransport, Transport};
-use crate::openai::{AZURE_DEFAULT_API_VERSION, Auth, OPENAI_BASE_URL, OpenAiClient};
-use crate::openai_responses::OpenAiResponsesClient;
+use crate::providers::{Provider, ProviderContext, ProviderRegistry};
 use crate::rate_limit::{RateLimitedLlm, RateLimiter};
 use crate::retry::{RetryLlm, RetryPolicy};
 use crate::stop_words::StopWordLlm;
 use crate::traits::Llm;
 
-/// A provider this crate can route to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Provider {
-    OpenAi,
-    Anthropic,
-    Gemini,
-    Azure,
-    Ollama,
-    OpenRouter,
-    DeepSeek,
-    Groq,
-    Bedrock,
-    /// Any other server speaking OpenAI's chat completions (`base_url` required).
-    OpenAiCompatible,
-}
-
-impl Provider {
-    /// The prefix used in model strings (`openai/gpt-4o`).
-    pub fn prefix(self) -> &'static str {
-        match self {
-            Provider::OpenAi => "openai",
-            Provider::Anthropic => "anthropic",
-            Provider::Gemini => "gemini",
-            Provider::Azure => "azure",
-            Provider::Ollama => "ollama",
-            Provider::OpenRouter => "openrouter",
-            Provider::DeepSeek => "deepseek",
-            Provider::Groq => "groq",
-            Provider::Bedrock => "bedrock",
-            Provider::OpenAiCompatible => "openai_compatible",
-        }
-    }
-
-    /// Recognises a provider name or prefix (CrewAI's aliases included).
-    pub fn from_name(name: &str) -> Option<Provider> {
-        Some(match name.trim().to_ascii_lowercase().as_str() {
-            "openai" => Provider::OpenAi,
-            "anthropic" | "claude" => Provider::Anthropic,
-            "gemini" | "google" | "google_genai" => Provider::Gemini,
-            "azure" | "azure_openai" => Provider::Azure,
-            "ollama" | "ollama_chat" => Provider::Ollama,
-            "openrouter" => Provider::OpenRouter,
-            "deepseek" => Provider::DeepSeek,
-            "groq" => Provider::Groq,
-            "bedrock" | "aws" => Provider::Bedrock,
-            "openai_compatible" | "custom_openai" | "hosted_vllm" | "vllm" | "lm_studio"
-            | "lmstudio" => Provider::OpenAiCompatible,
-            _ => return None,
-        })
-    }
-
-    /// The provider a bare model name belongs to.
-    pub fn infer(model: &str) -> Option<Provider> {
-        let name = model.to_ascii_lowercase();
-        if name.starts_with("gpt-")
-            || name.starts_with("chatgpt-")
-            || crate::openai::is_reasoning_model(&name)
-        {
-            Some(Provider::OpenAi)
-        } else if name.starts_with("claude-") {
-            Some(Provider::Anthropic)
-        } else if name.starts_with("gemini-") || name.starts_with("gemma-") {
-            Some(Provider::Gemini)
-        } else {
-            None
-        }
-    }
-}
-
-/// Splits a model string into its provider and the model name the provider expects.
-///
-/// `explicit` (the config's `provider`) wins over a prefix. A bare name the table does not know
-/// goes to OpenAI, as CrewAI does; an unknown prefix is kept as part of the name (model names on
-/// vLLM-style servers contain slashes) and sent to OpenAI (or the configured `base_url`).
-pub fn route(model: &str, explicit: Option<&str>) -> Result<(Provider, String), LlmError> {
-    let model = model.trim();
-    if let Some(name) = explicit.filter(|p| !p.trim().is_empty()) {
-        let provider = Provider::from_name(name).ok_or_else(|| {
-            LlmError::Config(format!(
-                "unknown provider '{name}'; use one of openai, anthropic, gemini, azure, ollama, openrouter, deepseek, groq, bedrock, openai_compatible"
-            ))
-        })?;
-        let stripped = match model.split_once('/') {
-            Some((prefix, rest)) if Provider::from_name(prefix) == Some(provider) => rest,
-            _ => model,
-        };
-        return Ok((provider, stripped.to_string()));
-    }
-    if let Some((prefix, rest)) = model.split_once('/')
-        && let Some(provider) = Provider::from_name(prefix)
-    {
-        return Ok((provider, rest.to_string()));
-    }
-    Ok((
-        Provider::infer(model).unwrap_or(Provider::OpenAi),
-        model.to_string(),
-    ))
-}
+pub use crate::providers::ProviderFactory;
 
 /// Where a builder reads environment variables from (the process environment by default; tests
 /// pass a map).
@@ -146,17 +37,14 @@ pub type EnvLookup<'a> = &'a (dyn Fn(&str) -> Option<String> + Send + Sync);
 /// An owned environment source.
 type SharedEnv = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
 
-/// Builds the client of a provider this crate does not contain (the embedded `local` model lives
-/// in `crewai-local`, so this crate stays free of its dependencies). It receives the config with
-/// `model` already filled in (from `MODEL` when the config had none) and its prefix still on.
-pub type ProviderFactory = Arc<dyn Fn(&LlmConfig) -> Result<Arc<dyn Llm>, LlmError> + Send + Sync>;
-
 /// The provider name of the model that runs in the process (`local/smollm2-135m`).
-pub const LOCAL_PROVIDER: &str = "local";
+pub const LOCAL_PROVIDER: &str = crate::providers::local::NAME;
 
 /// How [`build_llm_with`] builds: where it reads the environment, how it retries, which
 /// transport the provider clients use (a cassette recorder or replayer; the network by default),
-/// and the extra providers registered with [`BuildOptions::with_provider`].
+/// and the providers it routes to ([`ProviderRegistry::builtin`] unless changed with
+/// [`BuildOptions::register`], [`BuildOptions::with_provider`] or
+/// [`BuildOptions::with_providers`]).
 ///
 /// ```
 /// use std::time::Duration;
@@ -174,7 +62,7 @@ pub struct BuildOptions {
     retry: RetryPolicy,
     transport: Option<Arc<dyn Transport>>,
     recorder: Option<Arc<CassetteRecorder>>,
-    providers: std::collections::BTreeMap<String, ProviderFactory>,
+    providers: ProviderRegistry,
 }
 
 impl Default for BuildOptions {
@@ -184,7 +72,7 @@ impl Default for BuildOptions {
             retry: RetryPolicy::default(),
             transport: None,
             recorder: None,
-            providers: Default::default(),
+            providers: ProviderRegistry::builtin(),
         }
     }
 }
@@ -195,7 +83,7 @@ impl std::fmt::Debug for BuildOptions {
             .field("retry", &self.retry)
             .field("transport", &self.transport.is_some())
             .field("recording", &self.recorder.is_some())
-            .field("providers", &self.providers.keys().collect::<Vec<_>>())
+            .field("providers", &self.providers)
             .finish_non_exhaustive()
     }
 }
@@ -246,8 +134,11 @@ impl BuildOptions {
         self
     }
 
-    /// Routes model strings prefixed `name/` (or configs with `provider: name`) to `factory`.
-    /// The built client still gets the stop-word, retry and rate-limit wrappers.
+    /// Routes model strings prefixed `name/` (or configs with `provider: name`) to `factory`,
+    /// which gets the config with the model string as written (prefix on). A provider already
+    /// answering to `name` keeps its descriptor (this is how the CLI makes `local` available);
+    /// another name becomes a provider of its own. The built client still gets the stop-word,
+    /// retry and rate-limit wrappers.
     ///
     /// ```
     /// use std::sync::Arc;
@@ -260,15 +151,31 @@ impl BuildOptions {
     /// assert_eq!(llm.model(), "echo/any");
     /// ```
     pub fn with_provider(mut self, name: impl Into<String>, factory: ProviderFactory) -> Self {
-        self.providers
-            .insert(name.into().trim().to_ascii_lowercase(), factory);
+        self.providers.set_factory(&name.into(), factory);
         self
     }
 
-    /// True when a factory is registered for `name`.
+    /// Adds a provider (or replaces the one of the same name); see
+    /// [`crate::providers`] and the "Adding a provider" section of ARCHITECTURE.md.
+    pub fn register(mut self, provider: Provider) -> Self {
+        self.providers.register(provider);
+        self
+    }
+
+    /// Routes over `providers` instead.
+    pub fn with_providers(mut self, providers: ProviderRegistry) -> Self {
+        self.providers = providers;
+        self
+    }
+
+    /// The providers models are routed to.
+    pub fn providers(&self) -> &ProviderRegistry {
+        &self.providers
+    }
+
+    /// True when a provider answers to `name` and this build can make its models.
     pub fn has_provider(&self, name: &str) -> bool {
-        self.providers
-            .contains_key(&name.trim().to_ascii_lowercase())
+        self.providers.is_available(name)
     }
 
     pub fn retry_policy(&self) -> &RetryPolicy {
@@ -282,7 +189,7 @@ pub fn process_env(name: &str) -> Option<String> {
 }
 
 /// The first of `names` that is set and not empty.
-fn first_env(env: EnvLookup<'_>, names: &[&str]) -> Option<String> {
+pub(crate) fn first_env(env: EnvLookup<'_>, names: &[&str]) -> Option<String> {
     names.iter().find_map(|name| {
         env(name)
             .map(|v| v.trim().to_string())
@@ -314,19 +221,8 @@ pub fn default_model(env: EnvLookup<'_>) -> String {
     first_env(env, &["MODEL"]).unwrap_or_else(|| DEFAULT_MODEL.to_string())
 }
 
-/// Puts a client behind `transport` when one is given.
-fn attach<T: Llm + 'static>(
-    client: T,
-    transport: Option<&Arc<dyn Transport>>,
-    set: fn(T, Arc<dyn Transport>) -> T,
-) -> Arc<dyn Llm> {
-    match transport {
-        Some(transport) => Arc::new(set(client, transport.clone())),
-        None => Arc::new(client),
-    }
-}
-
-/// Builds the provider client alone, without wrappers.
+/// Builds the provider client alone, without wrappers: routes the model string over the
+/// options' registry and calls the routed provider's factory.
 pub fn build_provider(
     config: &LlmConfig,
     options: &BuildOptions,
@@ -345,222 +241,24 @@ pub fn build_provider(
         }
         (inner, None) => inner.clone(),
     };
-    let transport = transport.as_ref();
-    let model_string = if config.model.trim().is_empty() {
-        default_model(env)
-    } else {
-        config.model.clone()
-    };
-    if let Some(name) = provider_name(&model_string, config.provider.as_deref()) {
-        if let Some(factory) = options.providers.get(&name) {
-            let config = LlmConfig {
-                model: model_string.clone(),
-                ..config.clone()
-            };
-            return factory(&config);
-        }
-        if name == LOCAL_PROVIDER {
-            return Err(LlmError::Unsupported(format!(
-                "model '{model_string}' runs inside the process and needs the `local` feature of crewai-cli (on by default), \
-                 or a program that registers `crewai_local::build` with `BuildOptions::with_provider(\"local\", ..)`"
-            )));
-        }
+    let mut config = config.clone();
+    if config.model.trim().is_empty() {
+        config.model = default_model(env);
     }
-    let (provider, model) = route(&model_string, config.provider.as_deref())?;
-    let key = |names: &[&str]| {
-        config
-            .api_key
-            .clone()
-            .filter(|k| !k.trim().is_empty())
-            .or_else(|| first_env(env, names))
-    };
-    let missing = |env_var: &str| LlmError::MissingApiKey {
-        provider: provider.prefix().to_string(),
-        env_var: env_var.to_string(),
-    };
-
-    // One arm per provider; OpenAI-compatible hosts differ only in their base URL and key variable.
-    let compatible = |default_base: &str, key_var: &str| -> Result<Arc<dyn Llm>, LlmError> {
-        let base = config
-            .base_url
-            .clone()
-            .unwrap_or_else(|| default_base.to_string());
-        let auth = match key(&[key_var]) {
-            Some(k) => Auth::Bearer(k),
-            None if is_local_url(&base) => Auth::None,
-            None => return Err(missing(key_var)),
-        };
-        Ok(attach(
-            OpenAiClient::compatible(provider.prefix(), &model, &base, auth, key_var, config)?,
-            transport,
-            OpenAiClient::with_transport,
-        ))
-    };
-
-    match provider {
-        Provider::OpenAi => {
-            let base = config
-                .base_url
-                .clone()
-                .or_else(|| first_env(env, &["OPENAI_BASE_URL", "OPENAI_API_BASE"]))
-                .unwrap_or_else(|| OPENAI_BASE_URL.to_string());
-            let auth = match key(&["OPENAI_API_KEY"]) {
-                Some(k) => Auth::Bearer(k),
-                None if is_local_url(&base) => Auth::None,
-                None => return Err(missing("OPENAI_API_KEY")),
-            };
-            if config.api.map_or_else(
-                || crate::openai_responses::only_on_responses_api(&model),
-                |api| api == OpenAiApi::Responses,
-            ) {
-                let client = OpenAiResponsesClient::new(config, &model, &base, auth)?;
-                return Ok(attach(
-                    client,
-                    transport,
-                    OpenAiResponsesClient::with_transport,
-                ));
-            }
-            let client =
-                OpenAiClient::compatible("openai", &model, &base, auth, "OPENAI_API_KEY", config)?;
-            Ok(attach(client, transport, OpenAiClient::with_transport))
-        }
-        Provider::Azure => {
-            let api_key = key(&["AZURE_API_KEY", "AZURE_OPENAI_API_KEY"])
-                .ok_or_else(|| missing("AZURE_API_KEY"))?;
-            let base = config
-                .base_url
-                .clone()
-                .or_else(|| first_env(env, &["AZURE_API_BASE", "AZURE_OPENAI_ENDPOINT", "AZURE_ENDPOINT"]))
-                .ok_or_else(|| {
-                    LlmError::Config("azure needs an endpoint: set AZURE_API_BASE (https://<resource>.openai.azure.com) or base_url".into())
-                })?;
-            let version = config
-                .api_version
-                .clone()
-                .or_else(|| first_env(env, &["AZURE_API_VERSION", "OPENAI_API_VERSION"]))
-                .unwrap_or_else(|| AZURE_DEFAULT_API_VERSION.to_string());
-            let client = OpenAiClient::azure(config, &model, &base, &version, api_key)?;
-            Ok(attach(client, transport, OpenAiClient::with_transport))
-        }
-        Provider::Ollama => {
-            let base = match &config.base_url {
-                Some(base) => base.clone(),
-                None => format!("{}/v1", ollama_host(env)),
-            };
-            let auth = key(&["OLLAMA_API_KEY"])
-                .map(Auth::Bearer)
-                .unwrap_or(Auth::None);
-            let client =
-                OpenAiClient::compatible("ollama", &model, &base, auth, "OLLAMA_API_KEY", config)?;
-            Ok(attach(client, transport, OpenAiClient::with_transport))
-        }
-        Provider::OpenRouter => compatible("https://openrouter.ai/api/v1", "OPENROUTER_API_KEY"),
-        Provider::DeepSeek => compatible("https://api.deepseek.com/v1", "DEEPSEEK_API_KEY"),
-        Provider::Groq => compatible("https://api.groq.com/openai/v1", "GROQ_API_KEY"),
-        Provider::OpenAiCompatible => {
-            let base = config.base_url.clone().or_else(|| first_env(env, &["OPENAI_BASE_URL", "OPENAI_API_BASE"])).ok_or_else(|| {
-                LlmError::Config(format!("model '{model_string}' needs `base_url` pointing at an OpenAI-compatible server"))
-            })?;
-            let auth = key(&["OPENAI_API_KEY"])
-                .map(Auth::Bearer)
-                .unwrap_or(Auth::None);
-            let client = OpenAiClient::compatible(
-                "openai_compatible",
-                &model,
-                &base,
-                auth,
-                "OPENAI_API_KEY",
-                config,
-            )?;
-            Ok(attach(client, transport, OpenAiClient::with_transport))
-        }
-        Provider::Anthropic => {
-            let api_key =
-                key(&["ANTHROPIC_API_KEY"]).ok_or_else(|| missing("ANTHROPIC_API_KEY"))?;
-            let base = config
-                .base_url
-                .clone()
-                .or_else(|| first_env(env, &["ANTHROPIC_BASE_URL", "ANTHROPIC_API_BASE"]));
-            Ok(attach(
-                AnthropicLlm::new(&model, api_key, base.as_deref(), config)?,
-                transport,
-                AnthropicLlm::with_transport,
-            ))
-        }
-        Provider::Gemini => {
-            let api_key = key(&["GEMINI_API_KEY", "GOOGLE_API_KEY"])
-                .ok_or_else(|| missing("GEMINI_API_KEY or GOOGLE_API_KEY"))?;
-            let base = config
-                .base_url
-                .clone()
-                .or_else(|| first_env(env, &["GEMINI_API_BASE"]));
-            Ok(attach(
-                GeminiLlm::new(&model, api_key, base.as_deref(), config)?,
-                transport,
-                GeminiLlm::with_transport,
-            ))
-        }
-        #[cfg(feature = "bedrock")]
-        Provider::Bedrock => {
-            use crate::bedrock::{AwsCredentials, BedrockAuth, BedrockLlm};
-            let auth = match (
-                config.api_key.clone().filter(|k| !k.trim().is_empty()),
-                first_env(env, &["AWS_BEARER_TOKEN_BEDROCK"]),
-            ) {
-                (Some(key), _) | (None, Some(key)) => BedrockAuth::ApiKey(key),
-                (None, None) => match (
-                    first_env(env, &["AWS_ACCESS_KEY_ID"]),
-                    first_env(env, &["AWS_SECRET_ACCESS_KEY"]),
-                ) {
-                    (Some(access_key_id), Some(secret_access_key)) => {
-                        BedrockAuth::SigV4(AwsCredentials {
-                            access_key_id,
-                            secret_access_key,
-                            session_token: first_env(env, &["AWS_SESSION_TOKEN"]),
-                        })
-                    }
-                    _ => {
-                        return Err(missing(
-                            "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or AWS_BEARER_TOKEN_BEDROCK)",
-                        ));
-                    }
-                },
-            };
-            let region = first_env(
-                env,
-                &["AWS_REGION", "AWS_REGION_NAME", "AWS_DEFAULT_REGION"],
-            )
-            .unwrap_or_else(|| "us-east-1".to_string());
-            let client =
-                BedrockLlm::new(&model, &region, auth, config.base_url.as_deref(), config)?;
-            Ok(attach(client, transport, BedrockLlm::with_transport))
-        }
-        #[cfg(not(feature = "bedrock"))]
-        Provider::Bedrock => Err(LlmError::Unsupported(format!(
-            "model '{model_string}' needs Bedrock support: build crewai-llm with the `bedrock` feature"
-        ))),
+    let route = options.providers.route(&config)?;
+    if config.context_window_size.is_none() {
+        // A provider's declared window reaches its client through the config, so a provider
+        // added outside this crate needs no entry anywhere else.
+        config.context_window_size = route.provider().context_window(route.model());
     }
-}
-
-/// The provider a config names explicitly, else the prefix of its model string, lowercased.
-fn provider_name(model: &str, explicit: Option<&str>) -> Option<String> {
-    explicit
-        .filter(|p| !p.trim().is_empty())
-        .or_else(|| model.trim().split_once('/').map(|(prefix, _)| prefix))
-        .map(|name| name.trim().to_ascii_lowercase())
-}
-
-/// `OLLAMA_HOST` as a URL (it is often given without a scheme, like `0.0.0.0:11434`).
-fn ollama_host(env: EnvLookup<'_>) -> String {
-    let host = first_env(env, &["OLLAMA_HOST", "OLLAMA_API_BASE"])
-        .unwrap_or_else(|| "http://localhost:11434".to_string());
-    let host = if host.contains("://") {
-        host
-    } else {
-        format!("http://{host}")
+    let cx = ProviderContext {
+        descriptor: route.provider(),
+        config: &config,
+        model: route.model(),
+        env,
+        transport: transport.as_ref(),
     };
-    let host = host.trim_end_matches('/');
-    host.strip_suffix("/v1").unwrap_or(host).to_string()
+    route.target().build(&cx)
 }
 
 /// Builds one model with its wrappers: provider client → stop words → retries → rate limit.
@@ -642,61 +340,6 @@ mod tests {
             .with_env(env_of(pairs))
             .with_retry_policy(RetryPolicy::none());
         build_llm_with(&LlmConfig::new(model), &options)
-    }
-
-    #[test]
-    fn prefixes_and_bare_names_route() {
-        let cases = [
-            ("openai/gpt-4o", Provider::OpenAi, "gpt-4o"),
-            ("gpt-4.1-mini", Provider::OpenAi, "gpt-4.1-mini"),
-            ("o1", Provider::OpenAi, "o1"),
-            ("o4-mini", Provider::OpenAi, "o4-mini"),
-            (
-                "claude-3-5-haiku-latest",
-                Provider::Anthropic,
-                "claude-3-5-haiku-latest",
-            ),
-            ("gemini/gemini-2.5-pro", Provider::Gemini, "gemini-2.5-pro"),
-            ("azure/my-deployment", Provider::Azure, "my-deployment"),
-            ("ollama/llama3.1:8b", Provider::Ollama, "llama3.1:8b"),
-            (
-                "openrouter/meta-llama/llama-3-70b",
-                Provider::OpenRouter,
-                "meta-llama/llama-3-70b",
-            ),
-            (
-                "deepseek/deepseek-chat",
-                Provider::DeepSeek,
-                "deepseek-chat",
-            ),
-            (
-                "groq/llama-3.3-70b-versatile",
-                Provider::Groq,
-                "llama-3.3-70b-versatile",
-            ),
-            (
-                "bedrock/anthropic.claude-3",
-                Provider::Bedrock,
-                "anthropic.claude-3",
-            ),
-            (
-                "meta-llama/Llama-3.1-8B",
-                Provider::OpenAi,
-                "meta-llama/Llama-3.1-8B",
-            ),
-        ];
-        for (input, provider, model) in cases {
-            assert_eq!(
-                route(input, None).unwrap(),
-                (provider, model.to_string()),
-                "{input}"
-            );
-        }
-        assert_eq!(
-            route("openai/gpt-4o", Some("azure")).unwrap(),
-            (Provider::Azure, "openai/gpt-4o".to_string())
-        );
-        assert!(route("x", Some("nope")).is_err());
     }
 
     #[test]
@@ -811,14 +454,5 @@ mod tests {
         .err()
         .map(|e| e.to_string());
         assert!(message.unwrap_or_default().contains("local"));
-    }
-
-    #[test]
-    fn ollama_host_without_scheme() {
-        assert_eq!(
-            ollama_host(&env_of(&[("OLLAMA_HOST", "0.0.0.0:11434")])),
-            "http://0.0.0.0:11434"
-        );
-        assert_eq!(ollama_host(&env_of(&[])), "http://localhost:11434");
     }
 }

@@ -61,6 +61,15 @@ fn sse(events: &[Value]) -> String {
         .collect()
 }
 
+/// The call ended because its timeout fired, on the wall clock: not before it was due, and within a
+/// second after (the slack covers clock granularity: its timer starts after the test's clock).
+fn assert_ended_on_time(elapsed: Duration, due: Duration) {
+    assert!(
+        elapsed + Duration::from_millis(20) >= due && elapsed <= due + Duration::from_secs(1),
+        "ended after {elapsed:?}; a {due:?} timeout should end it within a second of being due"
+    );
+}
+
 #[tokio::test]
 async fn plain_call_sends_system_blocks_cache_breakpoints_and_reads_usage() {
     let server = MockServer::start().await;
@@ -544,10 +553,14 @@ async fn a_server_that_never_answers_times_out() {
     )
     .await;
     let config = config().with_timeout(0.3);
-    let error = client(&server, &config)
+    let llm = client(&server, &config);
+    let started = std::time::Instant::now();
+    let error = llm
         .call(LlmRequest::new(vec![Message::user("hi")]))
         .await
         .expect_err("times out");
+    // The timeout, not the server's 30 s delay, ended it.
+    assert_ended_on_time(started.elapsed(), Duration::from_millis(300));
     assert!(matches!(error, LlmError::Timeout { .. }), "{error:?}");
     assert!(error.is_retryable());
 }

@@ -1,13 +1,13 @@
-//! Record a run against a local server to a cassette, then replay it offline; and replay
-//! CrewAI's own recordings.
+//! Record a run against a local server to a cassette, then replay it offline. Replaying CrewAI's
+//! own recordings is in `crewai_recordings.rs`.
 
 mod common;
 
 use std::sync::Arc;
 
-use common::{conformance_dir, fixture, openai_at};
+use common::openai_at;
 use crewai_llm::cassette::{
-    Cassette, CassetteRecorder, CassetteReplayer, MatchOn, record_llm, replay_llm, replay_llm_from,
+    Cassette, CassetteRecorder, CassetteReplayer, record_llm, replay_llm, replay_llm_from,
 };
 use crewai_llm::http::ReqwestTransport;
 use crewai_llm::router::BuildOptions;
@@ -170,53 +170,6 @@ async fn recorder_wraps_any_transport_and_records_errors() {
 }
 
 #[tokio::test]
-async fn crewai_recordings_replay_through_our_client() {
-    let Some((first_request, _)) = fixture("openai_native_tool_calling_token_usage", 0) else {
-        return;
-    };
-    let path = conformance_dir().join("openai_native_tool_calling_token_usage/cassette.yaml");
-    let cassette = Cassette::load(&path).unwrap_or_else(|e| panic!("{e}"));
-    let replayer =
-        CassetteReplayer::with_matching(cassette, "conformance", MatchOn::MethodPathAndBody);
-    let llm =
-        replay_llm_from(&LlmConfig::new("gpt-4o-mini"), replayer).unwrap_or_else(|e| panic!("{e}"));
-    let request: serde_json::Value = serde_json::from_str(&first_request).unwrap_or_default();
-    let tool = &request["tools"][0]["function"];
-    let tools = vec![crewai_llm::ToolDefinition {
-        name: tool["name"].as_str().unwrap_or_default().into(),
-        description: tool["description"].as_str().unwrap_or_default().into(),
-        parameters: tool["parameters"].clone(),
-        strict: false,
-    }];
-    let messages = vec![
-        Message::system(
-            request["messages"][0]["content"]
-                .as_str()
-                .unwrap_or_default(),
-        ),
-        Message::user(
-            request["messages"][1]["content"]
-                .as_str()
-                .unwrap_or_default(),
-        ),
-    ];
-    let reply = llm
-        .call(LlmRequest::new(messages.clone()).with_tools(tools.clone()))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(reply.tool_calls[0].name, "calculator");
-
-    // A different request body is refused with a clear message under body matching.
-    let changed = llm
-        .call(LlmRequest::new(vec![Message::user("something else")]).with_tools(tools))
-        .await
-        .err()
-        .map(|e| e.to_string())
-        .unwrap_or_default();
-    assert!(changed.contains("request 2 (POST https://api.openai.com/v1/chat/completions) matches no unused recording"), "{changed}");
-}
-
-#[tokio::test]
 async fn a_recorded_retry_replays_without_waiting() {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let path = dir.path().join("retry.yaml");
@@ -266,43 +219,6 @@ async fn a_recorded_retry_replays_without_waiting() {
             .as_deref(),
         Some("after retry")
     );
-}
-
-#[tokio::test]
-async fn body_matching_replays_requests_in_any_order() {
-    let Some(_) = fixture("openai_native_tool_calling_token_usage", 0) else {
-        return;
-    };
-    let path = conformance_dir().join("openai_native_tool_calling_token_usage/cassette.yaml");
-    let mut cassette = Cassette::load(&path).unwrap_or_else(|e| panic!("{e}"));
-    cassette.interactions.reverse();
-    let bodies: Vec<String> = cassette
-        .interactions
-        .iter()
-        .map(|i| i.request.body.clone().unwrap_or_default())
-        .collect();
-    let replayer =
-        CassetteReplayer::with_matching(cassette, "reversed", MatchOn::MethodPathAndBody);
-    let transport: Arc<dyn crewai_llm::http::Transport> = replayer.clone();
-    let http = crewai_llm::http::HttpClient::with_transport(
-        crewai_llm::http::ErrorContext::new("openai", "gpt-4o-mini", "OPENAI_API_KEY"),
-        transport,
-    );
-    // Send the recordings' own bodies in their original order (reverse of the cassette's).
-    for body in bodies.iter().rev() {
-        let json: serde_json::Value = serde_json::from_str(body).unwrap_or_default();
-        let reply = http
-            .post_json("https://api.openai.com/v1/chat/completions", &[], &json)
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
-        assert!(
-            reply["id"]
-                .as_str()
-                .unwrap_or_default()
-                .starts_with("chatcmpl-")
-        );
-    }
-    assert_eq!(replayer.remaining(), 0);
 }
 
 #[tokio::test]

@@ -30,6 +30,15 @@ fn fast_retries() -> RetryPolicy {
     RetryPolicy::default().with_delays(Duration::from_millis(1), Duration::from_millis(5))
 }
 
+/// The call ended because its timeout fired, on the wall clock: not before it was due, and within a
+/// second after (the slack covers clock granularity: its timer starts after the test's clock).
+fn assert_ended_on_time(elapsed: Duration, due: Duration) {
+    assert!(
+        elapsed + Duration::from_millis(20) >= due && elapsed <= due + Duration::from_secs(1),
+        "ended after {elapsed:?}; a {due:?} timeout should end it within a second of being due"
+    );
+}
+
 #[tokio::test]
 async fn openai_sends_model_inputs_and_dimensions_and_orders_by_index() {
     let server = MockServer::start().await;
@@ -323,7 +332,10 @@ async fn empty_input_makes_no_request_and_slow_servers_time_out() {
     let embedder = embedder
         .with_timeout(Duration::from_millis(300))
         .expect("builds");
+    let started = std::time::Instant::now();
     let error = embedder.embed(&texts(&["a"])).await.expect_err("times out");
+    // The timeout, not the server's 30 s delay, ended it.
+    assert_ended_on_time(started.elapsed(), Duration::from_millis(300));
     assert!(matches!(error, LlmError::Timeout { .. }), "{error:?}");
 }
 

@@ -71,6 +71,15 @@ fn crewai_style_tool() -> ToolDefinition {
     }
 }
 
+/// The call ended because its timeout fired, on the wall clock: not before it was due, and within a
+/// second after (the slack covers clock granularity: its timer starts after the test's clock).
+fn assert_ended_on_time(elapsed: Duration, due: Duration) {
+    assert!(
+        elapsed + Duration::from_millis(20) >= due && elapsed <= due + Duration::from_secs(1),
+        "ended after {elapsed:?}; a {due:?} timeout should end it within a second of being due"
+    );
+}
+
 #[tokio::test]
 async fn plain_call_sends_system_instruction_generation_config_and_reads_usage() {
     let server = MockServer::start().await;
@@ -574,9 +583,13 @@ async fn a_server_that_never_answers_times_out() {
             .set_body_json(text_reply("late")),
     )
     .await;
-    let error = client(&server, &config().with_timeout(0.3))
+    let llm = client(&server, &config().with_timeout(0.3));
+    let started = std::time::Instant::now();
+    let error = llm
         .call(LlmRequest::new(vec![Message::user("hi")]))
         .await
         .expect_err("times out");
+    // The timeout, not the server's 30 s delay, ended it.
+    assert_ended_on_time(started.elapsed(), Duration::from_millis(300));
     assert!(matches!(error, LlmError::Timeout { .. }), "{error:?}");
 }

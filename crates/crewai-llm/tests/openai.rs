@@ -1,136 +1,25 @@
 //! The OpenAI chat-completions client against a local HTTP server speaking OpenAI's wire format.
+//! The tests that replay CrewAI's recorded exchanges are in `crewai_recordings.rs`.
 
 mod common;
 
 use std::time::Duration;
 
-use common::{build, fixture, openai_at};
+use common::{body_of, build, calculator, calculator_task, json_reply, only_request, openai_at};
 use crewai_llm::{
-    FinishReason, LlmConfig, LlmError, LlmRequest, Message, ResponseFormat, StreamEvent, ToolCall,
-    ToolChoice, ToolDefinition, collect_stream,
+    FinishReason, LlmConfig, LlmError, LlmRequest, Message, StreamEvent, ToolCall, ToolChoice,
+    collect_stream,
 };
 use serde_json::{Value, json};
 use wiremock::matchers::{body_partial_json, header, method, path, query_param};
-use wiremock::{Mock, MockServer, Request, ResponseTemplate};
+use wiremock::{Mock, MockServer, ResponseTemplate};
 
-fn calculator() -> ToolDefinition {
-    ToolDefinition {
-        name: "calculator".into(),
-        description: "Perform mathematical calculations. Use this for any math operations.".into(),
-        parameters: json!({
-            "properties": {"expression": {"description": "Mathematical expression to evaluate", "title": "Expression", "type": "string"}},
-            "required": ["expression"],
-            "type": "object"
-        }),
-        strict: false,
-    }
-}
-
-fn calculator_task() -> Vec<Message> {
-    vec![
-        Message::system(
-            "You are Calculator. You calculate things.\nYour personal goal is: Perform calculations efficiently",
-        ),
-        Message::user(
-            "\nCurrent Task: What is 100 / 4?\n\nThis is the expected criteria for your final answer: The result\nyou MUST return the actual complete content as the final answer, not a summary.\n\nThis is VERY important to you, your job depends on it!",
-        ),
-    ]
-}
-
-fn json_reply(body: impl Into<String>) -> ResponseTemplate {
-    ResponseTemplate::new(200).set_body_raw(body.into(), "application/json")
-}
-
-async fn only_request(server: &MockServer) -> Request {
-    let requests = server.received_requests().await.unwrap_or_default();
-    assert_eq!(requests.len(), 1, "expected exactly one request");
-    requests
-        .into_iter()
-        .next()
-        .unwrap_or_else(|| unreachable!())
-}
-
-fn body_of(request: &Request) -> Value {
-    serde_json::from_slice(&request.body)
-        .unwrap_or_else(|e| panic!("request body is not JSON: {e}"))
-}
-
-#[tokio::test]
-async fn tool_call_round_trip_matches_crewai_bytes() {
-    let (Some((first_request, first_reply)), Some((second_request, second_reply))) = (
-        fixture("openai_native_tool_calling_token_usage", 0),
-        fixture("openai_native_tool_calling_token_usage", 1),
-    ) else {
-        return;
-    };
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path("/v1/chat/completions"))
-        .and(header("authorization", "Bearer sk-test"))
-        .and(header("content-type", "application/json"))
-        .and(body_partial_json(json!({"tool_choice": "auto"})))
-        .respond_with(json_reply(first_reply))
-        .up_to_n_times(1)
-        .mount(&server)
-        .await;
-    Mock::given(method("POST"))
-        .and(path("/v1/chat/completions"))
-        .respond_with(json_reply(second_reply))
-        .mount(&server)
-        .await;
-
-    let llm = build(&openai_at(&server.uri(), "gpt-4o-mini"), 0);
-    let mut messages = calculator_task();
-    let first = llm
-        .call(LlmRequest::new(messages.clone()).with_tools(vec![calculator()]))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(first.finish_reason, FinishReason::ToolCalls);
-    assert_eq!(first.content, None);
-    assert_eq!(first.tool_calls.len(), 1);
-    assert_eq!(first.tool_calls[0].id, "call_rZQU4F2cauxK3VUKfLtXoNVC");
-    assert_eq!(
-        first.tool_calls[0].arguments,
-        json!({"expression": "100 / 4"})
-    );
-    assert_eq!(
-        first.response_id.as_deref(),
-        Some("chatcmpl-D0vm0KDdT8cWRCVIeG67pB46jQQih")
-    );
-    assert_eq!(
-        (
-            first.usage.prompt_tokens,
-            first.usage.completion_tokens,
-            first.usage.total_tokens
-        ),
-        (127, 17, 144)
-    );
-
-    messages.push(first.to_message());
-    let mut result = Message::tool_result(
-        "call_rZQU4F2cauxK3VUKfLtXoNVC",
-        "calculator",
-        "The result of 100 / 4 is 25.0",
-    );
-    result.name = None; // this CrewAI version sent tool results without a name
-    messages.push(result);
-    messages.push(Message::user("Analyze the tool result. If requirements are met, provide the Final Answer. Otherwise, call the next tool. Deliver only the answer without meta-commentary."));
-    let second = llm
-        .call(LlmRequest::new(messages).with_tools(vec![calculator()]))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(second.content.as_deref(), Some("25.0"));
-
-    let requests = server.received_requests().await.unwrap_or_default();
-    assert_eq!(
-        String::from_utf8_lossy(&requests[0].body),
-        first_request,
-        "first request body differs from CrewAI's"
-    );
-    assert_eq!(
-        String::from_utf8_lossy(&requests[1].body),
-        second_request,
-        "second request body differs from CrewAI's"
+/// The call ended because its timeout fired, on the wall clock: not before it was due, and within a
+/// second after (the slack covers clock granularity: its timer starts after the test's clock).
+fn assert_ended_on_time(elapsed: Duration, due: Duration) {
+    assert!(
+        elapsed + Duration::from_millis(20) >= due && elapsed <= due + Duration::from_secs(1),
+        "ended after {elapsed:?}; a {due:?} timeout should end it within a second of being due"
     );
 }
 
@@ -202,88 +91,6 @@ async fn forced_tool_choice_names_the_function() {
 }
 
 #[tokio::test]
-async fn structured_output_sends_strict_json_schema() {
-    let Some((crewai_request, reply)) = fixture("lite_agent_structured_output", 2) else {
-        return;
-    };
-    let crewai: Value = serde_json::from_str(&crewai_request).unwrap_or_default();
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path("/v1/chat/completions"))
-        .respond_with(json_reply(reply))
-        .mount(&server)
-        .await;
-    let llm = build(&openai_at(&server.uri(), "gpt-4o-mini"), 0);
-    let format_json = &crewai["response_format"]["json_schema"];
-    let format = ResponseFormat {
-        name: format_json["name"].as_str().unwrap_or_default().to_string(),
-        schema: format_json["schema"].clone(),
-        strict: true,
-    };
-    let response = llm
-        .call(
-            LlmRequest::new(vec![Message::user("What is the population of Tokyo?")])
-                .with_response_format(format),
-        )
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    let parsed: Value =
-        serde_json::from_str(response.content.as_deref().unwrap_or_default()).unwrap_or_default();
-    assert_eq!(parsed["confidence"], json!(90));
-    let sent = body_of(&only_request(&server).await);
-    assert_eq!(
-        sent["response_format"], crewai["response_format"],
-        "response_format must be exactly CrewAI's"
-    );
-}
-
-#[tokio::test]
-async fn streaming_yields_deltas_and_final_usage() {
-    let Some((_, recorded)) = fixture("basic_crew_streaming_from_docs", 0) else {
-        return;
-    };
-    // CrewAI's recording has no usage chunk (it did not ask); append the one include_usage adds.
-    let usage_chunk = r#"data: {"id":"chatcmpl-CfXBrOETPJvWq2aM1TvlZ5la5eSNR","object":"chat.completion.chunk","choices":[],"usage":{"prompt_tokens":200,"completion_tokens":150,"total_tokens":350,"prompt_tokens_details":{"cached_tokens":128},"completion_tokens_details":{"reasoning_tokens":0}}}"#;
-    let sse = recorded.replace("data: [DONE]", &format!("{usage_chunk}\n\ndata: [DONE]"));
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path("/v1/chat/completions"))
-        .and(header("accept", "text/event-stream"))
-        .and(body_partial_json(
-            json!({"stream": true, "stream_options": {"include_usage": true}}),
-        ))
-        .respond_with(ResponseTemplate::new(200).set_body_raw(sse, "text/event-stream"))
-        .expect(1)
-        .mount(&server)
-        .await;
-    let llm = build(&openai_at(&server.uri(), "gpt-4.1-mini"), 0);
-    let stream = llm
-        .stream(LlmRequest::new(vec![Message::user("Research AI")]))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    let mut text = String::new();
-    let mut deltas = 0;
-    let response = collect_stream(stream, |event| {
-        if let StreamEvent::TextDelta(delta) = event {
-            text.push_str(delta);
-            deltas += 1;
-        }
-    })
-    .await
-    .unwrap_or_else(|e| panic!("{e}"));
-    assert!(deltas > 10, "expected many deltas, got {deltas}");
-    assert!(text.starts_with("Thought"), "{text}");
-    assert!(text.ends_with("intelligent systems."), "{text}");
-    assert_eq!(response.content.as_deref(), Some(text.as_str()));
-    assert_eq!(response.usage.total_tokens, 350);
-    assert_eq!(response.usage.cached_prompt_tokens, 128);
-    assert_eq!(
-        response.response_id.as_deref(),
-        Some("chatcmpl-CfXBrOETPJvWq2aM1TvlZ5la5eSNR")
-    );
-}
-
-#[tokio::test]
 async fn streamed_tool_call_deltas_assemble() {
     let chunks = [
         json!({"id": "c1", "choices": [{"index": 0, "delta": {"role": "assistant", "content": null, "tool_calls": [{"index": 0, "id": "call_x", "type": "function", "function": {"name": "calculator", "arguments": ""}}]}}]}),
@@ -328,41 +135,6 @@ async fn streamed_tool_call_deltas_assemble() {
         ]
     );
     assert_eq!(response.usage.total_tokens, 19);
-}
-
-#[tokio::test]
-async fn o_series_rules_apply_on_the_wire() {
-    let Some((crewai_request, reply)) = fixture("o3_mini_reasoning_effort_low", 0) else {
-        return;
-    };
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path("/v1/chat/completions"))
-        .respond_with(json_reply(reply))
-        .mount(&server)
-        .await;
-    let mut config = openai_at(&server.uri(), "o3-mini")
-        .with_temperature(0.7)
-        .with_max_tokens(500);
-    config.reasoning_effort = Some("low".into());
-    let response = build(&config, 0)
-        .call(LlmRequest::new(vec![Message::user(
-            "What is the capital of France?",
-        )]))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(
-        response.content.as_deref(),
-        Some("The capital of France is Paris.")
-    );
-    let sent = body_of(&only_request(&server).await);
-    let crewai: Value = serde_json::from_str(&crewai_request).unwrap_or_default();
-    assert_eq!(sent["reasoning_effort"], crewai["reasoning_effort"]);
-    assert_eq!(sent["max_completion_tokens"], json!(500));
-    assert!(
-        sent.get("temperature").is_none() && sent.get("max_tokens").is_none(),
-        "{sent}"
-    );
 }
 
 #[tokio::test]
@@ -563,10 +335,14 @@ async fn a_server_that_never_answers_times_out() {
         .mount(&server)
         .await;
     let config = openai_at(&server.uri(), "gpt-4o-mini").with_timeout(0.2);
-    let error = build(&config, 0)
+    let llm = build(&config, 0);
+    let started = std::time::Instant::now();
+    let error = llm
         .call(LlmRequest::new(vec![Message::user("hi")]))
         .await
         .err();
+    // The timeout, not the server's 30 s delay, ended it.
+    assert_ended_on_time(started.elapsed(), Duration::from_millis(200));
     assert!(
         matches!(error, Some(LlmError::Timeout { ref provider, .. }) if provider == "openai"),
         "{error:?}"

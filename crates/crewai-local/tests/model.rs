@@ -1,23 +1,77 @@
 //! The embedded model end to end: tokenizer, greedy determinism, sampling, stop words, streaming.
-//! These need the SmolLM2 file (`crewai models pull`); without it each test says so and passes.
+//! These need the SmolLM2 file (`crewai models pull`): without it they are reported as skipped,
+//! and fail under `CI=true` (see `crewai_testkit::prereq`). `harness = false`: every test is
+//! registered in `main`.
 
 use std::path::PathBuf;
+use std::process::ExitCode;
 
 use crewai_llm::{FinishReason, Llm, LlmConfig, LlmRequest, Message, StreamEvent};
 use crewai_local::{GgufTokenizer, LocalLlm, cache};
+use crewai_testkit::prereq::{Prerequisite, Suite, block_on_multi_thread};
 use futures::StreamExt;
 
-fn model_path() -> Option<PathBuf> {
-    let path = cache::SMOLLM2_135M.path_in(&cache::models_dir());
-    if path.is_file() {
-        Some(path)
-    } else {
-        eprintln!(
-            "SKIPPED: the embedded model is not downloaded ({} is missing); run `cargo run -q -p crewai-cli -- models pull`",
-            path.display()
-        );
-        None
-    }
+/// Where the embedded model's file is expected (`CREWAI_MODELS_DIR`, else the user cache).
+fn model_path() -> PathBuf {
+    cache::SMOLLM2_135M.path_in(&cache::models_dir())
+}
+
+fn model() -> Prerequisite {
+    Prerequisite::file(
+        "the embedded model SmolLM2-135M",
+        model_path(),
+        "run `cargo run -q -p crewai-cli -- models pull` (it downloads into CREWAI_MODELS_DIR, default ~/.cache/crewai/models)",
+    )
+}
+
+fn main() -> ExitCode {
+    let model = model();
+    Suite::new()
+        .test_needing(
+            "tokenizer_round_trips_ascii_and_non_ascii_text",
+            &[&model],
+            tokenizer_round_trips_ascii_and_non_ascii_text,
+        )
+        .async_test_needing(
+            "greedy_replies_are_deterministic_and_count_real_tokens",
+            &[&model],
+            greedy_replies_are_deterministic_and_count_real_tokens,
+        )
+        .async_test_needing(
+            "seeded_sampling_repeats_with_the_same_seed",
+            &[&model],
+            seeded_sampling_repeats_with_the_same_seed,
+        )
+        .async_test_needing(
+            "max_tokens_and_stop_words_end_the_reply",
+            &[&model],
+            max_tokens_and_stop_words_end_the_reply,
+        )
+        .async_test_needing(
+            "streaming_yields_text_deltas_then_the_whole_reply",
+            &[&model],
+            streaming_yields_text_deltas_then_the_whole_reply,
+        )
+        .test_needing(
+            "concurrent_calls_queue_on_the_shared_model",
+            &[&model],
+            || block_on_multi_thread(2, concurrent_calls_queue_on_the_shared_model()),
+        )
+        .async_test(
+            "a_missing_gguf_file_is_a_clear_error",
+            a_missing_gguf_file_is_a_clear_error,
+        )
+        .async_test_needing(
+            "a_response_format_gets_json_that_matches_the_schema",
+            &[&model],
+            a_response_format_gets_json_that_matches_the_schema,
+        )
+        .async_test_needing(
+            "a_short_budget_still_closes_the_document",
+            &[&model],
+            a_short_budget_still_closes_the_document,
+        )
+        .run()
 }
 
 fn llm(config: LlmConfig) -> LocalLlm {
@@ -31,9 +85,8 @@ fn question() -> LlmRequest {
     ])
 }
 
-#[test]
 fn tokenizer_round_trips_ascii_and_non_ascii_text() {
-    let Some(path) = model_path() else { return };
+    let path = model_path();
     let tokenizer = GgufTokenizer::from_file(&path).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(tokenizer.vocab_size(), 49152);
     for text in [
@@ -63,9 +116,7 @@ fn tokenizer_round_trips_ascii_and_non_ascii_text() {
     assert!(!spelled.contains(&end) && spelled.len() > 1, "{spelled:?}");
 }
 
-#[tokio::test]
 async fn greedy_replies_are_deterministic_and_count_real_tokens() {
-    let Some(_) = model_path() else { return };
     let model = llm(LlmConfig::new("local/smollm2-135m").with_max_tokens(24));
     let first = model
         .call(question())
@@ -93,9 +144,7 @@ async fn greedy_replies_are_deterministic_and_count_real_tokens() {
     assert!(!model.capabilities().function_calling);
 }
 
-#[tokio::test]
 async fn seeded_sampling_repeats_with_the_same_seed() {
-    let Some(_) = model_path() else { return };
     let config = || LlmConfig {
         seed: Some(7),
         ..LlmConfig::new("local/smollm2-135m")
@@ -114,9 +163,7 @@ async fn seeded_sampling_repeats_with_the_same_seed() {
     assert!(!a.content.unwrap_or_default().is_empty());
 }
 
-#[tokio::test]
 async fn max_tokens_and_stop_words_end_the_reply() {
-    let Some(_) = model_path() else { return };
     let short = llm(LlmConfig::new("local/smollm2-135m").with_max_tokens(3))
         .call(question())
         .await
@@ -147,9 +194,7 @@ async fn max_tokens_and_stop_words_end_the_reply() {
     assert_eq!(cut.finish_reason, FinishReason::StopSequence);
 }
 
-#[tokio::test]
 async fn streaming_yields_text_deltas_then_the_whole_reply() {
-    let Some(_) = model_path() else { return };
     let model = llm(LlmConfig::new("local/smollm2-135m").with_max_tokens(20));
     let mut stream = model
         .stream(question())
@@ -174,9 +219,7 @@ async fn streaming_yields_text_deltas_then_the_whole_reply() {
     assert_eq!(done.content.as_deref(), Some(streamed.as_str()));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_calls_queue_on_the_shared_model() {
-    let Some(_) = model_path() else { return };
     let calls = (0..3).map(|_| {
         tokio::spawn(async move {
             llm(LlmConfig::new("local/smollm2-135m").with_max_tokens(6))
@@ -196,7 +239,6 @@ async fn concurrent_calls_queue_on_the_shared_model() {
     assert!(texts.windows(2).all(|pair| pair[0] == pair[1]), "{texts:?}");
 }
 
-#[tokio::test]
 async fn a_missing_gguf_file_is_a_clear_error() {
     let model = llm(LlmConfig::new("local//nonexistent/model.gguf"));
     let error = model
@@ -249,9 +291,7 @@ fn assert_valid(schema: &serde_json::Value, text: &str) -> serde_json::Value {
     value
 }
 
-#[tokio::test]
 async fn a_response_format_gets_json_that_matches_the_schema() {
-    let Some(_) = model_path() else { return };
     let model = llm(LlmConfig::new("local/smollm2-135m").with_max_tokens(96));
     assert!(model.capabilities().structured_output);
     let schema = itinerary_schema();
@@ -275,9 +315,7 @@ async fn a_response_format_gets_json_that_matches_the_schema() {
     assert!(first.usage.completion_tokens <= 96, "{:?}", first.usage);
 }
 
-#[tokio::test]
 async fn a_short_budget_still_closes_the_document() {
-    let Some(_) = model_path() else { return };
     let schema = itinerary_schema();
     for max_tokens in [1, 12, 30] {
         let model = llm(LlmConfig::new("local/smollm2-135m").with_max_tokens(max_tokens));

@@ -1,23 +1,40 @@
 //! The embedded model writing ReAct steps under the ReAct grammar: whatever it decides, the reply
 //! is one our ReAct parser reads as a known tool with schema-valid arguments, or a final answer.
-//! These need the SmolLM2 file (`crewai models pull`); without it each test says so and passes.
+//! These need the SmolLM2 file (`crewai models pull`): without it they are reported as skipped,
+//! and fail under `CI=true` (see `crewai_testkit::prereq`). `harness = false`: every test is
+//! registered in `main`.
+
+use std::process::ExitCode;
 
 use crewai_core::executor::react::{self, OBSERVATION_STOP, ReactStep};
 use crewai_core::prompts::agent as prompts;
 use crewai_llm::{Llm, LlmConfig, LlmRequest, Message, ReplyShape, ToolDefinition};
 use crewai_local::{LocalLlm, cache};
+use crewai_testkit::prereq::{Prerequisite, Suite};
 use serde_json::json;
 
-fn model_present() -> bool {
-    let path = cache::SMOLLM2_135M.path_in(&cache::models_dir());
-    let present = path.is_file();
-    if !present {
-        eprintln!(
-            "SKIPPED: the embedded model is not downloaded ({} is missing); run `cargo run -q -p crewai-cli -- models pull`",
-            path.display()
-        );
-    }
-    present
+fn model() -> Prerequisite {
+    Prerequisite::file(
+        "the embedded model SmolLM2-135M",
+        cache::SMOLLM2_135M.path_in(&cache::models_dir()),
+        "run `cargo run -q -p crewai-cli -- models pull` (it downloads into CREWAI_MODELS_DIR, default ~/.cache/crewai/models)",
+    )
+}
+
+fn main() -> ExitCode {
+    let model = model();
+    Suite::new()
+        .async_test_needing(
+            "a_react_request_gets_a_parseable_action_with_schema_valid_arguments",
+            &[&model],
+            a_react_request_gets_a_parseable_action_with_schema_valid_arguments,
+        )
+        .async_test_needing(
+            "after_the_observation_the_model_gives_its_final_answer",
+            &[&model],
+            after_the_observation_the_model_gives_its_final_answer,
+        )
+        .run()
 }
 
 fn weather_tool() -> ToolDefinition {
@@ -64,11 +81,7 @@ fn react_request(tool: &ToolDefinition, task: &str) -> LlmRequest {
         })
 }
 
-#[tokio::test]
 async fn a_react_request_gets_a_parseable_action_with_schema_valid_arguments() {
-    if !model_present() {
-        return;
-    }
     let llm = LocalLlm::from_config(&LlmConfig::new("local/smollm2-135m").with_max_tokens(160))
         .unwrap_or_else(|e| panic!("{e}"));
     let tool = weather_tool();
@@ -104,11 +117,7 @@ async fn a_react_request_gets_a_parseable_action_with_schema_valid_arguments() {
     }
 }
 
-#[tokio::test]
 async fn after_the_observation_the_model_gives_its_final_answer() {
-    if !model_present() {
-        return;
-    }
     let llm = LocalLlm::from_config(&LlmConfig::new("local/smollm2-135m").with_max_tokens(120))
         .unwrap_or_else(|e| panic!("{e}"));
     let tool = weather_tool();

@@ -273,7 +273,7 @@ async fn sync_functions_do_not_block_the_runtime() {
 async fn panics_become_tool_failures() {
     let error = PanickingTool.run(json!({}), &ctx()).await.unwrap_err();
     assert!(
-        matches!(&error, ToolError::Failed(text) if text.contains("'panicking_tool' crashed")),
+        matches!(&error, ToolError::Panicked { tool, message } if tool == "panicking_tool" && message == "bug in a tool"),
         "{error:?}"
     );
 }

@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use crewai_core::events::{EventBus, ListenerId};
+use crewai_llm::ProviderRegistry;
 use opentelemetry::trace::{
     SpanContext, SpanId, SpanKind as OtelSpanKind, Status, TraceFlags, TraceId, TraceState,
 };
@@ -147,8 +148,19 @@ pub struct OtelExport {
 }
 
 impl OtelExport {
-    /// Subscribes to `bus` and starts exporting (on the current tokio runtime).
+    /// Subscribes to `bus` and starts exporting (on the current tokio runtime); providers are
+    /// named after crewai-llm's built-in registry.
     pub fn start(bus: &EventBus, config: &OtelConfig) -> Result<Self, OtelError> {
+        Self::start_with_providers(bus, config, ProviderRegistry::builtin())
+    }
+
+    /// [`OtelExport::start`], naming the provider of each model call after `providers` (the
+    /// registry the run's models were built with, when it has providers of its own).
+    pub fn start_with_providers(
+        bus: &EventBus,
+        config: &OtelConfig,
+        providers: ProviderRegistry,
+    ) -> Result<Self, OtelError> {
         let runtime = tokio::runtime::Handle::try_current().map_err(|_| OtelError::NoRuntime)?;
         let protocol = match config.protocol {
             OtlpProtocol::HttpProtobuf => Protocol::HttpBinary,
@@ -180,6 +192,7 @@ impl OtelExport {
         let assembler = Arc::new(Mutex::new(SpanAssembler::new()));
         let shape = Arc::new(SpanShape {
             record_content: config.record_content,
+            providers,
         });
         let listener = {
             let (sender, assembler, shape) = (sender.clone(), assembler.clone(), shape.clone());
@@ -256,6 +269,8 @@ async fn export_loop(
 /// How span records become OpenTelemetry spans.
 struct SpanShape {
     record_content: bool,
+    /// Names a model's provider (`gen_ai.provider.name`) from its prefix or family.
+    providers: ProviderRegistry,
 }
 
 fn span_id_of(id: Uuid) -> SpanId {
@@ -270,23 +285,6 @@ fn span_id_of(id: Uuid) -> SpanId {
 
 fn system_time(at: chrono::DateTime<chrono::Utc>) -> SystemTime {
     SystemTime::from(at)
-}
-
-/// The provider a model name belongs to (`gen_ai.provider.name`), from its prefix or family.
-fn provider_of(model: &str) -> &'static str {
-    let lower = model.to_ascii_lowercase();
-    let (prefix, bare) = lower.split_once('/').unwrap_or(("", lower.as_str()));
-    match prefix {
-        "anthropic" => "anthropic",
-        "gemini" | "google" => "gcp.gemini",
-        "azure" => "azure.ai.openai",
-        "bedrock" => "aws.bedrock",
-        "ollama" => "ollama",
-        "openai" => "openai",
-        _ if bare.starts_with("claude") => "anthropic",
-        _ if bare.starts_with("gemini") => "gcp.gemini",
-        _ => "openai",
-    }
 }
 
 fn json_text(value: Option<&Value>) -> String {
@@ -346,7 +344,10 @@ impl SpanShape {
             SpanKind::LlmCall => {
                 let model = record.label.clone();
                 add("gen_ai.operation.name", Some("chat".into()));
-                add("gen_ai.provider.name", Some(provider_of(&model).into()));
+                add(
+                    "gen_ai.provider.name",
+                    Some(self.providers.gen_ai_system(&model).into()),
+                );
                 add("gen_ai.request.model", Some(model.clone()));
                 if let Some(usage) = record.usage() {
                     attributes.push(KeyValue::new(
@@ -543,10 +544,56 @@ mod tests {
         assert!(matches!(grpc, Err(OtelError::UnsupportedProtocol(_))));
     }
 
+    /// The `gen_ai.provider.name` a span of an LLM call on `model` gets.
+    fn provider_attribute(shape: &SpanShape, model: &str) -> Option<String> {
+        let now = chrono::Utc::now();
+        let record = SpanRecord {
+            id: Uuid::new_v4(),
+            parent: None,
+            root: Uuid::new_v4(),
+            kind: SpanKind::LlmCall,
+            label: model.to_string(),
+            start: now,
+            end: now,
+            error: None,
+            opened: serde_json::json!({"model": model}),
+            closed: None,
+        };
+        shape
+            .span_data(&record)
+            .attributes
+            .iter()
+            .find(|kv| kv.key.as_str() == "gen_ai.provider.name")
+            .map(|kv| kv.value.as_str().into_owned())
+    }
+
     #[test]
-    fn providers_are_named_after_the_conventions() {
-        assert_eq!(provider_of("gpt-4o-mini"), "openai");
-        assert_eq!(provider_of("anthropic/claude-sonnet-4-5"), "anthropic");
-        assert_eq!(provider_of("gemini-2.5-flash"), "gcp.gemini");
+    fn providers_are_named_after_the_registry() {
+        let builtin = SpanShape {
+            record_content: false,
+            providers: ProviderRegistry::builtin(),
+        };
+        for (model, system) in [
+            ("gpt-4o-mini", "openai"),
+            ("anthropic/claude-sonnet-4-5", "anthropic"),
+            ("gemini-2.5-flash", "gcp.gemini"),
+            ("bedrock/anthropic.claude-3", "aws.bedrock"),
+        ] {
+            assert_eq!(
+                provider_attribute(&builtin, model).as_deref(),
+                Some(system),
+                "{model}"
+            );
+        }
+        let custom = SpanShape {
+            record_content: false,
+            providers: ProviderRegistry::builtin().with(crewai_llm::Provider::openai_compatible(
+                crewai_llm::ProviderDescriptor::new("myprov").otel_system("my.provider"),
+            )),
+        };
+        assert_eq!(
+            provider_attribute(&custom, "myprov/x").as_deref(),
+            Some("my.provider")
+        );
     }
 }

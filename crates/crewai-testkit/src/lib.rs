@@ -5,7 +5,11 @@
 //! [`replay`] plays a VCR cassette recorded from a real provider;
 //! [`fault`] injects failures (hung and slow requests, 429s, 5xx, connection resets, malformed
 //! replies, cut streams, impossible tool calls) per request, scripted or seeded at random.
+//!
+//! [`prereq`] is the harness for test binaries that need something from outside the repository
+//! (a model file, shared fixtures, a program): skipped locally when it is missing, failed under CI.
 
 pub mod fault;
+pub mod prereq;
 pub mod replay;
 pub mod scripted;

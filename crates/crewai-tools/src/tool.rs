@@ -98,6 +98,10 @@ pub enum ToolError {
     },
     #[error("the tool run was cancelled")]
     Cancelled,
+    /// The tool panicked; the panic was caught. The executor reports it on the run's event bus
+    /// (a `panic_caught` event, counted by the bus), so a run that recovers still shows it.
+    #[error("the tool '{tool}' crashed (it panicked): {message}")]
+    Panicked { tool: String, message: String },
 }
 
 impl From<crate::ArgumentError> for ToolError {

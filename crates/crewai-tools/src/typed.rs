@@ -137,23 +137,41 @@ pub fn serialize_output<O: Serialize + ?Sized>(output: &O) -> Result<ToolOutput,
 }
 
 /// Runs the body of a synchronous `#[tool]` function on tokio's blocking pool, so a slow or
-/// blocking function does not stall the agents' async threads, and a panic in it becomes a tool
-/// failure instead of tearing down the run. Outside a tokio runtime it runs inline.
+/// blocking function does not stall the agents' async threads, and a panic in it becomes
+/// [`ToolError::Panicked`] (with the panic's text) instead of tearing down the run. Outside a
+/// tokio runtime it runs inline, its panics caught the same way.
 pub async fn run_blocking<T, F>(tool_name: &str, body: F) -> Result<T, ToolError>
 where
     T: Send + 'static,
     F: FnOnce() -> T + Send + 'static,
 {
+    let panicked = |payload: Box<dyn std::any::Any + Send>| ToolError::Panicked {
+        tool: tool_name.to_string(),
+        message: panic_text(payload.as_ref()),
+    };
     match tokio::runtime::Handle::try_current() {
-        Ok(runtime) => runtime.spawn_blocking(body).await.map_err(|error| {
-            ToolError::Failed(if error.is_panic() {
-                format!("the tool '{tool_name}' crashed (it panicked)")
-            } else {
-                format!("the tool '{tool_name}' was stopped before it finished")
-            })
-        }),
-        Err(_) => Ok(body()),
+        Ok(runtime) => {
+            runtime
+                .spawn_blocking(body)
+                .await
+                .map_err(|error| match error.try_into_panic() {
+                    Ok(payload) => panicked(payload),
+                    Err(_) => ToolError::Failed(format!(
+                        "the tool '{tool_name}' was stopped before it finished"
+                    )),
+                })
+        }
+        Err(_) => std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)).map_err(panicked),
     }
+}
+
+/// The text of a panic payload (`panic!` gives a `&str` or a `String`).
+fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|text| text.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a text payload".to_string())
 }
 
 #[cfg(test)]
@@ -163,12 +181,16 @@ mod tests {
     #[tokio::test]
     async fn blocking_bodies_run_and_panics_become_failures() {
         assert_eq!(run_blocking("t", || 2 + 2).await.unwrap(), 4);
-        let error = run_blocking("boom", || -> u8 { panic!("kaboom") })
+        let error = run_blocking("boom", || -> u8 { panic!("kaboom {}", 7) })
             .await
             .unwrap_err();
         assert!(
-            matches!(&error, ToolError::Failed(text) if text.contains("'boom' crashed")),
+            matches!(&error, ToolError::Panicked { tool, message } if tool == "boom" && message == "kaboom 7"),
             "{error:?}"
+        );
+        assert_eq!(
+            error.to_string(),
+            "the tool 'boom' crashed (it panicked): kaboom 7"
         );
     }
 
@@ -176,5 +198,11 @@ mod tests {
     fn without_a_runtime_bodies_run_inline() {
         let result = futures::executor::block_on(run_blocking("t", || "inline"));
         assert_eq!(result.unwrap(), "inline");
+        let error = futures::executor::block_on(run_blocking("t", || -> u8 { panic!("inline") }))
+            .unwrap_err();
+        assert!(
+            matches!(&error, ToolError::Panicked { message, .. } if message == "inline"),
+            "{error:?}"
+        );
     }
 }

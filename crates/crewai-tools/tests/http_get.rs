@@ -19,6 +19,15 @@ async fn get(tool: &HttpGetTool, url: String) -> Result<String, ToolError> {
         .map(|output| output.to_text())
 }
 
+/// The request ended because its timeout fired, on the wall clock: not before it was due, and within a
+/// second after (the slack covers clock granularity: its timer starts after the test's clock).
+fn assert_ended_on_time(elapsed: Duration, due: Duration) {
+    assert!(
+        elapsed + Duration::from_millis(20) >= due && elapsed <= due + Duration::from_secs(1),
+        "ended after {elapsed:?}; a {due:?} timeout should end it within a second of being due"
+    );
+}
+
 #[tokio::test]
 async fn html_pages_become_readable_text() {
     let server = MockServer::start().await;
@@ -108,9 +117,12 @@ async fn slow_servers_hit_the_deadline() {
         .mount(&server)
         .await;
     let tool = local_tool().with_total_timeout(Duration::from_millis(200));
+    let started = std::time::Instant::now();
     let error = get(&tool, format!("{}/slow", server.uri()))
         .await
         .unwrap_err();
+    // The timeout, not the server's 5 s delay, ended it.
+    assert_ended_on_time(started.elapsed(), Duration::from_millis(200));
     assert!(error.to_string().contains("timed out"), "{error}");
 }
 

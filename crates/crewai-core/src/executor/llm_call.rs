@@ -135,7 +135,9 @@ impl Execution {
                 iterations: shape.iterations,
                 response: None,
             };
-            let decision = self.hooks.run_before_llm(&mut hook_ctx);
+            let decision = self
+                .hooks
+                .run_before_llm_reporting(&mut hook_ctx, &mut self.panic_reporter());
             *messages = std::mem::take(&mut hook_ctx.messages);
             if let HookDecision::Block { reason } = decision {
                 return Err(AgentError::LlmCallBlocked {
@@ -162,7 +164,10 @@ impl Execution {
                 Ok(mut response) => {
                     hook_ctx.messages = messages.clone();
                     hook_ctx.response = response.content.clone();
-                    if let Some(text) = self.hooks.run_after_llm(&mut hook_ctx) {
+                    if let Some(text) = self
+                        .hooks
+                        .run_after_llm_reporting(&mut hook_ctx, &mut self.panic_reporter())
+                    {
                         response.content = Some(text);
                     }
                     return Ok(response);

@@ -4,7 +4,7 @@ use crewai_llm::{LlmError, Message, ToolCall};
 
 use super::llm_call::{CallShape, parse_structured};
 use super::react::{self, OBSERVATION_STOP, ReactStep};
-use super::{Execution, LoopMode, LoopOutcome};
+use super::{Execution, LoopMode, LoopOutcome, RunKind};
 use crate::agent::AgentStep;
 use crate::error::AgentError;
 use crate::prompts::agent as prompts;
@@ -98,6 +98,11 @@ impl Execution {
             }
             if let Some(answer) = answer {
                 return Ok(self.tool_answer(messages, answer));
+            }
+            // As CrewAI's task executor: one user turn after the results asks for the next step
+            // (the conformance cassettes carry it; Agent::kickoff's executor sends none).
+            if self.kind == RunKind::Task {
+                messages.push(Message::user(prompts::AFTER_TOOLS_NATIVE));
             }
             iterations += 1;
         }

@@ -35,7 +35,7 @@ use uuid::Uuid;
 
 use crate::agent::{Agent, AgentStep, RunServices, StepCallback};
 use crate::error::AgentError;
-use crate::events::EventKind;
+use crate::events::{CaughtPanic, EventKind, PanicSite, panic_message};
 use crate::hooks::Hooks;
 
 /// The loop an execution runs.
@@ -165,13 +165,31 @@ impl Execution {
             .or(self.services.step_callback.as_ref())
     }
 
-    /// Reports a step to the step callback; a panicking callback is logged, not fatal.
+    /// Reports a step to the step callback; a panicking callback is counted on the run's bus,
+    /// not fatal.
     pub(crate) fn report_step(&self, step: AgentStep) {
         if let Some(callback) = self.step_callback()
-            && std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| callback(&step))).is_err()
+            && let Err(payload) =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| callback(&step)))
         {
-            tracing::warn!(agent = self.role(), "the step callback panicked");
+            self.report_panic(CaughtPanic::new(
+                PanicSite::StepCallback,
+                "step_callback",
+                panic_message(payload.as_ref()),
+            ));
         }
+    }
+
+    /// Counts a panic caught during this execution on the run's bus and emits it under the
+    /// execution's event, with the agent and task it happened in.
+    pub(crate) fn report_panic(&self, panic: CaughtPanic) {
+        let panic = panic.in_task(Some(self.role()), self.task_name.as_deref());
+        self.services.events.report_panic(self.event_id, panic);
+    }
+
+    /// A reporter for the hooks' caught panics.
+    pub(crate) fn panic_reporter(&self) -> impl FnMut(CaughtPanic) + '_ {
+        move |panic| self.report_panic(panic)
     }
 
     /// A short name of the work for errors: the task name, or the start of the prompt.

@@ -4,15 +4,15 @@
 
 use crewai_llm::ToolCall;
 use crewai_tools::{
-    ToolContext, ToolFailurePolicy, ToolHandle, prepare_arguments, usage_limit_message,
+    ToolContext, ToolError, ToolFailurePolicy, ToolHandle, prepare_arguments, usage_limit_message,
 };
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use serde_json::Value;
 
 use super::Execution;
 use crate::agent::AgentStep;
 use crate::error::AgentError;
-use crate::events::EventKind;
+use crate::events::{CaughtPanic, EventKind, PanicSite, panic_message};
 use crate::hooks::{HookDecision, ToolCallContext, blocked_tool_result};
 use crate::prompts::agent as prompts;
 
@@ -109,7 +109,9 @@ impl Execution {
             crew_name: self.services.crew_name.clone(),
             tool_result: None,
         };
-        let decision = self.hooks.run_before_tool(&mut hook_ctx);
+        let decision = self
+            .hooks
+            .run_before_tool_reporting(&mut hook_ctx, &mut self.panic_reporter());
         let arguments = hook_ctx.tool_input.clone();
         let (mut text, succeeded) = match decision {
             HookDecision::Block { reason } => {
@@ -118,7 +120,10 @@ impl Execution {
             HookDecision::Continue => self.invoke(tool, &arguments).await?,
         };
         hook_ctx.tool_result = Some(text.clone());
-        if let Some(replaced) = self.hooks.run_after_tool(&mut hook_ctx) {
+        if let Some(replaced) = self
+            .hooks
+            .run_after_tool_reporting(&mut hook_ctx, &mut self.panic_reporter())
+        {
             text = replaced;
         }
         self.report_step(AgentStep::ToolCall {
@@ -190,7 +195,18 @@ impl Execution {
             cancellation: self.cancellation.clone(),
             parent_event_id: Some(started_id.to_string()),
         };
-        match tool.tool().run(arguments.clone(), &context).await {
+        // A tool is user code: a panic in an async tool is caught here (a `#[tool]` function's
+        // is caught on the blocking pool) and becomes a tool failure the model reads.
+        let run = std::panic::AssertUnwindSafe(tool.tool().run(arguments.clone(), &context))
+            .catch_unwind()
+            .await
+            .unwrap_or_else(|payload| {
+                Err(ToolError::Panicked {
+                    tool: tool.name().to_string(),
+                    message: panic_message(payload.as_ref()),
+                })
+            });
+        match run {
             Ok(output) => {
                 if let Some(cache) = cache {
                     cache.put_for(tool, arguments, &output);
@@ -202,6 +218,13 @@ impl Execution {
                 Ok((text, true))
             }
             Err(error) => {
+                if let ToolError::Panicked {
+                    tool: name,
+                    message,
+                } = &error
+                {
+                    self.report_panic(CaughtPanic::new(PanicSite::Tool, name, message));
+                }
                 let message = error.to_string();
                 self.tool_error_event(tool.name(), arguments, &message);
                 match self.tool_failure_policy() {

@@ -16,7 +16,7 @@ use uuid::Uuid;
 use crate::agent::{Agent, AgentTaskRequest, AgentTaskResult, RunServices};
 use crate::delegation::{CoworkerRunner, DelegationRequest, DelegationScope};
 use crate::error::AgentError;
-use crate::events::EventKind;
+use crate::events::{CaughtPanic, EventKind, PanicSite, panic_message};
 use crate::executor::RateLimitWaiter;
 use crate::guardrail::{GuardrailContext, GuardrailPass};
 use crate::output::{OutputFormat, TaskOutput};
@@ -275,8 +275,17 @@ async fn run_task_steps(
         .into_iter()
         .flatten()
     {
-        if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| callback(&output))).is_err() {
-            tracing::warn!(task = %task.key(), "a task callback panicked; the task's output is kept");
+        // User code: a panicking callback keeps the task's output and is counted on the bus.
+        if let Err(payload) =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| callback(&output)))
+        {
+            let panic = CaughtPanic::new(
+                PanicSite::TaskCallback,
+                task.key(),
+                panic_message(payload.as_ref()),
+            )
+            .in_task(Some(agent.role()), task.name());
+            run.services.events.report_panic(Some(started), panic);
         }
     }
     write_output_file(task, &output).await?;

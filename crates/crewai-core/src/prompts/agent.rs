@@ -102,6 +102,11 @@ and give my best complete final answer with what I have learned so far.";
 pub const AFTER_TOOL_REACT: &str = "Look at the result. If it gives you what the task needs, reply with your Final Answer; \
 otherwise use the next tool. Reply with the answer itself, without remarks about the process.";
 
+/// The user message after the results of a reply's native tool calls, in a task's run (CrewAI's
+/// task executor asks the model to weigh the results before its next step; `Agent::kickoff` does not).
+pub const AFTER_TOOLS_NATIVE: &str = "Weigh the tool results above. If they give you what the task needs, \
+give your final answer now; otherwise call the next tool you need. Reply with the answer itself, without remarks about the process.";
+
 /// The observation when a tool call's arguments do not match its schema (native or ReAct).
 pub fn invalid_arguments(tool_name: &str, problem: &str) -> String {
     format!(

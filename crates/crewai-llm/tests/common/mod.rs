@@ -1,5 +1,5 @@
-//! Shared helpers: CrewAI's recorded OpenAI exchanges as fixtures, and builders for clients
-//! pointed at a local server.
+//! Shared helpers: CrewAI's recorded OpenAI exchanges as fixtures, builders for clients pointed
+//! at a local server, and the calculator exchange the OpenAI tests send.
 #![allow(dead_code)]
 
 use std::path::PathBuf;
@@ -7,25 +7,30 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crewai_llm::router::BuildOptions;
-use crewai_llm::{Llm, LlmConfig, RetryPolicy, build_llm_with};
+use crewai_llm::{Llm, LlmConfig, Message, RetryPolicy, ToolDefinition, build_llm_with};
+use crewai_testkit::prereq::Prerequisite;
+use serde_json::{Value, json};
+use wiremock::{MockServer, Request, ResponseTemplate};
 
 /// The conformance cases shipped beside the workspace.
 pub fn conformance_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/conformance/cases")
 }
 
-/// One recorded exchange of a CrewAI conformance case: (request body, response body).
-/// `None` (with a message) when the conformance directory is not there.
-pub fn fixture(case: &str, index: usize) -> Option<(String, String)> {
-    let dir = conformance_dir();
-    if !dir.is_dir() {
-        eprintln!(
-            "skipping: CrewAI conformance fixtures not found at {}",
-            dir.display()
-        );
-        return None;
-    }
-    let path = dir.join(case).join("cassette.yaml");
+/// The shared conformance cases, for the tests that replay CrewAI's recordings (in a
+/// `harness = false` binary: skipped locally without them, failed under CI).
+pub fn conformance_cases() -> Prerequisite {
+    Prerequisite::dir(
+        "CrewAI's recorded conformance cases",
+        conformance_dir(),
+        "put the shared conformance cases at ../shared/conformance/cases (beside this checkout)",
+    )
+}
+
+/// One recorded exchange of a CrewAI conformance case: (request body, response body). Only for
+/// tests gated on [`conformance_cases`].
+pub fn fixture(case: &str, index: usize) -> (String, String) {
+    let path = conformance_dir().join(case).join("cassette.yaml");
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let cassette: serde_json::Value =
         yaml_serde::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
@@ -38,7 +43,7 @@ pub fn fixture(case: &str, index: usize) -> Option<(String, String)> {
         .as_str()
         .unwrap_or_default()
         .to_string();
-    Some((request, response))
+    (request, response)
 }
 
 /// Retries in milliseconds so tests stay fast.
@@ -60,4 +65,51 @@ pub fn build(config: &LlmConfig, max_retries: u32) -> Arc<dyn Llm> {
 /// An OpenAI config pointed at `server_uri` (`/v1` appended).
 pub fn openai_at(server_uri: &str, model: &str) -> LlmConfig {
     LlmConfig::new(model).with_base_url(format!("{server_uri}/v1"))
+}
+
+/// The calculator tool of CrewAI's recorded tool-calling exchange, as it sent it.
+pub fn calculator() -> ToolDefinition {
+    ToolDefinition {
+        name: "calculator".into(),
+        description: "Perform mathematical calculations. Use this for any math operations.".into(),
+        parameters: json!({
+            "properties": {"expression": {"description": "Mathematical expression to evaluate", "title": "Expression", "type": "string"}},
+            "required": ["expression"],
+            "type": "object"
+        }),
+        strict: false,
+    }
+}
+
+/// The calculator agent's task messages from the same recording.
+pub fn calculator_task() -> Vec<Message> {
+    vec![
+        Message::system(
+            "You are Calculator. You calculate things.\nYour personal goal is: Perform calculations efficiently",
+        ),
+        Message::user(
+            "\nCurrent Task: What is 100 / 4?\n\nThis is the expected criteria for your final answer: The result\nyou MUST return the actual complete content as the final answer, not a summary.\n\nThis is VERY important to you, your job depends on it!",
+        ),
+    ]
+}
+
+/// A 200 reply with a JSON body.
+pub fn json_reply(body: impl Into<String>) -> ResponseTemplate {
+    ResponseTemplate::new(200).set_body_raw(body.into(), "application/json")
+}
+
+/// The one request `server` received (fails when there were more or none).
+pub async fn only_request(server: &MockServer) -> Request {
+    let requests = server.received_requests().await.unwrap_or_default();
+    assert_eq!(requests.len(), 1, "expected exactly one request");
+    requests
+        .into_iter()
+        .next()
+        .unwrap_or_else(|| unreachable!())
+}
+
+/// A recorded request's body as JSON.
+pub fn body_of(request: &Request) -> Value {
+    serde_json::from_slice(&request.body)
+        .unwrap_or_else(|e| panic!("request body is not JSON: {e}"))
 }

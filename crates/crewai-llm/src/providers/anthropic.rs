@@ -1,0 +1,44 @@
+//! Anthropic's messages API.
+
+use std::sync::Arc;
+
+use crate::anthropic::{AnthropicLlm, DEFAULT_BASE_URL};
+use crate::error::LlmError;
+use crate::traits::Llm;
+
+use super::{KeyRequirement, Provider, ProviderCapabilities, ProviderContext, ProviderDescriptor};
+
+pub const NAME: &str = "anthropic";
+
+pub fn descriptor() -> ProviderDescriptor {
+    ProviderDescriptor::new(NAME)
+        .alias("claude")
+        .key_env(["ANTHROPIC_API_KEY"])
+        .base_url_env(["ANTHROPIC_BASE_URL", "ANTHROPIC_API_BASE"])
+        .default_base_url(DEFAULT_BASE_URL)
+        .capabilities(ProviderCapabilities {
+            api_key: KeyRequirement::Required,
+            server_stop_words: true,
+        })
+        .otel_system("anthropic")
+        .context_windows([
+            ("claude-3", 200_000),
+            ("claude-opus-4", 200_000),
+            ("claude-sonnet-4", 200_000),
+            ("claude-haiku-4", 200_000),
+            ("claude-", 200_000),
+        ])
+        .infer_prefixes(["claude-"])
+        .default_model("anthropic/claude-sonnet-4-5")
+}
+
+pub fn provider() -> Provider {
+    Provider::new(descriptor(), build)
+}
+
+fn build(cx: &ProviderContext<'_>) -> Result<Arc<dyn Llm>, LlmError> {
+    let api_key = cx.require_api_key()?;
+    let base = cx.base_url();
+    let client = AnthropicLlm::new(cx.model(), api_key, base.as_deref(), cx.config())?;
+    Ok(cx.attach(client, AnthropicLlm::with_transport))
+}

@@ -1,0 +1,44 @@
+//! Google's Gemini API (`generateContent`).
+
+use std::sync::Arc;
+
+use crate::error::LlmError;
+use crate::gemini::{DEFAULT_BASE_URL, GeminiLlm};
+use crate::traits::Llm;
+
+use super::{KeyRequirement, Provider, ProviderCapabilities, ProviderContext, ProviderDescriptor};
+
+pub const NAME: &str = "gemini";
+
+pub fn descriptor() -> ProviderDescriptor {
+    ProviderDescriptor::new(NAME)
+        .aliases(["google", "google_genai"])
+        .key_env(["GEMINI_API_KEY", "GOOGLE_API_KEY"])
+        .base_url_env(["GEMINI_API_BASE"])
+        .default_base_url(DEFAULT_BASE_URL)
+        .capabilities(ProviderCapabilities {
+            api_key: KeyRequirement::Required,
+            server_stop_words: true,
+        })
+        .otel_system("gcp.gemini")
+        .context_windows([
+            ("gemini-2.5", 1_048_576),
+            ("gemini-2.0", 1_048_576),
+            ("gemini-1.5-pro", 2_097_152),
+            ("gemini-1.5-flash", 1_048_576),
+            ("gemini-", 1_048_576),
+        ])
+        .infer_prefixes(["gemini-", "gemma-"])
+        .default_model("gemini/gemini-2.5-flash")
+}
+
+pub fn provider() -> Provider {
+    Provider::new(descriptor(), build)
+}
+
+fn build(cx: &ProviderContext<'_>) -> Result<Arc<dyn Llm>, LlmError> {
+    let api_key = cx.require_api_key()?;
+    let base = cx.base_url();
+    let client = GeminiLlm::new(cx.model(), api_key, base.as_deref(), cx.config())?;
+    Ok(cx.attach(client, GeminiLlm::with_transport))
+}
