@@ -2,7 +2,7 @@
 //! come from the reply it was given.
 #![no_main]
 
-use crewai_core::executor::react::{ReactStep, cut_at_observation, parse};
+use crewai_core::react::{ReactStep, cut_at_observation, parse};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -57,7 +57,7 @@ use crewai_core::crew::KickoffOptions;
 use crewai_core::events::PanicSite;
 use crewai_core::hooks::{HookDecision, Hooks};
 use crewai_core::interpolate::Inputs;
-use crewai_core::store::{RunJournal, StoredTaskOutput};
+use crewai_core::store::{RunJournal, StoredTaskOutput, TaskOutputStore};
 use crewai_llm::RetryPolicy;
 use crewai_llm::router::BuildOptions;
 use crewai_store::Store;
@@ -439,10 +439,7 @@ async fn kick_off(
     }
     // The bus outlives the crew, which moves into the kickoff's task; clones share the counts.
     let bus = crew.event_bus().clone();
-    let options = KickoffOptions {
-        run_id: Some(run_id.clone()),
-        ..KickoffOptions::default()
-    };
+    let options = KickoffOptions::new().run_id(run_id.clone());
     let kickoff = tokio::spawn(async move { crew.kickoff_with(Inputs::new(), options).await });
     let abort = kickoff.abort_handle();
     let outcome =
@@ -464,8 +461,11 @@ async fn kick_off(
         };
     // A finished task must be in both records: the latest-kickoff store (for `replay`) and the
     // journaled run (for `resume`).
-    let latest = store.task_outputs().map_err(|e| e.to_string())?;
+    let latest = TaskOutputStore::load(store.as_ref())
+        .await
+        .map_err(|e| e.to_string())?;
     let journaled: Vec<StoredTaskOutput> = RunJournal::load(store.as_ref(), &run_id)
+        .await
         .map_err(|e| e.to_string())?
         .map(|run| run.tasks.into_values().collect())
         .unwrap_or_default();

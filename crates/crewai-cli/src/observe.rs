@@ -53,7 +53,9 @@ impl RunObservers {
         Ok(RunObservers { trace, otel })
     }
 
-    /// Sends the last spans and closes the trace file.
+    /// Sends the last spans and closes the trace file. Both work off the run (a task, a thread),
+    /// so this is where the run waits for them: when it returns, the trace file holds every
+    /// event of the run (or a warning said which part is missing).
     pub async fn finish(self) {
         if let Some(otel) = self.otel {
             otel.shutdown(EXPORT_GRACE).await;
@@ -66,7 +68,9 @@ impl RunObservers {
     }
 }
 
-/// Prints each model call's tokens and cost, and the run's total so far, to stderr.
+/// Prints each model call's tokens and cost, and the run's total so far, to stderr. A plain
+/// (synchronous) listener like the console: one short line per call, in step with the rest of
+/// the verbose output.
 pub fn print_call_costs(bus: &EventBus) {
     let total = Arc::new(Mutex::new(Usage::default()));
     let prices = PriceTable::builtin();

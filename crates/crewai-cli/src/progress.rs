@@ -65,6 +65,18 @@ fn finished_text(task: &TaskLine, failed: bool, elapsed: Duration) -> String {
     )
 }
 
+/// The line of an agent held back by its requests-per-minute limit.
+fn rate_limit_text(agent_role: &str, max_rpm: Option<u32>, wait_ms: u64) -> String {
+    let limit = max_rpm
+        .map(|rpm| format!(" ({rpm} per minute)"))
+        .unwrap_or_default();
+    format!(
+        "  ⏳ {} waits {} for the rate limit{limit}",
+        agent_role.trim(),
+        seconds(Duration::from_millis(wait_ms))
+    )
+}
+
 /// The same as a plain log line, for a stderr that is not a terminal.
 fn finished_log_line(task: &TaskLine, failed: bool, elapsed: Duration) -> String {
     format!(
@@ -169,6 +181,20 @@ impl Progress {
             } => {
                 Self::line(state, &format!("  ✗ {tool_name} failed: {error}"));
             }
+            EventKind::RateLimitWaitStarted {
+                agent_role,
+                task_name,
+                max_rpm,
+                wait_ms,
+            } => {
+                // A spinner that stops moving for half a minute needs a reason.
+                if let Some(task) = task_name.as_ref().and_then(|n| state.tasks.get(n))
+                    && let Some(bar) = &task.bar
+                {
+                    bar.set_message(format!("{} · waiting for the rate limit…", task.label));
+                }
+                Self::line(state, &rate_limit_text(agent_role, *max_rpm, *wait_ms));
+            }
             EventKind::PanicCaught {
                 site,
                 name,
@@ -229,7 +255,30 @@ impl Progress {
                     Self::line(state, &format!("  error: {error}"));
                 }
             }
-            _ => {}
+            // Not shown: the crew's and agents' own start and end are what the task lines
+            // already say, a call's start and chunks are what the spinner's timer shows, a
+            // failed call that matters fails its task, and flows have their own output.
+            EventKind::CrewKickoffStarted { .. }
+            | EventKind::CrewKickoffCompleted { .. }
+            | EventKind::CrewKickoffFailed { .. }
+            | EventKind::AgentExecutionStarted { .. }
+            | EventKind::AgentExecutionCompleted { .. }
+            | EventKind::AgentExecutionError { .. }
+            | EventKind::LiteAgentExecutionStarted { .. }
+            | EventKind::LiteAgentExecutionCompleted { .. }
+            | EventKind::LiteAgentExecutionError { .. }
+            | EventKind::LlmCallStarted { .. }
+            | EventKind::LlmCallFailed { .. }
+            | EventKind::LlmStreamChunk { .. }
+            | EventKind::ToolUsageFinished { .. }
+            | EventKind::LlmGuardrailStarted { .. }
+            | EventKind::LlmGuardrailCompleted { .. }
+            | EventKind::AgentDelegationCompleted { .. }
+            | EventKind::FlowStarted { .. }
+            | EventKind::FlowFinished { .. }
+            | EventKind::MethodExecutionStarted { .. }
+            | EventKind::MethodExecutionFinished { .. }
+            | EventKind::MethodExecutionFailed { .. } => {}
         }
     }
 
@@ -258,6 +307,41 @@ mod tests {
             cost_usd,
             tools,
         }
+    }
+
+    #[test]
+    fn a_rate_limit_wait_says_who_waits_how_long_and_why() {
+        assert_eq!(
+            rate_limit_text(" Writer ", Some(2), 30_000),
+            "  ⏳ Writer waits 30.0s for the rate limit (2 per minute)"
+        );
+        assert_eq!(
+            rate_limit_text("Writer", None, 1_400),
+            "  ⏳ Writer waits 1.4s for the rate limit"
+        );
+    }
+
+    #[test]
+    fn every_kind_of_event_goes_through_the_display() {
+        use crewai_core::events::EventType;
+        let progress = Progress {
+            state: Arc::new(Mutex::new(State {
+                multi: None,
+                tasks: HashMap::new(),
+            })),
+        };
+        let bus = EventBus::new();
+        progress.attach(&bus);
+        for ty in EventType::all() {
+            bus.emit(None, EventKind::blank(ty));
+        }
+        assert_eq!(
+            bus.caught_panics(),
+            0,
+            "no kind of event upsets the display"
+        );
+        // The blank task_started opened a line that task_completed closed.
+        assert!(progress.state.lock().unwrap().tasks.is_empty());
     }
 
     #[test]

@@ -9,7 +9,7 @@ use crewai_core::crew::{Crew, CrewError, KickoffOptions};
 use crewai_core::events::EventBus;
 use crewai_core::interpolate::Inputs;
 use crewai_core::output::CrewOutput;
-use crewai_core::store::RunStatus;
+use crewai_core::store::{RunJournal, RunStatus, TaskOutputStore};
 use crewai_llm::LlmError;
 use crewai_project::{BuildOptions, Project, ProjectError, ToolRegistry};
 use crewai_tools::{Tool, ToolContext, ToolError, ToolHandle, ToolOutput, async_trait};
@@ -188,8 +188,7 @@ async fn resume_or_fork(
     from_task: Option<&String>,
 ) -> Result<(), Failure> {
     let store = crate::stored::open(&project.root)?;
-    let stored = store
-        .load_run_async(stored_id.to_string())
+    let stored = RunJournal::load(&store, stored_id)
         .await
         .map_err(Failure::run)?
         .ok_or_else(|| {
@@ -248,11 +247,9 @@ async fn run_journaled(
         Start::Kickoff(_) | Start::Replay { .. } => eprintln!("Run {run_id}"),
     }
     let cancellation = CancellationToken::new();
-    let options = KickoffOptions {
-        cancellation: Some(cancellation.clone()),
-        run_id: Some(run_id.clone()),
-        ..Default::default()
-    };
+    let options = KickoffOptions::new()
+        .cancellation(cancellation.clone())
+        .run_id(run_id.clone());
     let work = async {
         match start {
             Start::Kickoff(inputs) => crew.kickoff_with(inputs, options).await,
@@ -345,8 +342,7 @@ async fn report(
         }
         _ => Failure::run(error),
     };
-    let resumable = store
-        .load_run_async(run_id.to_string())
+    let resumable = RunJournal::load(store, run_id)
         .await
         .ok()
         .flatten()
@@ -432,7 +428,7 @@ pub async fn replay(args: ReplayArgs) -> Result<(), Failure> {
     load_env(&dir)?;
     let project = load(&dir)?;
     let store = crate::stored::open(&dir)?;
-    let stored = store.task_outputs_async().await.map_err(Failure::run)?;
+    let stored = TaskOutputStore::load(&store).await.map_err(Failure::run)?;
     let found = stored
         .iter()
         .find(|r| {

@@ -3,6 +3,7 @@
 use std::path::Path;
 
 use anyhow::Context;
+use crewai_core::store::TaskOutputStore;
 use crewai_store::Store;
 
 use crate::cli::{ResetArgs, RunsArgs};
@@ -32,8 +33,7 @@ fn one_line(text: &str, width: usize) -> String {
 /// `crewai log-tasks-outputs`: the latest kickoff's tasks, with the ids `replay -t` takes.
 pub async fn log_tasks_outputs(dir: &Path) -> Result<(), Failure> {
     let store = open(dir)?;
-    let rows = store
-        .task_outputs_async()
+    let rows = TaskOutputStore::load(&store)
         .await
         .context("cannot read the stored task outputs")
         .map_err(Failure::run)?;
@@ -133,8 +133,7 @@ pub async fn reset_memories(args: &ResetArgs) -> Result<(), Failure> {
     }
     if args.all || args.kickoff_outputs {
         let store = open(&args.project)?;
-        store
-            .reset_task_outputs_async()
+        TaskOutputStore::reset(&store)
             .await
             .context("cannot clear the stored task outputs")
             .map_err(Failure::run)?;

@@ -1,32 +1,37 @@
-//! Builds what a case describes through the public API, exactly as a user would, and runs it:
-//! a crew kickoff, an agent kickoff, tasks run by an agent, a bare LLM call, or a crew replay.
-//! Also the catalog's guardrails and conditions, which attach to agents and tasks.
+//! Builds what a case describes and runs it: a crew kickoff, an agent kickoff, tasks run by an
+//! agent, a bare LLM call, or a crew replay.
+//!
+//! Agents, tasks and crews are built by crewai-project, the path `crewai run` takes: the case's
+//! `agents`, `tasks` and `crew` keep CrewAI's field names, so they go over as spec values as
+//! written ([`ProjectValues`]), and what only a case has comes in through crewai-project's hooks:
+//! the catalog's test tools as the tool registry, its guardrails and conditions as the code the
+//! specs name ([`CatalogCode`]), every model pointed at the replay server by the LLM factory, and
+//! `max_rpm` limiters on virtual clocks. No field is mapped onto a builder here.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use crewai_core::agent::{Agent, KickoffInput};
 use crewai_core::crew::{Crew, Process};
-use crewai_core::guardrail::{Guardrail, GuardrailPass};
-use crewai_core::hooks::{HookedLlm, Hooks};
+use crewai_core::hooks::{Hooks, HooksLayer};
 use crewai_core::output::TaskOutput;
 use crewai_core::store::{InMemoryTaskOutputStore, StoredTaskOutput, TaskOutputStore};
-use crewai_core::task::Task;
 use crewai_llm::{
-    BuildOptions, DEFAULT_MODEL, Llm, LlmConfig, LlmRequest, Message, OpenAiApi, ProviderRegistry,
-    ResponseFormat, StreamEvent, build_llm_with,
+    BuildOptions as LlmBuildOptions, DEFAULT_MODEL, Llm, LlmConfig, LlmError, LlmRequest, Message,
+    OpenAiApi, ProviderRegistry, ResponseFormat, StreamEvent, build_llm_with,
+};
+use crewai_project::{
+    BuildOptions, Project, ProjectError, ProjectValues, RateLimitOwner, SourceFile, ToolRef,
+    ToolRegistry,
 };
 use crewai_tools::ToolHandle;
 use futures::StreamExt;
+use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::case::{
-    AgentSpec, Case, ConditionSpec, CrewSpec, GuardrailSpec, MessageSpec, Mode, ProcessSpec,
-    Provider, TaskSpec,
-};
-use crate::catalog::build_tool;
+use crate::case::{AgentSpec, Case, CrewSpec, MessageSpec, Mode, Provider, TaskSpec};
+use crate::catalog::{CatalogCode, build_tool};
 use crate::outcome::{Output, RateLimitScope, ToolInfo};
 use crate::returned::{LlmReply, Returned, consume};
 use crate::runner::RunEnv;
@@ -45,6 +50,16 @@ pub enum RunError {
     Failed(String),
     #[error("timed out after {} s (the run's overall deadline)", .0.as_secs())]
     Timeout(Duration),
+}
+
+impl From<ProjectError> for RunError {
+    fn from(error: ProjectError) -> Self {
+        match error {
+            // The spec values break a rule of CrewAI's (each problem with its field).
+            ProjectError::Invalid(_) => RunError::Invalid(error.to_string()),
+            other => RunError::Failed(other.to_string()),
+        }
+    }
 }
 
 /// A run's results.
@@ -68,164 +83,239 @@ impl Execution {
 /// backend over its native one; the HTTP traffic is the same provider API either way.
 const PYTHON_ONLY_LLM_KEYS: &[&str] = &["is_litellm"];
 
+/// The LLM config of `fields` (CrewAI names), as written.
+fn parse_llm_fields(fields: &Map<String, Value>) -> Result<LlmConfig, RunError> {
+    let mut fields = fields.clone();
+    for key in PYTHON_ONLY_LLM_KEYS {
+        fields.remove(*key);
+    }
+    serde_json::from_value(Value::Object(fields.clone()))
+        .map_err(|e| RunError::Invalid(format!("llm {}: {e}", Value::Object(fields))))
+}
+
+/// `config` pointed at the replay server at `server_url`, as the provider the case recorded.
+fn point_at_replay(
+    mut config: LlmConfig,
+    provider: Provider,
+    server_url: &str,
+) -> Result<LlmConfig, String> {
+    if config.model.is_empty() {
+        config.model = DEFAULT_MODEL.to_string();
+    }
+    // The case names the API its cassette recorded (the Responses API is OpenAI's); the
+    // provider registry says where that provider's API lives, here on the replay server.
+    let name = match provider {
+        Provider::Openai | Provider::OpenaiResponses => "openai",
+        Provider::Anthropic => "anthropic",
+        Provider::Gemini => "gemini",
+        Provider::Azure => "azure",
+    };
+    if provider == Provider::OpenaiResponses {
+        config.api = Some(OpenAiApi::Responses);
+    }
+    let descriptor = ProviderRegistry::builtin()
+        .get(name)
+        .cloned()
+        .ok_or_else(|| format!("no provider '{name}' is registered"))?;
+    if config.provider.is_none() && !config.model.contains('/') {
+        config.provider = Some(descriptor.name.clone());
+    }
+    config.base_url = Some(descriptor.base_url_at(server_url));
+    config.api_key = Some("test".into());
+    if provider == Provider::Azure && config.api_version.is_none() {
+        config.api_version = Some("2024-06-01".into());
+    }
+    Ok(config)
+}
+
+/// Builds a client the way a user's code would, with no process environment leaking in (no
+/// `OPENAI_BASE_URL`, no `MODEL`).
+fn build_isolated(config: &LlmConfig) -> Result<Arc<dyn Llm>, LlmError> {
+    build_llm_with(config, &LlmBuildOptions::new().with_env(|_| None))
+}
+
 /// The LLM config for `fields` (CrewAI names), pointed at the replay server.
 pub fn llm_config(
     case: &Case,
     fields: Option<&Map<String, Value>>,
     env: &RunEnv,
 ) -> Result<LlmConfig, RunError> {
-    let mut fields = fields.cloned().unwrap_or_default();
-    for key in PYTHON_ONLY_LLM_KEYS {
-        fields.remove(*key);
-    }
-    let mut config: LlmConfig = serde_json::from_value(Value::Object(fields.clone()))
-        .map_err(|e| RunError::Invalid(format!("llm {}: {e}", Value::Object(fields))))?;
-    if config.model.is_empty() {
-        config.model = DEFAULT_MODEL.to_string();
-    }
-    // The case names the API its cassette recorded (the Responses API is OpenAI's); the
-    // provider registry says where that provider's API lives, here on the replay server.
-    let provider = match case.provider {
-        Provider::Openai | Provider::OpenaiResponses => "openai",
-        Provider::Anthropic => "anthropic",
-        Provider::Gemini => "gemini",
-        Provider::Azure => "azure",
+    let config = match fields {
+        Some(fields) => parse_llm_fields(fields)?,
+        None => LlmConfig::default(),
     };
-    if case.provider == Provider::OpenaiResponses {
-        config.api = Some(OpenAiApi::Responses);
-    }
-    let descriptor = ProviderRegistry::builtin()
-        .get(provider)
-        .cloned()
-        .ok_or_else(|| RunError::Invalid(format!("no provider '{provider}' is registered")))?;
-    if config.provider.is_none() && !config.model.contains('/') {
-        config.provider = Some(descriptor.name.clone());
-    }
-    config.base_url = Some(descriptor.base_url_at(&env.server_url));
-    config.api_key = Some("test".into());
-    if case.provider == Provider::Azure && config.api_version.is_none() {
-        config.api_version = Some("2024-06-01".into());
-    }
-    Ok(config)
+    point_at_replay(config, case.provider, &env.server_url).map_err(RunError::Invalid)
 }
 
-/// Builds the client for `fields` the way a user's code would, with no process environment
-/// leaking in (no `OPENAI_BASE_URL`, no `MODEL`).
+/// Builds the client for `fields` (mode llm: a bare model call, no agent).
 pub fn build_case_llm(
     case: &Case,
     fields: Option<&Map<String, Value>>,
     env: &RunEnv,
 ) -> Result<(LlmConfig, Arc<dyn Llm>), RunError> {
     let config = llm_config(case, fields, env)?;
-    let options = BuildOptions::new().with_env(|_| None);
-    let llm = build_llm_with(&config, &options)
+    let llm = build_isolated(&config)
         .map_err(|e| RunError::Failed(format!("building LLM `{}`: {e}", config.model)))?;
     Ok((config, llm))
 }
 
-/// The guardrail a catalog entry describes.
-pub fn build_guardrail(spec: &GuardrailSpec) -> Guardrail {
-    fn words(text: &str) -> usize {
-        text.split_whitespace().count()
+/// A case's agent, task or crew as a mapping of its fields, unset ones left out.
+fn spec_fields(spec: &impl Serialize, what: &str) -> Result<Map<String, Value>, RunError> {
+    match serde_json::to_value(spec) {
+        Ok(Value::Object(mut fields)) => {
+            fields.retain(|_, value| !value.is_null());
+            Ok(fields)
+        }
+        Ok(other) => Err(RunError::Invalid(format!(
+            "{what} is not a mapping of fields: {other}"
+        ))),
+        Err(e) => Err(RunError::Invalid(format!("{what}: {e}"))),
     }
-    match spec.clone() {
-        GuardrailSpec::Llm { description } => Guardrail::llm(description),
-        GuardrailSpec::MaxWords { n } => Guardrail::named("max_words", move |out: &TaskOutput| {
-            let count = words(&out.raw);
-            if count <= n {
-                Ok(GuardrailPass::Keep)
-            } else {
-                Err(format!(
-                    "The output has {count} words; it must have at most {n}."
-                ))
+}
+
+/// Drops the Python-only flags from the LLM mappings among `keys`.
+fn strip_python_only(fields: &mut Map<String, Value>, keys: &[&str]) {
+    for key in keys {
+        if let Some(Value::Object(llm)) = fields.get_mut(*key) {
+            for flag in PYTHON_ONLY_LLM_KEYS {
+                llm.remove(*flag);
             }
-        }),
-        GuardrailSpec::Contains { text } => {
-            Guardrail::named("contains", move |out: &TaskOutput| {
-                if out.raw.contains(&text) {
-                    Ok(GuardrailPass::Keep)
-                } else {
-                    Err(format!("The output must contain \"{text}\"."))
-                }
-            })
-        }
-        GuardrailSpec::ContainsAll { texts } => {
-            Guardrail::named("contains_all", move |out: &TaskOutput| {
-                let missing: Vec<&String> = texts
-                    .iter()
-                    .filter(|t| !out.raw.contains(t.as_str()))
-                    .collect();
-                if missing.is_empty() {
-                    Ok(GuardrailPass::Keep)
-                } else {
-                    Err(format!("The output must contain each of: {missing:?}."))
-                }
-            })
-        }
-        GuardrailSpec::AlwaysFail { message } => {
-            Guardrail::named("always_fail", move |_: &TaskOutput| Err(message.clone()))
-        }
-        GuardrailSpec::AlwaysPass => {
-            Guardrail::named("always_pass", |_: &TaskOutput| Ok(GuardrailPass::Keep))
-        }
-        GuardrailSpec::Replace { value } => Guardrail::named("replace", move |_: &TaskOutput| {
-            Ok(match &value {
-                Value::String(text) => GuardrailPass::Raw(text.clone()),
-                other => GuardrailPass::Typed(other.clone()),
-            })
-        }),
-        GuardrailSpec::FailThenPass { message, failures } => {
-            let calls = AtomicU32::new(0);
-            Guardrail::named("fail_then_pass", move |_: &TaskOutput| {
-                if calls.fetch_add(1, Ordering::SeqCst) < failures {
-                    Err(message.clone())
-                } else {
-                    Ok(GuardrailPass::Keep)
-                }
-            })
         }
     }
 }
 
-/// A ConditionalTask's condition over the previous task's output.
-fn condition(spec: &ConditionSpec) -> impl Fn(&TaskOutput) -> bool + Send + Sync + 'static {
-    let spec = spec.clone();
-    move |previous: &TaskOutput| match &spec {
-        ConditionSpec::Always { value } => *value,
-        ConditionSpec::PreviousContains { text } => previous.raw.contains(text.as_str()),
+/// A catalog guardrail as a spec writes it: `llm {description}` is CrewAI's guardrail in
+/// words, which a spec gives as the text itself (checked by the agent's model); every other kind
+/// stays a mapping, the code [`CatalogCode`] supplies.
+fn guardrail_value(value: &mut Value) {
+    if value.get("kind").and_then(Value::as_str) == Some("llm")
+        && let Some(description) = value.get("description").cloned()
+    {
+        *value = description;
     }
 }
 
-/// Everything built for one case: its tools (each built once and shared, as one Python tool
-/// object is), agents by name, hooks.
+fn agent_value(name: &str, spec: &AgentSpec) -> Result<Value, RunError> {
+    let mut fields = spec_fields(spec, &format!("agent `{name}`"))?;
+    strip_python_only(&mut fields, &["llm", "function_calling_llm"]);
+    if let Some(guardrail) = fields.get_mut("guardrail") {
+        guardrail_value(guardrail);
+    }
+    Ok(Value::Object(fields))
+}
+
+/// How a task is handed over: with its tools, or without them (mode task passes them to the
+/// execution instead); with an agent for a task that names none (mode task: the case's agent).
+struct TaskShape<'a> {
+    tools: bool,
+    agent: Option<&'a str>,
+}
+
+fn task_value(spec: &TaskSpec, shape: &TaskShape<'_>) -> Result<Value, RunError> {
+    if spec.human_input {
+        return Err(RunError::Unsupported(format!(
+            "task `{}` asks for human input, which a replay cannot give",
+            spec.name
+        )));
+    }
+    let mut fields = spec_fields(spec, &format!("task `{}`", spec.name))?;
+    // The argument of agent.execute_task in mode task, not a Task field.
+    fields.remove("context_text");
+    if !shape.tools {
+        fields.remove("tools");
+    }
+    if let Some(guardrail) = fields.get_mut("guardrail") {
+        guardrail_value(guardrail);
+    }
+    match fields.get_mut("guardrails") {
+        Some(Value::Array(list)) if list.is_empty() => {
+            fields.remove("guardrails");
+        }
+        Some(Value::Array(list)) => list.iter_mut().for_each(guardrail_value),
+        _ => {}
+    }
+    if let (None, Some(agent)) = (&spec.agent, shape.agent) {
+        fields.insert("agent".into(), Value::String(agent.to_string()));
+    }
+    Ok(Value::Object(fields))
+}
+
+fn crew_value(spec: &CrewSpec) -> Result<Value, RunError> {
+    let mut fields = spec_fields(spec, "crew")?;
+    // A flow method's crew lists its members; the project is made of them instead.
+    fields.remove("agents");
+    fields.remove("tasks");
+    strip_python_only(&mut fields, &["manager_llm", "function_calling_llm"]);
+    Ok(Value::Object(fields))
+}
+
+/// Everything one case's builds share: its test tools (each built once and shared, as one
+/// Python tool object is), its hooks, and the crewai-project options that wire them in.
 pub(crate) struct World<'a> {
     case: &'a Case,
     pub(crate) env: &'a RunEnv,
     tools: BTreeMap<String, ToolHandle>,
     hooks: Hooks,
-}
-
-/// Where hooks and the event bus attach: to the crew, or to each agent when there is none.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Scope {
-    Crew,
-    Standalone,
+    options: BuildOptions,
 }
 
 impl<'a> World<'a> {
     fn new(case: &'a Case, env: &'a RunEnv) -> Result<World<'a>, RunError> {
-        let tools = case
+        let tools: BTreeMap<String, ToolHandle> = case
             .tools
             .iter()
             .map(|(name, spec)| (name.clone(), build_tool(name, spec, &env.tool_runs)))
             .collect();
         let hooks =
             crate::catalog::build_hooks(&case.hooks, &env.hook_log).map_err(RunError::Invalid)?;
+        let mut registry = ToolRegistry::new();
+        for handle in tools.values() {
+            registry.register_handle(handle.clone());
+        }
+        // The registry finds a tool by its name with case, separators and a `Tool` suffix
+        // ignored: two test tools it cannot tell apart would silently become one.
+        for name in tools.keys() {
+            let found = registry.resolve(&ToolRef {
+                name: name.clone(),
+                args: Map::new(),
+            });
+            if !found.is_ok_and(|handle| handle.original_name() == name) {
+                return Err(RunError::Invalid(format!(
+                    "test tool `{name}` cannot be told apart by name from another of the case's tools"
+                )));
+            }
+        }
+        let (provider, server_url) = (case.provider, env.server_url.clone());
+        let rate_limits = env.rate_limits.clone();
+        let mut options = BuildOptions::new(registry)
+            .with_event_bus(env.bus.clone())
+            .with_hooks(hooks.clone())
+            // `verbose` only prints the run to stdout, which would interleave with the PASS/FAIL
+            // report of cases running in parallel.
+            .with_verbose(false)
+            .with_llm_factory(move |config| {
+                let config = point_at_replay(config.clone(), provider, &server_url)
+                    .map_err(LlmError::Config)?;
+                build_isolated(&config)
+            })
+            .with_rate_limiters(move |owner, max_rpm| {
+                let scope = match owner {
+                    RateLimitOwner::Agent { role, .. } => RateLimitScope::Agent(role.to_string()),
+                    RateLimitOwner::Crew => RateLimitScope::Crew,
+                };
+                rate_limits.limiter(scope, max_rpm)
+            })
+            .with_code_resolver(Arc::new(CatalogCode));
+        // The case's `llm` is the model of every agent that names none.
+        if let Some(fields) = &case.llm {
+            options = options.with_default_llm(parse_llm_fields(fields)?);
+        }
         Ok(World {
             case,
             env,
             tools,
             hooks,
+            options,
         })
     }
 
@@ -241,244 +331,99 @@ impl<'a> World<'a> {
             .collect()
     }
 
-    fn agent_spec(&self, name: &str) -> Result<&'a AgentSpec, RunError> {
-        self.case
-            .agents
-            .get(name)
-            .ok_or_else(|| RunError::Invalid(format!("unknown agent `{name}`")))
-    }
-
-    pub(crate) fn agent(&self, name: &str, scope: Scope) -> Result<Agent, RunError> {
-        let spec = self.agent_spec(name)?;
-        let llm_fields = spec.llm.as_ref().or(self.case.llm.as_ref());
-        let (_, llm) = build_case_llm(self.case, llm_fields, self.env)?;
-        let mut builder = Agent::builder()
-            .role(&spec.role)
-            .goal(&spec.goal)
-            .backstory(&spec.backstory)
-            .llm(llm)
-            .tools(self.tools(&spec.tools)?);
-        if let Some(fields) = &spec.function_calling_llm {
-            builder =
-                builder.function_calling_llm(build_case_llm(self.case, Some(fields), self.env)?.1);
-        }
-        if let Some(v) = spec.allow_delegation {
-            builder = builder.allow_delegation(v);
-        }
-        if let Some(v) = spec.max_iter {
-            builder = builder.max_iter(v);
-        }
-        if let Some(v) = spec.max_rpm {
-            builder = builder.max_rpm(v).rate_limiter(
-                self.env
-                    .rate_limits
-                    .limiter(RateLimitScope::Agent(spec.role.clone()), v),
-            );
-        }
-        if let Some(seconds) = spec.max_execution_time {
-            builder = builder.max_execution_time(Duration::from_secs_f64(seconds.max(0.0)));
-        }
-        if let Some(v) = spec.max_retry_limit {
-            builder = builder.max_retry_limit(v);
-        }
-        // `verbose` is not passed on: it only prints the run to stdout, which would interleave
-        // with the PASS/FAIL report of cases running in parallel.
-        if let Some(v) = spec.cache {
-            builder = builder.cache(v);
-        }
-        if let Some(v) = spec.use_system_prompt {
-            builder = builder.use_system_prompt(v);
-        }
-        if let Some(v) = spec.respect_context_window {
-            builder = builder.respect_context_window(v);
-        }
-        if let Some(v) = spec.inject_date {
-            builder = builder.inject_date(v);
-        }
-        if let Some(v) = &spec.date_format {
-            builder = builder.date_format(v);
-        }
-        if let Some(v) = &spec.system_template {
-            builder = builder.system_template(v);
-        }
-        if let Some(v) = &spec.prompt_template {
-            builder = builder.prompt_template(v);
-        }
-        if let Some(v) = &spec.response_template {
-            builder = builder.response_template(v);
-        }
-        if let Some(g) = &spec.guardrail {
-            builder = builder.guardrail(build_guardrail(g));
-        }
-        if let Some(v) = spec.guardrail_max_retries {
-            builder = builder.guardrail_max_retries(v);
-        }
-        if scope == Scope::Standalone {
-            builder = builder
-                .event_bus(self.env.bus.clone())
-                .hooks(self.hooks.clone());
-        }
-        builder
-            .build()
-            .map_err(|e| RunError::Failed(format!("building agent `{name}`: {e}")))
-    }
-
-    /// A task; `agents` resolves its `agent:` name. `with_tools` false leaves the task's tools
-    /// out (mode task passes them to execute_task instead).
-    fn task(
+    /// The project of the named agents, the given task values and the crew's fields.
+    fn project(
         &self,
-        spec: &TaskSpec,
-        agents: &BTreeMap<String, Agent>,
-        with_tools: bool,
-    ) -> Result<Task, RunError> {
-        let mut builder = Task::builder()
-            .name(&spec.name)
-            .description(&spec.description)
-            .expected_output(&spec.expected_output);
-        if let Some(name) = &spec.agent {
-            let agent = agents.get(name).ok_or_else(|| {
-                RunError::Invalid(format!(
-                    "task `{}`: agent `{name}` is not in this crew",
-                    spec.name
-                ))
-            })?;
-            builder = builder.agent(agent.clone());
+        agents: &[&String],
+        tasks: Vec<Value>,
+        crew: Option<&CrewSpec>,
+    ) -> Result<Project, RunError> {
+        let mut values = ProjectValues {
+            tasks,
+            crew: crew.map(crew_value).transpose()?,
+            ..ProjectValues::default()
+        };
+        for name in agents {
+            let spec = self
+                .case
+                .agents
+                .get(name)
+                .ok_or_else(|| RunError::Invalid(format!("unknown agent `{name}`")))?;
+            values
+                .agents
+                .insert(name.to_string(), agent_value(name, spec)?);
         }
-        match &spec.context {
-            Some(names) if names.is_empty() => builder = builder.context_none(),
-            Some(names) => builder = builder.context(names.clone()),
-            None => {}
-        }
-        if with_tools && let Some(names) = &spec.tools {
-            builder = builder.tools(self.tools(names)?);
-        }
-        if spec.async_execution {
-            builder = builder.async_execution(true);
-        }
-        if let Some(schema) = &spec.output_json {
-            builder = builder.output_json(schema.clone());
-        }
-        if let Some(schema) = &spec.output_pydantic {
-            builder = builder.output_pydantic(schema.clone());
-        }
-        if let Some(file) = &spec.output_file {
-            // Relative to the case's working directory (the process never changes directory).
-            builder =
-                builder.output_file(self.env.workdir.join(file).to_string_lossy().into_owned());
-        }
-        if let Some(v) = spec.create_directory {
-            builder = builder.create_directory(v);
-        }
-        if spec.markdown {
-            builder = builder.markdown(true);
-        }
-        if spec.human_input {
-            return Err(RunError::Unsupported(format!(
-                "task `{}` asks for human input, which a replay cannot give",
-                spec.name
-            )));
-        }
-        let guardrails: Vec<Guardrail> = spec
-            .all_guardrails()
-            .into_iter()
-            .map(build_guardrail)
-            .collect();
-        if !guardrails.is_empty() {
-            builder = builder.guardrails(guardrails);
-        }
-        if let Some(v) = spec.guardrail_max_retries {
-            builder = builder.guardrail_max_retries(v);
-        }
-        if let Some(c) = &spec.condition {
-            builder = builder.condition(condition(c));
-        }
-        builder
-            .build()
-            .map_err(|e| RunError::Failed(format!("building task `{}`: {e}", spec.name)))
+        // Relative paths (`output_file`) are the run's working directory's, as in the Python
+        // test (the process never changes directory).
+        Ok(Project::from_values(
+            &self.env.workdir,
+            SourceFile::without_text("case.yaml"),
+            values,
+        )?)
     }
 
-    /// A crew of the named agents and tasks with `spec`'s fields.
-    pub(crate) fn crew(
+    /// Agent `name` on its own, for Agent.kickoff.
+    pub(crate) fn agent(&self, name: &str) -> Result<Agent, RunError> {
+        let agents: Vec<&String> = self.case.agents.keys().collect();
+        Ok(self
+            .project(&agents, Vec::new(), None)?
+            .build_agent(name, &self.options)?)
+    }
+
+    /// A crew of `spec`'s fields over the named agents (the manager too) and tasks.
+    fn crew(
         &self,
         spec: &CrewSpec,
         agent_names: &[String],
         tasks: &[&TaskSpec],
         store: Option<Arc<dyn TaskOutputStore>>,
     ) -> Result<Crew, RunError> {
-        let mut agents = BTreeMap::new();
-        let mut ordered = Vec::new();
-        for name in agent_names {
-            let agent = self.agent(name, Scope::Crew)?;
-            ordered.push(agent.clone());
-            agents.insert(name.clone(), agent);
+        let mut agents: Vec<&String> = agent_names.iter().collect();
+        if let Some(manager) = &spec.manager_agent
+            && !agents.contains(&manager)
+        {
+            agents.push(manager);
         }
-        let mut manager = None;
-        if let Some(name) = &spec.manager_agent {
-            let agent = self.agent(name, Scope::Crew)?;
-            agents.insert(name.clone(), agent.clone());
-            manager = Some(agent);
-        }
+        let shape = TaskShape {
+            tools: true,
+            agent: None,
+        };
         let tasks = tasks
             .iter()
-            .map(|t| self.task(t, &agents, true))
+            .map(|t| task_value(t, &shape))
             .collect::<Result<Vec<_>, _>>()?;
-        let mut builder = Crew::builder()
-            .agents(ordered)
-            .tasks(tasks)
-            .event_bus(self.env.bus.clone())
-            .hooks(self.hooks.clone());
-        if let Some(name) = &spec.name {
-            builder = builder.name(name);
-        }
-        if spec.process == Some(ProcessSpec::Hierarchical) {
-            builder = builder.process(Process::Hierarchical);
-        }
-        if let Some(fields) = &spec.manager_llm {
-            builder = builder.manager_llm(build_case_llm(self.case, Some(fields), self.env)?.1);
-        }
-        if let Some(agent) = manager {
-            builder = builder.manager_agent(agent);
-        }
-        if let Some(fields) = &spec.function_calling_llm {
-            builder =
-                builder.function_calling_llm(build_case_llm(self.case, Some(fields), self.env)?.1);
-        }
-        if let Some(v) = spec.cache {
-            builder = builder.cache(v);
-        }
-        if let Some(v) = spec.max_rpm {
-            builder = builder
-                .max_rpm(v)
-                .rate_limiter(self.env.rate_limits.limiter(RateLimitScope::Crew, v));
-        }
-        if let Some(v) = spec.memory {
-            builder = builder.memory(v);
-        }
-        if let Some(v) = spec.planning {
-            builder = builder.planning(v);
-        }
-        if let Some(v) = spec.stream {
-            builder = builder.stream(v);
-        }
-        // `verbose` is not passed on (see `World::agent`).
-        if let Some(store) = store {
-            builder = builder.task_output_store(store);
-        }
-        builder
-            .build()
-            .map_err(|e| RunError::Failed(format!("building the crew: {e}")))
+        let project = self.project(&agents, tasks, Some(spec))?;
+        let options = match store {
+            Some(store) => self.options.clone().with_task_output_store(store),
+            None => self.options.clone(),
+        };
+        Ok(project.build_crew(&options)?)
     }
 
-    /// The crew of `mode: crew` / `mode: replay`: every agent except the manager, every task.
+    /// A flow method's crew: its `agents` and `tasks`, by name, with its other fields.
+    pub(crate) fn flow_crew(&self, spec: &CrewSpec, method: &str) -> Result<Crew, RunError> {
+        let agents = spec.agents.clone().unwrap_or_default();
+        let tasks = spec
+            .tasks
+            .iter()
+            .flatten()
+            .map(|n| {
+                self.case
+                    .tasks
+                    .iter()
+                    .find(|t| &t.name == n)
+                    .ok_or_else(|| {
+                        RunError::Invalid(format!("flow method `{method}`: unknown task `{n}`"))
+                    })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        self.crew(spec, &agents, &tasks, None)
+    }
+
+    /// The crew of `mode: crew` / `mode: replay`: every agent (the manager apart), every task.
     fn case_crew(&self, store: Option<Arc<dyn TaskOutputStore>>) -> Result<Crew, RunError> {
         let spec = self.case.crew.clone().unwrap_or_default();
-        let names: Vec<String> = self
-            .case
-            .agents
-            .keys()
-            .filter(|n| spec.manager_agent.as_deref() != Some(n.as_str()))
-            .cloned()
-            .collect();
+        let names: Vec<String> = self.case.agents.keys().cloned().collect();
         let tasks: Vec<&TaskSpec> = self.case.tasks.iter().collect();
         self.crew(&spec, &names, &tasks, store)
     }
@@ -549,7 +494,11 @@ async fn run_llm(case: &Case, env: &RunEnv, world: &World<'_>) -> Result<Executi
     let llm: Arc<dyn Llm> = if case.hooks.is_empty() {
         llm
     } else {
-        Arc::new(HookedLlm::new(llm, world.hooks.clone()))
+        Arc::new(
+            crewai_llm::LayeredLlm::builder(llm)
+                .layer(HooksLayer::new(world.hooks.clone()))
+                .build(),
+        )
     };
     let message = case
         .message
@@ -600,7 +549,7 @@ async fn run_llm(case: &Case, env: &RunEnv, world: &World<'_>) -> Result<Executi
 
 async fn run_agent(case: &Case, world: &World<'_>) -> Result<Execution, RunError> {
     let name = default_agent_name(case)?;
-    let agent = world.agent(&name, Scope::Standalone)?;
+    let agent = world.agent(&name)?;
     let message = case
         .message
         .as_ref()
@@ -622,33 +571,48 @@ async fn run_agent(case: &Case, world: &World<'_>) -> Result<Execution, RunError
 }
 
 /// Mode task: each task in order, by its agent (or the case's only agent), with no crew.
+/// Mode task: each task in order, by its agent (or the case's first agent), with no crew.
 async fn run_tasks(case: &Case, world: &World<'_>) -> Result<Execution, RunError> {
-    let mut agents = BTreeMap::new();
-    for name in case.agents.keys() {
-        agents.insert(name.clone(), world.agent(name, Scope::Standalone)?);
-    }
     let fallback = default_agent_name(case)?;
+    // A guarded task runs with Task.execute_sync (its tools its own); the others as
+    // agent.execute_task(task, context, tools), so their tools are the call's.
+    let tasks = case
+        .tasks
+        .iter()
+        .map(|spec| {
+            let shape = TaskShape {
+                tools: !spec.all_guardrails().is_empty(),
+                agent: Some(&fallback),
+            };
+            task_value(spec, &shape)
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let agents: Vec<&String> = case.agents.keys().collect();
+    let parts = world
+        .project(&agents, tasks, None)?
+        .build_parts(&world.options)?;
     let mut outputs = Vec::new();
-    for spec in &case.tasks {
-        let agent_name = spec.agent.clone().unwrap_or_else(|| fallback.clone());
-        let agent = agents
-            .get(&agent_name)
+    for (spec, (_, task)) in case.tasks.iter().zip(&parts.tasks) {
+        let agent_name = spec.agent.as_deref().unwrap_or(&fallback);
+        let agent = parts
+            .agents
+            .iter()
+            .find(|(key, _)| key == agent_name)
+            .map(|(_, agent)| agent)
             .ok_or_else(|| RunError::Invalid(format!("unknown agent `{agent_name}`")))?;
-        let guarded = !spec.all_guardrails().is_empty();
-        let task = world.task(spec, &agents, guarded)?;
-        let result = if guarded {
-            task.execute(Some(agent)).await.map_err(|e| e.to_string())
-        } else {
+        let result = if spec.all_guardrails().is_empty() {
             let tools = spec
                 .tools
                 .as_ref()
                 .map(|names| world.tools(names))
                 .transpose()?;
             // CrewAI's agent.execute_task(task, context, tools): the engine spells it
-            // Task::execute_with (api.md's Agent::execute_task is not there).
+            // Task::execute_with.
             task.execute_with(Some(agent), spec.context_text.as_deref(), tools)
                 .await
                 .map_err(|e| e.to_string())
+        } else {
+            task.execute(Some(agent)).await.map_err(|e| e.to_string())
         };
         match result {
             Ok(output) => outputs.push(output),
@@ -767,6 +731,7 @@ async fn run_replay(case: &Case, world: &World<'_>) -> Result<Execution, RunErro
                 was_replayed: false,
                 timestamp: Default::default(),
             })
+            .await
             .map_err(|e| RunError::Failed(e.to_string()))?;
     }
     let result = crew.replay(&replay.task, None).await;
@@ -847,75 +812,115 @@ mod tests {
         assert!(matches!(error, RunError::Invalid(_)), "{error}");
     }
 
-    fn check(spec: &str, raw: &str) -> Result<GuardrailPass, String> {
-        let spec: GuardrailSpec = yaml_serde::from_str(spec).unwrap();
-        let guardrail = build_guardrail(&spec);
-        guardrail
-            .check_fn(&TaskOutput::new("d", "e", raw, "R"))
-            .unwrap()
+    #[test]
+    fn case_specs_go_over_as_written_with_the_case_only_parts_rewritten() {
+        let c = case(
+            r#"
+name: x
+tools:
+  t: {behaviour: {kind: counter}}
+agents:
+  a:
+    role: R
+    llm: {model: gpt-4o, is_litellm: true}
+    guardrail: {kind: llm, description: Be brief}
+    max_execution_time: 1.5
+tasks:
+  - {name: one, description: d, expected_output: e, tools: [t], context_text: earlier, guardrails: [{kind: always_pass}]}
+  - {name: two, description: d, expected_output: e, agent: a, condition: {kind: always, value: true}}
+crew: {process: sequential, agents: [a], tasks: [one], manager_llm: {model: gpt-4o, is_litellm: true}}
+"#,
+        );
+        let agent = agent_value("a", c.agents.get("a").unwrap()).unwrap();
+        assert_eq!(
+            agent,
+            json!({"role": "R", "goal": "", "backstory": "", "llm": {"model": "gpt-4o"}, "tools": [], "guardrail": "Be brief", "max_execution_time": 1.5})
+        );
+        let shape = TaskShape {
+            tools: false,
+            agent: Some("a"),
+        };
+        let one = task_value(&c.tasks[0], &shape).unwrap();
+        assert_eq!(
+            one,
+            json!({"name": "one", "description": "d", "expected_output": "e", "agent": "a", "async_execution": false, "markdown": false, "human_input": false, "guardrails": [{"kind": "always_pass"}]})
+        );
+        let two = task_value(&c.tasks[1], &shape).unwrap();
+        assert_eq!(two["condition"], json!({"kind": "always", "value": true}));
+        assert!(two.get("guardrails").is_none());
+        let crew = crew_value(c.crew.as_ref().unwrap()).unwrap();
+        assert_eq!(
+            crew,
+            json!({"process": "sequential", "manager_llm": {"model": "gpt-4o"}})
+        );
+        let mut human = c.tasks[0].clone();
+        human.human_input = true;
+        assert!(matches!(
+            task_value(&human, &shape),
+            Err(RunError::Unsupported(_))
+        ));
     }
 
     #[test]
-    fn guardrails() {
-        assert_eq!(
-            check("{kind: max_words, n: 2}", "two words"),
-            Ok(GuardrailPass::Keep)
+    fn crews_are_built_by_crewai_project_with_the_catalog_wired_in() {
+        let c = case(
+            r#"
+name: x
+tools:
+  multiplier: {description: Multiplies., args: {a: integer, b: integer}, behaviour: {kind: multiply}}
+agents:
+  math: {role: Math, goal: g, backstory: b, tools: [multiplier], max_rpm: 10, max_execution_time: 2}
+tasks:
+  - {name: one, description: d, expected_output: e, agent: math, guardrail: {kind: max_words, n: 3}}
+  - {name: two, description: d, expected_output: e, agent: math, condition: {kind: previous_contains, text: x}}
+crew: {max_rpm: 5}
+"#,
         );
-        assert!(
-            check("{kind: max_words, n: 2}", "three words here")
-                .unwrap_err()
-                .contains("at most 2")
-        );
-        assert!(check("{kind: contains, text: x}", "abc").is_err());
-        assert_eq!(
-            check("{kind: contains_all, texts: [a, b]}", "a b"),
-            Ok(GuardrailPass::Keep)
-        );
-        assert!(
-            check("{kind: contains_all, texts: [a, z]}", "a b")
-                .unwrap_err()
-                .contains("\"z\"")
-        );
-        assert_eq!(
-            check("{kind: always_fail, message: no}", "x"),
-            Err("no".into())
-        );
-        assert_eq!(check("{kind: always_pass}", "x"), Ok(GuardrailPass::Keep));
-        assert_eq!(
-            check("{kind: replace, value: new}", "x"),
-            Ok(GuardrailPass::Raw("new".into()))
-        );
-        assert_eq!(
-            check("{kind: replace, value: {a: 1}}", "x"),
-            Ok(GuardrailPass::Typed(json!({"a": 1})))
-        );
-        let twice: GuardrailSpec =
-            yaml_serde::from_str("{kind: fail_then_pass, message: again, failures: 2}").unwrap();
-        let guardrail = build_guardrail(&twice);
-        let out = TaskOutput::new("d", "e", "x", "R");
-        let verdicts: Vec<bool> = (0..3)
-            .map(|_| guardrail.check_fn(&out).unwrap().is_ok())
+        let env = env();
+        let world = World::new(&c, &env).unwrap();
+        let crew = world.case_crew(None).unwrap();
+        assert_eq!(crew.name(), "crew");
+        let agent = &crew.agents()[0];
+        assert_eq!(agent.tools()[0].name(), "multiplier");
+        assert_eq!(agent.max_execution_time(), Some(Duration::from_secs(2)));
+        assert!(agent.rate_limiter().is_some());
+        assert_eq!(crew.tasks()[0].guardrails().len(), 1);
+        assert!(crew.tasks()[1].is_conditional());
+        let scopes: Vec<RateLimitScope> = env
+            .rate_limits
+            .snapshot()
+            .into_iter()
+            .map(|made| made.scope)
             .collect();
-        assert_eq!(verdicts, [false, false, true]);
+        assert_eq!(
+            scopes,
+            [RateLimitScope::Agent("Math".into()), RateLimitScope::Crew]
+        );
+
+        // CrewAI's own rules are crewai-project's checks, with the field named.
+        let wrong = case(
+            "name: x\nagents: {a: {role: R}}\ntasks: [{name: t, description: d, expected_output: e}]\n",
+        );
+        let error = World::new(&wrong, &env)
+            .unwrap()
+            .case_crew(None)
+            .unwrap_err();
         assert!(
-            build_guardrail(&GuardrailSpec::Llm {
-                description: "be nice".into()
-            })
-            .check_fn(&out)
-            .is_none()
+            matches!(&error, RunError::Invalid(text) if text.contains("case.yaml: task 't' has no agent")),
+            "{error}"
         );
     }
 
     #[test]
-    fn conditions() {
-        let out = TaskOutput::new("d", "e", "the answer is yes", "R");
-        assert!(!condition(&ConditionSpec::Always { value: false })(&out));
-        assert!(condition(&ConditionSpec::PreviousContains {
-            text: "yes".into()
-        })(&out));
-        assert!(!condition(&ConditionSpec::PreviousContains {
-            text: "no way".into()
-        })(&out));
+    fn tools_the_registry_cannot_tell_apart_are_refused() {
+        let c = case(
+            "name: x\ntools:\n  lookup: {behaviour: {kind: counter}}\n  LookupTool: {behaviour: {kind: counter}}\n",
+        );
+        let error = World::new(&c, &env()).err().unwrap();
+        assert!(
+            error.to_string().contains("cannot be told apart"),
+            "{error}"
+        );
     }
 
     #[test]

@@ -8,7 +8,7 @@ use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
 
 use serde::de::{self, MapAccess, Visitor};
-use serde::{Deserialize, Deserializer};
+use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
 
 /// Why a case could not be loaded.
@@ -237,7 +237,7 @@ pub enum CacheFunction {
 }
 
 /// An agent, with CrewAI's field names.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct AgentSpec {
     pub role: String,
@@ -287,7 +287,7 @@ pub struct AgentSpec {
 }
 
 /// A task, with CrewAI's field names.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct TaskSpec {
     pub name: String,
@@ -339,7 +339,7 @@ impl TaskSpec {
 }
 
 /// A guardrail (`guardrail.kind`).
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum GuardrailSpec {
     Llm {
@@ -379,7 +379,7 @@ fn one() -> u32 {
 }
 
 /// A ConditionalTask's condition (`condition.kind`).
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum ConditionSpec {
     Always { value: bool },
@@ -387,7 +387,7 @@ pub enum ConditionSpec {
 }
 
 /// Crew fields.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct CrewSpec {
     #[serde(default)]
@@ -419,7 +419,7 @@ pub struct CrewSpec {
     pub tasks: Option<Vec<String>>,
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ProcessSpec {
     #[default]

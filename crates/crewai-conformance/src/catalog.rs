@@ -1,20 +1,28 @@
-//! The README's catalog: test tools, tool cache functions and hooks, built through the public
-//! API (`crewai_tools::DynamicTool`, `ToolHandle`, `crewai_core::hooks::Hooks`). Guardrails and
-//! conditions live in [`crate::build`], beside the tasks they attach to.
+//! The README's catalog: test tools, tool cache functions, guardrails, conditions and hooks,
+//! built through the public API (`crewai_tools::DynamicTool`, `ToolHandle`,
+//! `crewai_core::guardrail::Guardrail`, `crewai_core::hooks::Hooks`). Guardrails and conditions
+//! reach agents and tasks through crewai-project, as the code a case's spec names
+//! ([`CatalogCode`]).
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use crewai_core::guardrail::{Guardrail, GuardrailPass};
 use crewai_core::hooks::{HookDecision, Hooks, LlmCallContext, ToolCallContext};
-use crewai_core::output::{python_float_repr, python_json_dumps};
+use crewai_core::output::{TaskOutput, python_float_repr, python_json_dumps};
+use crewai_core::task::Condition;
 use crewai_llm::{RateLimiter, VirtualClock};
+use crewai_project::CodeResolver;
 use crewai_tools::{DynamicTool, ToolError, ToolHandle, ToolOutput, field_title};
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::case::{Behaviour, CacheFunction, HookPoint, HookSpec, HooksSpec, ToolSpec};
+use crate::case::{
+    Behaviour, CacheFunction, ConditionSpec, GuardrailSpec, HookPoint, HookSpec, HooksSpec,
+    ToolSpec,
+};
 use crate::outcome::{HookCall, RateLimitScope, RateLimitView};
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -283,8 +291,6 @@ fn is_even_integer(output: &ToolOutput) -> bool {
         .is_ok_and(|n| n % 2 == 0)
 }
 
-/// Builds test tool `name` as a user would: a `DynamicTool` in a `ToolHandle` with the
-/// BaseTool options the case gives. Every run of its body is counted in `runs`.
 /// A description the way Python presents a docstring (`__doc__` since 3.13, `inspect.cleandoc`):
 /// the indentation the lines after the first share is removed. Cases copy a `@tool` function's
 /// docstring verbatim, indentation included, and CrewAI sends it cleaned.
@@ -313,6 +319,8 @@ pub fn docstring_text(text: &str) -> String {
     out
 }
 
+/// Builds test tool `name` as a user would: a `DynamicTool` in a `ToolHandle` with the
+/// BaseTool options the case gives. Every run of its body is counted in `runs`.
 pub fn build_tool(name: &str, spec: &ToolSpec, runs: &ToolRuns) -> ToolHandle {
     let schema = tool_schema(spec);
     let names = Arc::new(argument_names(&schema));
@@ -346,6 +354,102 @@ pub fn build_tool(name: &str, spec: &ToolSpec, runs: &ToolRuns) -> ToolHandle {
         _ => {}
     }
     handle
+}
+
+/// The guardrail a catalog entry describes.
+pub fn build_guardrail(spec: &GuardrailSpec) -> Guardrail {
+    fn words(text: &str) -> usize {
+        text.split_whitespace().count()
+    }
+    match spec.clone() {
+        GuardrailSpec::Llm { description } => Guardrail::llm(description),
+        GuardrailSpec::MaxWords { n } => Guardrail::named("max_words", move |out: &TaskOutput| {
+            let count = words(&out.raw);
+            if count <= n {
+                Ok(GuardrailPass::Keep)
+            } else {
+                Err(format!(
+                    "The output has {count} words; it must have at most {n}."
+                ))
+            }
+        }),
+        GuardrailSpec::Contains { text } => {
+            Guardrail::named("contains", move |out: &TaskOutput| {
+                if out.raw.contains(&text) {
+                    Ok(GuardrailPass::Keep)
+                } else {
+                    Err(format!("The output must contain \"{text}\"."))
+                }
+            })
+        }
+        GuardrailSpec::ContainsAll { texts } => {
+            Guardrail::named("contains_all", move |out: &TaskOutput| {
+                let missing: Vec<&String> = texts
+                    .iter()
+                    .filter(|t| !out.raw.contains(t.as_str()))
+                    .collect();
+                if missing.is_empty() {
+                    Ok(GuardrailPass::Keep)
+                } else {
+                    Err(format!("The output must contain each of: {missing:?}."))
+                }
+            })
+        }
+        GuardrailSpec::AlwaysFail { message } => {
+            Guardrail::named("always_fail", move |_: &TaskOutput| Err(message.clone()))
+        }
+        GuardrailSpec::AlwaysPass => {
+            Guardrail::named("always_pass", |_: &TaskOutput| Ok(GuardrailPass::Keep))
+        }
+        GuardrailSpec::Replace { value } => Guardrail::named("replace", move |_: &TaskOutput| {
+            Ok(match &value {
+                Value::String(text) => GuardrailPass::Raw(text.clone()),
+                other => GuardrailPass::Typed(other.clone()),
+            })
+        }),
+        GuardrailSpec::FailThenPass { message, failures } => {
+            let calls = AtomicU32::new(0);
+            Guardrail::named("fail_then_pass", move |_: &TaskOutput| {
+                if calls.fetch_add(1, Ordering::SeqCst) < failures {
+                    Err(message.clone())
+                } else {
+                    Ok(GuardrailPass::Keep)
+                }
+            })
+        }
+    }
+}
+
+/// A ConditionalTask's condition over the previous task's output.
+pub fn condition(spec: &ConditionSpec) -> Condition {
+    let spec = spec.clone();
+    Arc::new(move |previous: &TaskOutput| match &spec {
+        ConditionSpec::Always { value } => *value,
+        ConditionSpec::PreviousContains { text } => previous.raw.contains(text.as_str()),
+    })
+}
+
+/// The catalog as the code a case's agents and tasks name: a guardrail mapping `{kind: ...}` and
+/// a `condition: {kind: ...}` are catalog entries. Callbacks are not in the catalog, so they
+/// stay refused, as in `crewai run`.
+pub struct CatalogCode;
+
+impl CodeResolver for CatalogCode {
+    fn guardrail(&self, reference: &Map<String, Value>) -> Option<Result<Guardrail, String>> {
+        Some(
+            serde_json::from_value::<GuardrailSpec>(Value::Object(reference.clone()))
+                .map(|spec| build_guardrail(&spec))
+                .map_err(|e| format!("not a catalog guardrail: {e}")),
+        )
+    }
+
+    fn condition(&self, spec: &Value) -> Option<Result<Condition, String>> {
+        Some(
+            serde_json::from_value::<ConditionSpec>(spec.clone())
+                .map(|spec| condition(&spec))
+                .map_err(|e| format!("not a catalog condition: {e}")),
+        )
+    }
 }
 
 /// Every call of every registered hook, by hook point.
@@ -455,9 +559,107 @@ pub fn build_hooks(spec: &HooksSpec, log: &HookLog) -> Result<Hooks, String> {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    fn check(spec: &str, raw: &str) -> Result<GuardrailPass, String> {
+        let spec: GuardrailSpec = yaml_serde::from_str(spec).unwrap();
+        let guardrail = build_guardrail(&spec);
+        guardrail
+            .check_fn(&TaskOutput::new("d", "e", raw, "R"))
+            .unwrap()
+    }
+
+    #[test]
+    fn guardrails() {
+        assert_eq!(
+            check("{kind: max_words, n: 2}", "two words"),
+            Ok(GuardrailPass::Keep)
+        );
+        assert!(
+            check("{kind: max_words, n: 2}", "three words here")
+                .unwrap_err()
+                .contains("at most 2")
+        );
+        assert!(check("{kind: contains, text: x}", "abc").is_err());
+        assert_eq!(
+            check("{kind: contains_all, texts: [a, b]}", "a b"),
+            Ok(GuardrailPass::Keep)
+        );
+        assert!(
+            check("{kind: contains_all, texts: [a, z]}", "a b")
+                .unwrap_err()
+                .contains("\"z\"")
+        );
+        assert_eq!(
+            check("{kind: always_fail, message: no}", "x"),
+            Err("no".into())
+        );
+        assert_eq!(check("{kind: always_pass}", "x"), Ok(GuardrailPass::Keep));
+        assert_eq!(
+            check("{kind: replace, value: new}", "x"),
+            Ok(GuardrailPass::Raw("new".into()))
+        );
+        assert_eq!(
+            check("{kind: replace, value: {a: 1}}", "x"),
+            Ok(GuardrailPass::Typed(json!({"a": 1})))
+        );
+        let twice: GuardrailSpec =
+            yaml_serde::from_str("{kind: fail_then_pass, message: again, failures: 2}").unwrap();
+        let guardrail = build_guardrail(&twice);
+        let out = TaskOutput::new("d", "e", "x", "R");
+        let verdicts: Vec<bool> = (0..3)
+            .map(|_| guardrail.check_fn(&out).unwrap().is_ok())
+            .collect();
+        assert_eq!(verdicts, [false, false, true]);
+        assert!(
+            build_guardrail(&GuardrailSpec::Llm {
+                description: "be nice".into()
+            })
+            .check_fn(&out)
+            .is_none()
+        );
+    }
+
+    #[test]
+    fn conditions() {
+        let out = TaskOutput::new("d", "e", "the answer is yes", "R");
+        assert!(!condition(&ConditionSpec::Always { value: false })(&out));
+        assert!(condition(&ConditionSpec::PreviousContains {
+            text: "yes".into()
+        })(&out));
+        assert!(!condition(&ConditionSpec::PreviousContains {
+            text: "no way".into()
+        })(&out));
+    }
+
+    #[test]
+    fn the_catalog_resolves_guardrail_and_condition_entries_and_no_callbacks() {
+        let guardrail = CatalogCode
+            .guardrail(
+                json!({"kind": "always_fail", "message": "no"})
+                    .as_object()
+                    .unwrap(),
+            )
+            .unwrap()
+            .unwrap();
+        let out = TaskOutput::new("d", "e", "x", "R");
+        assert_eq!(guardrail.check_fn(&out).unwrap(), Err("no".into()));
+        let error = CatalogCode
+            .guardrail(json!({"kind": "explode"}).as_object().unwrap())
+            .unwrap()
+            .err()
+            .unwrap();
+        assert!(error.contains("explode"), "{error}");
+        let skip = CatalogCode
+            .condition(&json!({"kind": "always", "value": false}))
+            .unwrap()
+            .unwrap();
+        assert!(!skip(&out));
+        assert!(CatalogCode.task_callback(&json!("my.callback")).is_none());
+    }
+
     #[test]
     fn docstrings_lose_their_shared_indentation() {
-        use super::docstring_text;
         assert_eq!(
             docstring_text("Get the answer, just re-use this\n        tool non-stop."),
             "Get the answer, just re-use this\ntool non-stop."
@@ -470,7 +672,6 @@ mod tests {
         assert_eq!(docstring_text("no\nindent"), "no\nindent");
     }
 
-    use super::*;
     use crewai_tools::ToolContext;
 
     fn spec(yaml: &str) -> ToolSpec {

@@ -18,7 +18,7 @@ use crewai_core::crew::Crew;
 use crewai_flow::{Flow, FlowContext, MethodError, on};
 use serde_json::Value;
 
-use crate::build::{Execution, RunError, Scope, World, kickoff_input};
+use crate::build::{Execution, RunError, World, kickoff_input};
 use crate::case::Case;
 use crate::outcome::Output;
 use crate::returned::Returned;
@@ -80,26 +80,11 @@ pub(crate) async fn run_flow(case: &Case, world: &World<'_>) -> Result<Execution
                     ))
                 })?;
                 FlowWork::Agent {
-                    agent: world.agent(name, Scope::Standalone)?,
+                    agent: world.agent(name)?,
                     input: kickoff_input(message)?,
                 }
             }
-            (None, Some(crew)) => {
-                let agents = crew.agents.clone().unwrap_or_default();
-                let names = crew.tasks.clone().unwrap_or_default();
-                let tasks = names
-                    .iter()
-                    .map(|n| {
-                        case.tasks.iter().find(|t| &t.name == n).ok_or_else(|| {
-                            RunError::Invalid(format!(
-                                "flow method `{}`: unknown task `{n}`",
-                                method.name
-                            ))
-                        })
-                    })
-                    .collect::<Result<Vec<_>, _>>()?;
-                FlowWork::Crew(world.crew(crew, &agents, &tasks, None)?)
-            }
+            (None, Some(crew)) => FlowWork::Crew(world.flow_crew(crew, &method.name)?),
             _ => {
                 return Err(RunError::Invalid(format!(
                     "flow method `{}` needs exactly one of `agent` and `crew`",

@@ -5,8 +5,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crewai_core::events::{EventBus, EventKind};
-use crewai_core::executor::react;
-use crewai_core::prompts::agent as prompts;
+use crewai_core::preview::{self, TaskLoop};
+use crewai_core::react;
+use crewai_llm::ToolDefinition;
 use divan::{Bencher, black_box};
 
 fn main() {
@@ -25,23 +26,29 @@ const CONTEXT: &str = "ANSWER 1a2b3c4d\n\n----------\n\nANSWER 5e6f7a8b";
 /// The system and user messages of the benchmark crew's writer (no tools, two context outputs).
 #[divan::bench]
 fn prompt_writer_messages() -> (String, String) {
-    let system = prompts::role_playing(black_box(ROLE), black_box(BACKSTORY), black_box(GOAL));
-    let task = prompts::task_prompt(black_box(DESCRIPTION), black_box(EXPECTED));
-    let user = prompts::task_message_no_tools(&prompts::with_context(&task, black_box(CONTEXT)));
+    let system = preview::system_prompt(black_box(ROLE), black_box(GOAL), black_box(BACKSTORY));
+    let task = preview::task_prompt(black_box(DESCRIPTION), black_box(EXPECTED));
+    let user = preview::task_message(
+        &preview::with_context(&task, black_box(CONTEXT)),
+        TaskLoop::NoTools,
+    );
     (system, user)
 }
 
 /// A ReAct system prompt with one tool described, as for a model without function calling.
 #[divan::bench]
-fn prompt_react_instructions() -> String {
-    let schema =
-        r#"{"text": {"description": "The text whose words should be counted.", "type": "str"}}"#;
-    let entry = prompts::react_tool_entry(
-        "word_counter",
-        black_box(schema),
-        "Counts the words in a text.",
-    );
-    prompts::react_instructions(&[entry], &["word_counter"])
+fn prompt_react_instructions(bencher: Bencher) {
+    let tool = ToolDefinition {
+        name: "word_counter".into(),
+        description: "Counts the words in a text.".into(),
+        parameters: serde_json::json!({
+            "type": "object",
+            "properties": {"text": {"description": "The text whose words should be counted.", "type": "string"}},
+            "required": ["text"]
+        }),
+        strict: false,
+    };
+    bencher.bench(|| preview::react_instructions(black_box(std::slice::from_ref(&tool))));
 }
 
 const ACTION_REPLY: &str = "Thought: I should count the words of my notes first.\nAction: word_counter\n\

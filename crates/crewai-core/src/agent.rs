@@ -24,21 +24,23 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crewai_llm::{Llm, LlmConfig, LlmError, Message, RateLimiter, ResponseFormat, Usage};
-use crewai_tools::{ToolCache, ToolFailurePolicy, ToolHandle, ToolSet};
+use crewai_llm::{Llm, LlmConfig, LlmError, LlmLayer, Message, RateLimiter, ResponseFormat, Usage};
+use crewai_tools::{ToolFailurePolicy, ToolHandle, ToolSet};
 use serde::Serialize;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-use crate::converter::OutputSchema;
+use crate::converter::{ConversionError, OutputSchema};
 use crate::error::AgentError;
 use crate::events::{ConsoleListener, EventBus, EventKind};
 use crate::executor::{Execution, LoopMode, LoopOutcome, RunKind};
 use crate::guardrail::{Guardrail, GuardrailContext};
 use crate::hooks::Hooks;
+use crate::kickoff::KickoffOptions;
+use crate::llm_stack::CallPurpose;
 use crate::prompts::agent as agent_prompts;
-use crate::usage::{GatedLlm, UsageTracker};
+use crate::usage::UsageTracker;
 
 /// One step of an agent's work, as `step_callback` sees it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -61,146 +63,8 @@ pub enum AgentStep {
 /// Called after every step of an agent (CrewAI's `step_callback`).
 pub type StepCallback = Arc<dyn Fn(&AgentStep) + Send + Sync>;
 
-/// The delegation chain of a run: the roles that handed this work down, outermost first.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DelegationChain {
-    pub chain: Vec<String>,
-    /// How many hand-offs a request may go through (default 3).
-    pub max_depth: usize,
-}
-
-impl Default for DelegationChain {
-    fn default() -> Self {
-        DelegationChain {
-            chain: Vec::new(),
-            max_depth: 3,
-        }
-    }
-}
-
-impl DelegationChain {
-    /// The chain one level down, after `role` delegated.
-    pub fn extended(&self, role: &str) -> Self {
-        let mut next = self.clone();
-        next.chain.push(role.to_string());
-        next
-    }
-
-    pub fn depth(&self) -> usize {
-        self.chain.len()
-    }
-}
-
-/// What a run shares with the crew around it (or what a standalone run gets by default): where events
-/// go, the hooks, the tool cache, the crew's rate limit, cancellation and delegation state.
-#[derive(Clone, Default)]
-pub struct RunServices {
-    pub events: EventBus,
-    /// Crew-level hooks; the agent's own hooks run after them.
-    pub hooks: Hooks,
-    /// The crew's tool-result cache (`None`: no caching, CrewAI's default).
-    pub tool_cache: Option<ToolCache>,
-    /// The crew's `max_rpm` limiter; an agent's own `max_rpm` wins.
-    pub rate_limiter: Option<Arc<RateLimiter>>,
-    pub crew_name: Option<String>,
-    pub crew_id: Option<String>,
-    /// Cancelling it stops the run promptly (in-flight calls are dropped).
-    pub cancellation: CancellationToken,
-    pub delegation: DelegationChain,
-    /// Every LLM call's usage is recorded here (per agent role and task).
-    pub usage: UsageTracker,
-    /// The crew's step callback, used when the agent has none.
-    pub step_callback: Option<StepCallback>,
-    /// The crew's tool failure policy, used when the agent has none (default warn).
-    pub tool_failure_policy: Option<ToolFailurePolicy>,
-    /// Stream model replies and emit `llm_stream_chunk` events (crew `stream: true`).
-    pub stream: bool,
-    /// A deadline for agents without `max_execution_time` (a crew-wide default).
-    pub default_timeout: Option<Duration>,
-}
-
-impl fmt::Debug for RunServices {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("RunServices")
-            .field("crew_name", &self.crew_name)
-            .field("crew_id", &self.crew_id)
-            .field("hooks", &self.hooks)
-            .field("tool_cache", &self.tool_cache.is_some())
-            .field("rate_limiter", &self.rate_limiter.is_some())
-            .field("delegation", &self.delegation)
-            .field("stream", &self.stream)
-            .finish()
-    }
-}
-
-/// One task for an agent, prepared by the task/crew layer.
-#[derive(Debug, Clone, Default)]
-pub struct AgentTaskRequest {
-    /// The task prompt without the user-message wrapper: description, expected output, and any
-    /// format instructions (see [`crate::prompts::agent::task_prompt`]).
-    pub task_prompt: String,
-    /// Earlier outputs this task works from; added after the prompt.
-    pub context: Option<String>,
-    /// The tools for this task (the task's, or else the agent's, plus delegation tools).
-    pub tools: ToolSet,
-    /// Ask the provider for this JSON schema (only honoured when there are no tools, as CrewAI).
-    pub response_format: Option<ResponseFormat>,
-    pub task_name: Option<String>,
-    pub task_id: Option<String>,
-    /// The event the agent's events hang under (the `task_started` event).
-    pub parent_event_id: Option<Uuid>,
-    pub services: RunServices,
-}
-
-impl AgentTaskRequest {
-    pub fn new(task_prompt: impl Into<String>) -> Self {
-        AgentTaskRequest {
-            task_prompt: task_prompt.into(),
-            ..Default::default()
-        }
-    }
-    pub fn with_context(mut self, context: impl Into<String>) -> Self {
-        self.context = Some(context.into());
-        self
-    }
-    pub fn with_tools(mut self, tools: impl Into<ToolSet>) -> Self {
-        self.tools = tools.into();
-        self
-    }
-    pub fn with_response_format(mut self, format: ResponseFormat) -> Self {
-        self.response_format = Some(format);
-        self
-    }
-    pub fn with_task_name(mut self, name: impl Into<String>) -> Self {
-        self.task_name = Some(name.into());
-        self
-    }
-    pub fn with_parent_event(mut self, parent: Uuid) -> Self {
-        self.parent_event_id = Some(parent);
-        self
-    }
-    pub fn with_services(mut self, services: RunServices) -> Self {
-        self.services = services;
-        self
-    }
-}
-
-/// What an agent produced for a task.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct AgentTaskResult {
-    /// The final answer text.
-    pub raw: String,
-    /// The reply parsed as JSON when a response format was sent and honoured.
-    pub typed: Option<Value>,
-    /// The whole conversation of the successful attempt.
-    pub messages: Vec<Message>,
-    /// Usage of every LLM call of this execution (retries included).
-    pub usage: Usage,
-    /// The answer is a `result_as_answer` tool's output.
-    pub result_as_answer: bool,
-    /// Tool calls that failed (CrewAI's `task.tools_errors`).
-    pub tool_errors: u32,
-}
+pub(crate) use crate::agent_task::RunServices;
+pub use crate::agent_task::{AgentTaskRequest, AgentTaskResult, DelegationChain};
 
 /// What `Agent::kickoff` takes: a request text or a conversation.
 #[derive(Debug, Clone, PartialEq)]
@@ -225,18 +89,6 @@ impl From<Vec<Message>> for KickoffInput {
     fn from(messages: Vec<Message>) -> Self {
         KickoffInput::Messages(messages)
     }
-}
-
-/// How [`Agent::kickoff_with`] runs.
-#[derive(Debug, Clone, Default)]
-pub struct KickoffOptions {
-    /// Ask for structured output (see [`Agent::kickoff_with_format`]).
-    pub response_format: Option<ResponseFormat>,
-    /// The services to run with (a flow passes its event bus, cancellation and usage tracker);
-    /// default: the agent's event bus, or a fresh one (printing to the console when verbose).
-    pub services: Option<RunServices>,
-    /// The event the kickoff's events hang under (a flow method's).
-    pub parent_event_id: Option<Uuid>,
 }
 
 /// What `Agent::kickoff` returns (CrewAI's `LiteAgentOutput`).
@@ -612,9 +464,17 @@ impl AgentBuilder {
         self.verbose = verbose;
         self
     }
-    /// The agent's own hooks (they run after the crew's).
+    /// The agent's own hooks (they run after the crew's). Layers added with
+    /// [`AgentBuilder::llm_layer`] are kept.
     pub fn hooks(mut self, hooks: Hooks) -> Self {
-        self.hooks = hooks;
+        self.hooks = hooks.replacing(std::mem::take(&mut self.hooks));
+        self
+    }
+    /// A layer every model call of this agent goes through: its own turns, its summaries, and
+    /// the guardrail judges and converters of its tasks, after the crew's layers (where it sits
+    /// and an example: [`crate::llm_stack`]).
+    pub fn llm_layer(mut self, layer: impl LlmLayer + 'static) -> Self {
+        self.hooks = std::mem::take(&mut self.hooks).llm_layer(layer);
         self
     }
     /// Where `kickoff` reports its events.
@@ -784,21 +644,21 @@ impl Agent {
         input: impl Into<KickoffInput>,
         format: ResponseFormat,
     ) -> Result<AgentOutput, AgentError> {
-        self.kickoff_with(
-            input,
-            KickoffOptions {
-                response_format: Some(format),
-                ..Default::default()
-            },
-        )
-        .await
+        self.kickoff_with(input, KickoffOptions::new().response_format(format))
+            .await
     }
 
-    /// A standalone run's services: the agent's bus, or a fresh one that prints to the console when
-    /// the agent is verbose.
-    fn kickoff_services(&self) -> RunServices {
-        let events = match &self.config.event_bus {
-            Some(bus) => bus.clone(),
+    /// A standalone run's services: the bus it is given, else the agent's bus, else a fresh one
+    /// that prints to the console when the agent is verbose; a cancellation and a usage ledger
+    /// of an enclosing run replace the run's own.
+    fn kickoff_services(
+        &self,
+        events: Option<EventBus>,
+        cancellation: Option<CancellationToken>,
+        usage: Option<UsageTracker>,
+    ) -> RunServices {
+        let events = match events.or_else(|| self.config.event_bus.clone()) {
+            Some(bus) => bus,
             None => {
                 let bus = EventBus::new();
                 if self.verbose() {
@@ -809,23 +669,36 @@ impl Agent {
         };
         RunServices {
             events,
+            cancellation: cancellation.unwrap_or_default(),
+            usage: usage.unwrap_or_default(),
             ..Default::default()
         }
     }
 
-    /// The general kickoff (see [`KickoffOptions`]).
+    /// The general kickoff (see [`KickoffOptions`]: the bus, cancellation, usage ledger, parent
+    /// event and response format; a `run_id` is refused, as an agent's kickoff is not
+    /// journaled).
     pub async fn kickoff_with(
         &self,
         input: impl Into<KickoffInput>,
         options: KickoffOptions,
     ) -> Result<AgentOutput, AgentError> {
         let input = input.into();
+        if let Some(message) = options.refused_by_an_agent() {
+            return Err(AgentError::Config {
+                role: Some(self.role().to_string()),
+                message,
+            });
+        }
         let KickoffOptions {
-            response_format: format,
-            services,
             parent_event_id,
+            cancellation,
+            usage,
+            events,
+            response_format: format,
+            run_id: _,
         } = options;
-        let services = services.unwrap_or_else(|| self.kickoff_services());
+        let services = self.kickoff_services(events, cancellation, usage);
         let mut execution = self.execution(
             services,
             ToolSet::from(self.tools().to_vec()),
@@ -888,16 +761,16 @@ impl Agent {
                     self.role(),
                 );
                 checked.pydantic = typed.clone();
-                // The judge's call is held to the run's budget like the agent's own calls.
-                let judge = GatedLlm::new(
+                // The judge's call goes through the run's stack like the agent's own calls:
+                // the same budget, rate limit, hooks and layers, counted in this kickoff's usage.
+                let judge_llm = execution.side_call(
                     guardrail
                         .judge_llm()
                         .cloned()
                         .unwrap_or_else(|| execution.llm.clone()),
-                    execution.services.usage.clone(),
+                    CallPurpose::Guardrail,
                 );
-                let judge_llm: Arc<dyn Llm> = judge.clone();
-                let gated = guardrail.judged_by(judge_llm.clone());
+                let judged = guardrail.judged_by(judge_llm.clone());
                 let ctx = GuardrailContext {
                     llm: Some(&judge_llm),
                     events: &events,
@@ -907,17 +780,18 @@ impl Agent {
                     task_name: None,
                 };
                 let verdict =
-                    gated
+                    judged
                         .evaluate(&checked, ctx)
                         .await
-                        .map_err(|e| match judge.take_stop() {
-                            Some(exceeded) => execution.budget_error(exceeded),
-                            None => AgentError::Guardrail {
+                        .map_err(|e| match e.llm_error() {
+                            Some(LlmError::BudgetExceeded(exceeded)) => {
+                                execution.budget_error((**exceeded).clone())
+                            }
+                            _ => AgentError::Guardrail {
                                 role: self.role().to_string(),
                                 message: e.to_string(),
                             },
                         })?;
-                execution.record_usage(&verdict.usage);
                 match verdict.outcome {
                     Ok(pass) => {
                         pass.apply(&mut checked);
@@ -982,19 +856,20 @@ impl Agent {
         if let Ok(value) = schema.parse_lenient(&outcome.output) {
             return Ok(Some(value));
         }
-        let converter = GatedLlm::new(execution.llm.clone(), execution.services.usage.clone());
-        let (value, usage) = schema
+        let converter = execution.side_call(execution.llm.clone(), CallPurpose::Conversion);
+        let (value, _usage) = schema
             .convert_with_llm(converter.as_ref(), &outcome.output, 1)
             .await
-            .map_err(|e| match converter.take_stop() {
-                Some(exceeded) => execution.budget_error(exceeded),
-                None => AgentError::InvalidStructuredOutput {
+            .map_err(|e| match e {
+                ConversionError::Llm(LlmError::BudgetExceeded(exceeded)) => {
+                    execution.budget_error(*exceeded)
+                }
+                e => AgentError::InvalidStructuredOutput {
                     role: self.role().to_string(),
                     format: format.name.clone(),
                     message: e.to_string(),
                 },
             })?;
-        execution.record_usage(&usage);
         Ok(Some(value))
     }
 }

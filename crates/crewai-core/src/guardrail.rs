@@ -22,7 +22,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use crewai_llm::{Llm, LlmRequest, Message, ResponseFormat, Usage};
+use crewai_llm::{Llm, LlmError, LlmRequest, Message, ResponseFormat, Usage};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
@@ -131,6 +131,22 @@ pub enum GuardrailError {
         requirement: String,
         message: String,
     },
+    /// The judge's model call failed; the error is kept typed (a budget refusal stops the run).
+    #[error("the LLM guardrail '{requirement}' could not be judged: {source}")]
+    JudgeCall {
+        requirement: String,
+        source: LlmError,
+    },
+}
+
+impl GuardrailError {
+    /// The model-call error behind the failure, when the judge's call failed.
+    pub fn llm_error(&self) -> Option<&LlmError> {
+        match self {
+            GuardrailError::JudgeCall { source, .. } => Some(source),
+            _ => None,
+        }
+    }
 }
 
 impl Guardrail {
@@ -332,7 +348,13 @@ async fn judge(
         requirement: requirement.to_string(),
         message,
     };
-    let response = llm.call(request).await.map_err(|e| failed(e.to_string()))?;
+    let response = llm
+        .call(request)
+        .await
+        .map_err(|source| GuardrailError::JudgeCall {
+            requirement: requirement.to_string(),
+            source,
+        })?;
     let text = response.content.clone().unwrap_or_default();
     let verdict = parse_judgement(&text).map_err(failed)?;
     Ok(GuardrailVerdict {

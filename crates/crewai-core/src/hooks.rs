@@ -9,6 +9,11 @@
 //!   after-tool hooks still run on that result.
 //! - An after-tool hook may replace the result.
 //!
+//! The LLM-call hooks run in the hooks layer of the run's model stack ([`HooksLayer`], see
+//! [`crate::llm_stack`]), so they see every call of the run: the agent's turns, summaries, LLM
+//! guardrail judges and the structured-output converter. A set of hooks can also carry whole
+//! [`LlmLayer`]s ([`Hooks::llm_layer`]), which join the same stack below the hooks.
+//!
 //! ```
 //! use crewai_core::hooks::{HookDecision, Hooks};
 //!
@@ -21,10 +26,14 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use crewai_llm::{Capabilities, Llm, LlmError, LlmRequest, LlmResponse, LlmStream, Message};
+use crewai_llm::{
+    LlmError, LlmLayer, LlmRequest, LlmResponse, LlmStream, Message, Next, StreamEvent,
+};
+use futures::StreamExt;
 use serde_json::Value;
 
 use crate::events::{CaughtPanic, EventBus, PanicSite, panic_message};
+use crate::llm_stack::CallScope;
 
 /// What a before-hook decides.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -95,22 +104,26 @@ type AfterLlm = AfterHook<LlmCallContext>;
 type BeforeTool = BeforeHook<ToolCallContext>;
 type AfterTool = AfterHook<ToolCallContext>;
 
-/// A set of hooks (cheap to clone). Hooks of one kind run in registration order.
+/// A set of hooks and model-call layers (cheap to clone). Hooks of one kind, and the layers,
+/// run in registration order.
 #[derive(Clone, Default)]
 pub struct Hooks {
     before_llm: Vec<BeforeLlm>,
     after_llm: Vec<AfterLlm>,
     before_tool: Vec<BeforeTool>,
     after_tool: Vec<AfterTool>,
+    llm_layers: Vec<Arc<dyn LlmLayer>>,
 }
 
 impl std::fmt::Debug for Hooks {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let layers: Vec<&str> = self.llm_layers.iter().map(|layer| layer.name()).collect();
         f.debug_struct("Hooks")
             .field("before_llm_call", &self.before_llm.len())
             .field("after_llm_call", &self.after_llm.len())
             .field("before_tool_call", &self.before_tool.len())
             .field("after_tool_call", &self.after_tool.len())
+            .field("llm_layers", &layers)
             .finish()
     }
 }
@@ -127,6 +140,9 @@ pub fn blocked_tool_result(tool_name: &str, reason: Option<&str>) -> String {
 
 /// The error text of a blocked LLM call.
 pub const LLM_CALL_BLOCKED: &str = "LLM call blocked by before_llm_call hook";
+
+/// What [`LlmError::Blocked`] names as the refuser when a before-LLM hook blocks a call.
+pub const BLOCKED_BY_HOOK: &str = "before_llm_call hook";
 
 impl Hooks {
     pub fn new() -> Self {
@@ -197,6 +213,30 @@ impl Hooks {
         })
     }
 
+    /// Adds a layer to every model call these hooks apply to: the run puts it in its model
+    /// stack below the LLM-call hooks, above the budget, rate limit and events (see
+    /// [`crate::llm_stack`]). Layers run in the order they were added, a crew's before an
+    /// agent's.
+    pub fn llm_layer(self, layer: impl LlmLayer + 'static) -> Self {
+        self.llm_layer_arc(Arc::new(layer))
+    }
+
+    /// [`Hooks::llm_layer`] with a layer that is shared (one quota for several crews).
+    pub fn llm_layer_arc(mut self, layer: Arc<dyn LlmLayer>) -> Self {
+        self.llm_layers.push(layer);
+        self
+    }
+
+    /// The model-call layers, in order.
+    pub fn llm_layers(&self) -> &[Arc<dyn LlmLayer>] {
+        &self.llm_layers
+    }
+
+    /// Whether any before- or after-LLM hook is registered.
+    pub fn has_llm_hooks(&self) -> bool {
+        !self.before_llm.is_empty() || !self.after_llm.is_empty()
+    }
+
     /// These hooks followed by `other`'s (crew hooks first, then the agent's).
     pub fn merged(&self, other: &Hooks) -> Hooks {
         let mut merged = self.clone();
@@ -204,10 +244,20 @@ impl Hooks {
         merged.after_llm.extend(other.after_llm.iter().cloned());
         merged.before_tool.extend(other.before_tool.iter().cloned());
         merged.after_tool.extend(other.after_tool.iter().cloned());
+        merged.llm_layers.extend(other.llm_layers.iter().cloned());
         merged
     }
 
-    /// How many hooks are registered in all.
+    /// `self` in place of `earlier`, keeping the layers `earlier` had before `self`'s own: the
+    /// builders' `hooks(...)` replaces the hooks, not the layers added with `llm_layer`.
+    pub(crate) fn replacing(mut self, earlier: Hooks) -> Hooks {
+        let mut layers = earlier.llm_layers;
+        layers.append(&mut self.llm_layers);
+        self.llm_layers = layers;
+        self
+    }
+
+    /// How many hooks are registered in all (layers are not hooks: see [`Hooks::llm_layers`]).
     pub fn len(&self) -> usize {
         self.before_llm.len()
             + self.after_llm.len()
@@ -342,125 +392,190 @@ fn run_after<C>(
     replaced
 }
 
-/// An LLM with hooks around each call, for bare LLM calls outside an agent (agents run their hooks
-/// themselves).
+/// The hooks layer of a model stack: before-LLM hooks on the request (they may rewrite the
+/// messages or block the call with [`LlmError::Blocked`]), after-LLM hooks on the reply.
+///
+/// In a run's stack it runs the run's hooks, the crew's then the agent's, which the call's
+/// [`CallScope`] carries. Built with hooks of its own, it runs those first; that is how a bare
+/// model gets hooks:
 ///
 /// ```
 /// use std::sync::Arc;
-/// use crewai_core::hooks::{HookDecision, HookedLlm, Hooks};
-/// use crewai_llm::{async_trait, Llm, LlmError, LlmRequest, LlmResponse, Message};
-///
-/// struct Fixed;
-/// #[async_trait]
-/// impl Llm for Fixed {
-///     fn model(&self) -> &str { "fixed" }
-///     async fn call(&self, _: LlmRequest) -> Result<LlmResponse, LlmError> {
-///         Ok(LlmResponse { content: Some("Hello".into()), ..Default::default() })
-///     }
-/// }
+/// use crewai_core::hooks::{Hooks, HooksLayer};
+/// use crewai_llm::{LayeredLlm, Llm, LlmRequest, Message, ScriptedLlm};
 ///
 /// let hooks = Hooks::new().after_llm_call(|ctx| ctx.response.as_ref().map(|r| format!("[HOOKED] {r}")));
-/// let llm = HookedLlm::new(Arc::new(Fixed), hooks);
+/// let llm = LayeredLlm::builder(Arc::new(ScriptedLlm::new("scripted").then_text("Hello")))
+///     .layer(HooksLayer::new(hooks))
+///     .build();
 /// let reply = futures::executor::block_on(llm.call(LlmRequest::new(vec![Message::user("hi")]))).unwrap();
 /// assert_eq!(reply.content.as_deref(), Some("[HOOKED] Hello"));
 /// ```
-pub struct HookedLlm {
-    inner: Arc<dyn Llm>,
+///
+/// A streamed call streams on: the after-hooks replace the final response's text, the pieces
+/// already delivered stay as the model wrote them.
+#[derive(Clone, Default)]
+pub struct HooksLayer {
     hooks: Hooks,
-    /// Where a panicking hook is counted and reported, when given.
+    /// Where a panicking hook is counted outside a run (a run reports on its own bus).
     events: Option<EventBus>,
 }
 
-impl HookedLlm {
-    pub fn new(inner: Arc<dyn Llm>, hooks: Hooks) -> Self {
-        HookedLlm {
-            inner,
+impl std::fmt::Debug for HooksLayer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HooksLayer")
+            .field("hooks", &self.hooks)
+            .field("events", &self.events.is_some())
+            .finish()
+    }
+}
+
+impl HooksLayer {
+    /// A layer running `hooks` on every call (before the hooks of the run the call is in).
+    pub fn new(hooks: Hooks) -> Self {
+        HooksLayer {
             hooks,
             events: None,
         }
     }
 
-    /// Reports hooks that panic on `events` (a `panic_caught` event, counted by the bus);
-    /// without a bus they are only logged.
+    /// Reports hooks that panic outside a run on `events` (a `panic_caught` event, counted by
+    /// the bus); without a bus they are only logged.
     pub fn with_events(mut self, events: EventBus) -> Self {
         self.events = Some(events);
         self
     }
 
-    fn report(&self) -> impl FnMut(CaughtPanic) + '_ {
-        move |panic| {
-            if let Some(events) = &self.events {
-                events.report_panic(None, panic);
+    /// The sets of hooks a call runs: the layer's own, then the run's.
+    fn sets<'a>(&'a self, scope: Option<&'a CallScope>) -> impl Iterator<Item = &'a Hooks> {
+        std::iter::once(&self.hooks).chain(scope.map(CallScope::hooks))
+    }
+
+    fn report<'a>(&'a self, scope: Option<&'a CallScope>) -> impl FnMut(CaughtPanic) + 'a {
+        move |panic| match scope {
+            Some(scope) => {
+                let panic = panic.in_task(Some(scope.agent_role()), scope.task_name());
+                scope.events().report_panic(scope.parent_event_id(), panic);
+            }
+            None => {
+                if let Some(events) = &self.events {
+                    events.report_panic(None, panic);
+                }
             }
         }
     }
 
-    fn before(&self, request: &mut LlmRequest) -> Result<LlmCallContext, LlmError> {
+    /// Runs the before-hooks on the request; returns the context the after-hooks need, when
+    /// there are any.
+    fn before(
+        &self,
+        request: &mut LlmRequest,
+        model: &str,
+        scope: Option<&CallScope>,
+    ) -> Result<Option<LlmCallContext>, LlmError> {
+        let has_before = self.sets(scope).any(|hooks| !hooks.before_llm.is_empty());
+        let has_after = self.sets(scope).any(|hooks| !hooks.after_llm.is_empty());
+        if !has_before && !has_after {
+            return Ok(None);
+        }
         let mut ctx = LlmCallContext {
             messages: std::mem::take(&mut request.messages),
-            model: Some(self.inner.model().to_string()),
-            ..Default::default()
+            model: Some(model.to_string()),
+            agent_role: scope.map(|s| s.agent_role().to_string()),
+            task_name: scope.and_then(|s| s.task_name().map(str::to_string)),
+            crew_name: scope.and_then(|s| s.crew_name().map(str::to_string)),
+            iterations: scope.map_or(0, CallScope::iterations),
+            response: None,
         };
-        let decision = self
-            .hooks
-            .run_before_llm_reporting(&mut ctx, &mut self.report());
-        request.messages = ctx.messages.clone();
-        match decision {
-            HookDecision::Continue => Ok(ctx),
-            HookDecision::Block { reason } => Err(LlmError::Unsupported(match reason {
-                Some(reason) => format!("{LLM_CALL_BLOCKED}: {reason}"),
-                None => LLM_CALL_BLOCKED.to_string(),
-            })),
+        if has_before {
+            let mut report = self.report(scope);
+            let mut decision = HookDecision::Continue;
+            for hooks in self.sets(scope) {
+                decision = hooks.run_before_llm_reporting(&mut ctx, &mut report);
+                if let HookDecision::Block { .. } = decision {
+                    break;
+                }
+            }
+            // What the hooks left is the agent's conversation from now on, blocked or not.
+            if let Some(scope) = scope {
+                scope.keep_rewritten(&ctx.messages);
+            }
+            if let HookDecision::Block { reason } = decision {
+                request.messages = ctx.messages;
+                return Err(LlmError::Blocked {
+                    by: BLOCKED_BY_HOOK.to_string(),
+                    reason,
+                });
+            }
+        }
+        if has_after {
+            request.messages = ctx.messages.clone();
+            Ok(Some(ctx))
+        } else {
+            request.messages = ctx.messages;
+            Ok(None)
+        }
+    }
+
+    /// Runs the after-hooks on the reply; each replacement is what the next hook sees.
+    fn after(
+        &self,
+        ctx: &mut LlmCallContext,
+        response: &mut LlmResponse,
+        scope: Option<&CallScope>,
+    ) {
+        ctx.response = response.content.clone();
+        let mut report = self.report(scope);
+        let mut replaced = None;
+        for hooks in self.sets(scope) {
+            if let Some(text) = hooks.run_after_llm_reporting(ctx, &mut report) {
+                replaced = Some(text);
+            }
+        }
+        if let Some(text) = replaced {
+            response.content = Some(text);
         }
     }
 }
 
 #[async_trait]
-impl Llm for HookedLlm {
-    fn model(&self) -> &str {
-        self.inner.model()
+impl LlmLayer for HooksLayer {
+    fn name(&self) -> &str {
+        "hooks"
     }
 
-    fn provider(&self) -> &str {
-        self.inner.provider()
-    }
-
-    async fn call(&self, mut request: LlmRequest) -> Result<LlmResponse, LlmError> {
-        let mut ctx = self.before(&mut request)?;
-        let mut response = self.inner.call(request).await?;
-        ctx.response = response.content.clone();
-        if let Some(text) = self
-            .hooks
-            .run_after_llm_reporting(&mut ctx, &mut self.report())
-        {
-            response.content = Some(text);
+    async fn call(&self, mut request: LlmRequest, next: Next<'_>) -> Result<LlmResponse, LlmError> {
+        let scope = request.extensions.get_arc::<CallScope>();
+        let ctx = self.before(&mut request, next.model().model(), scope.as_deref())?;
+        let mut response = next.call(request).await?;
+        if let Some(mut ctx) = ctx {
+            self.after(&mut ctx, &mut response, scope.as_deref());
         }
         Ok(response)
     }
 
-    /// Streams pass through untouched after the before-hooks: an after-hook cannot rewrite text
-    /// that was already delivered, so a hooked stream with after-hooks is made as one call instead.
-    async fn stream(&self, mut request: LlmRequest) -> Result<LlmStream, LlmError> {
-        if self.hooks.after_llm.is_empty() {
-            self.before(&mut request)?;
-            return self.inner.stream(request).await;
-        }
-        let response = self.call(request).await?;
-        let mut events = Vec::new();
-        if let Some(text) = response.content.clone().filter(|t| !t.is_empty()) {
-            events.push(Ok(crewai_llm::StreamEvent::TextDelta(text)));
-        }
-        events.push(Ok(crewai_llm::StreamEvent::Done(response)));
-        Ok(Box::pin(futures::stream::iter(events)))
-    }
-
-    fn capabilities(&self) -> Capabilities {
-        self.inner.capabilities()
+    async fn stream(&self, mut request: LlmRequest, next: Next<'_>) -> Result<LlmStream, LlmError> {
+        let scope = request.extensions.get_arc::<CallScope>();
+        let ctx = self.before(&mut request, next.model().model(), scope.as_deref())?;
+        let stream = next.stream(request).await?;
+        let Some(mut ctx) = ctx else {
+            return Ok(stream);
+        };
+        let layer = self.clone();
+        Ok(Box::pin(stream.map(move |event| match event {
+            Ok(StreamEvent::Done(mut response)) => {
+                layer.after(&mut ctx, &mut response, scope.as_deref());
+                Ok(StreamEvent::Done(response))
+            }
+            other => other,
+        })))
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use crewai_llm::{LayeredLlm, Llm};
+
     use super::*;
 
     #[test]
@@ -554,11 +669,16 @@ mod tests {
         );
     }
 
+    /// `Fixed` under a hooks layer with `hooks`.
+    fn hooked(hooks: HooksLayer) -> LayeredLlm {
+        LayeredLlm::builder(Arc::new(Fixed)).layer(hooks).build()
+    }
+
     #[test]
-    fn a_hooked_llm_counts_its_hooks_panics_on_its_bus() {
+    fn a_hooks_layer_counts_its_hooks_panics_on_its_bus() {
         let bus = EventBus::new();
         let hooks = Hooks::new().after_llm_call(|_| panic!("after bug"));
-        let llm = HookedLlm::new(Arc::new(Fixed), hooks).with_events(bus.clone());
+        let llm = hooked(HooksLayer::new(hooks).with_events(bus.clone()));
         let reply =
             futures::executor::block_on(llm.call(LlmRequest::new(vec![Message::user("hi")])))
                 .unwrap();
@@ -602,24 +722,24 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn hooked_llm_blocks_and_rewrites_messages() {
-        let blocked = HookedLlm::new(
-            Arc::new(Fixed),
+    async fn a_hooks_layer_blocks_and_rewrites_messages() {
+        let blocked = hooked(HooksLayer::new(
             Hooks::new().before_llm_call(|_| HookDecision::block()),
-        );
+        ));
         let error = blocked
             .call(LlmRequest::new(vec![Message::user("hi")]))
             .await
             .unwrap_err();
         assert_eq!(error.to_string(), LLM_CALL_BLOCKED);
-
-        let rewriting = HookedLlm::new(
-            Arc::new(Fixed),
-            Hooks::new().before_llm_call(|ctx| {
-                ctx.messages.push(Message::user("extra"));
-                HookDecision::Continue
-            }),
+        assert!(
+            matches!(&error, LlmError::Blocked { by, reason: None } if by == BLOCKED_BY_HOOK),
+            "{error:?}"
         );
+
+        let rewriting = hooked(HooksLayer::new(Hooks::new().before_llm_call(|ctx| {
+            ctx.messages.push(Message::user("extra"));
+            HookDecision::Continue
+        })));
         let reply = rewriting
             .call(LlmRequest::new(vec![Message::user("hi")]))
             .await

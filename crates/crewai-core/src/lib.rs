@@ -5,11 +5,17 @@
 //!
 //! - [`agent`]: [`Agent`] and its builder; [`Agent::kickoff`] runs one agent alone (CrewAI's
 //!   LiteAgent); [`Agent::run_task`] is the entry the task and crew layer uses.
-//! - [`executor`]: the three loops (native tool calling, ReAct text, direct answer) with
+//!   An agent works in one of three loops (native tool calling, ReAct text, direct answer) with
 //!   `max_iter`, deadlines, retries, context-window summarisation and parallel tool calls.
-//! - [`task`], [`crew`], [`process`], [`delegation`]: tasks, crews and their processes.
+//! - [`kickoff`]: [`KickoffOptions`], how a crew's or an agent's kickoff fits into a larger run.
+//! - [`task`], [`crew`], [`delegation`]: tasks, crews (sequential, or hierarchical under a
+//!   manager) and the delegation tools.
 //! - [`events`], [`hooks`], [`guardrail`], [`usage`]: what a run reports and who may intervene.
-//! - [`prompts`]: every piece of text sent to a model.
+//! - [`llm_stack`]: the layers every model call of a run goes through (hooks, the user's own
+//!   layers, budget, rate limit, events and usage), in one place.
+//! - [`preview`]: the text an agent is sent, rendered without running it (every fragment lives
+//!   in one private module, so nothing else builds prompt text); [`react`]: the ReAct reply
+//!   format.
 //!
 //! An agent with a `#[tool]` function:
 //!
@@ -42,29 +48,36 @@
 //! ```
 
 pub mod agent;
+mod agent_task;
 pub mod converter;
 pub mod crew;
 pub mod delegation;
 pub mod error;
 pub mod events;
-pub mod executor;
+pub(crate) mod executor;
 pub mod guardrail;
 pub mod hooks;
 pub mod interpolate;
+pub mod kickoff;
+pub mod llm_stack;
 pub mod output;
-pub mod process;
-pub mod prompts;
+pub mod preview;
+pub(crate) mod process;
+pub(crate) mod prompts;
+pub mod react;
 pub mod store;
 pub mod task;
 pub mod usage;
 
 pub use agent::{
     Agent, AgentBuilder, AgentOutput, AgentStep, AgentTaskRequest, AgentTaskResult,
-    DelegationChain, KickoffInput, KickoffOptions, RunServices, StepCallback,
+    DelegationChain, KickoffInput, StepCallback,
 };
 pub use error::AgentError;
 pub use events::{ConsoleListener, Event, EventBus, EventKind, EventRecorder, ListenerId};
 pub use guardrail::{Guardrail, GuardrailContext, GuardrailError, GuardrailPass, GuardrailVerdict};
-pub use hooks::{HookDecision, HookedLlm, Hooks, LlmCallContext, ToolCallContext};
+pub use hooks::{HookDecision, Hooks, HooksLayer, LlmCallContext, ToolCallContext};
+pub use kickoff::KickoffOptions;
+pub use llm_stack::{CallPurpose, CallScope};
 pub use output::{CrewOutput, OutputFormat, TaskOutput};
 pub use usage::{Budget, BudgetExceeded, BudgetLimit, UsageSummary, UsageTracker};

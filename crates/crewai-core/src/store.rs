@@ -8,14 +8,19 @@
 //!
 //! `crewai-store` implements both on SQLite; [`InMemoryTaskOutputStore`] and
 //! [`InMemoryRunJournal`] serve tests and short-lived programs.
+//!
+//! Both traits are async so a durable implementation can do its file I/O off the runtime's
+//! worker threads (`crewai-store` runs SQLite on tokio's blocking pool). The one synchronous
+//! call is [`RunJournal::finish_blocking`], for the guard that records a dropped kickoff from
+//! `Drop`, where nothing can be awaited.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crewai_llm::Usage;
-
+use async_trait::async_trait;
 use chrono::{DateTime, Utc};
+use crewai_llm::Usage;
 use serde::{Deserialize, Serialize};
 
 use crate::interpolate::Inputs;
@@ -63,14 +68,16 @@ pub enum StoreError {
 
 /// Storage of the latest kickoff's task outputs.
 ///
-/// The calls are short local writes; implementations must not wait on the network.
+/// The calls are short local writes; an implementation that touches files does so off the
+/// runtime's worker threads (`spawn_blocking`), and none waits on the network.
+#[async_trait]
 pub trait TaskOutputStore: Send + Sync {
     /// Forgets everything (a new kickoff starts).
-    fn reset(&self) -> Result<(), StoreError>;
+    async fn reset(&self) -> Result<(), StoreError>;
     /// Adds a task's output, replacing any stored at the same `task_index`.
-    fn save(&self, record: StoredTaskOutput) -> Result<(), StoreError>;
+    async fn save(&self, record: StoredTaskOutput) -> Result<(), StoreError>;
     /// The stored outputs, ordered by `task_index`.
-    fn load(&self) -> Result<Vec<StoredTaskOutput>, StoreError>;
+    async fn load(&self) -> Result<Vec<StoredTaskOutput>, StoreError>;
 }
 
 /// A [`TaskOutputStore`] in memory (one per crew unless shared on purpose).
@@ -78,13 +85,15 @@ pub trait TaskOutputStore: Send + Sync {
 /// ```
 /// use crewai_core::store::{InMemoryTaskOutputStore, StoredTaskOutput, TaskOutputStore};
 /// use crewai_core::output::TaskOutput;
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 /// let store = InMemoryTaskOutputStore::new();
 /// store.save(StoredTaskOutput {
 ///     task_id: "t1".into(), task_name: None, task_index: 0,
 ///     output: TaskOutput::new("d", "e", "raw", "Agent"), inputs: Default::default(),
 ///     was_replayed: false, timestamp: chrono::Utc::now(),
-/// }).unwrap();
-/// assert_eq!(store.load().unwrap()[0].output.raw, "raw");
+/// }).await.unwrap();
+/// assert_eq!(store.load().await.unwrap()[0].output.raw, "raw");
+/// # });
 /// ```
 #[derive(Debug, Clone, Default)]
 pub struct InMemoryTaskOutputStore {
@@ -103,13 +112,14 @@ impl InMemoryTaskOutputStore {
     }
 }
 
+#[async_trait]
 impl TaskOutputStore for InMemoryTaskOutputStore {
-    fn reset(&self) -> Result<(), StoreError> {
+    async fn reset(&self) -> Result<(), StoreError> {
         self.rows()?.clear();
         Ok(())
     }
 
-    fn save(&self, record: StoredTaskOutput) -> Result<(), StoreError> {
+    async fn save(&self, record: StoredTaskOutput) -> Result<(), StoreError> {
         let mut rows = self.rows()?;
         match rows
             .iter_mut()
@@ -124,7 +134,7 @@ impl TaskOutputStore for InMemoryTaskOutputStore {
         Ok(())
     }
 
-    fn load(&self) -> Result<Vec<StoredTaskOutput>, StoreError> {
+    async fn load(&self) -> Result<Vec<StoredTaskOutput>, StoreError> {
         Ok(self.rows()?.clone())
     }
 }
@@ -350,33 +360,41 @@ pub struct StoredRun {
 /// A durable record of runs: the crew writes each task's output as soon as the task finishes and
 /// before the next one starts, so a run whose process dies can be resumed without redoing work.
 ///
-/// The calls are synchronous short local writes (a run's drop guard records a cancellation from
-/// `Drop`); an implementation must have made a write durable when it returns.
+/// The calls are short local writes; an implementation must have made a write durable when it
+/// returns, and one that touches files does so off the runtime's worker threads
+/// (`spawn_blocking`).
 ///
 /// A run has at most one live owner (a [`RunOwner`]): `start` claims it atomically, so of two
 /// processes resuming the same run at once, one wins and the other gets
 /// [`StoreError::RunOwned`].
+#[async_trait]
 pub trait RunJournal: Send + Sync {
     /// Records a run starting and claims it for `run.owner`. For a run id the journal already
     /// has (a resume), the run becomes `Running` again and keeps its finished tasks and usage;
     /// when another owner that is still alive holds it, nothing changes and the call fails with
     /// [`StoreError::RunOwned`].
-    fn start(&self, run: &RunStart) -> Result<(), StoreError>;
+    async fn start(&self, run: &RunStart) -> Result<(), StoreError>;
     /// Records that the attempt with `owner_token` is alive. Fails with
     /// [`StoreError::RunOwned`] when another attempt has taken the run over.
-    fn heartbeat(&self, run_id: &str, owner_token: &str) -> Result<(), StoreError>;
+    async fn heartbeat(&self, run_id: &str, owner_token: &str) -> Result<(), StoreError>;
     /// Records one finished task of a started run (replacing any output at its index), and in
     /// the same write what the run has used so far over all its attempts.
-    fn task_finished(
+    async fn task_finished(
         &self,
         run_id: &str,
         task: &StoredTaskOutput,
         usage: &Usage,
     ) -> Result<(), StoreError>;
     /// Records how the run ended and releases its owner.
-    fn finish(&self, run_id: &str, end: &RunEnd) -> Result<(), StoreError>;
+    async fn finish(&self, run_id: &str, end: &RunEnd) -> Result<(), StoreError>;
     /// The run with this id, if the journal has it.
-    fn load(&self, run_id: &str) -> Result<Option<StoredRun>, StoreError>;
+    async fn load(&self, run_id: &str) -> Result<Option<StoredRun>, StoreError>;
+    /// [`RunJournal::finish`] done on the calling thread before it returns: the journal's one
+    /// blocking call. A kickoff whose future is dropped mid-run records itself cancelled from
+    /// its guard's `Drop`, where nothing can be awaited; a task spawned to do it instead could
+    /// be lost (a runtime shutting down drops it), leaving the run owned by a live process, so
+    /// no resume could claim it until the lease ran out. It must be one short local write.
+    fn finish_blocking(&self, run_id: &str, end: &RunEnd) -> Result<(), StoreError>;
 }
 
 /// A [`RunJournal`] in memory: runs survive as long as the value (tests, documentation, a
@@ -384,16 +402,18 @@ pub trait RunJournal: Send + Sync {
 ///
 /// ```
 /// use crewai_core::store::{InMemoryRunJournal, RunEnd, RunJournal, RunOwner, RunStart, RunStatus};
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 /// let journal = InMemoryRunJournal::new();
 /// journal.start(&RunStart {
 ///     run_id: "r1".into(), crew: "crew".into(), inputs: Default::default(),
 ///     task_keys: vec!["research".into()], parent: None, carried_over: Vec::new(),
 ///     owner: RunOwner::this_process(),
-/// }).unwrap();
-/// journal.finish("r1", &RunEnd::stopped(RunStatus::Cancelled, "Ctrl-C", None)).unwrap();
-/// let run = journal.load("r1").unwrap().unwrap();
+/// }).await.unwrap();
+/// journal.finish("r1", &RunEnd::stopped(RunStatus::Cancelled, "Ctrl-C", None)).await.unwrap();
+/// let run = journal.load("r1").await.unwrap().unwrap();
 /// assert_eq!(run.status, RunStatus::Cancelled);
 /// assert!(run.status.is_resumable());
+/// # });
 /// ```
 #[derive(Debug, Clone, Default)]
 pub struct InMemoryRunJournal {
@@ -424,8 +444,9 @@ impl InMemoryRunJournal {
     }
 }
 
+#[async_trait]
 impl RunJournal for InMemoryRunJournal {
-    fn start(&self, start: &RunStart) -> Result<(), StoreError> {
+    async fn start(&self, start: &RunStart) -> Result<(), StoreError> {
         let mut runs = self.runs()?;
         // In one process an owner is released by its kickoff's end or its drop guard, so a live
         // one is a kickoff still going; the liveness check is the durable journals' own, so a
@@ -466,7 +487,7 @@ impl RunJournal for InMemoryRunJournal {
         Ok(())
     }
 
-    fn heartbeat(&self, run_id: &str, owner_token: &str) -> Result<(), StoreError> {
+    async fn heartbeat(&self, run_id: &str, owner_token: &str) -> Result<(), StoreError> {
         self.with_run(run_id, |run| match &mut run.owner {
             Some(owner) if owner.token == owner_token => {
                 owner.heartbeat_at = Utc::now();
@@ -482,7 +503,7 @@ impl RunJournal for InMemoryRunJournal {
         })?
     }
 
-    fn task_finished(
+    async fn task_finished(
         &self,
         run_id: &str,
         task: &StoredTaskOutput,
@@ -494,7 +515,11 @@ impl RunJournal for InMemoryRunJournal {
         })
     }
 
-    fn finish(&self, run_id: &str, end: &RunEnd) -> Result<(), StoreError> {
+    async fn finish(&self, run_id: &str, end: &RunEnd) -> Result<(), StoreError> {
+        self.finish_blocking(run_id, end)
+    }
+
+    fn finish_blocking(&self, run_id: &str, end: &RunEnd) -> Result<(), StoreError> {
         self.with_run(run_id, |run| {
             run.status = end.status;
             run.output = end.output.clone();
@@ -508,7 +533,7 @@ impl RunJournal for InMemoryRunJournal {
         })
     }
 
-    fn load(&self, run_id: &str) -> Result<Option<StoredRun>, StoreError> {
+    async fn load(&self, run_id: &str) -> Result<Option<StoredRun>, StoreError> {
         Ok(self.runs()?.get(run_id).cloned())
     }
 }
@@ -529,25 +554,25 @@ mod tests {
         }
     }
 
-    #[test]
-    fn save_replaces_by_index_and_keeps_order() {
+    #[tokio::test]
+    async fn save_replaces_by_index_and_keeps_order() {
         let store = InMemoryTaskOutputStore::new();
-        store.save(row(1, "b")).unwrap();
-        store.save(row(0, "a")).unwrap();
-        store.save(row(1, "b2")).unwrap();
-        let rows = store.load().unwrap();
+        store.save(row(1, "b")).await.unwrap();
+        store.save(row(0, "a")).await.unwrap();
+        store.save(row(1, "b2")).await.unwrap();
+        let rows = store.load().await.unwrap();
         assert_eq!(
             rows.iter()
                 .map(|r| r.output.raw.as_str())
                 .collect::<Vec<_>>(),
             ["a", "b2"]
         );
-        store.reset().unwrap();
-        assert!(store.load().unwrap().is_empty());
+        store.reset().await.unwrap();
+        assert!(store.load().await.unwrap().is_empty());
     }
 
-    #[test]
-    fn journal_keeps_finished_tasks_across_a_restart_of_the_run() {
+    #[tokio::test]
+    async fn journal_keeps_finished_tasks_across_a_restart_of_the_run() {
         let journal = InMemoryRunJournal::new();
         let start = RunStart {
             run_id: "r".into(),
@@ -562,25 +587,30 @@ mod tests {
             total_tokens: 42,
             ..Usage::default()
         };
-        journal.start(&start).unwrap();
-        journal.task_finished("r", &row(1, "b"), &spent).unwrap();
+        journal.start(&start).await.unwrap();
+        journal
+            .task_finished("r", &row(1, "b"), &spent)
+            .await
+            .unwrap();
         journal
             .finish("r", &RunEnd::stopped(RunStatus::Failed, "boom", None))
+            .await
             .unwrap();
-        let run = journal.load("r").unwrap().unwrap();
+        let run = journal.load("r").await.unwrap().unwrap();
         assert_eq!(run.owner, None, "an ended run has no owner");
         assert_eq!(
             run.usage.unwrap().total_tokens,
             42,
             "the tasks' usage is kept"
         );
-        journal.start(&start).unwrap();
-        let run = journal.load("r").unwrap().unwrap();
+        journal.start(&start).await.unwrap();
+        let run = journal.load("r").await.unwrap().unwrap();
         assert_eq!(run.status, RunStatus::Running);
         assert_eq!(run.tasks.keys().copied().collect::<Vec<_>>(), [0, 1]);
         assert!(
             journal
                 .task_finished("missing", &row(0, "x"), &spent)
+                .await
                 .is_err()
         );
         for status in [RunStatus::Completed, RunStatus::BudgetStopped] {
@@ -588,8 +618,8 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_run_with_a_live_owner_cannot_be_claimed_again() {
+    #[tokio::test]
+    async fn a_run_with_a_live_owner_cannot_be_claimed_again() {
         let journal = InMemoryRunJournal::new();
         let first = RunStart {
             run_id: "r".into(),
@@ -600,26 +630,34 @@ mod tests {
             carried_over: Vec::new(),
             owner: RunOwner::this_process(),
         };
-        journal.start(&first).unwrap();
+        journal.start(&first).await.unwrap();
         let second = RunStart {
             owner: RunOwner::this_process(),
             ..first.clone()
         };
-        let refused = journal.start(&second).unwrap_err();
+        let refused = journal.start(&second).await.unwrap_err();
         assert!(matches!(refused, StoreError::RunOwned { .. }), "{refused}");
         let message = refused.to_string();
         assert!(
             message.contains(&format!("still running in process {}", std::process::id())),
             "{message}"
         );
-        journal.heartbeat("r", &first.owner.token).unwrap();
-        assert!(journal.heartbeat("r", &second.owner.token).is_err());
+        journal.heartbeat("r", &first.owner.token).await.unwrap();
+        assert!(journal.heartbeat("r", &second.owner.token).await.is_err());
         journal
             .finish("r", &RunEnd::stopped(RunStatus::Cancelled, "dropped", None))
+            .await
             .unwrap();
-        journal.start(&second).unwrap();
+        journal.start(&second).await.unwrap();
         assert_eq!(
-            journal.load("r").unwrap().unwrap().owner.unwrap().token,
+            journal
+                .load("r")
+                .await
+                .unwrap()
+                .unwrap()
+                .owner
+                .unwrap()
+                .token,
             second.owner.token
         );
     }

@@ -4,12 +4,16 @@
 //! the tracker stops a run before a call that would go over it. A tracker may have a parent (a
 //! crew kicked off inside a flow draws from the flow's ledger): every call counts in both, and
 //! both budgets are checked.
+//!
+//! The checking and the recording happen in the run's model stack ([`crate::llm_stack`]): its
+//! budget layer refuses a call with [`crewai_llm::LlmError::BudgetExceeded`] before it is sent, and its
+//! events layer records every reply's usage here, for the agent's turns and the task layer's
+//! own calls (guardrail judges, the converter) alike.
 
 use std::collections::BTreeMap;
-use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use crewai_llm::{Capabilities, Llm, LlmError, LlmRequest, LlmResponse, PriceTable, Usage};
+use crewai_llm::{LlmRequest, PriceTable, Usage};
 use serde::{Deserialize, Serialize};
 
 /// Usage in total, per agent role, per task name and per model (CrewAI's `usage_metrics`, broken
@@ -57,47 +61,9 @@ impl Budget {
     }
 }
 
-/// Which limit of a [`Budget`] a call would have gone over.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum BudgetLimit {
-    /// `max_cost_usd`.
-    Cost,
-    /// `max_tokens`.
-    Tokens,
-}
-
-/// A call was not made because it would have gone over the run's budget.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, thiserror::Error)]
-pub struct BudgetExceeded {
-    pub limit: BudgetLimit,
-    /// The limit as configured (USD or tokens).
-    pub max: f64,
-    /// What the run had used before the call (USD or tokens).
-    pub spent: f64,
-    /// The estimated prompt of the call that was not made (USD or tokens).
-    pub next_call: f64,
-    /// The model of that call.
-    pub model: String,
-}
-
-impl fmt::Display for BudgetExceeded {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.limit {
-            BudgetLimit::Cost => write!(
-                f,
-                "the cost budget max_cost_usd = ${} would be exceeded: ${:.6} spent, and the next call to {} needs about ${:.6} for its prompt alone",
-                self.max, self.spent, self.model, self.next_call
-            )?,
-            BudgetLimit::Tokens => write!(
-                f,
-                "the token budget max_tokens = {} would be exceeded: {} tokens used, and the next call to {} sends about {} prompt tokens",
-                self.max, self.spent, self.model, self.next_call
-            )?,
-        }
-        f.write_str("; raise the limit, then replay from the stopped task to resume")
-    }
-}
+/// Which limit of a [`Budget`] a call would have gone over, and the refusal itself: the
+/// payload of [`crewai_llm::LlmError::BudgetExceeded`], defined beside the model-call errors in crewai-llm.
+pub use crewai_llm::{BudgetExceeded, BudgetLimit};
 
 /// A shared, cheap-to-clone usage ledger with a price table and an optional budget.
 ///
@@ -260,9 +226,9 @@ impl UsageTracker {
         }
     }
 
-    /// The budget check every LLM call goes through before it is sent (the executor's calls and
-    /// the side calls of guardrails and output conversion alike): whether `request` to `model`
-    /// may still be made under this tracker's budget and its parents'.
+    /// The budget check every LLM call goes through before it is sent (the budget layer of the
+    /// run's model stack makes it): whether `request` to `model` may still be made under this
+    /// tracker's budget and its parents'.
     pub fn check_request(&self, model: &str, request: &LlmRequest) -> Result<(), BudgetExceeded> {
         self.check_budget(model, estimated_prompt_tokens(request))
     }
@@ -281,6 +247,11 @@ impl UsageTracker {
             Some(parent) => parent.check_budget(model, prompt_tokens),
             None => Ok(()),
         }
+    }
+
+    /// Whether this tracker or one of its parents has a budget (calls need checking at all).
+    pub fn has_budget(&self) -> bool {
+        self.budget.is_limited() || self.parent.as_ref().is_some_and(|p| p.has_budget())
     }
 
     /// The first call this tracker's own budget stopped (a parent's stops are the parent's).
@@ -331,103 +302,6 @@ impl UsageTracker {
     /// A copy of the whole ledger.
     pub fn summary(&self) -> UsageSummary {
         self.lock().clone()
-    }
-}
-
-/// Holds model calls made outside an agent's loop (a guardrail's judge, the output converter) to
-/// a run's budget. The [`Llm`] interface can only say that a refused call was cancelled, so the
-/// typed stop waits here until the caller turns it into its own budget error.
-#[derive(Debug)]
-pub struct BudgetGate {
-    usage: UsageTracker,
-    stop: Mutex<Option<BudgetExceeded>>,
-}
-
-impl BudgetGate {
-    /// A gate on `usage`'s budget (and its parents').
-    pub fn new(usage: UsageTracker) -> Self {
-        BudgetGate {
-            usage,
-            stop: Mutex::new(None),
-        }
-    }
-
-    /// Lets a call of `model` through, or refuses it with [`LlmError::Cancelled`], keeping the
-    /// stop for [`BudgetGate::take_stop`].
-    pub fn admit(&self, model: &str, request: &LlmRequest) -> Result<(), LlmError> {
-        self.usage
-            .check_request(model, request)
-            .map_err(|exceeded| {
-                *self.stop.lock().unwrap_or_else(|p| p.into_inner()) = Some(exceeded);
-                LlmError::Cancelled
-            })
-    }
-
-    /// The stop of a call this gate refused, if one was.
-    pub fn take_stop(&self) -> Option<BudgetExceeded> {
-        self.stop.lock().unwrap_or_else(|p| p.into_inner()).take()
-    }
-}
-
-/// A model whose every call passes a [`BudgetGate`] first (usage is recorded by the caller).
-///
-/// ```
-/// use std::sync::Arc;
-/// use crewai_core::usage::{Budget, GatedLlm, UsageTracker};
-/// use crewai_llm::{Llm, LlmError, LlmRequest, Message, ScriptedLlm, Usage};
-///
-/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
-/// let usage = UsageTracker::new().with_budget(Budget { max_tokens: Some(10), ..Default::default() });
-/// usage.record("Writer", None, &Usage { total_tokens: 9, ..Default::default() });
-/// let judge = GatedLlm::new(Arc::new(ScriptedLlm::new("gpt-4o-mini").then_text("{}")), usage);
-/// let request = LlmRequest::new(vec![Message::user("Is this draft good enough?")]);
-/// assert!(matches!(judge.call(request).await, Err(LlmError::Cancelled)));
-/// assert_eq!(judge.take_stop().unwrap().spent, 9.0);
-/// # });
-/// ```
-pub struct GatedLlm {
-    inner: Arc<dyn Llm>,
-    gate: BudgetGate,
-}
-
-impl fmt::Debug for GatedLlm {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("GatedLlm")
-            .field("model", &self.inner.model())
-            .field("gate", &self.gate)
-            .finish()
-    }
-}
-
-impl GatedLlm {
-    /// `inner`, held to `usage`'s budget.
-    pub fn new(inner: Arc<dyn Llm>, usage: UsageTracker) -> Arc<GatedLlm> {
-        Arc::new(GatedLlm {
-            inner,
-            gate: BudgetGate::new(usage),
-        })
-    }
-
-    /// The stop of a call the budget refused, if one was.
-    pub fn take_stop(&self) -> Option<BudgetExceeded> {
-        self.gate.take_stop()
-    }
-}
-
-#[async_trait::async_trait]
-impl Llm for GatedLlm {
-    fn model(&self) -> &str {
-        self.inner.model()
-    }
-    fn provider(&self) -> &str {
-        self.inner.provider()
-    }
-    fn capabilities(&self) -> Capabilities {
-        self.inner.capabilities()
-    }
-    async fn call(&self, request: LlmRequest) -> Result<LlmResponse, LlmError> {
-        self.gate.admit(self.inner.model(), &request)?;
-        self.inner.call(request).await
     }
 }
 

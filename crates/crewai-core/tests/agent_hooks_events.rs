@@ -6,12 +6,12 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
 use agent_common::*;
-use crewai_core::agent::{AgentStep, AgentTaskRequest, RunServices};
+use crewai_core::agent::{AgentStep, AgentTaskRequest};
 use crewai_core::error::AgentError;
 use crewai_core::events::{EventBus, EventKind, EventRecorder};
 use crewai_core::guardrail::{Guardrail, GuardrailPass};
-use crewai_core::hooks::{HookDecision, HookedLlm, Hooks};
-use crewai_llm::{Llm, LlmRequest, Message};
+use crewai_core::hooks::{HookDecision, Hooks, HooksLayer};
+use crewai_llm::{LayeredLlm, Llm, LlmRequest, Message};
 use crewai_testkit::scripted::Reply;
 use crewai_tools::ToolSet;
 use serde_json::json;
@@ -33,15 +33,11 @@ async fn a_blocking_before_tool_hook_stops_the_tool_and_after_hooks_still_run() 
             None
         });
     let agent = agent_with(openai(&server)).build().unwrap();
-    let services = RunServices {
-        hooks,
-        ..Default::default()
-    };
     agent
         .run_task(
             AgentTaskRequest::new("Multiply")
                 .with_tools(ToolSet::from(vec![multiplier(runs.clone())]))
-                .with_services(services),
+                .with_hooks(hooks),
         )
         .await
         .unwrap();
@@ -131,7 +127,7 @@ async fn llm_hooks_block_or_replace_the_reply() {
 }
 
 #[tokio::test]
-async fn hooked_llm_wraps_a_bare_call() {
+async fn a_hooks_layer_wraps_a_bare_call() {
     let server = server().await;
     server.push(Reply::text("Hello! How can I assist you today?"));
     let seen = Arc::new(Mutex::new(None));
@@ -146,7 +142,9 @@ async fn hooked_llm_wraps_a_bare_call() {
             HookDecision::Continue
         })
         .after_llm_call(|ctx| ctx.response.as_ref().map(|r| format!("[HOOKED] {r}")));
-    let llm = HookedLlm::new(openai(&server), hooks);
+    let llm = LayeredLlm::builder(openai(&server))
+        .layer(HooksLayer::new(hooks))
+        .build();
     let reply = llm
         .call(LlmRequest::new(vec![Message::user("Say hello")]))
         .await
@@ -160,10 +158,11 @@ async fn hooked_llm_wraps_a_bare_call() {
         Some((None, Some("gpt-4o-mini".to_string()), 1))
     );
 
-    let blocked = HookedLlm::new(
-        openai(&server),
-        Hooks::new().before_llm_call(|_| HookDecision::block()),
-    );
+    let blocked = LayeredLlm::builder(openai(&server))
+        .layer(HooksLayer::new(
+            Hooks::new().before_llm_call(|_| HookDecision::block()),
+        ))
+        .build();
     let error = blocked
         .call(LlmRequest::new(vec![Message::user("Say hello")]))
         .await
@@ -190,17 +189,13 @@ async fn events_form_a_chain_from_the_caller_to_llm_and_tool_calls() {
             context: None,
         },
     );
-    let services = RunServices {
-        events: bus.clone(),
-        ..Default::default()
-    };
     let agent = agent_with(openai(&server)).build().unwrap();
-    let prompt = crewai_core::prompts::agent::task_prompt("Multiply 2 by 3", "the product");
+    let prompt = crewai_core::preview::task_prompt("Multiply 2 by 3", "the product");
     let request = AgentTaskRequest::new(prompt.clone())
         .with_task_name("math")
         .with_parent_event(task_event)
         .with_tools(ToolSet::from(vec![multiplier(Arc::new(AtomicU32::new(0)))]))
-        .with_services(services);
+        .with_event_bus(bus.clone());
     agent.run_task(request).await.unwrap();
 
     let events = recorder.events();

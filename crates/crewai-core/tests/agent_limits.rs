@@ -7,9 +7,9 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use agent_common::*;
-use crewai_core::agent::{AgentTaskRequest, RunServices};
+use crewai_core::agent::AgentTaskRequest;
 use crewai_core::error::AgentError;
-use crewai_core::events::EventRecorder;
+use crewai_core::events::{EventBus, EventRecorder};
 use crewai_testkit::scripted::Reply;
 use crewai_tools::{DynamicTool, ToolError, ToolFailurePolicy, ToolOutput, ToolSet};
 use serde_json::{Value, json};
@@ -31,11 +31,11 @@ async fn max_execution_time_fails_with_a_timeout_naming_agent_and_task() {
         .max_execution_time(Duration::from_millis(300))
         .build()
         .unwrap();
-    let services = RunServices::default();
-    let recorder = EventRecorder::attach(&services.events);
+    let bus = EventBus::new();
+    let recorder = EventRecorder::attach(&bus);
     let request = AgentTaskRequest::new("Say something")
         .with_task_name("slow_task")
-        .with_services(services);
+        .with_event_bus(bus);
 
     let started = std::time::Instant::now();
     let error = agent.run_task(request).await.unwrap_err();
@@ -108,10 +108,10 @@ async fn an_unusable_reply_is_retried_up_to_max_retry_limit() {
     server.push(Reply::text(""));
     server.push(Reply::text("Final Answer: recovered"));
     let agent = agent_with(openai(&server)).build().unwrap();
-    let services = RunServices::default();
-    let recorder = EventRecorder::attach(&services.events);
+    let bus = EventBus::new();
+    let recorder = EventRecorder::attach(&bus);
     let result = agent
-        .run_task(AgentTaskRequest::new("Try").with_services(services))
+        .run_task(AgentTaskRequest::new("Try").with_event_bus(bus))
         .await
         .unwrap();
     assert_eq!(result.raw, "recovered");
@@ -213,7 +213,7 @@ async fn long_histories_are_summarised_in_several_chunks() {
     let requests = server.requests();
     let summary_calls = requests
         .iter()
-        .filter(|r| message_text(r, 0) == crewai_core::prompts::agent::SUMMARIZER_SYSTEM)
+        .filter(|r| message_text(r, 0) == crewai_core::preview::summarizer_system_prompt())
         .count();
     assert_eq!(summary_calls, 3);
     let final_request = requests.last().unwrap();
@@ -257,13 +257,13 @@ async fn a_failing_tool_becomes_an_observation_and_an_event() {
         .role("Calculator")
         .build()
         .unwrap();
-    let services = RunServices::default();
-    let recorder = EventRecorder::attach(&services.events);
+    let bus = EventBus::new();
+    let recorder = EventRecorder::attach(&bus);
     let result = agent
         .run_task(
             AgentTaskRequest::new("Use the failing tool")
                 .with_tools(ToolSet::from(vec![failing("This tool always fails")]))
-                .with_services(services),
+                .with_event_bus(bus),
         )
         .await
         .unwrap();
@@ -387,18 +387,17 @@ async fn the_crew_cache_serves_repeated_calls_when_the_agent_joins_it() {
     server.push(Reply::text("12 again"));
     let runs = Arc::new(AtomicU32::new(0));
     let tool = multiplier(runs.clone());
-    let services = RunServices {
-        tool_cache: Some(crewai_tools::ToolCache::new()),
-        ..Default::default()
-    };
-    let recorder = EventRecorder::attach(&services.events);
+    let cache = crewai_tools::ToolCache::new();
+    let bus = EventBus::new();
+    let recorder = EventRecorder::attach(&bus);
     let agent = agent_with(openai(&server)).build().unwrap();
     for _ in 0..2 {
         agent
             .run_task(
                 AgentTaskRequest::new("Multiply")
                     .with_tools(ToolSet::from(vec![tool.clone()]))
-                    .with_services(services.clone()),
+                    .with_tool_cache(cache.clone())
+                    .with_event_bus(bus.clone()),
             )
             .await
             .unwrap();
@@ -418,7 +417,8 @@ async fn the_crew_cache_serves_repeated_calls_when_the_agent_joins_it() {
         .run_task(
             AgentTaskRequest::new("Multiply")
                 .with_tools(ToolSet::from(vec![tool]))
-                .with_services(services),
+                .with_tool_cache(cache)
+                .with_event_bus(bus),
         )
         .await
         .unwrap();
@@ -434,11 +434,11 @@ async fn cancelling_the_run_stops_it() {
     let server = server().await;
     server.push(Reply::text("never").delayed(Duration::from_secs(30)));
     let agent = agent_with(openai(&server)).build().unwrap();
-    let services = RunServices::default();
-    let token = services.cancellation.clone();
+    let token = tokio_util::sync::CancellationToken::new();
+    let cancel = token.clone();
     let run = tokio::spawn(async move {
         agent
-            .run_task(AgentTaskRequest::new("Wait").with_services(services))
+            .run_task(AgentTaskRequest::new("Wait").with_cancellation(cancel))
             .await
     });
     assert!(server.wait_for_requests(1, Duration::from_secs(5)).await);
@@ -462,14 +462,14 @@ async fn a_shared_rate_limiter_holds_the_second_call_and_announces_the_wait() {
         .build()
         .unwrap();
     assert_eq!(agent.max_rpm(), Some(1), "the limit is the limiter's");
-    let services = RunServices::default();
-    let recorder = EventRecorder::attach(&services.events);
+    let bus = EventBus::new();
+    let recorder = EventRecorder::attach(&bus);
 
     let result = agent
         .run_task(
             AgentTaskRequest::new("Multiply 6 by 7")
                 .with_task_name("math")
-                .with_services(services),
+                .with_event_bus(bus),
         )
         .await
         .unwrap();

@@ -7,8 +7,9 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use agent_common::*;
-use crewai_core::agent::{AgentTaskRequest, RunServices};
-use crewai_core::prompts::agent::{FORCED_FINAL_ANSWER, task_prompt};
+use crewai_core::agent::AgentTaskRequest;
+use crewai_core::events::EventBus;
+use crewai_core::preview::{forced_final_answer, task_prompt};
 use crewai_llm::ResponseFormat;
 use crewai_testkit::scripted::{Reply, ScriptedToolCall};
 use crewai_tools::{DynamicTool, ToolError, ToolOutput, ToolSet};
@@ -179,7 +180,7 @@ async fn max_iter_forces_a_final_answer_without_tools() {
     );
     let last = requests[2].messages().last().unwrap().clone();
     assert_eq!(last["role"], "assistant");
-    assert_eq!(last["content"], FORCED_FINAL_ANSWER);
+    assert_eq!(last["content"], forced_final_answer());
 }
 
 #[tokio::test]
@@ -278,8 +279,8 @@ async fn structured_output_is_asked_on_the_first_call_and_a_non_json_reply_is_re
     ));
     server.push(Reply::text("{\"score\":4}"));
     let agent = agent_with(openai(&server)).build().unwrap();
-    let services = RunServices::default();
-    let recorder = crewai_core::events::EventRecorder::attach(&services.events);
+    let bus = EventBus::new();
+    let recorder = crewai_core::events::EventRecorder::attach(&bus);
     let format = ResponseFormat {
         name: "ScoreOutput".into(),
         schema: json!({"type": "object", "properties": {"score": {"type": "integer"}}, "required": ["score"], "additionalProperties": false}),
@@ -287,7 +288,7 @@ async fn structured_output_is_asked_on_the_first_call_and_a_non_json_reply_is_re
     };
     let request = AgentTaskRequest::new("Score the title")
         .with_response_format(format)
-        .with_services(services);
+        .with_event_bus(bus);
     let result = agent.run_task(request).await.unwrap();
 
     assert_eq!(result.raw, "{\"score\":4}");

@@ -4,8 +4,8 @@
 mod agent_common;
 
 use agent_common::*;
-use crewai_core::agent::{AgentTaskRequest, RunServices};
-use crewai_core::events::EventRecorder;
+use crewai_core::agent::AgentTaskRequest;
+use crewai_core::events::{EventBus, EventRecorder};
 use crewai_llm::Message;
 use crewai_testkit::scripted::Reply;
 
@@ -117,14 +117,15 @@ async fn a_message_list_kickoff_keeps_the_callers_messages_after_the_system_prom
 async fn streaming_runs_emit_text_chunks() {
     let server = server().await;
     server.push(Reply::text("a streamed answer of several pieces"));
-    let services = RunServices {
-        stream: true,
-        ..Default::default()
-    };
-    let recorder = EventRecorder::attach(&services.events);
+    let bus = EventBus::new();
+    let recorder = EventRecorder::attach(&bus);
     let agent = agent_with(openai(&server)).build().unwrap();
     let result = agent
-        .run_task(AgentTaskRequest::new("Stream it").with_services(services))
+        .run_task(
+            AgentTaskRequest::new("Stream it")
+                .with_streaming(true)
+                .with_event_bus(bus),
+        )
         .await
         .unwrap();
     assert_eq!(result.raw, "a streamed answer of several pieces");
@@ -152,14 +153,10 @@ async fn streamed_tool_calls_are_assembled_and_run() {
     ));
     server.push(Reply::text("144"));
     let runs = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
-    let services = RunServices {
-        stream: true,
-        ..Default::default()
-    };
     let agent = agent_with(openai(&server)).build().unwrap();
     let request = AgentTaskRequest::new("Square 12")
         .with_tools(crewai_tools::ToolSet::from(vec![multiplier(runs.clone())]))
-        .with_services(services);
+        .with_streaming(true);
     let result = agent.run_task(request).await.unwrap();
     assert_eq!(result.raw, "144");
     assert_eq!(runs.load(std::sync::atomic::Ordering::SeqCst), 1);

@@ -4,7 +4,7 @@
 mod agent_common;
 
 use agent_common::*;
-use crewai_core::agent::{AgentTaskRequest, RunServices};
+use crewai_core::agent::AgentTaskRequest;
 use crewai_core::events::{EventBus, EventKind, EventRecorder, PanicSite};
 use crewai_core::hooks::{HookDecision, Hooks};
 use crewai_testkit::scripted::Reply;
@@ -52,15 +52,11 @@ async fn an_async_tool_that_panics_is_a_tool_failure_counted_on_the_bus() {
     let bus = EventBus::new();
     let recorder = EventRecorder::attach(&bus);
     let agent = agent_with(openai(&server)).role("Tester").build().unwrap();
-    let services = RunServices {
-        events: bus.clone(),
-        ..Default::default()
-    };
     let result = agent
         .run_task(
             AgentTaskRequest::new("Use the tool")
                 .with_tools(ToolSet::from(vec![panicking_async_tool()]))
-                .with_services(services),
+                .with_event_bus(bus.clone()),
         )
         .await
         .unwrap();
@@ -98,12 +94,8 @@ async fn a_panicking_llm_hook_and_step_callback_are_counted_and_the_run_goes_on(
         .step_callback(|_| panic!("step bug"))
         .build()
         .unwrap();
-    let services = RunServices {
-        events: bus.clone(),
-        ..Default::default()
-    };
     let result = agent
-        .run_task(AgentTaskRequest::new("Answer").with_services(services))
+        .run_task(AgentTaskRequest::new("Answer").with_event_bus(bus.clone()))
         .await
         .unwrap();
     assert_eq!(result.raw, "fine");

@@ -224,7 +224,7 @@ async fn replay_restores_earlier_outputs_and_reruns_from_the_task() {
     crew.kickoff([("topic".to_string(), json!("bees"))].into())
         .await
         .unwrap();
-    assert_eq!(store.load().unwrap().len(), 2);
+    assert_eq!(store.load().await.unwrap().len(), 2);
 
     let replayed = crew.replay("report", None).await.unwrap();
 
@@ -241,7 +241,7 @@ async fn replay_restores_earlier_outputs_and_reruns_from_the_task() {
         rerun.contains("Report on bees") && rerun.contains("facts v1"),
         "stored inputs and the restored context: {rerun}"
     );
-    assert!(store.load().unwrap()[1].was_replayed);
+    assert!(store.load().await.unwrap()[1].was_replayed);
     let missing = crew.replay("nope", None).await.unwrap_err();
     assert_eq!(
         missing.to_string(),
@@ -281,6 +281,7 @@ async fn replay_uses_outputs_stored_by_another_process() {
                 was_replayed: false,
                 timestamp: chrono::Utc::now(),
             })
+            .await
             .unwrap();
     }
     let crew = Crew::builder()
@@ -364,15 +365,9 @@ async fn kickoff_with_hangs_under_a_parent_event_and_can_be_cancelled() {
         },
     );
 
-    crew.kickoff_with(
-        Inputs::new(),
-        KickoffOptions {
-            parent_event_id: Some(parent),
-            ..Default::default()
-        },
-    )
-    .await
-    .unwrap();
+    crew.kickoff_with(Inputs::new(), KickoffOptions::new().parent_event(parent))
+        .await
+        .unwrap();
     assert_eq!(
         recorder.of_type("crew_kickoff_started")[0].parent_event_id,
         Some(parent)
@@ -386,13 +381,7 @@ async fn kickoff_with_hangs_under_a_parent_event_and_can_be_cancelled() {
     });
     let result = tokio::time::timeout(
         Duration::from_secs(20),
-        crew.kickoff_with(
-            Inputs::new(),
-            KickoffOptions {
-                cancellation: Some(token),
-                ..Default::default()
-            },
-        ),
+        crew.kickoff_with(Inputs::new(), KickoffOptions::new().cancellation(token)),
     )
     .await
     .expect("no hang");

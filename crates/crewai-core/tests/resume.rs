@@ -68,10 +68,7 @@ fn crew(server: &ScriptedServer, journal: &Arc<InMemoryRunJournal>) -> Crew {
 }
 
 fn named(run_id: &str) -> KickoffOptions {
-    KickoffOptions {
-        run_id: Some(run_id.into()),
-        ..Default::default()
-    }
+    KickoffOptions::new().run_id(run_id)
 }
 
 /// Which of the three tasks a request works on (its description is in the prompt).
@@ -96,7 +93,7 @@ async fn a_failed_run_resumes_without_running_finished_tasks_again() {
         .await
         .unwrap_err();
     assert!(matches!(error, CrewError::Task(_)), "{error}");
-    let stored = journal.load("run-1").unwrap().unwrap();
+    let stored = journal.load("run-1").await.unwrap().unwrap();
     assert_eq!(stored.status, RunStatus::Failed);
     assert_eq!(stored.task_keys, ["a", "b", "c"]);
     assert_eq!(stored.tasks.keys().copied().collect::<Vec<_>>(), [0]);
@@ -121,7 +118,7 @@ async fn a_failed_run_resumes_without_running_finished_tasks_again() {
         conversation(&resume_requests[0]).contains("alpha facts"),
         "the restored output is the next task's context"
     );
-    let stored = journal.load("run-1").unwrap().unwrap();
+    let stored = journal.load("run-1").await.unwrap().unwrap();
     assert_eq!(stored.status, RunStatus::Completed);
     assert_eq!(stored.tasks.len(), 3);
 
@@ -167,6 +164,7 @@ async fn an_async_task_that_finished_out_of_order_is_not_run_again() {
             carried_over: Vec::new(),
             owner: dead_process(),
         })
+        .await
         .unwrap();
     journal
         .task_finished(
@@ -174,6 +172,7 @@ async fn an_async_task_that_finished_out_of_order_is_not_run_again() {
             &stored_output(1, "beta stored"),
             &Usage::default(),
         )
+        .await
         .unwrap();
     server.push_text("alpha facts");
     server.push_text("gamma conclusion");
@@ -198,7 +197,7 @@ async fn an_async_task_that_finished_out_of_order_is_not_run_again() {
         last.find("beta stored").unwrap(),
     );
     assert!(alpha < beta, "the context keeps task order");
-    let stored = journal.load("killed").unwrap().unwrap();
+    let stored = journal.load("killed").await.unwrap().unwrap();
     assert_eq!(stored.status, RunStatus::Completed);
     assert_eq!(stored.tasks[&1].output.raw, "beta stored");
 }
@@ -234,14 +233,14 @@ async fn a_fork_copies_the_earlier_outputs_into_a_new_run() {
             .collect::<Vec<_>>(),
         [Some(1), Some(2)]
     );
-    let forked = journal.load("the-fork").unwrap().unwrap();
+    let forked = journal.load("the-fork").await.unwrap().unwrap();
     let parent = forked.parent.unwrap();
     assert_eq!(
         (parent.run_id.as_str(), parent.from_task_index),
         (original_id.as_str(), 1)
     );
     assert_eq!(forked.tasks.len(), 3);
-    let untouched = journal.load(&original_id).unwrap().unwrap();
+    let untouched = journal.load(&original_id).await.unwrap().unwrap();
     assert_eq!(untouched.status, RunStatus::Completed);
     assert_eq!(
         untouched
@@ -269,7 +268,7 @@ async fn dropping_the_kickoff_records_it_cancelled_and_it_resumes() {
         arrived = server.wait_for_requests(2, Duration::from_secs(20)) => assert!(arrived),
     }
 
-    let stored = journal.load("dropped").unwrap().unwrap();
+    let stored = journal.load("dropped").await.unwrap().unwrap();
     assert_eq!(stored.status, RunStatus::Cancelled);
     assert_eq!(stored.tasks.keys().copied().collect::<Vec<_>>(), [0]);
 
@@ -296,11 +295,7 @@ async fn a_cancelled_token_records_the_run_cancelled() {
     let crew = crew(&server, &journal);
     let run = crew.kickoff_with(
         Inputs::new(),
-        KickoffOptions {
-            cancellation: Some(token),
-            run_id: Some("stopped".into()),
-            ..Default::default()
-        },
+        KickoffOptions::new().cancellation(token).run_id("stopped"),
     );
     let (result, _) = tokio::join!(run, async move {
         server.wait_for_requests(1, Duration::from_secs(20)).await;
@@ -308,7 +303,7 @@ async fn a_cancelled_token_records_the_run_cancelled() {
     });
     assert!(matches!(result, Err(CrewError::Cancelled { .. })));
     assert_eq!(
-        journal.load("stopped").unwrap().unwrap().status,
+        journal.load("stopped").await.unwrap().unwrap().status,
         RunStatus::Cancelled
     );
 }
@@ -337,7 +332,7 @@ async fn a_budget_stop_is_recorded_and_the_run_resumes() {
         .await
         .unwrap_err();
     assert!(matches!(error, CrewError::BudgetExceeded { .. }), "{error}");
-    let stored = journal.load("budget").unwrap().unwrap();
+    let stored = journal.load("budget").await.unwrap().unwrap();
     assert_eq!(stored.status, RunStatus::BudgetStopped);
     assert_eq!(stored.tasks.len(), 1);
     assert_eq!(stored.usage.unwrap().total_tokens, 1280);
@@ -354,6 +349,7 @@ async fn a_budget_stop_is_recorded_and_the_run_resumes() {
     assert_eq!(
         journal
             .load("budget")
+            .await
             .unwrap()
             .unwrap()
             .usage
@@ -370,7 +366,7 @@ async fn a_budget_stop_is_recorded_and_the_run_resumes() {
         ["alpha facts", "beta comparison"]
     );
     assert_eq!(server.request_count(), 2);
-    let stored = journal.load("budget").unwrap().unwrap();
+    let stored = journal.load("budget").await.unwrap().unwrap();
     assert_eq!(stored.status, RunStatus::Completed);
     assert_eq!(
         stored.usage.unwrap().total_tokens,
@@ -476,6 +472,7 @@ async fn an_async_task_is_journaled_when_it_finishes_not_at_the_join() {
         for _ in 0..2000 {
             let finished = journal
                 .load("concurrent")
+                .await
                 .unwrap()
                 .map_or(0, |run| run.tasks.len());
             if finished == 1 {
@@ -490,7 +487,7 @@ async fn an_async_task_is_journaled_when_it_finishes_not_at_the_join() {
         () = one_journaled => {}
     }
 
-    let stored = journal.load("concurrent").unwrap().unwrap();
+    let stored = journal.load("concurrent").await.unwrap().unwrap();
     assert_eq!(stored.status, RunStatus::Cancelled);
     let (&fast, row) = stored.tasks.iter().next().unwrap();
     assert_eq!(row.output.raw, "fast answer");
@@ -551,7 +548,7 @@ async fn a_run_still_going_cannot_be_resumed_and_its_tasks_usage_is_journaled() 
     );
 
     // The first kickoff was dropped: the run is released, with task a's spending journaled.
-    let stored = journal.load("busy").unwrap().unwrap();
+    let stored = journal.load("busy").await.unwrap().unwrap();
     assert_eq!(stored.status, RunStatus::Cancelled);
     assert_eq!(stored.owner, None);
     assert_eq!(stored.usage.unwrap().total_tokens, 120);
@@ -564,7 +561,7 @@ async fn a_run_still_going_cannot_be_resumed_and_its_tasks_usage_is_journaled() 
         resumed.token_usage.total_tokens, 110,
         "this attempt's own usage"
     );
-    let stored = journal.load("busy").unwrap().unwrap();
+    let stored = journal.load("busy").await.unwrap().unwrap();
     assert_eq!(
         stored.usage.unwrap().total_tokens,
         120 + 110,

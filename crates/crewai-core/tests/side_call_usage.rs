@@ -7,7 +7,7 @@ mod crew_support;
 
 use crew_support::{agent, agent_with, task};
 use crewai_core::AgentError;
-use crewai_core::agent::{KickoffOptions, RunServices};
+use crewai_core::KickoffOptions;
 use crewai_core::crew::{Crew, CrewBuilder, CrewError};
 use crewai_core::events::{EventBus, EventKind, EventRecorder};
 use crewai_core::guardrail::Guardrail;
@@ -205,13 +205,7 @@ async fn an_agent_kickoffs_guardrail_judge_is_held_to_the_budget_it_runs_under()
         max_tokens: Some(1000),
         ..Default::default()
     });
-    let options = KickoffOptions {
-        services: Some(RunServices {
-            usage: usage.clone(),
-            ..Default::default()
-        }),
-        ..Default::default()
-    };
+    let options = KickoffOptions::new().usage(usage.clone());
 
     let error = writer
         .kickoff_with("Write about bees.", options)

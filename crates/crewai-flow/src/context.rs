@@ -2,8 +2,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use crewai_core::agent::{KickoffOptions, RunServices};
-use crewai_core::crew::KickoffOptions as CrewKickoffOptions;
+use crewai_core::KickoffOptions;
 use crewai_core::events::EventBus;
 use crewai_core::usage::UsageTracker;
 use serde::de::DeserializeOwned;
@@ -184,31 +183,22 @@ impl<S: FlowState> FlowContext<S> {
         &self.shared.usage
     }
 
-    /// Options for `Agent::kickoff_with` run inside this method: the flow's bus, cancellation and
-    /// usage ledger (so the agent's calls count toward the flow's budget), and this method's start
-    /// event as the agent run's parent.
+    /// Options for `Agent::kickoff_with` run inside this method: [`FlowContext::crew_kickoff_options`]
+    /// and the flow's bus, which the agent reports to (a crew reports to its own bus, so the crew's
+    /// options leave it out).
     pub fn agent_kickoff_options(&self) -> KickoffOptions {
-        KickoffOptions {
-            services: Some(RunServices {
-                events: self.shared.events.clone(),
-                cancellation: self.shared.cancellation.clone(),
-                usage: self.shared.usage.clone(),
-                ..Default::default()
-            }),
-            parent_event_id: Some(self.event_id),
-            ..Default::default()
-        }
+        self.crew_kickoff_options()
+            .event_bus(self.shared.events.clone())
     }
 
     /// Options for `Crew::kickoff_with` run inside this method: this method's start event as the
-    /// kickoff's parent, the flow's cancellation, and the flow's usage ledger (the crew's calls
-    /// count toward the flow's budget as well as the crew's own).
-    pub fn crew_kickoff_options(&self) -> CrewKickoffOptions {
-        CrewKickoffOptions {
-            parent_event_id: Some(self.event_id),
-            cancellation: Some(self.shared.cancellation.clone()),
-            usage: Some(self.shared.usage.clone()),
-            ..Default::default()
-        }
+    /// kickoff's parent, the flow's cancellation, and the flow's usage ledger (the kickoff's calls
+    /// count toward the flow's budget, and a crew's toward its own as well). Add to them with the
+    /// [`KickoffOptions`] setters (`.run_id(..)`, say).
+    pub fn crew_kickoff_options(&self) -> KickoffOptions {
+        KickoffOptions::new()
+            .parent_event(self.event_id)
+            .cancellation(self.shared.cancellation.clone())
+            .usage(self.shared.usage.clone())
     }
 }

@@ -1,6 +1,8 @@
-//! Pieces the native (non-OpenAI-shaped) provider adapters share: tool names rewritten to what a
-//! provider accepts (and mapped back), `data:` URLs, API keys and base URLs from the environment.
+//! Pieces the provider adapters share: tool names rewritten to what a provider accepts (and
+//! mapped back), `data:` URLs, API keys and base URLs from the environment, message text and tool
+//! arguments borrowed for the wire types where they can be.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use serde_json::{Map, Value};
@@ -13,7 +15,7 @@ use crate::config::LlmConfig;
 use crate::error::LlmError;
 use crate::http::SseStream;
 use crate::traits::LlmStream;
-use crate::types::{LlmRequest, Message, Role, StreamEvent};
+use crate::types::{ContentPart, LlmRequest, Message, Role, StreamEvent, ToolCall};
 
 /// What a provider accepts as a tool name.
 #[derive(Debug, Clone, Copy)]
@@ -75,11 +77,10 @@ impl ToolNameMap {
     }
 
     /// The name to send for `original`.
-    pub fn provider_name(&self, original: &str) -> String {
+    pub fn provider_name<'a>(&'a self, original: &'a str) -> &'a str {
         self.to_provider
             .get(original)
-            .cloned()
-            .unwrap_or_else(|| original.to_string())
+            .map_or(original, String::as_str)
     }
 
     /// The caller's name for a name the provider returned.
@@ -103,11 +104,11 @@ fn sanitize(rules: ToolNameRules, name: &str) -> String {
 }
 
 /// Splits `data:<media type>;base64,<data>` into its media type and base64 data.
-pub(crate) fn parse_data_url(url: &str) -> Option<(String, String)> {
+pub(crate) fn parse_data_url(url: &str) -> Option<(&str, &str)> {
     let rest = url.strip_prefix("data:")?;
     let (meta, data) = rest.split_once(',')?;
     let media_type = meta.strip_suffix(";base64")?;
-    Some((media_type.to_string(), data.to_string()))
+    Some((media_type, data))
 }
 
 /// Guesses an image's media type from its URL's extension (providers that take URLs want one).
@@ -165,13 +166,13 @@ pub(crate) fn strip_prefixes<'a>(model: &'a str, prefixes: &[&str]) -> &'a str {
         .unwrap_or(model)
 }
 
-/// System messages' text, joined by blank lines, and the other messages.
-pub(crate) fn split_system(messages: &[Message]) -> (Vec<String>, Vec<&Message>) {
+/// System messages' texts and the other messages.
+pub(crate) fn split_system(messages: &[Message]) -> (Vec<Cow<'_, str>>, Vec<&Message>) {
     let mut system = Vec::new();
     let mut rest = Vec::new();
     for message in messages {
         if message.role == Role::System {
-            let text = message.text();
+            let text = message_text(message);
             if !text.is_empty() {
                 system.push(text);
             }
@@ -182,30 +183,87 @@ pub(crate) fn split_system(messages: &[Message]) -> (Vec<String>, Vec<&Message>)
     (system, rest)
 }
 
-/// A tool call's arguments as the JSON object providers with typed arguments require. Text that
-/// holds an object is parsed; anything else (broken JSON the model sent) is kept visible to the
-/// model under `raw_arguments` rather than dropped.
-pub(crate) fn arguments_object(arguments: &Value) -> Value {
+/// System texts joined by blank lines (borrowed when there is one).
+pub(crate) fn join_system(mut system: Vec<Cow<'_, str>>) -> Cow<'_, str> {
+    if system.len() == 1 {
+        return system.remove(0);
+    }
+    Cow::Owned(system.join("\n\n"))
+}
+
+/// A tool call's arguments as the JSON object providers with typed arguments require (borrowed
+/// when they already are one). Text that holds an object is parsed; anything else (broken JSON
+/// the model sent) is kept visible to the model under `raw_arguments` rather than dropped.
+pub(crate) fn arguments_object(arguments: &Value) -> Cow<'_, Value> {
     match arguments {
-        Value::Object(_) => arguments.clone(),
-        Value::Null => Value::Object(Map::new()),
-        Value::String(raw) => match serde_json::from_str::<Value>(raw) {
+        Value::Object(_) => Cow::Borrowed(arguments),
+        Value::Null => Cow::Owned(Value::Object(Map::new())),
+        Value::String(raw) => Cow::Owned(match serde_json::from_str::<Value>(raw) {
             Ok(parsed @ Value::Object(_)) => parsed,
-            _ => serde_json::json!({"raw_arguments": raw}),
-        },
-        other => serde_json::json!({"raw_arguments": other.to_string()}),
+            _ => raw_arguments(raw.clone()),
+        }),
+        other => Cow::Owned(raw_arguments(other.to_string())),
+    }
+}
+
+/// `{"raw_arguments": text}`: arguments that are no object, kept for the model to see.
+fn raw_arguments(text: String) -> Value {
+    let mut map = Map::new();
+    map.insert("raw_arguments".into(), Value::String(text));
+    Value::Object(map)
+}
+
+/// A tool call's arguments as JSON text, the way OpenAI-style APIs carry them (borrowed when the
+/// model's text was kept verbatim).
+pub(crate) fn arguments_text(call: &ToolCall) -> Cow<'_, str> {
+    match &call.arguments {
+        Value::String(raw) => Cow::Borrowed(raw),
+        other => Cow::Owned(other.to_string()),
+    }
+}
+
+/// All text parts of a message joined ([`Message::text`]), borrowed when there is one part.
+pub(crate) fn message_text(message: &Message) -> Cow<'_, str> {
+    let mut texts = message.content.iter().filter_map(|part| match part {
+        ContentPart::Text { text } => Some(text.as_str()),
+        _ => None,
+    });
+    match (texts.next(), texts.next()) {
+        (None, _) => Cow::Borrowed(""),
+        (Some(only), None) => Cow::Borrowed(only),
+        (Some(_), Some(_)) => Cow::Owned(message.text()),
     }
 }
 
 /// The stop words of the config and the call, without duplicates, in order.
-pub(crate) fn stop_words(config: &LlmConfig, request: &LlmRequest) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
+pub(crate) fn stop_words<'a>(config: &'a LlmConfig, request: &'a LlmRequest) -> Vec<&'a str> {
+    let mut out: Vec<&str> = Vec::new();
     for word in config.stop.iter().chain(&request.options.stop) {
-        if !word.is_empty() && !out.contains(word) {
-            out.push(word.clone());
+        if !word.is_empty() && !out.contains(&word.as_str()) {
+            out.push(word);
         }
     }
     out
+}
+
+/// Whether an error message says the model takes no native tools. For the servers that say it
+/// only in words (Ollama, vLLM, OpenRouter, Bedrock's older models, Gemma on the Gemini API); an
+/// adapter consults it for its provider's invalid-request replies, beside the typed codes.
+pub(crate) fn says_tools_unsupported(message: &str) -> bool {
+    const PHRASES: &[&str] = &[
+        "does not support tools",
+        "tools are not supported",
+        "tool use is not supported",
+        "support tool use",
+        "does not support function calling",
+        "function calling is not supported",
+        "function calling is not enabled",
+        "tool_choice is not supported",
+        "unsupported parameter: 'tools'",
+        "tool choice requires --enable-auto-tool-choice",
+    ];
+    let lower = message.to_lowercase();
+    PHRASES.iter().any(|phrase| lower.contains(phrase))
 }
 
 /// The headers of a provider request: the provider's own (authentication, version), then the
@@ -303,14 +361,14 @@ mod tests {
         assert_eq!(map.provider_name("a_b"), "a_b_2");
         let long = map.provider_name("a-b c d e f g h");
         assert!(long.len() <= 10, "{long}");
-        assert_eq!(map.original_name(&long), "a-b c d e f g h");
+        assert_eq!(map.original_name(long), "a-b c d e f g h");
     }
 
     #[test]
     fn data_urls_split_into_media_type_and_data() {
         assert_eq!(
             parse_data_url("data:image/png;base64,AAAA"),
-            Some(("image/png".into(), "AAAA".into()))
+            Some(("image/png", "AAAA"))
         );
         assert_eq!(parse_data_url("https://x/y.png"), None);
         assert_eq!(
@@ -322,14 +380,31 @@ mod tests {
     #[test]
     fn arguments_become_objects() {
         assert_eq!(
-            arguments_object(&serde_json::json!("{\"a\": 1}")),
+            *arguments_object(&serde_json::json!("{\"a\": 1}")),
             serde_json::json!({"a": 1})
         );
         assert_eq!(
-            arguments_object(&serde_json::json!("{oops")),
+            *arguments_object(&serde_json::json!("{oops")),
             serde_json::json!({"raw_arguments": "{oops"})
         );
-        assert_eq!(arguments_object(&Value::Null), serde_json::json!({}));
+        assert_eq!(*arguments_object(&Value::Null), serde_json::json!({}));
+        let object = serde_json::json!({"q": 1});
+        assert!(matches!(arguments_object(&object), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn single_texts_are_borrowed_and_tool_refusals_recognised() {
+        let one = Message::user("hello");
+        assert!(matches!(message_text(&one), Cow::Borrowed("hello")));
+        let two = Message::user("a").with_part(ContentPart::Text { text: "b".into() });
+        assert_eq!(message_text(&two), "ab");
+        assert!(says_tools_unsupported(
+            "registry.ollama.ai/library/gemma does not support tools"
+        ));
+        assert!(says_tools_unsupported(
+            "This model doesn't support tool use."
+        ));
+        assert!(!says_tools_unsupported("Invalid value for 'temperature'."));
     }
 
     #[test]

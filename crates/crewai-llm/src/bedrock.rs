@@ -6,6 +6,10 @@
 //! tool whose input is returned as the JSON content. Streaming uses the trait's default (one
 //! complete call), since ConverseStream speaks AWS's binary event-stream framing.
 //!
+//! The wire types are [`crate::wire::bedrock`]. A `ValidationException` saying the model takes
+//! no tools is [`LlmError::ToolsUnsupported`]; one saying the input is too long is
+//! [`LlmError::ContextLengthExceeded`].
+//!
 //! ```no_run
 //! # async fn demo() -> Result<(), crewai_llm::LlmError> {
 //! use crewai_llm::bedrock::{AwsCredentials, BedrockAuth, BedrockLlm};
@@ -16,22 +20,29 @@
 //! # let _ = reply; Ok(()) }
 //! ```
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 use crate::adapter_support::{self, ToolNameMap, ToolNameRules};
 use crate::config::LlmConfig;
 use crate::context_window::context_window_size;
 use crate::error::LlmError;
-use crate::http::{ErrorContext, HttpClient, Transport, snippet};
+use crate::http::{ErrorContext, ErrorReply, HttpClient, Transport, snippet};
 use crate::traits::Llm;
 use crate::types::{
-    Capabilities, ContentPart, FinishReason, LlmRequest, LlmResponse, Message, Role, ToolCall,
-    ToolChoice, Usage,
+    Capabilities, ContentPart, LlmRequest, LlmResponse, Message, Role, ToolCall, ToolChoice, Usage,
 };
+use crate::wire::bedrock::{
+    Block, Bytes, ConverseReply, ConverseRequest, Document, Empty, ErrorBody, Image,
+    InferenceConfig, InputSchema, ResultText, SystemText, Tool, ToolChoice as WireChoice,
+    ToolConfig, ToolName, ToolResult, ToolResultStatus, ToolSpec, ToolUse, Turn, error_type,
+    finish_reason,
+};
+use crate::wire::{KeyOrder, Malformed, WithExtra};
 
 const PROVIDER: &str = "bedrock";
 const SERVICE: &str = "bedrock";
@@ -102,7 +113,8 @@ impl BedrockLlm {
                 "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY",
             ),
             config,
-        )?;
+        )?
+        .with_error_reader(read_error);
         Ok(BedrockLlm {
             http,
             model: model.to_string(),
@@ -154,85 +166,115 @@ impl BedrockLlm {
         Ok(headers)
     }
 
-    /// The Converse body for `request` and the tool-name mapping it used.
+    /// The Converse body for `request`.
     pub fn request_body(&self, request: &LlmRequest) -> Value {
-        self.prepare(request).0
+        let (names, structured) = tool_names(request);
+        crate::wire::to_json(&self.body(request, &names, structured.as_deref()))
     }
 
-    fn prepare(&self, request: &LlmRequest) -> (Value, ToolNameMap, Option<String>) {
-        let format_tool = request.response_format.as_ref().map(|f| f.name.clone());
-        let extra: Vec<&str> = format_tool.iter().map(String::as_str).collect();
-        let names = ToolNameMap::for_request(TOOL_NAMES, request, &extra);
-        let mut body = Map::new();
-        let system: Vec<Value> = request
+    /// The typed body for `request`; `structured` is the response-format tool's name as sent.
+    fn body<'a>(
+        &'a self,
+        request: &'a LlmRequest,
+        names: &'a ToolNameMap,
+        structured: Option<&'a str>,
+    ) -> WithExtra<'a, ConverseRequest<'a>> {
+        let system = request
             .messages
             .iter()
             .filter(|m| m.role == Role::System)
-            .map(|m| json!({"text": m.text()}))
+            .map(|m| SystemText {
+                text: adapter_support::message_text(m),
+            })
             .collect();
-        body.insert(
-            "messages".into(),
-            Value::Array(converse_messages(&request.messages, &names)),
-        );
-        if !system.is_empty() {
-            body.insert("system".into(), Value::Array(system));
-        }
-        let mut inference = Map::new();
-        if let Some(n) = request
-            .options
-            .max_tokens
-            .or(self.config.max_tokens)
-            .or(self.config.max_completion_tokens)
-        {
-            inference.insert("maxTokens".into(), json!(n));
-        }
-        if let Some(t) = request.options.temperature.or(self.config.temperature) {
-            inference.insert("temperature".into(), json!(t));
-        }
-        if let Some(p) = self.config.top_p {
-            inference.insert("topP".into(), json!(p));
-        }
-        let mut stop: Vec<&String> = Vec::new();
-        for word in self.config.stop.iter().chain(&request.options.stop) {
-            if !word.is_empty() && !stop.contains(&word) {
-                stop.push(word);
-            }
-        }
-        if !stop.is_empty() {
-            inference.insert("stopSequences".into(), json!(stop));
-        }
-        if !inference.is_empty() {
-            body.insert("inferenceConfig".into(), Value::Object(inference));
-        }
-        let mut tools: Vec<Value> = request
+        let inference_config = InferenceConfig {
+            max_tokens: request
+                .options
+                .max_tokens
+                .or(self.config.max_tokens)
+                .or(self.config.max_completion_tokens),
+            temperature: request.options.temperature.or(self.config.temperature),
+            top_p: self.config.top_p,
+            stop_sequences: adapter_support::stop_words(&self.config, request),
+        };
+        let mut tools: Vec<Tool<'a>> = request
             .tools
             .iter()
-            .map(|t| json!({"toolSpec": {"name": names.provider_name(&t.name), "description": t.description, "inputSchema": {"json": t.parameters}}}))
+            .map(|t| {
+                Tool::ToolSpec(ToolSpec {
+                    name: names.provider_name(&t.name),
+                    description: &t.description,
+                    input_schema: InputSchema {
+                        json: &t.parameters,
+                    },
+                })
+            })
             .collect();
-        let structured = request.response_format.as_ref().map(|format| {
-            let name = names.provider_name(&format.name);
-            tools.push(json!({"toolSpec": {"name": name, "description": "Give the final answer in exactly this structure.", "inputSchema": {"json": format.schema}}}));
-            name
-        });
-        if !tools.is_empty() {
-            let choice = match (&structured, request.options.tool_choice.clone()) {
-                (Some(name), _) if request.tools.is_empty() => json!({"tool": {"name": name}}),
-                (_, Some(ToolChoice::Required)) => json!({"any": {}}),
-                (_, Some(ToolChoice::Tool(name))) => {
-                    json!({"tool": {"name": names.provider_name(&name)}})
-                }
-                _ => json!({"auto": {}}),
+        if let (Some(format), Some(name)) = (&request.response_format, structured) {
+            tools.push(Tool::ToolSpec(ToolSpec {
+                name,
+                description: "Give the final answer in exactly this structure.",
+                input_schema: InputSchema {
+                    json: &format.schema,
+                },
+            }));
+        }
+        let tool_config = (!tools.is_empty()).then(|| {
+            let tool_choice = match (structured, &request.options.tool_choice) {
+                (Some(name), _) if request.tools.is_empty() => WireChoice::Tool(ToolName { name }),
+                (_, Some(ToolChoice::Required)) => WireChoice::Any(Empty {}),
+                (_, Some(ToolChoice::Tool(name))) => WireChoice::Tool(ToolName {
+                    name: names.provider_name(name),
+                }),
+                _ => WireChoice::Auto(Empty {}),
             };
-            body.insert(
-                "toolConfig".into(),
-                json!({"tools": tools, "toolChoice": choice}),
-            );
+            ToolConfig { tools, tool_choice }
+        });
+        WithExtra {
+            body: ConverseRequest {
+                messages: converse_messages(&request.messages, names),
+                system,
+                inference_config,
+                tool_config,
+            },
+            extra: &self.config.extra_body,
+            order: KeyOrder::AsWritten,
         }
-        for (key, value) in &self.config.extra_body {
-            body.insert(key.clone(), value.clone());
-        }
-        (Value::Object(body), names, structured)
     }
+}
+
+/// The tool-name map of `request` and the response-format tool's name as sent.
+fn tool_names(request: &LlmRequest) -> (ToolNameMap, Option<String>) {
+    let format_tool = request.response_format.as_ref().map(|f| f.name.as_str());
+    let extra: Vec<&str> = format_tool.into_iter().collect();
+    let names = ToolNameMap::for_request(TOOL_NAMES, request, &extra);
+    let structured = format_tool.map(|name| names.provider_name(name).to_string());
+    (names, structured)
+}
+
+/// Reads a Bedrock error reply by its type (the `x-amzn-errortype` header): a validation error
+/// that says the model takes no tools, or that the input is too long. The statuses say the
+/// rest, left to [`crate::http::classify_status`].
+fn read_error(context: &ErrorContext, reply: &ErrorReply<'_>) -> Option<LlmError> {
+    if !(400..500).contains(&reply.status) || matches!(reply.status, 401 | 403 | 429) {
+        return None;
+    }
+    let body: ErrorBody = serde_json::from_str(reply.body).unwrap_or_default();
+    let kind = error_type(reply.headers, &body);
+    if kind.as_deref().is_some_and(|k| k != "ValidationException") {
+        return None;
+    }
+    let message = body.message?;
+    let provider = context.provider.clone();
+    if adapter_support::says_tools_unsupported(&message) {
+        return Some(LlmError::ToolsUnsupported {
+            provider,
+            model: context.model.clone(),
+            message,
+        });
+    }
+    let overflow = crate::error::looks_like_context_overflow(&message);
+    overflow.then_some(LlmError::ContextLengthExceeded { provider, message })
 }
 
 /// Percent-encodes one URL path segment the way AWS expects (RFC 3986 unreserved kept).
@@ -250,28 +292,30 @@ fn encode_segment(segment: &str) -> String {
 
 /// Conversation messages as Converse turns: system messages left out (they go in `system`),
 /// tool results as `toolResult` blocks, and consecutive turns of one role merged.
-fn converse_messages(messages: &[Message], names: &ToolNameMap) -> Vec<Value> {
-    let mut turns: Vec<(String, Vec<Value>)> = Vec::new();
+fn converse_messages<'a>(messages: &'a [Message], names: &'a ToolNameMap) -> Vec<Turn<'a>> {
+    let mut turns: Vec<Turn<'a>> = Vec::new();
     for message in messages {
         let (role, blocks) = match message.role {
             Role::System => continue,
             Role::Tool => (
                 "user",
-                vec![json!({"toolResult": {
-                    "toolUseId": message.tool_call_id.clone().unwrap_or_default(),
-                    "content": [{"text": message.text()}],
-                    "status": "success",
-                }})],
+                vec![Block::ToolResult(ToolResult {
+                    tool_use_id: message.tool_call_id.as_deref().unwrap_or_default(),
+                    content: vec![ResultText {
+                        text: adapter_support::message_text(message),
+                    }],
+                    status: ToolResultStatus::Success,
+                })],
             ),
             Role::User => ("user", content_blocks(message)),
             Role::Assistant => {
                 let mut blocks = content_blocks(message);
                 blocks.extend(message.tool_calls.iter().map(|call| {
-                    let input = match &call.arguments {
-                        Value::Object(_) => call.arguments.clone(),
-                        other => serde_json::from_str(&call.arguments_text()).unwrap_or_else(|_| json!({"input": other})),
-                    };
-                    json!({"toolUse": {"toolUseId": call.id, "name": names.provider_name(&call.name), "input": input}})
+                    Block::ToolUse(ToolUse {
+                        tool_use_id: &call.id,
+                        name: names.provider_name(&call.name),
+                        input: tool_input(call),
+                    })
                 }));
                 ("assistant", blocks)
             }
@@ -280,120 +324,116 @@ fn converse_messages(messages: &[Message], names: &ToolNameMap) -> Vec<Value> {
             continue;
         }
         match turns.last_mut() {
-            Some((last, existing)) if last == role => existing.extend(blocks),
-            _ => turns.push((role.to_string(), blocks)),
+            Some(last) if last.role == role => last.content.extend(blocks),
+            _ => turns.push(Turn {
+                role,
+                content: blocks,
+            }),
         }
     }
     turns
-        .into_iter()
-        .map(|(role, content)| json!({"role": role, "content": content}))
-        .collect()
 }
 
-fn content_blocks(message: &Message) -> Vec<Value> {
+/// A call's arguments as Converse's `input` (free-form JSON): the object itself, the JSON the
+/// model's text holds, or the unparsable text kept under `input`.
+fn tool_input(call: &ToolCall) -> Cow<'_, Value> {
+    if call.arguments.is_object() {
+        return Cow::Borrowed(&call.arguments);
+    }
+    Cow::Owned(
+        serde_json::from_str(&adapter_support::arguments_text(call)).unwrap_or_else(|_| {
+            let mut wrapped = Map::new();
+            wrapped.insert("input".into(), call.arguments.clone());
+            Value::Object(wrapped)
+        }),
+    )
+}
+
+fn content_blocks(message: &Message) -> Vec<Block<'_>> {
     message
         .content
         .iter()
         .filter_map(|part| match part {
             ContentPart::Text { text } if text.is_empty() => None,
-            ContentPart::Text { text } => Some(json!({"text": text})),
-            ContentPart::Image { url, .. } => Some(match crate::adapter_support::parse_data_url(url) {
-                Some((media_type, data)) => {
-                    let format = media_type.rsplit('/').next().unwrap_or("png").replace("jpg", "jpeg");
-                    json!({"image": {"format": format, "source": {"bytes": data}}})
-                }
+            ContentPart::Text { text } => Some(Block::Text(Cow::Borrowed(text))),
+            ContentPart::Image { url, .. } => Some(match adapter_support::parse_data_url(url) {
+                Some((media_type, data)) => Block::Image(Image {
+                    format: media_type
+                        .rsplit('/')
+                        .next()
+                        .unwrap_or("png")
+                        .replace("jpg", "jpeg"),
+                    source: Bytes { bytes: data },
+                }),
                 // Converse takes image bytes only; a remote image is named so the model knows of it.
-                None => json!({"text": format!("[image: {url}]")}),
+                None => Block::Text(Cow::Owned(format!("[image: {url}]"))),
             }),
-            ContentPart::File { data_base64, media_type, filename } => {
-                let format = media_type.rsplit('/').next().unwrap_or("txt");
-                let name: String = filename.clone().unwrap_or_else(|| "document".into()).chars().filter(|c| c.is_ascii_alphanumeric() || *c == ' ' || *c == '-').collect();
-                Some(json!({"document": {"format": format, "name": if name.is_empty() { "document".to_string() } else { name }, "source": {"bytes": data_base64}}}))
+            ContentPart::File {
+                data_base64,
+                media_type,
+                filename,
+            } => {
+                let name: String = filename
+                    .as_deref()
+                    .unwrap_or("document")
+                    .chars()
+                    .filter(|c| c.is_ascii_alphanumeric() || *c == ' ' || *c == '-')
+                    .collect();
+                Some(Block::Document(Document {
+                    format: media_type.rsplit('/').next().unwrap_or("txt"),
+                    name: if name.is_empty() {
+                        "document".to_string()
+                    } else {
+                        name
+                    },
+                    source: Bytes { bytes: data_base64 },
+                }))
             }
         })
         .collect()
 }
 
-/// Parses a Converse reply; `structured` is the response-format tool's provider name.
+/// Reads a Converse reply; `structured` is the response-format tool's provider name.
 fn parse_converse(
-    body: &Value,
+    reply: ConverseReply,
     names: &ToolNameMap,
     structured: Option<&str>,
-) -> Result<LlmResponse, LlmError> {
-    let malformed = |message: String| LlmError::MalformedResponse {
-        provider: PROVIDER.into(),
-        message,
-    };
-    let content = body
-        .pointer("/output/message/content")
-        .and_then(Value::as_array)
-        .ok_or_else(|| {
-            malformed(format!(
-                "no `output.message.content` in the reply: {}",
-                snippet(&body.to_string())
-            ))
-        })?;
+) -> Result<LlmResponse, Malformed> {
+    let stop_reason = reply.stop_reason.clone();
+    let usage = reply.usage;
     let mut text = String::new();
     let mut saw_text = false;
     let mut tool_calls = Vec::new();
-    for block in content {
-        if let Some(t) = block.get("text").and_then(Value::as_str) {
-            text.push_str(t);
+    for block in reply.into_blocks()? {
+        if let Some(t) = block.text {
+            text.push_str(&t);
             saw_text = true;
-        } else if let Some(call) = block.get("toolUse") {
+        } else if let Some(call) = block.tool_use {
             let name = call
-                .get("name")
-                .and_then(Value::as_str)
-                .ok_or_else(|| malformed("a toolUse block has no name".into()))?;
-            let input = call.get("input").cloned().unwrap_or_else(|| json!({}));
-            if Some(name) == structured {
+                .name
+                .ok_or_else(|| Malformed::new("a toolUse block has no name"))?;
+            let input = call.input.unwrap_or_else(|| Value::Object(Map::new()));
+            if Some(name.as_str()) == structured {
                 text = input.to_string();
                 saw_text = true;
                 continue;
             }
-            let id = call
-                .get("toolUseId")
-                .and_then(Value::as_str)
-                .unwrap_or_default();
             tool_calls.push(ToolCall {
-                id: id.to_string(),
-                name: names.original_name(name),
+                id: call.tool_use_id,
+                name: names.original_name(&name),
                 arguments: input,
                 signature: None,
             });
         }
     }
-    let finish_reason = match body.get("stopReason").and_then(Value::as_str) {
-        Some("tool_use") if !tool_calls.is_empty() => FinishReason::ToolCalls,
-        Some("max_tokens") => FinishReason::Length,
-        Some("stop_sequence") => FinishReason::StopSequence,
-        Some("content_filtered" | "guardrail_intervened") => FinishReason::ContentFilter,
-        Some("end_turn" | "tool_use") | None => FinishReason::Stop,
-        Some(other) => FinishReason::Other(other.to_string()),
-    };
-    let number = |key: &str| {
-        body.pointer(&format!("/usage/{key}"))
-            .and_then(Value::as_u64)
-            .unwrap_or(0)
-    };
-    let (prompt, completion) = (number("inputTokens"), number("outputTokens"));
     Ok(LlmResponse {
         content: saw_text.then_some(text),
+        finish_reason: finish_reason(stop_reason.as_deref(), !tool_calls.is_empty()),
         tool_calls,
-        finish_reason,
-        usage: Usage {
-            prompt_tokens: prompt,
-            completion_tokens: completion,
-            total_tokens: body
-                .pointer("/usage/totalTokens")
-                .and_then(Value::as_u64)
-                .unwrap_or(prompt + completion),
-            cached_prompt_tokens: number("cacheReadInputTokens"),
-            reasoning_tokens: 0,
-            cache_creation_tokens: number("cacheWriteInputTokens"),
+        usage: usage.map(Usage::from).unwrap_or(Usage {
             successful_requests: 1,
             ..Default::default()
-        },
+        }),
         response_id: None,
         model: None,
         thinking: Vec::new(),
@@ -423,23 +463,27 @@ impl Llm for BedrockLlm {
     }
 
     async fn call(&self, request: LlmRequest) -> Result<LlmResponse, LlmError> {
-        let (body, names, structured) = self.prepare(&request);
+        let (names, structured) = tool_names(&request);
         let url = self.url();
-        let bytes = serde_json::to_vec(&body)
+        // Signed as written: the bytes go out exactly as they were signed.
+        let bytes = serde_json::to_vec(&self.body(&request, &names, structured.as_deref()))
             .map_err(|e| LlmError::Config(format!("bedrock request body: {e}")))?;
         let headers = self.headers(&url, &bytes)?;
-        let response = self.http.send(&url, &headers, &body, false).await?;
+        let response = self
+            .http
+            .send_bytes(&url, &headers, bytes.into(), false)
+            .await?;
         let request_id = response.header("x-amzn-requestid").map(str::to_string);
         let raw = response.body.into_bytes().await?;
-        let json: Value =
-            serde_json::from_slice(&raw).map_err(|e| LlmError::MalformedResponse {
-                provider: PROVIDER.into(),
-                message: format!(
-                    "the reply is not JSON ({e}): {}",
-                    snippet(&String::from_utf8_lossy(&raw))
-                ),
-            })?;
-        let mut parsed = parse_converse(&json, &names, structured.as_deref())?;
+        let reply: ConverseReply = crate::wire::decode(PROVIDER, "the reply", &raw)?;
+        let mut parsed = parse_converse(reply, &names, structured.as_deref()).map_err(|e| {
+            Malformed(format!(
+                "{}: {}",
+                e.0,
+                snippet(&String::from_utf8_lossy(&raw))
+            ))
+            .into_error(PROVIDER)
+        })?;
         parsed.response_id = request_id;
         parsed.model = Some(self.model.clone());
         Ok(parsed)
@@ -571,6 +615,7 @@ pub fn sign_v4(input: &SigningInput<'_>) -> Vec<(String, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn example_credentials() -> AwsCredentials {
         AwsCredentials {
@@ -666,8 +711,8 @@ mod tests {
         ];
         let request = LlmRequest::new(messages);
         let names = ToolNameMap::for_request(TOOL_NAMES, &request, &[]);
-        let turns = converse_messages(&request.messages, &names);
-        assert_eq!(turns.len(), 3);
+        let turns = crate::wire::to_json(&converse_messages(&request.messages, &names));
+        assert_eq!(turns.as_array().map(Vec::len), Some(3));
         assert_eq!(
             turns[1]["content"][0]["toolUse"]["name"],
             json!("web_search")

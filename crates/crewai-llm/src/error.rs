@@ -28,6 +28,19 @@ pub enum LlmError {
     },
     #[error("{provider}: context length exceeded: {message}")]
     ContextLengthExceeded { provider: String, message: String },
+    /// The model (or the server in front of it) does not take native tools: the provider's
+    /// error said so. A caller can go on without tools (crewai-core moves the run to ReAct text).
+    #[error("{provider}: model '{model}' does not support native tool calling: {message}")]
+    ToolsUnsupported {
+        provider: String,
+        model: String,
+        message: String,
+    },
+    /// The provider's content policy refused the request (Azure's content management policy,
+    /// OpenAI's `content_filter` error code). Replies the filter cut short are not errors: they
+    /// come back with [`crate::FinishReason::ContentFilter`].
+    #[error("{provider}: the request was refused by the content filter: {message}")]
+    ContentFiltered { provider: String, message: String },
     #[error("{provider}: invalid request: {message}")]
     InvalidRequest {
         provider: String,
@@ -70,6 +83,19 @@ pub enum LlmError {
         last: Box<LlmError>,
         attempts: Vec<String>,
     },
+    /// The call was not made: it would have gone over the run's budget (`max_cost_usd`,
+    /// `max_tokens`). The budget layer of a run's stack refuses it before anything is sent.
+    #[error("{0}")]
+    BudgetExceeded(Box<crate::budget::BudgetExceeded>),
+    /// A layer of the stack refused the call before it was sent: `by` names what refused it
+    /// (`before_llm_call hook` for a blocking hook), `reason` says why when it was given.
+    #[error("LLM call blocked by {by}{}", reason.as_ref().map(|r| format!(": {r}")).unwrap_or_default())]
+    Blocked { by: String, reason: Option<String> },
+    /// A reply the caller asked to be JSON in its `response_format` came back as something
+    /// else (an agent's structured-output call). The reply was received and counted; it just
+    /// cannot be used.
+    #[error("{model}: the reply does not match the requested response format: {message}")]
+    InvalidStructuredReply { model: String, message: String },
 }
 
 fn unknown_provider_message(name: &str, model: Option<&str>, known: &[String]) -> String {
@@ -107,12 +133,23 @@ impl LlmError {
         }
     }
 
-    /// True for a context-window overflow, however the provider phrased it.
+    /// True for a context-window overflow. The adapters decide it from their provider's error
+    /// body (its code, or the phrase it uses when it has no code), so this is a match on the
+    /// variant, through a fallback chain's last error.
     pub fn is_context_length(&self) -> bool {
         match self {
             LlmError::ContextLengthExceeded { .. } => true,
-            LlmError::InvalidRequest { message, .. } => looks_like_context_overflow(message),
             LlmError::AllFallbacksFailed { last, .. } => last.is_context_length(),
+            _ => false,
+        }
+    }
+
+    /// True when the provider said the model takes no native tools (see
+    /// [`LlmError::ToolsUnsupported`]), through a fallback chain's last error.
+    pub fn is_tools_unsupported(&self) -> bool {
+        match self {
+            LlmError::ToolsUnsupported { .. } => true,
+            LlmError::AllFallbacksFailed { last, .. } => last.is_tools_unsupported(),
             _ => false,
         }
     }
@@ -132,6 +169,7 @@ pub fn looks_like_context_overflow(message: &str) -> bool {
         "prompt is too long",
         "exceeds the context window",
         "input token count",
+        "exceeds the available context size",
     ];
     let lower = message.to_lowercase();
     PHRASES.iter().any(|p| lower.contains(p))
@@ -204,6 +242,37 @@ mod tests {
         assert_eq!(
             redact_credentials(body, &credentials),
             "Incorrect API key provided: [redacted] (sent as [redacted]); [redacted]"
+        );
+    }
+
+    #[test]
+    fn typed_variants_are_seen_through_a_fallback_chain() {
+        let refused = LlmError::ToolsUnsupported {
+            provider: "ollama".into(),
+            model: "gemma".into(),
+            message: "registry.ollama.ai/library/gemma does not support tools".into(),
+        };
+        let chain = LlmError::AllFallbacksFailed {
+            last: Box::new(refused.clone()),
+            attempts: vec!["ollama/gemma".into()],
+        };
+        assert!(refused.is_tools_unsupported() && chain.is_tools_unsupported());
+        assert!(!refused.is_retryable() && !refused.is_context_length());
+        // The words alone no longer decide: the adapters turn them into the typed variant.
+        let worded = LlmError::InvalidRequest {
+            provider: "p".into(),
+            status: 400,
+            message: "prompt is too long".into(),
+        };
+        assert!(!worded.is_context_length() && !worded.is_tools_unsupported());
+        let filtered = LlmError::ContentFiltered {
+            provider: "azure".into(),
+            message: "filtered".into(),
+        };
+        assert!(!filtered.is_retryable());
+        assert_eq!(
+            filtered.to_string(),
+            "azure: the request was refused by the content filter: filtered"
         );
     }
 

@@ -6,103 +6,127 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use crate::error::LlmError;
+use crate::layer::{LlmLayer, Next};
 use crate::traits::{Llm, LlmStream};
-use crate::types::{Capabilities, LlmRequest, LlmResponse};
+use crate::types::{LlmRequest, LlmResponse};
 
-/// Tries each model in order until one answers.
+/// The fallback layer: when the rest of the stack (the primary model, with its own rate limit
+/// and retries below this layer) fails with a retryable error, each fallback model is tried in
+/// order until one answers. A fallback is a whole model, usually a stack of its own.
 ///
 /// ```
 /// # futures::executor::block_on(async {
 /// use std::sync::Arc;
-/// use crewai_llm::{FallbackLlm, Llm, LlmError, LlmRequest, Message, ScriptedLlm};
+/// use crewai_llm::{FallbackLayer, LayeredLlm, Llm, LlmError, LlmRequest, Message, ScriptedLlm};
 /// let down = ScriptedLlm::new("primary").then_error(LlmError::Connection { provider: "x".into(), message: "refused".into() });
 /// let backup = ScriptedLlm::new("backup").then_text("from the backup");
-/// let llm = FallbackLlm::new(vec![Arc::new(down), Arc::new(backup)]).unwrap();
+/// let llm = LayeredLlm::builder(Arc::new(down))
+///     .layer(FallbackLayer::new(vec![Arc::new(backup)]))
+///     .build();
 /// let reply = llm.call(LlmRequest::new(vec![Message::user("hi")])).await.unwrap();
 /// assert_eq!(reply.content.as_deref(), Some("from the backup"));
+/// assert_eq!(llm.model(), "primary", "the stack is named by its primary model");
 /// # });
 /// ```
-pub struct FallbackLlm {
-    chain: Vec<Arc<dyn Llm>>,
+#[derive(Clone)]
+pub struct FallbackLayer {
+    fallbacks: Vec<Arc<dyn Llm>>,
 }
 
-impl FallbackLlm {
-    /// `chain[0]` is the primary model; the rest are tried in order.
-    pub fn new(chain: Vec<Arc<dyn Llm>>) -> Result<Self, LlmError> {
-        if chain.is_empty() {
-            return Err(LlmError::Config(
-                "a fallback chain needs at least one model".into(),
-            ));
+impl std::fmt::Debug for FallbackLayer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let labels: Vec<String> = self
+            .fallbacks
+            .iter()
+            .map(|llm| label(llm.as_ref()))
+            .collect();
+        f.debug_struct("FallbackLayer")
+            .field("fallbacks", &labels)
+            .finish()
+    }
+}
+
+fn label(llm: &dyn Llm) -> String {
+    format!("{}/{}", llm.provider(), llm.model())
+}
+
+/// The failures so far, for [`LlmError::AllFallbacksFailed`].
+#[derive(Default)]
+struct Attempts {
+    failures: Vec<String>,
+}
+
+impl Attempts {
+    /// Keeps a retryable failure and says to go on; hands back any other error.
+    fn failed(&mut self, llm: &dyn Llm, error: LlmError) -> Result<LlmError, LlmError> {
+        if !error.is_retryable() {
+            return Err(error);
         }
-        Ok(FallbackLlm { chain })
+        let label = label(llm);
+        tracing::warn!(model = %label, %error, "model failed; trying the next fallback");
+        self.failures.push(format!("{label}: {error}"));
+        Ok(error)
     }
 
-    fn primary(&self) -> &Arc<dyn Llm> {
-        &self.chain[0]
+    fn exhausted(self, last: LlmError) -> LlmError {
+        LlmError::AllFallbacksFailed {
+            last: Box::new(last),
+            attempts: self.failures,
+        }
+    }
+}
+
+impl FallbackLayer {
+    /// Tries `fallbacks`, in order, after the model below this layer.
+    pub fn new(fallbacks: Vec<Arc<dyn Llm>>) -> Self {
+        FallbackLayer { fallbacks }
     }
 
-    fn label(llm: &dyn Llm) -> String {
-        format!("{}/{}", llm.provider(), llm.model())
-    }
-
-    async fn run<T, F>(&self, attempt: F) -> Result<T, LlmError>
-    where
-        F: for<'a> Fn(&'a Arc<dyn Llm>) -> futures::future::BoxFuture<'a, Result<T, LlmError>>
-            + Send
-            + Sync,
-        T: Send,
-    {
-        let mut attempts = Vec::new();
-        let mut last = None;
-        for llm in &self.chain {
-            match attempt(llm).await {
-                Ok(value) => return Ok(value),
-                Err(error) if error.is_retryable() => {
-                    tracing::warn!(model = %Self::label(llm.as_ref()), %error, "model failed; trying the next fallback");
-                    attempts.push(format!("{}: {error}", Self::label(llm.as_ref())));
-                    last = Some(error);
-                }
-                Err(error) => return Err(error),
-            }
-        }
-        match last {
-            Some(last) if self.chain.len() > 1 => Err(LlmError::AllFallbacksFailed {
-                last: Box::new(last),
-                attempts,
-            }),
-            Some(last) => Err(last),
-            None => Err(LlmError::Config(
-                "a fallback chain needs at least one model".into(),
-            )),
-        }
+    /// The fallback models, in the order they are tried.
+    pub fn fallbacks(&self) -> &[Arc<dyn Llm>] {
+        &self.fallbacks
     }
 }
 
 #[async_trait]
-impl Llm for FallbackLlm {
-    fn model(&self) -> &str {
-        self.primary().model()
-    }
-    fn provider(&self) -> &str {
-        self.primary().provider()
-    }
-    fn capabilities(&self) -> Capabilities {
-        self.primary().capabilities()
+impl LlmLayer for FallbackLayer {
+    fn name(&self) -> &str {
+        "fallback"
     }
 
-    async fn call(&self, request: LlmRequest) -> Result<LlmResponse, LlmError> {
-        self.run(|llm| {
-            let request = request.clone();
-            Box::pin(async move { llm.call(request).await })
-        })
-        .await
+    async fn call(&self, request: LlmRequest, next: Next<'_>) -> Result<LlmResponse, LlmError> {
+        if self.fallbacks.is_empty() {
+            return next.call(request).await;
+        }
+        let mut attempts = Attempts::default();
+        let mut last = match next.call(request.clone()).await {
+            Ok(response) => return Ok(response),
+            Err(error) => attempts.failed(next.model(), error)?,
+        };
+        for llm in &self.fallbacks {
+            last = match llm.call(request.clone()).await {
+                Ok(response) => return Ok(response),
+                Err(error) => attempts.failed(llm.as_ref(), error)?,
+            };
+        }
+        Err(attempts.exhausted(last))
     }
 
-    async fn stream(&self, request: LlmRequest) -> Result<LlmStream, LlmError> {
-        self.run(|llm| {
-            let request = request.clone();
-            Box::pin(async move { llm.stream(request).await })
-        })
-        .await
+    async fn stream(&self, request: LlmRequest, next: Next<'_>) -> Result<LlmStream, LlmError> {
+        if self.fallbacks.is_empty() {
+            return next.stream(request).await;
+        }
+        let mut attempts = Attempts::default();
+        let mut last = match next.stream(request.clone()).await {
+            Ok(stream) => return Ok(stream),
+            Err(error) => attempts.failed(next.model(), error)?,
+        };
+        for llm in &self.fallbacks {
+            last = match llm.stream(request.clone()).await {
+                Ok(stream) => return Ok(stream),
+                Err(error) => attempts.failed(llm.as_ref(), error)?,
+            };
+        }
+        Err(attempts.exhausted(last))
     }
 }

@@ -12,6 +12,9 @@
 //! - Structured output through `responseMimeType: application/json` and `responseSchema`.
 //! - The key travels in the `x-goog-api-key` header, so it never ends up in URLs or logs.
 //! - Tool names rewritten to `^[a-zA-Z_][a-zA-Z0-9_.-]{0,63}$` and mapped back in responses.
+//! - The wire types are [`crate::wire::gemini`]; errors are read from Google's typed details:
+//!   `API_KEY_INVALID` is an authentication error, `RetryInfo` the wait of a rate limit, and a
+//!   model that takes no function calls (Gemma) is [`LlmError::ToolsUnsupported`].
 //!
 //! ```no_run
 //! use crewai_llm::gemini::GeminiLlm;
@@ -29,17 +32,28 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 
 use crate::adapter_support::{self, SseReplyDecoder, ToolNameMap, ToolNameRules};
 use crate::config::LlmConfig;
 use crate::error::LlmError;
-use crate::http::{ErrorContext, HttpClient, SseStream, Transport};
+use crate::http::{ErrorContext, ErrorReply, HttpClient, SseStream, Transport};
 use crate::traits::{Llm, LlmStream};
 use crate::types::{
     Capabilities, ContentPart, FinishReason, LlmRequest, LlmResponse, Message, Role, StreamEvent,
     ThinkingBlock, ToolCall, ToolChoice, Usage,
 };
+use crate::wire::gemini::{
+    Blob, Content, ErrorBody, FileData, FunctionCall, FunctionCallingConfig, FunctionCallingMode,
+    FunctionDeclaration, FunctionOutput, FunctionResponse, GenerateContentRequest,
+    GenerateContentResponse, GenerationConfig, GoogleError, Part, PartData, SystemInstruction,
+    TextPart, ThinkingConfig, ToolConfig, Tools, UsageMetadata,
+};
+use crate::wire::{KeyOrder, Malformed, WithExtra};
+
+mod schema;
+
+pub use schema::clean_schema;
 
 /// Google's public endpoint.
 pub const DEFAULT_BASE_URL: &str = "https://generativelanguage.googleapis.com";
@@ -104,7 +118,8 @@ impl GeminiLlm {
         let http = HttpClient::new(
             ErrorContext::new(PROVIDER, model, KEY_VARS.join(" or ")),
             config,
-        )?;
+        )?
+        .with_error_reader(read_error);
         Ok(GeminiLlm {
             model_url: format!("{root}/models/{model}"),
             model: model.to_string(),
@@ -132,23 +147,33 @@ impl GeminiLlm {
         )
     }
 
-    fn prepare(&self, request: &LlmRequest) -> Result<(Value, ResponseReader), LlmError> {
+    /// The JSON body for `request`, as it is sent.
+    pub fn request_body(&self, request: &LlmRequest) -> Value {
         let names = ToolNameMap::for_request(TOOL_NAMES, request, &[]);
-        let body = build_body(&self.config, request, &names)?;
-        Ok((body, ResponseReader { names }))
+        crate::wire::to_json(&build_body(&self.config, request, &names))
+    }
+
+    fn reader(&self, request: &LlmRequest) -> ResponseReader {
+        ResponseReader {
+            names: ToolNameMap::for_request(TOOL_NAMES, request, &[]),
+            context: self.http.context().clone(),
+        }
     }
 
     async fn open_stream(
         &self,
         request: &LlmRequest,
     ) -> Result<(SseStream, ResponseReader), LlmError> {
-        let (body, reader) = self.prepare(request)?;
+        let reader = self.reader(request);
         let url = format!("{}:streamGenerateContent?alt=sse", self.model_url);
         let events = self
             .http
-            .post_sse(&url, &self.headers(), &body)
-            .await
-            .map_err(refine_error)?;
+            .post_sse(
+                &url,
+                &self.headers(),
+                &build_body(&self.config, request, &reader.names),
+            )
+            .await?;
         Ok((events, reader))
     }
 }
@@ -164,15 +189,20 @@ impl Llm for GeminiLlm {
     }
 
     async fn call(&self, request: LlmRequest) -> Result<LlmResponse, LlmError> {
-        let (body, reader) = self.prepare(&request)?;
+        let reader = self.reader(&request);
         let url = format!("{}:generateContent", self.model_url);
         let reply = self
             .http
-            .post_json(&url, &self.headers(), &body)
-            .await
-            .map_err(refine_error)?;
+            .post_bytes(
+                &url,
+                &self.headers(),
+                &build_body(&self.config, &request, &reader.names),
+            )
+            .await?;
+        let chunk: GenerateContentResponse<'_> =
+            crate::wire::decode(PROVIDER, "the reply", &reply)?;
         let mut assembler = Assembler::new(reader);
-        assembler.add_chunk(&reply)?;
+        assembler.add_chunk(chunk)?;
         assembler.finish()
     }
 
@@ -212,33 +242,67 @@ fn context_window(model: &str) -> u64 {
     }
 }
 
-/// Adds what Gemini's error bodies say beyond the status: an invalid key arrives as a 400, and
-/// the wait before a retry is in the message ("Please retry in 37.5s").
-fn refine_error(error: LlmError) -> LlmError {
-    match error {
-        LlmError::InvalidRequest {
-            provider, message, ..
-        } if message.contains("API key not valid") || message.contains("API_KEY_INVALID") => {
-            LlmError::Authentication {
-                provider,
-                message,
-                hint: KEY_VARS.join(" or "),
-            }
-        }
-        LlmError::RateLimited {
-            provider,
-            retry_after: None,
-            message,
-        } => {
-            let retry_after = retry_delay_in(&message);
-            LlmError::RateLimited {
-                provider,
-                retry_after,
-                message,
-            }
-        }
-        other => other,
+/// Reads Google's error body for what it says beyond the status: an invalid key arrives as a
+/// 400 (`API_KEY_INVALID`), the wait before a retry is in a `RetryInfo` detail (or only in the
+/// message: "Please retry in 37.5s"), and Gemma models refuse tools in words.
+fn read_error(context: &ErrorContext, reply: &ErrorReply<'_>) -> Option<LlmError> {
+    match serde_json::from_str::<ErrorBody>(reply.body) {
+        Ok(ErrorBody { error: Some(error) }) => Some(google_error(
+            context,
+            reply.status,
+            reply.retry_after,
+            error,
+        )),
+        // A body that is no Google error (a proxy's page): the status says it all, except
+        // the wait a rate limit may name in words.
+        _ if reply.status == 429 && reply.retry_after.is_none() => Some(LlmError::RateLimited {
+            provider: context.provider.clone(),
+            retry_after: retry_delay_in(reply.body),
+            message: crate::http::provider_error_message(reply.body),
+        }),
+        _ => None,
     }
+}
+
+/// The typed error for a Google error with the HTTP `status`.
+fn google_error(
+    context: &ErrorContext,
+    status: u16,
+    retry_after: Option<Duration>,
+    error: GoogleError,
+) -> LlmError {
+    let message = error
+        .message
+        .clone()
+        .or_else(|| error.status.clone())
+        .unwrap_or_else(|| format!("error {status}"));
+    let provider = context.provider.clone();
+    if error.has_reason("API_KEY_INVALID") || message.contains("API key not valid") {
+        return LlmError::Authentication {
+            provider,
+            message,
+            hint: KEY_VARS.join(" or "),
+        };
+    }
+    let refusable = (400..500).contains(&status) && !matches!(status, 401 | 403 | 429);
+    if refusable && adapter_support::says_tools_unsupported(&message) {
+        return LlmError::ToolsUnsupported {
+            provider,
+            model: context.model.clone(),
+            message,
+        };
+    }
+    let retry_after = retry_after
+        .or_else(|| error.retry_delay())
+        .or_else(|| retry_delay_in(&message))
+        .map(|d| d.min(crate::http::MAX_RETRY_AFTER));
+    crate::http::classify_message(
+        context,
+        status,
+        retry_after,
+        message,
+        error.status.as_deref().unwrap_or_default(),
+    )
 }
 
 /// The seconds in "retry in 12.3s" within a message, capped like a `Retry-After` header.
@@ -262,138 +326,125 @@ fn retry_delay_in(message: &str) -> Option<Duration> {
 }
 
 /// Builds the generateContent body.
-fn build_body(
-    config: &LlmConfig,
-    request: &LlmRequest,
-    names: &ToolNameMap,
-) -> Result<Value, LlmError> {
+fn build_body<'a>(
+    config: &'a LlmConfig,
+    request: &'a LlmRequest,
+    names: &'a ToolNameMap,
+) -> WithExtra<'a, GenerateContentRequest<'a>> {
     let (system, conversation) = adapter_support::split_system(&request.messages);
-    let mut body = Map::new();
-    body.insert(
-        "contents".into(),
-        Value::Array(build_contents(&conversation, names)),
-    );
-    if !system.is_empty() {
-        body.insert(
-            "systemInstruction".into(),
-            json!({"parts": [{"text": system.join("\n\n")}]}),
-        );
-    }
-    if !request.tools.is_empty() {
-        let declarations: Vec<Value> = request
+    let system_instruction = (!system.is_empty()).then(|| SystemInstruction {
+        parts: vec![TextPart {
+            text: adapter_support::join_system(system),
+        }],
+    });
+    let (tools, tool_config) = if request.tools.is_empty() {
+        (Vec::new(), None)
+    } else {
+        let declarations = request
             .tools
             .iter()
             .map(|tool| {
-                let mut declaration = json!({"name": names.provider_name(&tool.name), "description": tool.description});
                 let parameters = clean_schema(&tool.parameters);
                 // Gemini rejects an object schema without properties; a tool without arguments has none.
-                if parameters.get("properties").and_then(Value::as_object).is_some_and(|p| !p.is_empty()) {
-                    declaration["parameters"] = parameters;
+                let has_properties = parameters
+                    .get("properties")
+                    .and_then(Value::as_object)
+                    .is_some_and(|p| !p.is_empty());
+                FunctionDeclaration {
+                    name: names.provider_name(&tool.name),
+                    description: &tool.description,
+                    parameters: has_properties.then_some(parameters),
                 }
-                declaration
             })
             .collect();
-        body.insert(
-            "tools".into(),
-            json!([{"functionDeclarations": declarations}]),
-        );
-        if let Some(choice) = &request.options.tool_choice {
-            let config = match choice {
-                ToolChoice::Auto => json!({"mode": "AUTO"}),
-                ToolChoice::None => json!({"mode": "NONE"}),
-                ToolChoice::Required => json!({"mode": "ANY"}),
+        let tool_config = request.options.tool_choice.as_ref().map(|choice| {
+            let (mode, allowed) = match choice {
+                ToolChoice::Auto => (FunctionCallingMode::Auto, Vec::new()),
+                ToolChoice::None => (FunctionCallingMode::None, Vec::new()),
+                ToolChoice::Required => (FunctionCallingMode::Any, Vec::new()),
                 ToolChoice::Tool(name) => {
-                    json!({"mode": "ANY", "allowedFunctionNames": [names.provider_name(name)]})
+                    (FunctionCallingMode::Any, vec![names.provider_name(name)])
                 }
             };
-            body.insert(
-                "toolConfig".into(),
-                json!({"functionCallingConfig": config}),
-            );
-        }
+            ToolConfig {
+                function_calling_config: FunctionCallingConfig {
+                    mode,
+                    allowed_function_names: allowed,
+                },
+            }
+        });
+        (
+            vec![Tools {
+                function_declarations: declarations,
+            }],
+            tool_config,
+        )
+    };
+    WithExtra {
+        body: GenerateContentRequest {
+            contents: build_contents(&conversation, names),
+            system_instruction,
+            tools,
+            tool_config,
+            generation_config: generation_config(config, request),
+        },
+        extra: &config.extra_body,
+        order: KeyOrder::AsWritten,
     }
-    let generation = generation_config(config, request);
-    if !generation.is_empty() {
-        body.insert("generationConfig".into(), Value::Object(generation));
-    }
-    for (key, value) in &config.extra_body {
-        body.insert(key.clone(), value.clone());
-    }
-    Ok(Value::Object(body))
 }
 
-fn generation_config(config: &LlmConfig, request: &LlmRequest) -> Map<String, Value> {
-    let mut generation = Map::new();
-    let mut set = |key: &str, value: Option<Value>| {
-        if let Some(value) = value {
-            generation.insert(key.to_string(), value);
-        }
-    };
-    set(
-        "temperature",
-        request
-            .options
-            .temperature
-            .or(config.temperature)
-            .map(|t| json!(t)),
-    );
-    set("topP", config.top_p.map(|p| json!(p)));
-    set(
-        "maxOutputTokens",
-        request
-            .options
-            .max_tokens
-            .or(config.max_tokens)
-            .or(config.max_completion_tokens)
-            .map(|n| json!(n)),
-    );
-    let stop: Vec<String> = adapter_support::stop_words(config, request)
-        .into_iter()
-        .take(MAX_STOP_SEQUENCES)
-        .collect();
-    set(
-        "stopSequences",
-        Some(json!(stop)).filter(|_| !stop.is_empty()),
-    );
-    set("seed", config.seed.map(|s| json!(s)));
-    set("presencePenalty", config.presence_penalty.map(|p| json!(p)));
-    set(
-        "frequencyPenalty",
-        config.frequency_penalty.map(|p| json!(p)),
-    );
-    if let Some(budget) = config
+fn generation_config<'a>(config: &'a LlmConfig, request: &'a LlmRequest) -> GenerationConfig<'a> {
+    let mut stop = adapter_support::stop_words(config, request);
+    stop.truncate(MAX_STOP_SEQUENCES);
+    // `thinking` is the user's free-form value; only its budget applies to Gemini.
+    let thinking_config = config
         .thinking
         .as_ref()
         .and_then(|t| t.get("budget_tokens"))
         .and_then(Value::as_u64)
-    {
-        set(
-            "thinkingConfig",
-            Some(json!({"thinkingBudget": budget, "includeThoughts": true})),
-        );
+        .map(|budget| ThinkingConfig {
+            thinking_budget: budget,
+            include_thoughts: true,
+        });
+    let format = request.response_format.as_ref();
+    GenerationConfig {
+        temperature: request.options.temperature.or(config.temperature),
+        top_p: config.top_p,
+        max_output_tokens: request
+            .options
+            .max_tokens
+            .or(config.max_tokens)
+            .or(config.max_completion_tokens),
+        stop_sequences: stop,
+        seed: config.seed,
+        presence_penalty: config.presence_penalty,
+        frequency_penalty: config.frequency_penalty,
+        thinking_config,
+        response_mime_type: format.map(|_| "application/json"),
+        response_schema: format.map(|f| clean_schema(&f.schema)),
     }
-    if let Some(format) = &request.response_format {
-        set("responseMimeType", Some(json!("application/json")));
-        set("responseSchema", Some(clean_schema(&format.schema)));
-    }
-    generation
 }
 
 /// The conversation as Gemini contents; consecutive turns of one role are merged.
-fn build_contents(conversation: &[&Message], names: &ToolNameMap) -> Vec<Value> {
-    let mut contents: Vec<(&'static str, Vec<Value>)> = Vec::new();
+fn build_contents<'a>(conversation: &[&'a Message], names: &'a ToolNameMap) -> Vec<Content<'a>> {
+    let mut contents: Vec<Content<'a>> = Vec::new();
     for (position, message) in conversation.iter().enumerate() {
         let (role, parts) = match message.role {
             Role::Assistant => ("model", model_parts(message, names)),
             Role::Tool => {
                 let name = message
                     .name
-                    .clone()
+                    .as_deref()
                     .filter(|n| !n.is_empty())
                     .or_else(|| called_name(&conversation[..position], message))
                     .unwrap_or_default();
-                let part = json!({"functionResponse": {"name": names.provider_name(&name), "response": {"output": message.text()}}});
-                ("user", vec![part])
+                let part = PartData::FunctionResponse(FunctionResponse {
+                    name: names.provider_name(name),
+                    response: FunctionOutput {
+                        output: adapter_support::message_text(message),
+                    },
+                });
+                ("user", vec![part.into()])
             }
             Role::User | Role::System => ("user", user_parts(message)),
         };
@@ -401,291 +452,80 @@ fn build_contents(conversation: &[&Message], names: &ToolNameMap) -> Vec<Value> 
             continue;
         }
         match contents.last_mut() {
-            Some((last_role, last_parts)) if *last_role == role => last_parts.extend(parts),
-            _ => contents.push((role, parts)),
+            Some(last) if last.role == role => last.parts.extend(parts),
+            _ => contents.push(Content { role, parts }),
         }
     }
     contents
-        .into_iter()
-        .map(|(role, parts)| json!({"role": role, "parts": parts}))
-        .collect()
 }
 
 /// The name of the call a tool message answers, found in the turns before it.
-fn called_name(history: &[&Message], result: &Message) -> Option<String> {
+fn called_name<'a>(history: &[&'a Message], result: &Message) -> Option<&'a str> {
     let id = result.tool_call_id.as_deref()?;
     history
         .iter()
         .rev()
         .flat_map(|m| &m.tool_calls)
         .find(|c| c.id == id)
-        .map(|c| c.name.clone())
+        .map(|c| c.name.as_str())
 }
 
-fn user_parts(message: &Message) -> Vec<Value> {
+fn user_parts(message: &Message) -> Vec<Part<'_>> {
     message
         .content
         .iter()
-        .filter_map(|part| match part {
-            ContentPart::Text { text } if text.is_empty() => None,
-            ContentPart::Text { text } => Some(json!({"text": text})),
-            ContentPart::Image { url, media_type } => {
-                Some(match adapter_support::parse_data_url(url) {
-                    Some((mime, data)) => json!({"inlineData": {"mimeType": mime, "data": data}}),
-                    None => {
-                        let mime = media_type
-                            .as_deref()
-                            .or_else(|| adapter_support::media_type_from_url(url))
-                            .unwrap_or("image/jpeg");
-                        json!({"fileData": {"mimeType": mime, "fileUri": url}})
+        .filter_map(|part| {
+            let data = match part {
+                ContentPart::Text { text } if text.is_empty() => return None,
+                ContentPart::Text { text } => PartData::Text(text),
+                ContentPart::Image { url, media_type } => {
+                    match adapter_support::parse_data_url(url) {
+                        Some((mime_type, data)) => PartData::InlineData(Blob { mime_type, data }),
+                        None => PartData::FileData(FileData {
+                            mime_type: media_type
+                                .as_deref()
+                                .or_else(|| adapter_support::media_type_from_url(url))
+                                .unwrap_or("image/jpeg"),
+                            file_uri: url,
+                        }),
                     }
-                })
-            }
-            ContentPart::File {
-                data_base64,
-                media_type,
-                ..
-            } => Some(json!({"inlineData": {"mimeType": media_type, "data": data_base64}})),
+                }
+                ContentPart::File {
+                    data_base64,
+                    media_type,
+                    ..
+                } => PartData::InlineData(Blob {
+                    mime_type: media_type,
+                    data: data_base64,
+                }),
+            };
+            Some(data.into())
         })
         .collect()
 }
 
-fn model_parts(message: &Message, names: &ToolNameMap) -> Vec<Value> {
+fn model_parts<'a>(message: &'a Message, names: &'a ToolNameMap) -> Vec<Part<'a>> {
     let mut parts = user_parts(message);
-    for call in &message.tool_calls {
-        let args = adapter_support::arguments_object(&call.arguments);
-        let mut part =
-            json!({"functionCall": {"name": names.provider_name(&call.name), "args": args}});
-        if let Some(signature) = &call.signature {
-            part["thoughtSignature"] = json!(signature);
-        }
-        parts.push(part);
-    }
+    parts.extend(message.tool_calls.iter().map(|call| Part {
+        data: PartData::FunctionCall(FunctionCall {
+            name: names.provider_name(&call.name),
+            args: adapter_support::arguments_object(&call.arguments),
+        }),
+        thought_signature: call.signature.as_deref(),
+    }));
     parts
-}
-
-/// A JSON schema rewritten into the OpenAPI subset Gemini accepts.
-///
-/// ```
-/// use crewai_llm::gemini::clean_schema;
-/// use serde_json::json;
-/// let schema = json!({
-///     "$schema": "https://json-schema.org/draft/2020-12/schema",
-///     "title": "Args", "type": "object", "additionalProperties": false,
-///     "properties": {"city": {"type": ["string", "null"], "title": "City", "default": null}},
-///     "required": ["city"]
-/// });
-/// assert_eq!(clean_schema(&schema), json!({
-///     "type": "object",
-///     "properties": {"city": {"type": "string", "nullable": true}},
-///     "required": ["city"]
-/// }));
-/// ```
-pub fn clean_schema(schema: &Value) -> Value {
-    let definitions = ["$defs", "definitions"]
-        .iter()
-        .filter_map(|key| schema.get(*key))
-        .filter_map(Value::as_object)
-        .fold(Map::new(), |mut all, defs| {
-            all.extend(defs.iter().map(|(k, v)| (k.clone(), v.clone())));
-            all
-        });
-    clean_node(schema, &definitions, 0)
-}
-
-/// How deep `$ref`s are followed; recursive schemas end in a plain object there.
-const MAX_SCHEMA_DEPTH: usize = 24;
-
-fn clean_node(node: &Value, definitions: &Map<String, Value>, depth: usize) -> Value {
-    let Value::Object(map) = node else {
-        // `true` (anything) has no OpenAPI form beyond "no constraints".
-        return json!({});
-    };
-    if depth > MAX_SCHEMA_DEPTH {
-        return json!({"type": "object"});
-    }
-    if let Some(reference) = map.get("$ref").and_then(Value::as_str) {
-        let name = reference.rsplit('/').next().unwrap_or(reference);
-        let Some(Value::Object(target)) = definitions.get(name) else {
-            return json!({"type": "object"});
-        };
-        // Keywords beside the `$ref` (a description) win over the definition's.
-        let mut merged = target.clone();
-        merged.extend(
-            map.iter()
-                .filter(|(k, _)| k.as_str() != "$ref")
-                .map(|(k, v)| (k.clone(), v.clone())),
-        );
-        return clean_node(&Value::Object(merged), definitions, depth + 1);
-    }
-    if let Some(Value::Array(all)) = map.get("allOf") {
-        let mut merged: Map<String, Value> = map
-            .iter()
-            .filter(|(k, _)| k.as_str() != "allOf")
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
-        for part in all {
-            let cleaned = clean_node(part, definitions, depth + 1);
-            if let Value::Object(fields) = cleaned {
-                for (key, value) in fields {
-                    merged.entry(key).or_insert(value);
-                }
-            }
-        }
-        return clean_node(&Value::Object(merged), definitions, depth + 1);
-    }
-
-    let mut out = Map::new();
-    let mut nullable = map
-        .get("nullable")
-        .and_then(Value::as_bool)
-        .unwrap_or(false);
-    match map.get("type") {
-        Some(Value::String(kind)) if kind == "null" => nullable = true,
-        Some(Value::String(kind)) => {
-            out.insert("type".into(), json!(kind));
-        }
-        Some(Value::Array(kinds)) => {
-            let named: Vec<&str> = kinds
-                .iter()
-                .filter_map(Value::as_str)
-                .filter(|k| *k != "null")
-                .collect();
-            nullable |= named.len() < kinds.len();
-            match named.as_slice() {
-                [] => {}
-                [one] => {
-                    out.insert("type".into(), json!(one));
-                }
-                many => {
-                    let options: Vec<Value> =
-                        many.iter().map(|kind| json!({"type": kind})).collect();
-                    out.insert("anyOf".into(), Value::Array(options));
-                }
-            }
-        }
-        _ => {}
-    }
-    if let Some(options) = map
-        .get("anyOf")
-        .or_else(|| map.get("oneOf"))
-        .and_then(Value::as_array)
-    {
-        let is_null = |o: &&Value| o.get("type").and_then(Value::as_str) == Some("null");
-        nullable |= options.iter().any(|o| is_null(&o));
-        let kept: Vec<Value> = options
-            .iter()
-            .filter(|o| !is_null(o))
-            .map(|o| clean_node(o, definitions, depth + 1))
-            .collect();
-        match kept.len() {
-            0 => {}
-            1 => {
-                if let Some(Value::Object(only)) = kept.into_iter().next() {
-                    for (key, value) in only {
-                        out.entry(key).or_insert(value);
-                    }
-                }
-            }
-            _ => {
-                out.insert("anyOf".into(), Value::Array(kept));
-            }
-        }
-    }
-    if let Some(value) = map.get("const") {
-        out.insert("enum".into(), json!([scalar_text(value)]));
-        out.entry("type").or_insert(json!("string"));
-    }
-    if let Some(Value::Array(values)) = map.get("enum") {
-        // Gemini's enums are lists of strings.
-        if values.iter().all(Value::is_string) {
-            out.insert("enum".into(), Value::Array(values.clone()));
-        }
-    }
-    if let Some(Value::Object(properties)) = map.get("properties") {
-        let cleaned: Map<String, Value> = properties
-            .iter()
-            .map(|(k, v)| (k.clone(), clean_node(v, definitions, depth + 1)))
-            .collect();
-        if let Some(Value::Array(required)) = map.get("required") {
-            let present: Vec<Value> = required
-                .iter()
-                .filter(|r| r.as_str().is_some_and(|r| cleaned.contains_key(r)))
-                .cloned()
-                .collect();
-            if !present.is_empty() {
-                out.insert("required".into(), Value::Array(present));
-            }
-        }
-        out.insert("properties".into(), Value::Object(cleaned));
-    }
-    match map.get("items") {
-        Some(items @ Value::Object(_)) => {
-            out.insert("items".into(), clean_node(items, definitions, depth + 1));
-        }
-        // Tuple schemas have no OpenAPI form; the first position's schema is the closest.
-        Some(Value::Array(positions)) if !positions.is_empty() => {
-            out.insert(
-                "items".into(),
-                clean_node(&positions[0], definitions, depth + 1),
-            );
-        }
-        _ => {}
-    }
-    if let Some(format) = map.get("format").and_then(Value::as_str) {
-        let kind = out.get("type").and_then(Value::as_str).unwrap_or_default();
-        let supported = match kind {
-            "string" => matches!(format, "enum" | "date-time"),
-            "number" => matches!(format, "float" | "double"),
-            "integer" => matches!(format, "int32" | "int64"),
-            _ => false,
-        };
-        if supported {
-            out.insert("format".into(), json!(format));
-        }
-    }
-    const KEPT: &[&str] = &[
-        "description",
-        "minItems",
-        "maxItems",
-        "minimum",
-        "maximum",
-        "minLength",
-        "maxLength",
-        "pattern",
-        "minProperties",
-        "maxProperties",
-        "propertyOrdering",
-    ];
-    for key in KEPT {
-        if let Some(value) = map.get(*key) {
-            out.insert((*key).to_string(), value.clone());
-        }
-    }
-    if nullable {
-        out.insert("nullable".into(), json!(true));
-    }
-    Value::Object(out)
-}
-
-fn scalar_text(value: &Value) -> String {
-    match value {
-        Value::String(text) => text.clone(),
-        other => other.to_string(),
-    }
 }
 
 /// Reads Gemini answers back into the neutral types.
 #[derive(Debug, Clone)]
 struct ResponseReader {
     names: ToolNameMap,
+    /// The client's, for errors sent in a reply.
+    context: ErrorContext,
 }
 
 fn malformed(message: impl Into<String>) -> LlmError {
-    LlmError::MalformedResponse {
-        provider: PROVIDER.into(),
-        message: message.into(),
-    }
+    Malformed::new(message).into_error(PROVIDER)
 }
 
 /// Builds a response from one complete reply or from the chunks of a stream.
@@ -697,7 +537,7 @@ struct Assembler {
     tool_calls: Vec<ToolCall>,
     finish_reason: Option<String>,
     block_reason: Option<String>,
-    usage: Option<Value>,
+    usage: Option<UsageMetadata>,
     response_id: Option<String>,
     model: Option<String>,
     chunks: usize,
@@ -720,83 +560,51 @@ impl Assembler {
     }
 
     /// Takes in one GenerateContentResponse; returns the deltas it carries.
-    fn add_chunk(&mut self, chunk: &Value) -> Result<Vec<StreamEvent>, LlmError> {
-        if let Some(error) = chunk.get("error") {
-            let status = error
-                .get("code")
-                .and_then(Value::as_u64)
-                .and_then(|c| u16::try_from(c).ok())
-                .unwrap_or(500);
-            let context = ErrorContext::new(
-                PROVIDER,
-                self.model.clone().unwrap_or_default(),
-                KEY_VARS.join(" or "),
-            );
-            return Err(refine_error(crate::http::classify_status(
-                &context,
-                status,
-                None,
-                &chunk.to_string(),
-            )));
-        }
-        if !chunk.is_object() {
-            return Err(malformed(format!(
-                "expected a JSON object, got {}",
-                crate::http::snippet(&chunk.to_string())
-            )));
+    fn add_chunk(
+        &mut self,
+        chunk: GenerateContentResponse<'_>,
+    ) -> Result<Vec<StreamEvent>, LlmError> {
+        if let Some(error) = chunk.error {
+            let status = error.code.unwrap_or(500);
+            return Err(google_error(&self.reader.context, status, None, error));
         }
         self.chunks += 1;
-        let text_of = |key: &str| chunk.get(key).and_then(Value::as_str).map(str::to_string);
-        self.response_id = text_of("responseId").or(self.response_id.take());
-        self.model = text_of("modelVersion").or(self.model.take());
-        if let Some(usage) = chunk.get("usageMetadata") {
-            self.usage = Some(usage.clone());
+        if chunk.response_id.is_some() {
+            self.response_id = chunk.response_id;
         }
-        if let Some(reason) = chunk
-            .pointer("/promptFeedback/blockReason")
-            .and_then(Value::as_str)
-        {
-            self.block_reason = Some(reason.to_string());
+        if chunk.model_version.is_some() {
+            self.model = chunk.model_version;
+        }
+        if chunk.usage_metadata.is_some() {
+            self.usage = chunk.usage_metadata;
+        }
+        if let Some(reason) = chunk.prompt_feedback.and_then(|f| f.block_reason) {
+            self.block_reason = Some(reason);
         }
         let mut events = Vec::new();
-        let Some(candidate) = chunk
-            .get("candidates")
-            .and_then(Value::as_array)
-            .and_then(|c| c.first())
-        else {
+        let Some(candidate) = chunk.candidates.into_iter().next() else {
             return Ok(events);
         };
-        if let Some(reason) = candidate.get("finishReason").and_then(Value::as_str) {
-            self.finish_reason = Some(reason.to_string());
+        if candidate.finish_reason.is_some() {
+            self.finish_reason = candidate.finish_reason;
         }
-        let parts = candidate
-            .pointer("/content/parts")
-            .and_then(Value::as_array)
-            .map(Vec::as_slice)
-            .unwrap_or_default();
+        let parts = candidate.content.map(|c| c.parts).unwrap_or_default();
         for part in parts {
-            let signature = part
-                .get("thoughtSignature")
-                .and_then(Value::as_str)
-                .map(str::to_string);
-            if let Some(call) = part.get("functionCall") {
+            if let Some(call) = part.function_call {
                 let provider_name = call
-                    .get("name")
-                    .and_then(Value::as_str)
+                    .name
                     .ok_or_else(|| malformed("a functionCall without a name"))?;
                 let index = self.tool_calls.len();
-                let id = call
-                    .get("id")
-                    .and_then(Value::as_str)
-                    .map(str::to_string)
-                    .unwrap_or_else(|| {
-                        format!(
-                            "call_{}_{index}",
-                            self.response_id.as_deref().unwrap_or("gemini")
-                        )
-                    });
-                let arguments = call.get("args").cloned().unwrap_or_else(|| json!({}));
-                let name = self.reader.names.original_name(provider_name);
+                let id = call.id.unwrap_or_else(|| {
+                    format!(
+                        "call_{}_{index}",
+                        self.response_id.as_deref().unwrap_or("gemini")
+                    )
+                });
+                let arguments = call
+                    .args
+                    .unwrap_or_else(|| Value::Object(Default::default()));
+                let name = self.reader.names.original_name(&provider_name);
                 events.push(StreamEvent::ToolCallDelta {
                     index,
                     id: Some(id.clone()),
@@ -807,47 +615,19 @@ impl Assembler {
                     id,
                     name,
                     arguments,
-                    signature,
+                    signature: part.thought_signature,
                 });
-            } else if let Some(text) = part.get("text").and_then(Value::as_str) {
-                if part.get("thought").and_then(Value::as_bool) == Some(true) {
-                    self.thoughts.push_str(text);
-                    events.push(StreamEvent::ThinkingDelta(text.to_string()));
-                } else if !text.is_empty() {
-                    self.text.push_str(text);
-                    events.push(StreamEvent::TextDelta(text.to_string()));
+            } else if let Some(text) = part.text {
+                if part.thought == Some(true) {
+                    self.thoughts.push_str(text.as_str());
+                    events.push(StreamEvent::ThinkingDelta(text.into_string()));
+                } else if !text.as_str().is_empty() {
+                    self.text.push_str(text.as_str());
+                    events.push(StreamEvent::TextDelta(text.into_string()));
                 }
             }
         }
         Ok(events)
-    }
-
-    fn usage(&self) -> Usage {
-        let count = |key: &str| {
-            self.usage
-                .as_ref()
-                .and_then(|u| u.get(key))
-                .and_then(Value::as_u64)
-                .unwrap_or(0)
-        };
-        let prompt = count("promptTokenCount") + count("toolUsePromptTokenCount");
-        let thoughts = count("thoughtsTokenCount");
-        // Gemini counts thinking apart from the candidates; our completion count includes it.
-        let completion = count("candidatesTokenCount") + thoughts;
-        let total = match count("totalTokenCount") {
-            0 => prompt + completion,
-            total => total,
-        };
-        Usage {
-            prompt_tokens: prompt,
-            completion_tokens: completion,
-            total_tokens: total,
-            cached_prompt_tokens: count("cachedContentTokenCount"),
-            reasoning_tokens: thoughts,
-            cache_creation_tokens: 0,
-            successful_requests: 1,
-            ..Default::default()
-        }
     }
 
     fn finish(self) -> Result<LlmResponse, LlmError> {
@@ -868,7 +648,10 @@ impl Assembler {
             ) => FinishReason::ContentFilter,
             (None, Some(other)) => FinishReason::Other(other.to_string()),
         };
-        let usage = self.usage();
+        let usage = self.usage.map(Usage::from).unwrap_or(Usage {
+            successful_requests: 1,
+            ..Default::default()
+        });
         let thinking = if self.thoughts.is_empty() {
             Vec::new()
         } else {
@@ -899,14 +682,10 @@ struct ChunkDecoder {
 
 impl SseReplyDecoder for ChunkDecoder {
     fn on_data(&mut self, data: &str) -> Result<Vec<StreamEvent>, LlmError> {
-        let chunk: Value = serde_json::from_str(data).map_err(|e| {
-            malformed(format!(
-                "a stream chunk is not JSON ({e}): {}",
-                crate::http::snippet(data)
-            ))
-        })?;
+        let chunk: GenerateContentResponse<'_> =
+            crate::wire::decode(PROVIDER, "a stream chunk", data.as_bytes())?;
         match self.assembler.as_mut() {
-            Some(assembler) => assembler.add_chunk(&chunk),
+            Some(assembler) => assembler.add_chunk(chunk),
             None => Ok(Vec::new()),
         }
     }
@@ -923,43 +702,7 @@ impl SseReplyDecoder for ChunkDecoder {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn refs_are_inlined_and_unions_become_nullable() {
-        let schema = json!({
-            "type": "object",
-            "$defs": {"Address": {"type": "object", "title": "Address", "properties": {"city": {"type": "string", "format": "uri"}}}},
-            "properties": {
-                "home": {"$ref": "#/$defs/Address", "description": "Where"},
-                "note": {"anyOf": [{"type": "string"}, {"type": "null"}], "default": null},
-                "kind": {"const": "basic"},
-                "tags": {"type": "array", "items": {"type": "string"}, "examples": [["a"]]},
-                "level": {"type": "integer", "enum": [1, 2]}
-            },
-            "required": ["home", "ghost"]
-        });
-        assert_eq!(
-            clean_schema(&schema),
-            json!({
-                "type": "object",
-                "required": ["home"],
-                "properties": {
-                    "home": {"type": "object", "properties": {"city": {"type": "string"}}, "description": "Where"},
-                    "note": {"type": "string", "nullable": true},
-                    "kind": {"enum": ["basic"], "type": "string"},
-                    "tags": {"type": "array", "items": {"type": "string"}},
-                    "level": {"type": "integer"}
-                }
-            })
-        );
-    }
-
-    #[test]
-    fn recursive_refs_end_at_the_depth_limit() {
-        let schema = json!({"$defs": {"Node": {"type": "object", "properties": {"child": {"$ref": "#/$defs/Node"}}}}, "$ref": "#/$defs/Node"});
-        let cleaned = clean_schema(&schema);
-        assert_eq!(cleaned["properties"]["child"]["type"], "object");
-    }
+    use serde_json::json;
 
     #[test]
     fn retry_delay_is_read_from_the_message() {
@@ -992,8 +735,8 @@ mod tests {
         ];
         let refs: Vec<&Message> = messages.iter().collect();
         let names = ToolNameMap::new(TOOL_NAMES, ["look up"]);
-        let contents = build_contents(&refs, &names);
-        assert_eq!(contents.len(), 3);
+        let contents = crate::wire::to_json(&build_contents(&refs, &names));
+        assert_eq!(contents.as_array().map(Vec::len), Some(3));
         assert_eq!(contents[1]["parts"][0]["thoughtSignature"], "sig");
         assert_eq!(contents[1]["parts"][0]["functionCall"]["name"], "look_up");
         assert_eq!(

@@ -8,6 +8,8 @@
 //!   system roots read at the first TLS handshake, proxied requests through reqwest.
 //! - [`classify_status`]: an HTTP error status plus body becomes the right [`LlmError`]
 //!   (authentication, rate limit with `Retry-After`, context length, ...).
+//! - [`ErrorReader`]: a provider adapter's reading of its own error bodies (codes, error types),
+//!   tried before [`classify_status`]; see [`HttpClient::with_error_reader`].
 //! - [`parse_retry_after`]: `retry-after-ms`, `Retry-After: <seconds>` and `Retry-After: <HTTP date>`.
 //! - [`HttpClient::post_sse`]: a server-sent-event reader over the response body.
 //!
@@ -34,6 +36,7 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use eventsource_stream::Eventsource;
 use futures::{Stream, StreamExt};
+use serde::Serialize;
 use serde_json::Value;
 
 use crate::config::LlmConfig;
@@ -413,11 +416,29 @@ pub struct SseEvent {
 /// A stream of server-sent events.
 pub type SseStream = Pin<Box<dyn Stream<Item = Result<SseEvent, LlmError>> + Send>>;
 
+/// An error reply as the server sent it, for a provider adapter to read (see [`ErrorReader`]).
+/// Credentials the request carried are already redacted from `body`.
+#[derive(Debug, Clone, Copy)]
+pub struct ErrorReply<'a> {
+    pub status: u16,
+    /// The wait the reply's headers asked for ([`parse_retry_after`]).
+    pub retry_after: Option<Duration>,
+    /// Header names in lower case.
+    pub headers: &'a [(String, String)],
+    pub body: &'a str,
+}
+
+/// A provider's reading of its own error bodies: the typed error its codes stand for (a tool
+/// refusal, a context overflow, a content filter, ...), or `None` to leave the reply to the
+/// status-based [`classify_status`].
+pub type ErrorReader = fn(&ErrorContext, &ErrorReply<'_>) -> Option<LlmError>;
+
 /// The HTTP side of one model client: transport, timeouts and error context.
 #[derive(Clone)]
 pub struct HttpClient {
     transport: Arc<dyn Transport>,
     context: ErrorContext,
+    error_reader: Option<ErrorReader>,
 }
 
 impl fmt::Debug for HttpClient {
@@ -435,12 +456,24 @@ impl HttpClient {
         Ok(HttpClient {
             transport: Arc::new(transport),
             context,
+            error_reader: None,
         })
     }
 
     /// A client over the given transport (a cassette recorder or replayer, or your own).
     pub fn with_transport(context: ErrorContext, transport: Arc<dyn Transport>) -> Self {
-        HttpClient { transport, context }
+        HttpClient {
+            transport,
+            context,
+            error_reader: None,
+        }
+    }
+
+    /// Reads error replies with the provider's own `reader` first (the generic
+    /// [`classify_status`] takes what it leaves).
+    pub fn with_error_reader(mut self, reader: ErrorReader) -> Self {
+        self.error_reader = Some(reader);
+        self
     }
 
     /// Replaces the transport, keeping the error context.
@@ -458,14 +491,13 @@ impl HttpClient {
     }
 
     /// POSTs a JSON body and parses the JSON reply; an error status becomes its [`LlmError`].
-    pub async fn post_json(
+    pub async fn post_json<B: Serialize + ?Sized>(
         &self,
         url: &str,
         headers: &[(String, String)],
-        body: &Value,
+        body: &B,
     ) -> Result<Value, LlmError> {
-        let response = self.send(url, headers, body, false).await?;
-        let bytes = response.body.into_bytes().await?;
+        let bytes = self.post_bytes(url, headers, body).await?;
         serde_json::from_slice(&bytes).map_err(|e| LlmError::MalformedResponse {
             provider: self.context.provider.clone(),
             message: format!(
@@ -475,12 +507,24 @@ impl HttpClient {
         })
     }
 
-    /// POSTs a JSON body and reads the reply as server-sent events.
-    pub async fn post_sse(
+    /// POSTs a JSON body and returns the whole reply body, for the caller to decode into its
+    /// provider's typed reply; an error status becomes its [`LlmError`].
+    pub async fn post_bytes<B: Serialize + ?Sized>(
         &self,
         url: &str,
         headers: &[(String, String)],
-        body: &Value,
+        body: &B,
+    ) -> Result<Bytes, LlmError> {
+        let response = self.send(url, headers, body, false).await?;
+        response.body.into_bytes().await
+    }
+
+    /// POSTs a JSON body and reads the reply as server-sent events.
+    pub async fn post_sse<B: Serialize + ?Sized>(
+        &self,
+        url: &str,
+        headers: &[(String, String)],
+        body: &B,
     ) -> Result<SseStream, LlmError> {
         let mut headers = headers.to_vec();
         if !headers
@@ -497,11 +541,26 @@ impl HttpClient {
     }
 
     /// Sends a JSON POST and returns the response if its status is a success.
-    pub async fn send(
+    pub async fn send<B: Serialize + ?Sized>(
         &self,
         url: &str,
         headers: &[(String, String)],
-        body: &Value,
+        body: &B,
+        streaming: bool,
+    ) -> Result<HttpResponse, LlmError> {
+        let body =
+            serde_json::to_vec(body).map_err(|e| LlmError::Config(format!("request body: {e}")))?;
+        self.send_bytes(url, headers, Bytes::from(body), streaming)
+            .await
+    }
+
+    /// Sends a POST of JSON already encoded (a signed body must go out as the bytes that were
+    /// signed) and returns the response if its status is a success.
+    pub async fn send_bytes(
+        &self,
+        url: &str,
+        headers: &[(String, String)],
+        body: Bytes,
         streaming: bool,
     ) -> Result<HttpResponse, LlmError> {
         let mut all_headers = vec![("content-type".to_string(), "application/json".to_string())];
@@ -515,23 +574,31 @@ impl HttpClient {
             method: "POST".into(),
             url: url.to_string(),
             headers: all_headers,
-            body: Bytes::from(
-                serde_json::to_vec(body)
-                    .map_err(|e| LlmError::Config(format!("request body: {e}")))?,
-            ),
+            body,
             streaming,
         };
         let response = self.transport.send(request, &self.context).await?;
         if response.status >= 400 {
             let retry_after = parse_retry_after(&response.headers);
             let status = response.status;
+            let reply_headers = response.headers;
             let body = response.body.into_bytes().await.unwrap_or_default();
             // Providers repeat a rejected key in the error; the message must not carry it on.
             let body = crate::error::redact_credentials(
                 &String::from_utf8_lossy(&body),
                 &crate::error::credentials_in(headers),
             );
-            return Err(classify_status(&self.context, status, retry_after, &body));
+            let reply = ErrorReply {
+                status,
+                retry_after,
+                headers: &reply_headers,
+                body: &body,
+            };
+            let error = self
+                .error_reader
+                .and_then(|read| read(&self.context, &reply))
+                .unwrap_or_else(|| classify_status(&self.context, status, retry_after, &body));
+            return Err(error);
         }
         Ok(response)
     }
@@ -621,6 +688,19 @@ pub fn classify_status(
 ) -> LlmError {
     let message = provider_error_message(body);
     let code = provider_error_code(body).unwrap_or_default();
+    classify_message(context, status, retry_after, message, &code)
+}
+
+/// Maps an HTTP error status, the provider's message and its error code (empty when it sent
+/// none) to the matching [`LlmError`]: what [`classify_status`] does once it read the body, for
+/// adapters that decoded the body themselves.
+pub fn classify_message(
+    context: &ErrorContext,
+    status: u16,
+    retry_after: Option<Duration>,
+    message: String,
+    code: &str,
+) -> LlmError {
     let provider = context.provider.clone();
     let context_overflow =
         code == "context_length_exceeded" || looks_like_context_overflow(&message);

@@ -2,9 +2,18 @@
 //!
 //! The model layer of crewai-rs: one [`Llm`] trait, real HTTP clients for the providers CrewAI
 //! users have (OpenAI chat completions and Responses, Anthropic messages, Gemini, Azure OpenAI,
-//! Ollama and any OpenAI-compatible server), and the wrappers that make every call bounded:
+//! Ollama and any OpenAI-compatible server), and the layers that make every call bounded:
 //! timeouts, retries with backoff and jitter that honour `Retry-After`, fallback models, and
 //! shared rate limits.
+//!
+//! ## Layers
+//!
+//! Everything around a call that is not a provider's wire format is an [`LlmLayer`], and
+//! [`LayeredLlm`] runs a model under a stack of them (outermost first). [`build_llm`] makes
+//! `fallbacks → rate limit → retries → stop words → client` from a config; crewai-core adds the
+//! run's own layers (hooks, budget, rate limit, events and usage) on top, and users can add
+//! theirs. What a layer needs to know about a call travels in [`LlmRequest::extensions`].
+//! See [`layer`] for the trait, the order and why the design is not tower's.
 //!
 //! ## Calling OpenAI with a tool
 //!
@@ -80,14 +89,17 @@ mod adapter_support;
 pub mod anthropic;
 #[cfg(feature = "bedrock")]
 pub mod bedrock;
+pub mod budget;
 pub mod cassette;
 pub mod config;
 pub mod context_window;
 pub mod embeddings;
 pub mod error;
+pub mod extensions;
 pub mod fallback;
 pub mod gemini;
 pub mod http;
+pub mod layer;
 pub mod openai;
 pub mod openai_responses;
 pub mod pricing;
@@ -99,23 +111,27 @@ pub mod scripted;
 pub mod stop_words;
 pub mod traits;
 pub mod types;
+pub mod wire;
 
 pub use anthropic::AnthropicLlm;
 pub use async_trait::async_trait;
+pub use budget::{BudgetExceeded, BudgetLimit};
 pub use config::{DEFAULT_MODEL, LlmConfig, OpenAiApi};
 pub use context_window::context_window_size;
 pub use embeddings::{Embedder, EmbedderConfig, EmbedderSettings, HashEmbedder, build_embedder};
 pub use error::{LlmError, looks_like_context_overflow};
-pub use fallback::FallbackLlm;
+pub use extensions::Extensions;
+pub use fallback::FallbackLayer;
 pub use gemini::GeminiLlm;
+pub use layer::{LayeredLlm, LayeredLlmBuilder, LlmLayer, Next};
 pub use openai::OpenAiClient;
 pub use openai_responses::OpenAiResponsesClient;
 pub use pricing::{ModelPrice, PriceTable, PriceTableError};
 pub use providers::{Provider, ProviderDescriptor, ProviderFactory, ProviderRegistry};
-pub use rate_limit::{Clock, RateLimitedLlm, RateLimiter, TokioClock, VirtualClock};
-pub use retry::{RetryLlm, RetryPolicy};
+pub use rate_limit::{Clock, RateLimitLayer, RateLimiter, TokioClock, VirtualClock};
+pub use retry::{RetryLayer, RetryPolicy};
 pub use router::{BuildOptions, LOCAL_PROVIDER, build_llm, build_llm_with, default_llm};
 pub use scripted::ScriptedLlm;
-pub use stop_words::StopWordLlm;
+pub use stop_words::StopWordsLayer;
 pub use traits::{Llm, LlmStream, collect_stream};
 pub use types::*;

@@ -6,6 +6,12 @@
 //! words are cut on the client, see [`crate::stop_words`]), and for reasoning models (`o1`, `o3`,
 //! `o4`, `gpt-5`) no temperature, `max_completion_tokens` and `reasoning_effort`.
 //!
+//! The wire types are [`crate::wire::openai`]. Error bodies are read by their codes into typed
+//! errors: `unsupported_parameter` on `tools` (or a server that says in words it takes no tools:
+//! Ollama, vLLM, OpenRouter) is [`LlmError::ToolsUnsupported`], `content_filter` (Azure's
+//! `ResponsibleAIPolicyViolation`) is [`LlmError::ContentFiltered`], `context_length_exceeded`
+//! is [`LlmError::ContextLengthExceeded`]; the same for errors sent as stream chunks.
+//!
 //! ```no_run
 //! # async fn demo() -> Result<(), crewai_llm::LlmError> {
 //! use crewai_llm::openai::OpenAiClient;
@@ -22,18 +28,26 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use futures::StreamExt;
-use serde_json::{Map, Value, json};
+use serde::Deserialize as _;
+use serde_json::Value;
 
-use crate::adapter_support::{self, ToolNameMap, ToolNameRules};
+use crate::adapter_support::{self, SseReplyDecoder, ToolNameMap, ToolNameRules};
 use crate::config::LlmConfig;
 use crate::context_window::context_window_size;
 use crate::error::LlmError;
-use crate::http::{ErrorContext, HttpClient, SseStream, Transport};
+use crate::http::{ErrorContext, ErrorReply, HttpClient, SseStream, Transport};
 use crate::traits::{Llm, LlmStream};
 use crate::types::{
-    Capabilities, ContentPart, FinishReason, LlmRequest, LlmResponse, Message, ResponseFormat,
-    Role, StreamEvent, ToolCall, ToolChoice, ToolDefinition, Usage,
+    Capabilities, FinishReason, LlmRequest, LlmResponse, Message, ResponseFormat, Role,
+    StreamEvent, ToolCall, ToolChoice, ToolDefinition, Usage,
 };
+use crate::wire::openai::{
+    ChatChunk, ChatCompletion, ChatContent, ChatMessage, ChatRequest, ChatResponseFormat, ChatTool,
+    ChatToolCall, ChatToolChoice, ChatUsage, ErrorBody, ErrorDetail, ErrorField, ErrorQuirk,
+    FunctionCall, FunctionDefinition, FunctionKind, FunctionName, NamedFunction, StreamOptions,
+    ToolMode,
+};
+use crate::wire::{KeyOrder, Malformed, WithExtra, to_json};
 
 /// OpenAI's public endpoint.
 pub const OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
@@ -120,7 +134,7 @@ pub(crate) struct Sampling<'a> {
     pub(crate) temperature: Option<f64>,
     /// The request's limit, else `max_completion_tokens`, else `max_tokens`.
     pub(crate) max_tokens: Option<u32>,
-    pub(crate) reasoning_effort: Option<&'a String>,
+    pub(crate) reasoning_effort: Option<&'a str>,
 }
 
 impl<'a> Sampling<'a> {
@@ -138,7 +152,7 @@ impl<'a> Sampling<'a> {
                 .max_tokens
                 .or(config.max_completion_tokens)
                 .or(config.max_tokens),
-            reasoning_effort: config.reasoning_effort.as_ref().filter(|_| reasoning),
+            reasoning_effort: config.reasoning_effort.as_deref().filter(|_| reasoning),
         }
     }
 }
@@ -184,7 +198,8 @@ impl OpenAiClient {
         key_hint: &str,
         config: &LlmConfig,
     ) -> Result<Self, LlmError> {
-        let http = HttpClient::new(ErrorContext::new(provider, model, key_hint), config)?;
+        let http = HttpClient::new(ErrorContext::new(provider, model, key_hint), config)?
+            .with_error_reader(read_error);
         let url = format!("{}/chat/completions", base_url.trim_end_matches('/'));
         let send_stop = !matches!(provider, "openai" | "azure");
         Ok(OpenAiClient {
@@ -210,7 +225,8 @@ impl OpenAiClient {
         let http = HttpClient::new(
             ErrorContext::new("azure", deployment, "AZURE_API_KEY"),
             config,
-        )?;
+        )?
+        .with_error_reader(read_error);
         let base = base_url.trim_end_matches('/');
         let base = base.strip_suffix("/openai").unwrap_or(base);
         let url = format!(
@@ -234,7 +250,7 @@ impl OpenAiClient {
     }
 
     /// Whether stop words go in the request body (they are always applied on the client by
-    /// [`crate::stop_words::StopWordLlm`], which `build_llm` wraps around every client).
+    /// [`crate::stop_words::StopWordsLayer`], which `build_llm` puts over every client).
     pub fn with_server_stop(mut self, send: bool) -> Self {
         self.send_stop = send;
         self
@@ -251,215 +267,167 @@ impl OpenAiClient {
 
     /// The JSON body for `request`, as CrewAI would send it.
     pub fn request_body(&self, request: &LlmRequest, stream: bool) -> Value {
-        self.prepare(request, stream).0
+        let names = ToolNameMap::for_request(TOOL_NAMES, request, &[]);
+        to_json(&self.body(request, &names, stream))
     }
 
-    /// The body and the tool-name mapping used in it.
-    fn prepare(&self, request: &LlmRequest, stream: bool) -> (Value, ToolNameMap) {
+    /// The body bytes for `request`, exactly as a call sends them.
+    pub fn request_bytes(&self, request: &LlmRequest, stream: bool) -> Result<Vec<u8>, LlmError> {
         let names = ToolNameMap::for_request(TOOL_NAMES, request, &[]);
+        serde_json::to_vec(&self.body(request, &names, stream))
+            .map_err(|e| LlmError::Config(format!("request body: {e}")))
+    }
+
+    /// The typed body for `request`, borrowing from it, the config and the tool-name map.
+    fn body<'a>(
+        &'a self,
+        request: &'a LlmRequest,
+        names: &'a ToolNameMap,
+        stream: bool,
+    ) -> WithExtra<'a, ChatRequest<'a>> {
         let sampling = Sampling::resolve(&self.model, &self.config, request);
         let reasoning = sampling.reasoning;
-        let mut body: BTreeMap<String, Value> = BTreeMap::new();
-        body.insert(
-            "messages".into(),
-            Value::Array(
-                request
-                    .messages
-                    .iter()
-                    .map(|m| message_json_named(m, &names))
-                    .collect(),
-            ),
-        );
-        if self.send_model {
-            body.insert("model".into(), Value::String(self.model.clone()));
-        }
-        if let Some(t) = sampling.temperature {
-            body.insert("temperature".into(), json!(t));
-        }
-        if let Some(n) = sampling.max_tokens {
-            let key = if reasoning || self.config.max_completion_tokens.is_some() {
-                "max_completion_tokens"
-            } else {
-                "max_tokens"
-            };
-            body.insert(key.into(), json!(n));
-        }
-        if let Some(effort) = sampling.reasoning_effort {
-            body.insert("reasoning_effort".into(), json!(effort));
-        }
-        if self.send_stop && !reasoning {
-            let mut stop: Vec<&String> = Vec::new();
-            for word in self.config.stop.iter().chain(&request.options.stop) {
-                if !word.is_empty() && !stop.contains(&word) {
-                    stop.push(word);
-                }
-            }
+        let (max_completion_tokens, max_tokens) = match sampling.max_tokens {
+            Some(n) if reasoning || self.config.max_completion_tokens.is_some() => (Some(n), None),
+            other => (None, other),
+        };
+        let stop = if self.send_stop && !reasoning {
+            let mut stop = adapter_support::stop_words(&self.config, request);
             // The chat-completions API takes at most four.
             stop.truncate(4);
-            if !stop.is_empty() {
-                body.insert("stop".into(), json!(stop));
-            }
+            stop
+        } else {
+            Vec::new()
+        };
+        let tool_choice = (!request.tools.is_empty()).then(|| {
+            tool_choice(
+                request
+                    .options
+                    .tool_choice
+                    .as_ref()
+                    .unwrap_or(&ToolChoice::Auto),
+                names,
+            )
+        });
+        let body = ChatRequest {
+            frequency_penalty: self.config.frequency_penalty,
+            max_completion_tokens,
+            max_tokens,
+            messages: request
+                .messages
+                .iter()
+                .map(|m| chat_message(m, names))
+                .collect(),
+            model: self.send_model.then_some(self.model.as_str()),
+            presence_penalty: self.config.presence_penalty,
+            reasoning_effort: sampling.reasoning_effort,
+            response_format: ChatResponseFormat::resolve(
+                request.response_format.as_ref(),
+                self.config.response_format.as_ref(),
+            ),
+            seed: self.config.seed,
+            stop,
+            stream: stream.then_some(true),
+            stream_options: stream.then_some(StreamOptions {
+                include_usage: true,
+            }),
+            temperature: sampling.temperature,
+            tool_choice,
+            tools: request.tools.iter().map(|t| chat_tool(t, names)).collect(),
+            top_p: self.config.top_p,
+        };
+        WithExtra {
+            body,
+            extra: &self.config.extra_body,
+            order: KeyOrder::Sorted,
         }
-        if let Some(p) = self.config.top_p {
-            body.insert("top_p".into(), json!(p));
-        }
-        if let Some(seed) = self.config.seed {
-            body.insert("seed".into(), json!(seed));
-        }
-        if let Some(p) = self.config.frequency_penalty {
-            body.insert("frequency_penalty".into(), json!(p));
-        }
-        if let Some(p) = self.config.presence_penalty {
-            body.insert("presence_penalty".into(), json!(p));
-        }
-        if let Some(format) = response_format_json(
-            request.response_format.as_ref(),
-            self.config.response_format.as_ref(),
-        ) {
-            body.insert("response_format".into(), format);
-        }
-        if !request.tools.is_empty() {
-            body.insert(
-                "tools".into(),
-                Value::Array(
-                    request
-                        .tools
-                        .iter()
-                        .map(|t| tool_json_named(t, &names))
-                        .collect(),
-                ),
-            );
-            let choice = match request
-                .options
-                .tool_choice
-                .clone()
-                .unwrap_or(ToolChoice::Auto)
-            {
-                ToolChoice::Tool(name) => ToolChoice::Tool(names.provider_name(&name)),
-                other => other,
-            };
-            body.insert("tool_choice".into(), tool_choice_json(&choice));
-        }
-        if stream {
-            body.insert("stream".into(), Value::Bool(true));
-            body.insert("stream_options".into(), json!({"include_usage": true}));
-        }
-        for (key, value) in &self.config.extra_body {
-            body.insert(key.clone(), value.clone());
-        }
-        (
-            Value::Object(body.into_iter().collect::<Map<_, _>>()),
-            names,
-        )
     }
 
     fn provider_name(&self) -> &str {
         &self.http.context().provider
     }
-
-    fn malformed(&self, message: impl Into<String>) -> LlmError {
-        LlmError::MalformedResponse {
-            provider: self.provider_name().to_string(),
-            message: message.into(),
-        }
-    }
 }
 
 /// One message in OpenAI's shape.
 pub fn message_json(message: &Message) -> Value {
-    message_json_named(message, &ToolNameMap::default())
+    to_json(&chat_message(message, &ToolNameMap::default()))
 }
 
-fn message_json_named(message: &Message, names: &ToolNameMap) -> Value {
+fn chat_message<'a>(message: &'a Message, names: &'a ToolNameMap) -> ChatMessage<'a> {
     match message.role {
-        Role::Tool => {
-            let mut out = Map::new();
-            out.insert("role".into(), json!("tool"));
-            out.insert(
-                "tool_call_id".into(),
-                json!(message.tool_call_id.clone().unwrap_or_default()),
-            );
-            if let Some(name) = &message.name {
-                out.insert("name".into(), json!(names.provider_name(name)));
-            }
-            out.insert("content".into(), json!(message.text()));
-            Value::Object(out)
-        }
+        Role::Tool => ChatMessage::Tool {
+            tool_call_id: message.tool_call_id.as_deref().unwrap_or_default(),
+            name: message
+                .name
+                .as_deref()
+                .map(|name| names.provider_name(name)),
+            content: adapter_support::message_text(message),
+        },
         Role::Assistant if !message.tool_calls.is_empty() => {
-            let text = message.text();
-            json!({
-                "role": "assistant",
-                "content": if text.is_empty() { Value::Null } else { Value::String(text) },
-                "tool_calls": message.tool_calls.iter().map(|call| json!({
-                    "id": call.id,
-                    "type": "function",
-                    "function": {"name": names.provider_name(&call.name), "arguments": call.arguments_text()},
-                })).collect::<Vec<_>>(),
-            })
+            let text = adapter_support::message_text(message);
+            ChatMessage::Assistant {
+                content: (!text.is_empty()).then_some(ChatContent::Text(text)),
+                tool_calls: message
+                    .tool_calls
+                    .iter()
+                    .map(|call| ChatToolCall {
+                        id: &call.id,
+                        kind: FunctionKind::Function,
+                        function: FunctionCall {
+                            name: names.provider_name(&call.name),
+                            arguments: adapter_support::arguments_text(call),
+                        },
+                    })
+                    .collect(),
+            }
         }
-        role => {
-            let role = match role {
-                Role::System => "system",
-                Role::User => "user",
-                _ => "assistant",
-            };
-            json!({"role": role, "content": content_json(message)})
-        }
+        Role::System => ChatMessage::System {
+            content: chat_content(message),
+        },
+        Role::User => ChatMessage::User {
+            content: chat_content(message),
+        },
+        Role::Assistant => ChatMessage::Assistant {
+            content: Some(chat_content(message)),
+            tool_calls: Vec::new(),
+        },
     }
 }
 
-fn content_json(message: &Message) -> Value {
+fn chat_content(message: &Message) -> ChatContent<'_> {
     if !message.has_media() {
-        return Value::String(message.text());
+        return ChatContent::Text(adapter_support::message_text(message));
     }
-    Value::Array(
-        message
-            .content
-            .iter()
-            .map(|part| match part {
-                ContentPart::Text { text } => json!({"type": "text", "text": text}),
-                ContentPart::Image { url, .. } => {
-                    json!({"type": "image_url", "image_url": {"url": url}})
-                }
-                ContentPart::File {
-                    data_base64,
-                    media_type,
-                    filename,
-                } => {
-                    let mut file =
-                        json!({"file_data": format!("data:{media_type};base64,{data_base64}")});
-                    if let Some(name) = filename {
-                        file["filename"] = json!(name);
-                    }
-                    json!({"type": "file", "file": file})
-                }
-            })
-            .collect(),
-    )
+    ChatContent::Parts(message.content.iter().map(Into::into).collect())
 }
 
 /// One tool in OpenAI's shape (`strict` only when asked for, as CrewAI sends it).
 pub fn tool_json(tool: &ToolDefinition) -> Value {
-    tool_json_named(tool, &ToolNameMap::default())
+    to_json(&chat_tool(tool, &ToolNameMap::default()))
 }
 
-fn tool_json_named(tool: &ToolDefinition, names: &ToolNameMap) -> Value {
-    let mut function = Map::new();
-    function.insert("name".into(), json!(names.provider_name(&tool.name)));
-    function.insert("description".into(), json!(tool.description));
-    if tool.strict {
-        function.insert("strict".into(), Value::Bool(true));
+fn chat_tool<'a>(tool: &'a ToolDefinition, names: &'a ToolNameMap) -> ChatTool<'a> {
+    ChatTool::Function {
+        function: FunctionDefinition {
+            name: names.provider_name(&tool.name),
+            description: &tool.description,
+            strict: tool.strict,
+            parameters: &tool.parameters,
+        },
     }
-    function.insert("parameters".into(), tool.parameters.clone());
-    json!({"type": "function", "function": function})
 }
 
-fn tool_choice_json(choice: &ToolChoice) -> Value {
+fn tool_choice<'a>(choice: &'a ToolChoice, names: &'a ToolNameMap) -> ChatToolChoice<'a> {
     match choice {
-        ToolChoice::Auto => json!("auto"),
-        ToolChoice::None => json!("none"),
-        ToolChoice::Required => json!("required"),
-        ToolChoice::Tool(name) => json!({"type": "function", "function": {"name": name}}),
+        ToolChoice::Auto => ChatToolChoice::Mode(ToolMode::Auto),
+        ToolChoice::None => ChatToolChoice::Mode(ToolMode::None),
+        ToolChoice::Required => ChatToolChoice::Mode(ToolMode::Required),
+        ToolChoice::Tool(name) => ChatToolChoice::Function(NamedFunction {
+            kind: FunctionKind::Function,
+            function: FunctionName {
+                name: names.provider_name(name),
+            },
+        }),
     }
 }
 
@@ -469,141 +437,102 @@ pub fn response_format_json(
     request: Option<&ResponseFormat>,
     config: Option<&Value>,
 ) -> Option<Value> {
-    if let Some(format) = request {
-        return Some(json!({
-            "type": "json_schema",
-            "json_schema": {"schema": format.schema, "name": format.name, "strict": format.strict},
-        }));
-    }
-    let config = config?;
-    let kind = config.get("type").and_then(Value::as_str);
-    if matches!(kind, Some("json_schema" | "json_object" | "text")) {
-        return Some(config.clone());
-    }
-    if let Some(schema) = config.get("schema") {
-        let name = config
-            .get("name")
-            .and_then(Value::as_str)
-            .unwrap_or("response");
-        let strict = config
-            .get("strict")
-            .and_then(Value::as_bool)
-            .unwrap_or(true);
-        return Some(
-            json!({"type": "json_schema", "json_schema": {"schema": schema, "name": name, "strict": strict}}),
-        );
-    }
-    let name = config
-        .get("title")
-        .and_then(Value::as_str)
-        .unwrap_or("response");
-    Some(
-        json!({"type": "json_schema", "json_schema": {"schema": config, "name": name, "strict": true}}),
-    )
+    ChatResponseFormat::resolve(request, config).map(|format| to_json(&format))
 }
 
 /// Maps OpenAI's `finish_reason`.
 pub fn finish_reason(reason: Option<&str>) -> FinishReason {
-    match reason {
-        None | Some("stop") => FinishReason::Stop,
-        Some("length") => FinishReason::Length,
-        Some("tool_calls" | "function_call") => FinishReason::ToolCalls,
-        Some("content_filter") => FinishReason::ContentFilter,
-        Some(other) => FinishReason::Other(other.to_string()),
-    }
+    crate::wire::openai::finish_reason(reason)
 }
 
 /// Reads OpenAI's `usage` object (cached and reasoning tokens included).
 pub fn parse_usage(usage: Option<&Value>) -> Usage {
-    let Some(usage) = usage.filter(|u| u.is_object()) else {
-        return Usage {
-            successful_requests: 1,
-            ..Default::default()
-        };
-    };
-    let number = |v: Option<&Value>| v.and_then(Value::as_u64).unwrap_or(0);
-    let prompt = number(usage.get("prompt_tokens"));
-    let completion = number(usage.get("completion_tokens"));
-    Usage {
-        prompt_tokens: prompt,
-        completion_tokens: completion,
-        total_tokens: usage
-            .get("total_tokens")
-            .and_then(Value::as_u64)
-            .unwrap_or(prompt + completion),
-        cached_prompt_tokens: number(usage.pointer("/prompt_tokens_details/cached_tokens")),
-        reasoning_tokens: number(usage.pointer("/completion_tokens_details/reasoning_tokens")),
-        cache_creation_tokens: 0,
-        successful_requests: 1,
-        ..Default::default()
+    let usage = usage.and_then(|u| ChatUsage::deserialize(u).ok());
+    crate::wire::openai::usage_of(usage)
+}
+
+/// Parses a complete chat-completions reply already read as JSON.
+pub fn parse_completion(provider: &str, body: &Value) -> Result<LlmResponse, LlmError> {
+    let completion =
+        ChatCompletion::deserialize(body).map_err(|e| LlmError::MalformedResponse {
+            provider: provider.to_string(),
+            message: format!(
+                "the reply does not have the documented shape ({e}): {}",
+                crate::http::snippet(&body.to_string())
+            ),
+        })?;
+    completion_response(provider, completion, || body.to_string())
+}
+
+/// Parses a complete chat-completions reply from its bytes.
+pub fn parse_completion_bytes(provider: &str, body: &[u8]) -> Result<LlmResponse, LlmError> {
+    let completion: ChatCompletion = crate::wire::decode(provider, "the reply", body)?;
+    completion_response(provider, completion, || {
+        String::from_utf8_lossy(body).into_owned()
+    })
+}
+
+fn completion_response(
+    provider: &str,
+    completion: ChatCompletion,
+    text: impl FnOnce() -> String,
+) -> Result<LlmResponse, LlmError> {
+    if completion.choices.is_empty() {
+        return Err(Malformed(format!(
+            "no `choices` in the reply: {}",
+            crate::http::snippet(&text())
+        ))
+        .into_error(provider));
+    }
+    LlmResponse::try_from(completion).map_err(|e| e.into_error(provider))
+}
+
+/// Reads an OpenAI-shaped error body for what its codes say beyond the status: a content
+/// filter, a context overflow, a model that takes no tools. The statuses that say it all
+/// (401, 403, 429) and server errors are left to [`crate::http::classify_status`].
+pub(crate) fn read_error(context: &ErrorContext, reply: &ErrorReply<'_>) -> Option<LlmError> {
+    if !(400..500).contains(&reply.status) || matches!(reply.status, 401 | 403 | 429) {
+        return None;
+    }
+    let detail = serde_json::from_str::<ErrorBody>(reply.body).ok()?.detail();
+    let quirk = detail.quirk()?;
+    let message = detail.message_or(&crate::http::provider_error_message(reply.body));
+    Some(quirk_error(context, quirk, message))
+}
+
+/// The typed error for a quirk.
+pub(crate) fn quirk_error(context: &ErrorContext, quirk: ErrorQuirk, message: String) -> LlmError {
+    let provider = context.provider.clone();
+    match quirk {
+        ErrorQuirk::ContextLength => LlmError::ContextLengthExceeded { provider, message },
+        ErrorQuirk::ContentFilter => LlmError::ContentFiltered { provider, message },
+        ErrorQuirk::ToolsUnsupported => LlmError::ToolsUnsupported {
+            provider,
+            model: context.model.clone(),
+            message,
+        },
     }
 }
 
-/// Parses a complete chat-completions reply.
-pub fn parse_completion(provider: &str, body: &Value) -> Result<LlmResponse, LlmError> {
-    let malformed = |message: String| LlmError::MalformedResponse {
-        provider: provider.to_string(),
-        message,
-    };
-    let choice = body
-        .get("choices")
-        .and_then(Value::as_array)
-        .and_then(|choices| choices.first())
-        .ok_or_else(|| {
-            malformed(format!(
-                "no `choices` in the reply: {}",
-                crate::http::snippet(&body.to_string())
-            ))
-        })?;
-    let message = choice
-        .get("message")
-        .ok_or_else(|| malformed("the first choice has no `message`".into()))?;
-    let mut tool_calls = Vec::new();
-    for call in message
-        .get("tool_calls")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        let function = call
-            .get("function")
-            .ok_or_else(|| malformed("a tool call has no `function`".into()))?;
-        let name = function
-            .get("name")
-            .and_then(Value::as_str)
-            .ok_or_else(|| malformed("a tool call has no name".into()))?;
-        let arguments = match function.get("arguments") {
-            Some(Value::String(raw)) => raw.clone(),
-            Some(other) => other.to_string(),
-            None => String::new(),
-        };
-        let id = call.get("id").and_then(Value::as_str).unwrap_or_default();
-        tool_calls.push(ToolCall::from_raw_arguments(id, name, &arguments));
+/// An error a server sent as a stream chunk: its quirk's typed error, else a server error (the
+/// stream had opened with a 200).
+fn chunk_error(context: &ErrorContext, field: ErrorField) -> LlmError {
+    let detail: ErrorDetail = field.into_detail();
+    let message = detail.message_or(
+        detail
+            .code
+            .as_deref()
+            .unwrap_or("the server reported an error mid-stream"),
+    );
+    match detail.quirk() {
+        Some(quirk) => quirk_error(context, quirk, message),
+        None => LlmError::Server {
+            provider: context.provider.clone(),
+            status: 200,
+            message,
+            retry_after: None,
+        },
     }
-    let mut content = message
-        .get("content")
-        .and_then(Value::as_str)
-        .map(str::to_string);
-    let mut reason = finish_reason(choice.get("finish_reason").and_then(Value::as_str));
-    if content.is_none()
-        && tool_calls.is_empty()
-        && let Some(refusal) = message.get("refusal").and_then(Value::as_str)
-    {
-        content = Some(refusal.to_string());
-        reason = FinishReason::ContentFilter;
-    }
-    Ok(LlmResponse {
-        content,
-        tool_calls,
-        finish_reason: reason,
-        usage: parse_usage(body.get("usage")),
-        response_id: body.get("id").and_then(Value::as_str).map(str::to_string),
-        model: body
-            .get("model")
-            .and_then(Value::as_str)
-            .map(str::to_string),
-        thinking: Vec::new(),
-    })
 }
 
 /// Assembles a streamed reply from its chunks.
@@ -613,77 +542,56 @@ struct StreamAssembly {
     /// Tool calls by their stream index: (id, name, argument text).
     tool_calls: BTreeMap<usize, (String, String, String)>,
     finish_reason: Option<String>,
-    usage: Option<Value>,
+    usage: Option<ChatUsage>,
     response_id: Option<String>,
     model: Option<String>,
-    done: bool,
     /// Whether any chunk carried a choice: a stream without one has no reply at all.
     saw_choice: bool,
 }
 
 impl StreamAssembly {
     /// Takes one chunk; returns the deltas to show.
-    fn absorb(&mut self, chunk: &Value) -> Vec<StreamEvent> {
+    fn absorb(&mut self, chunk: ChatChunk<'_>) -> Vec<StreamEvent> {
         let mut events = Vec::new();
         if self.response_id.is_none() {
-            self.response_id = chunk.get("id").and_then(Value::as_str).map(str::to_string);
+            self.response_id = chunk.id.map(|id| id.into_string());
         }
         if self.model.is_none() {
-            self.model = chunk
-                .get("model")
-                .and_then(Value::as_str)
-                .map(str::to_string);
+            self.model = chunk.model.map(|model| model.into_string());
         }
-        if let Some(usage) = chunk.get("usage").filter(|u| u.is_object()) {
-            self.usage = Some(usage.clone());
+        if chunk.usage.is_some() {
+            self.usage = chunk.usage;
         }
-        let Some(choice) = chunk
-            .get("choices")
-            .and_then(Value::as_array)
-            .and_then(|c| c.first())
-        else {
+        let Some(choice) = chunk.choices.into_iter().next() else {
             return events;
         };
         self.saw_choice = true;
-        if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
-            self.finish_reason = Some(reason.to_string());
+        if let Some(reason) = choice.finish_reason {
+            self.finish_reason = Some(reason.into_string());
         }
-        let Some(delta) = choice.get("delta") else {
+        let Some(delta) = choice.delta else {
             return events;
         };
-        if let Some(text) = delta
-            .get("content")
-            .and_then(Value::as_str)
-            .filter(|t| !t.is_empty())
-        {
-            self.content.push_str(text);
-            events.push(StreamEvent::TextDelta(text.to_string()));
+        if let Some(text) = delta.content.filter(|t| !t.as_str().is_empty()) {
+            self.content.push_str(text.as_str());
+            events.push(StreamEvent::TextDelta(text.into_string()));
         }
-        for (position, call) in delta
-            .get("tool_calls")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .enumerate()
-        {
-            let index = call
-                .get("index")
-                .and_then(Value::as_u64)
-                .map(|i| i as usize)
-                .unwrap_or(position);
-            let id = call.get("id").and_then(Value::as_str).map(str::to_string);
-            let name = call
-                .pointer("/function/name")
-                .and_then(Value::as_str)
-                .map(str::to_string);
-            let arguments = call
-                .pointer("/function/arguments")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string();
+        for (position, call) in delta.tool_calls.into_iter().enumerate() {
+            let index = call.index.unwrap_or(position);
+            let id = call.id.map(|id| id.into_string());
+            let (name, arguments) = match call.function {
+                Some(function) => (
+                    function.name.map(|n| n.into_string()),
+                    function
+                        .arguments
+                        .map(|a| a.into_string())
+                        .unwrap_or_default(),
+                ),
+                None => (None, String::new()),
+            };
             let entry = self.tool_calls.entry(index).or_default();
             if let Some(id) = &id {
-                entry.0 = id.clone();
+                entry.0.clone_from(id);
             }
             if let Some(name) = &name {
                 entry.1.push_str(name);
@@ -701,12 +609,9 @@ impl StreamAssembly {
 
     /// The final event of a stream that ended properly: the reply, or an error when no chunk
     /// carried a choice (as a complete reply with `choices: []` is an error).
-    fn into_done(self, provider: String) -> Result<StreamEvent, LlmError> {
+    fn into_done(self, provider: &str) -> Result<StreamEvent, LlmError> {
         if !self.saw_choice {
-            return Err(LlmError::MalformedResponse {
-                provider,
-                message: "the stream carried no `choices`".into(),
-            });
+            return Err(Malformed::new("the stream carried no `choices`").into_error(provider));
         }
         Ok(StreamEvent::Done(self.finish()))
     }
@@ -725,7 +630,7 @@ impl StreamAssembly {
             },
             tool_calls,
             finish_reason: finish_reason(self.finish_reason.as_deref()),
-            usage: parse_usage(self.usage.as_ref()),
+            usage: crate::wire::openai::usage_of(self.usage),
             response_id: self.response_id,
             model: self.model,
             thinking: Vec::new(),
@@ -733,72 +638,65 @@ impl StreamAssembly {
     }
 }
 
+/// Chat-completion chunks until `[DONE]`; a stream the server closes after a finish reason is
+/// complete too (some compatible servers send no `[DONE]`).
+struct ChunkDecoder {
+    context: ErrorContext,
+    /// `None` once the final response went out.
+    assembly: Option<StreamAssembly>,
+}
+
+impl SseReplyDecoder for ChunkDecoder {
+    fn on_data(&mut self, data: &str) -> Result<Vec<StreamEvent>, LlmError> {
+        let provider = self.context.provider.as_str();
+        if data.trim() == "[DONE]" {
+            return match self.assembly.take() {
+                Some(assembly) => assembly.into_done(provider).map(|done| vec![done]),
+                None => Ok(Vec::new()),
+            };
+        }
+        let chunk: ChatChunk<'_> =
+            crate::wire::decode(provider, "a stream chunk", data.as_bytes())?;
+        if let Some(error) = chunk.error {
+            return Err(chunk_error(&self.context, error));
+        }
+        Ok(match self.assembly.as_mut() {
+            Some(assembly) => assembly.absorb(chunk),
+            None => Vec::new(),
+        })
+    }
+
+    fn on_close(&mut self) -> Option<Result<StreamEvent, LlmError>> {
+        let assembly = self.assembly.take()?;
+        let provider = self.context.provider.as_str();
+        if assembly.finish_reason.is_some() {
+            return Some(assembly.into_done(provider));
+        }
+        Some(Err(Malformed::new(
+            "the stream ended before the reply was complete",
+        )
+        .into_error(provider)))
+    }
+
+    fn is_complete(&self) -> bool {
+        self.assembly.is_none()
+    }
+}
+
 /// Turns chat-completion SSE chunks into stream events ending with [`StreamEvent::Done`].
 pub fn completion_events(provider: String, sse: SseStream) -> LlmStream {
-    let state = (sse, Some(StreamAssembly::default()));
-    let events = futures::stream::unfold(state, move |(mut sse, assembly)| {
-        let provider = provider.clone();
-        async move {
-            let mut assembly = assembly?;
-            loop {
-                let Some(event) = sse.next().await else {
-                    if assembly.done || assembly.finish_reason.is_some() {
-                        return Some((vec![assembly.into_done(provider)], (sse, None)));
-                    }
-                    let error = LlmError::MalformedResponse {
-                        provider,
-                        message: "the stream ended before the reply was complete".into(),
-                    };
-                    return Some((vec![Err(error)], (sse, None)));
-                };
-                let event = match event {
-                    Ok(event) => event,
-                    Err(error) => return Some((vec![Err(error)], (sse, None))),
-                };
-                let data = event.data.trim();
-                if data.is_empty() {
-                    continue;
-                }
-                if data == "[DONE]" {
-                    assembly.done = true;
-                    return Some((vec![assembly.into_done(provider)], (sse, None)));
-                }
-                let chunk: Value = match serde_json::from_str(data) {
-                    Ok(chunk) => chunk,
-                    Err(e) => {
-                        let message = format!(
-                            "a stream chunk is not JSON ({e}): {}",
-                            crate::http::snippet(data)
-                        );
-                        return Some((
-                            vec![Err(LlmError::MalformedResponse { provider, message })],
-                            (sse, None),
-                        ));
-                    }
-                };
-                if let Some(error) = chunk.get("error") {
-                    let message =
-                        crate::http::provider_error_message(&json!({ "error": error }).to_string());
-                    let error = if crate::error::looks_like_context_overflow(&message) {
-                        LlmError::ContextLengthExceeded { provider, message }
-                    } else {
-                        LlmError::Server {
-                            provider,
-                            status: 200,
-                            message,
-                            retry_after: None,
-                        }
-                    };
-                    return Some((vec![Err(error)], (sse, None)));
-                }
-                let deltas = assembly.absorb(&chunk);
-                if !deltas.is_empty() {
-                    return Some((deltas.into_iter().map(Ok).collect(), (sse, Some(assembly))));
-                }
-            }
-        }
-    });
-    Box::pin(events.flat_map(futures::stream::iter))
+    completion_stream(ErrorContext::new(provider, "", ""), sse)
+}
+
+/// [`completion_events`] with the client's error context (a typed error names the model).
+fn completion_stream(context: ErrorContext, sse: SseStream) -> LlmStream {
+    adapter_support::decode_sse_reply(
+        sse,
+        ChunkDecoder {
+            context,
+            assembly: Some(StreamAssembly::default()),
+        },
+    )
 }
 
 #[async_trait]
@@ -843,27 +741,32 @@ impl Llm for OpenAiClient {
             let stream = self.stream(request).await?;
             return crate::traits::collect_stream(stream, |_| {}).await;
         }
-        let (body, names) = self.prepare(&request, false);
+        let names = ToolNameMap::for_request(TOOL_NAMES, &request, &[]);
         let reply = self
             .http
-            .post_json(&self.url, &self.headers(), &body)
+            .post_bytes(
+                &self.url,
+                &self.headers(),
+                &self.body(&request, &names, false),
+            )
             .await?;
-        let mut response = parse_completion(self.provider_name(), &reply).map_err(|e| match e {
-            LlmError::MalformedResponse { message, .. } => self.malformed(message),
-            other => other,
-        })?;
+        let mut response = parse_completion_bytes(self.provider_name(), &reply)?;
         restore_tool_names(&mut response, &names);
         Ok(response)
     }
 
     async fn stream(&self, request: LlmRequest) -> Result<LlmStream, LlmError> {
-        let (body, names) = self.prepare(&request, true);
+        let names = ToolNameMap::for_request(TOOL_NAMES, &request, &[]);
         let sse = self
             .http
-            .post_sse(&self.url, &self.headers(), &body)
+            .post_sse(
+                &self.url,
+                &self.headers(),
+                &self.body(&request, &names, true),
+            )
             .await?;
         Ok(restore_stream_names(
-            completion_events(self.provider_name().to_string(), sse),
+            completion_stream(self.http.context().clone(), sse),
             names,
         ))
     }
@@ -872,6 +775,8 @@ impl Llm for OpenAiClient {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::types::ContentPart;
+    use serde_json::json;
 
     fn client(model: &str, config: LlmConfig) -> OpenAiClient {
         OpenAiClient::openai(&config.with_api_key("sk-test"), model)
@@ -911,6 +816,37 @@ mod tests {
         let text = body.to_string();
         assert!(text.starts_with(r#"{"messages":[{"role":"system","content":"s"},{"role":"user","content":"u"}],"model":"gpt-4o-mini","tool_choice":"auto","tools":[{"type":"function","function":{"name":"calculator","description":"Does math","parameters""#), "{text}");
         assert!(body.get("stop").is_none());
+    }
+
+    #[test]
+    fn the_bytes_sent_are_the_body_shown() {
+        let mut config = LlmConfig::default().with_temperature(0.1);
+        config.extra_body.insert("user".into(), json!("u-1"));
+        let request = LlmRequest::new(vec![
+            Message::system("s"),
+            Message::user("u").with_part(ContentPart::Image {
+                url: "https://x/y.png".into(),
+                media_type: None,
+            }),
+        ])
+        .with_tools(vec![ToolDefinition {
+            name: "a tool".into(),
+            description: "d".into(),
+            parameters: json!({"type": "object"}),
+            strict: true,
+        }]);
+        let client = client("gpt-4o", config);
+        let shown = client.request_body(&request, true);
+        let sent = client.request_bytes(&request, true).unwrap_or_default();
+        assert_eq!(String::from_utf8_lossy(&sent), shown.to_string());
+        let keys: Vec<&String> = shown
+            .as_object()
+            .map(|o| o.keys().collect())
+            .unwrap_or_default();
+        let mut sorted = keys.clone();
+        sorted.sort();
+        assert_eq!(keys, sorted, "CrewAI's client writes the keys sorted");
+        assert!(keys.contains(&&"user".to_string()));
     }
 
     #[test]
@@ -955,7 +891,8 @@ mod tests {
             strict: false,
         };
         let request = LlmRequest::new(vec![Message::user("q")]).with_tools(vec![tool]);
-        let (body, names) = client("gpt-4o", LlmConfig::default()).prepare(&request, false);
+        let names = ToolNameMap::for_request(TOOL_NAMES, &request, &[]);
+        let body = client("gpt-4o", LlmConfig::default()).request_body(&request, false);
         assert_eq!(
             body["tools"][0]["function"]["name"],
             json!("Search_the_web")

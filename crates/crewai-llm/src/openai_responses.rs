@@ -4,6 +4,9 @@
 //! `function_call` items for the assistant's tool calls and `function_call_output` items for tool
 //! results. Structured output goes in `text.format`, reasoning effort in `reasoning.effort`.
 //!
+//! The wire types are [`crate::wire::responses`]; error bodies, `response.failed` and `error`
+//! events are typed the way chat completions' are (see [`crate::openai`]).
+//!
 //! ```no_run
 //! # async fn demo() -> Result<(), crewai_llm::LlmError> {
 //! use crewai_llm::openai::Auth;
@@ -14,29 +17,30 @@
 //! # let _ = reply; Ok(()) }
 //! ```
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use futures::StreamExt;
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 
-use crate::adapter_support::{self, ToolNameMap};
+use crate::adapter_support::{self, SseReplyDecoder, ToolNameMap};
 use crate::config::LlmConfig;
 use crate::context_window::context_window_size;
 use crate::error::LlmError;
-use crate::http::{
-    ErrorContext, HttpClient, SseStream, Transport, provider_error_message, snippet,
-};
+use crate::http::{ErrorContext, HttpClient, SseStream, Transport};
 use crate::openai::{
-    Auth, Sampling, TOOL_NAMES, is_reasoning_model, response_format_json, restore_stream_names,
+    Auth, Sampling, TOOL_NAMES, is_reasoning_model, quirk_error, restore_stream_names,
     restore_tool_names,
 };
 use crate::traits::{Llm, LlmStream};
-use crate::types::{
-    Capabilities, ContentPart, FinishReason, LlmRequest, LlmResponse, Message, Role, StreamEvent,
-    ToolCall, ToolChoice, Usage,
+use crate::types::{Capabilities, LlmRequest, LlmResponse, Message, Role, StreamEvent, ToolChoice};
+use crate::wire::openai::{ChatResponseFormat, ErrorDetail, FunctionKind, ToolMode};
+use crate::wire::responses::{
+    InputContent, InputItem, InputMessage, Reasoning, ResponseObject, ResponsesEvent,
+    ResponsesRequest, ResponsesTool, ResponsesToolChoice, TextConfig, TextFormat, TypedItem,
 };
+use crate::wire::{KeyOrder, WithExtra, to_json};
+
+const PROVIDER: &str = "openai";
 
 /// True for OpenAI models served only by the Responses API (`o1-pro`, `o3-pro`, `codex-mini`,
 /// `computer-use-preview`); they are routed there unless the config names an API.
@@ -65,7 +69,8 @@ impl OpenAiResponsesClient {
         base_url: &str,
         auth: Auth,
     ) -> Result<Self, LlmError> {
-        let http = HttpClient::new(ErrorContext::new("openai", model, "OPENAI_API_KEY"), config)?;
+        let http = HttpClient::new(ErrorContext::new("openai", model, "OPENAI_API_KEY"), config)?
+            .with_error_reader(crate::openai::read_error);
         let url = format!("{}/responses", base_url.trim_end_matches('/'));
         Ok(OpenAiResponsesClient {
             http,
@@ -88,366 +93,264 @@ impl OpenAiResponsesClient {
 
     /// The JSON body for `request`.
     pub fn request_body(&self, request: &LlmRequest, stream: bool) -> Value {
-        self.prepare(request, stream).0
+        let names = ToolNameMap::for_request(TOOL_NAMES, request, &[]);
+        to_json(&self.body(request, &names, stream))
     }
 
-    /// The body and the tool-name mapping used in it.
-    fn prepare(&self, request: &LlmRequest, stream: bool) -> (Value, ToolNameMap) {
-        let names = ToolNameMap::for_request(TOOL_NAMES, request, &[]);
+    /// The typed body for `request`, borrowing from it, the config and the tool-name map.
+    fn body<'a>(
+        &'a self,
+        request: &'a LlmRequest,
+        names: &'a ToolNameMap,
+        stream: bool,
+    ) -> WithExtra<'a, ResponsesRequest<'a>> {
         let sampling = Sampling::resolve(&self.model, &self.config, request);
-        let mut body: BTreeMap<String, Value> = BTreeMap::new();
-        body.insert("model".into(), json!(self.model));
-        body.insert(
-            "input".into(),
-            Value::Array(
-                request
-                    .messages
-                    .iter()
-                    .flat_map(|m| input_items(m, &names))
-                    .collect(),
-            ),
-        );
-        if let Some(t) = sampling.temperature {
-            body.insert("temperature".into(), json!(t));
-        }
-        if let Some(p) = self.config.top_p.filter(|_| !sampling.reasoning) {
-            body.insert("top_p".into(), json!(p));
-        }
-        if let Some(n) = sampling.max_tokens {
-            body.insert("max_output_tokens".into(), json!(n));
-        }
-        if let Some(effort) = sampling.reasoning_effort {
-            body.insert("reasoning".into(), json!({"effort": effort}));
-        }
-        if let Some(format) = response_format_json(
-            request.response_format.as_ref(),
-            self.config.response_format.as_ref(),
-        ) {
-            // The Responses API flattens chat completions' `json_schema` wrapper into `text.format`.
-            let mut flat = Map::new();
-            flat.insert(
-                "type".into(),
-                format.get("type").cloned().unwrap_or(json!("json_schema")),
-            );
-            if let Some(Value::Object(inner)) = format.get("json_schema") {
-                flat.extend(inner.clone());
-            }
-            body.insert("text".into(), json!({"format": flat}));
-        }
-        if !request.tools.is_empty() {
-            let tools = request
-                .tools
-                .iter()
-                .map(|t| {
-                    json!({"type": "function", "name": names.provider_name(&t.name), "description": t.description, "parameters": t.parameters, "strict": t.strict})
-                })
-                .collect();
-            body.insert("tools".into(), Value::Array(tools));
-            let choice = match request
+        let tool_choice = (!request.tools.is_empty()).then(|| {
+            match request
                 .options
                 .tool_choice
-                .clone()
-                .unwrap_or(ToolChoice::Auto)
+                .as_ref()
+                .unwrap_or(&ToolChoice::Auto)
             {
-                ToolChoice::Auto => json!("auto"),
-                ToolChoice::None => json!("none"),
-                ToolChoice::Required => json!("required"),
-                ToolChoice::Tool(name) => {
-                    json!({"type": "function", "name": names.provider_name(&name)})
-                }
-            };
-            body.insert("tool_choice".into(), choice);
+                ToolChoice::Auto => ResponsesToolChoice::Mode(ToolMode::Auto),
+                ToolChoice::None => ResponsesToolChoice::Mode(ToolMode::None),
+                ToolChoice::Required => ResponsesToolChoice::Mode(ToolMode::Required),
+                ToolChoice::Tool(name) => ResponsesToolChoice::Function {
+                    kind: FunctionKind::Function,
+                    name: names.provider_name(name),
+                },
+            }
+        });
+        let body = ResponsesRequest {
+            input: request
+                .messages
+                .iter()
+                .flat_map(|m| input_items(m, names))
+                .collect(),
+            max_output_tokens: sampling.max_tokens,
+            model: &self.model,
+            reasoning: sampling.reasoning_effort.map(|effort| Reasoning { effort }),
+            stream: stream.then_some(true),
+            temperature: sampling.temperature,
+            // The Responses API flattens chat completions' `json_schema` wrapper into `text.format`.
+            text: ChatResponseFormat::resolve(
+                request.response_format.as_ref(),
+                self.config.response_format.as_ref(),
+            )
+            .map(|format| TextConfig {
+                format: TextFormat::from(format),
+            }),
+            tool_choice,
+            tools: request
+                .tools
+                .iter()
+                .map(|t| ResponsesTool {
+                    kind: FunctionKind::Function,
+                    name: names.provider_name(&t.name),
+                    description: &t.description,
+                    parameters: &t.parameters,
+                    strict: t.strict,
+                })
+                .collect(),
+            top_p: self.config.top_p.filter(|_| !sampling.reasoning),
+        };
+        WithExtra {
+            body,
+            extra: &self.config.extra_body,
+            order: KeyOrder::Sorted,
         }
-        if stream {
-            body.insert("stream".into(), Value::Bool(true));
-        }
-        for (key, value) in &self.config.extra_body {
-            body.insert(key.clone(), value.clone());
-        }
-        (Value::Object(body.into_iter().collect()), names)
     }
 }
 
 /// The input items one message becomes.
-fn input_items(message: &Message, names: &ToolNameMap) -> Vec<Value> {
+fn input_items<'a>(message: &'a Message, names: &'a ToolNameMap) -> Vec<InputItem<'a>> {
     match message.role {
-        Role::Tool => vec![json!({
-            "type": "function_call_output",
-            "call_id": message.tool_call_id.clone().unwrap_or_default(),
-            "output": message.text(),
+        Role::Tool => vec![InputItem::Item(TypedItem::FunctionCallOutput {
+            call_id: message.tool_call_id.as_deref().unwrap_or_default(),
+            output: adapter_support::message_text(message),
         })],
         Role::Assistant => {
-            let mut items = Vec::new();
-            let text = message.text();
+            let mut items = Vec::with_capacity(1 + message.tool_calls.len());
+            let text = adapter_support::message_text(message);
             if !text.is_empty() {
-                items.push(json!({"role": "assistant", "content": text}));
+                items.push(InputItem::Message(InputMessage::Assistant {
+                    content: text,
+                }));
             }
             items.extend(message.tool_calls.iter().map(|call| {
-                json!({"type": "function_call", "call_id": call.id, "name": names.provider_name(&call.name), "arguments": call.arguments_text()})
+                InputItem::Item(TypedItem::FunctionCall {
+                    call_id: &call.id,
+                    name: names.provider_name(&call.name),
+                    arguments: adapter_support::arguments_text(call),
+                })
             }));
             items
         }
         Role::System | Role::User => {
-            let role = if message.role == Role::System {
-                "system"
-            } else {
-                "user"
-            };
             let content = if message.has_media() {
-                Value::Array(
-                    message
-                        .content
-                        .iter()
-                        .map(|part| match part {
-                            ContentPart::Text { text } => {
-                                json!({"type": "input_text", "text": text})
-                            }
-                            ContentPart::Image { url, .. } => {
-                                json!({"type": "input_image", "image_url": url})
-                            }
-                            ContentPart::File {
-                                data_base64,
-                                media_type,
-                                filename,
-                            } => json!({
-                                "type": "input_file",
-                                "file_data": format!("data:{media_type};base64,{data_base64}"),
-                                "filename": filename.clone().unwrap_or_else(|| "file".into()),
-                            }),
-                        })
-                        .collect(),
-                )
+                InputContent::Parts(message.content.iter().map(Into::into).collect())
             } else {
-                Value::String(message.text())
+                InputContent::Text(adapter_support::message_text(message))
             };
-            vec![json!({"role": role, "content": content})]
+            vec![InputItem::Message(if message.role == Role::System {
+                InputMessage::System { content }
+            } else {
+                InputMessage::User { content }
+            })]
         }
     }
 }
 
-fn parse_usage(usage: Option<&Value>) -> Usage {
-    let number = |pointer: &str| {
-        usage
-            .and_then(|u| u.pointer(pointer))
-            .and_then(Value::as_u64)
-            .unwrap_or(0)
-    };
-    let prompt = number("/input_tokens");
-    let completion = number("/output_tokens");
-    Usage {
-        prompt_tokens: prompt,
-        completion_tokens: completion,
-        total_tokens: usage
-            .and_then(|u| u.get("total_tokens"))
-            .and_then(Value::as_u64)
-            .unwrap_or(prompt + completion),
-        cached_prompt_tokens: number("/input_tokens_details/cached_tokens"),
-        reasoning_tokens: number("/output_tokens_details/reasoning_tokens"),
-        cache_creation_tokens: 0,
-        successful_requests: 1,
-        ..Default::default()
-    }
-}
-
-/// Parses a complete Responses-API reply.
+/// Parses a complete Responses-API reply already read as JSON.
 pub fn parse_response(body: &Value) -> Result<LlmResponse, LlmError> {
-    let malformed = |message: String| LlmError::MalformedResponse {
-        provider: "openai".into(),
-        message,
-    };
-    let output = body
-        .get("output")
-        .and_then(Value::as_array)
-        .ok_or_else(|| {
-            malformed(format!(
-                "no `output` in the reply: {}",
-                snippet(&body.to_string())
-            ))
-        })?;
-    let mut text = String::new();
-    let mut saw_text = false;
-    let mut tool_calls = Vec::new();
-    for item in output {
-        match item.get("type").and_then(Value::as_str) {
-            Some("message") => {
-                for part in item
-                    .get("content")
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                {
-                    if let Some(t) = part.get("text").and_then(Value::as_str) {
-                        text.push_str(t);
-                        saw_text = true;
-                    } else if let Some(refusal) = part.get("refusal").and_then(Value::as_str) {
-                        text.push_str(refusal);
-                        saw_text = true;
-                    }
-                }
-            }
-            Some("function_call") => {
-                let name = item
-                    .get("name")
-                    .and_then(Value::as_str)
-                    .ok_or_else(|| malformed("a function call has no name".into()))?;
-                let id = item
-                    .get("call_id")
-                    .or_else(|| item.get("id"))
-                    .and_then(Value::as_str)
-                    .unwrap_or_default();
-                let arguments = item
-                    .get("arguments")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default();
-                tool_calls.push(ToolCall::from_raw_arguments(id, name, arguments));
-            }
-            _ => {}
-        }
-    }
-    let finish_reason = match (
-        body.get("status").and_then(Value::as_str),
-        body.pointer("/incomplete_details/reason")
-            .and_then(Value::as_str),
-    ) {
-        (Some("incomplete"), Some("max_output_tokens")) => FinishReason::Length,
-        (Some("incomplete"), Some("content_filter")) => FinishReason::ContentFilter,
-        _ if !tool_calls.is_empty() => FinishReason::ToolCalls,
-        (Some("completed") | None, _) => FinishReason::Stop,
-        (Some(other), _) => FinishReason::Other(other.to_string()),
-    };
-    Ok(LlmResponse {
-        content: saw_text.then_some(text),
-        tool_calls,
-        finish_reason,
-        usage: parse_usage(body.get("usage")),
-        response_id: body.get("id").and_then(Value::as_str).map(str::to_string),
-        model: body
-            .get("model")
-            .and_then(Value::as_str)
-            .map(str::to_string),
-        thinking: Vec::new(),
-    })
+    use serde::Deserialize as _;
+    let response = ResponseObject::deserialize(body).map_err(|e| LlmError::MalformedResponse {
+        provider: PROVIDER.into(),
+        message: format!(
+            "the reply does not have the documented shape ({e}): {}",
+            crate::http::snippet(&body.to_string())
+        ),
+    })?;
+    response_of(response, || body.to_string())
 }
 
-/// Turns Responses-API stream events into [`StreamEvent`]s; the final response comes from
-/// `response.completed`.
-fn response_events(sse: SseStream) -> LlmStream {
-    let events = futures::stream::unfold((sse, false), |(mut sse, finished)| async move {
-        if finished {
-            return None;
-        }
-        loop {
-            let Some(event) = sse.next().await else {
-                let error = LlmError::MalformedResponse {
-                    provider: "openai".into(),
-                    message: "the stream ended before `response.completed`".into(),
-                };
-                return Some((vec![Err(error)], (sse, true)));
-            };
-            let event = match event {
-                Ok(event) => event,
-                Err(error) => return Some((vec![Err(error)], (sse, true))),
-            };
-            let Ok(data) = serde_json::from_str::<Value>(&event.data) else {
-                continue;
-            };
-            let kind = data
-                .get("type")
-                .and_then(Value::as_str)
-                .unwrap_or(event.event.as_str())
-                .to_string();
-            let index = data
-                .get("output_index")
-                .and_then(Value::as_u64)
-                .unwrap_or(0) as usize;
-            match kind.as_str() {
-                "response.output_text.delta" => {
-                    let delta = data
-                        .get("delta")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_string();
-                    return Some((vec![Ok(StreamEvent::TextDelta(delta))], (sse, false)));
-                }
-                "response.output_item.added"
-                    if data.pointer("/item/type").and_then(Value::as_str)
-                        == Some("function_call") =>
-                {
-                    let id = data
-                        .pointer("/item/call_id")
-                        .and_then(Value::as_str)
-                        .map(str::to_string);
-                    let name = data
-                        .pointer("/item/name")
-                        .and_then(Value::as_str)
-                        .map(str::to_string);
-                    return Some((
-                        vec![Ok(StreamEvent::ToolCallDelta {
-                            index,
-                            id,
-                            name,
-                            arguments_delta: String::new(),
-                        })],
-                        (sse, false),
-                    ));
-                }
-                "response.function_call_arguments.delta" => {
-                    let arguments_delta = data
-                        .get("delta")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_string();
-                    return Some((
-                        vec![Ok(StreamEvent::ToolCallDelta {
-                            index,
-                            id: None,
-                            name: None,
-                            arguments_delta,
-                        })],
-                        (sse, false),
-                    ));
-                }
-                "response.reasoning_summary_text.delta" => {
-                    let delta = data
-                        .get("delta")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_string();
-                    return Some((vec![Ok(StreamEvent::ThinkingDelta(delta))], (sse, false)));
-                }
-                "response.completed" | "response.incomplete" => {
-                    let result = data
-                        .get("response")
-                        .ok_or_else(|| LlmError::MalformedResponse {
-                            provider: "openai".into(),
-                            message: "`response.completed` without a response".into(),
-                        });
-                    let done = result.and_then(parse_response).map(StreamEvent::Done);
-                    return Some((vec![done], (sse, true)));
-                }
-                "response.failed" | "error" => {
-                    let message =
-                        provider_error_message(&data.get("response").unwrap_or(&data).to_string());
-                    let error = if crate::error::looks_like_context_overflow(&message) {
-                        LlmError::ContextLengthExceeded {
-                            provider: "openai".into(),
-                            message,
-                        }
-                    } else {
-                        LlmError::Server {
-                            provider: "openai".into(),
-                            status: 200,
-                            message,
-                            retry_after: None,
-                        }
-                    };
-                    return Some((vec![Err(error)], (sse, true)));
-                }
-                _ => continue,
+fn response_of(
+    response: ResponseObject,
+    text: impl FnOnce() -> String,
+) -> Result<LlmResponse, LlmError> {
+    if response.output.is_none() {
+        return Err(LlmError::MalformedResponse {
+            provider: PROVIDER.into(),
+            message: format!(
+                "no `output` in the reply: {}",
+                crate::http::snippet(&text())
+            ),
+        });
+    }
+    LlmResponse::try_from(response).map_err(|e| e.into_error(PROVIDER))
+}
+
+/// The error a failed response or an `error` event carries: its quirk's typed error (a context
+/// overflow, a content filter), a rate limit, else a server error (the stream had opened).
+fn stream_error(context: &ErrorContext, detail: ErrorDetail) -> LlmError {
+    let message = detail.message_or(
+        detail
+            .code
+            .as_deref()
+            .unwrap_or("the response failed without a message"),
+    );
+    if let Some(quirk) = detail.quirk() {
+        return quirk_error(context, quirk, message);
+    }
+    if matches!(
+        detail.code.as_deref(),
+        Some("rate_limit_exceeded" | "rate_limit_error")
+    ) {
+        return LlmError::RateLimited {
+            provider: context.provider.clone(),
+            retry_after: None,
+            message,
+        };
+    }
+    LlmError::Server {
+        provider: context.provider.clone(),
+        status: 200,
+        message,
+        retry_after: None,
+    }
+}
+
+/// The Responses stream: deltas as they come; `response.completed` (or `.incomplete`) carries
+/// the final response, and a stream closed before it is an error.
+struct EventDecoder {
+    context: ErrorContext,
+    finished: bool,
+}
+
+impl SseReplyDecoder for EventDecoder {
+    fn on_data(&mut self, data: &str) -> Result<Vec<StreamEvent>, LlmError> {
+        // Data that is no event of the documented shape (keep-alive comments some proxies
+        // inject) is skipped, as before: only the completed response decides the reply.
+        let Ok(event) = serde_json::from_str::<ResponsesEvent<'_>>(data) else {
+            return Ok(Vec::new());
+        };
+        let event = match event {
+            ResponsesEvent::OutputTextDelta { delta } => {
+                StreamEvent::TextDelta(delta.into_string())
             }
-        }
-    });
-    Box::pin(events.flat_map(futures::stream::iter))
+            ResponsesEvent::OutputItemAdded {
+                output_index,
+                item: Some(crate::wire::responses::OutputItem::FunctionCall { call_id, name, .. }),
+            } => StreamEvent::ToolCallDelta {
+                index: output_index.unwrap_or(0),
+                id: call_id,
+                name,
+                arguments_delta: String::new(),
+            },
+            ResponsesEvent::FunctionCallArgumentsDelta {
+                output_index,
+                delta,
+            } => StreamEvent::ToolCallDelta {
+                index: output_index.unwrap_or(0),
+                id: None,
+                name: None,
+                arguments_delta: delta.into_string(),
+            },
+            ResponsesEvent::ReasoningSummaryTextDelta { delta } => {
+                StreamEvent::ThinkingDelta(delta.into_string())
+            }
+            ResponsesEvent::Completed { response } => {
+                self.finished = true;
+                let response = response.ok_or_else(|| LlmError::MalformedResponse {
+                    provider: PROVIDER.into(),
+                    message: "`response.completed` without a response".into(),
+                })?;
+                StreamEvent::Done(response_of(response, || data.to_string())?)
+            }
+            ResponsesEvent::Failed { response } => {
+                self.finished = true;
+                let detail = response.and_then(|r| r.error).unwrap_or_default();
+                return Err(stream_error(&self.context, detail));
+            }
+            ResponsesEvent::Error {
+                message,
+                code,
+                param,
+            } => {
+                self.finished = true;
+                let detail = ErrorDetail {
+                    message,
+                    code,
+                    param,
+                    ..Default::default()
+                };
+                return Err(stream_error(&self.context, detail));
+            }
+            ResponsesEvent::OutputItemAdded { .. } | ResponsesEvent::Other => return Ok(Vec::new()),
+        };
+        Ok(vec![event])
+    }
+
+    fn on_close(&mut self) -> Option<Result<StreamEvent, LlmError>> {
+        Some(Err(LlmError::MalformedResponse {
+            provider: PROVIDER.into(),
+            message: "the stream ended before `response.completed`".into(),
+        }))
+    }
+
+    fn is_complete(&self) -> bool {
+        self.finished
+    }
+}
+
+fn response_events(context: ErrorContext, sse: SseStream) -> LlmStream {
+    adapter_support::decode_sse_reply(
+        sse,
+        EventDecoder {
+            context,
+            finished: false,
+        },
+    )
 }
 
 #[async_trait]
@@ -456,7 +359,7 @@ impl Llm for OpenAiResponsesClient {
         &self.model
     }
     fn provider(&self) -> &str {
-        "openai"
+        PROVIDER
     }
     fn capabilities(&self) -> Capabilities {
         Capabilities {
@@ -472,29 +375,43 @@ impl Llm for OpenAiResponsesClient {
     }
 
     async fn call(&self, request: LlmRequest) -> Result<LlmResponse, LlmError> {
-        let (body, names) = self.prepare(&request, false);
+        let names = ToolNameMap::for_request(TOOL_NAMES, &request, &[]);
         let reply = self
             .http
-            .post_json(&self.url, &self.headers(), &body)
+            .post_bytes(
+                &self.url,
+                &self.headers(),
+                &self.body(&request, &names, false),
+            )
             .await?;
-        let mut response = parse_response(&reply)?;
+        let response: ResponseObject = crate::wire::decode(PROVIDER, "the reply", &reply)?;
+        let mut response = response_of(response, || String::from_utf8_lossy(&reply).into_owned())?;
         restore_tool_names(&mut response, &names);
         Ok(response)
     }
 
     async fn stream(&self, request: LlmRequest) -> Result<LlmStream, LlmError> {
-        let (body, names) = self.prepare(&request, true);
+        let names = ToolNameMap::for_request(TOOL_NAMES, &request, &[]);
         let sse = self
             .http
-            .post_sse(&self.url, &self.headers(), &body)
+            .post_sse(
+                &self.url,
+                &self.headers(),
+                &self.body(&request, &names, true),
+            )
             .await?;
-        Ok(restore_stream_names(response_events(sse), names))
+        Ok(restore_stream_names(
+            response_events(self.http.context().clone(), sse),
+            names,
+        ))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::types::{FinishReason, ToolCall};
+    use serde_json::json;
 
     #[test]
     fn pro_and_codex_models_need_the_responses_api() {
@@ -520,7 +437,12 @@ mod tests {
             Message::tool_result("call_1", "add", "2"),
         ]
         .iter()
-        .flat_map(|m| input_items(m, &ToolNameMap::default()))
+        .flat_map(|m| {
+            input_items(m, &ToolNameMap::default())
+                .iter()
+                .map(to_json)
+                .collect::<Vec<_>>()
+        })
         .collect();
         assert_eq!(
             items[1],

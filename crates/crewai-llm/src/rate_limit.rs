@@ -1,8 +1,9 @@
 //! Request- and token-rate limits that several agents can share.
 //!
-//! A [`RateLimiter`] is an async token bucket: a caller over the limit sleeps until the bucket
-//! refills (no busy wait), and dropping the waiting future cancels the wait. Share one `Arc` among
-//! the agents of a crew to give them one `max_rpm` budget.
+//! A [`RateLimiter`] is [`governor`]'s GCRA with async waits: a caller over the limit sleeps
+//! until its turn (no busy wait), and dropping the waiting future cancels the wait. Share one
+//! `Arc` among the agents of a crew to give them one `max_rpm` budget. [`RateLimitLayer`] puts
+//! one in front of a model's stack.
 //!
 //! Time comes from a [`Clock`]: [`TokioClock`] by default, or a [`VirtualClock`] whose sleeps
 //! return at once and move its time forward, so a test can run a minute of rate limiting in no
@@ -26,14 +27,18 @@
 //! ```
 
 use std::fmt;
+use std::num::NonZeroU32;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
+use governor::middleware::NoOpMiddleware;
+use governor::state::{InMemoryState, NotKeyed};
 
 use crate::error::LlmError;
-use crate::traits::{Llm, LlmStream};
-use crate::types::{Capabilities, LlmRequest, LlmResponse, StreamEvent};
+use crate::layer::{LlmLayer, Next};
+use crate::traits::LlmStream;
+use crate::types::{LlmRequest, LlmResponse, StreamEvent};
 
 /// Where a [`RateLimiter`] reads the time and how it waits.
 #[async_trait]
@@ -117,95 +122,103 @@ impl Clock for VirtualClock {
     }
 }
 
-/// Slack in the bucket arithmetic (in requests or tokens).
-const REFILL_TOLERANCE: f64 = 1e-6;
+/// governor reads the time from the limiter's [`Clock`], so a [`VirtualClock`] (or tokio's
+/// paused clock, through [`TokioClock`]) drives the rate arithmetic as well as the waits.
+#[derive(Debug, Clone)]
+struct ClockSource(Arc<dyn Clock>);
 
-#[derive(Debug)]
-struct Bucket {
-    capacity: f64,
-    per_second: f64,
-    state: Mutex<BucketState>,
-}
-
-#[derive(Debug)]
-struct BucketState {
-    /// May go below zero when a call used more tokens than estimated (a debt paid by waiting).
-    available: f64,
-    refreshed: Instant,
-}
-
-impl Bucket {
-    fn per_minute(capacity: u32, now: Instant) -> Self {
-        let capacity = f64::from(capacity.max(1));
-        Bucket {
-            capacity,
-            per_second: capacity / 60.0,
-            state: Mutex::new(BucketState {
-                available: capacity,
-                refreshed: now,
-            }),
-        }
+impl governor::clock::Clock for ClockSource {
+    type Instant = Instant;
+    fn now(&self) -> Instant {
+        self.0.now()
     }
+}
 
-    fn with_state<T>(&self, now: Instant, f: impl FnOnce(&mut BucketState) -> T) -> T {
-        let mut state = self
-            .state
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        let elapsed = now.saturating_duration_since(state.refreshed).as_secs_f64();
-        state.available = (state.available + elapsed * self.per_second).min(self.capacity);
-        state.refreshed = now;
-        f(&mut state)
+type Gcra = governor::RateLimiter<NotKeyed, InMemoryState, ClockSource, NoOpMiddleware<Instant>>;
+
+/// One per-minute quota: a burst of `capacity`, refilled evenly over a minute (governor's GCRA,
+/// which admits exactly what a token bucket of that size and rate would).
+struct Quota {
+    capacity: NonZeroU32,
+    gcra: Gcra,
+}
+
+impl Quota {
+    fn per_minute(capacity: u32, clock: &Arc<dyn Clock>) -> Self {
+        let capacity = NonZeroU32::new(capacity).unwrap_or(NonZeroU32::MIN);
+        Quota {
+            capacity,
+            gcra: governor::RateLimiter::direct_with_clock(
+                governor::Quota::per_minute(capacity),
+                ClockSource(clock.clone()),
+            ),
+        }
     }
 
     /// Takes `amount` (capped at the capacity, so one large call cannot wait forever); calls
     /// `on_wait` with the expected wait before the first sleep, if any. Returns the time slept.
     async fn take(
         &self,
-        amount: f64,
+        amount: u64,
         clock: &dyn Clock,
         on_wait: &mut Option<impl FnOnce(Duration)>,
     ) -> Duration {
-        let amount = amount.min(self.capacity);
+        let capped = u32::try_from(amount)
+            .unwrap_or(u32::MAX)
+            .min(self.capacity.get());
+        let Some(cells) = NonZeroU32::new(capped) else {
+            return Duration::ZERO;
+        };
         let mut slept = Duration::ZERO;
         loop {
-            let wait = self.with_state(clock.now(), |state| {
-                // A sleep of exactly the computed wait may refill a hair less than `amount` (the
-                // duration is rounded to nanoseconds): that counts as refilled.
-                if state.available + REFILL_TOLERANCE >= amount {
-                    state.available -= amount;
-                    None
-                } else {
-                    Some(Duration::from_secs_f64(
-                        (amount - state.available) / self.per_second,
-                    ))
-                }
-            });
-            match wait {
-                None => return slept,
-                Some(wait) => {
-                    if let Some(notify) = on_wait.take() {
-                        notify(wait);
-                    }
-                    clock.sleep(wait).await;
-                    slept += wait;
-                }
+            let wait = match self.gcra.check_n(cells) {
+                Ok(Ok(())) => return slept,
+                Ok(Err(not_until)) => not_until.wait_time_from(clock.now()),
+                // Cannot happen: `cells` is capped at the burst size.
+                Err(governor::InsufficientCapacity(_)) => return slept,
+            };
+            if let Some(notify) = on_wait.take() {
+                notify(wait);
             }
+            clock.sleep(wait).await;
+            slept += wait;
         }
-    }
-
-    fn adjust(&self, now: Instant, delta: f64) {
-        self.with_state(now, |state| {
-            state.available = (state.available - delta).min(self.capacity)
-        });
     }
 }
 
-/// A shared requests-per-minute limit, optionally with a tokens-per-minute limit.
+/// The token quota and what calls used beyond (or short of) their estimate: a call is admitted
+/// on an estimate of its tokens, and the difference to what it really used is settled by the
+/// next call's admission (a call that used more delays the next one, as a debt).
+struct TokenQuota {
+    quota: Quota,
+    /// Tokens owed (positive) or credited (negative) by earlier calls.
+    owed: Mutex<i64>,
+}
+
+impl TokenQuota {
+    fn settle(&self, estimated: u64) -> u64 {
+        let mut owed = self
+            .owed
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let due = i64::try_from(estimated)
+            .unwrap_or(i64::MAX)
+            .saturating_add(*owed);
+        let taken = due.clamp(0, i64::from(self.quota.capacity.get()));
+        // What one admission cannot take (a debt over the capacity, a credit over the
+        // estimate) carries to the next.
+        *owed = due - taken;
+        u64::try_from(taken).unwrap_or(0)
+    }
+}
+
+/// A shared requests-per-minute limit, optionally with a tokens-per-minute limit, on
+/// [`governor`].
 pub struct RateLimiter {
     max_rpm: Option<u32>,
-    requests: Option<Bucket>,
-    tokens: Option<Bucket>,
+    max_tpm: Option<u32>,
+    requests: Option<Quota>,
+    tokens: Option<TokenQuota>,
     clock: Arc<dyn Clock>,
 }
 
@@ -213,7 +226,7 @@ impl fmt::Debug for RateLimiter {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RateLimiter")
             .field("max_rpm", &self.max_rpm)
-            .field("max_tpm", &self.tokens.as_ref().map(|b| b.capacity))
+            .field("max_tpm", &self.max_tpm)
             .field("clock", &self.clock)
             .finish()
     }
@@ -236,11 +249,14 @@ impl RateLimiter {
         max_tpm: Option<u32>,
         clock: Arc<dyn Clock>,
     ) -> Arc<Self> {
-        let now = clock.now();
         Arc::new(RateLimiter {
             max_rpm,
-            requests: max_rpm.map(|rpm| Bucket::per_minute(rpm, now)),
-            tokens: max_tpm.map(|tpm| Bucket::per_minute(tpm, now)),
+            max_tpm,
+            requests: max_rpm.map(|rpm| Quota::per_minute(rpm, &clock)),
+            tokens: max_tpm.map(|tpm| TokenQuota {
+                quota: Quota::per_minute(tpm, &clock),
+                owed: Mutex::new(0),
+            }),
             clock,
         })
     }
@@ -248,6 +264,11 @@ impl RateLimiter {
     /// The requests-per-minute limit, if any.
     pub fn max_rpm(&self) -> Option<u32> {
         self.max_rpm
+    }
+
+    /// The tokens-per-minute limit, if any.
+    pub fn max_tpm(&self) -> Option<u32> {
+        self.max_tpm
     }
 
     /// The clock the limiter waits on.
@@ -264,27 +285,21 @@ impl RateLimiter {
     /// waiting (not at all when a slot is free), so the caller can say that it is held back.
     pub async fn acquire_notifying(&self, on_wait: impl FnOnce(Duration)) -> Duration {
         match &self.requests {
-            Some(bucket) => {
-                bucket
-                    .take(1.0, self.clock.as_ref(), &mut Some(on_wait))
-                    .await
-            }
+            Some(quota) => quota.take(1, self.clock.as_ref(), &mut Some(on_wait)).await,
             None => Duration::ZERO,
         }
     }
 
-    /// Waits for one request slot and `estimated_tokens` of the token budget; returns how long it
-    /// slept in all.
+    /// Waits for one request slot and `estimated_tokens` of the token budget (plus what earlier
+    /// calls used beyond their estimates); returns how long it slept in all.
     pub async fn acquire_with_tokens(&self, estimated_tokens: u64) -> Duration {
         let for_request = self.acquire().await;
         let for_tokens = match &self.tokens {
-            Some(bucket) => {
-                bucket
-                    .take(
-                        estimated_tokens as f64,
-                        self.clock.as_ref(),
-                        &mut None::<fn(Duration)>,
-                    )
+            Some(tokens) => {
+                let due = tokens.settle(estimated_tokens);
+                tokens
+                    .quota
+                    .take(due, self.clock.as_ref(), &mut None::<fn(Duration)>)
                     .await
             }
             None => Duration::ZERO,
@@ -292,13 +307,17 @@ impl RateLimiter {
         for_request + for_tokens
     }
 
-    /// Corrects the token budget once the real usage is known.
+    /// Corrects the token budget once the real usage is known; the next admission settles it.
     pub fn record_tokens(&self, estimated_tokens: u64, actual_tokens: u64) {
-        if let Some(bucket) = &self.tokens {
-            bucket.adjust(
-                self.clock.now(),
-                actual_tokens as f64 - estimated_tokens as f64,
-            );
+        if let Some(tokens) = &self.tokens {
+            let difference = i64::try_from(actual_tokens)
+                .unwrap_or(i64::MAX)
+                .saturating_sub(i64::try_from(estimated_tokens).unwrap_or(i64::MAX));
+            let mut owed = tokens
+                .owed
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            *owed = owed.saturating_add(difference);
         }
     }
 
@@ -323,15 +342,16 @@ pub fn estimate_tokens(request: &LlmRequest) -> u64 {
     (chars as u64).div_ceil(4) + request.options.max_tokens.map(u64::from).unwrap_or(0)
 }
 
-/// Wraps a model so every call first waits on a (possibly shared) [`RateLimiter`].
-pub struct RateLimitedLlm {
-    inner: Arc<dyn Llm>,
+/// The rate-limit layer: every call first waits on a (possibly shared) [`RateLimiter`], and
+/// its real token usage is reported back to it.
+#[derive(Debug, Clone)]
+pub struct RateLimitLayer {
     limiter: Arc<RateLimiter>,
 }
 
-impl RateLimitedLlm {
-    pub fn new(inner: Arc<dyn Llm>, limiter: Arc<RateLimiter>) -> Self {
-        RateLimitedLlm { inner, limiter }
+impl RateLimitLayer {
+    pub fn new(limiter: Arc<RateLimiter>) -> Self {
+        RateLimitLayer { limiter }
     }
 
     pub fn limiter(&self) -> &Arc<RateLimiter> {
@@ -350,29 +370,26 @@ impl RateLimitedLlm {
 }
 
 #[async_trait]
-impl Llm for RateLimitedLlm {
-    fn model(&self) -> &str {
-        self.inner.model()
-    }
-    fn provider(&self) -> &str {
-        self.inner.provider()
-    }
-    fn capabilities(&self) -> Capabilities {
-        self.inner.capabilities()
+impl LlmLayer for RateLimitLayer {
+    fn name(&self) -> &str {
+        "rate_limit"
     }
 
-    async fn call(&self, request: LlmRequest) -> Result<LlmResponse, LlmError> {
+    async fn call(&self, request: LlmRequest, next: Next<'_>) -> Result<LlmResponse, LlmError> {
         let estimate = self.admit(&request).await;
-        let response = self.inner.call(request).await?;
+        let response = next.call(request).await?;
         self.limiter
             .record_tokens(estimate, response.usage.total_tokens);
         Ok(response)
     }
 
-    async fn stream(&self, request: LlmRequest) -> Result<LlmStream, LlmError> {
+    async fn stream(&self, request: LlmRequest, next: Next<'_>) -> Result<LlmStream, LlmError> {
         use futures::StreamExt;
         let estimate = self.admit(&request).await;
-        let stream = self.inner.stream(request).await?;
+        let stream = next.stream(request).await?;
+        if !self.limiter.limits_tokens() {
+            return Ok(stream);
+        }
         let limiter = self.limiter.clone();
         Ok(Box::pin(stream.inspect(move |event| {
             if let Ok(StreamEvent::Done(response)) = event {
@@ -407,6 +424,17 @@ mod tests {
         let start = Instant::now();
         assert_eq!(limiter.acquire_with_tokens(60).await.as_secs(), 6);
         assert_eq!(start.elapsed().as_secs(), 6);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn tokens_a_call_did_not_use_are_given_back() {
+        let limiter = RateLimiter::new(None, Some(600));
+        limiter.acquire_with_tokens(600).await;
+        limiter.record_tokens(600, 100);
+        let start = Instant::now();
+        // 500 of the 550 come from the credit: only 50 are waited for, at 10 a second.
+        assert_eq!(limiter.acquire_with_tokens(550).await.as_secs(), 5);
+        assert_eq!(start.elapsed().as_secs(), 5);
     }
 
     #[tokio::test]

@@ -11,7 +11,6 @@
 //! assert!(policy.delay_for(5, None) <= policy.max_delay);
 //! ```
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -19,8 +18,9 @@ use rand::Rng;
 use tokio::time::Instant;
 
 use crate::error::LlmError;
-use crate::traits::{Llm, LlmStream};
-use crate::types::{Capabilities, LlmRequest, LlmResponse};
+use crate::layer::{LlmLayer, Next};
+use crate::traits::LlmStream;
+use crate::types::{LlmRequest, LlmResponse};
 
 /// When and how often to try again.
 #[derive(Debug, Clone, PartialEq)]
@@ -162,16 +162,16 @@ fn worth_calling_again(error: &LlmError) -> bool {
     error.is_retryable() || matches!(error, LlmError::MalformedResponse { .. })
 }
 
-/// Wraps a model so retryable failures (and garbled replies) are tried again under a
-/// [`RetryPolicy`].
-pub struct RetryLlm {
-    inner: Arc<dyn Llm>,
+/// The retry layer: retryable failures (and garbled replies) are tried again under a
+/// [`RetryPolicy`], each attempt through the rest of the stack.
+#[derive(Debug, Clone, Default)]
+pub struct RetryLayer {
     policy: RetryPolicy,
 }
 
-impl RetryLlm {
-    pub fn new(inner: Arc<dyn Llm>, policy: RetryPolicy) -> Self {
-        RetryLlm { inner, policy }
+impl RetryLayer {
+    pub fn new(policy: RetryPolicy) -> Self {
+        RetryLayer { policy }
     }
 
     pub fn policy(&self) -> &RetryPolicy {
@@ -180,34 +180,27 @@ impl RetryLlm {
 }
 
 #[async_trait]
-impl Llm for RetryLlm {
-    fn model(&self) -> &str {
-        self.inner.model()
-    }
-    fn provider(&self) -> &str {
-        self.inner.provider()
-    }
-    fn capabilities(&self) -> Capabilities {
-        self.inner.capabilities()
+impl LlmLayer for RetryLayer {
+    fn name(&self) -> &str {
+        "retry"
     }
 
-    async fn call(&self, request: LlmRequest) -> Result<LlmResponse, LlmError> {
+    async fn call(&self, request: LlmRequest, next: Next<'_>) -> Result<LlmResponse, LlmError> {
+        let model = next.model();
         self.policy
-            .run_when(
-                self.inner.provider(),
-                self.inner.model(),
-                worth_calling_again,
-                || self.inner.call(request.clone()),
-            )
+            .run_when(model.provider(), model.model(), worth_calling_again, || {
+                next.call(request.clone())
+            })
             .await
     }
 
     /// Retries opening the stream; once events flow, a failure is passed on (the caller has
     /// already shown part of the reply).
-    async fn stream(&self, request: LlmRequest) -> Result<LlmStream, LlmError> {
+    async fn stream(&self, request: LlmRequest, next: Next<'_>) -> Result<LlmStream, LlmError> {
+        let model = next.model();
         self.policy
-            .run(self.inner.provider(), self.inner.model(), || {
-                self.inner.stream(request.clone())
+            .run(model.provider(), model.model(), || {
+                next.stream(request.clone())
             })
             .await
     }
@@ -215,8 +208,18 @@ impl Llm for RetryLlm {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use super::*;
+    use crate::layer::LayeredLlm;
+    use crate::traits::Llm;
     use crate::types::Message;
+
+    fn retrying(model: Arc<dyn Llm>, policy: RetryPolicy) -> LayeredLlm {
+        LayeredLlm::builder(model)
+            .layer(RetryLayer::new(policy))
+            .build()
+    }
 
     /// A model whose every call fails with a connection error, or never answers.
     struct Unreachable {
@@ -248,7 +251,7 @@ mod tests {
             calls: Default::default(),
         });
         let policy = RetryPolicy::default().with_max_total(Duration::from_secs(5));
-        let error = RetryLlm::new(hanging, policy)
+        let error = retrying(hanging, policy)
             .call(LlmRequest::new(vec![Message::user("hi")]))
             .await
             .err();
@@ -266,7 +269,7 @@ mod tests {
             .with_max_retries(10)
             .with_delays(Duration::from_secs(4), Duration::from_secs(4))
             .with_max_total(Duration::from_secs(1));
-        let llm = RetryLlm::new(failing.clone(), policy);
+        let llm = retrying(failing.clone(), policy);
         let error = llm
             .call(LlmRequest::new(vec![Message::user("hi")]))
             .await
@@ -290,7 +293,7 @@ mod tests {
                 .then_error(garbled())
                 .then_text("fine"),
         );
-        let reply = RetryLlm::new(flaky.clone(), policy.clone())
+        let reply = retrying(flaky.clone(), policy.clone())
             .call(LlmRequest::new(vec![Message::user("hi")]))
             .await
             .unwrap();
@@ -303,7 +306,7 @@ mod tests {
                 .then_error(garbled())
                 .then_text("never reached"),
         );
-        let error = RetryLlm::new(broken, policy)
+        let error = retrying(broken, policy)
             .call(LlmRequest::new(vec![Message::user("hi")]))
             .await
             .err();
@@ -322,7 +325,7 @@ mod tests {
                 })
                 .then_text("never reached"),
         );
-        let error = RetryLlm::new(rejected, RetryPolicy::default())
+        let error = retrying(rejected, RetryPolicy::default())
             .call(LlmRequest::new(vec![Message::user("hi")]))
             .await
             .err();

@@ -1,7 +1,8 @@
 //! From a model string and the environment to a ready client: the model string is routed over
 //! the build's [`ProviderRegistry`] (the providers, their names, keys, endpoints and the
 //! routing rules are in [`crate::providers`]), the routed provider's factory builds the client,
-//! and the wrappers go around it (stop words, retries, rate limits, fallbacks) in that order.
+//! and the config's layers go around it in one [`LayeredLlm`] (outermost first: fallbacks,
+//! rate limit, retries, stop words; see [`crate::layer`]).
 //!
 //! The config's `api_key` and `base_url` win over the environment; `MODEL` names the model when
 //! the config has none.
@@ -20,12 +21,13 @@ use std::sync::Arc;
 use crate::cassette::CassetteRecorder;
 use crate::config::{DEFAULT_MODEL, LlmConfig};
 use crate::error::LlmError;
-use crate::fallback::FallbackLlm;
+use crate::fallback::FallbackLayer;
 use crate::http::{ReqwestTransport, Transport};
+use crate::layer::{LayeredLlm, LlmLayer};
 use crate::providers::{Provider, ProviderContext, ProviderRegistry};
-use crate::rate_limit::{RateLimitedLlm, RateLimiter};
-use crate::retry::{RetryLlm, RetryPolicy};
-use crate::stop_words::StopWordLlm;
+use crate::rate_limit::{RateLimitLayer, RateLimiter};
+use crate::retry::{RetryLayer, RetryPolicy};
+use crate::stop_words::StopWordsLayer;
 use crate::traits::Llm;
 
 pub use crate::providers::ProviderFactory;
@@ -138,7 +140,7 @@ impl BuildOptions {
     /// which gets the config with the model string as written (prefix on). A provider already
     /// answering to `name` keeps its descriptor (this is how the CLI makes `local` available);
     /// another name becomes a provider of its own. The built client still gets the stop-word,
-    /// retry and rate-limit wrappers.
+    /// retry and rate-limit layers.
     ///
     /// ```
     /// use std::sync::Arc;
@@ -221,7 +223,7 @@ pub fn default_model(env: EnvLookup<'_>) -> String {
     first_env(env, &["MODEL"]).unwrap_or_else(|| DEFAULT_MODEL.to_string())
 }
 
-/// Builds the provider client alone, without wrappers: routes the model string over the
+/// Builds the provider client alone, without layers: routes the model string over the
 /// options' registry and calls the routed provider's factory.
 pub fn build_provider(
     config: &LlmConfig,
@@ -261,41 +263,54 @@ pub fn build_provider(
     route.target().build(&cx)
 }
 
-/// Builds one model with its wrappers: provider client → stop words → retries → rate limit.
-pub fn build_single(config: &LlmConfig, options: &BuildOptions) -> Result<Arc<dyn Llm>, LlmError> {
-    let client = build_provider(config, options)?;
-    let mut llm: Arc<dyn Llm> = Arc::new(StopWordLlm::new(client, config.stop.clone()));
+/// The layers a config asks for around its provider client, outermost first: rate limit (when
+/// `max_rpm` or `max_tpm` is set), retries (unless there are none), stop words. The rate limit
+/// is outside the retries, so a retried attempt does not take another request slot.
+pub fn config_layers(config: &LlmConfig, options: &BuildOptions) -> Vec<Arc<dyn LlmLayer>> {
+    let mut layers: Vec<Arc<dyn LlmLayer>> = Vec::with_capacity(3);
+    if config.max_rpm.is_some() || config.max_tpm.is_some() {
+        layers.push(Arc::new(RateLimitLayer::new(RateLimiter::new(
+            config.max_rpm,
+            config.max_tpm,
+        ))));
+    }
     let policy = RetryPolicy {
         max_retries: config.max_retries.unwrap_or(options.retry.max_retries),
         ..options.retry.clone()
     };
     if policy.max_retries > 0 {
-        llm = Arc::new(RetryLlm::new(llm, policy));
+        layers.push(Arc::new(RetryLayer::new(policy)));
     }
-    if config.max_rpm.is_some() || config.max_tpm.is_some() {
-        llm = Arc::new(RateLimitedLlm::new(
-            llm,
-            RateLimiter::new(config.max_rpm, config.max_tpm),
-        ));
-    }
-    Ok(llm)
+    layers.push(Arc::new(StopWordsLayer::new(config.stop.clone())));
+    layers
 }
 
-/// [`build_llm`] with explicit [`BuildOptions`] (environment, retry timing, transport), then
-/// the fallback chain of `config.fallback_llms`, each built the same way.
+/// Builds one model with its layers: rate limit → retries → stop words → provider client.
+pub fn build_single(config: &LlmConfig, options: &BuildOptions) -> Result<LayeredLlm, LlmError> {
+    let client = build_provider(config, options)?;
+    Ok(LayeredLlm::new(client, config_layers(config, options)))
+}
+
+/// [`build_llm`] with explicit [`BuildOptions`] (environment, retry timing, transport). With
+/// `config.fallback_llms`, each fallback is built the same way and a [`FallbackLayer`] goes on
+/// top of the primary's stack: fallbacks → rate limit → retries → stop words → client.
 pub fn build_llm_with(
     config: &LlmConfig,
     options: &BuildOptions,
 ) -> Result<Arc<dyn Llm>, LlmError> {
-    let primary = build_single(config, options)?;
+    let mut primary = build_single(config, options)?;
     if config.fallback_llms.is_empty() {
-        return Ok(primary);
+        return Ok(Arc::new(primary));
     }
-    let mut chain = vec![primary];
-    for fallback in &config.fallback_llms {
-        chain.push(build_llm_with(fallback, options)?);
-    }
-    Ok(Arc::new(FallbackLlm::new(chain)?))
+    let fallbacks = config
+        .fallback_llms
+        .iter()
+        .map(|fallback| build_llm_with(fallback, options))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut layers: Vec<Arc<dyn LlmLayer>> = vec![Arc::new(FallbackLayer::new(fallbacks))];
+    layers.extend(primary.layers().iter().cloned());
+    primary = LayeredLlm::new(primary.inner().clone(), layers);
+    Ok(Arc::new(primary))
 }
 
 /// Builds the model a config describes, reading keys and endpoints from the process environment.
@@ -406,7 +421,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn registered_providers_build_their_models_with_the_usual_wrappers() {
+    async fn registered_providers_build_their_models_with_the_usual_layers() {
         use crate::types::{LlmRequest, LlmResponse, Message};
         let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
         let record = seen.clone();

@@ -2,8 +2,9 @@
 //!
 //! CrewAI's native OpenAI client sends no `stop` field and cuts the reply at the earliest stop
 //! string itself; providers that do accept stop sequences (Anthropic) may get them too, and the
-//! cut here is harmless when the server already stopped. [`StopWordLlm`] wraps any model and
-//! applies the config's and the request's stop words to complete and streamed replies.
+//! cut here is harmless when the server already stopped. [`StopWordsLayer`] is the layer of a
+//! model's stack that applies the config's and the request's stop words to complete and
+//! streamed replies.
 //!
 //! ```
 //! use crewai_llm::stop_words::cut_at_stop;
@@ -12,13 +13,12 @@
 //! assert_eq!(cut.as_deref(), Some("Action: search"));
 //! ```
 
-use std::sync::Arc;
-
 use async_trait::async_trait;
 use futures::StreamExt;
 
 use crate::error::LlmError;
-use crate::traits::{Llm, LlmStream};
+use crate::layer::{LlmLayer, Next};
+use crate::traits::LlmStream;
 use crate::types::{Capabilities, FinishReason, LlmRequest, LlmResponse, StreamEvent};
 
 /// The text before the earliest occurrence of any stop word, or `None` when none occurs.
@@ -108,16 +108,27 @@ impl StopWordFilter {
     }
 }
 
-/// Wraps a model so every reply is cut at the configured and requested stop words.
-pub struct StopWordLlm {
-    inner: Arc<dyn Llm>,
+/// The stop-word layer: every reply is cut at the configured and the requested stop words.
+///
+/// ```
+/// # futures::executor::block_on(async {
+/// use std::sync::Arc;
+/// use crewai_llm::{LayeredLlm, Llm, LlmRequest, Message, ScriptedLlm, StopWordsLayer};
+/// let model = ScriptedLlm::new("m").then_text("Action: search\nObservation: invented");
+/// let llm = LayeredLlm::builder(Arc::new(model)).layer(StopWordsLayer::new(vec!["\nObservation:".into()])).build();
+/// let reply = llm.call(LlmRequest::new(vec![Message::user("go")])).await.unwrap();
+/// assert_eq!(reply.content.as_deref(), Some("Action: search"));
+/// # });
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct StopWordsLayer {
     stop: Vec<String>,
 }
 
-impl StopWordLlm {
+impl StopWordsLayer {
     /// `stop` are the config's stop words; each request's own are added to them.
-    pub fn new(inner: Arc<dyn Llm>, stop: Vec<String>) -> Self {
-        StopWordLlm { inner, stop }
+    pub fn new(stop: Vec<String>) -> Self {
+        StopWordsLayer { stop }
     }
 
     fn merged(&self, request: &mut LlmRequest) -> Vec<String> {
@@ -131,33 +142,31 @@ impl StopWordLlm {
 }
 
 #[async_trait]
-impl Llm for StopWordLlm {
-    fn model(&self) -> &str {
-        self.inner.model()
+impl LlmLayer for StopWordsLayer {
+    fn name(&self) -> &str {
+        "stop_words"
     }
-    fn provider(&self) -> &str {
-        self.inner.provider()
-    }
-    fn capabilities(&self) -> Capabilities {
+
+    fn capabilities(&self, below: Capabilities) -> Capabilities {
         Capabilities {
             stop_words: true,
-            ..self.inner.capabilities()
+            ..below
         }
     }
 
-    async fn call(&self, mut request: LlmRequest) -> Result<LlmResponse, LlmError> {
+    async fn call(&self, mut request: LlmRequest, next: Next<'_>) -> Result<LlmResponse, LlmError> {
         let stop = self.merged(&mut request);
-        let mut response = self.inner.call(request).await?;
+        let mut response = next.call(request).await?;
         apply_to_response(&mut response, &stop);
         Ok(response)
     }
 
-    async fn stream(&self, mut request: LlmRequest) -> Result<LlmStream, LlmError> {
+    async fn stream(&self, mut request: LlmRequest, next: Next<'_>) -> Result<LlmStream, LlmError> {
         let stop = self.merged(&mut request);
         if stop.is_empty() {
-            return self.inner.stream(request).await;
+            return next.stream(request).await;
         }
-        let inner = self.inner.stream(request).await?;
+        let inner = next.stream(request).await?;
         let mut filter = StopWordFilter::new(stop.clone());
         let events = inner.flat_map(move |event| {
             let out: Vec<Result<StreamEvent, LlmError>> = match event {

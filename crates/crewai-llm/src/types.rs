@@ -3,6 +3,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::extensions::Extensions;
+
 /// Who wrote a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -233,6 +235,10 @@ pub struct LlmRequest {
     /// is never serialized, so request bodies are the same with or without it.
     #[serde(skip)]
     pub reply_shape: Option<ReplyShape>,
+    /// Context for the layers the call passes through (who makes it, for which task, where its
+    /// events go; see [`crate::layer`]). Never serialized and never compared.
+    #[serde(skip)]
+    pub extensions: Extensions,
 }
 
 /// The expected shape of a reply (see [`LlmRequest::reply_shape`]).

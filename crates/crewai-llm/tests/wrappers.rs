@@ -1,5 +1,5 @@
-//! Fallback chains, shared rate limits and the scripted model, through real HTTP where a
-//! provider is involved.
+//! The layers of a model's stack (fallback chains, shared rate limits, retries) and the scripted
+//! model, through real HTTP where a provider is involved.
 
 mod common;
 
@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use common::{build, openai_at};
 use crewai_llm::{
-    FallbackLlm, Llm, LlmConfig, LlmError, LlmRequest, Message, RateLimitedLlm, RateLimiter,
-    ScriptedLlm,
+    FallbackLayer, LayeredLlm, Llm, LlmConfig, LlmError, LlmRequest, Message, RateLimitLayer,
+    RateLimiter, RetryLayer, ScriptedLlm,
 };
 use serde_json::json;
 use wiremock::matchers::{body_partial_json, method};
@@ -117,14 +117,15 @@ async fn fallbacks_parse_from_yaml() {
 #[tokio::test(start_paused = true)]
 async fn agents_share_one_rate_limit() {
     let limiter = RateLimiter::per_minute(2);
-    let first: Arc<dyn Llm> = Arc::new(RateLimitedLlm::new(
-        Arc::new(ScriptedLlm::new("a").then_text("1").then_text("3")),
-        limiter.clone(),
-    ));
-    let second: Arc<dyn Llm> = Arc::new(RateLimitedLlm::new(
-        Arc::new(ScriptedLlm::new("b").then_text("2")),
-        limiter.clone(),
-    ));
+    let limited = |model: ScriptedLlm| -> Arc<dyn Llm> {
+        Arc::new(
+            LayeredLlm::builder(Arc::new(model))
+                .layer(RateLimitLayer::new(limiter.clone()))
+                .build(),
+        )
+    };
+    let first = limited(ScriptedLlm::new("a").then_text("1").then_text("3"));
+    let second = limited(ScriptedLlm::new("b").then_text("2"));
     let request = || LlmRequest::new(vec![Message::user("go")]);
     let start = tokio::time::Instant::now();
     first
@@ -235,19 +236,27 @@ async fn scripted_llm_serves_in_order_and_records_requests() {
 }
 
 #[tokio::test]
-async fn scripted_llm_works_behind_the_fallback_and_retry_wrappers() {
+async fn scripted_llm_works_under_the_fallback_and_retry_layers() {
     let flaky = ScriptedLlm::new("flaky")
         .then_error(LlmError::Connection {
             provider: "scripted".into(),
             message: "reset".into(),
         })
         .then_text("second try");
-    let retrying = crewai_llm::RetryLlm::new(Arc::new(flaky.clone()), common::fast_retries(2));
-    let chain = FallbackLlm::new(vec![Arc::new(retrying)]).unwrap_or_else(|e| panic!("{e}"));
+    let unused = ScriptedLlm::new("backup").then_text("never asked");
+    let chain = LayeredLlm::builder(Arc::new(flaky.clone()))
+        .layer(FallbackLayer::new(vec![Arc::new(unused.clone())]))
+        .layer(RetryLayer::new(common::fast_retries(2)))
+        .build();
+    assert_eq!(chain.layer_names(), ["fallback", "retry"]);
     let reply = chain
         .call(LlmRequest::new(vec![Message::user("hi")]))
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(reply.content.as_deref(), Some("second try"));
     assert_eq!(flaky.requests().len(), 2);
+    assert!(
+        unused.requests().is_empty(),
+        "the retry below the fallback recovered"
+    );
 }

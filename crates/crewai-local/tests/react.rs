@@ -6,8 +6,8 @@
 
 use std::process::ExitCode;
 
-use crewai_core::executor::react::{self, OBSERVATION_STOP, ReactStep};
-use crewai_core::prompts::agent as prompts;
+use crewai_core::preview::{self, TaskLoop};
+use crewai_core::react::{self, OBSERVATION_STOP, ReactStep};
 use crewai_llm::{Llm, LlmConfig, LlmRequest, Message, ReplyShape, ToolDefinition};
 use crewai_local::{LocalLlm, cache};
 use crewai_testkit::prereq::{Prerequisite, Suite};
@@ -53,27 +53,19 @@ fn weather_tool() -> ToolDefinition {
 /// A ReAct request as the executor builds it: the tools in the system prompt, the task last,
 /// ending on `Thought:`.
 fn react_request(tool: &ToolDefinition, task: &str) -> LlmRequest {
-    let schema = serde_json::to_string_pretty(&tool.parameters).unwrap_or_default();
     let system = format!(
         "{}{}",
-        prompts::role_playing(
+        preview::system_prompt(
             "Weather reporter",
+            "Tell people the weather",
             "You report the weather using your tools.",
-            "Tell people the weather"
         ),
-        prompts::react_instructions(
-            &[prompts::react_tool_entry(
-                &tool.name,
-                &schema,
-                &tool.description
-            )],
-            &[&tool.name]
-        )
+        preview::react_instructions(std::slice::from_ref(tool))
     );
-    let task = prompts::task_message_react(&prompts::task_prompt(
-        task,
-        "A sentence about today's weather.",
-    ));
+    let task = preview::task_message(
+        &preview::task_prompt(task, "A sentence about today's weather."),
+        TaskLoop::React,
+    );
     LlmRequest::new(vec![Message::system(system), Message::user(task)])
         .with_stop(vec![OBSERVATION_STOP.to_string()])
         .with_reply_shape(ReplyShape::React {
@@ -128,9 +120,9 @@ async fn after_the_observation_the_model_gives_its_final_answer() {
     request.messages.push(Message::assistant(
         "Thought: I should look it up.\nAction: get_weather\nAction Input: {\"city\":\"Paris\"}\nObservation: Sunny and 21 degrees in Paris.",
     ));
-    request
-        .messages
-        .push(Message::user(prompts::AFTER_TOOL_REACT));
+    request.messages.push(Message::user(
+        preview::after_tool_results(TaskLoop::React).unwrap_or_default(),
+    ));
     let reply = llm.call(request).await.unwrap_or_else(|e| panic!("{e}"));
     let text = reply.content.unwrap_or_default();
     eprintln!("the model's step after the observation:\n{text}");

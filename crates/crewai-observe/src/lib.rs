@@ -9,6 +9,10 @@
 //! - [`spans`]: the event-to-span assembly both share.
 //!
 //! Only this crate (and the CLI) depends on OpenTelemetry; the engine just emits typed events.
+//! Both listeners read the bus through a bounded channel
+//! ([`EventBus::subscribe_channel`](crewai_core::events::EventBus::subscribe_channel)): writing
+//! the file and exporting spans run on a thread or task of their own, never inside the agent
+//! loop, and the bus drops (and counts) events rather than wait for them.
 //!
 //! ```
 //! use crewai_core::events::{EventBus, EventKind};

@@ -2,14 +2,14 @@
 //! views `crewai traces` shows: a list of runs, one run as a tree (agents, tasks, calls,
 //! durations, tokens, cost) and a self-contained HTML timeline.
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::fs::File;
-use std::io::{BufRead, BufReader, LineWriter, Write};
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Utc};
-use crewai_core::events::{EventBus, EventKind, ListenerId};
+use crewai_core::events::{Event, EventBus, EventKind, EventLogError, EventType, JsonLinesWriter};
 use crewai_llm::Usage;
 use serde_json::Value;
 use uuid::Uuid;
@@ -41,6 +41,11 @@ pub enum TraceError {
         line: usize,
         message: String,
     },
+    /// The writer fell behind the run and the bus dropped events rather than wait for it.
+    #[error("the trace {} misses {dropped} event(s): its writer fell behind the run", .path.display())]
+    Incomplete { path: PathBuf, dropped: u64 },
+    #[error("the writer of the trace {} panicked: {message}", .path.display())]
+    WriterPanicked { path: PathBuf, message: String },
     #[error("no trace '{id}' in {}; `crewai traces` lists the runs", .dir.display())]
     NotFound { id: String, dir: PathBuf },
     #[error("'{id}' matches several traces ({}); give more of the id", .matches.join(", "))]
@@ -48,13 +53,14 @@ pub enum TraceError {
 }
 
 /// Appends every event of a bus to a trace file, one JSON object per line (stream chunks are
-/// left out: the completed call carries the whole reply). Detach with [`TraceWriter::finish`].
+/// left out: the completed call carries the whole reply). The file is written by a thread of its
+/// own ([`JsonLinesWriter`]): the bus only queues each event, so the run never waits for the
+/// disk; should the queue ever fill, events are dropped, counted, and
+/// [`TraceWriter::finish`] says the trace is incomplete. Detach with [`TraceWriter::finish`],
+/// which returns once every queued event is in the file.
 pub struct TraceWriter {
-    bus: EventBus,
-    listener: ListenerId,
     path: PathBuf,
-    file: Arc<Mutex<LineWriter<File>>>,
-    failure: Arc<Mutex<Option<std::io::Error>>>,
+    writer: JsonLinesWriter,
 }
 
 impl TraceWriter {
@@ -66,33 +72,9 @@ impl TraceWriter {
             source,
         };
         std::fs::create_dir_all(dir).map_err(write_error)?;
-        let file = Arc::new(Mutex::new(LineWriter::new(
-            File::create(&path).map_err(write_error)?,
-        )));
-        let failure: Arc<Mutex<Option<std::io::Error>>> = Arc::default();
-        let listener = {
-            let (file, failure) = (file.clone(), failure.clone());
-            bus.subscribe(move |event| {
-                if matches!(event.kind, EventKind::LlmStreamChunk { .. }) {
-                    return;
-                }
-                let line = event.to_json().to_string();
-                let mut file = file.lock().unwrap_or_else(|p| p.into_inner());
-                if let Err(error) = writeln!(file, "{line}") {
-                    failure
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .get_or_insert(error);
-                }
-            })
-        };
-        Ok(TraceWriter {
-            bus: bus.clone(),
-            listener,
-            path,
-            file,
-            failure,
-        })
+        let file = File::create(&path).map_err(write_error)?;
+        let writer = JsonLinesWriter::attach(bus, file).map_err(|e| log_error(&path, e))?;
+        Ok(TraceWriter { path, writer })
     }
 
     /// The file being written.
@@ -100,22 +82,32 @@ impl TraceWriter {
         &self.path
     }
 
-    /// Stops writing and reports the first write error, if any happened.
+    /// Stops writing, waits until every event queued so far is in the file, and reports the
+    /// first write error, or that events were dropped, if either happened.
     pub fn finish(self) -> Result<PathBuf, TraceError> {
-        self.bus.unsubscribe(self.listener);
-        let flushed = self.file.lock().unwrap_or_else(|p| p.into_inner()).flush();
-        let failure = self
-            .failure
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take();
-        match failure.map_or(flushed, Err) {
-            Ok(()) => Ok(self.path),
-            Err(source) => Err(TraceError::Write {
+        match self.writer.finish() {
+            Ok(report) if report.dropped == 0 => Ok(self.path),
+            Ok(report) => Err(TraceError::Incomplete {
                 path: self.path,
-                source,
+                dropped: report.dropped,
             }),
+            Err(error) => Err(log_error(&self.path, error)),
         }
+    }
+}
+
+fn log_error(path: &Path, error: EventLogError) -> TraceError {
+    let path = path.to_path_buf();
+    match error {
+        EventLogError::Panicked(message) => TraceError::WriterPanicked { path, message },
+        EventLogError::Spawn(source) | EventLogError::Write(source) => {
+            TraceError::Write { path, source }
+        }
+        // EventLogError is non_exhaustive; a kind this crate does not know is still a failed write.
+        other => TraceError::Write {
+            path,
+            source: std::io::Error::other(other.to_string()),
+        },
     }
 }
 
@@ -123,8 +115,11 @@ impl TraceWriter {
 #[derive(Debug, Clone)]
 pub struct RunTrace {
     pub id: String,
-    pub events: Vec<Value>,
+    pub events: Vec<Event>,
     pub spans: Vec<SpanRecord>,
+    /// Lines of the file whose `type` this version does not know (a trace written by a newer
+    /// one), counted by type: skipped, and said so in the tree.
+    pub unknown_types: BTreeMap<String, usize>,
 }
 
 /// A line of the run list.
@@ -149,32 +144,48 @@ impl RunTrace {
         };
         let reader = BufReader::new(File::open(path).map_err(read_error)?);
         let mut events = Vec::new();
+        let mut unknown_types: BTreeMap<String, usize> = BTreeMap::new();
         for (index, line) in reader.lines().enumerate() {
             let line = line.map_err(read_error)?;
             if line.trim().is_empty() {
                 continue;
             }
-            let event = serde_json::from_str(&line).map_err(|e| TraceError::Corrupt {
+            let error = match serde_json::from_str::<Event>(&line) {
+                Ok(event) => {
+                    events.push(event);
+                    continue;
+                }
+                Err(error) => error,
+            };
+            // A well-formed line of a type this version does not know is skipped (and counted);
+            // anything else that does not read is a corrupt trace.
+            if let Some(unknown) = unknown_type(&line) {
+                *unknown_types.entry(unknown).or_default() += 1;
+                continue;
+            }
+            return Err(TraceError::Corrupt {
                 path: path.to_path_buf(),
                 line: index + 1,
-                message: e.to_string(),
-            })?;
-            events.push(event);
+                message: error.to_string(),
+            });
         }
         let id = path
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default();
-        Ok(Self::from_events(id, events))
+        let mut trace = Self::from_events(id, events);
+        trace.unknown_types = unknown_types;
+        Ok(trace)
     }
 
     /// A trace from events already in memory.
-    pub fn from_events(id: impl Into<String>, events: Vec<Value>) -> Self {
+    pub fn from_events(id: impl Into<String>, events: Vec<Event>) -> Self {
         let spans = spans_of(&events);
         RunTrace {
             id: id.into(),
             events,
             spans,
+            unknown_types: BTreeMap::new(),
         }
     }
 
@@ -280,6 +291,18 @@ impl RunTrace {
             format_usage(&summary.usage),
             summary.status
         );
+        if !self.unknown_types.is_empty() {
+            let types: Vec<String> = self
+                .unknown_types
+                .iter()
+                .map(|(name, count)| format!("{name} ×{count}"))
+                .collect();
+            let _ = writeln!(
+                out,
+                "(skipped events of types this version does not know: {})",
+                types.join(", ")
+            );
+        }
         let roots = self.roots();
         for (index, root) in roots.iter().enumerate() {
             self.render_node(&mut out, root, "", index + 1 == roots.len());
@@ -290,10 +313,25 @@ impl RunTrace {
     fn render_node(&self, out: &mut String, span: &SpanRecord, prefix: &str, last: bool) {
         let branch = if last { "└─ " } else { "├─ " };
         let _ = writeln!(out, "{prefix}{branch}{}", self.describe(span));
-        let children = self.children(span.id);
+        // Child spans and the span's marks, in the order they happened.
+        let mut items: Vec<(DateTime<Utc>, TreeItem<'_>)> = self
+            .children(span.id)
+            .into_iter()
+            .map(|child| (child.start, TreeItem::Span(child)))
+            .chain(span.marks.iter().map(|m| (m.timestamp, TreeItem::Mark(m))))
+            .collect();
+        items.sort_by_key(|(at, _)| *at);
         let deeper = format!("{prefix}{}", if last { "   " } else { "│  " });
-        for (index, child) in children.iter().enumerate() {
-            self.render_node(out, child, &deeper, index + 1 == children.len());
+        let count = items.len();
+        for (index, (_, item)) in items.into_iter().enumerate() {
+            let last = index + 1 == count;
+            match item {
+                TreeItem::Span(child) => self.render_node(out, child, &deeper, last),
+                TreeItem::Mark(mark) => {
+                    let branch = if last { "└─ " } else { "├─ " };
+                    let _ = writeln!(out, "{deeper}{branch}{}", describe_mark(mark));
+                }
+            }
         }
     }
 
@@ -369,6 +407,38 @@ impl RunTrace {
     }
 }
 
+/// A line under a span in the tree.
+enum TreeItem<'a> {
+    Span(&'a SpanRecord),
+    Mark(&'a Event),
+}
+
+/// The tree line of a mark ([`SpanRecord::marks`]).
+fn describe_mark(mark: &Event) -> String {
+    match &mark.kind {
+        EventKind::PanicCaught {
+            site,
+            name,
+            message,
+            ..
+        } => format!(
+            "! {site} '{name}' panicked (caught): {}",
+            one_line(message, 120)
+        ),
+        EventKind::RateLimitWaitStarted {
+            max_rpm, wait_ms, ..
+        } => {
+            let limit = max_rpm
+                .map(|rpm| format!(" ({rpm} per minute)"))
+                .unwrap_or_default();
+            let wait = i64::try_from(*wait_ms).unwrap_or(i64::MAX);
+            format!("rate limit · waited {}{limit}", format_ms(wait))
+        }
+        // Marks are the kinds spans::role_of marks; another kind still shows by its name.
+        other => other.type_name().to_string(),
+    }
+}
+
 const STYLE: &str = "body{font:14px system-ui,sans-serif;margin:2em;color:#222}h1 small{color:#888;font-weight:normal;font-size:60%}\
 table{border-collapse:collapse;width:100%}th,td{padding:3px 8px;border-bottom:1px solid #eee;text-align:left;white-space:nowrap}\
 td.num{text-align:right;color:#555;font-variant-numeric:tabular-nums}td.lane{width:45%;position:relative}\
@@ -439,6 +509,16 @@ pub fn render_run_list(runs: &[RunSummary]) -> String {
         );
     }
     out
+}
+
+/// The `type` of a JSON line, when it is a well-formed object whose type this version does not
+/// know.
+fn unknown_type(line: &str) -> Option<String> {
+    let value: Value = serde_json::from_str(line).ok()?;
+    let name = value.get("type")?.as_str()?;
+    EventType::from_name(name)
+        .is_none()
+        .then(|| name.to_string())
 }
 
 fn file_id(path: &Path) -> String {

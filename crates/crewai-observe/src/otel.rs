@@ -9,20 +9,18 @@
 //! (or [`OtelConfig::with_content`]). Nothing is ever sent anywhere else.
 
 use std::borrow::Cow;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
-use crewai_core::events::{EventBus, ListenerId};
+use crewai_core::events::{DroppedEvents, Event, EventBus, EventChannel, EventKind, ListenerGuard};
 use crewai_llm::ProviderRegistry;
 use opentelemetry::trace::{
     SpanContext, SpanId, SpanKind as OtelSpanKind, Status, TraceFlags, TraceId, TraceState,
 };
-use opentelemetry::{InstrumentationScope, KeyValue};
+use opentelemetry::{InstrumentationScope, KeyValue, Value as OtelValue};
 use opentelemetry_otlp::{Protocol, WithExportConfig};
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::trace::{SpanData, SpanEvents, SpanExporter, SpanLinks};
 use serde_json::Value;
-use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use uuid::Uuid;
 
@@ -34,6 +32,10 @@ pub const DEFAULT_SERVICE_NAME: &str = "crewai";
 const MAX_BATCH: usize = 256;
 /// How long one export request may take.
 const EXPORT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Events queued between the bus and the export task. An export request that hangs for its
+/// whole timeout lets a busy run queue this many events before the bus starts dropping (and
+/// counting) them.
+const EVENT_QUEUE: usize = 4096;
 
 /// The OTLP/HTTP encoding.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -136,14 +138,18 @@ impl OtelConfig {
     }
 }
 
-/// A running export: subscribed to one bus, shipping spans from a background task.
+/// A running export: subscribed to one bus through a channel ([`EventBus::subscribe_channel`]);
+/// a background task turns the events into spans and ships them, so neither span assembly nor
+/// the network runs inside the agent loop. Should the queue fill (a collector slower than the
+/// run), the bus drops events rather than wait; [`OtelExport::shutdown`] reports how many.
 /// Call [`OtelExport::shutdown`] at the end of the run so the last spans are sent.
+///
+/// Dropped without a shutdown, it detaches from the bus; the task still sends what was queued,
+/// unless the runtime ends first.
 pub struct OtelExport {
-    bus: EventBus,
-    listener: ListenerId,
-    sender: Arc<Mutex<Option<mpsc::UnboundedSender<SpanData>>>>,
-    assembler: Arc<Mutex<SpanAssembler>>,
-    shape: Arc<SpanShape>,
+    /// Dropped first thing in [`OtelExport::shutdown`] (and with the export): ends the channel.
+    attached: ListenerGuard,
+    dropped: DroppedEvents,
     worker: JoinHandle<()>,
 }
 
@@ -182,88 +188,107 @@ impl OtelExport {
                 .build(),
         );
 
-        let (sender, receiver) = mpsc::unbounded_channel();
-        let worker = runtime.spawn(export_loop(
-            exporter,
-            receiver,
-            config.traces_endpoint.clone(),
-        ));
-        let sender = Arc::new(Mutex::new(Some(sender)));
-        let assembler = Arc::new(Mutex::new(SpanAssembler::new()));
-        let shape = Arc::new(SpanShape {
+        // Stream chunks open no span and are never anyone's parent: not worth a queue slot.
+        let channel = bus.subscribe_channel_filtered(EVENT_QUEUE, |event| {
+            !matches!(event.kind, EventKind::LlmStreamChunk { .. })
+        });
+        let listener = channel.listener_id();
+        let dropped = channel.dropped();
+        let shape = SpanShape {
             record_content: config.record_content,
             providers,
-        });
-        let listener = {
-            let (sender, assembler, shape) = (sender.clone(), assembler.clone(), shape.clone());
-            bus.subscribe(move |event| {
-                let finished = lock(&assembler).push(&event.to_json());
-                if let Some(record) = finished {
-                    send(&sender, shape.span_data(&record));
-                }
-            })
         };
-        Ok(OtelExport {
-            bus: bus.clone(),
-            listener,
-            sender,
-            assembler,
+        let worker = runtime.spawn(export_loop(
+            exporter,
+            channel,
             shape,
+            config.traces_endpoint.clone(),
+        ));
+        Ok(OtelExport {
+            attached: ListenerGuard::new(bus, listener),
+            dropped,
             worker,
         })
     }
 
-    /// Stops listening, closes the spans still open, and waits (at most `timeout`) until every
-    /// span was sent.
+    /// Stops listening and waits (at most `timeout`) until every event queued so far became a
+    /// span and was sent; spans still open are closed as unfinished.
     pub async fn shutdown(self, timeout: Duration) {
-        self.bus.unsubscribe(self.listener);
-        let unfinished = lock(&self.assembler).finish();
-        for record in unfinished {
-            send(&self.sender, self.shape.span_data(&record));
-        }
-        lock(&self.sender).take();
+        // Ends the channel: the task drains it, closes what is open, exports and stops.
+        drop(self.attached);
         if tokio::time::timeout(timeout, self.worker).await.is_err() {
             tracing::warn!(
                 "OpenTelemetry export did not finish within {}s; some spans may be lost",
                 timeout.as_secs_f64()
             );
         }
+        let dropped = self.dropped.count();
+        if dropped > 0 {
+            tracing::warn!(
+                dropped,
+                "OpenTelemetry export fell behind the run: {dropped} event(s) were dropped, so \
+                 some spans are missing or marked unfinished"
+            );
+        }
     }
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-fn send(sender: &Mutex<Option<mpsc::UnboundedSender<SpanData>>>, span: SpanData) {
-    if let Some(sender) = lock(sender).as_ref() {
-        // A closed channel means the export was shut down; late spans are dropped.
-        let _ = sender.send(span);
-    }
-}
-
+/// The export task: events in, spans out, in batches of what is ready.
 async fn export_loop(
     exporter: opentelemetry_otlp::SpanExporter,
-    mut receiver: mpsc::UnboundedReceiver<SpanData>,
+    mut channel: EventChannel,
+    shape: SpanShape,
     endpoint: String,
 ) {
+    let mut assembler = SpanAssembler::new();
+    let mut batch: Vec<SpanData> = Vec::new();
     let mut reported = false;
-    while let Some(first) = receiver.recv().await {
-        let mut batch = vec![first];
-        while batch.len() < MAX_BATCH
-            && let Ok(more) = receiver.try_recv()
-        {
-            batch.push(more);
+    let mut take = |event: &Event, batch: &mut Vec<SpanData>| {
+        if let Some(record) = assembler.push(event) {
+            batch.push(shape.span_data(&record));
         }
-        let count = batch.len();
-        if let Err(error) = exporter.export(batch).await
-            && !std::mem::replace(&mut reported, true)
+    };
+    while let Some(event) = channel.recv().await {
+        take(&event, &mut batch);
+        while batch.len() < MAX_BATCH
+            && let Some(event) = channel.try_recv()
         {
-            // Once: a collector that is down should not flood the run's output.
-            tracing::warn!(%endpoint, %error, count, "OpenTelemetry export failed; spans are dropped");
+            take(&event, &mut batch);
+        }
+        if !batch.is_empty() {
+            export(
+                &exporter,
+                std::mem::take(&mut batch),
+                &endpoint,
+                &mut reported,
+            )
+            .await;
         }
     }
+    let unfinished: Vec<SpanData> = assembler
+        .finish()
+        .iter()
+        .map(|record| shape.span_data(record))
+        .collect();
+    for chunk in unfinished.chunks(MAX_BATCH) {
+        export(&exporter, chunk.to_vec(), &endpoint, &mut reported).await;
+    }
     let _ = exporter.shutdown();
+}
+
+async fn export(
+    exporter: &opentelemetry_otlp::SpanExporter,
+    batch: Vec<SpanData>,
+    endpoint: &str,
+    reported: &mut bool,
+) {
+    let count = batch.len();
+    if let Err(error) = exporter.export(batch).await
+        && !std::mem::replace(reported, true)
+    {
+        // Once: a collector that is down should not flood the run's output.
+        tracing::warn!(%endpoint, %error, count, "OpenTelemetry export failed; spans are dropped");
+    }
 }
 
 /// How span records become OpenTelemetry spans.
@@ -287,160 +312,182 @@ fn system_time(at: chrono::DateTime<chrono::Utc>) -> SystemTime {
     SystemTime::from(at)
 }
 
-fn json_text(value: Option<&Value>) -> String {
+fn json_text(value: &Value) -> String {
     match value {
-        Some(Value::String(s)) => s.clone(),
-        Some(other) => other.to_string(),
-        None => String::new(),
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// A span's attributes as they are collected (empty texts are left out).
+#[derive(Default)]
+struct Attributes(Vec<KeyValue>);
+
+impl Attributes {
+    fn text(&mut self, key: &'static str, value: Option<&str>) {
+        if let Some(value) = value.filter(|v| !v.is_empty()) {
+            self.0.push(KeyValue::new(key, value.to_string()));
+        }
+    }
+
+    fn value(&mut self, key: &'static str, value: impl Into<OtelValue>) {
+        self.0.push(KeyValue::new(key, value));
     }
 }
 
 impl SpanShape {
     fn span_data(&self, record: &SpanRecord) -> SpanData {
-        let opened = &record.opened;
-        let closed = record.closed.as_ref();
-        let field = |name: &str| opened.get(name).and_then(Value::as_str).map(str::to_string);
-        let mut attributes = vec![KeyValue::new(
-            "crewai.span.kind",
-            span_kind_name(record.kind),
-        )];
-        let mut add = |key: &'static str, value: Option<String>| {
-            if let Some(value) = value.filter(|v| !v.is_empty()) {
-                attributes.push(KeyValue::new(key, value));
+        use EventKind as K;
+        let content = self.record_content;
+        let closed = record.closed.as_ref().map(|event| &event.kind);
+        let mut attributes = Attributes::default();
+        attributes.value("crewai.span.kind", span_kind_name(record.kind));
+        attributes.text("gen_ai.agent.name", record.opened.kind.agent_role());
+        attributes.text("crewai.task.name", record.opened.kind.task_name());
+        let label = &record.label;
+        // Every kind is listed: a new kind of event must say whether it opens a span of its own.
+        let (name, kind) = match &record.opened.kind {
+            K::CrewKickoffStarted {
+                crew_name, crew_id, ..
+            } => {
+                attributes.text("crewai.crew.name", Some(crew_name));
+                attributes.text("crewai.crew.id", crew_id.as_deref());
+                (format!("crew_kickoff {label}"), OtelSpanKind::Internal)
             }
-        };
-        add("gen_ai.agent.name", field("agent_role"));
-        add("crewai.task.name", field("task_name"));
-        let (name, kind) = match record.kind {
-            SpanKind::Crew => {
-                add("crewai.crew.name", field("crew_name"));
-                add("crewai.crew.id", field("crew_id"));
-                (
-                    format!("crew_kickoff {}", record.label),
-                    OtelSpanKind::Internal,
-                )
+            K::TaskStarted { task_id, .. } => {
+                attributes.text("crewai.task.id", task_id.as_deref());
+                (format!("task {label}"), OtelSpanKind::Internal)
             }
-            SpanKind::Task => {
-                add("crewai.task.id", field("task_id"));
-                (format!("task {}", record.label), OtelSpanKind::Internal)
+            K::AgentExecutionStarted {
+                agent_id,
+                task_prompt,
+                ..
+            } => {
+                self.agent(&mut attributes, agent_id, Some(task_prompt), closed);
+                (format!("invoke_agent {label}"), OtelSpanKind::Internal)
             }
-            SpanKind::Agent => {
-                add("gen_ai.operation.name", Some("invoke_agent".into()));
-                add("gen_ai.agent.id", field("agent_id"));
-                if self.record_content {
-                    add("crewai.task.prompt", field("task_prompt"));
-                    add(
-                        "crewai.agent.output",
-                        closed
-                            .and_then(|c| c.get("output"))
-                            .map(|v| json_text(Some(v))),
-                    );
-                }
-                (
-                    format!("invoke_agent {}", record.label),
-                    OtelSpanKind::Internal,
-                )
+            K::LiteAgentExecutionStarted { agent_id, .. } => {
+                self.agent(&mut attributes, agent_id, None, closed);
+                (format!("invoke_agent {label}"), OtelSpanKind::Internal)
             }
-            SpanKind::LlmCall => {
-                let model = record.label.clone();
-                add("gen_ai.operation.name", Some("chat".into()));
-                add(
+            K::LlmCallStarted {
+                model, messages, ..
+            } => {
+                attributes.text("gen_ai.operation.name", Some("chat"));
+                attributes.text(
                     "gen_ai.provider.name",
-                    Some(self.providers.gen_ai_system(&model).into()),
+                    Some(self.providers.gen_ai_system(model)),
                 );
-                add("gen_ai.request.model", Some(model.clone()));
+                attributes.text("gen_ai.request.model", Some(model));
                 if let Some(usage) = record.usage() {
-                    attributes.push(KeyValue::new(
-                        "gen_ai.usage.input_tokens",
-                        usage.prompt_tokens as i64,
-                    ));
-                    attributes.push(KeyValue::new(
+                    let tokens = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+                    attributes.value("gen_ai.usage.input_tokens", tokens(usage.prompt_tokens));
+                    attributes.value(
                         "gen_ai.usage.output_tokens",
-                        usage.completion_tokens as i64,
-                    ));
-                    attributes.push(KeyValue::new(
+                        tokens(usage.completion_tokens),
+                    );
+                    attributes.value(
                         "gen_ai.usage.cache_read.input_tokens",
-                        usage.cached_prompt_tokens as i64,
-                    ));
-                    attributes.push(KeyValue::new(
+                        tokens(usage.cached_prompt_tokens),
+                    );
+                    attributes.value(
                         "gen_ai.usage.reasoning.output_tokens",
-                        usage.reasoning_tokens as i64,
-                    ));
-                    attributes.push(KeyValue::new("crewai.usage.cost_usd", usage.cost_usd));
+                        tokens(usage.reasoning_tokens),
+                    );
+                    attributes.value("crewai.usage.cost_usd", usage.cost_usd);
                 }
-                if self.record_content {
-                    attributes.push(KeyValue::new(
-                        "gen_ai.input.messages",
-                        json_text(opened.get("messages")),
-                    ));
-                    if let Some(response) = closed.and_then(|c| c.get("response")) {
-                        attributes.push(KeyValue::new(
-                            "gen_ai.output.messages",
-                            json_text(Some(response)),
-                        ));
+                if content {
+                    attributes.value("gen_ai.input.messages", json_text(messages));
+                    if let Some(K::LlmCallCompleted { response, .. }) = closed {
+                        attributes.value("gen_ai.output.messages", json_text(response));
                     }
                 }
                 (format!("chat {model}"), OtelSpanKind::Client)
             }
-            SpanKind::ToolCall => {
-                add("gen_ai.operation.name", Some("execute_tool".into()));
-                add("gen_ai.tool.name", Some(record.label.clone()));
-                add("gen_ai.tool.type", Some("function".into()));
-                if self.record_content {
-                    add(
-                        "gen_ai.tool.call.arguments",
-                        Some(json_text(opened.get("tool_args"))),
-                    );
-                    add(
+            K::ToolUsageStarted { tool_args, .. } => {
+                attributes.text("gen_ai.operation.name", Some("execute_tool"));
+                attributes.text("gen_ai.tool.name", Some(label));
+                attributes.text("gen_ai.tool.type", Some("function"));
+                let finished = match closed {
+                    Some(K::ToolUsageFinished {
+                        output, from_cache, ..
+                    }) => Some((output, *from_cache)),
+                    _ => None,
+                };
+                if content {
+                    attributes.text("gen_ai.tool.call.arguments", Some(&json_text(tool_args)));
+                    attributes.text(
                         "gen_ai.tool.call.result",
-                        closed
-                            .and_then(|c| c.get("output"))
-                            .map(|v| json_text(Some(v))),
+                        finished.map(|(output, _)| output.as_str()),
                     );
                 }
-                if let Some(from_cache) = closed
-                    .and_then(|c| c.get("from_cache"))
-                    .and_then(Value::as_bool)
-                {
-                    attributes.push(KeyValue::new("crewai.tool.from_cache", from_cache));
+                if let Some((_, from_cache)) = finished {
+                    attributes.value("crewai.tool.from_cache", from_cache);
                 }
-                (
-                    format!("execute_tool {}", record.label),
-                    OtelSpanKind::Internal,
-                )
+                (format!("execute_tool {label}"), OtelSpanKind::Internal)
             }
-            SpanKind::Delegation => {
-                add("crewai.delegation.from_agent", field("from_agent"));
-                add("crewai.delegation.to_agent", field("to_agent"));
-                add("crewai.delegation.kind", field("kind"));
-                if self.record_content {
-                    add("crewai.delegation.task", field("task"));
+            K::AgentDelegationStarted {
+                from_agent,
+                to_agent,
+                kind,
+                task,
+            } => {
+                attributes.text("crewai.delegation.from_agent", Some(from_agent));
+                attributes.text("crewai.delegation.to_agent", Some(to_agent));
+                attributes.text("crewai.delegation.kind", Some(kind));
+                if content {
+                    attributes.text("crewai.delegation.task", Some(task));
                 }
-                (format!("delegate {}", record.label), OtelSpanKind::Internal)
+                (format!("delegate {label}"), OtelSpanKind::Internal)
             }
-            SpanKind::Guardrail => (
-                format!("guardrail {}", record.label),
+            K::LlmGuardrailStarted { .. } => (format!("guardrail {label}"), OtelSpanKind::Internal),
+            K::FlowStarted { flow_name, .. } => {
+                attributes.text("crewai.flow.name", Some(flow_name));
+                (format!("flow {label}"), OtelSpanKind::Internal)
+            }
+            K::MethodExecutionStarted { method_name, .. } => {
+                attributes.text("crewai.flow.method", Some(method_name));
+                (format!("flow_method {label}"), OtelSpanKind::Internal)
+            }
+            // These never open a span (spans::role_of), so no record starts with one; named
+            // after the span kind should that ever change.
+            K::CrewKickoffCompleted { .. }
+            | K::CrewKickoffFailed { .. }
+            | K::TaskCompleted { .. }
+            | K::TaskFailed { .. }
+            | K::AgentExecutionCompleted { .. }
+            | K::AgentExecutionError { .. }
+            | K::LiteAgentExecutionCompleted { .. }
+            | K::LiteAgentExecutionError { .. }
+            | K::LlmCallCompleted { .. }
+            | K::LlmCallFailed { .. }
+            | K::RateLimitWaitStarted { .. }
+            | K::LlmStreamChunk { .. }
+            | K::ToolUsageFinished { .. }
+            | K::ToolUsageError { .. }
+            | K::LlmGuardrailCompleted { .. }
+            | K::AgentDelegationCompleted { .. }
+            | K::FlowFinished { .. }
+            | K::MethodExecutionFinished { .. }
+            | K::MethodExecutionFailed { .. }
+            | K::PanicCaught { .. } => (
+                format!("{} {label}", span_kind_name(record.kind)),
                 OtelSpanKind::Internal,
             ),
-            SpanKind::Flow => {
-                add("crewai.flow.name", field("flow_name"));
-                (format!("flow {}", record.label), OtelSpanKind::Internal)
-            }
-            SpanKind::Method => {
-                add("crewai.flow.method", field("method_name"));
-                (
-                    format!("flow_method {}", record.label),
-                    OtelSpanKind::Internal,
-                )
-            }
         };
         let status = match &record.error {
             Some(message) => Status::error(message.clone()),
             None => Status::Ok,
         };
         if record.error.is_some() {
-            attributes.push(KeyValue::new("error.type", "crewai_error"));
+            attributes.value("error.type", "crewai_error");
         }
+        let mut events = SpanEvents::default();
+        events.events = record
+            .marks
+            .iter()
+            .map(|mark| self.span_event(mark))
+            .collect();
         SpanData {
             span_context: SpanContext::new(
                 TraceId::from_bytes(*record.root.as_bytes()),
@@ -455,15 +502,76 @@ impl SpanShape {
             name: Cow::Owned(name),
             start_time: system_time(record.start),
             end_time: system_time(record.end),
-            attributes,
+            attributes: attributes.0,
             dropped_attributes_count: 0,
-            events: SpanEvents::default(),
+            events,
             links: SpanLinks::default(),
             status,
             instrumentation_scope: InstrumentationScope::builder("crewai-rs")
                 .with_version(env!("CARGO_PKG_VERSION"))
                 .build(),
         }
+    }
+
+    /// The attributes of an agent span (`task_prompt` for a task's agent, none for a lone one).
+    fn agent(
+        &self,
+        attributes: &mut Attributes,
+        agent_id: &str,
+        task_prompt: Option<&str>,
+        closed: Option<&EventKind>,
+    ) {
+        attributes.text("gen_ai.operation.name", Some("invoke_agent"));
+        attributes.text("gen_ai.agent.id", Some(agent_id));
+        if self.record_content {
+            attributes.text("crewai.task.prompt", task_prompt);
+            let output = match closed {
+                Some(
+                    EventKind::AgentExecutionCompleted { output, .. }
+                    | EventKind::LiteAgentExecutionCompleted { output, .. },
+                ) => Some(output.as_str()),
+                _ => None,
+            };
+            attributes.text("crewai.agent.output", output);
+        }
+    }
+
+    /// A mark ([`SpanRecord::marks`]) as an event on its span, named by its `type`.
+    fn span_event(&self, mark: &Event) -> opentelemetry::trace::Event {
+        let mut attributes = Attributes::default();
+        match &mark.kind {
+            EventKind::PanicCaught {
+                site,
+                name,
+                message,
+                ..
+            } => {
+                attributes.text("crewai.panic.site", Some(site.name()));
+                attributes.text("crewai.panic.name", Some(name));
+                if self.record_content {
+                    attributes.text("crewai.panic.message", Some(message));
+                }
+            }
+            EventKind::RateLimitWaitStarted {
+                max_rpm, wait_ms, ..
+            } => {
+                if let Some(rpm) = max_rpm {
+                    attributes.value("crewai.rate_limit.max_rpm", i64::from(*rpm));
+                }
+                attributes.value(
+                    "crewai.rate_limit.wait_ms",
+                    i64::try_from(*wait_ms).unwrap_or(i64::MAX),
+                );
+            }
+            // Another kind of mark is still an event on the span, with its name only.
+            _ => {}
+        }
+        opentelemetry::trace::Event::new(
+            mark.type_name(),
+            system_time(mark.timestamp),
+            attributes.0,
+            0,
+        )
     }
 }
 
@@ -556,8 +664,22 @@ mod tests {
             start: now,
             end: now,
             error: None,
-            opened: serde_json::json!({"model": model}),
+            opened: Event {
+                event_id: Uuid::new_v4(),
+                parent_event_id: None,
+                emission_sequence: 1,
+                timestamp: now,
+                kind: EventKind::LlmCallStarted {
+                    call_id: "k".into(),
+                    model: model.to_string(),
+                    agent_role: None,
+                    task_name: None,
+                    messages: Value::Null,
+                    tools: vec![],
+                },
+            },
             closed: None,
+            marks: vec![],
         };
         shape
             .span_data(&record)
@@ -594,6 +716,83 @@ mod tests {
         assert_eq!(
             provider_attribute(&custom, "myprov/x").as_deref(),
             Some("my.provider")
+        );
+    }
+
+    #[test]
+    fn marks_become_events_on_their_span() {
+        let shape = SpanShape {
+            record_content: false,
+            providers: ProviderRegistry::builtin(),
+        };
+        let now = chrono::Utc::now();
+        let event = |kind: EventKind| Event {
+            event_id: Uuid::new_v4(),
+            parent_event_id: None,
+            emission_sequence: 1,
+            timestamp: now,
+            kind,
+        };
+        let record = SpanRecord {
+            id: Uuid::new_v4(),
+            parent: None,
+            root: Uuid::new_v4(),
+            kind: SpanKind::Agent,
+            label: "Writer".into(),
+            start: now,
+            end: now,
+            error: None,
+            opened: event(EventKind::AgentExecutionStarted {
+                agent_role: "Writer".into(),
+                agent_id: "a1".into(),
+                task_name: Some("write".into()),
+                task_prompt: "secret prompt".into(),
+                tools: vec![],
+            }),
+            closed: None,
+            marks: vec![
+                event(EventKind::RateLimitWaitStarted {
+                    agent_role: "Writer".into(),
+                    task_name: None,
+                    max_rpm: Some(2),
+                    wait_ms: 1500,
+                }),
+                event(EventKind::PanicCaught {
+                    site: crewai_core::events::PanicSite::Tool,
+                    name: "t".into(),
+                    message: "boom".into(),
+                    agent_role: None,
+                    task_name: None,
+                }),
+            ],
+        };
+        let span = shape.span_data(&record);
+        assert_eq!(span.name, "invoke_agent Writer");
+        let names: Vec<&str> = span.events.iter().map(|e| e.name.as_ref()).collect();
+        assert_eq!(names, vec!["rate_limit_wait_started", "panic_caught"]);
+        let wait = &span.events.events[0].attributes;
+        assert!(
+            wait.iter()
+                .any(|kv| kv.key.as_str() == "crewai.rate_limit.wait_ms"
+                    && kv.value == OtelValue::I64(1500))
+        );
+        let panic = &span.events.events[1].attributes;
+        assert!(
+            panic
+                .iter()
+                .all(|kv| kv.key.as_str() != "crewai.panic.message"),
+            "panic texts are contents: opt-in"
+        );
+        assert!(
+            span.attributes
+                .iter()
+                .all(|kv| kv.key.as_str() != "crewai.task.prompt"),
+            "prompts are contents: opt-in"
+        );
+        assert!(
+            span.attributes
+                .iter()
+                .any(|kv| kv.key.as_str() == "gen_ai.agent.id")
         );
     }
 }

@@ -1,17 +1,18 @@
 //! Turning a run's events into spans: each started event opens a span, its completion (or
 //! failure) closes it, and its parent is the span its parent event belongs to. The same assembler
 //! serves live OpenTelemetry export (fed from the [`EventBus`](crewai_core::events::EventBus)) and
-//! the local trace viewer (fed from a trace file), so both show the same tree.
+//! the local trace viewer (fed from a trace file, whose lines read back as typed [`Event`]s), so
+//! both show the same tree.
 //!
-//! Events are taken in their JSON form ([`Event::to_json`](crewai_core::events::Event::to_json)),
-//! which is also what trace files hold.
+//! What each kind of event does to spans is decided in one exhaustive `match` ([`role_of`]): a
+//! new [`EventKind`] does not compile until it is given a role here.
 
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
+use crewai_core::events::{Event, EventKind};
 use crewai_llm::Usage;
 use serde::Serialize;
-use serde_json::Value;
 use uuid::Uuid;
 
 /// What a span stands for.
@@ -46,16 +47,21 @@ pub struct SpanRecord {
     /// Why it failed, when it did (or that it never finished).
     pub error: Option<String>,
     /// The opening event.
-    pub opened: Value,
+    pub opened: Event,
     /// The closing event, when there was one.
-    pub closed: Option<Value>,
+    pub closed: Option<Event>,
+    /// Things that happened inside the span and are worth showing on it (a caught panic, a
+    /// rate-limit wait), in the order they happened.
+    pub marks: Vec<Event>,
 }
 
 impl SpanRecord {
     /// The LLM call's usage (with its cost), for `llm_call` spans that completed.
     pub fn usage(&self) -> Option<Usage> {
-        let closed = self.closed.as_ref()?;
-        serde_json::from_value(closed.get("usage")?.clone()).ok()
+        match &self.closed.as_ref()?.kind {
+            EventKind::LlmCallCompleted { usage, .. } => Some(*usage),
+            _ => None,
+        }
     }
 
     /// How long the span took.
@@ -74,7 +80,8 @@ struct OpenSpan {
     /// The parent event id the opening event had (agents and tools close under the same one).
     opened_under: Option<Uuid>,
     start: DateTime<Utc>,
-    opened: Value,
+    opened: Event,
+    marks: Vec<Event>,
 }
 
 /// Builds spans from events as they come; finished spans are returned as soon as they close.
@@ -87,32 +94,14 @@ pub struct SpanAssembler {
     span_of_event: BTreeMap<Uuid, Uuid>,
     /// The root of every span seen.
     roots: BTreeMap<Uuid, Uuid>,
+    /// The parent of every span seen (closed ones too), for marks that come after their span
+    /// closed.
+    parents: BTreeMap<Uuid, Option<Uuid>>,
     last_seen: Option<DateTime<Utc>>,
 }
 
-fn text(event: &Value, field: &str) -> String {
-    event
-        .get(field)
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string()
-}
-
-fn uuid_field(event: &Value, field: &str) -> Option<Uuid> {
-    event
-        .get(field)
-        .and_then(Value::as_str)
-        .and_then(|s| Uuid::parse_str(s).ok())
-}
-
-fn timestamp(event: &Value) -> Option<DateTime<Utc>> {
-    let raw = event.get("timestamp")?.as_str()?;
-    DateTime::parse_from_rfc3339(raw)
-        .ok()
-        .map(|t| t.with_timezone(&Utc))
-}
-
 /// How an event relates to spans.
+#[derive(Debug, PartialEq)]
 enum Role {
     Opens {
         kind: SpanKind,
@@ -124,155 +113,109 @@ enum Role {
         key: String,
         error: Option<String>,
     },
+    /// Shown on the span it happens in (see [`SpanRecord::marks`]).
+    Marks,
     /// Neither (a stream chunk): only remembered so its children find their span.
     Inside,
 }
 
-fn role_of(event: &Value) -> Role {
-    let kind_of = |name: &str| text(event, name);
-    let tool_key = || {
-        format!(
-            "{}\u{1f}{}",
-            text(event, "tool_name"),
-            event
-                .get("tool_args")
-                .map(Value::to_string)
-                .unwrap_or_default()
-        )
+/// What `kind` does to spans. Exhaustive on purpose: every kind of event is decided here.
+fn role_of(kind: &EventKind) -> Role {
+    use EventKind as K;
+    let opens = |kind: SpanKind, label: &str, key: &str| Role::Opens {
+        kind,
+        label: label.to_string(),
+        key: key.to_string(),
     };
-    let error = || Some(text(event, "error"));
-    match text(event, "type").as_str() {
-        "crew_kickoff_started" => Role::Opens {
-            kind: SpanKind::Crew,
-            label: kind_of("crew_name"),
-            key: String::new(),
-        },
-        "crew_kickoff_completed" => Role::Closes {
-            kind: SpanKind::Crew,
-            key: String::new(),
-            error: None,
-        },
-        "crew_kickoff_failed" => Role::Closes {
-            kind: SpanKind::Crew,
-            key: String::new(),
-            error: error(),
-        },
-        "task_started" => Role::Opens {
-            kind: SpanKind::Task,
-            label: task_label(event),
-            key: String::new(),
-        },
-        "task_completed" => Role::Closes {
-            kind: SpanKind::Task,
-            key: String::new(),
-            error: None,
-        },
-        "task_failed" => Role::Closes {
-            kind: SpanKind::Task,
-            key: String::new(),
-            error: error(),
-        },
-        "agent_execution_started" | "lite_agent_execution_started" => Role::Opens {
-            kind: SpanKind::Agent,
-            label: kind_of("agent_role"),
-            key: kind_of("agent_id"),
-        },
-        "agent_execution_completed" | "lite_agent_execution_completed" => Role::Closes {
-            kind: SpanKind::Agent,
-            key: kind_of("agent_id"),
-            error: None,
-        },
-        "agent_execution_error" | "lite_agent_execution_error" => Role::Closes {
-            kind: SpanKind::Agent,
-            key: kind_of("agent_id"),
-            error: error(),
-        },
-        "llm_call_started" => Role::Opens {
-            kind: SpanKind::LlmCall,
-            label: kind_of("model"),
-            key: kind_of("call_id"),
-        },
-        "llm_call_completed" => Role::Closes {
-            kind: SpanKind::LlmCall,
-            key: kind_of("call_id"),
-            error: None,
-        },
-        "llm_call_failed" => Role::Closes {
-            kind: SpanKind::LlmCall,
-            key: kind_of("call_id"),
-            error: error(),
-        },
-        "tool_usage_started" => Role::Opens {
-            kind: SpanKind::ToolCall,
-            label: kind_of("tool_name"),
-            key: tool_key(),
-        },
-        "tool_usage_finished" => Role::Closes {
-            kind: SpanKind::ToolCall,
-            key: tool_key(),
-            error: None,
-        },
-        "tool_usage_error" => Role::Closes {
-            kind: SpanKind::ToolCall,
-            key: tool_key(),
-            error: error(),
-        },
-        "agent_delegation_started" => Role::Opens {
-            kind: SpanKind::Delegation,
-            label: kind_of("to_agent"),
-            key: String::new(),
-        },
-        "agent_delegation_completed" => Role::Closes {
-            kind: SpanKind::Delegation,
-            key: String::new(),
-            error: None,
-        },
-        "llm_guardrail_started" => Role::Opens {
-            kind: SpanKind::Guardrail,
-            label: kind_of("guardrail"),
-            key: String::new(),
-        },
-        "llm_guardrail_completed" => {
-            let failed = event.get("success").and_then(Value::as_bool) == Some(false);
-            Role::Closes {
-                kind: SpanKind::Guardrail,
-                key: String::new(),
-                error: failed.then(|| text(event, "error")),
-            }
+    let closes = |kind: SpanKind, key: &str, error: Option<&str>| Role::Closes {
+        kind,
+        key: key.to_string(),
+        error: error.map(str::to_string),
+    };
+    let tool_key =
+        |tool_name: &str, tool_args: &serde_json::Value| format!("{tool_name}\u{1f}{tool_args}");
+    match kind {
+        K::CrewKickoffStarted { crew_name, .. } => opens(SpanKind::Crew, crew_name, ""),
+        K::CrewKickoffCompleted { .. } => closes(SpanKind::Crew, "", None),
+        K::CrewKickoffFailed { error, .. } => closes(SpanKind::Crew, "", Some(error)),
+        K::TaskStarted {
+            task_name, task_id, ..
+        } => {
+            let label = match task_name.as_deref() {
+                Some(name) if !name.is_empty() => name,
+                _ => task_id.as_deref().unwrap_or_default(),
+            };
+            opens(SpanKind::Task, label, "")
         }
-        "flow_started" => Role::Opens {
-            kind: SpanKind::Flow,
-            label: kind_of("flow_name"),
-            key: String::new(),
-        },
-        "flow_finished" => Role::Closes {
-            kind: SpanKind::Flow,
-            key: String::new(),
-            error: None,
-        },
-        "method_execution_started" => Role::Opens {
-            kind: SpanKind::Method,
-            label: kind_of("method_name"),
-            key: kind_of("method_name"),
-        },
-        "method_execution_finished" => Role::Closes {
-            kind: SpanKind::Method,
-            key: kind_of("method_name"),
-            error: None,
-        },
-        "method_execution_failed" => Role::Closes {
-            kind: SpanKind::Method,
-            key: kind_of("method_name"),
-            error: error(),
-        },
-        _ => Role::Inside,
-    }
-}
-
-fn task_label(event: &Value) -> String {
-    match event.get("task_name").and_then(Value::as_str) {
-        Some(name) if !name.is_empty() => name.to_string(),
-        _ => text(event, "task_id"),
+        K::TaskCompleted { .. } => closes(SpanKind::Task, "", None),
+        K::TaskFailed { error, .. } => closes(SpanKind::Task, "", Some(error)),
+        K::AgentExecutionStarted {
+            agent_role,
+            agent_id,
+            ..
+        }
+        | K::LiteAgentExecutionStarted {
+            agent_role,
+            agent_id,
+            ..
+        } => opens(SpanKind::Agent, agent_role, agent_id),
+        K::AgentExecutionCompleted { agent_id, .. }
+        | K::LiteAgentExecutionCompleted { agent_id, .. } => {
+            closes(SpanKind::Agent, agent_id, None)
+        }
+        K::AgentExecutionError {
+            agent_id, error, ..
+        }
+        | K::LiteAgentExecutionError {
+            agent_id, error, ..
+        } => closes(SpanKind::Agent, agent_id, Some(error)),
+        K::LlmCallStarted { call_id, model, .. } => opens(SpanKind::LlmCall, model, call_id),
+        K::LlmCallCompleted { call_id, .. } => closes(SpanKind::LlmCall, call_id, None),
+        K::LlmCallFailed { call_id, error, .. } => closes(SpanKind::LlmCall, call_id, Some(error)),
+        K::ToolUsageStarted {
+            tool_name,
+            tool_args,
+            ..
+        } => opens(
+            SpanKind::ToolCall,
+            tool_name,
+            &tool_key(tool_name, tool_args),
+        ),
+        K::ToolUsageFinished {
+            tool_name,
+            tool_args,
+            ..
+        } => closes(SpanKind::ToolCall, &tool_key(tool_name, tool_args), None),
+        K::ToolUsageError {
+            tool_name,
+            tool_args,
+            error,
+            ..
+        } => closes(
+            SpanKind::ToolCall,
+            &tool_key(tool_name, tool_args),
+            Some(error),
+        ),
+        K::AgentDelegationStarted { to_agent, .. } => opens(SpanKind::Delegation, to_agent, ""),
+        K::AgentDelegationCompleted { .. } => closes(SpanKind::Delegation, "", None),
+        K::LlmGuardrailStarted { guardrail, .. } => opens(SpanKind::Guardrail, guardrail, ""),
+        K::LlmGuardrailCompleted { success, error, .. } => {
+            let failure = (!success).then(|| error.as_deref().unwrap_or("the guardrail failed"));
+            closes(SpanKind::Guardrail, "", failure)
+        }
+        K::FlowStarted { flow_name, .. } => opens(SpanKind::Flow, flow_name, ""),
+        K::FlowFinished { .. } => closes(SpanKind::Flow, "", None),
+        K::MethodExecutionStarted { method_name, .. } => {
+            opens(SpanKind::Method, method_name, method_name)
+        }
+        K::MethodExecutionFinished { method_name, .. } => {
+            closes(SpanKind::Method, method_name, None)
+        }
+        K::MethodExecutionFailed {
+            method_name, error, ..
+        } => closes(SpanKind::Method, method_name, Some(error)),
+        K::PanicCaught { .. } | K::RateLimitWaitStarted { .. } => Role::Marks,
+        K::LlmStreamChunk { .. } => Role::Inside,
     }
 }
 
@@ -281,19 +224,20 @@ impl SpanAssembler {
         Self::default()
     }
 
-    /// Takes one event (in its JSON form); returns the span it closed, if any.
-    pub fn push(&mut self, event: &Value) -> Option<SpanRecord> {
-        let id = uuid_field(event, "event_id")?;
-        let parent_event = uuid_field(event, "parent_event_id");
-        let at = timestamp(event).or(self.last_seen).unwrap_or_else(Utc::now);
-        self.last_seen = Some(at);
-        match role_of(event) {
+    /// Takes one event; returns the span it closed, if any.
+    pub fn push(&mut self, event: &Event) -> Option<SpanRecord> {
+        let id = event.event_id;
+        let parent_event = event.parent_event_id;
+        let at = event.timestamp;
+        self.last_seen = Some(self.last_seen.map_or(at, |last| last.max(at)));
+        match role_of(&event.kind) {
             Role::Opens { kind, label, key } => {
                 let parent = parent_event.and_then(|p| self.span_of_event.get(&p).copied());
                 let root = parent
                     .and_then(|p| self.roots.get(&p).copied())
                     .unwrap_or(id);
                 self.roots.insert(id, root);
+                self.parents.insert(id, parent);
                 self.open.insert(
                     id,
                     OpenSpan {
@@ -305,6 +249,7 @@ impl SpanAssembler {
                         opened_under: parent_event,
                         start: at,
                         opened: event.clone(),
+                        marks: Vec::new(),
                     },
                 );
                 self.order.push(id);
@@ -316,13 +261,38 @@ impl SpanAssembler {
                 self.span_of_event.insert(id, span);
                 self.close(span, at, error, Some(event.clone()))
             }
-            Role::Inside => {
-                if let Some(span) = parent_event.and_then(|p| self.span_of_event.get(&p).copied()) {
-                    self.span_of_event.insert(id, span);
+            Role::Marks => {
+                let span = self.remember_inside(id, parent_event)?;
+                if let Some(open) = self.open_at_or_above(span) {
+                    open.marks.push(event.clone());
                 }
                 None
             }
+            Role::Inside => {
+                self.remember_inside(id, parent_event);
+                None
+            }
         }
+    }
+
+    /// Records that event `id` belongs to its parent event's span; returns that span.
+    fn remember_inside(&mut self, id: Uuid, parent_event: Option<Uuid>) -> Option<Uuid> {
+        let span = parent_event.and_then(|p| self.span_of_event.get(&p).copied())?;
+        self.span_of_event.insert(id, span);
+        Some(span)
+    }
+
+    /// `span` if it is still open, else its nearest open ancestor (a listener's panic on a
+    /// closing event comes after that span closed).
+    fn open_at_or_above(&mut self, span: Uuid) -> Option<&mut OpenSpan> {
+        let mut current = Some(span);
+        while let Some(id) = current {
+            if self.open.contains_key(&id) {
+                return self.open.get_mut(&id);
+            }
+            current = self.parents.get(&id).copied().flatten();
+        }
+        None
     }
 
     /// The open span a closing event closes: the span its parent event opened (crews, tasks,
@@ -353,7 +323,7 @@ impl SpanAssembler {
         span: Uuid,
         end: DateTime<Utc>,
         error: Option<String>,
-        closed: Option<Value>,
+        closed: Option<Event>,
     ) -> Option<SpanRecord> {
         let open = self.open.remove(&span)?;
         self.order.retain(|id| *id != span);
@@ -368,6 +338,7 @@ impl SpanAssembler {
             error,
             opened: open.opened,
             closed,
+            marks: open.marks,
         })
     }
 
@@ -384,7 +355,7 @@ impl SpanAssembler {
 }
 
 /// All spans of a list of events, in the order they closed, unfinished ones last.
-pub fn spans_of(events: &[Value]) -> Vec<SpanRecord> {
+pub fn spans_of(events: &[Event]) -> Vec<SpanRecord> {
     let mut assembler = SpanAssembler::new();
     let mut spans: Vec<SpanRecord> = events.iter().filter_map(|e| assembler.push(e)).collect();
     spans.extend(assembler.finish());
@@ -394,7 +365,8 @@ pub fn spans_of(events: &[Value]) -> Vec<SpanRecord> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crewai_core::events::{EventBus, EventKind, EventRecorder};
+    use crewai_core::events::{CaughtPanic, EventBus, EventRecorder, EventType, PanicSite};
+    use serde_json::Value;
 
     #[test]
     fn nests_crew_task_agent_and_calls() {
@@ -499,8 +471,7 @@ mod tests {
             },
         );
 
-        let events: Vec<Value> = recorder.events().iter().map(|e| e.to_json()).collect();
-        let spans = spans_of(&events);
+        let spans = spans_of(&recorder.events());
         let kinds: Vec<SpanKind> = spans.iter().map(|s| s.kind).collect();
         assert_eq!(
             kinds,
@@ -542,13 +513,105 @@ mod tests {
                 context: None,
             },
         );
-        let events: Vec<Value> = recorder.events().iter().map(|e| e.to_json()).collect();
-        let spans = spans_of(&events);
+        let spans = spans_of(&recorder.events());
         assert_eq!(spans.len(), 2);
         assert!(
             spans
                 .iter()
                 .all(|s| s.error.as_deref() == Some("did not finish"))
+        );
+    }
+
+    #[test]
+    fn every_kind_of_span_that_opens_can_close() {
+        let roles: Vec<Role> = EventType::all()
+            .map(|ty| role_of(&EventKind::blank(ty)))
+            .collect();
+        let opened: Vec<SpanKind> = roles
+            .iter()
+            .filter_map(|role| match role {
+                Role::Opens { kind, .. } => Some(*kind),
+                _ => None,
+            })
+            .collect();
+        for kind in &opened {
+            assert!(
+                roles.iter().any(
+                    |role| matches!(role, Role::Closes { kind: closed, .. } if closed == kind)
+                ),
+                "nothing closes a {kind:?} span"
+            );
+        }
+        assert_eq!(opened.len(), 10, "{opened:?}");
+    }
+
+    #[test]
+    fn panics_and_rate_limit_waits_are_marked_on_their_span() {
+        let bus = EventBus::new();
+        let recorder = EventRecorder::attach(&bus);
+        let agent = bus.emit(
+            None,
+            EventKind::AgentExecutionStarted {
+                agent_role: "A".into(),
+                agent_id: "a1".into(),
+                task_name: None,
+                task_prompt: "p".into(),
+                tools: vec![],
+            },
+        );
+        bus.emit(
+            Some(agent),
+            EventKind::RateLimitWaitStarted {
+                agent_role: "A".into(),
+                task_name: None,
+                max_rpm: Some(2),
+                wait_ms: 1500,
+            },
+        );
+        let call = bus.emit(
+            Some(agent),
+            EventKind::ToolUsageStarted {
+                tool_name: "x".into(),
+                tool_args: Value::Null,
+                agent_role: None,
+                task_name: None,
+            },
+        );
+        bus.report_panic(Some(call), CaughtPanic::new(PanicSite::Tool, "x", "boom"));
+        let finished = bus.emit(
+            Some(agent),
+            EventKind::ToolUsageFinished {
+                tool_name: "x".into(),
+                tool_args: Value::Null,
+                agent_role: None,
+                task_name: None,
+                output: "o".into(),
+                from_cache: false,
+            },
+        );
+        // A panic reported under an event whose span has closed goes to the open span above.
+        bus.report_panic(
+            Some(finished),
+            CaughtPanic::new(PanicSite::Listener, "l", "late"),
+        );
+        bus.emit(
+            None,
+            EventKind::AgentExecutionCompleted {
+                agent_role: "A".into(),
+                agent_id: "a1".into(),
+                task_name: None,
+                output: "o".into(),
+            },
+        );
+        let spans = spans_of(&recorder.events());
+        let marks = |kind: SpanKind| -> Vec<&'static str> {
+            let span = spans.iter().find(|s| s.kind == kind).unwrap();
+            span.marks.iter().map(|e| e.type_name()).collect()
+        };
+        assert_eq!(marks(SpanKind::ToolCall), vec!["panic_caught"]);
+        assert_eq!(
+            marks(SpanKind::Agent),
+            vec!["rate_limit_wait_started", "panic_caught"]
         );
     }
 }

@@ -1,140 +1,41 @@
-//! Turning a checked project into engine values through the public builders.
-
-use std::sync::Arc;
-use std::time::Duration;
+//! Turning a checked project into engine values through the public builders. This is the one
+//! place where CrewAI's agent, task and crew fields meet the engine's builders: `crewai run`,
+//! compiled projects and the conformance runner all build through it.
 
 use crewai_core::agent::Agent;
 use crewai_core::crew::{Crew, Process};
-use crewai_core::events::EventBus;
-use crewai_core::guardrail::Guardrail;
 use crewai_core::interpolate::Inputs;
-use crewai_core::store::TaskOutputStore;
 use crewai_core::task::Task;
-use crewai_llm::{Llm, LlmConfig};
-use crewai_tools::ToolFailurePolicy;
+use crewai_llm::LlmConfig;
+use crewai_tools::{ToolFailurePolicy, ToolHandle};
 
 use crate::check::OutputKind;
-use crate::error::ProjectError;
-use crate::registry::ToolRegistry;
-use crate::spec::{GuardrailSpec, LogFileSpec, Origin, ProcessSpec, ToolFailurePolicySpec};
-use crate::{Project, ResolvedTools};
+use crate::error::{Diagnostic, ProjectError};
+use crate::options::{BuildOptions, RateLimitOwner, make_llm, place};
+use crate::resolve::{ResolvedCode, TaskCode};
+use crate::spec::{LogFileSpec, ProcessSpec, ToolFailurePolicySpec};
+use crate::{AgentEntry, Project, ResolvedTools, TaskEntry};
 
-/// What a build needs besides the project files.
-///
-/// ```
-/// use crewai_project::{BuildOptions, ToolRegistry};
-/// let options = BuildOptions::new(ToolRegistry::new()).with_llm(crewai_llm::LlmConfig::new("openai/gpt-4o-mini")).with_verbose(true);
-/// assert!(options.llm_override.is_some());
-/// ```
-#[derive(Clone)]
-pub struct BuildOptions {
-    /// Where tool names are looked up.
-    pub tools: ToolRegistry,
-    /// A model for every agent and the manager, replacing the files' choices (`--llm`).
-    pub llm_override: Option<LlmConfig>,
-    /// The bus the crew emits its events on (progress display, logs).
-    pub event_bus: Option<EventBus>,
-    /// Where kickoff outputs are kept for replay.
-    pub task_output_store: Option<Arc<dyn TaskOutputStore>>,
-    /// Overrides the crew file's `verbose`.
-    pub verbose: Option<bool>,
-    /// How model clients are built: extra providers (the embedded `local` model), environment,
-    /// retry timing.
-    pub llm_build: crewai_llm::BuildOptions,
-    /// The model of agents (and the manager) whose files name none; `MODEL` or CrewAI's default
-    /// when unset. Unlike `llm_override`, a model named in the files wins.
-    pub default_llm: Option<LlmConfig>,
+/// The agents and tasks of a project, built on their own (see [`Project::build_parts`]).
+#[derive(Debug, Clone)]
+pub struct Parts {
+    /// `(key, agent)` in file order, the manager included.
+    pub agents: Vec<(String, Agent)>,
+    /// `(key, task)` in run order, each bound to its agent.
+    pub tasks: Vec<(String, Task)>,
 }
 
-impl BuildOptions {
-    pub fn new(tools: ToolRegistry) -> Self {
-        BuildOptions {
-            tools,
-            llm_override: None,
-            event_bus: None,
-            task_output_store: None,
-            verbose: None,
-            llm_build: crewai_llm::BuildOptions::default(),
-            default_llm: None,
-        }
-    }
-    /// Builds model clients with these options (register extra providers on them).
-    pub fn with_llm_build(mut self, llm_build: crewai_llm::BuildOptions) -> Self {
-        self.llm_build = llm_build;
-        self
-    }
-    /// The model for agents whose files name none (see [`BuildOptions::default_llm`]).
-    pub fn with_default_llm(mut self, llm: LlmConfig) -> Self {
-        self.default_llm = Some(llm);
-        self
-    }
-    pub fn with_llm(mut self, llm: LlmConfig) -> Self {
-        self.llm_override = Some(llm);
-        self
-    }
-    pub fn with_event_bus(mut self, bus: EventBus) -> Self {
-        self.event_bus = Some(bus);
-        self
-    }
-    pub fn with_task_output_store(mut self, store: Arc<dyn TaskOutputStore>) -> Self {
-        self.task_output_store = Some(store);
-        self
-    }
-    pub fn with_verbose(mut self, verbose: bool) -> Self {
-        self.verbose = Some(verbose);
-        self
-    }
+/// Where an agent reports: to the crew it joins, or to the options' bus and hooks itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Scope {
+    Crew,
+    Standalone,
 }
 
-impl std::fmt::Debug for BuildOptions {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("BuildOptions")
-            .field("tools", &self.tools)
-            .field("llm_override", &self.llm_override)
-            .field("event_bus", &self.event_bus.is_some())
-            .field("task_output_store", &self.task_output_store.is_some())
-            .field("verbose", &self.verbose)
-            .field("llm_build", &self.llm_build)
-            .field("default_llm", &self.default_llm)
-            .finish()
-    }
-}
-
-/// `file:line` of a field, for the context of build errors.
-fn place(origin: Option<&Origin>) -> String {
-    match origin {
-        Some(origin) => match origin.line() {
-            Some(line) => format!(" ({}:{line})", origin.source.display),
-            None => format!(" ({})", origin.source.display),
-        },
-        None => String::new(),
-    }
-}
-
-/// Creates a model client, naming who needs it and where it was configured.
-pub(crate) fn make_llm(
-    config: Option<&LlmConfig>,
-    who: &str,
-    origin: Option<&Origin>,
-    options: &BuildOptions,
-) -> Result<Arc<dyn Llm>, ProjectError> {
-    // An empty model means the default (the options' default model, else `MODEL`, else
-    // CrewAI's), with the other settings kept.
-    let default = options.default_llm.clone().unwrap_or_default();
-    let config = match config {
-        Some(config) if config.model.trim().is_empty() && config.provider.is_none() => LlmConfig {
-            model: default.model.clone(),
-            provider: default.provider.clone(),
-            ..config.clone()
-        },
-        Some(config) => config.clone(),
-        None => default,
-    };
-    let result = crewai_llm::build_llm_with(&config, &options.llm_build);
-    result.map_err(|source| ProjectError::Llm {
-        context: format!("{who}{}", place(origin)),
-        source,
-    })
+/// What a build resolved before it creates anything.
+struct Prepared {
+    tools: ResolvedTools,
+    code: ResolvedCode,
 }
 
 fn policy(spec: ToolFailurePolicySpec) -> ToolFailurePolicy {
@@ -145,28 +46,121 @@ fn policy(spec: ToolFailurePolicySpec) -> ToolFailurePolicy {
     }
 }
 
-fn guardrail_of(spec: &GuardrailSpec) -> Option<Guardrail> {
-    match spec {
-        GuardrailSpec::Rule(rule) => Some(Guardrail::llm(rule.trim().to_string())),
-        // Rejected by the checks when the project loaded.
-        GuardrailSpec::Reference(_) => None,
-    }
-}
-
-/// The agents and tasks of a project, built; the crew is assembled from them.
-pub(crate) struct Parts {
-    /// `(key, agent)` in file order, the manager included.
-    pub agents: Vec<(String, Agent)>,
-    pub tasks: Vec<Task>,
-}
-
 impl Project {
-    /// Builds the crew: checks `inputs` (laid over the crew file's `inputs:`) and tools, creates
-    /// every model client (a missing API key is reported here, naming the variable), then builds
-    /// agents, tasks and the crew through the engine's builders. Kick it off with the same inputs
-    /// ([`Project::effective_inputs`]) so `{placeholders}` are filled.
+    /// Builds the crew: checks `inputs` (laid over the crew file's `inputs:`), tools and the code
+    /// the files name, creates every model client (a missing API key is reported here, naming
+    /// the variable), then builds agents, tasks and the crew through the engine's builders. Kick
+    /// it off with the same inputs ([`Project::effective_inputs`]) so `{placeholders}` are filled.
     pub fn build(&self, inputs: &Inputs, options: &BuildOptions) -> Result<Crew, ProjectError> {
-        let (parts, _) = self.build_parts(inputs, options)?;
+        let prepared = self.prepare(Some(inputs), options)?;
+        self.assemble_crew(&prepared, options)
+    }
+
+    /// [`Project::build`] without the inputs check, for a caller that kicks the crew off with
+    /// inputs of its own choosing (several runs, or the stored inputs of a replay): each kickoff
+    /// checks its inputs itself.
+    pub fn build_crew(&self, options: &BuildOptions) -> Result<Crew, ProjectError> {
+        let prepared = self.prepare(None, options)?;
+        self.assemble_crew(&prepared, options)
+    }
+
+    /// Builds one agent on its own, for `Agent::kickoff`: it carries the options' event bus and
+    /// hooks itself, as there is no crew to carry them.
+    pub fn build_agent(&self, key: &str, options: &BuildOptions) -> Result<Agent, ProjectError> {
+        let entry = self.agent(key).ok_or_else(|| ProjectError::Build {
+            context: format!("agent '{key}'"),
+            message: format!(
+                "is not defined (defined agents: {})",
+                self.agents
+                    .iter()
+                    .map(|a| a.key.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        })?;
+        let prepared = self.prepare(None, options)?;
+        self.agent_from(entry, &prepared, options, Scope::Standalone)
+    }
+
+    /// Builds every agent on its own (as [`Project::build_agent`] does) and every task bound to
+    /// its agent, for running tasks without a crew (`Task::execute`).
+    pub fn build_parts(&self, options: &BuildOptions) -> Result<Parts, ProjectError> {
+        let prepared = self.prepare(None, options)?;
+        self.parts(&prepared, options, Scope::Standalone)
+    }
+
+    /// Checks inputs (when given), tools and code, every problem together.
+    fn prepare(
+        &self,
+        inputs: Option<&Inputs>,
+        options: &BuildOptions,
+    ) -> Result<Prepared, ProjectError> {
+        let mut diagnostics: Vec<Diagnostic> = match inputs {
+            Some(inputs) => self.check_inputs(&self.effective_inputs(inputs)),
+            None => Vec::new(),
+        };
+        let tools = match self.resolve_tools(&options.tools) {
+            Ok(resolved) => {
+                diagnostics.extend(self.check_tool_env(&resolved));
+                resolved
+            }
+            Err(ProjectError::Invalid(list)) => {
+                diagnostics.extend(list);
+                ResolvedTools::default()
+            }
+            Err(other) => return Err(other),
+        };
+        let code = self
+            .resolve_code(options.code_resolver.as_deref())
+            .unwrap_or_else(|list| {
+                diagnostics.extend(list);
+                ResolvedCode::default()
+            });
+        if diagnostics.is_empty() {
+            Ok(Prepared { tools, code })
+        } else {
+            Err(ProjectError::Invalid(diagnostics))
+        }
+    }
+
+    fn parts(
+        &self,
+        prepared: &Prepared,
+        options: &BuildOptions,
+        scope: Scope,
+    ) -> Result<Parts, ProjectError> {
+        let mut agents = Vec::new();
+        for entry in &self.agents {
+            agents.push((
+                entry.key.clone(),
+                self.agent_from(entry, prepared, options, scope)?,
+            ));
+        }
+        let mut tasks = Vec::new();
+        for entry in &self.tasks {
+            let agent = entry
+                .spec
+                .agent
+                .as_ref()
+                .and_then(|key| agents.iter().find(|(k, _)| k == key))
+                .map(|(_, a)| a.clone());
+            let task = self.task_from(
+                entry,
+                agent,
+                prepared.tools.tasks.get(&entry.key).cloned(),
+                prepared.code.tasks.get(&entry.key),
+            )?;
+            tasks.push((entry.key.clone(), task));
+        }
+        Ok(Parts { agents, tasks })
+    }
+
+    fn assemble_crew(
+        &self,
+        prepared: &Prepared,
+        options: &BuildOptions,
+    ) -> Result<Crew, ProjectError> {
+        let parts = self.parts(prepared, options, Scope::Crew)?;
         let manager_key = self.manager_key();
         let mut builder = Crew::builder().name(self.name());
         let mut manager = None;
@@ -178,7 +172,9 @@ impl Project {
                 members.push(agent);
             }
         }
-        builder = builder.agents(members).tasks(parts.tasks);
+        builder = builder
+            .agents(members)
+            .tasks(parts.tasks.into_iter().map(|(_, task)| task).collect());
         let crew = &self.crew;
         let process = crew.process.unwrap_or_default();
         builder = builder.process(match process {
@@ -209,6 +205,9 @@ impl Project {
         }
         if let Some(v) = crew.max_rpm {
             builder = builder.max_rpm(v);
+            if let Some(limiter) = options.rate_limiter(RateLimitOwner::Crew, v) {
+                builder = builder.rate_limiter(limiter);
+            }
         }
         if let Some(v) = crew.max_cost_usd {
             builder = builder.max_cost_usd(v);
@@ -243,11 +242,20 @@ impl Project {
             }
             Some(LogFileSpec::Enabled(false)) | None => {}
         }
+        if let Some(callback) = prepared.code.crew.step_callback.clone() {
+            builder = builder.step_callback(move |step| callback(step));
+        }
+        if let Some(callback) = prepared.code.crew.task_callback.clone() {
+            builder = builder.task_callback(move |output| callback(output));
+        }
         if let Some(bus) = &options.event_bus {
             builder = builder.event_bus(bus.clone());
         }
+        if let Some(hooks) = &options.hooks {
+            builder = builder.hooks(hooks.clone());
+        }
         if let Some(store) = &options.task_output_store {
-            builder = builder.task_output_store(Arc::clone(store));
+            builder = builder.task_output_store(std::sync::Arc::clone(store));
         }
         let file = self
             .files
@@ -262,54 +270,15 @@ impl Project {
         })
     }
 
-    /// Checks `inputs` and tools, then builds every agent and task.
-    pub(crate) fn build_parts(
+    /// Builds one task (without interpolating it) through the engine's builder. `code` is what
+    /// [`Project::resolve_code`] made of its guardrails, condition and callback (`None` for the
+    /// dry run's prompt, which needs none of them).
+    pub(crate) fn task_from(
         &self,
-        inputs: &Inputs,
-        options: &BuildOptions,
-    ) -> Result<(Parts, Inputs), ProjectError> {
-        let inputs = self.effective_inputs(inputs);
-        let mut diagnostics = self.check_inputs(&inputs);
-        let resolved = match self.resolve_tools(&options.tools) {
-            Ok(resolved) => {
-                diagnostics.extend(self.check_tool_env(&resolved));
-                resolved
-            }
-            Err(ProjectError::Invalid(list)) => {
-                diagnostics.extend(list);
-                ResolvedTools::default()
-            }
-            Err(other) => return Err(other),
-        };
-        if !diagnostics.is_empty() {
-            return Err(ProjectError::Invalid(diagnostics));
-        }
-        let mut agents = Vec::new();
-        for entry in &self.agents {
-            agents.push((
-                entry.key.clone(),
-                self.build_agent(entry, &resolved, options)?,
-            ));
-        }
-        let mut tasks = Vec::new();
-        for entry in &self.tasks {
-            let agent = entry
-                .spec
-                .agent
-                .as_ref()
-                .and_then(|key| agents.iter().find(|(k, _)| k == key))
-                .map(|(_, a)| a.clone());
-            tasks.push(self.build_task(entry, agent, resolved.tasks.get(&entry.key).cloned())?);
-        }
-        Ok((Parts { agents, tasks }, inputs))
-    }
-
-    /// Builds one task (without interpolating it) through the engine's builder.
-    pub(crate) fn build_task(
-        &self,
-        entry: &crate::TaskEntry,
+        entry: &TaskEntry,
         agent: Option<Agent>,
-        tools: Option<Vec<crewai_tools::ToolHandle>>,
+        tools: Option<Vec<ToolHandle>>,
+        code: Option<&TaskCode>,
     ) -> Result<Task, ProjectError> {
         let owner = format!("task '{}'", entry.key);
         let s = &entry.spec;
@@ -369,20 +338,19 @@ impl Project {
         if let Some(flag) = s.human_input {
             builder = builder.human_input(flag);
         }
-        match (&s.guardrails, &s.guardrail) {
-            (Some(list), _) => {
-                builder =
-                    builder.guardrails(list.to_vec().iter().filter_map(guardrail_of).collect())
-            }
-            (None, Some(one)) => {
-                if let Some(guardrail) = guardrail_of(one) {
-                    builder = builder.guardrail(guardrail);
-                }
-            }
-            (None, None) => {}
-        }
         if let Some(retries) = s.guardrail_max_retries {
             builder = builder.guardrail_max_retries(retries);
+        }
+        if let Some(code) = code {
+            if !code.guardrails.is_empty() {
+                builder = builder.guardrails(code.guardrails.clone());
+            }
+            if let Some(condition) = code.condition.clone() {
+                builder = builder.condition(move |previous| condition(previous));
+            }
+            if let Some(callback) = code.callback.clone() {
+                builder = builder.callback(move |output| callback(output));
+            }
         }
         builder.build().map_err(|err| ProjectError::Build {
             context: format!("{owner}{}", place(Some(&entry.origin))),
@@ -390,11 +358,12 @@ impl Project {
         })
     }
 
-    fn build_agent(
+    fn agent_from(
         &self,
-        entry: &crate::AgentEntry,
-        resolved: &ResolvedTools,
+        entry: &AgentEntry,
+        prepared: &Prepared,
         options: &BuildOptions,
+        scope: Scope,
     ) -> Result<Agent, ProjectError> {
         let owner = format!("agent '{}'", entry.key);
         let s = &entry.spec;
@@ -419,8 +388,9 @@ impl Project {
             origin.or(Some(&entry.origin)),
             options,
         )?;
+        let role = s.role.clone().unwrap_or_default();
         let mut builder = Agent::builder()
-            .role(s.role.clone().unwrap_or_default())
+            .role(role.clone())
             .goal(s.goal.clone().unwrap_or_default())
             .backstory(s.backstory.clone().unwrap_or_default())
             .llm(llm);
@@ -432,7 +402,7 @@ impl Project {
                 options,
             )?);
         }
-        if let Some(tools) = resolved.agents.get(&entry.key) {
+        if let Some(tools) = prepared.tools.agents.get(&entry.key) {
             builder = builder.tools(tools.clone());
         }
         if let Some(v) = s.max_iter {
@@ -440,9 +410,16 @@ impl Project {
         }
         if let Some(v) = s.max_rpm {
             builder = builder.max_rpm(v);
+            let owner = RateLimitOwner::Agent {
+                key: &entry.key,
+                role: &role,
+            };
+            if let Some(limiter) = options.rate_limiter(owner, v) {
+                builder = builder.rate_limiter(limiter);
+            }
         }
         if let Some(v) = s.max_execution_time {
-            builder = builder.max_execution_time(Duration::from_secs(v));
+            builder = builder.max_execution_time(v.as_duration());
         }
         if let Some(v) = s.max_retry_limit {
             builder = builder.max_retry_limit(v);
@@ -477,14 +454,27 @@ impl Project {
         if let Some(v) = &s.date_format {
             builder = builder.date_format(v.clone());
         }
-        if let Some(guardrail) = s.guardrail.as_ref().and_then(guardrail_of) {
-            builder = builder.guardrail(guardrail);
+        if let Some(code) = prepared.code.agents.get(&entry.key) {
+            if let Some(guardrail) = code.guardrail.clone() {
+                builder = builder.guardrail(guardrail);
+            }
+            if let Some(callback) = code.step_callback.clone() {
+                builder = builder.step_callback(move |step| callback(step));
+            }
         }
         if let Some(v) = s.guardrail_max_retries {
             builder = builder.guardrail_max_retries(v);
         }
         if let Some(v) = s.tool_failure_policy {
             builder = builder.tool_failure_policy(policy(v));
+        }
+        if scope == Scope::Standalone {
+            if let Some(bus) = &options.event_bus {
+                builder = builder.event_bus(bus.clone());
+            }
+            if let Some(hooks) = &options.hooks {
+                builder = builder.hooks(hooks.clone());
+            }
         }
         builder.build().map_err(|err| ProjectError::Build {
             context: format!("{owner}{}", place(Some(&entry.origin))),

@@ -9,8 +9,8 @@ use serde_json::Value;
 use crate::error::{Diagnostic, did_you_mean};
 use crate::load::{AgentEntry, Loaded, TaskEntry};
 use crate::spec::{
-    AGENT_UNSUPPORTED, CREW_UNSUPPORTED, GuardrailSpec, Origin, ProcessSpec, SchemaRef,
-    TASK_UNSUPPORTED, is_requested,
+    AGENT_UNSUPPORTED, CREW_UNSUPPORTED, Origin, ProcessSpec, SchemaRef, TASK_UNSUPPORTED,
+    is_requested,
 };
 
 /// Whether a task's final answer is JSON checked against a schema, and in which of CrewAI's forms.
@@ -78,14 +78,31 @@ fn unsupported<'a>(
         if !is_requested(&value) {
             continue;
         }
-        let diagnostic = origin.diagnostic(format!(
-            "{owner} field '{field}' is not supported yet: {why}"
-        ));
+        let diagnostic = not_supported(owner, field, why, origin, *changes_behaviour);
         if *changes_behaviour {
-            errors.push(diagnostic.with_hint(Some(format!("remove `{field}` to run without it"))));
+            errors.push(diagnostic);
         } else {
             warnings.push(diagnostic);
         }
+    }
+}
+
+/// `field` of `owner` asks for something not available here; an error (with how to go on
+/// without it) when ignoring it would change the run, else a warning.
+pub(crate) fn not_supported(
+    owner: &str,
+    field: &str,
+    why: &str,
+    origin: &Origin,
+    changes_behaviour: bool,
+) -> Diagnostic {
+    let diagnostic = origin.diagnostic(format!(
+        "{owner} field '{field}' is not supported yet: {why}"
+    ));
+    if changes_behaviour {
+        diagnostic.with_hint(Some(format!("remove `{field}` to run without it")))
+    } else {
+        diagnostic
     }
 }
 
@@ -112,11 +129,8 @@ fn check_agent(agent: &AgentEntry, errors: &mut Vec<Diagnostic>, warnings: &mut 
                 .with_hint(Some("remove `id`".into())),
         );
     }
-    if let (Some(GuardrailSpec::Reference(reference)), Some(origin)) =
-        (&spec.guardrail, spec.origin("guardrail"))
-    {
-        errors.push(code_reference(&owner, "guardrail", reference, origin));
-    }
+    // A guardrail written as a mapping and `step_callback` name code: they are resolved (or
+    // refused) when the crew is built, by `Project::resolve_code`.
     let values = agent_values(spec);
     unsupported(
         &owner,
@@ -135,7 +149,6 @@ fn agent_values(spec: &crate::spec::AgentSpec) -> BTreeMap<&'static str, (Value,
             values.insert(field, (value, origin));
         }
     };
-    put("step_callback", spec.step_callback.clone());
     put("cache_handler", spec.cache_handler.clone());
     put("callbacks", spec.callbacks.clone());
     put("multimodal", spec.multimodal.map(Value::Bool));
@@ -168,18 +181,6 @@ fn agent_values(spec: &crate::spec::AgentSpec) -> BTreeMap<&'static str, (Value,
     put("security_config", spec.security_config.clone());
     put("executor_class", spec.executor_class.clone());
     values
-}
-
-fn code_reference(
-    owner: &str,
-    field: &str,
-    reference: &serde_json::Map<String, Value>,
-    origin: &Origin,
-) -> Diagnostic {
-    let shown = Value::Object(reference.clone()).to_string();
-    origin
-        .diagnostic(format!("{owner} field '{field}' refers to code ({shown}), which a project file cannot run"))
-        .with_hint(Some("write the guardrail as a rule in words (checked by the agent's model), or attach a function from Rust".into()))
 }
 
 fn check_task(
@@ -246,29 +247,17 @@ fn check_task(
     {
         errors.push(origin.diagnostic(format!("{owner} field 'output_file' ({path}) {problem}")));
     }
-    if let (Some(GuardrailSpec::Reference(reference)), Some(origin)) =
-        (&spec.guardrail, spec.origin("guardrail"))
+    // Guardrails written as mappings, `condition` and `callback` name code: they are resolved
+    // (or refused) when the crew is built, by `Project::resolve_code`.
+    if let Some(origin) = spec.origin("guardrails")
+        && spec.guardrail.is_some()
     {
-        errors.push(code_reference(&owner, "guardrail", reference, origin));
-    }
-    if let (Some(list), Some(origin)) = (&spec.guardrails, spec.origin("guardrails")) {
-        for (i, guardrail) in list.to_vec().iter().enumerate() {
-            if let GuardrailSpec::Reference(reference) = guardrail {
-                errors.push(code_reference(
-                    &owner,
-                    "guardrails",
-                    reference,
-                    &origin.child(i),
-                ));
-            }
-        }
-        if spec.guardrail.is_some() {
-            warnings.push(origin.diagnostic(format!("{owner} sets both `guardrail` and `guardrails`; as in CrewAI, `guardrail` is ignored")));
-        }
+        warnings.push(origin.diagnostic(format!(
+            "{owner} sets both `guardrail` and `guardrails`; as in CrewAI, `guardrail` is ignored"
+        )));
     }
     let mut values: BTreeMap<&str, (Value, &Origin)> = BTreeMap::new();
     for (field, value) in [
-        ("callback", spec.callback.clone()),
         ("callbacks", spec.callbacks.clone()),
         ("converter_cls", spec.converter_cls.clone()),
         (
@@ -276,7 +265,6 @@ fn check_task(
             spec.allow_crewai_trigger_context.map(Value::Bool),
         ),
         ("input_files", spec.input_files.clone()),
-        ("condition", spec.condition.clone()),
         ("security_config", spec.security_config.clone()),
     ] {
         if let (Some(value), Some(origin)) = (value, spec.origin(field)) {
@@ -475,8 +463,6 @@ fn check_crew(
             "after_kickoff_callbacks",
             crew.after_kickoff_callbacks.clone(),
         ),
-        ("step_callback", crew.step_callback.clone()),
-        ("task_callback", crew.task_callback.clone()),
         ("skills", crew.skills.clone()),
         ("checkpoint", crew.checkpoint.clone()),
         ("tracing", crew.tracing.map(Value::Bool)),

@@ -39,8 +39,8 @@ use crewai_llm::LlmConfig;
 use serde_json::{Map, Value};
 
 use crate::Project;
-use crate::build::{BuildOptions, make_llm};
 use crate::error::{Diagnostic, ProjectError, did_you_mean};
+use crate::options::{BuildOptions, make_llm};
 use crate::source::{Format, SourceFile};
 use crate::spec::Origin;
 

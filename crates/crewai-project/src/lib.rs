@@ -11,6 +11,14 @@
 //! config/tasks.yaml:12: task 'report' names agent 'writter', which is not defined; did you mean 'writer'?
 //! ```
 //!
+//! This crate is the one mapping of CrewAI's agent, task and crew fields onto the engine's
+//! builders: adding a field means its spec ([`AgentSpec`], [`TaskSpec`], [`CrewSpec`]), the
+//! builder, the engine, nothing else. Callers whose specs are not files (a test case, a request)
+//! give them as values ([`Project::from_values`]) and build through the same code. What a
+//! caller supplies comes in through [`BuildOptions`]: the tool registry, the model factory, the
+//! rate limiters, the event bus and hooks, and a [`CodeResolver`] for the guardrails,
+//! conditions and callbacks a spec can only name.
+//!
 //! ```no_run
 //! use crewai_project::{Project, ToolRegistry};
 //! let project = Project::load("examples/research-and-report")?;
@@ -25,10 +33,13 @@ mod check;
 mod error;
 pub mod flow_yaml;
 mod load;
+mod options;
 mod plan;
 mod registry;
+mod resolve;
 mod source;
 mod spec;
+mod values;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -36,17 +47,20 @@ use std::path::{Path, PathBuf};
 use crewai_core::interpolate::{Inputs, placeholders};
 use crewai_tools::ToolHandle;
 
-pub use build::BuildOptions;
+pub use build::Parts;
 pub use check::{OutputKind, OutputSchema};
 pub use error::{Diagnostic, ProjectError, closest, did_you_mean};
 pub use load::{AgentEntry, Layout, ProjectFiles, TaskEntry};
+pub use options::{BuildOptions, LlmFactory, RateLimitOwner, RateLimiterFactory};
 pub use plan::{ContextPlan, Plan, PlannedAgent, PlannedTask};
 pub use registry::{BUILTIN_TOOLS, ToolFactory, ToolLookupError, ToolRegistry};
+pub use resolve::CodeResolver;
 pub use source::{DocPath, Format, Seg, SourceFile, strip_jsonc};
 pub use spec::{
     AgentSpec, CrewSpec, GuardrailSpec, LogFileSpec, OneOrMany, Origin, ProcessSpec, SchemaRef,
-    TaskSpec, ToolFailurePolicySpec, ToolRef,
+    Seconds, TaskSpec, ToolFailurePolicySpec, ToolRef,
 };
+pub use values::ProjectValues;
 
 /// A loaded and checked project.
 #[derive(Debug, Clone)]
@@ -127,6 +141,20 @@ impl Project {
         Self::from_loaded(root, loaded)
     }
 
+    /// Checks agents, tasks and a crew given as values (see [`ProjectValues`]) exactly as project
+    /// files are checked; `source` names the document in messages (with lines when it holds the
+    /// text the values were read from), and relative paths (`output_file`, schema files) are
+    /// taken from `root`. The crew is named by its `name`, else `crew` as in CrewAI.
+    pub fn from_values(
+        root: impl AsRef<Path>,
+        source: SourceFile,
+        values: ProjectValues,
+    ) -> Result<Project, ProjectError> {
+        let root = root.as_ref().to_path_buf();
+        let loaded = values::load_values(&root, source, values);
+        Self::from_loaded(root, loaded)
+    }
+
     /// Runs the whole-project checks on what was read; every problem found is returned together.
     fn from_loaded(root: PathBuf, mut loaded: load::Loaded) -> Result<Project, ProjectError> {
         let checked = check::check(&root, &mut loaded);
@@ -146,8 +174,12 @@ impl Project {
         })
     }
 
-    /// The crew's name: `name:` in the crew file, else the folder's name.
+    /// The crew's name: `name:` in the crew file, else the folder's name (`crew`, CrewAI's
+    /// default, for a project given as values).
     pub fn name(&self) -> String {
+        if self.layout == Layout::Values && self.crew.name.is_none() {
+            return "crew".to_string();
+        }
         self.crew.name.clone().unwrap_or_else(|| {
             self.root
                 .canonicalize()

@@ -16,6 +16,8 @@ pub enum Layout {
     Classic,
     /// `crew.jsonc` with `agents/<name>.jsonc`.
     Json,
+    /// Values a caller gave ([`crate::Project::from_values`]), not read from the folder.
+    Values,
 }
 
 /// An agent of the project, under the key it has in `agents.yaml` (or its file name).
@@ -99,8 +101,8 @@ pub(crate) fn load(root: &Path) -> Result<Loaded, ProjectError> {
     Err(ProjectError::NotAProject(root.to_path_buf()))
 }
 
-struct Loader {
-    diagnostics: Vec<Diagnostic>,
+pub(crate) struct Loader {
+    pub diagnostics: Vec<Diagnostic>,
 }
 
 impl Loader {
@@ -113,7 +115,7 @@ impl Loader {
 
     /// Sets each field of `map` on `spec`, reporting unknown keys and wrong types at their line.
     /// Keys in `handled` belong to the caller.
-    fn apply<S: Fields>(
+    pub(crate) fn apply<S: Fields>(
         &mut self,
         spec: &mut S,
         map: &Map<String, Value>,
@@ -406,21 +408,31 @@ fn overlay_entries<'v>(
     }
 }
 
-/// `type: ConditionalTask` needs a condition function, which a project file cannot hold.
-fn check_task_type(loader: &mut Loader, fields: &Map<String, Value>, origin: &Origin, key: &str) {
+/// `type: ConditionalTask` needs `condition:` (which names code, resolved when the crew is
+/// built); `condition:` alone makes a task conditional too.
+pub(crate) fn check_task_type(
+    loader: &mut Loader,
+    fields: &Map<String, Value>,
+    origin: &Origin,
+    key: &str,
+) {
     match fields.get("type") {
         None | Some(Value::Null) => {}
         Some(Value::String(kind)) if kind == "Task" => {}
-        Some(Value::String(kind)) if kind == "ConditionalTask" => loader.diagnostics.push(
-            origin
-                .child("type")
-                .diagnostic(format!(
-                    "task '{key}' is a ConditionalTask, which is not supported in project files yet"
-                ))
-                .with_hint(Some(
-                    "build it in Rust with crewai::Task::builder().condition(..)".into(),
-                )),
-        ),
+        Some(Value::String(kind)) if kind == "ConditionalTask" => {
+            if fields.get("condition").is_none_or(Value::is_null) {
+                loader.diagnostics.push(
+                    origin
+                        .child("type")
+                        .diagnostic(format!(
+                            "task '{key}' is a ConditionalTask but has no `condition`"
+                        ))
+                        .with_hint(Some(
+                            "name its condition with `condition:` (supplied from Rust), or build it with crewai::Task::builder().condition(..)".into(),
+                        )),
+                )
+            }
+        }
         Some(other) => loader.diagnostics.push(
             origin
                 .child("type")

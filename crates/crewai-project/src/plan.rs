@@ -3,12 +3,13 @@
 use std::fmt;
 
 use crewai_core::interpolate::{Inputs, Location, interpolate, python_str};
-use crewai_core::prompts::agent::{role_playing, task_message_native, task_message_no_tools};
+use crewai_core::preview::{self, TaskLoop};
 use crewai_tools::ToolHandle;
 use serde::Serialize;
 
 use crate::check::OutputKind;
 use crate::error::{Diagnostic, ProjectError};
+use crate::options::BuildOptions;
 use crate::registry::ToolRegistry;
 use crate::spec::{ProcessSpec, ToolRef};
 use crate::{Project, ResolvedTools};
@@ -135,12 +136,22 @@ fn tool_labels(refs: Option<&Vec<ToolRef>>, handles: Option<&Vec<ToolHandle>>) -
 }
 
 impl Project {
-    /// Checks inputs and tools and renders what would run. `inputs` are laid over the crew
-    /// file's `inputs:`.
+    /// Checks inputs, tools and the code the files name, and renders what would run. `inputs`
+    /// are laid over the crew file's `inputs:`. Guardrails written as mappings, conditions and
+    /// callbacks are refused here, as nothing supplies them; see [`Project::plan_with`].
     pub fn plan(&self, inputs: &Inputs, tools: &ToolRegistry) -> Result<Plan, ProjectError> {
+        self.plan_with(inputs, &BuildOptions::new(tools.clone()))
+    }
+
+    /// [`Project::plan`] with the tools and the code resolver of `options`, as a build with
+    /// them would check.
+    pub fn plan_with(&self, inputs: &Inputs, options: &BuildOptions) -> Result<Plan, ProjectError> {
         let inputs = self.effective_inputs(inputs);
         let mut diagnostics: Vec<Diagnostic> = self.check_inputs(&inputs);
-        let resolved = match self.resolve_tools(tools) {
+        if let Err(list) = self.resolve_code(options.code_resolver.as_deref()) {
+            diagnostics.extend(list);
+        }
+        let resolved = match self.resolve_tools(&options.tools) {
             Ok(resolved) => Some(resolved),
             Err(ProjectError::Invalid(list)) => {
                 diagnostics.extend(list);
@@ -191,7 +202,7 @@ impl Project {
             )?;
             agents.push(PlannedAgent {
                 key: agent.key.clone(),
-                system_prompt: role_playing(&role, &backstory, &goal),
+                system_prompt: preview::system_prompt(&role, &goal, &backstory),
                 role,
                 llm: s
                     .llm
@@ -210,7 +221,7 @@ impl Project {
             // The engine's own task prompt (description, expected output, Markdown and schema
             // instructions), from the task as it will be built.
             let prompt = self
-                .build_task(task, None, None)?
+                .task_from(task, None, None, None)?
                 .interpolated(inputs)
                 .map_err(|err| ProjectError::Build {
                     context: owner.clone(),
@@ -248,9 +259,9 @@ impl Project {
                 labels.extend(DELEGATION_TOOLS.iter().map(|t| t.to_string()));
             }
             let message = if tools.is_empty() {
-                task_message_no_tools(&prompt)
+                preview::task_message(&prompt, TaskLoop::NoTools)
             } else {
-                task_message_native(&prompt)
+                preview::task_message(&prompt, TaskLoop::NativeTools)
             };
             let guardrails = match (&s.guardrails, &s.guardrail) {
                 (Some(list), _) => list.to_vec(),

@@ -89,6 +89,18 @@ impl SourceFile {
         }
     }
 
+    /// A document known only by name (values built in memory): messages name it, without
+    /// lines.
+    pub fn without_text(display: impl Into<String>) -> Self {
+        let display = display.into();
+        SourceFile {
+            path: PathBuf::from(&display),
+            display,
+            format: Format::Yaml,
+            text: String::new(),
+        }
+    }
+
     /// Parses the whole document into a JSON value (an empty YAML file is `null`).
     pub fn parse(&self) -> Result<Value, Diagnostic> {
         match self.format {
@@ -117,7 +129,7 @@ impl SourceFile {
 
     /// The 1-based line where the key (or sequence item) at `path` is written, if it exists.
     pub fn line_of(&self, path: &[Seg]) -> Option<usize> {
-        if path.is_empty() {
+        if path.is_empty() || self.text.is_empty() {
             return None;
         }
         let seed = Locate { path };

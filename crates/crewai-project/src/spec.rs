@@ -134,6 +134,43 @@ pub enum ProcessSpec {
     Hierarchical,
 }
 
+/// A number of seconds, as `max_execution_time` takes it. CrewAI declares a whole number; a
+/// fraction is accepted too and honoured (nothing is lost by it), a negative or non-finite one
+/// is refused.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Seconds(f64);
+
+impl Seconds {
+    /// `seconds` when it is a finite number of seconds, 0 or more.
+    pub fn new(seconds: f64) -> Option<Seconds> {
+        (seconds.is_finite() && seconds >= 0.0).then_some(Seconds(seconds))
+    }
+    pub fn as_secs_f64(self) -> f64 {
+        self.0
+    }
+    pub fn as_duration(self) -> std::time::Duration {
+        std::time::Duration::from_secs_f64(self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for Seconds {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let value = Value::deserialize(deserializer)?;
+        value
+            .as_f64()
+            .and_then(Seconds::new)
+            .ok_or_else(|| match value {
+                Value::Number(n) => serde::de::Error::custom(format!(
+                    "expected a number of seconds, 0 or more, found {n}"
+                )),
+                other => serde::de::Error::custom(format!(
+                    "expected a number of seconds, found {}",
+                    describe(&other)
+                )),
+            })
+    }
+}
+
 /// `output_log_file`: `true` (CrewAI's `logs.txt`) or a path.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
@@ -248,8 +285,8 @@ spec_struct! {
         tools: Vec<ToolRef>;
         max_iter: u32;
         max_rpm: u32;
-        /// Seconds.
-        max_execution_time: u64;
+        /// A deadline on each execution of the agent.
+        max_execution_time: Seconds;
         max_retry_limit: u32;
         max_tokens: u32;
         allow_delegation: bool;
@@ -381,14 +418,11 @@ pub(crate) fn is_requested(value: &Value) -> bool {
     }
 }
 
-/// Fields we read but cannot honour yet, with what a user should know. `true` = the run would
+/// Fields we read but cannot honour yet, with what a user should know (fields that name code,
+/// such as `step_callback` or `condition`, are resolved or refused when the crew is built; see
+/// `crate::resolve`). `true` = the run would
 /// behave differently if we ignored the field, so it is an error; `false` = a warning.
 pub(crate) const AGENT_UNSUPPORTED: &[(&str, bool, &str)] = &[
-    (
-        "step_callback",
-        true,
-        "Python callbacks cannot run here; register a step callback from Rust (crewai::Agent::builder().step_callback)",
-    ),
     (
         "cache_handler",
         true,
@@ -471,11 +505,6 @@ pub(crate) const AGENT_UNSUPPORTED: &[(&str, bool, &str)] = &[
 
 pub(crate) const TASK_UNSUPPORTED: &[(&str, bool, &str)] = &[
     (
-        "callback",
-        true,
-        "Python callbacks cannot run here; register a task callback from Rust (crewai::Task::builder().callback)",
-    ),
-    (
         "callbacks",
         true,
         "Python callbacks cannot run here; register a task callback from Rust",
@@ -491,11 +520,6 @@ pub(crate) const TASK_UNSUPPORTED: &[(&str, bool, &str)] = &[
         "trigger payloads are not supported yet",
     ),
     ("input_files", true, "input files are not supported yet"),
-    (
-        "condition",
-        true,
-        "conditional tasks need a Rust condition (crewai::Task::builder().condition)",
-    ),
     (
         "security_config",
         false,
@@ -535,16 +559,6 @@ pub(crate) const CREW_UNSUPPORTED: &[(&str, bool, &str)] = &[
         "after_kickoff_callbacks",
         true,
         "Python callbacks cannot run here; register them from Rust (Crew::builder().after_kickoff)",
-    ),
-    (
-        "step_callback",
-        true,
-        "Python callbacks cannot run here; register them from Rust (Crew::builder().step_callback)",
-    ),
-    (
-        "task_callback",
-        true,
-        "Python callbacks cannot run here; register them from Rust (Crew::builder().task_callback)",
     ),
     ("skills", true, "skills are not supported yet"),
     ("checkpoint", true, "checkpointing is not supported yet"),

@@ -176,3 +176,55 @@ fn agents_without_a_model_get_the_default_and_named_models_are_kept() {
     // Only the agent without an `llm:` went to the default provider.
     assert_eq!(*built.lock().unwrap(), vec!["local/tiny".to_string()]);
 }
+
+#[test]
+fn max_execution_time_takes_whole_or_fractional_seconds() {
+    use std::time::Duration;
+    let dir = tempfile::tempdir().unwrap();
+    let agents = format!(
+        "whole:\n  role: W\n  goal: G\n  backstory: B.\n  max_execution_time: 30\n{LLM}half:\n  role: H\n  goal: G\n  backstory: B.\n  max_execution_time: 1.5\n{LLM}"
+    );
+    let tasks = "one:\n  description: D\n  expected_output: E\n  agent: whole\ntwo:\n  description: D\n  expected_output: E\n  agent: half\n";
+    write(
+        dir.path(),
+        &[
+            ("config/agents.yaml", &agents),
+            ("config/tasks.yaml", tasks),
+        ],
+    );
+    let project = Project::load(dir.path()).unwrap();
+    let read: Vec<Option<f64>> = project
+        .agents
+        .iter()
+        .map(|a| a.spec.max_execution_time.map(|t| t.as_secs_f64()))
+        .collect();
+    assert_eq!(read, [Some(30.0), Some(1.5)]);
+    let crew = project
+        .build(&Default::default(), &BuildOptions::new(ToolRegistry::new()))
+        .unwrap();
+    let limits: Vec<Option<Duration>> = crew
+        .agents()
+        .iter()
+        .map(|a| a.max_execution_time())
+        .collect();
+    assert_eq!(
+        limits,
+        [
+            Some(Duration::from_secs(30)),
+            Some(Duration::from_millis(1500))
+        ]
+    );
+
+    for (written, problem) in [
+        ("-1", "expected a number of seconds, 0 or more, found -1"),
+        ("'30s'", "expected a number of seconds, found text"),
+    ] {
+        let broken = agents.replacen("1.5", written, 1);
+        write(dir.path(), &[("config/agents.yaml", &broken)]);
+        let err = Project::load(dir.path()).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!("config/agents.yaml:11: agent 'half' field 'max_execution_time': {problem}")
+        );
+    }
+}

@@ -302,11 +302,11 @@ full:
         (
             s.max_iter,
             s.max_rpm,
-            s.max_execution_time,
+            s.max_execution_time.map(|t| t.as_secs_f64()),
             s.max_retry_limit,
             s.max_tokens
         ),
-        (Some(5), Some(10), Some(30), Some(1), Some(500))
+        (Some(5), Some(10), Some(30.0), Some(1), Some(500))
     );
     assert_eq!(
         (s.allow_delegation, s.verbose, s.cache, s.use_system_prompt),

@@ -1,7 +1,5 @@
 //! The `Tool` trait and the values a tool run receives and returns.
 
-use std::sync::Arc;
-
 use async_trait::async_trait;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -171,6 +169,3 @@ pub trait Tool: Send + Sync {
         true
     }
 }
-
-/// A shared tool.
-pub type DynTool = Arc<dyn Tool>;

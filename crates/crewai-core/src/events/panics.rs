@@ -4,12 +4,12 @@
 use std::any::Any;
 use std::fmt;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::EventKind;
 
 /// Where the engine caught a panic: each site is code the engine runs but does not own.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum PanicSite {
@@ -152,6 +152,10 @@ mod tests {
         for (position, site) in PanicSite::ALL.into_iter().enumerate() {
             assert_eq!(site.index(), position);
             assert_eq!(serde_json::to_value(site).unwrap(), site.name());
+            assert_eq!(
+                serde_json::from_value::<PanicSite>(site.name().into()).unwrap(),
+                site
+            );
         }
     }
 

@@ -83,10 +83,12 @@ impl Execution {
         permits: &tokio::sync::Semaphore,
     ) -> Result<String, AgentError> {
         let _permit = permits.acquire().await;
-        let request = LlmRequest::new(vec![
+        let mut request = LlmRequest::new(vec![
             Message::system(prompts::SUMMARIZER_SYSTEM),
             Message::user(prompts::summarize_chunk(chunk)),
         ]);
+        // A summary is the agent's call too, but not a turn of its conversation.
+        request.extensions = self.stack().summaries.clone();
         match self.send(request).await {
             Ok(response) => Ok(extract_summary(&response.content.unwrap_or_default())),
             Err(CallFailure::Llm(error)) if error.is_context_length() => Err(self.context_error(
@@ -98,6 +100,10 @@ impl Execution {
             }),
             Err(CallFailure::NotJson(message)) => Err(self.context_error(message)),
             Err(CallFailure::Budget(exceeded)) => Err(self.budget_error(exceeded)),
+            Err(CallFailure::Blocked(reason)) => Err(AgentError::LlmCallBlocked {
+                role: self.role().to_string(),
+                reason,
+            }),
         }
     }
 

@@ -1,8 +1,9 @@
-//! One model call of an execution: rate limit, hooks, events, usage, streaming, structured-output
-//! validation and context-window recovery.
+//! One model call of an execution: the request, its way through the execution's model stack
+//! (hooks, budget, rate limit, events and usage are layers there, see [`crate::llm_stack`]),
+//! the failures the agent reacts to, streaming, and context-window recovery.
 
 use crewai_llm::{
-    LlmError, LlmRequest, LlmResponse, Message, RateLimiter, ReplyShape, StreamEvent, ToolChoice,
+    LlmError, LlmRequest, LlmResponse, Message, RateLimiter, ReplyShape, ToolChoice,
     ToolDefinition, collect_stream,
 };
 use serde_json::Value;
@@ -10,7 +11,7 @@ use serde_json::Value;
 use super::Execution;
 use crate::error::AgentError;
 use crate::events::{EventBus, EventKind};
-use crate::hooks::{HookDecision, LlmCallContext};
+use crate::hooks::BLOCKED_BY_HOOK;
 use crate::usage::BudgetExceeded;
 
 /// Summaries in a row before an overflow is given up on (each one should shrink the history a lot).
@@ -38,9 +39,6 @@ impl RateLimitWaiter<'_> {
         limiter
             .acquire_notifying(|wait| {
                 let wait_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX);
-                if self.verbose {
-                    println!("{}", rate_limit_notice(self.agent_role, max_rpm, wait));
-                }
                 tracing::info!(
                     agent = self.agent_role,
                     wait_ms,
@@ -83,6 +81,8 @@ pub(crate) enum CallFailure {
     NotJson(String),
     /// The call would go over the run's budget, so it was not made.
     Budget(BudgetExceeded),
+    /// A before-LLM hook blocked the call (with its reason, when it gave one).
+    Blocked(Option<String>),
 }
 
 /// What a call asks for besides the messages.
@@ -112,12 +112,27 @@ pub(crate) fn parse_structured(text: &str) -> Result<Value, String> {
     serde_json::from_str(body.trim()).map_err(|e| format!("the reply is not valid JSON ({e})"))
 }
 
+impl From<LlmError> for CallFailure {
+    /// The refusals and replies the run's layers report as errors, told apart by type.
+    fn from(error: LlmError) -> Self {
+        match error {
+            LlmError::BudgetExceeded(exceeded) => CallFailure::Budget(*exceeded),
+            LlmError::InvalidStructuredReply { message, .. } => CallFailure::NotJson(message),
+            LlmError::Blocked { by, reason } if by == BLOCKED_BY_HOOK => {
+                CallFailure::Blocked(reason)
+            }
+            other => CallFailure::Llm(other),
+        }
+    }
+}
+
 impl Execution {
-    /// A model call with hooks and context-window recovery: the before-hooks may rewrite
-    /// `messages` (kept for the rest of the run) or block; on a context-length error the history is
-    /// summarised and the call made again (or, with `respect_context_window: false`, the error says
-    /// how to fix it); a streamed reply that breaks midway is asked for again (a new call with its
-    /// own events); the after-hooks may replace the reply text.
+    /// A model call with context-window recovery: on a context-length error the history is
+    /// summarised and the call made again (or, with `respect_context_window: false`, the error
+    /// says how to fix it); a streamed reply that breaks midway is asked for again (a new call
+    /// with its own events). Hooks, budget, rate limit, events and usage are the stack's
+    /// ([`crate::llm_stack`]); what the before-hooks did to the messages is kept in `messages`
+    /// for the rest of the run.
     pub(crate) async fn call_model(
         &self,
         messages: &mut Vec<Message>,
@@ -126,26 +141,6 @@ impl Execution {
         let mut summaries = 0;
         let mut stream_restarts = 0;
         loop {
-            let mut hook_ctx = LlmCallContext {
-                messages: std::mem::take(messages),
-                model: Some(self.llm.model().to_string()),
-                agent_role: Some(self.role().to_string()),
-                task_name: self.task_name.clone(),
-                crew_name: self.services.crew_name.clone(),
-                iterations: shape.iterations,
-                response: None,
-            };
-            let decision = self
-                .hooks
-                .run_before_llm_reporting(&mut hook_ctx, &mut self.panic_reporter());
-            *messages = std::mem::take(&mut hook_ctx.messages);
-            if let HookDecision::Block { reason } = decision {
-                return Err(AgentError::LlmCallBlocked {
-                    role: self.role().to_string(),
-                    reason,
-                });
-            }
-
             let mut request = LlmRequest::new(messages.clone()).with_tools(shape.tools.to_vec());
             if !shape.tools.is_empty() {
                 request.options.tool_choice = Some(ToolChoice::Auto);
@@ -160,18 +155,15 @@ impl Execution {
                 });
             }
 
-            match self.send(request).await {
-                Ok(mut response) => {
-                    hook_ctx.messages = messages.clone();
-                    hook_ctx.response = response.content.clone();
-                    if let Some(text) = self
-                        .hooks
-                        .run_after_llm_reporting(&mut hook_ctx, &mut self.panic_reporter())
-                    {
-                        response.content = Some(text);
-                    }
-                    return Ok(response);
-                }
+            let scope = &self.stack().scope;
+            scope.set_iterations(shape.iterations);
+            scope.take_rewritten();
+            let result = self.send(request).await;
+            if let Some(rewritten) = scope.take_rewritten() {
+                *messages = rewritten;
+            }
+            match result {
+                Ok(response) => return Ok(response),
                 Err(CallFailure::NotJson(message)) => {
                     let format = self
                         .response_format
@@ -182,6 +174,12 @@ impl Execution {
                         role: self.role().to_string(),
                         format,
                         message,
+                    });
+                }
+                Err(CallFailure::Blocked(reason)) => {
+                    return Err(AgentError::LlmCallBlocked {
+                        role: self.role().to_string(),
+                        reason,
                     });
                 }
                 Err(CallFailure::Llm(error)) if error.is_context_length() => {
@@ -232,111 +230,19 @@ impl Execution {
         }
     }
 
-    /// Waits for the rate limit (the agent's own, else the crew's), saying so when it has to wait.
-    async fn wait_for_rate_limit(&self) {
-        let limiter = self
-            .agent
-            .config
-            .rate_limiter
-            .as_ref()
-            .or(self.services.rate_limiter.as_ref());
-        if let Some(limiter) = limiter {
-            let waiting = RateLimitWaiter {
-                events: &self.services.events,
-                parent: self.event_id,
-                agent_role: self.role(),
-                task_name: self.task_name.as_deref(),
-                verbose: self.agent.verbose(),
-            };
-            waiting.acquire(limiter).await;
-        }
-    }
-
-    /// The bare call: rate limit, `llm_call_*` events, usage, streaming chunks, JSON check.
+    /// The bare call through the execution's model stack, streamed when the run streams (the
+    /// stack's events layer reports the pieces).
     pub(crate) async fn send(&self, request: LlmRequest) -> Result<LlmResponse, CallFailure> {
-        let model = self.llm.model().to_string();
-        self.services
-            .usage
-            .check_request(&model, &request)
-            .map_err(CallFailure::Budget)?;
-        self.wait_for_rate_limit().await;
-        let call_id = uuid::Uuid::new_v4().to_string();
-        let structured = request.response_format.is_some();
-        // The conversation as JSON is the costliest payload of a call: built only if heard.
-        self.services
-            .events
-            .emit_with(self.event_id, || EventKind::LlmCallStarted {
-                call_id: call_id.clone(),
-                model: model.clone(),
-                agent_role: Some(self.role().to_string()),
-                task_name: self.task_name.clone(),
-                messages: serde_json::to_value(&request.messages).unwrap_or(Value::Null),
-                tools: request.tools.iter().map(|t| t.name.clone()).collect(),
-            });
+        let llm = &self.stack().llm;
         let result = if self.services.stream {
-            match self.llm.stream(request).await {
-                Ok(stream) => {
-                    collect_stream(stream, |event| {
-                        if let StreamEvent::TextDelta(chunk) = event {
-                            self.services.events.emit(
-                                self.event_id,
-                                EventKind::LlmStreamChunk {
-                                    call_id: call_id.clone(),
-                                    agent_role: Some(self.role().to_string()),
-                                    task_name: self.task_name.clone(),
-                                    chunk: chunk.clone(),
-                                },
-                            );
-                        }
-                    })
-                    .await
-                }
+            match llm.stream(request).await {
+                Ok(stream) => collect_stream(stream, |_| {}).await,
                 Err(error) => Err(error),
             }
         } else {
-            self.llm.call(request).await
+            llm.call(request).await
         };
-        let failed = |error: String| EventKind::LlmCallFailed {
-            call_id: call_id.clone(),
-            model: model.clone(),
-            agent_role: Some(self.role().to_string()),
-            task_name: self.task_name.clone(),
-            error,
-        };
-        let mut response = match result {
-            Ok(response) => response,
-            Err(error) => {
-                self.services
-                    .events
-                    .emit(self.event_id, failed(error.to_string()));
-                return Err(CallFailure::Llm(error));
-            }
-        };
-        response.usage = self.record_usage(&response.usage);
-        if structured && response.tool_calls.is_empty() {
-            let text = response.content.clone().unwrap_or_default();
-            if let Err(problem) = parse_structured(&text) {
-                self.services
-                    .events
-                    .emit(self.event_id, failed(problem.clone()));
-                return Err(CallFailure::NotJson(problem));
-            }
-        }
-        self.services
-            .events
-            .emit_with(self.event_id, || EventKind::LlmCallCompleted {
-                call_id,
-                model,
-                agent_role: Some(self.role().to_string()),
-                task_name: self.task_name.clone(),
-                response: if response.tool_calls.is_empty() {
-                    Value::String(response.content.clone().unwrap_or_default())
-                } else {
-                    serde_json::to_value(&response.tool_calls).unwrap_or(Value::Null)
-                },
-                usage: response.usage,
-            });
-        Ok(response)
+        result.map_err(CallFailure::from)
     }
 }
 

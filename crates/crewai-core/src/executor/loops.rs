@@ -1,6 +1,6 @@
 //! The three loops and the forced final answer.
 
-use crewai_llm::{LlmError, Message, ToolCall};
+use crewai_llm::{Message, ToolCall};
 
 use super::llm_call::{CallShape, parse_structured};
 use super::react::{self, OBSERVATION_STOP, ReactStep};
@@ -74,7 +74,9 @@ impl Execution {
                 .await
             {
                 Ok(response) => response,
-                Err(AgentError::Llm { source, .. }) if native_tools_unsupported(&source) => {
+                // The adapter decided it from the provider's error body (crewai-llm's
+                // `LlmError::ToolsUnsupported`): the run goes on in ReAct text mode.
+                Err(AgentError::Llm { source, .. }) if source.is_tools_unsupported() => {
                     tracing::warn!(agent = self.role(), %source, "the provider refused native tools; continuing with ReAct text tool calls");
                     messages.push(Message::user(prompts::native_tools_unavailable(
                         &self.react_instructions(),
@@ -183,8 +185,8 @@ impl Execution {
         let reply = response.content.unwrap_or_default();
         messages.push(Message::assistant(reply.clone()));
         if structured {
-            // `send` already refused a reply that is not JSON, so this parse succeeds; a hook may
-            // still have replaced the text, which is then checked again here.
+            // The stack's events layer already refused a reply that is not JSON, so this parse
+            // succeeds; an after-hook may still have replaced the text, which is checked again.
             let typed = parse_structured(&reply).map_err(|message| {
                 AgentError::InvalidStructuredOutput {
                     role: self.role().to_string(),
@@ -234,26 +236,6 @@ impl Execution {
         messages.push(Message::assistant(reply));
         self.finish(messages, output, None)
     }
-}
-
-/// Whether a provider error says the model cannot take tools (then the run goes on in text mode).
-fn native_tools_unsupported(error: &LlmError) -> bool {
-    const PHRASES: &[&str] = &[
-        "does not support tools",
-        "tools are not supported",
-        "tool use is not supported",
-        "does not support function calling",
-        "function calling is not supported",
-        "tool_choice is not supported",
-        "unsupported parameter: 'tools'",
-    ];
-    let message = match error {
-        LlmError::Unsupported(message) | LlmError::InvalidRequest { message, .. } => {
-            message.to_lowercase()
-        }
-        _ => return false,
-    };
-    PHRASES.iter().any(|phrase| message.contains(phrase))
 }
 
 fn tool_message(call: &ToolCall, text: &str) -> Message {

@@ -13,7 +13,8 @@
 //!
 //! Around every loop: `max_iter` tool rounds then a forced final answer without tools,
 //! `max_execution_time` as a deadline on the whole execution, `max_retry_limit` re-runs after an
-//! error, context-window summarisation, hooks, events and usage.
+//! error, context-window summarisation. Every model call goes through the execution's model stack
+//! ([`crate::llm_stack`]): hooks, the user's layers, budget, rate limit, events and usage.
 
 mod context;
 mod llm_call;
@@ -22,12 +23,12 @@ mod messages;
 pub mod react;
 mod tool_call;
 
-pub(crate) use llm_call::RateLimitWaiter;
+pub(crate) use llm_call::{RateLimitWaiter, parse_structured};
 
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, OnceLock};
 
-use crewai_llm::{Llm, Message, ResponseFormat, Usage};
+use crewai_llm::{Extensions, Llm, Message, ResponseFormat, Usage};
 use crewai_tools::{ToolFailurePolicy, ToolSet};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -37,6 +38,7 @@ use crate::agent::{Agent, AgentStep, RunServices, StepCallback};
 use crate::error::AgentError;
 use crate::events::{CaughtPanic, EventKind, PanicSite, panic_message};
 use crate::hooks::Hooks;
+use crate::llm_stack::{self, CallPurpose, CallScope};
 
 /// The loop an execution runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,9 +66,21 @@ pub(crate) struct LoopOutcome {
     pub(crate) result_as_answer: bool,
 }
 
+/// The execution's model stack, built on its first call (the task name and the execution's
+/// event, which its scope carries, are set after [`Execution::new`]).
+pub(crate) struct ExecutionStack {
+    /// The agent's model under the run's layers.
+    pub(crate) llm: Arc<dyn Llm>,
+    /// The scope of the agent's own turns.
+    pub(crate) scope: Arc<CallScope>,
+    /// The extensions a summary call carries: a scope of its own, sharing the usage.
+    pub(crate) summaries: Extensions,
+}
+
 /// One execution of an agent: everything the loops share.
 pub(crate) struct Execution {
     pub(crate) agent: Agent,
+    /// The agent's model as configured (its own stack, without the run's layers).
     pub(crate) llm: Arc<dyn Llm>,
     pub(crate) services: RunServices,
     /// Crew hooks followed by the agent's.
@@ -82,7 +96,7 @@ pub(crate) struct Execution {
     pub(crate) event_id: Option<Uuid>,
     /// Cancelled when the execution ends by timeout or from outside, so tools can stop.
     pub(crate) cancellation: CancellationToken,
-    usage: Mutex<Usage>,
+    stack: OnceLock<ExecutionStack>,
     tool_errors: AtomicU32,
 }
 
@@ -114,7 +128,7 @@ impl Execution {
             task_name: None,
             task_id: None,
             event_id: None,
-            usage: Mutex::new(Usage::default()),
+            stack: OnceLock::new(),
             tool_errors: AtomicU32::new(0),
         }
     }
@@ -123,29 +137,40 @@ impl Execution {
         self.agent.role()
     }
 
-    /// Usage of every call made so far.
+    /// The model stack of this execution's calls (see [`crate::llm_stack`]).
+    pub(crate) fn stack(&self) -> &ExecutionStack {
+        self.stack.get_or_init(|| {
+            let scope = CallScope::new(&self.agent, &self.services, CallPurpose::Agent)
+                .with_task(self.task_name.as_deref())
+                .with_parent(self.event_id)
+                .with_cancellation(self.cancellation.clone());
+            let mut summaries = Extensions::new();
+            summaries.insert(scope.derived(CallPurpose::Summary));
+            let scope = Arc::new(scope);
+            ExecutionStack {
+                llm: llm_stack::stack(self.llm.clone(), scope.clone()),
+                scope,
+                summaries,
+            }
+        })
+    }
+
+    /// `llm` under the run's layers for calls other code makes on this execution's behalf (a
+    /// standalone kickoff's guardrail judge and converter): held to the same budget and rate
+    /// limit, reported under the execution, counted in its usage.
+    pub(crate) fn side_call(&self, llm: Arc<dyn Llm>, purpose: CallPurpose) -> Arc<dyn Llm> {
+        llm_stack::stack(llm, Arc::new(self.stack().scope.derived(purpose)))
+    }
+
+    /// Usage of every call made so far (priced), the summaries and side calls included.
     pub(crate) fn usage(&self) -> Usage {
-        *self.usage.lock().unwrap_or_else(|p| p.into_inner())
+        self.stack
+            .get()
+            .map_or_else(Usage::default, |stack| stack.scope.spent())
     }
 
     pub(crate) fn tool_errors(&self) -> u32 {
         self.tool_errors.load(Ordering::SeqCst)
-    }
-
-    /// Prices one call of the execution's model, adds it to this execution and to the run's
-    /// tracker, and returns it with its cost.
-    pub(crate) fn record_usage(&self, usage: &Usage) -> Usage {
-        let priced = self.services.usage.record_call(
-            self.llm.model(),
-            self.role(),
-            self.task_name.as_deref(),
-            usage,
-        );
-        self.usage
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .add(&priced);
-        priced
     }
 
     fn count_tool_error(&self) {

@@ -9,20 +9,20 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use crewai_llm::{Capabilities, Llm, LlmError, LlmRequest, LlmResponse, RateLimiter};
+use crewai_llm::{Llm, LlmError};
 use crewai_tools::{ToolContext, ToolHandle, ToolSet};
 use uuid::Uuid;
 
 use crate::agent::{Agent, AgentTaskRequest, AgentTaskResult, RunServices};
+use crate::converter::ConversionError;
 use crate::delegation::{CoworkerRunner, DelegationRequest, DelegationScope};
 use crate::error::AgentError;
 use crate::events::{CaughtPanic, EventKind, PanicSite, panic_message};
-use crate::executor::RateLimitWaiter;
 use crate::guardrail::{GuardrailContext, GuardrailPass};
+use crate::llm_stack::{self, CallPurpose, CallScope};
 use crate::output::{OutputFormat, TaskOutput};
 use crate::prompts::crew as prompts;
 use crate::task::{ConsoleInputProvider, InputProvider, Task, TaskCallback, TaskError};
-use crate::usage::BudgetGate;
 
 /// What every task of one kickoff shares: the agent run services (events, hooks, usage, limits,
 /// cache), the crew's agents (for delegation), and the crew-level task settings.
@@ -207,12 +207,11 @@ async fn run_task_steps(
         let mut retries = 0;
         loop {
             // The judge (the guardrail's own model, else the agent's) is a side call of the task.
-            let judge = guardrail
+            let judge_llm = guardrail
                 .judge_llm()
                 .cloned()
                 .or_else(|| agent.llm().ok())
-                .map(|llm| SideCallLlm::new(llm, run, agent, task, started));
-            let judge_llm = judge.clone().map(|judge| judge as Arc<dyn Llm>);
+                .map(|llm| side_call(llm, run, agent, task, started, CallPurpose::Guardrail));
             let guardrail = match &judge_llm {
                 Some(llm) if guardrail.is_llm() => guardrail.judged_by(llm.clone()),
                 _ => guardrail.clone(),
@@ -226,9 +225,8 @@ async fn run_task_steps(
                 task_name: task.name(),
             };
             let verdict = guardrail.evaluate(&output, ctx).await.map_err(|e| {
-                judge
-                    .as_ref()
-                    .and_then(|judge| judge.budget_stop(task))
+                e.llm_error()
+                    .and_then(|error| budget_stop(error, agent, task))
                     .unwrap_or_else(|| TaskError::Guardrail {
                         task: task.key(),
                         message: e.to_string(),
@@ -359,14 +357,14 @@ async fn run_and_shape(
                         task: task.key(),
                         source: Box::new(source),
                     })?;
-                let converter = SideCallLlm::new(llm, run, agent, task, started);
+                let converter = side_call(llm, run, agent, task, started, CallPurpose::Conversion);
                 let (value, _usage) = schema
                     .convert_with_llm(converter.as_ref(), &result.raw, agent.max_retry_limit() + 1)
                     .await
-                    .map_err(|source| {
-                        converter
-                            .budget_stop(task)
-                            .unwrap_or_else(|| conversion_failed(source))
+                    .map_err(|source| match &source {
+                        ConversionError::Llm(error) => budget_stop(error, agent, task)
+                            .unwrap_or_else(|| conversion_failed(source)),
+                        _ => conversion_failed(source),
                     })?;
                 value
             }
@@ -412,135 +410,37 @@ async fn write_output_file(task: &Task, output: &TaskOutput) -> Result<(), TaskE
         .map_err(|e| failed(e.to_string()))
 }
 
-/// A model call the task layer makes itself (structured-output conversion, an LLM guardrail's
-/// judge): held to the run's budget and to the agent's (else the crew's) rate limit, reported as
-/// `llm_call_*` events under the task, and counted in the run's usage, like the agent's own calls.
-struct SideCallLlm {
-    inner: Arc<dyn Llm>,
-    services: RunServices,
-    rate_limiter: Option<Arc<RateLimiter>>,
-    agent_role: String,
-    verbose: bool,
-    task_name: Option<String>,
+/// `llm` for a model call the task layer makes itself (structured-output conversion, an LLM
+/// guardrail's judge): under the run's layers like the agent's own calls (hooks, the user's
+/// layers, the budget, the agent's or else the crew's rate limit, `llm_call_*` events under
+/// the task, the run's usage).
+fn side_call(
+    llm: Arc<dyn Llm>,
+    run: &RunContext,
+    agent: &Agent,
+    task: &Task,
     parent: Uuid,
-    budget: BudgetGate,
+    purpose: CallPurpose,
+) -> Arc<dyn Llm> {
+    let scope = CallScope::new(agent, &run.services, purpose)
+        .with_task(task.name())
+        .with_parent(Some(parent));
+    llm_stack::stack(llm, Arc::new(scope))
 }
 
-impl SideCallLlm {
-    fn new(
-        inner: Arc<dyn Llm>,
-        run: &RunContext,
-        agent: &Agent,
-        task: &Task,
-        parent: Uuid,
-    ) -> Arc<SideCallLlm> {
-        Arc::new(SideCallLlm {
-            inner,
-            rate_limiter: agent
-                .rate_limiter()
-                .or(run.services.rate_limiter.as_ref())
-                .cloned(),
-            services: run.services.clone(),
-            agent_role: agent.role().to_string(),
-            verbose: agent.verbose(),
-            task_name: task.name().map(str::to_string),
-            parent,
-            budget: BudgetGate::new(run.services.usage.clone()),
-        })
-    }
-
-    /// The task's error when a call failed because the budget refused it: the same typed stop
-    /// as when one of the agent's own calls is refused, so the crew keeps its finished outputs.
-    fn budget_stop(&self, task: &Task) -> Option<TaskError> {
-        let exceeded = self.budget.take_stop()?;
-        Some(TaskError::Agent {
-            task: task.key(),
-            source: Box::new(AgentError::BudgetExceeded {
-                role: self.agent_role.clone(),
-                exceeded: Box::new(exceeded),
-            }),
-        })
-    }
-}
-
-#[async_trait]
-impl Llm for SideCallLlm {
-    fn model(&self) -> &str {
-        self.inner.model()
-    }
-    fn provider(&self) -> &str {
-        self.inner.provider()
-    }
-    fn capabilities(&self) -> Capabilities {
-        self.inner.capabilities()
-    }
-    async fn call(&self, request: LlmRequest) -> Result<LlmResponse, LlmError> {
-        self.budget.admit(self.inner.model(), &request)?;
-        if let Some(limiter) = &self.rate_limiter {
-            let waiter = RateLimitWaiter {
-                events: &self.services.events,
-                parent: Some(self.parent),
-                agent_role: &self.agent_role,
-                task_name: self.task_name.as_deref(),
-                verbose: self.verbose,
-            };
-            waiter.acquire(limiter).await;
-        }
-        let call_id = Uuid::new_v4().to_string();
-        let events = &self.services.events;
-        events.emit(
-            Some(self.parent),
-            EventKind::LlmCallStarted {
-                call_id: call_id.clone(),
-                model: self.model().to_string(),
-                agent_role: Some(self.agent_role.clone()),
-                task_name: self.task_name.clone(),
-                messages: serde_json::to_value(&request.messages)
-                    .unwrap_or(serde_json::Value::Null),
-                tools: request.tools.iter().map(|t| t.name.clone()).collect(),
-            },
-        );
-        let mut result = tokio::select! {
-            result = self.inner.call(request) => result,
-            _ = self.services.cancellation.cancelled() => Err(LlmError::Cancelled),
-        };
-        match &mut result {
-            Ok(response) => {
-                response.usage = self.services.usage.record_call(
-                    self.inner.model(),
-                    &self.agent_role,
-                    self.task_name.as_deref(),
-                    &response.usage,
-                );
-                events.emit(
-                    Some(self.parent),
-                    EventKind::LlmCallCompleted {
-                        call_id,
-                        model: self.model().to_string(),
-                        agent_role: Some(self.agent_role.clone()),
-                        task_name: self.task_name.clone(),
-                        response: serde_json::Value::String(
-                            response.content.clone().unwrap_or_default(),
-                        ),
-                        usage: response.usage,
-                    },
-                );
-            }
-            Err(error) => {
-                events.emit(
-                    Some(self.parent),
-                    EventKind::LlmCallFailed {
-                        call_id,
-                        model: self.model().to_string(),
-                        agent_role: Some(self.agent_role.clone()),
-                        task_name: self.task_name.clone(),
-                        error: error.to_string(),
-                    },
-                );
-            }
-        }
-        result
-    }
+/// The task's error when a side call was refused by the budget: the same typed stop as when
+/// one of the agent's own calls is refused, so the crew keeps its finished outputs.
+fn budget_stop(error: &LlmError, agent: &Agent, task: &Task) -> Option<TaskError> {
+    let LlmError::BudgetExceeded(exceeded) = error else {
+        return None;
+    };
+    Some(TaskError::Agent {
+        task: task.key(),
+        source: Box::new(AgentError::BudgetExceeded {
+            role: agent.role().to_string(),
+            exceeded: exceeded.clone(),
+        }),
+    })
 }
 
 /// Runs delegated work on a coworker within the crew's run.

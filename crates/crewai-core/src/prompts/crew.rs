@@ -4,11 +4,6 @@
 //! The first line of each delegation tool description is kept as CrewAI words it, because
 //! users and CrewAI's own tests look for it; everything else is our own wording.
 
-/// Name of the tool that hands a task to a coworker (CrewAI's sanitised name).
-pub const DELEGATE_TOOL_NAME: &str = "delegate_work_to_coworker";
-/// Name of the tool that asks a coworker a question (CrewAI's sanitised name).
-pub const ASK_TOOL_NAME: &str = "ask_question_to_coworker";
-
 /// The description of `delegate_work_to_coworker` for these coworker roles.
 pub fn delegate_tool_description(coworkers: &[String]) -> String {
     format!(

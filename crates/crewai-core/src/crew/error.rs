@@ -1,0 +1,62 @@
+//! [`CrewError`]: what can go wrong building or running a crew.
+
+use crewai_llm::Usage;
+
+use crate::interpolate::InterpolationError;
+use crate::output::TaskOutput;
+use crate::process::hierarchical::ManagerError;
+use crate::store::StoreError;
+use crate::task::TaskError;
+use crate::usage::BudgetExceeded;
+
+/// Everything that can go wrong building or running a crew.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum CrewError {
+    #[error("crew '{crew}' is misconfigured: {message}")]
+    Config { crew: String, message: String },
+    #[error(
+        "crew '{crew}': `{feature}: true` is not supported yet; remove it (it is never silently ignored)"
+    )]
+    Unsupported { crew: String, feature: &'static str },
+    #[error("crew '{crew}': {source}")]
+    Manager { crew: String, source: ManagerError },
+    #[error(transparent)]
+    Interpolation(#[from] InterpolationError),
+    #[error(transparent)]
+    Task(#[from] TaskError),
+    #[error("crew '{crew}': task '{task}' crashed: {message}")]
+    TaskPanicked {
+        crew: String,
+        task: String,
+        message: String,
+    },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("{0}")]
+    Replay(String),
+    #[error("crew '{crew}': the kickoff was cancelled")]
+    Cancelled { crew: String },
+    /// [`Crew::resume`](super::Crew::resume) or [`Crew::fork`](super::Crew::fork) cannot use the
+    /// stored run.
+    #[error("crew '{crew}': cannot continue run {run_id}: {message}")]
+    Resume {
+        crew: String,
+        run_id: String,
+        message: String,
+    },
+    /// The run stopped before an LLM call that would have gone over the crew's budget. The tasks
+    /// that finished are kept here (and in the task output store, so
+    /// [`Crew::replay`](super::Crew::replay) from `task` resumes the run).
+    #[error("crew '{crew}' stopped at task '{}' with {} finished task(s) kept: {exceeded}", task.as_deref().unwrap_or("?"), completed.len())]
+    BudgetExceeded {
+        crew: String,
+        /// The task that was running (its name, else its description).
+        task: Option<String>,
+        exceeded: Box<BudgetExceeded>,
+        /// The outputs of the tasks that finished, in task order.
+        completed: Vec<TaskOutput>,
+        /// What the run used up to the stop.
+        usage: Box<Usage>,
+    },
+}

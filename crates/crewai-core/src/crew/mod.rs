@@ -1,0 +1,264 @@
+//! [`Crew`]: agents working through tasks, sequentially or under a manager (CrewAI's `Crew`).
+//!
+//! A crew is a specification plus the bookkeeping of its latest kickoff (usage, the manager's
+//! tools). Every kickoff works on its own interpolated copies of the agents and tasks, with its own
+//! usage ledger and deadlines, so kickoffs never share run state: not between two crews, and not
+//! between two kickoffs of the same crew.
+
+mod builder;
+mod error;
+mod execute;
+mod journal;
+mod kickoff;
+mod replay;
+mod stream;
+
+pub use crate::kickoff::KickoffOptions;
+pub use crate::process::hierarchical::ManagerError;
+pub use builder::CrewBuilder;
+pub use error::CrewError;
+pub use stream::{CrewStream, StreamChunk, StreamChunkType, StreamToolCall};
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use crewai_llm::{Llm, PriceTable, RateLimiter};
+use crewai_tools::{ToolCache, ToolHandle};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::agent::{Agent, StepCallback};
+use crate::events::EventBus;
+use crate::hooks::Hooks;
+use crate::interpolate::{Inputs, placeholders};
+use crate::output::CrewOutput;
+use crate::store::{RunJournal, TaskOutputStore};
+use crate::task::{InputProvider, Task, TaskCallback};
+use crate::usage::{Budget, UsageSummary};
+
+/// How a crew goes through its tasks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Process {
+    /// Each task by its own agent, in order.
+    #[default]
+    Sequential,
+    /// Every task through a manager that delegates to the agents.
+    Hierarchical,
+}
+
+/// Changes the inputs before a kickoff (CrewAI's `before_kickoff_callbacks`).
+pub type BeforeKickoff = Arc<dyn Fn(Inputs) -> Inputs + Send + Sync>;
+/// Changes the output after a kickoff (CrewAI's `after_kickoff_callbacks`).
+pub type AfterKickoff = Arc<dyn Fn(CrewOutput) -> CrewOutput + Send + Sync>;
+
+/// The default deadline of a task whose agent has no `max_execution_time`.
+pub const DEFAULT_TASK_TIMEOUT: Duration = Duration::from_secs(3600);
+/// How many kickoffs `kickoff_for_each` runs at once by default.
+pub const DEFAULT_KICKOFF_CONCURRENCY: usize = 4;
+
+#[derive(Default)]
+struct RunRecord {
+    usage: UsageSummary,
+    manager_tools: Vec<ToolHandle>,
+    run_id: Option<String>,
+}
+
+struct CrewSpec {
+    id: Uuid,
+    name: String,
+    agents: Vec<Agent>,
+    tasks: Vec<Task>,
+    process: Process,
+    manager: Option<Agent>,
+    function_calling_llm: Option<Arc<dyn Llm>>,
+    rate_limiter: Option<Arc<RateLimiter>>,
+    /// The crew's shared tool-result cache (`cache: true`); copies get their own.
+    tool_cache: Option<ToolCache>,
+    stream: bool,
+    events: EventBus,
+    hooks: Hooks,
+    step_callback: Option<StepCallback>,
+    task_callback: Option<TaskCallback>,
+    before_kickoff: Vec<BeforeKickoff>,
+    after_kickoff: Vec<AfterKickoff>,
+    store: Arc<dyn TaskOutputStore>,
+    journal: Option<Arc<dyn RunJournal>>,
+    input_provider: Arc<dyn InputProvider>,
+    task_timeout: Option<Duration>,
+    max_delegation_depth: usize,
+    kickoff_concurrency: usize,
+    budget: Budget,
+    prices: Arc<PriceTable>,
+    last_run: Mutex<RunRecord>,
+}
+
+/// A crew of agents and their tasks.
+///
+/// ```
+/// use std::sync::Arc;
+/// use crewai_core::agent::Agent;
+/// use crewai_core::crew::Crew;
+/// use crewai_core::task::Task;
+/// use crewai_llm::ScriptedLlm;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// // A scripted model stands in for a real one (`build_llm(&LlmConfig::new("gpt-4o-mini"))`).
+/// let llm = Arc::new(ScriptedLlm::new("scripted").then_text("- bees dance\n- bees pollinate").then_text("Bees dance and pollinate."));
+/// let researcher = Agent::builder().role("{topic} Researcher").goal("Find facts").backstory("Careful.").llm(llm.clone()).build()?;
+/// let research = Task::builder().name("research").description("Two facts about {topic}").expected_output("Two bullets").agent(researcher.clone()).build()?;
+/// let summary = Task::builder().name("summary").description("One sentence from the facts").expected_output("A sentence").agent(researcher.clone()).build()?;
+/// let crew = Crew::builder().agents(vec![researcher]).tasks(vec![research, summary]).build()?;
+///
+/// let output = crew.kickoff([("topic".to_string(), "bees".into())].into()).await?;
+/// assert_eq!(output.raw, "Bees dance and pollinate.");
+/// assert_eq!(output.tasks_output.len(), 2);
+/// assert_eq!(output.tasks_output[0].agent, "bees Researcher");
+/// assert_eq!(output.token_usage.successful_requests, 2);
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct Crew {
+    spec: Arc<CrewSpec>,
+}
+
+impl fmt::Debug for Crew {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Crew")
+            .field("name", &self.spec.name)
+            .field("process", &self.spec.process)
+            .field(
+                "agents",
+                &self
+                    .spec
+                    .agents
+                    .iter()
+                    .map(|a| a.role().to_string())
+                    .collect::<Vec<_>>(),
+            )
+            .field(
+                "tasks",
+                &self.spec.tasks.iter().map(Task::key).collect::<Vec<_>>(),
+            )
+            .finish_non_exhaustive()
+    }
+}
+
+impl Crew {
+    pub fn builder() -> CrewBuilder {
+        CrewBuilder::default()
+    }
+
+    pub fn id(&self) -> Uuid {
+        self.spec.id
+    }
+    pub fn name(&self) -> &str {
+        &self.spec.name
+    }
+    pub fn agents(&self) -> &[Agent] {
+        &self.spec.agents
+    }
+    pub fn tasks(&self) -> &[Task] {
+        &self.spec.tasks
+    }
+    pub fn process(&self) -> Process {
+        self.spec.process
+    }
+    /// The manager of a hierarchical crew.
+    pub fn manager(&self) -> Option<&Agent> {
+        self.spec.manager.as_ref()
+    }
+    /// The bus this crew reports to.
+    pub fn event_bus(&self) -> &EventBus {
+        &self.spec.events
+    }
+
+    fn record(&self) -> MutexGuard<'_, RunRecord> {
+        // Plain data: a panic elsewhere cannot leave it half-written.
+        self.spec.last_run.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Usage of the latest kickoff (the sum of all runs after `kickoff_for_each`): in total, per
+    /// agent role (the manager included) and per task.
+    pub fn usage(&self) -> UsageSummary {
+        self.record().usage.clone()
+    }
+
+    /// The tools the manager had for the last task it ran (the two delegation tools).
+    pub fn manager_tools(&self) -> Vec<ToolHandle> {
+        self.record().manager_tools.clone()
+    }
+
+    /// The placeholder names the agents and tasks use (CrewAI's `fetch_inputs`).
+    pub fn fetch_inputs(&self) -> BTreeSet<String> {
+        let mut names = BTreeSet::new();
+        for agent in &self.spec.agents {
+            for text in [agent.role(), agent.goal(), agent.backstory()] {
+                names.extend(placeholders(text));
+            }
+        }
+        for task in &self.spec.tasks {
+            names.extend(placeholders(task.description()));
+            names.extend(placeholders(task.expected_output()));
+        }
+        names
+    }
+
+    /// A copy of the crew with its own run bookkeeping (the bus, store and rate limit are shared).
+    pub fn copy(&self) -> Crew {
+        Crew {
+            spec: Arc::new(self.respec(Uuid::new_v4(), self.spec.journal.clone())),
+        }
+    }
+
+    /// The same crew journaling its runs to `journal` (see [`CrewBuilder::run_journal`]), for a
+    /// crew built by someone else (a project loader).
+    pub fn with_run_journal(&self, journal: Arc<dyn RunJournal>) -> Crew {
+        let mut spec = self.respec(self.spec.id, Some(journal));
+        spec.tool_cache = self.spec.tool_cache.clone();
+        Crew {
+            spec: Arc::new(spec),
+        }
+    }
+
+    /// The crew's definition with fresh run bookkeeping and its own tool cache.
+    fn respec(&self, id: Uuid, journal: Option<Arc<dyn RunJournal>>) -> CrewSpec {
+        let s = &self.spec;
+        CrewSpec {
+            id,
+            name: s.name.clone(),
+            agents: s.agents.clone(),
+            tasks: s.tasks.clone(),
+            process: s.process,
+            manager: s.manager.clone(),
+            function_calling_llm: s.function_calling_llm.clone(),
+            rate_limiter: s.rate_limiter.clone(),
+            tool_cache: s.tool_cache.as_ref().map(|_| ToolCache::new()),
+            stream: s.stream,
+            events: s.events.clone(),
+            hooks: s.hooks.clone(),
+            step_callback: s.step_callback.clone(),
+            task_callback: s.task_callback.clone(),
+            before_kickoff: s.before_kickoff.clone(),
+            after_kickoff: s.after_kickoff.clone(),
+            store: s.store.clone(),
+            journal,
+            input_provider: s.input_provider.clone(),
+            task_timeout: s.task_timeout,
+            max_delegation_depth: s.max_delegation_depth,
+            kickoff_concurrency: s.kickoff_concurrency,
+            budget: s.budget,
+            prices: s.prices.clone(),
+            last_run: Mutex::new(RunRecord::default()),
+        }
+    }
+
+    /// The id of the latest run this crew started (also in [`CrewOutput::run_id`]); with
+    /// concurrent kickoffs of one crew, choose ids with [`KickoffOptions::run_id`] instead.
+    pub fn last_run_id(&self) -> Option<String> {
+        self.record().run_id.clone()
+    }
+}

@@ -1,0 +1,261 @@
+//! [`ConsoleListener`]: the verbose console output, as a listener on the bus.
+//!
+//! It stays a synchronous listener although it writes: it prints what a verbose run was asked
+//! to show, in step with the run's other output on the same stream (a console line must not
+//! come after the final answer the caller prints), and its lines are few and short. Listeners
+//! that write files or talk to the network use a channel ([`super::EventBus::subscribe_channel`]).
+
+use std::io::Write;
+use std::sync::Mutex;
+
+use super::{Event, EventBus, EventKind, ListenerId};
+
+/// The verbose console output, as a listener: one readable block per crew, task, agent, tool,
+/// guardrail and rate-limit event (model calls and stream chunks are left out as noise).
+///
+/// ```
+/// use crewai_core::events::{ConsoleListener, EventBus, EventKind};
+/// let bus = EventBus::new();
+/// ConsoleListener::stderr().attach(&bus);
+/// bus.emit(None, EventKind::CrewKickoffStarted { crew_name: "demo".into(), crew_id: None, inputs: None });
+/// ```
+pub struct ConsoleListener {
+    out: Mutex<Box<dyn Write + Send>>,
+}
+
+impl ConsoleListener {
+    /// Writes to standard output (where CrewAI's verbose output goes).
+    pub fn stdout() -> Self {
+        Self::with_writer(Box::new(std::io::stdout()))
+    }
+
+    /// Writes to standard error (keeps stdout clean for machine-readable output).
+    pub fn stderr() -> Self {
+        Self::with_writer(Box::new(std::io::stderr()))
+    }
+
+    pub fn with_writer(out: Box<dyn Write + Send>) -> Self {
+        ConsoleListener {
+            out: Mutex::new(out),
+        }
+    }
+
+    /// Subscribes this listener to `bus`.
+    pub fn attach(self, bus: &EventBus) -> ListenerId {
+        bus.subscribe(move |event| {
+            if let Some(text) = console_line(event) {
+                let mut out = self.out.lock().unwrap_or_else(|p| p.into_inner());
+                // The console is best effort: a closed pipe must not fail the run.
+                let _ = writeln!(out, "{text}");
+                let _ = out.flush();
+            }
+        })
+    }
+}
+
+/// The verbose line of an agent held back by its requests-per-minute limit.
+fn rate_limit_line(agent_role: &str, max_rpm: Option<u32>, wait_ms: u64) -> String {
+    let limit = max_rpm
+        .map(|rpm| format!(" ({rpm} per minute)"))
+        .unwrap_or_default();
+    format!(
+        "⏳ Agent {agent_role}: max RPM reached{limit}; waiting {:.1} s for the next request slot.",
+        wait_ms as f64 / 1000.0
+    )
+}
+
+/// What the console shows of one event, if anything. Every kind is decided here (no catch-all),
+/// so a new kind does not compile until it is shown or left out on purpose.
+fn console_line(event: &Event) -> Option<String> {
+    let optional = |value: &Option<String>| value.clone().unwrap_or_else(|| "-".into());
+    let text = match &event.kind {
+        EventKind::CrewKickoffStarted { crew_name, .. } => format!("🚀 Crew '{crew_name}' started"),
+        EventKind::CrewKickoffCompleted {
+            crew_name,
+            output,
+            total_tokens,
+            ..
+        } => {
+            format!(
+                "✅ Crew '{crew_name}' completed ({total_tokens} tokens)\nFinal output:\n{output}"
+            )
+        }
+        EventKind::CrewKickoffFailed {
+            crew_name, error, ..
+        } => format!("❌ Crew '{crew_name}' failed: {error}"),
+        EventKind::TaskStarted {
+            task_name,
+            agent_role,
+            ..
+        } => format!(
+            "📋 Task '{}' started (agent: {})",
+            optional(task_name),
+            optional(agent_role)
+        ),
+        EventKind::TaskCompleted { task_name, .. } => {
+            format!("📋 Task '{}' completed", optional(task_name))
+        }
+        EventKind::TaskFailed {
+            task_name, error, ..
+        } => format!("❌ Task '{}' failed: {error}", optional(task_name)),
+        EventKind::AgentExecutionStarted {
+            agent_role,
+            task_prompt,
+            ..
+        } => format!("🤖 Agent: {agent_role}\n   Task: {task_prompt}"),
+        EventKind::AgentExecutionCompleted {
+            agent_role, output, ..
+        } => format!("🤖 Agent: {agent_role}\n   Final Answer:\n{output}"),
+        EventKind::AgentExecutionError {
+            agent_role, error, ..
+        } => format!("⚠️  Agent {agent_role} failed: {error}"),
+        EventKind::LiteAgentExecutionStarted { agent_role, .. } => {
+            format!("🤖 Agent {agent_role} started")
+        }
+        EventKind::LiteAgentExecutionCompleted {
+            agent_role, output, ..
+        } => format!("🤖 Agent: {agent_role}\n   Final Answer:\n{output}"),
+        EventKind::LiteAgentExecutionError {
+            agent_role, error, ..
+        } => format!("⚠️  Agent {agent_role} failed: {error}"),
+        EventKind::RateLimitWaitStarted {
+            agent_role,
+            max_rpm,
+            wait_ms,
+            ..
+        } => rate_limit_line(agent_role, *max_rpm, *wait_ms),
+        EventKind::ToolUsageStarted {
+            tool_name,
+            tool_args,
+            ..
+        } => format!("🔧 Using tool {tool_name} with {tool_args}"),
+        EventKind::ToolUsageFinished {
+            tool_name,
+            output,
+            from_cache,
+            ..
+        } => {
+            format!(
+                "🔧 Tool {tool_name}{} returned:\n{output}",
+                if *from_cache { " (cached)" } else { "" }
+            )
+        }
+        EventKind::ToolUsageError {
+            tool_name, error, ..
+        } => format!("🔧 Tool {tool_name} failed: {error}"),
+        EventKind::LlmGuardrailStarted {
+            guardrail,
+            retry_count,
+            ..
+        } => format!("🛡️  Guardrail '{guardrail}' checking (retry {retry_count})"),
+        EventKind::LlmGuardrailCompleted { success, error, .. } => {
+            if *success {
+                "🛡️  Guardrail passed".to_string()
+            } else {
+                format!("🛡️  Guardrail failed: {}", optional(error))
+            }
+        }
+        EventKind::AgentDelegationStarted {
+            from_agent,
+            to_agent,
+            kind,
+            ..
+        } => format!("🤝 {from_agent} -> {to_agent} ({kind})"),
+        EventKind::FlowStarted { flow_name, .. } => format!("🌊 Flow '{flow_name}' started"),
+        EventKind::FlowFinished { flow_name, .. } => format!("🌊 Flow '{flow_name}' finished"),
+        EventKind::MethodExecutionFailed {
+            flow_name,
+            method_name,
+            error,
+        } => format!("❌ Flow '{flow_name}' method '{method_name}' failed: {error}"),
+        EventKind::PanicCaught {
+            site,
+            name,
+            message,
+            ..
+        } => format!("💥 {site} '{name}' panicked (caught): {message}"),
+        // Left out: the model calls and their chunks are noise next to the agent's blocks, the
+        // delegation's result is the coworker's answer shown already, and a flow's methods are
+        // shown only when they fail.
+        EventKind::LlmCallStarted { .. }
+        | EventKind::LlmCallCompleted { .. }
+        | EventKind::LlmCallFailed { .. }
+        | EventKind::LlmStreamChunk { .. }
+        | EventKind::AgentDelegationCompleted { .. }
+        | EventKind::MethodExecutionStarted { .. }
+        | EventKind::MethodExecutionFinished { .. } => return None,
+    };
+    Some(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use super::super::EventType;
+    use super::*;
+
+    /// A writer the test can read back.
+    #[derive(Clone, Default)]
+    struct Shared(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Shared {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_rate_limit_wait_is_printed_with_the_agent_the_limit_and_the_wait() {
+        let bus = EventBus::new();
+        let out = Shared::default();
+        ConsoleListener::with_writer(Box::new(out.clone())).attach(&bus);
+        bus.emit(
+            None,
+            EventKind::RateLimitWaitStarted {
+                agent_role: "Writer".into(),
+                task_name: None,
+                max_rpm: Some(2),
+                wait_ms: 30_000,
+            },
+        );
+        let printed = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
+        assert_eq!(
+            printed,
+            "⏳ Agent Writer: max RPM reached (2 per minute); waiting 30.0 s for the next request slot.\n"
+        );
+        assert!(!rate_limit_line("Writer", None, 1500).contains("per minute"));
+        assert!(rate_limit_line("Writer", None, 1500).contains("waiting 1.5 s"));
+    }
+
+    #[test]
+    fn model_calls_are_left_out_and_every_crew_task_and_tool_event_is_shown() {
+        let shown: Vec<EventType> = EventType::all()
+            .filter(|ty| {
+                let event = Event {
+                    event_id: uuid::Uuid::nil(),
+                    parent_event_id: None,
+                    emission_sequence: 1,
+                    timestamp: chrono::Utc::now(),
+                    kind: EventKind::blank(*ty),
+                };
+                console_line(&event).is_some()
+            })
+            .collect();
+        assert!(!shown.contains(&EventType::LlmCallStarted));
+        assert!(!shown.contains(&EventType::LlmStreamChunk));
+        for ty in [
+            EventType::CrewKickoffStarted,
+            EventType::TaskFailed,
+            EventType::ToolUsageStarted,
+            EventType::RateLimitWaitStarted,
+            EventType::PanicCaught,
+        ] {
+            assert!(shown.contains(&ty), "{ty} is shown");
+        }
+    }
+}

@@ -1,0 +1,647 @@
+//! [`EventKind`], what an event says, and [`EventType`], which kind of event it is.
+//!
+//! The `type` string has one source: serde's tag (`rename_all = "snake_case"`) writes and reads
+//! it, and strum derives [`EventKind::type_name`] and [`EventType`] with the same rule; a test
+//! over [`EventType::all`] holds the two together.
+
+use std::str::FromStr;
+
+use crewai_llm::Usage;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use strum::IntoEnumIterator;
+
+use super::PanicSite;
+
+/// What happened. Variant names map to CrewAI's event `type` strings (`CrewKickoffStarted` →
+/// `crew_kickoff_started`); fields carry CrewAI's attribute names. It reads back from its JSON
+/// form ([`Event::to_json`](super::Event::to_json), a trace file's line) as well as it writes.
+///
+/// The enum is deliberately not `#[non_exhaustive]`: the listeners of this workspace (span
+/// assembly, OpenTelemetry, the console, the CLI's progress) match it without a catch-all arm, so
+/// a new variant does not compile until each of them has decided what to do with it. For a
+/// crate outside the workspace a new variant is a breaking change (a minor version while the
+/// version is 0.x); a listener that wants to be immune adds a `_` arm.
+#[derive(
+    Debug, Clone, PartialEq, Serialize, Deserialize, strum::EnumDiscriminants, strum::IntoStaticStr,
+)]
+#[serde(tag = "type", rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
+#[strum_discriminants(
+    name(EventType),
+    vis(pub),
+    derive(
+        Hash,
+        PartialOrd,
+        Ord,
+        strum::EnumIter,
+        strum::EnumString,
+        strum::IntoStaticStr
+    ),
+    strum(serialize_all = "snake_case"),
+    doc = "The type of an [`EventKind`] without its fields: what `type` names. \
+           [`EventType::all`] goes over every one."
+)]
+pub enum EventKind {
+    CrewKickoffStarted {
+        crew_name: String,
+        crew_id: Option<String>,
+        inputs: Option<Value>,
+    },
+    CrewKickoffCompleted {
+        crew_name: String,
+        crew_id: Option<String>,
+        output: String,
+        total_tokens: u64,
+    },
+    CrewKickoffFailed {
+        crew_name: String,
+        crew_id: Option<String>,
+        error: String,
+    },
+
+    TaskStarted {
+        task_name: Option<String>,
+        task_id: Option<String>,
+        agent_role: Option<String>,
+        context: Option<String>,
+    },
+    TaskCompleted {
+        task_name: Option<String>,
+        task_id: Option<String>,
+        agent_role: Option<String>,
+        output: String,
+    },
+    TaskFailed {
+        task_name: Option<String>,
+        task_id: Option<String>,
+        agent_role: Option<String>,
+        error: String,
+    },
+
+    /// An agent starts working on a task; `task_prompt` is the task text without the user-message
+    /// wrapper, `tools` the names of the tools it may use.
+    AgentExecutionStarted {
+        agent_role: String,
+        agent_id: String,
+        task_name: Option<String>,
+        task_prompt: String,
+        tools: Vec<String>,
+    },
+    AgentExecutionCompleted {
+        agent_role: String,
+        agent_id: String,
+        task_name: Option<String>,
+        output: String,
+    },
+    AgentExecutionError {
+        agent_role: String,
+        agent_id: String,
+        task_name: Option<String>,
+        error: String,
+    },
+
+    /// `Agent::kickoff` (CrewAI's LiteAgent) starts.
+    LiteAgentExecutionStarted {
+        agent_role: String,
+        agent_id: String,
+        tools: Vec<String>,
+        messages: Value,
+    },
+    LiteAgentExecutionCompleted {
+        agent_role: String,
+        agent_id: String,
+        output: String,
+    },
+    LiteAgentExecutionError {
+        agent_role: String,
+        agent_id: String,
+        error: String,
+    },
+
+    /// A model call starts; `messages` is the request's conversation as JSON.
+    LlmCallStarted {
+        call_id: String,
+        model: String,
+        agent_role: Option<String>,
+        task_name: Option<String>,
+        messages: Value,
+        tools: Vec<String>,
+    },
+    LlmCallCompleted {
+        call_id: String,
+        model: String,
+        agent_role: Option<String>,
+        task_name: Option<String>,
+        response: Value,
+        usage: Usage,
+    },
+    LlmCallFailed {
+        call_id: String,
+        model: String,
+        agent_role: Option<String>,
+        task_name: Option<String>,
+        error: String,
+    },
+    /// A model call is held back by the requests-per-minute limit (the agent's `max_rpm`, the
+    /// crew's, or a shared limiter) and waits `wait_ms` before it is sent.
+    RateLimitWaitStarted {
+        agent_role: String,
+        task_name: Option<String>,
+        max_rpm: Option<u32>,
+        wait_ms: u64,
+    },
+    /// A piece of streamed reply text.
+    LlmStreamChunk {
+        call_id: String,
+        agent_role: Option<String>,
+        task_name: Option<String>,
+        chunk: String,
+    },
+
+    ToolUsageStarted {
+        tool_name: String,
+        tool_args: Value,
+        agent_role: Option<String>,
+        task_name: Option<String>,
+    },
+    ToolUsageFinished {
+        tool_name: String,
+        tool_args: Value,
+        agent_role: Option<String>,
+        task_name: Option<String>,
+        output: String,
+        from_cache: bool,
+    },
+    ToolUsageError {
+        tool_name: String,
+        tool_args: Value,
+        agent_role: Option<String>,
+        task_name: Option<String>,
+        error: String,
+    },
+
+    /// A guardrail check starts; `guardrail` is the description of an LLM guardrail or the name of a
+    /// function guardrail; `retry_count` counts the retries before this check.
+    LlmGuardrailStarted {
+        guardrail: String,
+        retry_count: u32,
+        agent_role: Option<String>,
+        task_name: Option<String>,
+    },
+    /// `result` is the (possibly replaced) output when it passed, `error` the feedback when not.
+    LlmGuardrailCompleted {
+        success: bool,
+        result: Option<Value>,
+        error: Option<String>,
+        retry_count: u32,
+        agent_role: Option<String>,
+        task_name: Option<String>,
+    },
+
+    /// An agent hands work to (or asks) a coworker; `kind` is `delegate` or `ask`.
+    AgentDelegationStarted {
+        from_agent: String,
+        to_agent: String,
+        kind: String,
+        task: String,
+    },
+    AgentDelegationCompleted {
+        from_agent: String,
+        to_agent: String,
+        kind: String,
+        output: String,
+    },
+
+    // Reserved for the flow engine, with CrewAI's names.
+    FlowStarted {
+        flow_name: String,
+        inputs: Option<Value>,
+    },
+    FlowFinished {
+        flow_name: String,
+        result: Option<Value>,
+    },
+    MethodExecutionStarted {
+        flow_name: String,
+        method_name: String,
+    },
+    MethodExecutionFinished {
+        flow_name: String,
+        method_name: String,
+        result: Option<Value>,
+    },
+    MethodExecutionFailed {
+        flow_name: String,
+        method_name: String,
+        error: String,
+    },
+
+    /// A panic was caught at `site` (not a CrewAI event: CrewAI has no panics to catch). `name`
+    /// says what panicked (the tool's or guardrail's name, the hook's kind, the task's key, the
+    /// flow method's name); `message` is the panic's text. The run went on or failed with a typed
+    /// error; either way the bus counted it ([`EventBus::caught_panics`]).
+    PanicCaught {
+        site: PanicSite,
+        name: String,
+        message: String,
+        agent_role: Option<String>,
+        task_name: Option<String>,
+    },
+}
+
+impl EventType {
+    /// Every event type, in declaration order.
+    ///
+    /// ```
+    /// use crewai_core::events::EventType;
+    /// assert!(EventType::all().any(|t| t.name() == "llm_call_completed"));
+    /// ```
+    pub fn all() -> impl Iterator<Item = EventType> {
+        EventType::iter()
+    }
+
+    /// CrewAI's `type` string (`task_started`).
+    pub fn name(self) -> &'static str {
+        self.into()
+    }
+
+    /// The type a `type` string names, if it names one.
+    ///
+    /// ```
+    /// use crewai_core::events::EventType;
+    /// assert_eq!(EventType::from_name("task_started"), Some(EventType::TaskStarted));
+    /// assert_eq!(EventType::from_name("TaskStarted"), None);
+    /// ```
+    pub fn from_name(name: &str) -> Option<EventType> {
+        EventType::from_str(name).ok()
+    }
+}
+
+impl std::fmt::Display for EventType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl EventKind {
+    /// Which kind of event this is.
+    pub fn event_type(&self) -> EventType {
+        self.into()
+    }
+
+    /// CrewAI's `type` string for this kind of event.
+    pub fn type_name(&self) -> &'static str {
+        self.into()
+    }
+
+    /// The event's `agent_role` attribute, for the kinds that have one.
+    pub fn agent_role(&self) -> Option<&str> {
+        use EventKind as K;
+        match self {
+            K::TaskStarted { agent_role, .. }
+            | K::TaskCompleted { agent_role, .. }
+            | K::TaskFailed { agent_role, .. }
+            | K::LlmCallStarted { agent_role, .. }
+            | K::LlmCallCompleted { agent_role, .. }
+            | K::LlmCallFailed { agent_role, .. }
+            | K::LlmStreamChunk { agent_role, .. }
+            | K::ToolUsageStarted { agent_role, .. }
+            | K::ToolUsageFinished { agent_role, .. }
+            | K::ToolUsageError { agent_role, .. }
+            | K::LlmGuardrailStarted { agent_role, .. }
+            | K::LlmGuardrailCompleted { agent_role, .. }
+            | K::PanicCaught { agent_role, .. } => agent_role.as_deref(),
+            K::AgentExecutionStarted { agent_role, .. }
+            | K::AgentExecutionCompleted { agent_role, .. }
+            | K::AgentExecutionError { agent_role, .. }
+            | K::LiteAgentExecutionStarted { agent_role, .. }
+            | K::LiteAgentExecutionCompleted { agent_role, .. }
+            | K::LiteAgentExecutionError { agent_role, .. }
+            | K::RateLimitWaitStarted { agent_role, .. } => Some(agent_role),
+            // Delegations name two agents (`from_agent`, `to_agent`), none of them `agent_role`.
+            K::CrewKickoffStarted { .. }
+            | K::CrewKickoffCompleted { .. }
+            | K::CrewKickoffFailed { .. }
+            | K::AgentDelegationStarted { .. }
+            | K::AgentDelegationCompleted { .. }
+            | K::FlowStarted { .. }
+            | K::FlowFinished { .. }
+            | K::MethodExecutionStarted { .. }
+            | K::MethodExecutionFinished { .. }
+            | K::MethodExecutionFailed { .. } => None,
+        }
+    }
+
+    /// The event's `task_name` attribute, for the kinds that have one.
+    pub fn task_name(&self) -> Option<&str> {
+        use EventKind as K;
+        match self {
+            K::TaskStarted { task_name, .. }
+            | K::TaskCompleted { task_name, .. }
+            | K::TaskFailed { task_name, .. }
+            | K::AgentExecutionStarted { task_name, .. }
+            | K::AgentExecutionCompleted { task_name, .. }
+            | K::AgentExecutionError { task_name, .. }
+            | K::LlmCallStarted { task_name, .. }
+            | K::LlmCallCompleted { task_name, .. }
+            | K::LlmCallFailed { task_name, .. }
+            | K::RateLimitWaitStarted { task_name, .. }
+            | K::LlmStreamChunk { task_name, .. }
+            | K::ToolUsageStarted { task_name, .. }
+            | K::ToolUsageFinished { task_name, .. }
+            | K::ToolUsageError { task_name, .. }
+            | K::LlmGuardrailStarted { task_name, .. }
+            | K::LlmGuardrailCompleted { task_name, .. }
+            | K::PanicCaught { task_name, .. } => task_name.as_deref(),
+            K::CrewKickoffStarted { .. }
+            | K::CrewKickoffCompleted { .. }
+            | K::CrewKickoffFailed { .. }
+            | K::LiteAgentExecutionStarted { .. }
+            | K::LiteAgentExecutionCompleted { .. }
+            | K::LiteAgentExecutionError { .. }
+            | K::AgentDelegationStarted { .. }
+            | K::AgentDelegationCompleted { .. }
+            | K::FlowStarted { .. }
+            | K::FlowFinished { .. }
+            | K::MethodExecutionStarted { .. }
+            | K::MethodExecutionFinished { .. }
+            | K::MethodExecutionFailed { .. } => None,
+        }
+    }
+
+    /// An event of type `ty` with empty fields (empty strings and lists, `None`, JSON `null`,
+    /// zeros, `false`; a `panic_caught` at [`PanicSite::Tool`]): for code that goes over every
+    /// type, such as a test that each one is handled.
+    ///
+    /// ```
+    /// use crewai_core::events::{EventKind, EventType};
+    /// for ty in EventType::all() {
+    ///     assert_eq!(EventKind::blank(ty).event_type(), ty);
+    /// }
+    /// ```
+    pub fn blank(ty: EventType) -> EventKind {
+        use EventKind as K;
+        let text = String::new;
+        match ty {
+            EventType::CrewKickoffStarted => K::CrewKickoffStarted {
+                crew_name: text(),
+                crew_id: None,
+                inputs: None,
+            },
+            EventType::CrewKickoffCompleted => K::CrewKickoffCompleted {
+                crew_name: text(),
+                crew_id: None,
+                output: text(),
+                total_tokens: 0,
+            },
+            EventType::CrewKickoffFailed => K::CrewKickoffFailed {
+                crew_name: text(),
+                crew_id: None,
+                error: text(),
+            },
+            EventType::TaskStarted => K::TaskStarted {
+                task_name: None,
+                task_id: None,
+                agent_role: None,
+                context: None,
+            },
+            EventType::TaskCompleted => K::TaskCompleted {
+                task_name: None,
+                task_id: None,
+                agent_role: None,
+                output: text(),
+            },
+            EventType::TaskFailed => K::TaskFailed {
+                task_name: None,
+                task_id: None,
+                agent_role: None,
+                error: text(),
+            },
+            EventType::AgentExecutionStarted => K::AgentExecutionStarted {
+                agent_role: text(),
+                agent_id: text(),
+                task_name: None,
+                task_prompt: text(),
+                tools: Vec::new(),
+            },
+            EventType::AgentExecutionCompleted => K::AgentExecutionCompleted {
+                agent_role: text(),
+                agent_id: text(),
+                task_name: None,
+                output: text(),
+            },
+            EventType::AgentExecutionError => K::AgentExecutionError {
+                agent_role: text(),
+                agent_id: text(),
+                task_name: None,
+                error: text(),
+            },
+            EventType::LiteAgentExecutionStarted => K::LiteAgentExecutionStarted {
+                agent_role: text(),
+                agent_id: text(),
+                tools: Vec::new(),
+                messages: Value::Null,
+            },
+            EventType::LiteAgentExecutionCompleted => K::LiteAgentExecutionCompleted {
+                agent_role: text(),
+                agent_id: text(),
+                output: text(),
+            },
+            EventType::LiteAgentExecutionError => K::LiteAgentExecutionError {
+                agent_role: text(),
+                agent_id: text(),
+                error: text(),
+            },
+            EventType::LlmCallStarted => K::LlmCallStarted {
+                call_id: text(),
+                model: text(),
+                agent_role: None,
+                task_name: None,
+                messages: Value::Null,
+                tools: Vec::new(),
+            },
+            EventType::LlmCallCompleted => K::LlmCallCompleted {
+                call_id: text(),
+                model: text(),
+                agent_role: None,
+                task_name: None,
+                response: Value::Null,
+                usage: Usage::default(),
+            },
+            EventType::LlmCallFailed => K::LlmCallFailed {
+                call_id: text(),
+                model: text(),
+                agent_role: None,
+                task_name: None,
+                error: text(),
+            },
+            EventType::RateLimitWaitStarted => K::RateLimitWaitStarted {
+                agent_role: text(),
+                task_name: None,
+                max_rpm: None,
+                wait_ms: 0,
+            },
+            EventType::LlmStreamChunk => K::LlmStreamChunk {
+                call_id: text(),
+                agent_role: None,
+                task_name: None,
+                chunk: text(),
+            },
+            EventType::ToolUsageStarted => K::ToolUsageStarted {
+                tool_name: text(),
+                tool_args: Value::Null,
+                agent_role: None,
+                task_name: None,
+            },
+            EventType::ToolUsageFinished => K::ToolUsageFinished {
+                tool_name: text(),
+                tool_args: Value::Null,
+                agent_role: None,
+                task_name: None,
+                output: text(),
+                from_cache: false,
+            },
+            EventType::ToolUsageError => K::ToolUsageError {
+                tool_name: text(),
+                tool_args: Value::Null,
+                agent_role: None,
+                task_name: None,
+                error: text(),
+            },
+            EventType::LlmGuardrailStarted => K::LlmGuardrailStarted {
+                guardrail: text(),
+                retry_count: 0,
+                agent_role: None,
+                task_name: None,
+            },
+            EventType::LlmGuardrailCompleted => K::LlmGuardrailCompleted {
+                success: false,
+                result: None,
+                error: None,
+                retry_count: 0,
+                agent_role: None,
+                task_name: None,
+            },
+            EventType::AgentDelegationStarted => K::AgentDelegationStarted {
+                from_agent: text(),
+                to_agent: text(),
+                kind: text(),
+                task: text(),
+            },
+            EventType::AgentDelegationCompleted => K::AgentDelegationCompleted {
+                from_agent: text(),
+                to_agent: text(),
+                kind: text(),
+                output: text(),
+            },
+            EventType::FlowStarted => K::FlowStarted {
+                flow_name: text(),
+                inputs: None,
+            },
+            EventType::FlowFinished => K::FlowFinished {
+                flow_name: text(),
+                result: None,
+            },
+            EventType::MethodExecutionStarted => K::MethodExecutionStarted {
+                flow_name: text(),
+                method_name: text(),
+            },
+            EventType::MethodExecutionFinished => K::MethodExecutionFinished {
+                flow_name: text(),
+                method_name: text(),
+                result: None,
+            },
+            EventType::MethodExecutionFailed => K::MethodExecutionFailed {
+                flow_name: text(),
+                method_name: text(),
+                error: text(),
+            },
+            EventType::PanicCaught => K::PanicCaught {
+                site: PanicSite::Tool,
+                name: text(),
+                message: text(),
+                agent_role: None,
+                task_name: None,
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_type_name_is_its_serde_tag_and_reads_back() {
+        let mut names = std::collections::BTreeSet::new();
+        for ty in EventType::all() {
+            let kind = EventKind::blank(ty);
+            assert_eq!(kind.event_type(), ty);
+            assert_eq!(kind.type_name(), ty.name());
+            let json = serde_json::to_value(&kind).unwrap();
+            assert_eq!(json["type"], ty.name(), "{ty:?}");
+            assert_eq!(EventType::from_name(ty.name()), Some(ty));
+            let back: EventKind = serde_json::from_value(json).unwrap();
+            assert_eq!(back, kind, "{ty:?} reads back as written");
+            assert!(names.insert(ty.name()), "{} is used twice", ty.name());
+        }
+        assert!(names.contains("crew_kickoff_started") && names.contains("panic_caught"));
+    }
+
+    #[test]
+    fn fields_with_values_read_back() {
+        let kind = EventKind::LlmCallCompleted {
+            call_id: "k1".into(),
+            model: "gpt-4o-mini".into(),
+            agent_role: Some("Researcher".into()),
+            task_name: Some("research".into()),
+            response: serde_json::json!([{"name": "search"}]),
+            usage: Usage {
+                prompt_tokens: 12,
+                completion_tokens: 3,
+                total_tokens: 15,
+                successful_requests: 1,
+                cost_usd: 0.25,
+                ..Default::default()
+            },
+        };
+        let back: EventKind = serde_json::from_value(serde_json::to_value(&kind).unwrap()).unwrap();
+        assert_eq!(back, kind);
+        let panic = EventKind::PanicCaught {
+            site: PanicSite::FlowMethod,
+            name: "m".into(),
+            message: "boom".into(),
+            agent_role: None,
+            task_name: Some("t".into()),
+        };
+        let json = serde_json::to_value(&panic).unwrap();
+        assert_eq!(json["site"], "flow_method");
+        assert_eq!(serde_json::from_value::<EventKind>(json).unwrap(), panic);
+    }
+
+    #[test]
+    fn an_unknown_type_does_not_read() {
+        let error =
+            serde_json::from_value::<EventKind>(serde_json::json!({"type": "crew_exploded"}))
+                .unwrap_err()
+                .to_string();
+        assert!(error.contains("crew_exploded"), "{error}");
+        assert_eq!(EventType::from_name("crew_exploded"), None);
+    }
+
+    #[test]
+    fn agent_and_task_are_read_where_the_kind_has_them() {
+        let started = EventKind::AgentExecutionStarted {
+            agent_role: "Writer".into(),
+            agent_id: "a".into(),
+            task_name: Some("write".into()),
+            task_prompt: "p".into(),
+            tools: vec![],
+        };
+        assert_eq!(started.agent_role(), Some("Writer"));
+        assert_eq!(started.task_name(), Some("write"));
+        let crew = EventKind::blank(EventType::CrewKickoffStarted);
+        assert_eq!((crew.agent_role(), crew.task_name()), (None, None));
+    }
+}

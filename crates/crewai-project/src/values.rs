@@ -1,0 +1,127 @@
+//! Projects given as values instead of files: agents, tasks and a crew that a caller parsed
+//! itself (a test case, a request body) or made up, checked and built exactly as project files
+//! are, so every caller shares one mapping of CrewAI's fields onto the engine's builders.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use crate::load::{AgentEntry, Layout, Loaded, Loader, ProjectFiles, TaskEntry, check_task_type};
+use crate::source::SourceFile;
+use crate::spec::{AgentSpec, CrewSpec, Origin, TaskSpec, describe};
+
+/// A project as one document: `agents` maps each agent's key to its fields (in crew order),
+/// `tasks` lists the tasks' fields in run order (each keyed by its `name`, else `task_<n>`), and
+/// `crew` holds the crew's fields. Field names, aliases and meanings are those of
+/// `config/agents.yaml`, `config/tasks.yaml` and `config/crew.yaml`; a `null` field is unset.
+///
+/// ```
+/// use crewai_project::{Project, ProjectValues, SourceFile};
+/// use serde_json::json;
+/// let values = ProjectValues {
+///     agents: json!({"writer": {"role": "Writer", "goal": "Write", "backstory": "Writes."}})
+///         .as_object().cloned().unwrap(),
+///     tasks: vec![json!({"name": "draft", "description": "Draft a note", "expected_output": "A note", "agent": "writer"})],
+///     crew: None,
+/// };
+/// let project = Project::from_values(".", SourceFile::without_text("request"), values.clone())?;
+/// assert_eq!(project.tasks[0].key, "draft");
+///
+/// let mut wrong = values;
+/// wrong.tasks[0]["agent"] = json!("writter");
+/// let error = Project::from_values(".", SourceFile::without_text("request"), wrong).unwrap_err();
+/// assert!(error.to_string().contains("did you mean 'writer'?"), "{error}");
+/// # Ok::<(), crewai_project::ProjectError>(())
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct ProjectValues {
+    pub agents: Map<String, Value>,
+    pub tasks: Vec<Value>,
+    pub crew: Option<Value>,
+}
+
+/// Reads `values` as the document `source` names: an agent's fields sit at `agents.<key>`, a
+/// task's at `tasks[<i>]`, the crew's at `crew`, which is where messages find their lines when
+/// `source` holds the document's text.
+pub(crate) fn load_values(root: &Path, source: SourceFile, values: ProjectValues) -> Loaded {
+    let mut loader = Loader {
+        diagnostics: Vec::new(),
+    };
+    let source = Arc::new(source);
+    let base = Origin::new(&source, Vec::new());
+
+    let mut agents = Vec::new();
+    for (key, fields) in &values.agents {
+        let origin = base.child("agents").child(key.as_str());
+        let owner = format!("agent '{key}'");
+        let mut spec = AgentSpec::default();
+        match fields {
+            Value::Object(fields) => loader.apply(&mut spec, fields, &origin, &owner, &[]),
+            other => loader.diagnostics.push(origin.diagnostic(format!(
+                "{owner} must be a mapping of its fields, not {}",
+                describe(other)
+            ))),
+        }
+        agents.push(AgentEntry {
+            key: key.clone(),
+            spec,
+            origin,
+        });
+    }
+
+    let mut tasks = Vec::new();
+    for (i, item) in values.tasks.iter().enumerate() {
+        let origin = base.child("tasks").child(i);
+        let Value::Object(fields) = item else {
+            loader.diagnostics.push(origin.diagnostic(format!(
+                "each task is a mapping with name, description, expected_output, agent; found {}",
+                describe(item)
+            )));
+            continue;
+        };
+        let key = match fields.get("name") {
+            Some(Value::String(name)) => name.clone(),
+            _ => format!("task_{}", i + 1),
+        };
+        let mut spec = TaskSpec::default();
+        loader.apply(
+            &mut spec,
+            fields,
+            &origin,
+            &format!("task '{key}'"),
+            &["type"],
+        );
+        check_task_type(&mut loader, fields, &origin, &key);
+        tasks.push(TaskEntry { key, spec, origin });
+    }
+
+    let mut crew = CrewSpec::default();
+    match &values.crew {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(fields)) => {
+            loader.apply(&mut crew, fields, &base.child("crew"), "crew", &[]);
+        }
+        Some(other) => loader
+            .diagnostics
+            .push(base.child("crew").diagnostic(format!(
+                "the crew is a mapping of its fields (process, manager_llm, ...), not {}",
+                describe(other)
+            ))),
+    }
+
+    Loaded {
+        layout: Layout::Values,
+        config_dir: root.to_path_buf(),
+        agents,
+        tasks,
+        crew,
+        files: ProjectFiles {
+            agents: Some(Arc::clone(&source)),
+            tasks: Some(Arc::clone(&source)),
+            crew: Some(source),
+        },
+        diagnostics: loader.diagnostics,
+        warnings: Vec::new(),
+    }
+}
