@@ -5,6 +5,8 @@
 #   bash bench/compare.sh                      # both sides, REPS=1, ~10 min on 2 cores
 #   SIDES=rust bash bench/compare.sh           # Rust only; CrewAI figures from the committed baseline
 #   REPS=3 CONCURRENCY="1 10 100 1000" CREWAI_MAX_C=1000 bash bench/compare.sh   # everything (long)
+#   SIDES="rust rust-base" BASE_BIN=/path/to/old/crewai-bench SECTIONS=lat0 REPS=5 bash bench/compare.sh
+#                                              # a change against an earlier build, side by side
 #
 # Sections, each with the repetition as the outer loop and the two sides alternating inside it
 # (which side goes first flips every repetition):
@@ -19,7 +21,8 @@
 # ("1 10 100 1000"), CREWAI_MAX_C (100: CrewAI tops out near 12 calls/s, so 2,000 kickoffs at
 # C=1000 would take over ten minutes), LAT_RUNS_MIN (10), LAT_RUNS_FACTOR (2), RUN_TIMEOUT
 # (900 s per run), PORT0 (18750), VENV (/tmp/crewai-venv), BIN (release crewai-bench, built
-# when missing), LABEL (machine), OUT (bench/results/<date>-<label>), SECTIONS ("lat0 lat200").
+# when missing), BASE_BIN (an earlier build of crewai-bench: the side "rust-base", lat0 only),
+# LABEL (machine), OUT (bench/results/<date>-<label>), SECTIONS ("lat0 lat200").
 set -euo pipefail
 
 HERE="$(cd "$(dirname "$0")" && pwd)"
@@ -62,6 +65,10 @@ if has_side crewai && ! "$VENV/bin/python" -c "import crewai,sys; sys.exit(crewa
   "$VENV/bin/pip" install -q "crewai==$CREWAI_VERSION" >&2
 fi
 RUST_CMD="$BIN --config $CONFIG"
+if has_side rust-base; then
+  [ -x "${BASE_BIN:-}" ] || { echo "SIDES has rust-base: set BASE_BIN to an earlier crewai-bench binary" >&2; exit 1; }
+  RUST_BASE_CMD="$BASE_BIN --config $CONFIG"
+fi
 CREWAI_CMD="$VENV/bin/python $SHARED/crewai_py/crew.py"
 
 {
@@ -69,6 +76,7 @@ CREWAI_CMD="$VENV/bin/python $SHARED/crewai_py/crew.py"
   free -g | sed -n 2p; python3 --version
   has_side crewai && "$VENV/bin/python" -c 'import crewai; print("crewai", crewai.__version__)'
   echo "crewai-bench: $BIN ($(stat -c %s "$BIN") bytes)"; uptime
+  has_side rust-base && echo "crewai-bench (base): $BASE_BIN ($(stat -c %s "$BASE_BIN") bytes)"
   echo "REPS=$REPS SIDES='$SIDES' LATENCY_MS=$LATENCY_MS CONCURRENCY='$CONCURRENCY' CREWAI_MAX_C=$CREWAI_MAX_C LAT_RUNS_MIN=$LAT_RUNS_MIN LAT_RUNS_FACTOR=$LAT_RUNS_FACTOR"
 } >"$OUT/env.txt" 2>&1
 
@@ -77,6 +85,7 @@ ordered_sides() {
   local list=()
   has_side crewai && list+=(crewai)
   has_side rust && list+=(rust)
+  has_side rust-base && list+=(rust-base)
   if (( $1 % 2 == 0 )) && (( ${#list[@]} == 2 )); then list=("${list[1]}" "${list[0]}"); fi
   echo "${list[@]}"
 }
@@ -85,7 +94,11 @@ ordered_sides() {
 if [[ " $SECTIONS " == *" lat0 "* ]]; then
   for rep in $(seq "$REPS"); do
     for side in $(ordered_sides "$rep"); do
-      if [ "$side" = crewai ]; then impl=crewai-py; cmd="$CREWAI_CMD"; else impl=rust; cmd="$RUST_CMD"; fi
+      case "$side" in
+        crewai) impl=crewai-py; cmd="$CREWAI_CMD" ;;
+        rust-base) impl=rust-base; cmd="$RUST_BASE_CMD" ;;
+        *) impl=rust; cmd="$RUST_CMD" ;;
+      esac
       echo "== lat0 rep $rep: $impl" >&2
       echo "lat0 rep $rep $impl: $(uptime)" >>"$OUT/load.txt"
       IMPL="$impl" CMD="$cmd" PY="$VENV/bin/python" REPS=1 ONLY=cold,seq20 PORT0="$PORT0" \
@@ -144,6 +157,8 @@ if [[ " $SECTIONS " == *" lat200 "* ]]; then
           if (( conc > CREWAI_MAX_C )); then echo "== skip CrewAI at C=$conc (CREWAI_MAX_C=$CREWAI_MAX_C)" >&2; continue; fi
           # shellcheck disable=SC2086
           run_lat "$rep" crewai-py "$conc" "$runs" $CREWAI_CMD
+        elif [ "$side" = rust-base ]; then
+          continue  # the earlier build is compared on lat0 (cold start, CPU per call) only
         else
           # shellcheck disable=SC2086
           run_lat "$rep" rust "$conc" "$runs" $RUST_CMD

@@ -149,6 +149,25 @@ def main():
     outs = lambda rows: sorted({json.dumps(r.get("output")) for r in rows})
     out.append(f"| final output | {', '.join(outs(py_cold + py_seq))} | {', '.join(outs(rs_cold + rs_seq))} | | one each | |")
 
+    base0 = read_jsonl(os.path.join(d, "lat0-rust-base", "results.jsonl"))
+    if base0:
+        out.append("")
+        out.append("This build against the earlier one (BASE_BIN), same run, median over repetitions; "
+                   "change = (this − earlier) / earlier.\n")
+        out.append("| measurement | earlier build | this build | change |")
+        out.append("|---|---|---|---|")
+        b_cold, b_seq = sec(base0, "cold"), sec(base0, "seq20")
+        for name, key, before, after, nd in [
+            ("cold: 1 kickoff, process start to exit (ms)", lambda r: wall(r) * 1000 if wall(r) else None, b_cold, rs_cold, 1),
+            ("CPU per LLM call (ms)", lambda r: r["cpu_per_llm_call_ms"], b_seq, rs_seq, 3),
+            ("warm kickoff CPU (ms)", cpu_k, b_seq, rs_seq, 2),
+            ("warm kickoff wall, median of 20 (ms)", lambda r: r["per_kickoff_ms"], b_seq, rs_seq, 2),
+            ("peak RSS, 20 kickoffs (MB)", rss_tv, b_seq, rs_seq, 1),
+        ]:
+            b, a_ = med(before, key), med(after, key)
+            change = f"{(a_ - b) / b * 100:+.1f} %" if b and a_ is not None else "n/a"
+            out.append(f"| {name} | {fmt(b, nd)} | {fmt(a_, nd)} | {change} |")
+
     # latency rows
     if lat:
         out.append("")
