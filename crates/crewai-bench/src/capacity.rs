@@ -11,18 +11,21 @@ use serde_json::{Value, json};
 use tokio::sync::Semaphore;
 
 use crate::cli::Args;
-use crate::error::BenchError;
+use crate::error::{BenchError, BoxError};
 use crate::mock::StatsClient;
 use crate::report::{ratio, round};
 use crate::rusage;
 
 /// The request bodies of a fixtures file (`{"kind", "request", "answer"}` per line).
 fn read_fixtures(path: &Path) -> Result<Vec<Bytes>, BenchError> {
-    let failure = |message: String| BenchError::Fixtures {
+    let failure = |problem: String| BenchError::Fixtures {
         path: path.to_path_buf(),
-        message,
+        problem,
     };
-    let text = std::fs::read_to_string(path).map_err(|e| failure(e.to_string()))?;
+    let text = std::fs::read_to_string(path).map_err(|source| BenchError::FixturesRead {
+        path: path.to_path_buf(),
+        source,
+    })?;
     let mut bodies = Vec::new();
     for (number, line) in text
         .lines()
@@ -30,7 +33,11 @@ fn read_fixtures(path: &Path) -> Result<Vec<Bytes>, BenchError> {
         .filter(|(_, l)| !l.trim().is_empty())
     {
         let record: Value =
-            serde_json::from_str(line).map_err(|e| failure(format!("line {}: {e}", number + 1)))?;
+            serde_json::from_str(line).map_err(|source| BenchError::FixturesJson {
+                path: path.to_path_buf(),
+                line: number + 1,
+                source,
+            })?;
         let mut request = record
             .get("request")
             .cloned()
@@ -52,17 +59,13 @@ pub async fn run(args: &Args, fixtures: &Path, stats: &StatsClient) -> Result<St
     }
     let bodies = read_fixtures(fixtures)?;
     let port = stats.port();
-    let failed = |what: &'static str, message: String| BenchError::Mock {
-        port,
-        what,
-        message,
-    };
+    let failed = |what: &'static str, source: BoxError| BenchError::Mock { port, what, source };
     // The HTTP stack the crews use (crewai-llm's transport: one keep-alive pool, prompt ACKs),
     // with nothing of the framework above it, so the ceiling is the server's and not a
     // client's stall.
     let transport: Arc<dyn Transport> = Arc::new(
         NetworkTransport::new(Duration::from_secs(10), Duration::from_secs(600))
-            .map_err(|e| failed("(client setup)", e.to_string()))?,
+            .map_err(|e| failed("(client setup)", e.into()))?,
     );
     let context = ErrorContext::new("mock", "gpt-4o-mini", "(none)");
     let url = stats.url("/v1/chat/completions");
@@ -85,18 +88,14 @@ pub async fn run(args: &Args, fixtures: &Path, stats: &StatsClient) -> Result<St
             let response = transport
                 .send(request, &context)
                 .await
-                .map_err(|e| e.to_string())?;
+                .map_err(BoxError::from)?;
             let status = response.status;
-            response
-                .body
-                .into_bytes()
-                .await
-                .map_err(|e| e.to_string())?;
+            response.body.into_bytes().await.map_err(BoxError::from)?;
             if status >= 400 {
-                return Err(format!("status {status}"));
+                return Err(BoxError::from(format!("status {status}")));
             }
         }
-        Ok::<(), String>(())
+        Ok::<(), BoxError>(())
     };
     stats.reset().await?;
     let before = rusage::now();
@@ -120,7 +119,7 @@ pub async fn run(args: &Args, fixtures: &Path, stats: &StatsClient) -> Result<St
     for handle in handles {
         handle
             .await?
-            .map_err(|message| failed("POST /v1/chat/completions", message))?;
+            .map_err(|source| failed("POST /v1/chat/completions", source))?;
     }
     let wall_s = start.elapsed().as_secs_f64();
     let cpu_s = rusage::now().cpu_s - before.cpu_s;

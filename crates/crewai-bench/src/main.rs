@@ -45,7 +45,7 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(error) => {
-            eprintln!("crewai-bench: {error}");
+            eprintln!("crewai-bench: {}", crewai_llm::error_chain(&error));
             ExitCode::FAILURE
         }
     }

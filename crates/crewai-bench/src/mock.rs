@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::error::BenchError;
+use crate::error::{BenchError, BoxError};
 
 /// Counters the mock server keeps since its last reset.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,7 +44,7 @@ impl StatsClient {
             .map_err(|e| BenchError::Mock {
                 port,
                 what: "(client setup)",
-                message: e.to_string(),
+                source: e.into(),
             })?;
         Ok(StatsClient { http, port })
     }
@@ -57,11 +57,11 @@ impl StatsClient {
         format!("http://127.0.0.1:{}{path}", self.port)
     }
 
-    fn failure(&self, what: &'static str, error: impl ToString) -> BenchError {
+    fn failure(&self, what: &'static str, error: impl Into<BoxError>) -> BenchError {
         BenchError::Mock {
             port: self.port,
             what,
-            message: error.to_string(),
+            source: error.into(),
         }
     }
 

@@ -13,49 +13,42 @@ use crewai::tool;
 use crewai_core::events::PanicSite;
 use crewai_llm::{Capabilities, Llm, LlmError, LlmRequest, LlmResponse, LlmStream, async_trait};
 
-/// Where a run gets a panic of its own.
+/// Where a run gets a panic of its own: one of the engine's [`PanicSite`]s, the ones a soak
+/// run can put a panic into (the constants below; [`InjectedPanic::ALL`] lists them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum InjectedPanic {
-    /// The agents' `word_count` tool is a `#[tool]` function that panics.
-    Tool,
-    /// The summary's guardrail panics on its first check.
-    Guardrail,
-    /// A listener on the crew's bus panics on the first event.
-    Listener,
-    /// A crew before-tool hook panics on its first call.
-    Hook,
-    /// The crew's step callback panics on its first step.
-    StepCallback,
-    /// The crew's task callback panics on its first task.
-    TaskCallback,
-    /// The model client of the async `research` task panics on its first call: nothing inside
-    /// the task catches that, so the task itself panics.
-    AsyncTask,
-}
+pub struct InjectedPanic(PanicSite);
 
 impl InjectedPanic {
+    /// The agents' `word_count` tool is a `#[tool]` function that panics.
+    pub const TOOL: InjectedPanic = InjectedPanic(PanicSite::Tool);
+    /// The summary's guardrail panics on its first check.
+    pub const GUARDRAIL: InjectedPanic = InjectedPanic(PanicSite::Guardrail);
+    /// A listener on the crew's bus panics on the first event.
+    pub const LISTENER: InjectedPanic = InjectedPanic(PanicSite::Listener);
+    /// A crew before-tool hook panics on its first call.
+    pub const HOOK: InjectedPanic = InjectedPanic(PanicSite::Hook);
+    /// The crew's step callback panics on its first step.
+    pub const STEP_CALLBACK: InjectedPanic = InjectedPanic(PanicSite::StepCallback);
+    /// The crew's task callback panics on its first task.
+    pub const TASK_CALLBACK: InjectedPanic = InjectedPanic(PanicSite::TaskCallback);
+    /// The model client of the async `research` task panics on its first call: nothing inside
+    /// the task catches that, so the task itself panics.
+    pub const ASYNC_TASK: InjectedPanic = InjectedPanic(PanicSite::AsyncTask);
+
     /// Every injection point.
     pub const ALL: [InjectedPanic; 7] = [
-        InjectedPanic::Tool,
-        InjectedPanic::Guardrail,
-        InjectedPanic::Listener,
-        InjectedPanic::Hook,
-        InjectedPanic::StepCallback,
-        InjectedPanic::TaskCallback,
-        InjectedPanic::AsyncTask,
+        Self::TOOL,
+        Self::GUARDRAIL,
+        Self::LISTENER,
+        Self::HOOK,
+        Self::STEP_CALLBACK,
+        Self::TASK_CALLBACK,
+        Self::ASYNC_TASK,
     ];
 
     /// The site the engine reports the panic at.
     pub fn site(self) -> PanicSite {
-        match self {
-            InjectedPanic::Tool => PanicSite::Tool,
-            InjectedPanic::Guardrail => PanicSite::Guardrail,
-            InjectedPanic::Listener => PanicSite::Listener,
-            InjectedPanic::Hook => PanicSite::Hook,
-            InjectedPanic::StepCallback => PanicSite::StepCallback,
-            InjectedPanic::TaskCallback => PanicSite::TaskCallback,
-            InjectedPanic::AsyncTask => PanicSite::AsyncTask,
-        }
+        self.0
     }
 
     /// The text every injected panic carries, so a test can tell it from a real one.
@@ -79,7 +72,7 @@ impl Armed {
 }
 
 /// Counts the words in a text (or would: this one always panics, for
-/// [`InjectedPanic::Tool`]).
+/// [`InjectedPanic::TOOL`]).
 ///
 /// # Arguments
 /// * `text` - The text whose words to count.
@@ -87,7 +80,7 @@ impl Armed {
 pub(crate) fn panicking_word_count(text: String) -> usize {
     panic!(
         "{} (asked to count {} bytes)",
-        InjectedPanic::Tool.message(),
+        InjectedPanic::TOOL.message(),
         text.len()
     )
 }
@@ -101,7 +94,7 @@ pub(crate) struct PanickingLlm {
 impl PanickingLlm {
     fn maybe_panic(&self) {
         if self.armed.fire() {
-            panic!("{}", InjectedPanic::AsyncTask.message());
+            panic!("{}", InjectedPanic::ASYNC_TASK.message());
         }
     }
 }

@@ -58,8 +58,8 @@ use crewai_core::events::PanicSite;
 use crewai_core::hooks::{HookDecision, Hooks};
 use crewai_core::interpolate::Inputs;
 use crewai_core::store::{RunJournal, StoredTaskOutput, TaskOutputStore};
-use crewai_llm::RetryPolicy;
 use crewai_llm::router::BuildOptions;
+use crewai_llm::{RetryPolicy, error_chain};
 use crewai_store::Store;
 use crewai_testkit::fault::{FaultKind, FaultMix, FaultServer};
 use crewai_testkit::scripted::{RecordedRequest, Reply};
@@ -404,7 +404,7 @@ async fn kick_off(
     fallback: &FaultServer,
     streaming: bool,
 ) -> Result<Kicked, String> {
-    let store = Arc::new(Store::in_memory().map_err(|e| e.to_string())?);
+    let store = Arc::new(Store::in_memory().map_err(|e| error_chain(&e))?);
     let crew = build_crew(config, primary, fallback, streaming, store.clone())?;
     let run_id = format!("chaos-{}", primary.address().port());
     let completed: Arc<Mutex<Vec<CompletedTask>>> = Arc::default();
@@ -429,11 +429,11 @@ async fn kick_off(
             .push(format!("{site} '{name}': {message}")),
         _ => {}
     });
-    if config.inject_panic == Some(InjectedPanic::Listener) {
+    if config.inject_panic == Some(InjectedPanic::LISTENER) {
         let armed = Armed::new();
         crew.event_bus().subscribe(move |_| {
             if armed.fire() {
-                panic!("{}", InjectedPanic::Listener.message());
+                panic!("{}", InjectedPanic::LISTENER.message());
             }
         });
     }
@@ -449,13 +449,13 @@ async fn kick_off(
                 RunOutcome::Hang
             }
             Ok(Err(join)) if join.is_panic() => RunOutcome::Panicked {
-                message: panic_message(join.into_panic()),
+                message: crewai_core::events::panic_message(join.into_panic().as_ref()),
             },
             Ok(Err(join)) => RunOutcome::Failed {
                 error: format!("the kickoff task was cancelled: {join}"),
             },
             Ok(Ok(Err(error))) => RunOutcome::Failed {
-                error: error.to_string(),
+                error: error_chain(&error),
             },
             Ok(Ok(Ok(output))) => check_output(&output),
         };
@@ -463,10 +463,10 @@ async fn kick_off(
     // journaled run (for `resume`).
     let latest = TaskOutputStore::load(store.as_ref())
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| error_chain(&e))?;
     let journaled: Vec<StoredTaskOutput> = RunJournal::load(store.as_ref(), &run_id)
         .await
-        .map_err(|e| e.to_string())?
+        .map_err(|e| error_chain(&e))?
         .map(|run| run.tasks.into_values().collect())
         .unwrap_or_default();
     let completed = completed.lock().unwrap_or_else(|p| p.into_inner()).clone();
@@ -547,14 +547,6 @@ fn check_output(output: &CrewOutput) -> RunOutcome {
     RunOutcome::Succeeded
 }
 
-fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
-    payload
-        .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "a panic without a message".into())
-}
-
 /// The crew of one run, built as a user would build it.
 fn build_crew(
     config: &SoakConfig,
@@ -578,7 +570,7 @@ fn build_crew(
     let options = BuildOptions::new()
         .with_env_vars(std::iter::empty::<(String, String)>())
         .with_retry_policy(config.retry.clone());
-    let llm = crewai_llm::build_llm_with(&llm_config, &options).map_err(|e| e.to_string())?;
+    let llm = crewai_llm::build_llm_with(&llm_config, &options).map_err(|e| error_chain(&e))?;
     let injected = config.inject_panic;
 
     let agent = |role: &str, goal: &str, tools: bool, llm: Arc<dyn Llm>| {
@@ -589,17 +581,17 @@ fn build_crew(
             .llm(llm)
             .max_execution_time(config.task_deadline);
         if tools {
-            let tool = if injected == Some(InjectedPanic::Tool) {
+            let tool = if injected == Some(InjectedPanic::TOOL) {
                 panicking_word_count_tool()
             } else {
                 word_count_tool()
             };
             builder = builder.tools(vec![tool]);
         }
-        builder.build().map_err(|e| e.to_string())
+        builder.build().map_err(|e| error_chain(&e))
     };
     // The async task's model is the one place a panic is left to the task itself.
-    let research_llm: Arc<dyn Llm> = if injected == Some(InjectedPanic::AsyncTask) {
+    let research_llm: Arc<dyn Llm> = if injected == Some(InjectedPanic::ASYNC_TASK) {
         Arc::new(PanickingLlm {
             inner: llm.clone(),
             armed: Armed::new(),
@@ -618,7 +610,7 @@ fn build_crew(
         .agent(researcher.clone())
         .async_execution(true)
         .build()
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| error_chain(&e))?;
     let analysis = Task::builder()
         .name("analysis")
         .description(format!(
@@ -627,7 +619,7 @@ fn build_crew(
         .expected_output("Whether the counts agree")
         .agent(analyst.clone())
         .build()
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| error_chain(&e))?;
     let summary = Task::builder()
         .name("summary")
         .description(format!(
@@ -636,10 +628,10 @@ fn build_crew(
         .expected_output(format!("One sentence ending with {SIGN_OFF}"))
         .agent(editor.clone())
         .guardrail(Guardrail::named("ends_with_sign_off", {
-            let armed = (injected == Some(InjectedPanic::Guardrail)).then(Armed::new);
+            let armed = (injected == Some(InjectedPanic::GUARDRAIL)).then(Armed::new);
             move |output| {
                 if armed.as_ref().is_some_and(|armed| armed.fire()) {
-                    panic!("{}", InjectedPanic::Guardrail.message());
+                    panic!("{}", InjectedPanic::GUARDRAIL.message());
                 }
                 if output.raw.trim_end().ends_with(SIGN_OFF) {
                     Ok(GuardrailPass::Keep)
@@ -649,7 +641,7 @@ fn build_crew(
             }
         }))
         .build()
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| error_chain(&e))?;
 
     let mut crew = Crew::builder()
         .name("chaos")
@@ -660,26 +652,26 @@ fn build_crew(
         .run_journal(store);
     let armed = Armed::new();
     crew = match injected {
-        Some(InjectedPanic::Hook) => crew.hooks(Hooks::new().before_tool_call(move |_| {
+        Some(InjectedPanic::HOOK) => crew.hooks(Hooks::new().before_tool_call(move |_| {
             if armed.fire() {
-                panic!("{}", InjectedPanic::Hook.message());
+                panic!("{}", InjectedPanic::HOOK.message());
             }
             HookDecision::Continue
         })),
-        Some(InjectedPanic::StepCallback) => crew.step_callback(move |_| {
+        Some(InjectedPanic::STEP_CALLBACK) => crew.step_callback(move |_| {
             if armed.fire() {
-                panic!("{}", InjectedPanic::StepCallback.message());
+                panic!("{}", InjectedPanic::STEP_CALLBACK.message());
             }
         }),
-        Some(InjectedPanic::TaskCallback) => crew.task_callback(move |_| {
+        Some(InjectedPanic::TASK_CALLBACK) => crew.task_callback(move |_| {
             if armed.fire() {
-                panic!("{}", InjectedPanic::TaskCallback.message());
+                panic!("{}", InjectedPanic::TASK_CALLBACK.message());
             }
         }),
         // The others are put in above (tool, guardrail, model) or on the bus (listener).
         _ => crew,
     };
-    crew.build().map_err(|e| e.to_string())
+    crew.build().map_err(|e| error_chain(&e))
 }
 
 /// The "model" behind both servers: it calls the offered tool until a tool result is in the

@@ -27,6 +27,46 @@ fn client(server: &FaultServer, max_retries: u32, timeout: f64) -> Arc<dyn Llm> 
     build_llm_with(&config, &options).expect("the OpenAI client builds")
 }
 
+/// The faults that garble a reply that did arrive: a body or stream cut short or broken, or a
+/// completion without choices.
+const GARBLED: [Fault; 4] = [
+    Fault::ResetMidBody,
+    Fault::MalformedJson,
+    Fault::TruncatedStream,
+    Fault::NoChoices,
+];
+
+/// A one-line question.
+fn hi() -> LlmRequest {
+    LlmRequest::new(vec![Message::user("hi")])
+}
+
+/// A garbled reply is a typed error of its own, not an empty answer.
+fn assert_malformed(error: Option<LlmError>, fault: &Fault) {
+    assert!(
+        matches!(error, Some(LlmError::MalformedResponse { .. })),
+        "{fault:?}: {error:?}"
+    );
+}
+
+/// A crew of `agent` and its one task `name` (`description`, `expected_output`).
+fn one_task_crew(
+    agent: Agent,
+    name: &str,
+    description: &str,
+    expected_output: &str,
+) -> crewai::CrewBuilder {
+    Crew::builder().agents(vec![agent.clone()]).tasks(vec![
+        Task::builder()
+            .name(name)
+            .description(description)
+            .expected_output(expected_output)
+            .agent(agent)
+            .build()
+            .unwrap(),
+    ])
+}
+
 async fn server_with(fault: Fault) -> FaultServer {
     FaultServer::builder()
         .script([fault])
@@ -46,16 +86,12 @@ async fn one_faulty_request_of_any_kind_costs_one_more_request_not_the_call() {
         Fault::ServerError(500),
         Fault::ServerError(502),
         Fault::ServerError(503),
-        // Before the fix these three failed the call at once: a garbled reply was not retried.
-        Fault::ResetMidBody,
-        Fault::MalformedJson,
-        Fault::TruncatedStream,
-        Fault::NoChoices,
     ];
-    for fault in faults {
+    // Before the fix the garbled replies failed the call at once: they were not retried.
+    for fault in faults.into_iter().chain(GARBLED) {
         let server = server_with(fault.clone()).await;
         let reply = client(&server, 2, 0.5)
-            .call(LlmRequest::new(vec![Message::user("hi")]))
+            .call(hi())
             .await
             .unwrap_or_else(|e| panic!("{fault:?}: {e}"));
         assert_eq!(reply.content.as_deref(), Some("recovered"), "{fault:?}");
@@ -72,35 +108,20 @@ async fn one_faulty_request_of_any_kind_costs_one_more_request_not_the_call() {
 #[tokio::test]
 async fn a_garbled_reply_is_still_an_error_when_no_retries_are_left() {
     let server = server_with(Fault::ResetMidBody).await;
-    let error = client(&server, 0, 5.0)
-        .call(LlmRequest::new(vec![Message::user("hi")]))
-        .await
-        .err();
-    assert!(
-        matches!(error, Some(LlmError::MalformedResponse { .. })),
-        "{error:?}"
-    );
+    let error = client(&server, 0, 5.0).call(hi()).await.err();
+    assert_malformed(error, &Fault::ResetMidBody);
 }
 
 #[tokio::test]
 async fn streams_that_are_cut_or_carry_no_choices_are_errors_not_empty_answers() {
-    for fault in [
-        Fault::NoChoices,
-        Fault::TruncatedStream,
-        Fault::MalformedJson,
-        Fault::ResetMidBody,
-    ] {
+    for fault in GARBLED {
         let server = server_with(fault.clone()).await;
         let stream = client(&server, 0, 5.0)
-            .stream(LlmRequest::new(vec![Message::user("hi")]))
+            .stream(hi())
             .await
             .unwrap_or_else(|e| panic!("{fault:?}: the stream opens: {e}"));
-        let error = collect_stream(stream, |_| {}).await.err();
         // Before the fix a stream without choices came back as an empty reply.
-        assert!(
-            matches!(error, Some(LlmError::MalformedResponse { .. })),
-            "{fault:?}: {error:?}"
-        );
+        assert_malformed(collect_stream(stream, |_| {}).await.err(), &fault);
     }
 }
 
@@ -140,19 +161,14 @@ async fn impossible_tool_calls_are_shown_to_the_model_and_the_task_goes_on() {
         .max_execution_time(Duration::from_secs(20))
         .build()
         .unwrap();
-    let crew = Crew::builder()
-        .agents(vec![agent.clone()])
-        .tasks(vec![
-            Task::builder()
-                .name("count")
-                .description("Count the words in 'one two three'")
-                .expected_output("The count")
-                .agent(agent)
-                .build()
-                .unwrap(),
-        ])
-        .build()
-        .unwrap();
+    let crew = one_task_crew(
+        agent,
+        "count",
+        "Count the words in 'one two three'",
+        "The count",
+    )
+    .build()
+    .unwrap();
 
     let output = tokio::time::timeout(Duration::from_secs(30), crew.kickoff(Inputs::new()))
         .await
@@ -185,12 +201,7 @@ async fn impossible_tool_calls_are_shown_to_the_model_and_the_task_goes_on() {
 
 #[tokio::test]
 async fn a_streamed_reply_that_breaks_midway_is_asked_for_again_not_the_whole_task() {
-    for fault in [
-        Fault::TruncatedStream,
-        Fault::MalformedJson,
-        Fault::ResetMidBody,
-        Fault::NoChoices,
-    ] {
+    for fault in GARBLED {
         let server = server_with(fault.clone()).await;
         // No agent-level retries: only the call itself may be made again.
         let agent = Agent::builder()
@@ -201,17 +212,7 @@ async fn a_streamed_reply_that_breaks_midway_is_asked_for_again_not_the_whole_ta
             .max_retry_limit(0)
             .build()
             .unwrap();
-        let crew = Crew::builder()
-            .agents(vec![agent.clone()])
-            .tasks(vec![
-                Task::builder()
-                    .name("write")
-                    .description("Write one line")
-                    .expected_output("A line")
-                    .agent(agent)
-                    .build()
-                    .unwrap(),
-            ])
+        let crew = one_task_crew(agent, "write", "Write one line", "A line")
             .stream(true)
             .build()
             .unwrap();

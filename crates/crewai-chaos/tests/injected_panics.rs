@@ -75,50 +75,32 @@ fn recovered(summary: &SoakSummary) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_panicking_tool_is_counted() {
-    let summary = soak_with(InjectedPanic::Tool).await;
+    let summary = soak_with(InjectedPanic::TOOL).await;
     recovered(&summary);
     // Both tool-using tasks call it once per run.
     assert_eq!(summary.panics_by_site[&PanicSite::Tool], 2 * RUNS as u64);
 }
 
+/// The parts that panic once per run (on their first call) and whose panic the engine catches
+/// where it happens, so the run goes on and recovers.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_panicking_guardrail_is_counted() {
-    let summary = soak_with(InjectedPanic::Guardrail).await;
-    recovered(&summary);
-    assert_eq!(summary.caught_panics, RUNS as u64);
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_panicking_listener_is_counted() {
-    let summary = soak_with(InjectedPanic::Listener).await;
-    recovered(&summary);
-    assert_eq!(summary.caught_panics, RUNS as u64);
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_panicking_hook_is_counted() {
-    let summary = soak_with(InjectedPanic::Hook).await;
-    recovered(&summary);
-    assert_eq!(summary.caught_panics, RUNS as u64);
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_panicking_step_callback_is_counted() {
-    let summary = soak_with(InjectedPanic::StepCallback).await;
-    recovered(&summary);
-    assert_eq!(summary.caught_panics, RUNS as u64);
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_panicking_task_callback_is_counted() {
-    let summary = soak_with(InjectedPanic::TaskCallback).await;
-    recovered(&summary);
-    assert_eq!(summary.caught_panics, RUNS as u64);
+async fn a_panicking_guardrail_listener_hook_or_callback_is_counted_once_per_run() {
+    for injected in [
+        InjectedPanic::GUARDRAIL,
+        InjectedPanic::LISTENER,
+        InjectedPanic::HOOK,
+        InjectedPanic::STEP_CALLBACK,
+        InjectedPanic::TASK_CALLBACK,
+    ] {
+        let summary = soak_with(injected).await;
+        recovered(&summary);
+        assert_eq!(summary.caught_panics, RUNS as u64, "{injected:?}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_panicking_async_task_is_counted() {
-    let summary = soak_with(InjectedPanic::AsyncTask).await;
+    let summary = soak_with(InjectedPanic::ASYNC_TASK).await;
     // Nothing inside the task caught it: the kickoff fails with a typed error naming the task,
     // and the run still counts as panicked, not as a typed failure.
     for (_, failure) in &summary.failures {

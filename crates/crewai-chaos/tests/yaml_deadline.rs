@@ -58,7 +58,7 @@ async fn a_yaml_deadline_ends_a_run_the_provider_never_answers() {
     );
 
     assert!(matches!(error, CrewError::Task(_)), "{error:?}");
-    let message = error.to_string();
+    let message = crewai_llm::error_chain(&error);
     assert!(
         message.contains("timed out after 3s") && message.contains("max_execution_time"),
         "{message}"

@@ -123,12 +123,24 @@ pub fn create_crew(name: &str, output_dir: Option<&Path>) -> Result<(), Failure>
             .map_err(Failure::config)?,
     };
     let dir = scaffold(name, &parent).map_err(Failure::config)?;
-    println!("Created {}", dir.display());
-    println!(
-        "Next:\n  cd {}\n  cp .env.example .env   # set your API key\n  crewai run --dry-run\n  crewai run",
-        dir.display()
+    print_created(
+        &dir,
+        &[
+            "cp .env.example .env   # set your API key",
+            "crewai run --dry-run",
+            "crewai run",
+        ],
     );
     Ok(())
+}
+
+/// Says where a scaffold was written and the commands to run next in it.
+pub(crate) fn print_created(dir: &Path, next: &[&str]) {
+    println!("Created {}", dir.display());
+    println!("Next:\n  cd {}", dir.display());
+    for command in next {
+        println!("  {command}");
+    }
 }
 
 #[cfg(test)]

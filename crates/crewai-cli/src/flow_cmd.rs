@@ -113,10 +113,12 @@ pub fn create_flow(name: &str) -> Result<(), Failure> {
         .context("cannot read the current folder")
         .map_err(Failure::config)?;
     let dir = scaffold_flow(name, &parent).map_err(Failure::config)?;
-    println!("Created {}", dir.display());
-    println!(
-        "Next:\n  cd {}\n  crewai flow plot --output flow.html\n  crewai flow kickoff --inputs topic=\"AI agents\"",
-        dir.display()
+    crate::create::print_created(
+        &dir,
+        &[
+            "crewai flow plot --output flow.html",
+            "crewai flow kickoff --inputs topic=\"AI agents\"",
+        ],
     );
     Ok(())
 }

@@ -28,9 +28,9 @@ fn main() -> std::process::ExitCode {
         .build()
     {
         Ok(runtime) => runtime.block_on(dispatch(cli)),
-        Err(err) => Err(Failure::run(anyhow::anyhow!(
-            "cannot start the async runtime: {err}"
-        ))),
+        Err(err) => Err(Failure::run(
+            anyhow::Error::new(err).context("cannot start the async runtime"),
+        )),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

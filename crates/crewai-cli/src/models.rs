@@ -206,7 +206,7 @@ pub async fn with_chosen_default(
         )
     })
     .await
-    .map_err(|e| Failure::run(anyhow!("choosing a model failed: {e}")))?;
+    .map_err(|e| Failure::run(anyhow::Error::new(e).context("choosing a model failed")))?;
     eprintln!("{}", choice.explain());
     ensure_pulled(&choice.model()).await?;
     Ok(match choice {
@@ -250,7 +250,7 @@ async fn pull_known(known: &'static crewai_local::KnownModel) -> Result<(), Fail
         crewai_local::pull(known, &dir, &mut |step| eprintln!("  {step}"))
     })
     .await
-    .map_err(|e| Failure::run(anyhow!("the download stopped: {e}")))?
+    .map_err(|e| Failure::run(anyhow::Error::new(e).context("the download stopped")))?
     .map(|_| ())
     .map_err(|e| Failure::run(anyhow!(e)))
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::anyhow;
 use crewai_core::events::{EventBus, EventKind};
-use crewai_llm::{PriceTable, Usage};
+use crewai_llm::{PriceTable, Usage, error_chain};
 use crewai_observe::local::{TraceWriter, format_cost, format_usage, traces_dir};
 use crewai_observe::otel::{OtelConfig, OtelExport};
 
@@ -40,7 +40,10 @@ impl RunObservers {
         let trace = match TraceWriter::attach(bus, &traces_dir(project_root), &new_run_id()) {
             Ok(writer) => Some(writer),
             Err(error) => {
-                eprintln!("warning: no trace is recorded for this run: {error}");
+                eprintln!(
+                    "warning: no trace is recorded for this run: {}",
+                    error_chain(&error)
+                );
                 None
             }
         };
@@ -63,7 +66,7 @@ impl RunObservers {
         if let Some(trace) = self.trace
             && let Err(error) = trace.finish()
         {
-            eprintln!("warning: the trace is incomplete: {error}");
+            eprintln!("warning: the trace is incomplete: {}", error_chain(&error));
         }
     }
 }

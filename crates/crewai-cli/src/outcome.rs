@@ -51,7 +51,8 @@ impl Failure {
         Failure::config(anyhow::anyhow!("{what} is not supported yet"))
     }
 
-    /// The message shown on stderr: project problems one per line, others with their causes.
+    /// The message shown on stderr: project problems one per line, others with their causes
+    /// (`error: outer: cause: root`).
     pub fn render(&self) -> String {
         if let Some(ProjectError::Invalid(list)) = self.error.downcast_ref::<ProjectError>() {
             let mut out = String::new();
@@ -65,27 +66,14 @@ impl Failure {
             ));
             return out;
         }
-        let message = error_chain(&self.error);
+        // Every library error says only what failed at its level and keeps its cause as
+        // `source()`, so the whole chain is printed: `outer: cause: root`.
+        let message = format!("{:#}", self.error);
         match &self.hint {
             Some(hint) => format!("error: {message}\n{hint}"),
             None => format!("error: {message}"),
         }
     }
-}
-
-/// The error and its causes joined by `: `, leaving out a cause whose text is already part of
-/// what was printed (many of our errors quote their source in their own message; printing it
-/// again would show the same sentence twice).
-fn error_chain(error: &anyhow::Error) -> String {
-    let mut text = error.to_string();
-    for cause in error.chain().skip(1) {
-        let cause = cause.to_string();
-        if !text.contains(&cause) {
-            text.push_str(": ");
-            text.push_str(&cause);
-        }
-    }
-    text
 }
 
 /// Project problems (files, tools, models that cannot be set up) are configuration errors.
@@ -100,7 +88,7 @@ pub fn print_out(text: &str) -> Result<(), Failure> {
     let mut out = std::io::stdout().lock();
     match writeln!(out, "{text}").and_then(|_| out.flush()) {
         Err(err) if err.kind() != std::io::ErrorKind::BrokenPipe => Err(Failure::run(
-            anyhow::anyhow!("cannot write to stdout: {err}"),
+            anyhow::Error::new(err).context("cannot write to stdout"),
         )),
         _ => Ok(()),
     }
@@ -112,26 +100,28 @@ mod tests {
 
     #[derive(Debug, thiserror::Error)]
     #[error("agent 'Waiter' timed out after 3s")]
-    struct Inner;
+    struct Root;
 
     #[derive(Debug, thiserror::Error)]
-    #[error("task 'wait': {source}")]
-    struct Quoting {
-        source: Inner,
+    #[error("task 'wait' failed")]
+    struct Task {
+        #[source]
+        source: Root,
     }
 
     #[test]
-    fn causes_already_quoted_are_not_repeated() {
-        let failure = Failure::run(Quoting { source: Inner });
+    fn the_whole_chain_is_printed_outer_first() {
+        let failure =
+            Failure::run(anyhow::Error::new(Task { source: Root }).context("the run failed"));
         assert_eq!(
             failure.render(),
-            "error: task 'wait': agent 'Waiter' timed out after 3s"
+            "error: the run failed: task 'wait' failed: agent 'Waiter' timed out after 3s"
         );
     }
 
     #[test]
-    fn other_causes_are_chained_and_hints_follow() {
-        let failure = Failure::run(anyhow::Error::new(Inner).context("the run failed"))
+    fn the_hint_follows_on_its_own_line() {
+        let failure = Failure::run(anyhow::Error::new(Root).context("the run failed"))
             .with_hint("resume with: crewai run --resume r1");
         assert_eq!(
             failure.render(),

@@ -1,47 +1,15 @@
 //! The `crewai` binary, run as a user runs it, against a scripted OpenAI-compatible server.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Stdio;
+
+mod support;
 
 use crewai_testkit::scripted::{Reply, ScriptedServer};
 use serde_json::Value;
-
-fn examples() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples")
-}
-
-/// The binary with a clean environment: no provider keys or models leak in from the machine.
-fn crewai(args: &[&str]) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_crewai"));
-    command.env_clear().args(args).stdin(Stdio::null());
-    if let Some(path) = std::env::var_os("PATH") {
-        command.env("PATH", path);
-    }
-    command
-}
-
-fn with_server(mut command: Command, server: &ScriptedServer) -> Command {
-    command
-        .env("OPENAI_BASE_URL", server.base_url())
-        .env("OPENAI_API_KEY", "test");
-    command
-}
-
-fn run(mut command: Command) -> Output {
-    command.output().expect("the crewai binary runs")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn write(dir: &Path, files: &[(&str, &str)]) {
-    for (name, body) in files {
-        let path = dir.join(name);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, body).unwrap();
-    }
-}
+use support::{
+    assert_contains, copy_dir, crewai, dry_run, examples, last_json_line, run, run_ok, succeeded,
+    text, with_server, write,
+};
 
 const AGENTS: &str = "\
 researcher:
@@ -78,16 +46,17 @@ fn two_task_project() -> tempfile::TempDir {
     dir
 }
 
+/// What a run that failed as a usage error (exit code 2) printed on stderr.
+fn usage_error(out: std::process::Output) -> String {
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    stderr
+}
+
 #[test]
 fn every_example_dry_runs_offline() {
     for name in ["research-and-report", "trip-planner", "content-team"] {
-        let project = examples().join(name);
-        let out = run(crewai(&[
-            "run",
-            "--project",
-            project.to_str().unwrap(),
-            "--dry-run",
-        ]));
+        let out = dry_run(&examples().join(name), &[]);
         let stdout = text(&out.stdout);
         assert!(
             out.status.success(),
@@ -105,54 +74,29 @@ fn every_example_dry_runs_offline() {
 #[test]
 fn dry_run_shows_agents_tools_context_and_prompts() {
     let project = examples().join("trip-planner");
-    let out = run(crewai(&[
-        "run",
-        "--project",
-        project.to_str().unwrap(),
-        "--dry-run",
-        "--inputs",
-        "origin=Porto",
-    ]));
-    let stdout = text(&out.stdout);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    assert!(stdout.contains("3. plan_itinerary"), "{stdout}");
-    assert!(
-        stdout.contains("context: identify_city, gather_city_info"),
-        "{stdout}"
-    );
-    assert!(stdout.contains("tools: http_get"), "{stdout}");
+    let stdout = text(&succeeded(dry_run(&project, &["--inputs", "origin=Porto"])).stdout);
+    assert_contains(&stdout, "3. plan_itinerary");
+    assert_contains(&stdout, "context: identify_city, gather_city_info");
+    assert_contains(&stdout, "tools: http_get");
     assert!(
         stdout.contains("Traveling from: Porto"),
         "the input overrides the crew.yaml default: {stdout}"
     );
-    assert!(stdout.contains("output: json"), "{stdout}");
+    assert_contains(&stdout, "output: json");
 
-    let out = run(crewai(&[
-        "run",
-        "--project",
-        project.to_str().unwrap(),
-        "--dry-run",
-        "--json",
-    ]));
-    let plan: Value = serde_json::from_str(text(&out.stdout).trim()).unwrap();
+    let plan = last_json_line(&dry_run(&project, &["--json"]));
     assert_eq!(plan["tasks"][2]["name"], "plan_itinerary");
     assert_eq!(plan["process"], "sequential");
 
-    let hierarchical = run(crewai(&[
-        "run",
-        "--project",
-        examples().join("content-team").to_str().unwrap(),
-        "--dry-run",
-    ]));
-    let stdout = text(&hierarchical.stdout);
-    assert!(stdout.contains("Manager: editor_in_chief"), "{stdout}");
-    assert!(
-        stdout.contains("agent: editor_in_chief (manager), delegating to the agent it picks"),
-        "{stdout}"
+    let stdout = text(&succeeded(dry_run(&examples().join("content-team"), &[])).stdout);
+    assert_contains(&stdout, "Manager: editor_in_chief");
+    assert_contains(
+        &stdout,
+        "agent: editor_in_chief (manager), delegating to the agent it picks",
     );
-    assert!(
-        stdout.contains("tools: delegate_work_to_coworker, ask_question_to_coworker"),
-        "{stdout}"
+    assert_contains(
+        &stdout,
+        "tools: delegate_work_to_coworker, ask_question_to_coworker",
     );
 }
 
@@ -169,19 +113,9 @@ fn an_unknown_agent_is_reported_with_line_and_suggestion() {
             ),
         ],
     );
-    let out = run(crewai(&[
-        "run",
-        "--project",
-        dir.path().to_str().unwrap(),
-        "--dry-run",
-        "--inputs",
-        "topic=AI",
-    ]));
-    assert_eq!(out.status.code(), Some(2));
-    let stderr = text(&out.stderr);
-    assert!(
-        stderr.contains("config/tasks.yaml:8: task 'report' names agent 'writter', which is not defined; did you mean 'writer'?"),
-        "{stderr}"
+    assert_contains(
+        &usage_error(dry_run(dir.path(), &["--inputs", "topic=AI"])),
+        "config/tasks.yaml:8: task 'report' names agent 'writter', which is not defined; did you mean 'writer'?",
     );
 }
 
@@ -192,15 +126,10 @@ fn a_missing_input_is_a_usage_error_naming_it() {
         dir.path(),
         &[("config/agents.yaml", AGENTS), ("config/tasks.yaml", TASKS)],
     );
-    let out = run(crewai(&[
-        "run",
-        "--project",
-        dir.path().to_str().unwrap(),
-        "--dry-run",
-    ]));
-    assert_eq!(out.status.code(), Some(2));
-    let stderr = text(&out.stderr);
-    assert!(stderr.contains("config/agents.yaml:3: agent 'researcher' field 'goal' uses {topic}, which no input provides"), "{stderr}");
+    assert_contains(
+        &usage_error(dry_run(dir.path(), &[])),
+        "config/agents.yaml:3: agent 'researcher' field 'goal' uses {topic}, which no input provides",
+    );
 }
 
 #[test]
@@ -210,14 +139,10 @@ fn run_json_prints_the_crew_output_as_the_last_line_then_replays() {
     let server = ScriptedServer::start_blocking();
     server.push(Reply::text("Rust notes").with_usage(100, 20));
     server.push(Reply::text("The Rust report").with_usage(50, 10));
-    let out = run(with_server(
+    let output = last_json_line(&run(with_server(
         crewai(&["run", "--project", project, "--json"]),
         &server,
-    ));
-    let stdout = text(&out.stdout);
-    assert!(out.status.success(), "{}\n{stdout}", text(&out.stderr));
-    let last = stdout.lines().last().unwrap();
-    let output: Value = serde_json::from_str(last).unwrap();
+    )));
     assert_eq!(output["raw"], "The Rust report");
     assert_eq!(output["tasks_output"].as_array().unwrap().len(), 2);
     assert_eq!(output["tasks_output"][0]["raw"], "Rust notes");
@@ -229,31 +154,22 @@ fn run_json_prints_the_crew_output_as_the_last_line_then_replays() {
     assert!(output.get("json_dict").is_some());
     // The first task's prompt was interpolated with the crew.yaml default.
     let first = server.requests()[0].body.to_string();
-    assert!(first.contains("Research Rust"), "{first}");
+    assert_contains(&first, "Research Rust");
 
     // The kickoff's outputs were stored.
-    let log = run(crewai(&["log-tasks-outputs", "--project", project]));
-    let listing = text(&log.stdout);
-    assert!(log.status.success(), "{}", text(&log.stderr));
+    let listing = text(&run_ok(crewai(&["log-tasks-outputs", "--project", project])).stdout);
     assert!(
         listing.contains("research") && listing.contains("report"),
         "{listing}"
     );
-    assert!(listing.contains("output: Rust notes"), "{listing}");
+    assert_contains(&listing, "output: Rust notes");
 
     // Replay from the second task: only it runs again, with the stored first output as context.
     server.push(Reply::text("A better report"));
-    let replay = run(with_server(
+    let output = last_json_line(&run(with_server(
         crewai(&["replay", "--project", project, "-t", "report", "--json"]),
         &server,
-    ));
-    let stdout = text(&replay.stdout);
-    assert!(
-        replay.status.success(),
-        "{}\n{stdout}",
-        text(&replay.stderr)
-    );
-    let output: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    )));
     assert_eq!(output["raw"], "A better report");
     assert_eq!(server.request_count(), 3);
     let replayed = server.requests()[2].body.to_string();
@@ -263,21 +179,12 @@ fn run_json_prints_the_crew_output_as_the_last_line_then_replays() {
     );
 
     let unknown = run(crewai(&["replay", "--project", project, "-t", "nope"]));
-    assert_eq!(unknown.status.code(), Some(2));
-    assert!(
-        text(&unknown.stderr).contains("no stored output for task 'nope'"),
-        "{}",
-        text(&unknown.stderr)
-    );
+    assert_contains(&usage_error(unknown), "no stored output for task 'nope'");
 
     let reset = run(crewai(&["reset-memories", "--project", project, "-k"]));
     assert!(reset.status.success());
     let log = run(crewai(&["log-tasks-outputs", "--project", project]));
-    assert!(
-        text(&log.stdout).contains("No task outputs stored yet"),
-        "{}",
-        text(&log.stdout)
-    );
+    assert_contains(&text(&log.stdout), "No task outputs stored yet");
 }
 
 #[test]
@@ -287,8 +194,7 @@ fn plain_run_prints_the_final_answer_and_a_failed_call_exits_1() {
     let server = ScriptedServer::start_blocking();
     server.push_text("notes");
     server.push_text("final answer");
-    let out = run(with_server(crewai(&["run", "--project", project]), &server));
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = run_ok(with_server(crewai(&["run", "--project", project]), &server));
     assert_eq!(text(&out.stdout).trim(), "final answer");
     let stderr = text(&out.stderr);
     assert!(
@@ -307,10 +213,7 @@ fn without_a_provider_the_error_names_the_variable_to_set() {
     // A named model whose key is missing (with no model named, the embedded one would run).
     let mut command = crewai(&["run", "--project", dir.path().to_str().unwrap()]);
     command.env("MODEL", "gpt-4o-mini");
-    let out = run(command);
-    assert_eq!(out.status.code(), Some(2));
-    let stderr = text(&out.stderr);
-    assert!(stderr.contains("OPENAI_API_KEY"), "{stderr}");
+    assert_contains(&usage_error(run(command)), "OPENAI_API_KEY");
 }
 
 #[test]
@@ -329,8 +232,7 @@ fn dot_env_is_loaded_without_overriding_the_environment() {
     );
     server.push_text("notes");
     server.push_text("done");
-    let out = run(crewai(&["run", "--project", dir.path().to_str().unwrap()]));
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    run_ok(crewai(&["run", "--project", dir.path().to_str().unwrap()]));
     assert_eq!(
         server.requests()[0].header("authorization"),
         Some("Bearer from-dotenv")
@@ -340,8 +242,7 @@ fn dot_env_is_loaded_without_overriding_the_environment() {
     server.push_text("done");
     let mut command = crewai(&["run", "--project", dir.path().to_str().unwrap()]);
     command.env("OPENAI_API_KEY", "from-env");
-    let out = run(command);
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    run_ok(command);
     assert_eq!(
         server.requests()[2].header("authorization"),
         Some("Bearer from-env")
@@ -354,7 +255,7 @@ fn llm_flag_replaces_every_agents_model() {
     let server = ScriptedServer::start_blocking();
     server.push_text("notes");
     server.push_text("done");
-    let out = run(with_server(
+    run_ok(with_server(
         crewai(&[
             "run",
             "--project",
@@ -364,7 +265,6 @@ fn llm_flag_replaces_every_agents_model() {
         ]),
         &server,
     ));
-    assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(server.requests()[0].body["model"], "gpt-4o-mini");
 }
 
@@ -400,30 +300,28 @@ fn chat_asks_for_inputs_then_runs() {
     );
 }
 
-#[test]
-fn create_crew_scaffolds_a_project_that_dry_runs() {
+/// `crewai create crew demo` in a new temporary folder: the folder and the project in it.
+fn scaffold_crew() -> (tempfile::TempDir, std::path::PathBuf) {
     let dir = tempfile::tempdir().unwrap();
-    let out = run(crewai(&[
+    run_ok(crewai(&[
         "create",
         "crew",
         "demo",
         "-o",
         dir.path().to_str().unwrap(),
     ]));
-    assert!(out.status.success(), "{}", text(&out.stderr));
     let project = dir.path().join("demo");
+    (dir, project)
+}
+
+#[test]
+fn create_crew_scaffolds_a_project_that_dry_runs() {
+    let (_dir, project) = scaffold_crew();
     assert!(project.join("Cargo.toml").is_file());
     assert!(project.join("config/agents.yaml").is_file());
     assert!(project.join("src/tools.rs").is_file());
-    let dry = run(crewai(&[
-        "run",
-        "--project",
-        project.to_str().unwrap(),
-        "--dry-run",
-    ]));
-    let stdout = text(&dry.stdout);
-    assert!(dry.status.success(), "{}\n{stdout}", text(&dry.stderr));
-    assert!(stdout.contains("tools: word_count"), "{stdout}");
+    let stdout = text(&succeeded(dry_run(&project, &[])).stdout);
+    assert_contains(&stdout, "tools: word_count");
 }
 
 #[test]
@@ -432,20 +330,12 @@ fn version_and_unsupported_commands() {
     assert!(out.status.success());
     assert!(text(&out.stdout).starts_with("crewai "));
     for command in [&["train"][..], &["test"][..]] {
-        let out = run(crewai(command));
-        assert_eq!(out.status.code(), Some(2));
-        assert!(
-            text(&out.stderr).contains("is not supported yet"),
-            "{}",
-            text(&out.stderr)
-        );
+        assert_contains(&usage_error(run(crewai(command))), "is not supported yet");
     }
-    let out = run(crewai(&["run", "--bogus"]));
-    assert_eq!(out.status.code(), Some(2));
-    let out = run(crewai(&["reset-memories"]));
-    assert_eq!(out.status.code(), Some(2));
+    usage_error(run(crewai(&["run", "--bogus"])));
+    usage_error(run(crewai(&["reset-memories"])));
     let dir = tempfile::tempdir().unwrap();
-    let out = run(crewai(&[
+    let out = run_ok(crewai(&[
         "reset-memories",
         "--project",
         dir.path().to_str().unwrap(),
@@ -453,25 +343,7 @@ fn version_and_unsupported_commands() {
         "-akn",
         "-m",
     ]));
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    assert!(
-        text(&out.stdout).contains("Knowledge: nothing is stored yet"),
-        "{}",
-        text(&out.stdout)
-    );
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
+    assert_contains(&text(&out.stdout), "Knowledge: nothing is stored yet");
 }
 
 #[test]
@@ -487,8 +359,7 @@ fn the_research_example_runs_and_writes_its_report_inside_the_project() {
         &server,
     );
     command.current_dir(std::env::temp_dir());
-    let out = run(command);
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    run_ok(command);
     let report = std::fs::read_to_string(dir.path().join("output/report.md")).unwrap();
     assert_eq!(report, "# AI Agents report\n\nFull sections.");
     let first = &server.requests()[0];
@@ -559,16 +430,7 @@ fn the_hierarchical_content_team_runs_through_its_manager() {
 #[test]
 #[ignore = "compiles a scaffolded project with cargo"]
 fn a_scaffolded_rust_project_runs_through_cargo() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = run(crewai(&[
-        "create",
-        "crew",
-        "demo",
-        "-o",
-        dir.path().to_str().unwrap(),
-    ]));
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let project = dir.path().join("demo");
+    let (_dir, project) = scaffold_crew();
     let server = ScriptedServer::start_blocking();
     server.push_text("ten bullet points");
     // The reporting analyst calls the project's own #[tool] before answering.
@@ -592,10 +454,7 @@ fn a_scaffolded_rust_project_runs_through_cargo() {
             command.env(var, value);
         }
     }
-    let out = run(command);
-    let stdout = text(&out.stdout);
-    assert!(out.status.success(), "{}\n{stdout}", text(&out.stderr));
-    let output: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    let output = last_json_line(&run(command));
     assert_eq!(output["raw"], "A report of 3 words");
     let tool_result = server.requests()[2].body.to_string();
     assert!(
@@ -620,15 +479,8 @@ fn a_json_layout_project_dry_runs() {
             ),
         ],
     );
-    let out = run(crewai(&[
-        "run",
-        "--project",
-        dir.path().to_str().unwrap(),
-        "--dry-run",
-    ]));
-    let stdout = text(&out.stdout);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    assert!(stdout.contains("Crew 'poems'"), "{stdout}");
-    assert!(stdout.contains("A poem on rain"), "{stdout}");
-    assert!(stdout.contains("tools: file_read"), "{stdout}");
+    let stdout = text(&succeeded(dry_run(dir.path(), &[])).stdout);
+    assert_contains(&stdout, "Crew 'poems'");
+    assert_contains(&stdout, "A poem on rain");
+    assert_contains(&stdout, "tools: file_read");
 }

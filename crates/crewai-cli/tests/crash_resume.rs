@@ -24,15 +24,18 @@
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
+
+mod support;
 
 use crewai_store::{RunStatus, Store};
 use crewai_testkit::scripted::{RecordedRequest, Reply, ScriptedServer};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::Value;
+use support::crewai_at;
 
 /// What the scripted server reports for every call (its default usage: 10 prompt + 5 completion).
 const TOKENS_PER_CALL: u64 = 15;
@@ -125,35 +128,14 @@ impl Kill {
 }
 
 fn project() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    let files = [
+    support::project(&[
         (
             "config/agents.yaml",
             "worker:\n  role: Analyst\n  goal: Analyse {topic}\n  backstory: Thorough.\n",
         ),
         ("config/tasks.yaml", TASKS),
         ("config/crew.yaml", "inputs: {topic: tides}\n"),
-    ];
-    for (name, body) in files {
-        let path = dir.path().join(name);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, body).unwrap();
-    }
-    dir
-}
-
-fn crewai(args: &[&str], server: &ScriptedServer) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_crewai"));
-    command
-        .env_clear()
-        .args(args)
-        .stdin(Stdio::null())
-        .env("OPENAI_BASE_URL", server.base_url())
-        .env("OPENAI_API_KEY", "test");
-    if let Some(path) = std::env::var_os("PATH") {
-        command.env("PATH", path);
-    }
-    command
+    ])
 }
 
 /// Which task a request is for: its description's marker is in the prompt.
@@ -201,7 +183,7 @@ fn journaled(store: &Store, run_id: &str) -> Option<Journaled> {
 /// Starts `crewai run` with its stderr drained (so it never blocks on a full pipe); the receiver
 /// gets the run id it prints.
 fn spawn_run(dir: &Path, server: &ScriptedServer) -> (Child, mpsc::Receiver<String>) {
-    let mut child = crewai(&["run", "--project", dir.to_str().unwrap()], server)
+    let mut child = crewai_at(&["run", "--project", dir.to_str().unwrap()], server)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -340,7 +322,7 @@ fn kill_and_resume(iteration: usize, seed: u64, kill: Kill, rng: &mut StdRng) ->
     if let (Some(run_id), Some(before)) = (&run_id, &before) {
         // The kill always lands before the run's end: it is running, with its process gone.
         assert_eq!(before.status, RunStatus::Running, "{context}");
-        let listing = crewai(&["runs", "--project", project_dir], &killed_server)
+        let listing = crewai_at(&["runs", "--project", project_dir], &killed_server)
             .output()
             .unwrap();
         let listing = String::from_utf8_lossy(&listing.stdout);
@@ -377,7 +359,7 @@ fn kill_and_resume(iteration: usize, seed: u64, kill: Kill, rng: &mut StdRng) ->
     if let Some(run_id) = &run_id {
         args.extend(["--resume", run_id.as_str()]);
     }
-    let resumed = crewai(&args, &resume_server).output().unwrap();
+    let resumed = crewai_at(&args, &resume_server).output().unwrap();
     let stdout = String::from_utf8_lossy(&resumed.stdout);
     assert!(
         resumed.status.success(),

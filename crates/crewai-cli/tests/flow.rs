@@ -2,94 +2,64 @@
 //! scripted OpenAI-compatible server.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Command;
+
+mod support;
 
 use crewai_testkit::scripted::{Reply, ScriptedServer};
-use serde_json::Value;
+use support::{assert_contains, crewai, examples, last_json_line, run, run_ok, with_server};
 
 fn triage_example() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/support-triage-flow")
+    examples().join("support-triage-flow")
 }
 
-/// The binary with a clean environment: no provider keys leak in from the machine.
-fn crewai(args: &[&str], cwd: &Path) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_crewai"));
-    command
-        .env_clear()
-        .args(args)
-        .current_dir(cwd)
-        .stdin(Stdio::null());
-    if let Some(path) = std::env::var_os("PATH") {
-        command.env("PATH", path);
-    }
-    command
+/// `crewai flow plot <project_args…> --output <file> <extra…>` in `cwd`, which must succeed:
+/// what it wrote to `file`.
+fn plot(cwd: &Path, project_args: &[&str], file: &str, extra: &[&str]) -> String {
+    let mut args = vec!["flow", "plot"];
+    args.extend_from_slice(project_args);
+    args.extend_from_slice(&["--output", file]);
+    args.extend_from_slice(extra);
+    run_ok(crewai_in(&args, cwd));
+    std::fs::read_to_string(cwd.join(file)).unwrap_or_else(|e| panic!("{file}: {e}"))
 }
 
-fn run(mut command: Command) -> Output {
-    command.output().expect("the crewai binary runs")
+/// `crewai flow kickoff --json` of the triage example with `ticket`, which must succeed: its
+/// JSON output.
+fn kickoff_triage(ticket: &str, server: &ScriptedServer) -> serde_json::Value {
+    let example = triage_example();
+    let input = format!("ticket={ticket}");
+    let project = example.to_str().unwrap();
+    let args = [
+        "flow",
+        "kickoff",
+        "--project",
+        project,
+        "--inputs",
+        &input,
+        "--json",
+    ];
+    last_json_line(&run(with_server(crewai_in(&args, &example), server)))
 }
 
-fn with_server(mut command: Command, server: &ScriptedServer) -> Command {
+/// The binary with a clean environment, in `cwd`.
+fn crewai_in(args: &[&str], cwd: &Path) -> Command {
+    let mut command = crewai(args);
+    command.current_dir(cwd);
     command
-        .env("OPENAI_BASE_URL", server.base_url())
-        .env("OPENAI_API_KEY", "test");
-    command
-}
-
-fn last_json_line(out: &Output) -> Value {
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}\n{stdout}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_str(stdout.lines().last().unwrap_or_default()).unwrap()
 }
 
 #[test]
 fn plot_writes_html_and_mermaid() {
     let dir = tempfile::tempdir().unwrap();
     let example = triage_example();
-    let project = example.to_str().unwrap();
-    let out = run(crewai(
-        &[
-            "flow",
-            "plot",
-            "--project",
-            project,
-            "--output",
-            "flow.html",
-        ],
-        dir.path(),
-    ));
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let html = std::fs::read_to_string(dir.path().join("flow.html")).unwrap();
+    let project = ["--project", example.to_str().unwrap()];
+    let html = plot(dir.path(), &project, "flow.html", &[]);
     assert!(
         html.contains("<svg") && html.contains("billing_team"),
         "{html}"
     );
-    let out = run(crewai(
-        &[
-            "flow",
-            "plot",
-            "--project",
-            project,
-            "--output",
-            "flow.mmd",
-            "--mermaid",
-        ],
-        dir.path(),
-    ));
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let mermaid = std::fs::read_to_string(dir.path().join("flow.mmd")).unwrap();
+    let mermaid = plot(dir.path(), &project, "flow.mmd", &["--mermaid"]);
     assert!(
         mermaid.starts_with("flowchart TD") && mermaid.contains("|\"billing\"|"),
         "{mermaid}"
@@ -101,17 +71,7 @@ fn kickoff_json_routes_to_the_crew() {
     let server = ScriptedServer::start_blocking();
     server.push(Reply::text("billing"));
     server.push(Reply::text("We refunded the second charge."));
-    let example = triage_example();
-    let args = [
-        "flow",
-        "kickoff",
-        "--project",
-        example.to_str().unwrap(),
-        "--inputs",
-        "ticket=Charged twice",
-        "--json",
-    ];
-    let output = last_json_line(&run(with_server(crewai(&args, &example), &server)));
+    let output = kickoff_triage("Charged twice", &server);
     assert_eq!(output["result"], "We refunded the second charge.");
     assert_eq!(output["state"]["triage"], "billing");
     assert_eq!(output["state"]["ticket"], "Charged twice");
@@ -124,24 +84,14 @@ fn kickoff_json_routes_to_the_crew() {
     assert_eq!(methods, ["classify", "triage", "billing_team"]);
     // The crew's task saw the flow state as its inputs.
     let crew_prompt = server.requests()[1].body.to_string();
-    assert!(crew_prompt.contains("Charged twice"), "{crew_prompt}");
+    assert_contains(&crew_prompt, "Charged twice");
 }
 
 #[test]
 fn kickoff_json_routes_general_tickets_past_the_crew() {
     let server = ScriptedServer::start_blocking();
     server.push(Reply::text("general"));
-    let example = triage_example();
-    let args = [
-        "flow",
-        "kickoff",
-        "--project",
-        example.to_str().unwrap(),
-        "--inputs",
-        "ticket=Where is the API doc?",
-        "--json",
-    ];
-    let output = last_json_line(&run(with_server(crewai(&args, &example), &server)));
+    let output = kickoff_triage("Where is the API doc?", &server);
     assert_eq!(output["state"]["triage"], "general");
     assert!(
         output["result"]["reply"]
@@ -161,39 +111,28 @@ fn invalid_flow_reports_file_and_line() {
         "methods:\n  a:\n    start: true\n    set: {}\n  b:\n    listen: c\n    set: {}\n",
     )
     .unwrap();
-    let out = run(crewai(&["flow", "plot", "--output", "x.html"], dir.path()));
+    let out = run(crewai_in(
+        &["flow", "plot", "--output", "x.html"],
+        dir.path(),
+    ));
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.contains("flow.yaml:6: method 'b' is triggered by 'c'"),
-        "{stderr}"
-    );
+    assert_contains(&stderr, "flow.yaml:6: method 'b' is triggered by 'c'");
 }
 
 #[test]
 fn created_flow_plots_and_kicks_off() {
     let dir = tempfile::tempdir().unwrap();
-    let out = run(crewai(&["create", "flow", "Research Flow"], dir.path()));
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    run_ok(crewai_in(&["create", "flow", "Research Flow"], dir.path()));
     let project = dir.path().join("research_flow");
     assert!(project.join("flow.yaml").is_file());
-    let out = run(crewai(&["flow", "plot", "--output", "flow.html"], &project));
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(project.join("flow.html").is_file());
+    plot(&project, &[], "flow.html", &[]);
 
     let server = ScriptedServer::start_blocking();
     server.push(Reply::text("Notes on AI LLMs"));
     server.push(Reply::text("The AI LLMs report"));
     let output = last_json_line(&run(with_server(
-        crewai(&["flow", "kickoff", "--json"], &project),
+        crewai_in(&["flow", "kickoff", "--json"], &project),
         &server,
     )));
     assert_eq!(output["state"]["check_depth"], "deep");

@@ -3,10 +3,14 @@
 //! skipped, and fail under `CI=true` (see `crewai_testkit::prereq`). `harness = false`: every
 //! test is registered in `main`.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode, Output, Stdio};
+use std::path::Path;
+use std::process::{Command, ExitCode, Output};
 
+mod support;
+
+use crewai_testkit::fixtures::itinerary_schema;
 use crewai_testkit::prereq::{Prerequisite, Suite};
+use support::{assert_contains, last_json_line, project, run, run_ok, succeeded, text};
 
 fn main() -> ExitCode {
     let model = model();
@@ -36,37 +40,14 @@ fn main() -> ExitCode {
         .run()
 }
 
-/// Where the model is, the way the binary looks for it.
-fn models_dir() -> PathBuf {
-    if let Some(dir) = std::env::var_os("CREWAI_MODELS_DIR").filter(|d| !d.is_empty()) {
-        return dir.into();
-    }
-    let cache = std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|home| Path::new(&home).join(".cache")))
-        .unwrap_or_else(std::env::temp_dir);
-    cache.join("crewai").join("models")
-}
-
-/// The binary with a clean environment; nothing listens on the Ollama address it gets.
+/// The binary with a clean environment and `models` as its models folder; nothing listens on
+/// the Ollama address it gets.
 fn crewai(args: &[&str], models: &Path) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_crewai"));
+    let mut command = support::crewai(args);
     command
-        .env_clear()
-        .args(args)
-        .stdin(Stdio::null())
         .env("CREWAI_MODELS_DIR", models)
         .env("OLLAMA_HOST", "127.0.0.1:9");
-    if let Some(path) = std::env::var_os("PATH") {
-        command.env("PATH", path);
-    }
     command
-}
-
-fn run(mut command: Command) -> Output {
-    command
-        .output()
-        .unwrap_or_else(|e| panic!("the crewai binary runs: {e}"))
 }
 
 fn one_task_project() -> tempfile::TempDir {
@@ -83,23 +64,6 @@ fn one_task_project() -> tempfile::TempDir {
     ])
 }
 
-/// The trip planner's structured task on its own: `output_json` with the itinerary schema.
-const ITINERARY_SCHEMA: &str = r#"{
-  "title": "Itinerary",
-  "type": "object",
-  "properties": {
-    "city": {"type": "string"},
-    "days": {"type": "array", "items": {
-      "type": "object",
-      "properties": {"date": {"type": "string"}, "plan": {"type": "string"}, "weather": {"type": "string"}},
-      "required": ["date", "plan"]
-    }},
-    "budget_total": {"type": "number"},
-    "packing": {"type": "array", "items": {"type": "string"}}
-  },
-  "required": ["city", "days", "budget_total"]
-}"#;
-
 fn structured_task_project() -> tempfile::TempDir {
     project(&[
         (
@@ -111,59 +75,34 @@ fn structured_task_project() -> tempfile::TempDir {
             "plan_itinerary:\n  description: Plan two days in {city} from 2026-04-01 with a total budget.\n  expected_output: A JSON object with the city, one entry per day and the total budget.\n  agent: travel_concierge\n  output_json: schemas/itinerary.json\n",
         ),
         ("config/crew.yaml", "name: local-structured\n"),
-        ("schemas/itinerary.json", ITINERARY_SCHEMA),
+        ("schemas/itinerary.json", &itinerary_schema().to_string()),
     ])
 }
 
-fn project(files: &[(&str, &str)]) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    for (name, body) in files {
-        let path = dir.path().join(name);
-        std::fs::create_dir_all(path.parent().unwrap_or(dir.path()))
-            .unwrap_or_else(|e| panic!("{e}"));
-        std::fs::write(path, body).unwrap_or_else(|e| panic!("{e}"));
-    }
-    dir
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
+/// `crewai run --project <project> --inputs <inputs> <extra…>` with the user's models folder.
+fn run_project(project: &Path, inputs: &str, extra: &[&str]) -> Output {
+    let project = project.to_string_lossy();
+    let mut args = vec!["run", "--project", &project, "--inputs", inputs];
+    args.extend_from_slice(extra);
+    run(crewai(&args, &crewai_local::models_dir()))
 }
 
 /// The embedded model's file in the models folder.
 fn model() -> Prerequisite {
-    Prerequisite::file(
-        "the embedded model SmolLM2-135M",
-        models_dir().join("SmolLM2-135M-Instruct.Q4_1.gguf"),
-        "run `cargo run -q -p crewai-cli -- models pull` (it downloads into CREWAI_MODELS_DIR, default ~/.cache/crewai/models)",
+    Prerequisite::embedded_model(
+        crewai_local::cache::SMOLLM2_135M.path_in(&crewai_local::models_dir()),
     )
 }
 
 fn a_crew_runs_on_the_embedded_model_when_no_provider_is_configured() {
-    let models = models_dir();
     let project = one_task_project();
-    let project_dir = project.path().to_string_lossy().into_owned();
-    let out = run(crewai(
-        &[
-            "run",
-            "--project",
-            &project_dir,
-            "--inputs",
-            "topic=the Moon",
-            "--json",
-        ],
-        &models,
-    ));
+    let out = run_project(project.path(), "topic=the Moon", &["--json"]);
+    let output = last_json_line(&out);
     let stderr = text(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
     assert!(
         stderr.contains("model: local/smollm2-135m (no provider is configured"),
         "{stderr}"
     );
-    let stdout = text(&out.stdout);
-    let last = stdout.lines().last().unwrap_or_default();
-    let output: serde_json::Value =
-        serde_json::from_str(last).unwrap_or_else(|e| panic!("{e}: {stdout}"));
     assert!(
         !output["raw"].as_str().unwrap_or_default().trim().is_empty(),
         "{output}"
@@ -176,45 +115,21 @@ fn a_crew_runs_on_the_embedded_model_when_no_provider_is_configured() {
     );
 
     // The same through --llm, which names the model for every agent.
-    let out = run(crewai(
-        &[
-            "run",
-            "--project",
-            &project_dir,
-            "--inputs",
-            "topic=the Moon",
-            "--llm",
-            "local/smollm2-135m",
-        ],
-        &models,
+    let out = succeeded(run_project(
+        project.path(),
+        "topic=the Moon",
+        &["--llm", "local/smollm2-135m"],
     ));
-    assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(text(&out.stderr).contains("model: local/smollm2-135m (from --llm"));
 }
 
 fn an_output_json_task_gets_schema_valid_json_from_the_embedded_model() {
-    let models = models_dir();
     let project = structured_task_project();
-    let project_dir = project.path().to_string_lossy().into_owned();
-    let out = run(crewai(
-        &[
-            "run",
-            "--project",
-            &project_dir,
-            "--inputs",
-            "city=Kyoto",
-            "--llm",
-            "local/smollm2-135m",
-            "--json",
-        ],
-        &models,
+    let output = last_json_line(&run_project(
+        project.path(),
+        "city=Kyoto",
+        &["--llm", "local/smollm2-135m", "--json"],
     ));
-    let stderr = text(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
-    let stdout = text(&out.stdout);
-    let last = stdout.lines().last().unwrap_or_default();
-    let output: serde_json::Value =
-        serde_json::from_str(last).unwrap_or_else(|e| panic!("{e}: {stdout}"));
     let itinerary = &output["json_dict"];
     assert!(itinerary.is_object(), "no json_dict: {output}");
     assert!(itinerary["city"].is_string(), "{itinerary}");
@@ -236,13 +151,9 @@ fn an_output_json_task_gets_schema_valid_json_from_the_embedded_model() {
 
 fn models_list_shows_the_folder_and_what_is_missing() {
     let empty = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    let out = run(crewai(&["models", "list"], empty.path()));
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = run_ok(crewai(&["models", "list"], empty.path()));
     let stdout = text(&out.stdout);
-    assert!(
-        stdout.contains(&empty.path().display().to_string()),
-        "{stdout}"
-    );
+    assert_contains(&stdout, &empty.path().display().to_string());
     assert!(
         stdout.contains("local/smollm2-135m") && stdout.contains("not downloaded"),
         "{stdout}"
@@ -253,11 +164,7 @@ fn pulling_an_unknown_model_is_a_usage_error() {
     let empty = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let out = run(crewai(&["models", "pull", "gpt-9000"], empty.path()));
     assert_eq!(out.status.code(), Some(2));
-    assert!(
-        text(&out.stderr).contains("smollm2-135m"),
-        "{}",
-        text(&out.stderr)
-    );
+    assert_contains(&text(&out.stderr), "smollm2-135m");
 }
 
 fn without_pip_the_pull_fails_with_an_explanation() {
@@ -272,5 +179,5 @@ fn without_pip_the_pull_fails_with_an_explanation() {
         stderr.contains("python3") && stderr.contains("pip"),
         "{stderr}"
     );
-    assert!(stderr.contains("OPENAI_API_KEY"), "{stderr}");
+    assert_contains(&stderr, "OPENAI_API_KEY");
 }

@@ -3,36 +3,14 @@
 //! `crewai replay` resumes, and OTLP export when `OTEL_EXPORTER_OTLP_ENDPOINT` is set.
 
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
 
 mod support;
 
 use crewai_testkit::scripted::{Reply, ScriptedServer};
-use serde_json::Value;
-
-fn crewai(args: &[&str], server: &ScriptedServer) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_crewai"));
-    command.env_clear().args(args).stdin(Stdio::null());
-    if let Some(path) = std::env::var_os("PATH") {
-        command.env("PATH", path);
-    }
-    command
-        .env("OPENAI_BASE_URL", server.base_url())
-        .env("OPENAI_API_KEY", "test");
-    command
-}
-
-fn run(mut command: Command) -> Output {
-    command.output().expect("the crewai binary runs")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
+use support::{crewai_at, last_json_line, run, run_ok, text};
 
 fn project(crew_yaml: &str) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    let files = [
+    support::project(&[
         (
             "config/agents.yaml",
             "researcher:\n  role: Researcher\n  goal: Research {topic}\n  backstory: Curious.\n  llm: openai/gpt-4o-mini\nwriter:\n  role: Writer\n  goal: Write\n  backstory: Clear.\n  llm: openai/gpt-4o-mini\n",
@@ -42,13 +20,7 @@ fn project(crew_yaml: &str) -> tempfile::TempDir {
             "research:\n  description: Research {topic}\n  expected_output: Notes\n  agent: researcher\nreport:\n  description: Write the report\n  expected_output: A report\n  agent: writer\n",
         ),
         ("config/crew.yaml", crew_yaml),
-    ];
-    for (name, body) in files {
-        let path = dir.path().join(name);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, body).unwrap();
-    }
-    dir
+    ])
 }
 
 fn trace_ids(dir: &Path) -> Vec<String> {
@@ -64,10 +36,9 @@ fn trace_ids(dir: &Path) -> Vec<String> {
     ids
 }
 
-#[test]
-fn run_json_reports_cost_and_every_kickoff_leaves_a_trace_to_view() {
-    let dir = project("inputs:\n  topic: Rust\n");
-    let root = dir.path().to_str().unwrap();
+/// A server with the project's two answers: 1000 + 200 tokens, then 3000 (1000 of them cached)
+/// + 400.
+fn research_and_report_server() -> ScriptedServer {
     let server = ScriptedServer::start_blocking();
     server.push(Reply::text("Rust notes").with_usage(1000, 200));
     server.push(
@@ -75,10 +46,19 @@ fn run_json_reports_cost_and_every_kickoff_leaves_a_trace_to_view() {
             .with_usage(3000, 400)
             .with_cached_tokens(1000),
     );
+    server
+}
 
-    let out = run(crewai(&["run", "--project", root, "--json"], &server));
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let output: Value = serde_json::from_str(text(&out.stdout).lines().last().unwrap()).unwrap();
+#[test]
+fn run_json_reports_cost_and_every_kickoff_leaves_a_trace_to_view() {
+    let dir = project("inputs:\n  topic: Rust\n");
+    let root = dir.path().to_str().unwrap();
+    let server = research_and_report_server();
+
+    let output = last_json_line(&run(crewai_at(
+        &["run", "--project", root, "--json"],
+        &server,
+    )));
     let usage = &output["token_usage"];
     assert_eq!(
         (
@@ -96,7 +76,7 @@ fn run_json_reports_cost_and_every_kickoff_leaves_a_trace_to_view() {
 
     let ids = trace_ids(dir.path());
     assert_eq!(ids.len(), 1, "one trace per kickoff");
-    let list = run(crewai(&["traces", "--project", root], &server));
+    let list = run(crewai_at(&["traces", "--project", root], &server));
     let listing = text(&list.stdout);
     assert!(
         list.status.success()
@@ -106,7 +86,7 @@ fn run_json_reports_cost_and_every_kickoff_leaves_a_trace_to_view() {
         "{listing}"
     );
 
-    let tree = run(crewai(
+    let tree = run(crewai_at(
         &["traces", &ids[0][..12], "--project", root],
         &server,
     ));
@@ -124,7 +104,7 @@ fn run_json_reports_cost_and_every_kickoff_leaves_a_trace_to_view() {
     }
 
     let page = dir.path().join("timeline.html");
-    let html = run(crewai(
+    run_ok(crewai_at(
         &[
             "traces",
             &ids[0],
@@ -135,7 +115,6 @@ fn run_json_reports_cost_and_every_kickoff_leaves_a_trace_to_view() {
         ],
         &server,
     ));
-    assert!(html.status.success(), "{}", text(&html.stderr));
     let page = std::fs::read_to_string(page).unwrap();
     assert!(page.starts_with("<!DOCTYPE html>") && page.contains("class=\"bar llm\""));
 }
@@ -149,7 +128,7 @@ fn a_budget_in_crew_yaml_stops_the_run_and_replay_resumes_it() {
     server.push(Reply::text("Rust notes").with_usage(1200, 100));
     server.push(Reply::text("The Rust report").with_usage(1500, 100));
 
-    let out = run(crewai(&["run", "--project", root], &server));
+    let out = run(crewai_at(&["run", "--project", root], &server));
     assert_eq!(out.status.code(), Some(1));
     let stderr = text(&out.stderr);
     assert!(
@@ -163,13 +142,10 @@ fn a_budget_in_crew_yaml_stops_the_run_and_replay_resumes_it() {
         "inputs:\n  topic: Rust\nmax_tokens: 100000\n",
     )
     .unwrap();
-    let resumed = run(crewai(
+    let output = last_json_line(&run(crewai_at(
         &["replay", "--project", root, "-t", "report", "--json"],
         &server,
-    ));
-    assert!(resumed.status.success(), "{}", text(&resumed.stderr));
-    let output: Value =
-        serde_json::from_str(text(&resumed.stdout).lines().last().unwrap()).unwrap();
+    )));
     assert_eq!(output["raw"], "The Rust report");
     assert_eq!(
         output["tasks_output"][0]["raw"], "Rust notes",
@@ -182,16 +158,9 @@ fn a_budget_in_crew_yaml_stops_the_run_and_replay_resumes_it() {
 fn verbose_prints_each_calls_tokens_and_cost_and_the_running_total() {
     let dir = project("inputs:\n  topic: Rust\n");
     let root = dir.path().to_str().unwrap();
-    let server = ScriptedServer::start_blocking();
-    server.push(Reply::text("Rust notes").with_usage(1000, 200));
-    server.push(
-        Reply::text("The Rust report")
-            .with_usage(3000, 400)
-            .with_cached_tokens(1000),
-    );
+    let server = research_and_report_server();
 
-    let out = run(crewai(&["run", "--project", root, "--verbose"], &server));
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = run_ok(crewai_at(&["run", "--project", root, "--verbose"], &server));
     let stderr = text(&out.stderr);
     // gpt-4o-mini: $0.15 / $0.075 cached / $0.60 per million tokens.
     for line in [
@@ -220,7 +189,7 @@ fn a_budget_in_flow_yaml_stops_the_flow_and_json_reports_its_usage() {
     let server = ScriptedServer::start_blocking();
     server.push(Reply::text("1. Ownership").with_usage(900, 100));
 
-    let out = run(crewai(&["flow", "kickoff", "--project", root], &server));
+    let out = run(crewai_at(&["flow", "kickoff", "--project", root], &server));
     assert_eq!(out.status.code(), Some(1));
     let stderr = text(&out.stderr);
     assert!(
@@ -237,12 +206,10 @@ fn a_budget_in_flow_yaml_stops_the_flow_and_json_reports_its_usage() {
     std::fs::write(dir.path().join("flow.yaml"), flow(100_000)).unwrap();
     server.push(Reply::text("1. Ownership").with_usage(900, 100));
     server.push(Reply::text("Notes on ownership.").with_usage(300, 40));
-    let out = run(crewai(
+    let output = last_json_line(&run(crewai_at(
         &["flow", "kickoff", "--project", root, "--json"],
         &server,
-    ));
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let output: Value = serde_json::from_str(text(&out.stdout).lines().last().unwrap()).unwrap();
+    )));
     assert_eq!(output["result"], "Notes on ownership.");
     assert_eq!(output["usage"]["total_tokens"], 1340);
     assert_eq!(output["usage"]["prompt_tokens"], 1200);
@@ -254,14 +221,13 @@ fn spans_go_to_the_collector_named_by_the_environment() {
     let root = dir.path().to_str().unwrap();
     let server = ScriptedServer::start_blocking();
     server.push_text("Rust notes").push_text("The Rust report");
-    let collector = support::Collector::start();
+    let collector = support::collector::Collector::start();
 
-    let mut command = crewai(&["run", "--project", root], &server);
+    let mut command = crewai_at(&["run", "--project", root], &server);
     command
         .env("OTEL_EXPORTER_OTLP_ENDPOINT", &collector.url)
         .env("OTEL_SERVICE_NAME", "cli-test");
-    let out = run(command);
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    run_ok(command);
 
     let seen = collector.paths_and_content_types();
     assert!(!seen.is_empty(), "no span reached the collector");

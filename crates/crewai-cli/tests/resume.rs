@@ -2,38 +2,17 @@
 //! scripted OpenAI-compatible server.
 
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+mod support;
 
 use crewai_testkit::scripted::{RecordedRequest, Reply, ScriptedServer};
 use serde_json::Value;
-
-/// The binary with a clean environment, pointed at `server`.
-fn crewai(args: &[&str], server: &ScriptedServer) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_crewai"));
-    command
-        .env_clear()
-        .args(args)
-        .stdin(Stdio::null())
-        .env("OPENAI_BASE_URL", server.base_url())
-        .env("OPENAI_API_KEY", "test");
-    if let Some(path) = std::env::var_os("PATH") {
-        command.env("PATH", path);
-    }
-    command
-}
-
-fn run(mut command: Command) -> Output {
-    command.output().expect("the crewai binary runs")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
+use support::{assert_contains, crewai_at, last_json_line, run, run_ok, text};
 
 fn project() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    let files = [
+    support::project(&[
         (
             "config/agents.yaml",
             "researcher:\n  role: Researcher\n  goal: Research {topic}\n  backstory: Curious.\n",
@@ -44,13 +23,7 @@ fn project() -> tempfile::TempDir {
              report:\n  description: Write the report on {topic}\n  expected_output: A report\n  agent: researcher\n",
         ),
         ("config/crew.yaml", "inputs: {topic: Rust}\n"),
-    ];
-    for (name, body) in files {
-        let path = dir.path().join(name);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, body).unwrap();
-    }
-    dir
+    ])
 }
 
 /// The id in the `resume with: crewai run --resume ID` hint.
@@ -61,14 +34,17 @@ fn resume_hint(stderr: &str) -> String {
     after.split_whitespace().next().unwrap().to_string()
 }
 
-fn last_json(output: &Output) -> Value {
-    let stdout = text(&output.stdout);
-    serde_json::from_str(stdout.lines().last().unwrap()).unwrap()
+/// `crewai run --resume <id>`, which must succeed: the final answer it prints.
+fn resume(project: &str, id: &str, server: &ScriptedServer) -> String {
+    let out = run_ok(crewai_at(
+        &["run", "--project", project, "--resume", id],
+        server,
+    ));
+    text(&out.stdout).trim().to_string()
 }
 
 fn runs(project: &str, server: &ScriptedServer) -> Vec<Value> {
-    let out = run(crewai(&["runs", "--project", project, "--json"], server));
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = run_ok(crewai_at(&["runs", "--project", project, "--json"], server));
     serde_json::from_slice::<Value>(&out.stdout)
         .unwrap()
         .as_array()
@@ -88,11 +64,11 @@ fn a_failed_run_resumes_and_forks_from_its_journal() {
     server.push_text("Rust notes");
     server.push(Reply::error(400, "the model refused"));
 
-    let failed = run(crewai(&["run", "--project", project], &server));
+    let failed = run(crewai_at(&["run", "--project", project], &server));
     assert_eq!(failed.status.code(), Some(1));
     let stderr = text(&failed.stderr);
     let id = resume_hint(&stderr);
-    assert!(stderr.contains(&format!("Run {id}")), "{stderr}");
+    assert_contains(&stderr, &format!("Run {id}"));
     let listed = runs(project, &server);
     assert_eq!(listed[0]["id"], id.as_str());
     assert_eq!(listed[0]["status"], "failed");
@@ -105,12 +81,11 @@ fn a_failed_run_resumes_and_forks_from_its_journal() {
     );
 
     server.push_text("The Rust report");
-    let resumed = run(crewai(
+    let resumed = run(crewai_at(
         &["run", "--project", project, "--resume", &id, "--json"],
         &server,
     ));
-    assert!(resumed.status.success(), "{}", text(&resumed.stderr));
-    let output = last_json(&resumed);
+    let output = last_json_line(&resumed);
     assert_eq!(output["run_id"], id.as_str());
     assert_eq!(output["tasks_output"][0]["raw"], "Rust notes");
     assert_eq!(output["raw"], "The Rust report");
@@ -123,16 +98,11 @@ fn a_failed_run_resumes_and_forks_from_its_journal() {
     );
 
     // A completed run resumes to its stored output without a call.
-    let again = run(crewai(
-        &["run", "--project", project, "--resume", &id],
-        &server,
-    ));
-    assert!(again.status.success(), "{}", text(&again.stderr));
-    assert_eq!(text(&again.stdout).trim(), "The Rust report");
+    assert_eq!(resume(project, &id, &server), "The Rust report");
     assert_eq!(server.request_count(), 3);
 
     server.push_text("A second report");
-    let forked = run(crewai(
+    let forked = run(crewai_at(
         &[
             "run",
             "--project",
@@ -145,8 +115,7 @@ fn a_failed_run_resumes_and_forks_from_its_journal() {
         ],
         &server,
     ));
-    assert!(forked.status.success(), "{}", text(&forked.stderr));
-    let output = last_json(&forked);
+    let output = last_json_line(&forked);
     let fork_id = output["run_id"].as_str().unwrap().to_string();
     assert_ne!(fork_id, id);
     assert_eq!(output["tasks_output"][0]["raw"], "Rust notes");
@@ -156,20 +125,20 @@ fn a_failed_run_resumes_and_forks_from_its_journal() {
     assert_eq!(listed[0]["parent"]["run_id"], id.as_str());
     assert_eq!(listed[1]["status"], "completed");
 
-    let human = run(crewai(&["runs", "--project", project], &server));
+    let human = run(crewai_at(&["runs", "--project", project], &server));
     let listing = text(&human.stdout);
     assert!(
         listing.contains(&fork_id) && listing.contains(&format!("forked from {id} at task 2")),
         "{listing}"
     );
 
-    let unknown = run(crewai(
+    let unknown = run(crewai_at(
         &["run", "--project", project, "--resume", "nope"],
         &server,
     ));
     assert_eq!(unknown.status.code(), Some(2));
     assert!(text(&unknown.stderr).contains("no run 'nope'"));
-    let no_task = run(crewai(
+    let no_task = run(crewai_at(
         &["run", "--project", project, "--fork", &id],
         &server,
     ));
@@ -195,7 +164,7 @@ fn ctrl_c_cancels_the_run_which_then_resumes() {
     server.push_text("Rust notes");
     server.push(Reply::text("too late").delayed(Duration::from_secs(60)));
 
-    let mut child = crewai(&["run", "--project", project], &server)
+    let mut child = crewai_at(&["run", "--project", project], &server)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -209,7 +178,7 @@ fn ctrl_c_cancels_the_run_which_then_resumes() {
     let running = runs(project, &server);
     assert_eq!(running[0]["status"], "running");
     let id = running[0]["id"].as_str().unwrap().to_string();
-    let refused = run(crewai(
+    let refused = run(crewai_at(
         &["run", "--project", project, "--resume", &id],
         &server,
     ));
@@ -223,7 +192,7 @@ fn ctrl_c_cancels_the_run_which_then_resumes() {
         "{refusal}"
     );
     assert_eq!(server.request_count(), 2);
-    let listing = text(&run(crewai(&["runs", "--project", project], &server)).stdout);
+    let listing = text(&run(crewai_at(&["runs", "--project", project], &server)).stdout);
     assert!(
         listing.contains(&format!("in process {}, last heartbeat", child.id())),
         "{listing}"
@@ -239,19 +208,14 @@ fn ctrl_c_cancels_the_run_which_then_resumes() {
     let out = child.wait_with_output().unwrap();
     let stderr = text(&out.stderr);
     assert_eq!(status.code(), Some(130), "{stderr}");
-    assert!(stderr.contains("cancelled"), "{stderr}");
+    assert_contains(&stderr, "cancelled");
     let id = resume_hint(&stderr);
     let listed = runs(project, &server);
     assert_eq!(listed[0]["status"], "cancelled");
     assert_eq!(listed[0]["tasks_finished"], 1);
 
     server.push_text("The Rust report");
-    let resumed = run(crewai(
-        &["run", "--project", project, "--resume", &id],
-        &server,
-    ));
-    assert!(resumed.status.success(), "{}", text(&resumed.stderr));
-    assert_eq!(text(&resumed.stdout).trim(), "The Rust report");
+    assert_eq!(resume(project, &id, &server), "The Rust report");
     assert_eq!(server.request_count(), 3);
     assert!(!asks_for(&server.requests()[2], "Research Rust thoroughly"));
 }
@@ -267,7 +231,7 @@ fn a_budget_stop_is_resumable() {
     .unwrap();
     let server = ScriptedServer::start_blocking();
     server.push(Reply::text("Rust notes").with_usage(1200, 80));
-    let stopped = run(crewai(&["run", "--project", project], &server));
+    let stopped = run(crewai_at(&["run", "--project", project], &server));
     let stderr = text(&stopped.stderr);
     assert_eq!(stopped.status.code(), Some(1), "{stderr}");
     let id = resume_hint(&stderr);
@@ -276,13 +240,13 @@ fn a_budget_stop_is_resumable() {
     assert!(Path::new(project).join(".crewai/crewai.db").is_file());
 
     // The budget is the run's: with the 1280 tokens spent, the same limit stops it again.
-    let again = run(crewai(
+    let again = run(crewai_at(
         &["run", "--project", project, "--resume", &id],
         &server,
     ));
     let stderr = text(&again.stderr);
     assert_eq!(again.status.code(), Some(1), "{stderr}");
-    assert!(stderr.contains("1280 tokens used"), "{stderr}");
+    assert_contains(&stderr, "1280 tokens used");
     assert_eq!(server.request_count(), 1);
 
     // With the limit raised, the resume finishes the report.
@@ -292,12 +256,7 @@ fn a_budget_stop_is_resumable() {
     )
     .unwrap();
     server.push(Reply::text("The Rust report").with_usage(300, 20));
-    let resumed = run(crewai(
-        &["run", "--project", project, "--resume", &id],
-        &server,
-    ));
-    assert!(resumed.status.success(), "{}", text(&resumed.stderr));
-    assert_eq!(text(&resumed.stdout).trim(), "The Rust report");
+    assert_eq!(resume(project, &id, &server), "The Rust report");
     let listed = runs(project, &server);
     assert_eq!(listed[0]["status"], "completed");
     assert_eq!(listed[0]["token_usage"]["total_tokens"], 1280 + 320);

@@ -5,34 +5,33 @@
 //! body that echoes the key) and then everything written is searched for the key.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
 mod support;
 
 use crewai_testkit::scripted::{Reply, ScriptedServer};
 use serde_json::json;
+use support::{crewai_at, run, succeeded};
 
 fn write_project(dir: &Path) {
-    let files = [
-        (
-            "config/agents.yaml",
-            "reader:\n  role: Reader\n  goal: Summarise {topic} notes\n  backstory: Careful.\n  llm: openai/gpt-4o-mini\n  tools: [file_read]\n  max_iter: 3\n",
-        ),
-        (
-            "config/tasks.yaml",
-            "summary:\n  description: Read the notes on {topic} and summarise them\n  expected_output: A summary\n  agent: reader\n  output_file: output/summary.md\n",
-        ),
-        (
-            "config/crew.yaml",
-            "inputs:\n  topic: Rust\noutput_log_file: logs/run.txt\n",
-        ),
-        ("notes.txt", "Rust has no garbage collector.\n"),
-    ];
-    for (name, body) in files {
-        let path = dir.join(name);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, body).unwrap();
-    }
+    support::write(
+        dir,
+        &[
+            (
+                "config/agents.yaml",
+                "reader:\n  role: Reader\n  goal: Summarise {topic} notes\n  backstory: Careful.\n  llm: openai/gpt-4o-mini\n  tools: [file_read]\n  max_iter: 3\n",
+            ),
+            (
+                "config/tasks.yaml",
+                "summary:\n  description: Read the notes on {topic} and summarise them\n  expected_output: A summary\n  agent: reader\n  output_file: output/summary.md\n",
+            ),
+            (
+                "config/crew.yaml",
+                "inputs:\n  topic: Rust\noutput_log_file: logs/run.txt\n",
+            ),
+            ("notes.txt", "Rust has no garbage collector.\n"),
+        ],
+    );
 }
 
 /// `crewai run --verbose` on the project, with only the environment a user would set.
@@ -43,21 +42,17 @@ fn run_crew(
     server: &ScriptedServer,
     collector: &str,
 ) -> Output {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_crewai"));
+    let mut command = crewai_at(
+        &["run", "--project", project.to_str().unwrap(), "--verbose"],
+        server,
+    );
     command
-        .env_clear()
-        .args(["run", "--project", project.to_str().unwrap(), "--verbose"])
         .current_dir(project)
-        .stdin(Stdio::null())
         .env("HOME", home)
-        .env("OPENAI_BASE_URL", server.base_url())
         .env("OPENAI_API_KEY", key)
         .env("OTEL_EXPORTER_OTLP_ENDPOINT", collector)
         .env("OTEL_SERVICE_NAME", "secrets-test");
-    if let Some(path) = std::env::var_os("PATH") {
-        command.env("PATH", path);
-    }
-    command.output().expect("the crewai binary runs")
+    run(command)
 }
 
 fn files_under(dir: &Path) -> Vec<PathBuf> {
@@ -99,7 +94,7 @@ fn the_api_key_reaches_the_provider_and_nothing_else() {
     let home = tempfile::tempdir().unwrap();
     write_project(project.path());
     let server = ScriptedServer::start_blocking();
-    let collector = support::Collector::start();
+    let collector = support::collector::Collector::start();
     let mut places: Vec<(String, Vec<u8>)> = Vec::new();
     let mut keep_output = |run: &str, output: &Output| {
         places.push((format!("{run} stdout"), output.stdout.clone()));
@@ -112,12 +107,13 @@ fn the_api_key_reaches_the_provider_and_nothing_else() {
         json!({"file_path": "notes.txt"}),
     ));
     server.push(Reply::text("Rust manages memory without a collector."));
-    let good = run_crew(project.path(), home.path(), &key, &server, &collector.url);
-    assert!(
-        good.status.success(),
-        "{}",
-        String::from_utf8_lossy(&good.stderr)
-    );
+    let good = succeeded(run_crew(
+        project.path(),
+        home.path(),
+        &key,
+        &server,
+        &collector.url,
+    ));
     keep_output("good run", &good);
 
     // 2. The tool fails (no such file); the model answers anyway.
@@ -126,12 +122,13 @@ fn the_api_key_reaches_the_provider_and_nothing_else() {
         json!({"file_path": "missing.txt"}),
     ));
     server.push(Reply::text("The notes are missing."));
-    let tool_failed = run_crew(project.path(), home.path(), &key, &server, &collector.url);
-    assert!(
-        tool_failed.status.success(),
-        "{}",
-        String::from_utf8_lossy(&tool_failed.stderr)
-    );
+    let tool_failed = succeeded(run_crew(
+        project.path(),
+        home.path(),
+        &key,
+        &server,
+        &collector.url,
+    ));
     // The tool's result is the request's `tool` message (a user turn may follow it).
     let tool_result = server.requests()[3]
         .messages()

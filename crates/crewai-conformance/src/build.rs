@@ -19,7 +19,7 @@ use crewai_core::output::TaskOutput;
 use crewai_core::store::{InMemoryTaskOutputStore, StoredTaskOutput, TaskOutputStore};
 use crewai_llm::{
     BuildOptions as LlmBuildOptions, DEFAULT_MODEL, Llm, LlmConfig, LlmError, LlmRequest, Message,
-    OpenAiApi, ProviderRegistry, ResponseFormat, StreamEvent, build_llm_with,
+    OpenAiApi, ProviderRegistry, ResponseFormat, StreamEvent, build_llm_with, error_chain,
 };
 use crewai_project::{
     BuildOptions, Project, ProjectError, ProjectValues, RateLimitOwner, SourceFile, ToolRef,
@@ -36,8 +36,8 @@ use crate::outcome::{Output, RateLimitScope, ToolInfo};
 use crate::returned::{LlmReply, Returned, consume};
 use crate::runner::RunEnv;
 
-/// Why a case could not be run to a result.
-#[derive(Debug, Clone, thiserror::Error)]
+/// Why a case could not be run to a result (render it with `crewai_llm::error_chain`).
+#[derive(Debug, thiserror::Error)]
 pub enum RunError {
     /// The case needs something the engine does not have yet.
     #[error("unsupported: {0}")]
@@ -46,6 +46,16 @@ pub enum RunError {
     #[error("invalid case: {0}")]
     Invalid(String),
     /// Building failed in the engine (a builder rejected the configuration).
+    #[error(transparent)]
+    Build(ProjectError),
+    /// The case's model client could not be made.
+    #[error("building LLM `{model}`")]
+    Llm {
+        model: String,
+        #[source]
+        source: LlmError,
+    },
+    /// Something else stopped the run (the engine's task panicked, a store refused a row).
     #[error("{0}")]
     Failed(String),
     #[error("timed out after {} s (the run's overall deadline)", .0.as_secs())]
@@ -57,7 +67,7 @@ impl From<ProjectError> for RunError {
         match error {
             // The spec values break a rule of CrewAI's (each problem with its field).
             ProjectError::Invalid(_) => RunError::Invalid(error.to_string()),
-            other => RunError::Failed(other.to_string()),
+            other => RunError::Build(other),
         }
     }
 }
@@ -154,8 +164,10 @@ pub fn build_case_llm(
     env: &RunEnv,
 ) -> Result<(LlmConfig, Arc<dyn Llm>), RunError> {
     let config = llm_config(case, fields, env)?;
-    let llm = build_isolated(&config)
-        .map_err(|e| RunError::Failed(format!("building LLM `{}`: {e}", config.model)))?;
+    let llm = build_isolated(&config).map_err(|source| RunError::Llm {
+        model: config.model.clone(),
+        source,
+    })?;
     Ok((config, llm))
 }
 
@@ -517,7 +529,7 @@ async fn run_llm(case: &Case, env: &RunEnv, world: &World<'_>) -> Result<Executi
                         Ok(StreamEvent::Done(response)) => done = Some(response),
                         Ok(_) => {}
                         Err(e) => {
-                            failure = Some(e.to_string());
+                            failure = Some(error_chain(&e));
                             break;
                         }
                     }
@@ -528,13 +540,13 @@ async fn run_llm(case: &Case, env: &RunEnv, world: &World<'_>) -> Result<Executi
                     (None, None) => Err("the stream ended without a final response".to_string()),
                 }
             }
-            Err(e) => Err(e.to_string()),
+            Err(e) => Err(error_chain(&e)),
         }
     } else {
         llm.call(request)
             .await
             .map(|r| (r, None))
-            .map_err(|e| e.to_string())
+            .map_err(|e| error_chain(&e))
     };
     Ok(Execution::of(result.map(|(response, text_deltas)| {
         vec![
@@ -565,7 +577,7 @@ async fn run_agent(case: &Case, world: &World<'_>) -> Result<Execution, RunError
     };
     Ok(Execution::of(
         result
-            .map_err(|e| e.to_string())
+            .map_err(|e| error_chain(&e))
             .map(|out| vec![out.to_output()]),
     ))
 }
@@ -610,9 +622,9 @@ async fn run_tasks(case: &Case, world: &World<'_>) -> Result<Execution, RunError
             // Task::execute_with.
             task.execute_with(Some(agent), spec.context_text.as_deref(), tools)
                 .await
-                .map_err(|e| e.to_string())
+                .map_err(|e| error_chain(&e))
         } else {
-            task.execute(Some(agent)).await.map_err(|e| e.to_string())
+            task.execute(Some(agent)).await.map_err(|e| error_chain(&e))
         };
         match result {
             Ok(output) => outputs.push(output),
@@ -661,7 +673,7 @@ async fn run_crew(case: &Case, world: &World<'_>) -> Result<Execution, RunError>
                 Ok(streamed) => outputs.push(streamed.to_output()),
                 Err(e) => {
                     return Ok(Execution {
-                        outputs: Err(e.to_string()),
+                        outputs: Err(error_chain(&e)),
                         manager_tools: manager_tools(&crew),
                     });
                 }
@@ -672,7 +684,7 @@ async fn run_crew(case: &Case, world: &World<'_>) -> Result<Execution, RunError>
             Ok(all) => outputs.extend(all.iter().map(Returned::to_output)),
             Err(e) => {
                 return Ok(Execution {
-                    outputs: Err(e.to_string()),
+                    outputs: Err(error_chain(&e)),
                     manager_tools: manager_tools(&crew),
                 });
             }
@@ -683,7 +695,7 @@ async fn run_crew(case: &Case, world: &World<'_>) -> Result<Execution, RunError>
             Ok(out) => outputs.push(out.to_output()),
             Err(e) => {
                 return Ok(Execution {
-                    outputs: Err(e.to_string()),
+                    outputs: Err(error_chain(&e)),
                     manager_tools: manager_tools(&crew),
                 });
             }
@@ -732,13 +744,13 @@ async fn run_replay(case: &Case, world: &World<'_>) -> Result<Execution, RunErro
                 timestamp: Default::default(),
             })
             .await
-            .map_err(|e| RunError::Failed(e.to_string()))?;
+            .map_err(|e| RunError::Failed(error_chain(&e)))?;
     }
     let result = crew.replay(&replay.task, None).await;
     Ok(Execution {
         outputs: result
             .map(|out| vec![out.to_output()])
-            .map_err(|e| e.to_string()),
+            .map_err(|e| error_chain(&e)),
         manager_tools: manager_tools(&crew),
     })
 }

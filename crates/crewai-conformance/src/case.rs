@@ -11,13 +11,21 @@ use serde::de::{self, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
 
-/// Why a case could not be loaded.
+/// Why a case could not be loaded (render it with `crewai_llm::error_chain` for its cause).
 #[derive(Debug, thiserror::Error)]
 pub enum CaseError {
-    #[error("cannot read {path}: {source}")]
+    #[error("cannot read {path}")]
     Read {
         path: PathBuf,
+        #[source]
         source: std::io::Error,
+    },
+    /// The YAML does not fit the case format (an unknown key, a wrong type), with its line.
+    #[error("{path} is not a valid case")]
+    Parse {
+        path: PathBuf,
+        #[source]
+        source: yaml_serde::Error,
     },
     #[error("{path}: {message}")]
     Invalid { path: PathBuf, message: String },
@@ -123,18 +131,14 @@ pub enum Provider {
 #[serde(deny_unknown_fields)]
 pub struct Case {
     pub name: String,
-    #[serde(default)]
     pub source: Option<String>,
-    #[serde(default)]
     pub summary: Option<String>,
-    #[serde(default)]
     pub difficulty: Option<String>,
     #[serde(default)]
     pub mode: Mode,
     #[serde(default)]
     pub provider: Provider,
     /// LLM fields (CrewAI names) of the default LLM.
-    #[serde(default)]
     pub llm: Option<Map<String, Value>>,
     #[serde(default)]
     pub tools: Ordered<ToolSpec>,
@@ -142,26 +146,18 @@ pub struct Case {
     pub agents: Ordered<AgentSpec>,
     #[serde(default)]
     pub tasks: Vec<TaskSpec>,
-    #[serde(default)]
     pub crew: Option<CrewSpec>,
-    #[serde(default)]
     pub message: Option<MessageSpec>,
-    #[serde(default)]
     pub inputs: Option<Map<String, Value>>,
-    #[serde(default)]
     pub inputs_for_each: Option<Vec<Map<String, Value>>>,
     #[serde(default)]
     pub hooks: HooksSpec,
-    #[serde(default)]
     pub flow: Option<FlowSpec>,
-    #[serde(default)]
     pub replay: Option<ReplaySpec>,
     /// Mode agent: JSON schema of Agent.kickoff's response_format.
-    #[serde(default)]
     pub response_format: Option<Value>,
     #[serde(default)]
     pub expect: Expect,
-    #[serde(default)]
     pub notes: Option<String>,
 }
 
@@ -172,20 +168,15 @@ pub struct ToolSpec {
     #[serde(default)]
     pub description: String,
     /// Argument name -> JSON type, in order.
-    #[serde(default)]
     pub args: Option<Ordered<String>>,
     /// A full JSON schema (instead of `args`).
-    #[serde(default)]
     pub schema: Option<Value>,
     pub behaviour: Behaviour,
     #[serde(default)]
     pub result_as_answer: bool,
-    #[serde(default)]
     pub max_usage_count: Option<u32>,
     /// BaseTool's `cache` flag (absent: CrewAI's default, cached).
-    #[serde(default)]
     pub cache: Option<bool>,
-    #[serde(default)]
     pub cache_function: Option<CacheFunction>,
 }
 
@@ -245,44 +236,26 @@ pub struct AgentSpec {
     pub goal: String,
     #[serde(default)]
     pub backstory: String,
-    #[serde(default)]
     pub llm: Option<Map<String, Value>>,
-    #[serde(default)]
     pub function_calling_llm: Option<Map<String, Value>>,
     #[serde(default)]
     pub tools: Vec<String>,
-    #[serde(default)]
     pub allow_delegation: Option<bool>,
-    #[serde(default)]
     pub max_iter: Option<u32>,
-    #[serde(default)]
     pub max_rpm: Option<u32>,
     /// Seconds.
-    #[serde(default)]
     pub max_execution_time: Option<f64>,
-    #[serde(default)]
     pub max_retry_limit: Option<u32>,
-    #[serde(default)]
     pub verbose: Option<bool>,
-    #[serde(default)]
     pub cache: Option<bool>,
-    #[serde(default)]
     pub use_system_prompt: Option<bool>,
-    #[serde(default)]
     pub respect_context_window: Option<bool>,
-    #[serde(default)]
     pub inject_date: Option<bool>,
-    #[serde(default)]
     pub date_format: Option<String>,
-    #[serde(default)]
     pub system_template: Option<String>,
-    #[serde(default)]
     pub prompt_template: Option<String>,
-    #[serde(default)]
     pub response_template: Option<String>,
-    #[serde(default)]
     pub guardrail: Option<GuardrailSpec>,
-    #[serde(default)]
     pub guardrail_max_retries: Option<u32>,
 }
 
@@ -294,37 +267,26 @@ pub struct TaskSpec {
     pub description: String,
     #[serde(default)]
     pub expected_output: String,
-    #[serde(default)]
     pub agent: Option<String>,
     /// Names of earlier tasks; `[]` means no context at all.
-    #[serde(default)]
     pub context: Option<Vec<String>>,
     /// Mode task: the `context` string passed to agent.execute_task.
-    #[serde(default)]
     pub context_text: Option<String>,
-    #[serde(default)]
     pub tools: Option<Vec<String>>,
     #[serde(default)]
     pub async_execution: bool,
-    #[serde(default)]
     pub output_json: Option<Value>,
-    #[serde(default)]
     pub output_pydantic: Option<Value>,
-    #[serde(default)]
     pub output_file: Option<String>,
-    #[serde(default)]
     pub create_directory: Option<bool>,
     #[serde(default)]
     pub markdown: bool,
     #[serde(default)]
     pub human_input: bool,
-    #[serde(default)]
     pub guardrail: Option<GuardrailSpec>,
     #[serde(default)]
     pub guardrails: Vec<GuardrailSpec>,
-    #[serde(default)]
     pub guardrail_max_retries: Option<u32>,
-    #[serde(default)]
     pub condition: Option<ConditionSpec>,
 }
 
@@ -390,32 +352,19 @@ pub enum ConditionSpec {
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct CrewSpec {
-    #[serde(default)]
     pub name: Option<String>,
-    #[serde(default)]
     pub process: Option<ProcessSpec>,
-    #[serde(default)]
     pub manager_llm: Option<Map<String, Value>>,
-    #[serde(default)]
     pub manager_agent: Option<String>,
-    #[serde(default)]
     pub function_calling_llm: Option<Map<String, Value>>,
-    #[serde(default)]
     pub cache: Option<bool>,
-    #[serde(default)]
     pub max_rpm: Option<u32>,
-    #[serde(default)]
     pub memory: Option<bool>,
-    #[serde(default)]
     pub planning: Option<bool>,
-    #[serde(default)]
     pub stream: Option<bool>,
-    #[serde(default)]
     pub verbose: Option<bool>,
     /// Flow crews: the agents (names) and tasks (names) of this crew.
-    #[serde(default)]
     pub agents: Option<Vec<String>>,
-    #[serde(default)]
     pub tasks: Option<Vec<String>>,
 }
 
@@ -467,13 +416,9 @@ impl fmt::Display for HookPoint {
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HooksSpec {
-    #[serde(default)]
     pub before_tool_call: Option<HookSpec>,
-    #[serde(default)]
     pub after_tool_call: Option<HookSpec>,
-    #[serde(default)]
     pub before_llm_call: Option<HookSpec>,
-    #[serde(default)]
     pub after_llm_call: Option<HookSpec>,
 }
 
@@ -510,15 +455,11 @@ pub struct FlowMethod {
     pub name: String,
     #[serde(default)]
     pub start: bool,
-    #[serde(default)]
     pub listen: Option<String>,
     #[serde(default, rename = "async")]
     pub is_async: bool,
-    #[serde(default)]
     pub agent: Option<String>,
-    #[serde(default)]
     pub message: Option<MessageSpec>,
-    #[serde(default)]
     pub crew: Option<CrewSpec>,
 }
 
@@ -544,28 +485,21 @@ pub struct StoredRow {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Expect {
-    #[serde(default)]
     pub raw: Option<String>,
     #[serde(default)]
     pub raw_contains: Vec<String>,
     #[serde(default)]
     pub raw_matches: Vec<String>,
-    #[serde(default)]
     pub json: Option<Value>,
     /// Absent: not checked; `null`: the final task has no JSON output.
     #[serde(default, deserialize_with = "present")]
     pub json_text: Option<Option<String>>,
-    #[serde(default)]
     pub pydantic: Option<Value>,
-    #[serde(default)]
     pub tasks_output: Option<TasksOutputExpect>,
-    #[serde(default)]
     pub usage: Option<UsageExpect>,
-    #[serde(default)]
     pub requests: Option<usize>,
     #[serde(default)]
     pub tool_calls: BTreeMap<String, usize>,
-    #[serde(default)]
     pub error: Option<String>,
     #[serde(default)]
     pub allow_unmatched: bool,
@@ -575,13 +509,10 @@ pub struct Expect {
     pub event_counts: BTreeMap<String, usize>,
     #[serde(default)]
     pub hooks: BTreeMap<HookPoint, Vec<HookCallExpect>>,
-    #[serde(default)]
     pub manager_tools: Option<Vec<ManagerToolExpect>>,
     #[serde(default)]
     pub files: BTreeMap<String, FileExpect>,
-    #[serde(default)]
     pub result_type: Option<ResultType>,
-    #[serde(default)]
     pub stream: Option<StreamExpect>,
 }
 
@@ -602,24 +533,18 @@ pub enum TasksOutputExpect {
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TaskOutputExpect {
-    #[serde(default)]
     pub raw: Option<String>,
     #[serde(default)]
     pub raw_contains: Vec<String>,
-    #[serde(default)]
     pub agent: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct UsageExpect {
-    #[serde(default)]
     pub total_tokens: Option<u64>,
-    #[serde(default)]
     pub prompt_tokens: Option<u64>,
-    #[serde(default)]
     pub completion_tokens: Option<u64>,
-    #[serde(default)]
     pub successful_requests: Option<u64>,
 }
 
@@ -668,45 +593,31 @@ impl<'de> Deserialize<'de> for EventExpect {
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HookCallExpect {
-    #[serde(default)]
     pub tool_name: Option<String>,
     #[serde(default)]
     pub tool_input_keys: Vec<String>,
-    #[serde(default)]
     pub tool_result_contains: Option<String>,
-    #[serde(default)]
     pub agent_role: Option<String>,
-    #[serde(default)]
     pub has_agent: Option<bool>,
-    #[serde(default)]
     pub has_task: Option<bool>,
-    #[serde(default)]
     pub has_crew: Option<bool>,
-    #[serde(default)]
     pub has_llm: Option<bool>,
-    #[serde(default)]
     pub min_messages: Option<usize>,
-    #[serde(default)]
     pub has_response: Option<bool>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ManagerToolExpect {
-    #[serde(default)]
     pub name: Option<String>,
-    #[serde(default)]
     pub description_contains: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FileExpect {
-    #[serde(default)]
     pub exists: Option<bool>,
-    #[serde(default)]
     pub text: Option<String>,
-    #[serde(default)]
     pub json: Option<Value>,
 }
 
@@ -747,9 +658,9 @@ pub struct CaseDir {
 impl Case {
     /// Parses case YAML; `origin` names the file in errors.
     pub fn parse(text: &str, origin: &Path) -> Result<Case, CaseError> {
-        let case: Case = yaml_serde::from_str(text).map_err(|e| CaseError::Invalid {
+        let case: Case = yaml_serde::from_str(text).map_err(|source| CaseError::Parse {
             path: origin.to_path_buf(),
-            message: e.to_string(),
+            source,
         })?;
         case.validate().map_err(|message| CaseError::Invalid {
             path: origin.to_path_buf(),
@@ -760,26 +671,8 @@ impl Case {
 
     /// Cross-references: every named agent, tool, task and method exists.
     fn validate(&self) -> Result<(), String> {
-        let tool = |name: &String, whose: &str| {
-            if self.tools.get(name).is_none() {
-                Err(format!(
-                    "{whose} names tool `{name}`, which is not under `tools:` (known: {:?})",
-                    self.tools.keys().collect::<Vec<_>>()
-                ))
-            } else {
-                Ok(())
-            }
-        };
-        let agent = |name: &String, whose: &str| {
-            if self.agents.get(name).is_none() {
-                Err(format!(
-                    "{whose} names agent `{name}`, which is not under `agents:` (known: {:?})",
-                    self.agents.keys().collect::<Vec<_>>()
-                ))
-            } else {
-                Ok(())
-            }
-        };
+        let tool = |name: &String, whose: &str| known(&self.tools, "tool", name, whose);
+        let agent = |name: &String, whose: &str| known(&self.agents, "agent", name, whose);
         for (name, spec) in self.agents.iter() {
             for t in &spec.tools {
                 tool(t, &format!("agent `{name}`"))?;
@@ -869,6 +762,17 @@ impl CaseDir {
             cassette,
         })
     }
+}
+
+/// Whether the `kind` named `name` by `whose` is under `<kind>s:`, saying which are if not.
+fn known<V>(entries: &Ordered<V>, kind: &str, name: &str, whose: &str) -> Result<(), String> {
+    if entries.get(name).is_some() {
+        return Ok(());
+    }
+    Err(format!(
+        "{whose} names {kind} `{name}`, which is not under `{kind}s:` (known: {:?})",
+        entries.keys().collect::<Vec<_>>()
+    ))
 }
 
 /// The case folders under `root` (folders holding a `case.yaml`), sorted by name.
@@ -964,14 +868,12 @@ expect:
 
     #[test]
     fn rejects_unknown_keys_with_location() {
-        let error = parse("name: x\nexpect:\n  raww: y\n")
-            .unwrap_err()
-            .to_string();
+        let error = crewai_llm::error_chain(&parse("name: x\nexpect:\n  raww: y\n").unwrap_err());
         assert!(error.contains("unknown field `raww`"), "{error}");
         assert!(error.contains("line 3"), "{error}");
-        let error = parse("name: x\ntools:\n  t: {behaviour: {kind: explode}}\n")
-            .unwrap_err()
-            .to_string();
+        let error = crewai_llm::error_chain(
+            &parse("name: x\ntools:\n  t: {behaviour: {kind: explode}}\n").unwrap_err(),
+        );
         assert!(error.contains("explode"), "{error}");
     }
 

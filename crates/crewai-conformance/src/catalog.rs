@@ -501,6 +501,15 @@ fn misplaced(point: HookPoint, spec: &HookSpec) -> String {
     )
 }
 
+/// Whether the hook at `point` is asked for, where `record` is all it may do.
+fn recording(point: HookPoint, spec: &Option<HookSpec>) -> Result<bool, String> {
+    match spec {
+        None => Ok(false),
+        Some(HookSpec::Record) => Ok(true),
+        Some(other) => Err(misplaced(point, other)),
+    }
+}
+
 /// The case's hooks as a [`Hooks`] set; each records its calls in `log`.
 pub fn build_hooks(spec: &HooksSpec, log: &HookLog) -> Result<Hooks, String> {
     let mut hooks = Hooks::new();
@@ -520,20 +529,14 @@ pub fn build_hooks(spec: &HooksSpec, log: &HookLog) -> Result<Hooks, String> {
             }
         });
     }
-    if let Some(kind) = &spec.after_tool_call {
-        if *kind != HookSpec::Record {
-            return Err(misplaced(HookPoint::AfterToolCall, kind));
-        }
+    if recording(HookPoint::AfterToolCall, &spec.after_tool_call)? {
         let log = log.clone();
         hooks = hooks.after_tool_call(move |ctx| {
             log.push(HookPoint::AfterToolCall, tool_call(ctx));
             None
         });
     }
-    if let Some(kind) = &spec.before_llm_call {
-        if *kind != HookSpec::Record {
-            return Err(misplaced(HookPoint::BeforeLlmCall, kind));
-        }
+    if recording(HookPoint::BeforeLlmCall, &spec.before_llm_call)? {
         let log = log.clone();
         hooks = hooks.before_llm_call(move |ctx| {
             log.push(HookPoint::BeforeLlmCall, llm_call(ctx));
@@ -717,12 +720,17 @@ mod tests {
         );
     }
 
+    /// The catalog tool `name` of the YAML spec `yaml`, counting its runs in `runs`.
+    fn test_tool(name: &str, yaml: &str, runs: &ToolRuns) -> ToolHandle {
+        build_tool(name, &spec(yaml), runs)
+    }
+
     #[tokio::test]
     async fn behaviours() {
         let runs = ToolRuns::default();
-        let multiply = build_tool(
+        let multiply = test_tool(
             "m",
-            &spec("args: {a: integer, b: integer}\nbehaviour: {kind: multiply}\n"),
+            "args: {a: integer, b: integer}\nbehaviour: {kind: multiply}\n",
             &runs,
         );
         assert_eq!(run(&multiply, json!({"a": 7, "b": 6})).await.unwrap(), "42");
@@ -730,15 +738,15 @@ mod tests {
             run(&multiply, json!({"a": 1.5, "b": 2})).await.unwrap(),
             "3.0"
         );
-        let add = build_tool(
+        let add = test_tool(
             "a",
-            &spec("args: {a: number, b: number}\nbehaviour: {kind: add}\n"),
+            "args: {a: number, b: number}\nbehaviour: {kind: add}\n",
             &runs,
         );
         assert_eq!(run(&add, json!({"a": 2, "b": 3})).await.unwrap(), "5");
-        let divide = build_tool(
+        let divide = test_tool(
             "d",
-            &spec("args: {a: number, b: number}\nbehaviour: {kind: divide}\n"),
+            "args: {a: number, b: number}\nbehaviour: {kind: divide}\n",
             &runs,
         );
         assert_eq!(
@@ -746,48 +754,34 @@ mod tests {
             "25.0"
         );
         assert!(run(&divide, json!({"a": 1, "b": 0})).await.is_err());
-        let echo = build_tool(
-            "e",
-            &spec("args: {x: string}\nbehaviour: {kind: echo}\n"),
-            &runs,
-        );
+        let echo = test_tool("e", "args: {x: string}\nbehaviour: {kind: echo}\n", &runs);
         assert_eq!(
             run(&echo, json!({"x": "y"})).await.unwrap(),
             r#"{"x": "y"}"#
         );
-        let fail = build_tool(
-            "f",
-            &spec("behaviour: {kind: fail, message: nope}\n"),
-            &runs,
-        );
+        let fail = test_tool("f", "behaviour: {kind: fail, message: nope}\n", &runs);
         assert_eq!(run(&fail, json!({})).await.unwrap_err().to_string(), "nope");
-        let sequence = build_tool(
-            "s",
-            &spec("behaviour: {kind: sequence, values: [a, 2]}\n"),
-            &runs,
-        );
+        let sequence = test_tool("s", "behaviour: {kind: sequence, values: [a, 2]}\n", &runs);
         let mut seen = Vec::new();
         for _ in 0..3 {
             seen.push(run(&sequence, json!({})).await.unwrap());
         }
         assert_eq!(seen, ["a", "2", "2"]);
-        let counter = build_tool("c", &spec("behaviour: {kind: counter}\n"), &runs);
+        let counter = test_tool("c", "behaviour: {kind: counter}\n", &runs);
         run(&counter, json!({})).await.unwrap();
         assert_eq!(run(&counter, json!({})).await.unwrap(), "2");
-        let format = build_tool(
+        let format = test_tool(
             "fmt",
-            &spec("args: {q: string}\nbehaviour: {kind: format, template: 'R: {q} {missing}'}\n"),
+            "args: {q: string}\nbehaviour: {kind: format, template: 'R: {q} {missing}'}\n",
             &runs,
         );
         assert_eq!(
             run(&format, json!({"q": "x"})).await.unwrap(),
             "R: x {missing}"
         );
-        let lookup = build_tool(
+        let lookup = test_tool(
             "l",
-            &spec(
-                "args: {query: string}\nbehaviour: {kind: lookup, arg: query, cases: [{contains: [tokyo], value: T}], default: 'none for {query}'}\n",
-            ),
+            "args: {query: string}\nbehaviour: {kind: lookup, arg: query, cases: [{contains: [tokyo], value: T}], default: 'none for {query}'}\n",
             &runs,
         );
         assert_eq!(
@@ -798,9 +792,9 @@ mod tests {
             run(&lookup, json!({"query": "Paris"})).await.unwrap(),
             "none for Paris"
         );
-        let sleep = build_tool(
+        let sleep = test_tool(
             "z",
-            &spec("behaviour: {kind: sleep, seconds: 0.01, value: ok}\n"),
+            "behaviour: {kind: sleep, seconds: 0.01, value: ok}\n",
             &runs,
         );
         assert_eq!(run(&sleep, json!({})).await.unwrap(), "ok");
@@ -814,9 +808,9 @@ mod tests {
     #[tokio::test]
     async fn sleep_is_cancellable() {
         let runs = ToolRuns::default();
-        let sleep = build_tool(
+        let sleep = test_tool(
             "z",
-            &spec("behaviour: {kind: sleep, seconds: 30, value: ok}\n"),
+            "behaviour: {kind: sleep, seconds: 30, value: ok}\n",
             &runs,
         );
         let ctx = ToolContext::default();
@@ -830,22 +824,16 @@ mod tests {
     #[test]
     fn options_and_cache_functions() {
         let runs = ToolRuns::default();
-        let handle = build_tool(
+        let handle = test_tool(
             "m",
-            &spec(
-                "behaviour: {kind: multiply}\nresult_as_answer: true\nmax_usage_count: 2\ncache_function: {kind: even_result}\n",
-            ),
+            "behaviour: {kind: multiply}\nresult_as_answer: true\nmax_usage_count: 2\ncache_function: {kind: even_result}\n",
             &runs,
         );
         assert!(handle.result_as_answer());
         assert_eq!(handle.max_usage_count(), Some(2));
         assert!(handle.should_cache(&json!({}), &ToolOutput::Text("12".into())));
         assert!(!handle.should_cache(&json!({}), &ToolOutput::Text("3".into())));
-        let uncached = build_tool(
-            "u",
-            &spec("behaviour: {kind: counter}\ncache: false\n"),
-            &runs,
-        );
+        let uncached = test_tool("u", "behaviour: {kind: counter}\ncache: false\n", &runs);
         assert!(!uncached.should_cache(&json!({}), &ToolOutput::Text("2".into())));
     }
 

@@ -16,6 +16,7 @@ use std::sync::{Arc, Mutex};
 use crewai_core::agent::{Agent, KickoffInput};
 use crewai_core::crew::Crew;
 use crewai_flow::{Flow, FlowContext, MethodError, on};
+use crewai_llm::error_chain;
 use serde_json::Value;
 
 use crate::build::{Execution, RunError, World, kickoff_input};
@@ -39,12 +40,12 @@ impl FlowWork {
                 .kickoff_with(input.clone(), ctx.agent_kickoff_options())
                 .await
                 .map(|out| out.to_output())
-                .map_err(|e| e.to_string()),
+                .map_err(|e| error_chain(&e)),
             FlowWork::Crew(crew) => crew
                 .kickoff_with(BTreeMap::new(), ctx.crew_kickoff_options())
                 .await
                 .map(|out| out.to_output())
-                .map_err(|e| e.to_string()),
+                .map_err(|e| error_chain(&e)),
         }
     }
 }
@@ -129,7 +130,7 @@ pub(crate) async fn run_flow(case: &Case, world: &World<'_>) -> Result<Execution
         async move {
             flow.kickoff(Vec::<(String, Value)>::new())
                 .await
-                .map_err(|e| e.to_string())
+                .map_err(|e| error_chain(&e))
         }
     };
     let result = if spec.is_async {

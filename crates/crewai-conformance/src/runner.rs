@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crewai_core::events::{Event, EventBus};
+use crewai_llm::error_chain;
 use crewai_testkit::replay::{Cassette, ReceivedRequest, ReplayServer};
 use futures::StreamExt;
 use serde::Serialize;
@@ -150,7 +151,13 @@ pub async fn run_case(dir: &Path, options: &RunOptions) -> CaseReport {
         .unwrap_or_else(|| dir.display().to_string());
     let case_dir = match CaseDir::load(dir) {
         Ok(c) => c,
-        Err(e) => return CaseReport::failed(fallback_name, format!("invalid case: {e}"), started),
+        Err(e) => {
+            return CaseReport::failed(
+                fallback_name,
+                format!("invalid case: {}", error_chain(&e)),
+                started,
+            );
+        }
     };
     let name = case_dir.case.name.clone();
     let cassette = match Cassette::load(&case_dir.cassette) {
@@ -159,7 +166,7 @@ pub async fn run_case(dir: &Path, options: &RunOptions) -> CaseReport {
     };
     let server = match ReplayServer::start(cassette).await {
         Ok(s) => s,
-        Err(e) => return CaseReport::failed(name, e.to_string(), started),
+        Err(e) => return CaseReport::failed(name, error_chain(&e), started),
     };
     let workdir = match tempfile::Builder::new()
         .prefix(&format!("conformance-{name}-"))
@@ -234,7 +241,7 @@ pub async fn run_case(dir: &Path, options: &RunOptions) -> CaseReport {
             .unmatched
             .iter()
             .cloned()
-            .chain(std::iter::once(other.to_string()))
+            .chain(std::iter::once(error_chain(&other)))
             .collect(),
     };
     // What we sent must have CrewAI's structure whatever the expectations say.
@@ -272,22 +279,17 @@ pub async fn run_case(dir: &Path, options: &RunOptions) -> CaseReport {
 /// Why a spawned run ended without a result.
 fn join_failure(join: tokio::task::JoinError) -> String {
     match join.try_into_panic() {
-        Ok(payload) => format!("the engine panicked: {}", panic_text(payload)),
+        Ok(payload) => format!(
+            "the engine panicked: {}",
+            crewai_core::events::panic_message(payload.as_ref())
+        ),
         Err(join) => format!("the run was abandoned: {join}"),
     }
 }
 
-fn panic_text(payload: Box<dyn std::any::Any + Send>) -> String {
-    payload
-        .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "a non-text panic payload".into())
-}
-
 /// The case folders to run: every case under `root`, or only the one named `only`.
 pub fn select_cases(root: &Path, only: Option<&str>) -> Result<Vec<PathBuf>, String> {
-    let all = discover(root).map_err(|e| e.to_string())?;
+    let all = discover(root).map_err(|e| error_chain(&e))?;
     if all.is_empty() {
         return Err(format!(
             "no cases under {} (a case is a folder holding case.yaml and cassette.yaml)",

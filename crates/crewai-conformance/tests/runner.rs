@@ -37,6 +37,20 @@ fn write_case(root: &Path, name: &str, message: &str, expect: &str, replies: usi
     dir
 }
 
+/// The case failed with exactly one structural difference, `difference`, in its first request.
+fn assert_fails_structurally(report: &CaseReport, difference: &str) {
+    assert_eq!(report.status, Status::Fail);
+    let expected = format!(
+        "structure: request 1 POST /v1/chat/completions (recorded interaction 0): {difference}"
+    );
+    assert_eq!(
+        structural_failures(report),
+        [&expected],
+        "{:?}",
+        report.failures
+    );
+}
+
 #[tokio::test]
 async fn a_matching_case_passes_and_failures_say_why() {
     let root = tempfile::tempdir().unwrap();
@@ -198,12 +212,9 @@ async fn a_dropped_tool_fails_the_case() {
         }
     });
     let report = run_case(&case, &options).await;
-    assert_eq!(report.status, Status::Fail);
-    assert_eq!(
-        structural_failures(&report),
-        [&"structure: request 1 POST /v1/chat/completions (recorded interaction 0): tools: sent [\"delegate_work_to_coworker\"], recorded [\"delegate_work_to_coworker\", \"ask_question_to_coworker\"] (not sent: [\"ask_question_to_coworker\"]; not recorded: [])".to_string()],
-        "{:?}",
-        report.failures
+    assert_fails_structurally(
+        &report,
+        "tools: sent [\"delegate_work_to_coworker\"], recorded [\"delegate_work_to_coworker\", \"ask_question_to_coworker\"] (not sent: [\"ask_question_to_coworker\"]; not recorded: [])",
     );
     let diff = report.diff.as_deref().unwrap_or_default();
     assert!(
@@ -243,13 +254,7 @@ async fn a_changed_tool_choice_fails_the_case() {
         &rewriting(|body| body["tool_choice"] = json!("required")),
     )
     .await;
-    assert_eq!(report.status, Status::Fail);
-    assert_eq!(
-        structural_failures(&report),
-        [&"structure: request 1 POST /v1/chat/completions (recorded interaction 0): tool_choice: sent required, recorded auto".to_string()],
-        "{:?}",
-        report.failures
-    );
+    assert_fails_structurally(&report, "tool_choice: sent required, recorded auto");
     assert_eq!(
         report.reason, report.failures[0],
         "the structural difference is the reason"

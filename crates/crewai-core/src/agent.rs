@@ -40,6 +40,7 @@ use crate::hooks::Hooks;
 use crate::kickoff::KickoffOptions;
 use crate::llm_stack::CallPurpose;
 use crate::prompts::agent as agent_prompts;
+use crate::setters::required;
 use crate::usage::UsageTracker;
 
 /// One step of an agent's work, as `step_callback` sees it.
@@ -126,8 +127,9 @@ pub(crate) struct AgentConfig {
     pub(crate) role: String,
     pub(crate) goal: String,
     pub(crate) backstory: String,
-    /// `Err` keeps why no model could be made, reported when the agent first needs one.
-    pub(crate) llm: Result<Arc<dyn Llm>, LlmError>,
+    /// `Err` keeps why no model could be made, reported when the agent first needs one (in an
+    /// `Arc`: the config is cloned, and each clone reports the same cause).
+    pub(crate) llm: Result<Arc<dyn Llm>, Arc<LlmError>>,
     pub(crate) function_calling_llm: Option<Arc<dyn Llm>>,
     pub(crate) tools: Vec<ToolHandle>,
     pub(crate) max_iter: u32,
@@ -335,152 +337,70 @@ pub struct AgentBuilder {
 }
 
 impl AgentBuilder {
-    pub fn role(mut self, role: impl Into<String>) -> Self {
-        self.role = Some(role.into());
-        self
-    }
-    pub fn goal(mut self, goal: impl Into<String>) -> Self {
-        self.goal = Some(goal.into());
-        self
-    }
-    pub fn backstory(mut self, backstory: impl Into<String>) -> Self {
-        self.backstory = Some(backstory.into());
-        self
-    }
-    /// The model (default: `MODEL` from the environment, else `gpt-4.1-mini`).
-    pub fn llm(mut self, llm: Arc<dyn Llm>) -> Self {
-        self.llm = Some(Ok(llm));
-        self
-    }
-    /// The model, from a configuration (`openai/gpt-4o-mini`, or a mapping); built when the agent is.
-    pub fn llm_config(mut self, config: &LlmConfig) -> Self {
-        self.llm = Some(crewai_llm::build_llm(config));
-        self
-    }
-    /// CrewAI's `function_calling_llm` (deprecated there): kept for compatibility; the native loop
-    /// calls tools with the agent's own model, as current CrewAI does.
-    pub fn function_calling_llm(mut self, llm: Arc<dyn Llm>) -> Self {
-        self.function_calling_llm = Some(llm);
-        self
-    }
-    pub fn tools(mut self, tools: Vec<ToolHandle>) -> Self {
-        self.tools = tools;
-        self
-    }
-    pub fn tool(mut self, tool: ToolHandle) -> Self {
-        self.tools.push(tool);
-        self
-    }
-    /// Tool rounds before the agent must answer (default 25).
-    pub fn max_iter(mut self, max_iter: u32) -> Self {
-        self.max_iter = Some(max_iter);
-        self
-    }
-    /// The agent's own requests-per-minute limit (wins over the crew's).
-    pub fn max_rpm(mut self, max_rpm: u32) -> Self {
-        self.max_rpm = Some(max_rpm);
-        self
-    }
-    /// A rate limiter of the caller's (shared with other agents, or on a
-    /// [`crewai_llm::VirtualClock`] in tests); it replaces the one `max_rpm` would make and wins
-    /// over the crew's.
-    pub fn rate_limiter(mut self, limiter: Arc<RateLimiter>) -> Self {
-        self.rate_limiter = Some(limiter);
-        self
-    }
-    /// A deadline on each whole execution (default none).
-    pub fn max_execution_time(mut self, limit: Duration) -> Self {
-        self.max_execution_time = Some(limit);
-        self
-    }
-    /// Re-runs after an error (default 2; not after a timeout).
-    pub fn max_retry_limit(mut self, retries: u32) -> Self {
-        self.max_retry_limit = Some(retries);
-        self
-    }
-    pub fn allow_delegation(mut self, allow: bool) -> Self {
-        self.allow_delegation = allow;
-        self
-    }
-    /// `false` sends everything as one user message (models without system prompts).
-    pub fn use_system_prompt(mut self, use_it: bool) -> Self {
-        self.use_system_prompt = Some(use_it);
-        self
-    }
-    /// A template with `{{ .System }}`; used together with `prompt_template`.
-    pub fn system_template(mut self, template: impl Into<String>) -> Self {
-        self.system_template = Some(template.into());
-        self
-    }
-    /// A template with `{{ .Prompt }}`; used together with `system_template`.
-    pub fn prompt_template(mut self, template: impl Into<String>) -> Self {
-        self.prompt_template = Some(template.into());
-        self
-    }
-    /// A template with `{{ .Response }}`; the part before it ends the prompt.
-    pub fn response_template(mut self, template: impl Into<String>) -> Self {
-        self.response_template = Some(template.into());
-        self
-    }
-    /// Summarise the history when it outgrows the model's window (default true).
-    pub fn respect_context_window(mut self, respect: bool) -> Self {
-        self.respect_context_window = Some(respect);
-        self
-    }
-    /// Append today's date to the system prompt.
-    pub fn inject_date(mut self, inject: bool) -> Self {
-        self.inject_date = inject;
-        self
-    }
-    /// The date's strftime format (default `%Y-%m-%d`).
-    pub fn date_format(mut self, format: impl Into<String>) -> Self {
-        self.date_format = Some(format.into());
-        self
-    }
-    pub fn step_callback(mut self, callback: impl Fn(&AgentStep) + Send + Sync + 'static) -> Self {
-        self.step_callback = Some(Arc::new(callback));
-        self
-    }
-    /// Checks `kickoff`'s answer (tasks have their own guardrails).
-    pub fn guardrail(mut self, guardrail: Guardrail) -> Self {
-        self.guardrail = Some(guardrail);
-        self
-    }
-    /// Retries after a guardrail failure (default 3).
-    pub fn guardrail_max_retries(mut self, retries: u32) -> Self {
-        self.guardrail_max_retries = Some(retries);
-        self
-    }
-    pub fn tool_failure_policy(mut self, policy: ToolFailurePolicy) -> Self {
-        self.tool_failure_policy = Some(policy);
-        self
-    }
-    /// Whether the agent uses the crew's tool cache when the crew has one (default true).
-    pub fn cache(mut self, cache: bool) -> Self {
-        self.cache = Some(cache);
-        self
-    }
-    pub fn verbose(mut self, verbose: bool) -> Self {
-        self.verbose = verbose;
-        self
-    }
-    /// The agent's own hooks (they run after the crew's). Layers added with
-    /// [`AgentBuilder::llm_layer`] are kept.
-    pub fn hooks(mut self, hooks: Hooks) -> Self {
-        self.hooks = hooks.replacing(std::mem::take(&mut self.hooks));
-        self
-    }
-    /// A layer every model call of this agent goes through: its own turns, its summaries, and
-    /// the guardrail judges and converters of its tasks, after the crew's layers (where it sits
-    /// and an example: [`crate::llm_stack`]).
-    pub fn llm_layer(mut self, layer: impl LlmLayer + 'static) -> Self {
-        self.hooks = std::mem::take(&mut self.hooks).llm_layer(layer);
-        self
-    }
-    /// Where `kickoff` reports its events.
-    pub fn event_bus(mut self, bus: EventBus) -> Self {
-        self.event_bus = Some(bus);
-        self
+    setters! {
+        pub fn role(role: impl Into<String>) => role = Some(role.into());
+        pub fn goal(goal: impl Into<String>) => goal = Some(goal.into());
+        pub fn backstory(backstory: impl Into<String>) => backstory = Some(backstory.into());
+        /// The model (default: `MODEL` from the environment, else `gpt-4.1-mini`).
+        pub fn llm(llm: Arc<dyn Llm>) => llm = Some(Ok(llm));
+        /// The model, from a configuration (`openai/gpt-4o-mini`, or a mapping); built when the
+        /// agent is.
+        pub fn llm_config(config: &LlmConfig) => llm = Some(crewai_llm::build_llm(config));
+        /// CrewAI's `function_calling_llm` (deprecated there): kept for compatibility; the native
+        /// loop calls tools with the agent's own model, as current CrewAI does.
+        pub fn function_calling_llm(llm: Arc<dyn Llm>) => function_calling_llm = Some(llm);
+        pub fn tools(tools: Vec<ToolHandle>) => tools = tools;
+        pub fn tool(tool: ToolHandle) => |b| b.tools.push(tool);
+        /// Tool rounds before the agent must answer (default 25).
+        pub fn max_iter(max_iter: u32) => max_iter = Some(max_iter);
+        /// The agent's own requests-per-minute limit (wins over the crew's).
+        pub fn max_rpm(max_rpm: u32) => max_rpm = Some(max_rpm);
+        /// A rate limiter of the caller's (shared with other agents, or on a
+        /// [`crewai_llm::VirtualClock`] in tests); it replaces the one `max_rpm` would make and
+        /// wins over the crew's.
+        pub fn rate_limiter(limiter: Arc<RateLimiter>) => rate_limiter = Some(limiter);
+        /// A deadline on each whole execution (default none).
+        pub fn max_execution_time(limit: Duration) => max_execution_time = Some(limit);
+        /// Re-runs after an error (default 2; not after a timeout).
+        pub fn max_retry_limit(retries: u32) => max_retry_limit = Some(retries);
+        pub fn allow_delegation(allow: bool) => allow_delegation = allow;
+        /// `false` sends everything as one user message (models without system prompts).
+        pub fn use_system_prompt(use_it: bool) => use_system_prompt = Some(use_it);
+        /// A template with `{{ .System }}`; used together with `prompt_template`.
+        pub fn system_template(template: impl Into<String>)
+            => system_template = Some(template.into());
+        /// A template with `{{ .Prompt }}`; used together with `system_template`.
+        pub fn prompt_template(template: impl Into<String>)
+            => prompt_template = Some(template.into());
+        /// A template with `{{ .Response }}`; the part before it ends the prompt.
+        pub fn response_template(template: impl Into<String>)
+            => response_template = Some(template.into());
+        /// Summarise the history when it outgrows the model's window (default true).
+        pub fn respect_context_window(respect: bool) => respect_context_window = Some(respect);
+        /// Append today's date to the system prompt.
+        pub fn inject_date(inject: bool) => inject_date = inject;
+        /// The date's strftime format (default `%Y-%m-%d`).
+        pub fn date_format(format: impl Into<String>) => date_format = Some(format.into());
+        pub fn step_callback(callback: impl Fn(&AgentStep) + Send + Sync + 'static)
+            => step_callback = Some(Arc::new(callback));
+        /// Checks `kickoff`'s answer (tasks have their own guardrails).
+        pub fn guardrail(guardrail: Guardrail) => guardrail = Some(guardrail);
+        /// Retries after a guardrail failure (default 3).
+        pub fn guardrail_max_retries(retries: u32) => guardrail_max_retries = Some(retries);
+        pub fn tool_failure_policy(policy: ToolFailurePolicy) => tool_failure_policy = Some(policy);
+        /// Whether the agent uses the crew's tool cache when the crew has one (default true).
+        pub fn cache(cache: bool) => cache = Some(cache);
+        pub fn verbose(verbose: bool) => verbose = verbose;
+        /// Where `kickoff` reports its events.
+        pub fn event_bus(bus: EventBus) => event_bus = Some(bus);
+        /// The agent's own hooks (they run after the crew's). Layers added with
+        /// [`AgentBuilder::llm_layer`] are kept.
+        pub fn hooks(hooks: Hooks) => |b| b.hooks = hooks.replacing(std::mem::take(&mut b.hooks));
+        /// A layer every model call of this agent goes through: its own turns, its summaries, and
+        /// the guardrail judges and converters of its tasks, after the crew's layers (where it sits
+        /// and an example: [`crate::llm_stack`]).
+        pub fn llm_layer(layer: impl LlmLayer + 'static)
+            => |b| b.hooks = std::mem::take(&mut b.hooks).llm_layer(layer);
     }
 
     /// Checks the configuration and builds the agent.
@@ -490,17 +410,10 @@ impl AgentBuilder {
             role: role.clone(),
             message: message.to_string(),
         };
-        let Some(role_text) = role.clone() else {
-            return Err(config_error("`role` is required"));
-        };
-        let goal = self
-            .goal
-            .filter(|g| !g.trim().is_empty())
-            .ok_or_else(|| config_error("`goal` is required"))?;
-        let backstory = self
-            .backstory
-            .filter(|b| !b.trim().is_empty())
-            .ok_or_else(|| config_error("`backstory` is required"))?;
+        let need = |value, field| required(value, field).map_err(|m| config_error(&m));
+        let role_text = need(role.clone(), "role")?;
+        let goal = need(self.goal, "goal")?;
+        let backstory = need(self.backstory, "backstory")?;
         if self.max_rpm == Some(0) {
             return Err(config_error(
                 "`max_rpm` must be at least 1 (leave it unset for no limit)",
@@ -519,7 +432,10 @@ impl AgentBuilder {
                 "`date_format` '{date_format}' is not a valid strftime format (for example %Y-%m-%d)"
             )));
         }
-        let llm = self.llm.unwrap_or_else(crewai_llm::default_llm);
+        let llm = self
+            .llm
+            .unwrap_or_else(crewai_llm::default_llm)
+            .map_err(Arc::new);
         Ok(Agent {
             config: Arc::new(AgentConfig {
                 id: Uuid::new_v4(),
@@ -581,10 +497,12 @@ impl Agent {
             task_name,
             task_id,
             parent_event_id,
+            tool_failure_policy,
             services,
         } = request;
         let mut execution = self.execution(services, tools, RunKind::Task)?;
         execution.response_format = response_format;
+        execution.task_tool_failure_policy = tool_failure_policy;
         execution.task_name = task_name;
         execution.task_id = task_id;
         let events = execution.services.events.clone();
@@ -595,12 +513,7 @@ impl Agent {
                 agent_id: self.id().to_string(),
                 task_name: execution.task_name.clone(),
                 task_prompt: task_prompt.clone(),
-                tools: execution
-                    .tools
-                    .names()
-                    .iter()
-                    .map(|n| n.to_string())
-                    .collect(),
+                tools: execution.tool_names(),
             },
         );
         execution.event_id = Some(started);
@@ -612,15 +525,7 @@ impl Agent {
         let outcome = execution
             .run(&messages, &execution.work_label(&task_prompt))
             .await?;
-        events.emit(
-            parent_event_id,
-            EventKind::AgentExecutionCompleted {
-                agent_role: self.role().to_string(),
-                agent_id: self.id().to_string(),
-                task_name: execution.task_name.clone(),
-                output: outcome.output.clone(),
-            },
-        );
+        execution.emit_completed(parent_event_id, &outcome.output);
         Ok(AgentTaskResult {
             raw: outcome.output,
             typed: outcome.typed,
@@ -720,12 +625,7 @@ impl Agent {
             EventKind::LiteAgentExecutionStarted {
                 agent_role: self.role().to_string(),
                 agent_id: self.id().to_string(),
-                tools: execution
-                    .tools
-                    .names()
-                    .iter()
-                    .map(|n| n.to_string())
-                    .collect(),
+                tools: execution.tool_names(),
                 messages: serde_json::to_value(match &input {
                     KickoffInput::Text(text) => vec![Message::user(text.clone())],
                     KickoffInput::Messages(messages) => messages.clone(),
@@ -789,7 +689,7 @@ impl Agent {
                             }
                             _ => AgentError::Guardrail {
                                 role: self.role().to_string(),
-                                message: e.to_string(),
+                                source: Box::new(e),
                             },
                         })?;
                 match verdict.outcome {
@@ -821,14 +721,7 @@ impl Agent {
             }
         }
 
-        events.emit(
-            parent_event_id,
-            EventKind::LiteAgentExecutionCompleted {
-                agent_role: self.role().to_string(),
-                agent_id: self.id().to_string(),
-                output: outcome.output.clone(),
-            },
-        );
+        execution.emit_completed(parent_event_id, &outcome.output);
         Ok(AgentOutput {
             raw: outcome.output,
             typed,
@@ -867,7 +760,7 @@ impl Agent {
                 e => AgentError::InvalidStructuredOutput {
                     role: self.role().to_string(),
                     format: format.name.clone(),
-                    message: e.to_string(),
+                    source: Box::new(e),
                 },
             })?;
         Ok(Some(value))

@@ -108,6 +108,8 @@ pub struct AgentTaskRequest {
     pub task_id: Option<String>,
     /// The event the agent's events hang under (the `task_started` event).
     pub parent_event_id: Option<Uuid>,
+    /// The task's tool failure policy: wins over the agent's and the crew's.
+    pub tool_failure_policy: Option<ToolFailurePolicy>,
     /// What the run shares with the crew around it; set through the `with_*` methods.
     pub(crate) services: RunServices,
 }
@@ -119,60 +121,30 @@ impl AgentTaskRequest {
             ..Default::default()
         }
     }
-    pub fn with_context(mut self, context: impl Into<String>) -> Self {
-        self.context = Some(context.into());
-        self
-    }
-    pub fn with_tools(mut self, tools: impl Into<ToolSet>) -> Self {
-        self.tools = tools.into();
-        self
-    }
-    pub fn with_response_format(mut self, format: ResponseFormat) -> Self {
-        self.response_format = Some(format);
-        self
-    }
-    pub fn with_task_name(mut self, name: impl Into<String>) -> Self {
-        self.task_name = Some(name.into());
-        self
-    }
-    pub fn with_parent_event(mut self, parent: Uuid) -> Self {
-        self.parent_event_id = Some(parent);
-        self
-    }
-    pub(crate) fn with_services(mut self, services: RunServices) -> Self {
-        self.services = services;
-        self
-    }
-    /// Report the run's events to `bus` (default: a fresh bus nobody listens to).
-    pub fn with_event_bus(mut self, bus: EventBus) -> Self {
-        self.services.events = bus;
-        self
-    }
-    /// Hooks of the enclosing run (a crew's); the agent's own hooks run after them.
-    pub fn with_hooks(mut self, hooks: Hooks) -> Self {
-        self.services.hooks = hooks;
-        self
-    }
-    /// Share tool results through `cache` (a crew's `cache: true`); agents with `cache: false`
-    /// stay out of it.
-    pub fn with_tool_cache(mut self, cache: ToolCache) -> Self {
-        self.services.tool_cache = Some(cache);
-        self
-    }
-    /// Cancelling `token` stops the run promptly (in-flight calls are dropped).
-    pub fn with_cancellation(mut self, token: CancellationToken) -> Self {
-        self.services.cancellation = token;
-        self
-    }
-    /// Record every call's usage in `ledger` and hold the run to its budget.
-    pub fn with_usage(mut self, ledger: UsageTracker) -> Self {
-        self.services.usage = ledger;
-        self
-    }
-    /// Stream the model's replies, emitting `llm_stream_chunk` events (a crew's `stream: true`).
-    pub fn with_streaming(mut self, stream: bool) -> Self {
-        self.services.stream = stream;
-        self
+    setters! {
+        pub fn with_context(context: impl Into<String>) => context = Some(context.into());
+        pub fn with_tools(tools: impl Into<ToolSet>) => tools = tools.into();
+        pub fn with_response_format(format: ResponseFormat) => response_format = Some(format);
+        pub fn with_task_name(name: impl Into<String>) => task_name = Some(name.into());
+        pub fn with_parent_event(parent: Uuid) => parent_event_id = Some(parent);
+        /// The task's tool failure policy (wins over the agent's and the crew's).
+        pub fn with_tool_failure_policy(policy: ToolFailurePolicy)
+            => tool_failure_policy = Some(policy);
+        pub(crate) fn with_services(services: RunServices) => services = services;
+        /// Report the run's events to `bus` (default: a fresh bus nobody listens to).
+        pub fn with_event_bus(bus: EventBus) => services.events = bus;
+        /// Hooks of the enclosing run (a crew's); the agent's own hooks run after them.
+        pub fn with_hooks(hooks: Hooks) => services.hooks = hooks;
+        /// Share tool results through `cache` (a crew's `cache: true`); agents with `cache: false`
+        /// stay out of it.
+        pub fn with_tool_cache(cache: ToolCache) => services.tool_cache = Some(cache);
+        /// Cancelling `token` stops the run promptly (in-flight calls are dropped).
+        pub fn with_cancellation(token: CancellationToken) => services.cancellation = token;
+        /// Record every call's usage in `ledger` and hold the run to its budget.
+        pub fn with_usage(ledger: UsageTracker) => services.usage = ledger;
+        /// Stream the model's replies, emitting `llm_stream_chunk` events (a crew's `stream:
+        /// true`).
+        pub fn with_streaming(stream: bool) => services.stream = stream;
     }
 }
 

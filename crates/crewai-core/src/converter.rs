@@ -36,10 +36,11 @@ impl fmt::Debug for OutputSchema {
 }
 
 /// Why a reply could not become the structured output.
-#[derive(Debug, Clone, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 pub enum ConversionError {
-    #[error("the output schema is not a valid JSON schema: {0}")]
-    InvalidSchema(String),
+    /// The schema does not compile (the source is the JSON-schema validator's error).
+    #[error("the output schema is not a valid JSON schema")]
+    InvalidSchema(#[source] crate::error::BoxedCause),
     #[error(
         "the answer does not match the output schema '{schema}' after {attempts} conversion attempt(s): {reason}"
     )]
@@ -48,7 +49,7 @@ pub enum ConversionError {
         attempts: u32,
         reason: String,
     },
-    #[error("the conversion call failed: {0}")]
+    #[error("the conversion call failed")]
     Llm(#[from] LlmError),
 }
 
@@ -135,7 +136,7 @@ impl OutputSchema {
     pub fn check_schema(&self) -> Result<(), ConversionError> {
         jsonschema::validator_for(&self.schema)
             .map(|_| ())
-            .map_err(|e| ConversionError::InvalidSchema(e.to_string()))
+            .map_err(|e| ConversionError::InvalidSchema(Box::new(e)))
     }
 
     /// Validates a value against the schema (and the Rust type, for `OutputSchema::of`).
@@ -228,6 +229,31 @@ fn strip_code_fence(text: &str) -> &str {
     body.trim_end().strip_suffix("```").unwrap_or(body).trim()
 }
 
+/// Where a JSON text read one character at a time is: inside a string literal or not.
+#[derive(Default)]
+struct JsonStrings {
+    in_string: bool,
+    escaped: bool,
+}
+
+impl JsonStrings {
+    /// Reads `c`; true when it belongs to a string literal (its quotes included).
+    fn inside(&mut self, c: char) -> bool {
+        if self.in_string {
+            match c {
+                _ if self.escaped => self.escaped = false,
+                '\\' => self.escaped = true,
+                '"' => self.in_string = false,
+                _ => {}
+            }
+            true
+        } else {
+            self.in_string = c == '"';
+            self.in_string
+        }
+    }
+}
+
 /// The first balanced `{...}` (or `[...]`) in `text`, respecting strings.
 fn extract_json_block(text: &str) -> Option<&str> {
     let start = text.find(['{', '['])?;
@@ -237,28 +263,18 @@ fn extract_json_block(text: &str) -> Option<&str> {
         ('[', ']')
     };
     let mut depth = 0usize;
-    let mut in_string = false;
-    let mut escaped = false;
+    let mut strings = JsonStrings::default();
     for (offset, c) in text[start..].char_indices() {
-        if in_string {
-            match c {
-                _ if escaped => escaped = false,
-                '\\' => escaped = true,
-                '"' => in_string = false,
-                _ => {}
-            }
+        if strings.inside(c) {
             continue;
         }
-        match c {
-            '"' => in_string = true,
-            c if c == open => depth += 1,
-            c if c == close => {
-                depth -= 1;
-                if depth == 0 {
-                    return Some(&text[start..start + offset + c.len_utf8()]);
-                }
+        if c == open {
+            depth += 1;
+        } else if c == close {
+            depth -= 1;
+            if depth == 0 {
+                return Some(&text[start..start + offset + c.len_utf8()]);
             }
-            _ => {}
         }
     }
     None
@@ -267,27 +283,17 @@ fn extract_json_block(text: &str) -> Option<&str> {
 fn remove_trailing_commas(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let chars: Vec<char> = text.chars().collect();
-    let mut in_string = false;
-    let mut escaped = false;
+    let mut strings = JsonStrings::default();
     for (i, &c) in chars.iter().enumerate() {
-        if in_string {
-            match c {
-                _ if escaped => escaped = false,
-                '\\' => escaped = true,
-                '"' => in_string = false,
-                _ => {}
-            }
-        } else if c == '"' {
-            in_string = true;
-        } else if c == ','
+        let trailing_comma = !strings.inside(c)
+            && c == ','
             && chars[i + 1..]
                 .iter()
                 .find(|n| !n.is_whitespace())
-                .is_some_and(|n| *n == '}' || *n == ']')
-        {
-            continue;
+                .is_some_and(|n| *n == '}' || *n == ']');
+        if !trailing_comma {
+            out.push(c);
         }
-        out.push(c);
     }
     out
 }

@@ -3,9 +3,18 @@
 use std::time::Duration;
 
 use crewai_llm::LlmError;
+use crewai_tools::ToolError;
+
+/// A cause of any type, kept for its chain ([`crewai_llm::error_chain`]); a plain message
+/// becomes one with `.into()`.
+pub type BoxedCause = Box<dyn std::error::Error + Send + Sync + 'static>;
 
 /// Everything that can stop an agent from finishing its work.
-#[derive(Debug, Clone, thiserror::Error)]
+///
+/// A variant that wraps another error keeps it as its [`source`](std::error::Error::source) and
+/// says only what failed at the agent's level; show the whole chain with
+/// [`crewai_llm::error_chain`].
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum AgentError {
     /// The agent was built wrong (a required field missing, a value out of range).
@@ -16,11 +25,14 @@ pub enum AgentError {
     },
 
     /// No model was given and none could be created from the environment.
-    #[error("agent '{role}' has no LLM: {source}")]
-    NoLlm { role: String, source: LlmError },
+    #[error("agent '{role}' has no LLM")]
+    NoLlm {
+        role: String,
+        source: std::sync::Arc<LlmError>,
+    },
 
     /// The model call failed (after the LLM layer's own retries and fallbacks).
-    #[error("agent '{role}': the LLM call failed: {source}")]
+    #[error("agent '{role}': the LLM call failed")]
     Llm { role: String, source: LlmError },
 
     /// A before-LLM hook blocked the call.
@@ -30,16 +42,19 @@ pub enum AgentError {
         reason: Option<String>,
     },
 
-    /// The conversation outgrew the model's window and `respect_context_window` is off.
+    /// The conversation outgrew the model's window: `respect_context_window` is off, or the
+    /// history is still too long after summarising it. `detail` says which; `source` is the
+    /// provider's context-length error.
     #[error(
-        "agent '{role}': the conversation no longer fits the context window of {model} ({message}). \
+        "agent '{role}': the conversation no longer fits the context window of {model} ({detail}). \
          Set `respect_context_window: true` on the agent to summarise the history automatically, \
          use a model with a larger window, or give the task less context"
     )]
     ContextWindowExceeded {
         role: String,
         model: String,
-        message: String,
+        detail: String,
+        source: Box<LlmError>,
     },
 
     /// `max_execution_time` passed.
@@ -54,21 +69,20 @@ pub enum AgentError {
     },
 
     /// A tool failed and the tool failure policy is `raise`.
-    #[error("agent '{role}': tool '{tool}' failed and tool_failure_policy is raise: {message}")]
+    #[error("agent '{role}': tool '{tool}' failed and tool_failure_policy is raise")]
     ToolFailed {
         role: String,
         tool: String,
-        message: String,
+        source: ToolError,
     },
 
-    /// The model's reply should have been JSON matching the response format but was not.
-    #[error(
-        "agent '{role}': the reply does not match the requested response format '{format}': {message}"
-    )]
+    /// The model's reply should have been JSON matching the response format but was not
+    /// (`source` says how it is not: a parse message, or the conversion call's error).
+    #[error("agent '{role}': the reply does not match the requested response format '{format}'")]
     InvalidStructuredOutput {
         role: String,
         format: String,
-        message: String,
+        source: BoxedCause,
     },
 
     /// The model gave an empty final answer.
@@ -86,17 +100,21 @@ pub enum AgentError {
     },
 
     /// A guardrail could not be evaluated (an LLM guardrail's judge call failed).
-    #[error("agent '{role}': the guardrail could not be evaluated: {message}")]
-    Guardrail { role: String, message: String },
+    #[error("agent '{role}': the guardrail could not be evaluated")]
+    Guardrail {
+        role: String,
+        source: Box<crate::guardrail::GuardrailError>,
+    },
 
     /// The run was cancelled from outside.
     #[error("agent '{role}': the run was cancelled")]
     Cancelled { role: String },
 
     /// The next LLM call would have gone over the run's budget (`max_cost_usd`, `max_tokens`).
-    #[error("agent '{role}' stopped: {exceeded}")]
+    #[error("agent '{role}' stopped")]
     BudgetExceeded {
         role: String,
+        #[source]
         exceeded: Box<crate::usage::BudgetExceeded>,
     },
 }
@@ -159,6 +177,24 @@ mod tests {
     }
 
     #[test]
+    fn a_wrapped_cause_is_the_source_and_is_shown_once_in_the_chain() {
+        let error = AgentError::Llm {
+            role: "Writer".into(),
+            source: LlmError::MissingApiKey {
+                provider: "openai".into(),
+                env_var: "OPENAI_API_KEY".into(),
+            },
+        };
+        assert_eq!(error.to_string(), "agent 'Writer': the LLM call failed");
+        let chain = crewai_llm::error_chain(&error);
+        assert!(
+            chain.starts_with("agent 'Writer': the LLM call failed: "),
+            "{chain}"
+        );
+        assert_eq!(chain.matches("OPENAI_API_KEY").count(), 1, "{chain}");
+    }
+
+    #[test]
     fn guardrail_failure_reads_like_crewai() {
         let error = AgentError::GuardrailFailed {
             role: "a".into(),
@@ -183,10 +219,7 @@ mod tests {
         assert!(!auth.is_retryable());
         let garbled = AgentError::Llm {
             role: "a".into(),
-            source: LlmError::MalformedResponse {
-                provider: "openai".into(),
-                message: "x".into(),
-            },
+            source: LlmError::malformed("openai", "x"),
         };
         assert!(garbled.is_retryable());
         assert!(AgentError::EmptyAnswer { role: "a".into() }.is_retryable());

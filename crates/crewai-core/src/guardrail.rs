@@ -120,7 +120,7 @@ pub struct GuardrailContext<'a> {
 }
 
 /// Why a guardrail could not be evaluated at all (as opposed to rejecting the output).
-#[derive(Debug, Clone, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 pub enum GuardrailError {
     #[error(
         "the LLM guardrail '{requirement}' has no model to judge it: give the guardrail or its agent an LLM"
@@ -132,7 +132,7 @@ pub enum GuardrailError {
         message: String,
     },
     /// The judge's model call failed; the error is kept typed (a budget refusal stops the run).
-    #[error("the LLM guardrail '{requirement}' could not be judged: {source}")]
+    #[error("the LLM guardrail '{requirement}' could not be judged")]
     JudgeCall {
         requirement: String,
         source: LlmError,
@@ -280,7 +280,7 @@ impl Guardrail {
                 outcome: Err(feedback),
                 ..
             }) => (false, None, Some(feedback.clone())),
-            Err(error) => (false, None, Some(error.to_string())),
+            Err(error) => (false, None, Some(crewai_llm::error_chain(error))),
         };
         // Both events hang under the caller's event (the task or the agent run).
         ctx.events.emit(

@@ -99,19 +99,49 @@ pub struct ToolCallContext {
 
 type BeforeHook<C> = Arc<dyn Fn(&mut C) -> HookDecision + Send + Sync>;
 type AfterHook<C> = Arc<dyn Fn(&mut C) -> Option<String> + Send + Sync>;
-type BeforeLlm = BeforeHook<LlmCallContext>;
-type AfterLlm = AfterHook<LlmCallContext>;
-type BeforeTool = BeforeHook<ToolCallContext>;
-type AfterTool = AfterHook<ToolCallContext>;
+
+/// The hooks of one kind of call (model or tool), before it and after it.
+pub(crate) struct HookSet<C> {
+    before: Vec<BeforeHook<C>>,
+    after: Vec<AfterHook<C>>,
+}
+
+impl<C> Default for HookSet<C> {
+    fn default() -> Self {
+        HookSet {
+            before: Vec::new(),
+            after: Vec::new(),
+        }
+    }
+}
+
+impl<C> Clone for HookSet<C> {
+    fn clone(&self) -> Self {
+        HookSet {
+            before: self.before.clone(),
+            after: self.after.clone(),
+        }
+    }
+}
+
+impl<C> HookSet<C> {
+    fn len(&self) -> usize {
+        self.before.len() + self.after.len()
+    }
+
+    /// Adds `other`'s hooks after these.
+    fn extend(&mut self, other: &HookSet<C>) {
+        self.before.extend(other.before.iter().cloned());
+        self.after.extend(other.after.iter().cloned());
+    }
+}
 
 /// A set of hooks and model-call layers (cheap to clone). Hooks of one kind, and the layers,
 /// run in registration order.
 #[derive(Clone, Default)]
 pub struct Hooks {
-    before_llm: Vec<BeforeLlm>,
-    after_llm: Vec<AfterLlm>,
-    before_tool: Vec<BeforeTool>,
-    after_tool: Vec<AfterTool>,
+    llm: HookSet<LlmCallContext>,
+    tool: HookSet<ToolCallContext>,
     llm_layers: Vec<Arc<dyn LlmLayer>>,
 }
 
@@ -119,10 +149,10 @@ impl std::fmt::Debug for Hooks {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let layers: Vec<&str> = self.llm_layers.iter().map(|layer| layer.name()).collect();
         f.debug_struct("Hooks")
-            .field("before_llm_call", &self.before_llm.len())
-            .field("after_llm_call", &self.after_llm.len())
-            .field("before_tool_call", &self.before_tool.len())
-            .field("after_tool_call", &self.after_tool.len())
+            .field("before_llm_call", &self.llm.before.len())
+            .field("after_llm_call", &self.llm.after.len())
+            .field("before_tool_call", &self.tool.before.len())
+            .field("after_tool_call", &self.tool.after.len())
             .field("llm_layers", &layers)
             .finish()
     }
@@ -149,68 +179,35 @@ impl Hooks {
         Self::default()
     }
 
-    pub fn before_llm_call(
-        mut self,
-        hook: impl Fn(&mut LlmCallContext) -> HookDecision + Send + Sync + 'static,
-    ) -> Self {
-        self.before_llm.push(Arc::new(hook));
-        self
-    }
-
-    pub fn after_llm_call(
-        mut self,
-        hook: impl Fn(&mut LlmCallContext) -> Option<String> + Send + Sync + 'static,
-    ) -> Self {
-        self.after_llm.push(Arc::new(hook));
-        self
-    }
-
-    pub fn before_tool_call(
-        mut self,
-        hook: impl Fn(&mut ToolCallContext) -> HookDecision + Send + Sync + 'static,
-    ) -> Self {
-        self.before_tool.push(Arc::new(hook));
-        self
-    }
-
-    pub fn after_tool_call(
-        mut self,
-        hook: impl Fn(&mut ToolCallContext) -> Option<String> + Send + Sync + 'static,
-    ) -> Self {
-        self.after_tool.push(Arc::new(hook));
-        self
-    }
-
-    /// A before-tool hook that runs only for the named tools (CrewAI's `tools=[...]` filter).
-    pub fn before_tool_call_for(
-        self,
-        tools: impl IntoIterator<Item = impl Into<String>>,
-        hook: impl Fn(&mut ToolCallContext) -> HookDecision + Send + Sync + 'static,
-    ) -> Self {
-        let tools: Vec<String> = tools.into_iter().map(Into::into).collect();
-        self.before_tool_call(move |ctx| {
-            if tools.contains(&ctx.tool_name) {
-                hook(ctx)
-            } else {
-                HookDecision::Continue
-            }
-        })
-    }
-
-    /// An after-tool hook that runs only for the named tools.
-    pub fn after_tool_call_for(
-        self,
-        tools: impl IntoIterator<Item = impl Into<String>>,
-        hook: impl Fn(&mut ToolCallContext) -> Option<String> + Send + Sync + 'static,
-    ) -> Self {
-        let tools: Vec<String> = tools.into_iter().map(Into::into).collect();
-        self.after_tool_call(move |ctx| {
-            if tools.contains(&ctx.tool_name) {
-                hook(ctx)
-            } else {
-                None
-            }
-        })
+    setters! {
+        /// Runs `hook` before each model call: it may change the messages, or block the call.
+        pub fn before_llm_call(
+            hook: impl Fn(&mut LlmCallContext) -> HookDecision + Send + Sync + 'static,
+        ) => |b| b.llm.before.push(Arc::new(hook));
+        /// Runs `hook` after each model call: text it returns replaces the response.
+        pub fn after_llm_call(
+            hook: impl Fn(&mut LlmCallContext) -> Option<String> + Send + Sync + 'static,
+        ) => |b| b.llm.after.push(Arc::new(hook));
+        /// Runs `hook` before each tool call: it may change the arguments, or block the call.
+        pub fn before_tool_call(
+            hook: impl Fn(&mut ToolCallContext) -> HookDecision + Send + Sync + 'static,
+        ) => |b| b.tool.before.push(Arc::new(hook));
+        /// Runs `hook` after each tool call: text it returns replaces the result.
+        pub fn after_tool_call(
+            hook: impl Fn(&mut ToolCallContext) -> Option<String> + Send + Sync + 'static,
+        ) => |b| b.tool.after.push(Arc::new(hook));
+        /// A before-tool hook that runs only for the named tools (CrewAI's `tools=[...]` filter).
+        pub fn before_tool_call_for(
+            tools: impl IntoIterator<Item = impl Into<String>>,
+            hook: impl Fn(&mut ToolCallContext) -> HookDecision + Send + Sync + 'static,
+        ) => |b| b.tool.before.push(only_for(tools, hook, HookDecision::Continue));
+        /// An after-tool hook that runs only for the named tools.
+        pub fn after_tool_call_for(
+            tools: impl IntoIterator<Item = impl Into<String>>,
+            hook: impl Fn(&mut ToolCallContext) -> Option<String> + Send + Sync + 'static,
+        ) => |b| b.tool.after.push(only_for(tools, hook, None));
+        /// [`Hooks::llm_layer`] with a layer that is shared (one quota for several crews).
+        pub fn llm_layer_arc(layer: Arc<dyn LlmLayer>) => |b| b.llm_layers.push(layer);
     }
 
     /// Adds a layer to every model call these hooks apply to: the run puts it in its model
@@ -221,12 +218,6 @@ impl Hooks {
         self.llm_layer_arc(Arc::new(layer))
     }
 
-    /// [`Hooks::llm_layer`] with a layer that is shared (one quota for several crews).
-    pub fn llm_layer_arc(mut self, layer: Arc<dyn LlmLayer>) -> Self {
-        self.llm_layers.push(layer);
-        self
-    }
-
     /// The model-call layers, in order.
     pub fn llm_layers(&self) -> &[Arc<dyn LlmLayer>] {
         &self.llm_layers
@@ -234,16 +225,14 @@ impl Hooks {
 
     /// Whether any before- or after-LLM hook is registered.
     pub fn has_llm_hooks(&self) -> bool {
-        !self.before_llm.is_empty() || !self.after_llm.is_empty()
+        self.llm.len() > 0
     }
 
     /// These hooks followed by `other`'s (crew hooks first, then the agent's).
     pub fn merged(&self, other: &Hooks) -> Hooks {
         let mut merged = self.clone();
-        merged.before_llm.extend(other.before_llm.iter().cloned());
-        merged.after_llm.extend(other.after_llm.iter().cloned());
-        merged.before_tool.extend(other.before_tool.iter().cloned());
-        merged.after_tool.extend(other.after_tool.iter().cloned());
+        merged.llm.extend(&other.llm);
+        merged.tool.extend(&other.tool);
         merged.llm_layers.extend(other.llm_layers.iter().cloned());
         merged
     }
@@ -259,10 +248,7 @@ impl Hooks {
 
     /// How many hooks are registered in all (layers are not hooks: see [`Hooks::llm_layers`]).
     pub fn len(&self) -> usize {
-        self.before_llm.len()
-            + self.after_llm.len()
-            + self.before_tool.len()
-            + self.after_tool.len()
+        self.llm.len() + self.tool.len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -270,76 +256,104 @@ impl Hooks {
     }
 
     /// Runs the before-LLM hooks; the first block wins. A hook that panics blocks the call; the
-    /// panic is only logged here (see [`Hooks::run_before_llm_reporting`]).
+    /// panic is only logged here (a run also counts it on its event bus).
     pub fn run_before_llm(&self, ctx: &mut LlmCallContext) -> HookDecision {
-        self.run_before_llm_reporting(ctx, &mut |_| {})
-    }
-
-    /// [`Hooks::run_before_llm`], passing each caught panic to `on_panic` (the executor counts it
-    /// on the run's event bus).
-    pub fn run_before_llm_reporting(
-        &self,
-        ctx: &mut LlmCallContext,
-        on_panic: &mut dyn FnMut(CaughtPanic),
-    ) -> HookDecision {
-        run_before(&self.before_llm, "before_llm_call", ctx, on_panic)
+        self.run_before_reporting(ctx, &mut |_| {})
     }
 
     /// Runs the after-LLM hooks; each replacement becomes the response the next hook sees.
     /// Returns the final response text when any hook replaced it. A hook that panics changes
     /// nothing.
     pub fn run_after_llm(&self, ctx: &mut LlmCallContext) -> Option<String> {
-        self.run_after_llm_reporting(ctx, &mut |_| {})
-    }
-
-    /// [`Hooks::run_after_llm`], passing each caught panic to `on_panic`.
-    pub fn run_after_llm_reporting(
-        &self,
-        ctx: &mut LlmCallContext,
-        on_panic: &mut dyn FnMut(CaughtPanic),
-    ) -> Option<String> {
-        run_after(
-            &self.after_llm,
-            "after_llm_call",
-            ctx,
-            |ctx, text| ctx.response = Some(text),
-            on_panic,
-        )
+        self.run_after_reporting(ctx, &mut |_| {})
     }
 
     /// Runs the before-tool hooks; the first block wins.
     pub fn run_before_tool(&self, ctx: &mut ToolCallContext) -> HookDecision {
-        self.run_before_tool_reporting(ctx, &mut |_| {})
-    }
-
-    /// [`Hooks::run_before_tool`], passing each caught panic to `on_panic`.
-    pub fn run_before_tool_reporting(
-        &self,
-        ctx: &mut ToolCallContext,
-        on_panic: &mut dyn FnMut(CaughtPanic),
-    ) -> HookDecision {
-        run_before(&self.before_tool, "before_tool_call", ctx, on_panic)
+        self.run_before_reporting(ctx, &mut |_| {})
     }
 
     /// Runs the after-tool hooks, chaining replacements; returns the final result text.
     pub fn run_after_tool(&self, ctx: &mut ToolCallContext) -> Option<String> {
-        self.run_after_tool_reporting(ctx, &mut |_| {})
+        self.run_after_reporting(ctx, &mut |_| {})
     }
 
-    /// [`Hooks::run_after_tool`], passing each caught panic to `on_panic`.
-    pub fn run_after_tool_reporting(
+    /// The before-hooks of `C`'s kind, passing each caught panic to `on_panic` (the executor
+    /// counts it on the run's event bus).
+    pub(crate) fn run_before_reporting<C: HookedCall>(
         &self,
-        ctx: &mut ToolCallContext,
+        ctx: &mut C,
+        on_panic: &mut dyn FnMut(CaughtPanic),
+    ) -> HookDecision {
+        run_before(&C::set(self).before, C::BEFORE, ctx, on_panic)
+    }
+
+    /// The after-hooks of `C`'s kind, passing each caught panic to `on_panic`.
+    pub(crate) fn run_after_reporting<C: HookedCall>(
+        &self,
+        ctx: &mut C,
         on_panic: &mut dyn FnMut(CaughtPanic),
     ) -> Option<String> {
-        run_after(
-            &self.after_tool,
-            "after_tool_call",
-            ctx,
-            |ctx, text| ctx.tool_result = Some(text),
-            on_panic,
-        )
+        run_after(&C::set(self).after, C::AFTER, ctx, on_panic)
     }
+}
+
+/// What hooks run on: a model call or a tool call, with the hooks of its kind, the kinds' names
+/// (in events and logs) and where an after-hook's replacement goes.
+pub(crate) trait HookedCall: Sized {
+    const BEFORE: &'static str;
+    const AFTER: &'static str;
+    fn set(hooks: &Hooks) -> &HookSet<Self>;
+    /// Keeps an after-hook's replacement, for the next hook to see.
+    fn replace(&mut self, text: String);
+}
+
+/// `HookedCall` for a context whose hooks are `hooks.$set`, named `$before` and `$after`, and
+/// whose after-hooks replace `$result`.
+macro_rules! hooked_call {
+    ($context:ty, $set:ident, $before:literal, $after:literal, $result:ident) => {
+        impl HookedCall for $context {
+            const BEFORE: &'static str = $before;
+            const AFTER: &'static str = $after;
+            fn set(hooks: &Hooks) -> &HookSet<Self> {
+                &hooks.$set
+            }
+            fn replace(&mut self, text: String) {
+                self.$result = Some(text);
+            }
+        }
+    };
+}
+
+hooked_call!(
+    LlmCallContext,
+    llm,
+    "before_llm_call",
+    "after_llm_call",
+    response
+);
+hooked_call!(
+    ToolCallContext,
+    tool,
+    "before_tool_call",
+    "after_tool_call",
+    tool_result
+);
+
+/// `hook` for calls of the named tools; other tool calls get `otherwise`.
+fn only_for<R: Clone + Send + Sync + 'static>(
+    tools: impl IntoIterator<Item = impl Into<String>>,
+    hook: impl Fn(&mut ToolCallContext) -> R + Send + Sync + 'static,
+    otherwise: R,
+) -> Arc<dyn Fn(&mut ToolCallContext) -> R + Send + Sync> {
+    let tools: Vec<String> = tools.into_iter().map(Into::into).collect();
+    Arc::new(move |ctx| {
+        if tools.contains(&ctx.tool_name) {
+            hook(ctx)
+        } else {
+            otherwise.clone()
+        }
+    })
 }
 
 /// A hook is user code: one that panics blocks the call (before) or changes nothing (after), and
@@ -367,18 +381,17 @@ fn run_before<C>(
     HookDecision::Continue
 }
 
-fn run_after<C>(
+fn run_after<C: HookedCall>(
     hooks: &[AfterHook<C>],
     kind: &'static str,
     ctx: &mut C,
-    store: impl Fn(&mut C, String),
     on_panic: &mut dyn FnMut(CaughtPanic),
 ) -> Option<String> {
     let mut replaced = None;
     for hook in hooks {
         match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| hook(ctx))) {
             Ok(Some(text)) => {
-                store(ctx, text.clone());
+                ctx.replace(text.clone());
                 replaced = Some(text);
             }
             Ok(None) => {}
@@ -473,8 +486,8 @@ impl HooksLayer {
         model: &str,
         scope: Option<&CallScope>,
     ) -> Result<Option<LlmCallContext>, LlmError> {
-        let has_before = self.sets(scope).any(|hooks| !hooks.before_llm.is_empty());
-        let has_after = self.sets(scope).any(|hooks| !hooks.after_llm.is_empty());
+        let has_before = self.sets(scope).any(|hooks| !hooks.llm.before.is_empty());
+        let has_after = self.sets(scope).any(|hooks| !hooks.llm.after.is_empty());
         if !has_before && !has_after {
             return Ok(None);
         }
@@ -491,7 +504,7 @@ impl HooksLayer {
             let mut report = self.report(scope);
             let mut decision = HookDecision::Continue;
             for hooks in self.sets(scope) {
-                decision = hooks.run_before_llm_reporting(&mut ctx, &mut report);
+                decision = hooks.run_before_reporting(&mut ctx, &mut report);
                 if let HookDecision::Block { .. } = decision {
                     break;
                 }
@@ -528,7 +541,7 @@ impl HooksLayer {
         let mut report = self.report(scope);
         let mut replaced = None;
         for hooks in self.sets(scope) {
-            if let Some(text) = hooks.run_after_llm_reporting(ctx, &mut report) {
+            if let Some(text) = hooks.run_after_reporting(ctx, &mut report) {
                 replaced = Some(text);
             }
         }
@@ -652,9 +665,9 @@ mod tests {
             .after_llm_call(|_| panic!("llm bug"));
         let mut caught = Vec::new();
         let mut ctx = ToolCallContext::default();
-        hooks.run_before_tool_reporting(&mut ctx, &mut |p| caught.push(p));
-        hooks.run_after_tool_reporting(&mut ctx, &mut |p| caught.push(p));
-        hooks.run_after_llm_reporting(&mut LlmCallContext::default(), &mut |p| caught.push(p));
+        hooks.run_before_reporting(&mut ctx, &mut |p| caught.push(p));
+        hooks.run_after_reporting(&mut ctx, &mut |p| caught.push(p));
+        hooks.run_after_reporting(&mut LlmCallContext::default(), &mut |p| caught.push(p));
         let seen: Vec<_> = caught
             .iter()
             .map(|p| (p.site, p.name.as_str(), p.message.as_str()))

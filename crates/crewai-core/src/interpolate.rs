@@ -34,8 +34,33 @@ impl std::fmt::Display for Location {
     }
 }
 
+/// Fills the fields of one agent or task, naming it (`agent 'Researcher'`) in the errors.
+pub(crate) struct Filler<'a> {
+    inputs: &'a Inputs,
+    owner: String,
+}
+
+impl<'a> Filler<'a> {
+    pub(crate) fn new(inputs: &'a Inputs, owner: String) -> Self {
+        Filler { inputs, owner }
+    }
+
+    /// `text`, the owner's `field`, with the inputs interpolated.
+    pub(crate) fn field(
+        &self,
+        text: &str,
+        field: &'static str,
+    ) -> Result<String, InterpolationError> {
+        let at = Location {
+            owner: self.owner.clone(),
+            field,
+        };
+        interpolate(text, self.inputs, &at)
+    }
+}
+
 /// A placeholder that the inputs do not provide.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
 #[error(
     "placeholder {{{placeholder}}} in {location} has no value in the kickoff inputs (given: {given}); add `{placeholder}` to the inputs"
 )]

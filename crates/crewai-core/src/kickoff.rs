@@ -43,49 +43,28 @@ impl KickoffOptions {
         Self::default()
     }
 
-    /// The event the kickoff's first event (`crew_kickoff_started`,
-    /// `lite_agent_execution_started`) hangs under: a flow method's event, say.
-    pub fn parent_event(mut self, event_id: Uuid) -> Self {
-        self.parent_event_id = Some(event_id);
-        self
-    }
-
-    /// Cancelling `token` abandons the kickoff: a crew's then fails with
-    /// [`CrewError::Cancelled`](crate::crew::CrewError::Cancelled) and is journaled as cancelled
-    /// (so it can be resumed); an agent's stops its in-flight call.
-    pub fn cancellation(mut self, token: CancellationToken) -> Self {
-        self.cancellation = Some(token);
-        self
-    }
-
-    /// An enclosing run's ledger (a flow's): every call of the kickoff counts there too and is
-    /// held to that ledger's budget. A crew keeps its own usage and budget besides.
-    pub fn usage(mut self, ledger: UsageTracker) -> Self {
-        self.usage = Some(ledger);
-        self
-    }
-
-    /// The id a crew journals its run under (default: a new UUID). Choosing it lets the caller
-    /// name the run before it starts, to print it or to resume it after a crash. Crews only.
-    pub fn run_id(mut self, id: impl Into<String>) -> Self {
-        self.run_id = Some(id.into());
-        self
-    }
-
-    /// Where an agent's kickoff reports its events (default: the agent's own bus, or a fresh
-    /// one). Agents only: a crew reports to the bus it was built with
-    /// ([`CrewBuilder::event_bus`](crate::crew::CrewBuilder::event_bus)).
-    pub fn event_bus(mut self, bus: EventBus) -> Self {
-        self.events = Some(bus);
-        self
-    }
-
-    /// Ask an agent's kickoff for structured output (see
-    /// [`Agent::kickoff_with_format`](crate::agent::Agent::kickoff_with_format)). Agents only:
-    /// a crew's tasks carry their own output formats.
-    pub fn response_format(mut self, format: ResponseFormat) -> Self {
-        self.response_format = Some(format);
-        self
+    setters! {
+        /// The event the kickoff's first event (`crew_kickoff_started`,
+        /// `lite_agent_execution_started`) hangs under: a flow method's event, say.
+        pub fn parent_event(event_id: Uuid) => parent_event_id = Some(event_id);
+        /// Cancelling `token` abandons the kickoff: a crew's then fails with
+        /// [`CrewError::Cancelled`](crate::crew::CrewError::Cancelled) and is journaled as
+        /// cancelled (so it can be resumed); an agent's stops its in-flight call.
+        pub fn cancellation(token: CancellationToken) => cancellation = Some(token);
+        /// An enclosing run's ledger (a flow's): every call of the kickoff counts there too and is
+        /// held to that ledger's budget. A crew keeps its own usage and budget besides.
+        pub fn usage(ledger: UsageTracker) => usage = Some(ledger);
+        /// The id a crew journals its run under (default: a new UUID). Choosing it lets the caller
+        /// name the run before it starts, to print it or to resume it after a crash. Crews only.
+        pub fn run_id(id: impl Into<String>) => run_id = Some(id.into());
+        /// Where an agent's kickoff reports its events (default: the agent's own bus, or a fresh
+        /// one). Agents only: a crew reports to the bus it was built with
+        /// ([`CrewBuilder::event_bus`](crate::crew::CrewBuilder::event_bus)).
+        pub fn event_bus(bus: EventBus) => events = Some(bus);
+        /// Ask an agent's kickoff for structured output (see
+        /// [`Agent::kickoff_with_format`](crate::agent::Agent::kickoff_with_format)). Agents only:
+        /// a crew's tasks carry their own output formats.
+        pub fn response_format(format: ResponseFormat) => response_format = Some(format);
     }
 
     /// The run id set with [`KickoffOptions::run_id`].

@@ -47,6 +47,11 @@
 //! # Ok(()) }
 //! ```
 
+#[macro_use]
+extern crate crewai_llm;
+
+mod setters;
+
 pub mod agent;
 mod agent_task;
 pub mod converter;

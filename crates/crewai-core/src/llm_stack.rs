@@ -68,7 +68,8 @@
 //!     .build()
 //!     .unwrap();
 //! let error = crew.kickoff(Inputs::new()).await.unwrap_err();
-//! assert!(error.to_string().contains("LLM call blocked by the tenant quota: Writer"), "{error}");
+//! let chain = crewai_llm::error_chain(&error); // the crew error keeps the layer's as its cause
+//! assert!(chain.contains("LLM call blocked by the tenant quota: Writer"), "{chain}");
 //! assert_eq!(quota.left.load(Ordering::SeqCst), 0);
 //! # });
 //! ```
@@ -132,7 +133,6 @@ pub enum CallPurpose {
 pub struct CallScope {
     services: RunServices,
     agent_role: String,
-    verbose: bool,
     task_name: Option<String>,
     parent: Option<Uuid>,
     /// The agent's own limiter, else the crew's.
@@ -166,7 +166,6 @@ impl CallScope {
     pub(crate) fn new(agent: &Agent, services: &RunServices, purpose: CallPurpose) -> Self {
         CallScope {
             agent_role: agent.role().to_string(),
-            verbose: agent.verbose(),
             task_name: None,
             parent: None,
             rate_limiter: agent
@@ -183,21 +182,13 @@ impl CallScope {
         }
     }
 
-    pub(crate) fn with_task(mut self, task_name: Option<&str>) -> Self {
-        self.task_name = task_name.map(str::to_string);
-        self
-    }
-
-    /// The event the call's events hang under.
-    pub(crate) fn with_parent(mut self, parent: Option<Uuid>) -> Self {
-        self.parent = parent;
-        self
-    }
-
-    /// Drops the call when `token` is cancelled (an execution's own token, not the run's).
-    pub(crate) fn with_cancellation(mut self, token: CancellationToken) -> Self {
-        self.cancellation = token;
-        self
+    setters! {
+        pub(crate) fn with_task(task_name: Option<&str>)
+            => task_name = task_name.map(str::to_string);
+        /// The event the call's events hang under.
+        pub(crate) fn with_parent(parent: Option<Uuid>) => parent = parent;
+        /// Drops the call when `token` is cancelled (an execution's own token, not the run's).
+        pub(crate) fn with_cancellation(token: CancellationToken) => cancellation = token;
     }
 
     /// A scope for other calls of the same execution: same agent, task, parent and usage.
@@ -205,7 +196,6 @@ impl CallScope {
         CallScope {
             services: self.services.clone(),
             agent_role: self.agent_role.clone(),
-            verbose: self.verbose,
             task_name: self.task_name.clone(),
             parent: self.parent,
             rate_limiter: self.rate_limiter.clone(),
@@ -407,7 +397,6 @@ impl RunRateLimitLayer {
                 parent: scope.parent,
                 agent_role: &scope.agent_role,
                 task_name: scope.task_name.as_deref(),
-                verbose: scope.verbose,
             };
             waiter.acquire(limiter).await;
         }
@@ -439,32 +428,20 @@ impl LlmLayer for EventsLayer {
     }
 
     async fn call(&self, request: LlmRequest, next: Next<'_>) -> Result<LlmResponse, LlmError> {
-        let Some(scope) = request.extensions.get_arc::<CallScope>() else {
+        let Some(record) = CallRecord::of(&request, &next) else {
             return next.call(request).await;
         };
-        let record = CallRecord::start(scope, next.model().model(), &request);
-        let result = tokio::select! {
-            biased;
-            _ = record.scope.cancellation.cancelled() => Err(LlmError::Cancelled),
-            result = next.call(request) => result,
-        };
-        match result {
+        match record.until_cancelled(next.call(request)).await {
             Ok(response) => record.completed(response),
             Err(error) => Err(record.failed(error)),
         }
     }
 
     async fn stream(&self, request: LlmRequest, next: Next<'_>) -> Result<LlmStream, LlmError> {
-        let Some(scope) = request.extensions.get_arc::<CallScope>() else {
+        let Some(record) = CallRecord::of(&request, &next) else {
             return next.stream(request).await;
         };
-        let record = CallRecord::start(scope, next.model().model(), &request);
-        let opened = tokio::select! {
-            biased;
-            _ = record.scope.cancellation.cancelled() => Err(LlmError::Cancelled),
-            opened = next.stream(request) => opened,
-        };
-        match opened {
+        match record.until_cancelled(next.stream(request)).await {
             Ok(inner) => Ok(Box::pin(RecordedStream {
                 inner,
                 record: Some(record),
@@ -484,6 +461,24 @@ struct CallRecord {
 }
 
 impl CallRecord {
+    /// The record of a call made in a run (its request carries a [`CallScope`]), started.
+    fn of(request: &LlmRequest, next: &Next<'_>) -> Option<Self> {
+        let scope = request.extensions.get_arc::<CallScope>()?;
+        Some(Self::start(scope, next.model().model(), request))
+    }
+
+    /// `work`, unless the run is cancelled first.
+    async fn until_cancelled<T>(
+        &self,
+        work: impl Future<Output = Result<T, LlmError>>,
+    ) -> Result<T, LlmError> {
+        tokio::select! {
+            biased;
+            _ = self.scope.cancellation.cancelled() => Err(LlmError::Cancelled),
+            result = work => result,
+        }
+    }
+
     fn start(scope: Arc<CallScope>, model: &str, request: &LlmRequest) -> Self {
         let record = CallRecord {
             structured: scope.purpose == CallPurpose::Agent && request.response_format.is_some(),
@@ -492,50 +487,46 @@ impl CallRecord {
             scope,
         };
         // The conversation as JSON is the costliest payload of a call: built only if heard.
+        record.emit(|| EventKind::LlmCallStarted {
+            call_id: record.call_id.clone(),
+            model: record.model.clone(),
+            agent_role: Some(record.scope.agent_role.clone()),
+            task_name: record.scope.task_name.clone(),
+            messages: serde_json::to_value(&request.messages).unwrap_or(Value::Null),
+            tools: request.tools.iter().map(|t| t.name.clone()).collect(),
+        });
         record
-            .scope
-            .services
-            .events
-            .emit_with(record.scope.parent, || EventKind::LlmCallStarted {
-                call_id: record.call_id.clone(),
-                model: record.model.clone(),
-                agent_role: Some(record.scope.agent_role.clone()),
-                task_name: record.scope.task_name.clone(),
-                messages: serde_json::to_value(&request.messages).unwrap_or(Value::Null),
-                tools: request.tools.iter().map(|t| t.name.clone()).collect(),
-            });
-        record
+    }
+
+    /// Emits the event `kind` builds under the call's parent, if anyone listens.
+    fn emit(&self, kind: impl FnOnce() -> EventKind) {
+        let scope = &self.scope;
+        scope.services.events.emit_with(scope.parent, kind);
     }
 
     fn chunk(&self, chunk: &str) {
         let scope = &self.scope;
-        scope
-            .services
-            .events
-            .emit_with(scope.parent, || EventKind::LlmStreamChunk {
-                call_id: self.call_id.clone(),
-                agent_role: Some(scope.agent_role.clone()),
-                task_name: scope.task_name.clone(),
-                chunk: chunk.to_string(),
-            });
+        self.emit(|| EventKind::LlmStreamChunk {
+            call_id: self.call_id.clone(),
+            agent_role: Some(scope.agent_role.clone()),
+            task_name: scope.task_name.clone(),
+            chunk: chunk.to_string(),
+        });
     }
 
     fn failed_event(&self, error: String) {
         let scope = &self.scope;
-        scope
-            .services
-            .events
-            .emit_with(scope.parent, || EventKind::LlmCallFailed {
-                call_id: self.call_id.clone(),
-                model: self.model.clone(),
-                agent_role: Some(scope.agent_role.clone()),
-                task_name: scope.task_name.clone(),
-                error,
-            });
+        self.emit(|| EventKind::LlmCallFailed {
+            call_id: self.call_id.clone(),
+            model: self.model.clone(),
+            agent_role: Some(scope.agent_role.clone()),
+            task_name: scope.task_name.clone(),
+            error,
+        });
     }
 
     fn failed(self, error: LlmError) -> LlmError {
-        self.failed_event(error.to_string());
+        self.failed_event(crewai_llm::error_chain(&error));
         error
     }
 
@@ -554,21 +545,18 @@ impl CallRecord {
             });
         }
         let scope = &self.scope;
-        scope
-            .services
-            .events
-            .emit_with(scope.parent, || EventKind::LlmCallCompleted {
-                call_id: self.call_id,
-                model: self.model,
-                agent_role: Some(scope.agent_role.clone()),
-                task_name: scope.task_name.clone(),
-                response: if response.tool_calls.is_empty() {
-                    Value::String(response.content.clone().unwrap_or_default())
-                } else {
-                    serde_json::to_value(&response.tool_calls).unwrap_or(Value::Null)
-                },
-                usage: response.usage,
-            });
+        self.emit(|| EventKind::LlmCallCompleted {
+            call_id: self.call_id.clone(),
+            model: self.model.clone(),
+            agent_role: Some(scope.agent_role.clone()),
+            task_name: scope.task_name.clone(),
+            response: if response.tool_calls.is_empty() {
+                Value::String(response.content.clone().unwrap_or_default())
+            } else {
+                serde_json::to_value(&response.tool_calls).unwrap_or(Value::Null)
+            },
+            usage: response.usage,
+        });
         Ok(response)
     }
 }
@@ -610,11 +598,8 @@ impl Stream for RecordedStream {
                 Some(Ok(other))
             }
             None => {
-                let cut = LlmError::MalformedResponse {
-                    provider: "stream".into(),
-                    message: NO_FINAL_RESPONSE.into(),
-                };
-                record.failed_event(cut.to_string());
+                let cut = LlmError::malformed("stream", NO_FINAL_RESPONSE);
+                record.failed_event(crewai_llm::error_chain(&cut));
                 None
             }
         })

@@ -23,7 +23,7 @@ pub enum OutputFormat {
 }
 
 /// Reading an output in a shape it does not have.
-#[derive(Debug, Clone, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 pub enum OutputError {
     #[error(
         "task '{task}' has no JSON output: its output format is {format:?}; set `output_json` on the task to get one"
@@ -35,8 +35,8 @@ pub enum OutputError {
     NoJsonInFinalTask,
     #[error("the output has no structured value (neither output_json nor output_pydantic was set)")]
     NoStructuredValue,
-    #[error("the structured output does not match the requested type: {0}")]
-    WrongType(String),
+    #[error("the structured output does not match the requested type")]
+    WrongType(#[source] serde_json::Error),
     #[error("key '{0}' is not in the structured output")]
     MissingKey(String),
 }
@@ -141,7 +141,7 @@ impl TaskOutput {
     /// ```
     pub fn typed<T: DeserializeOwned>(&self) -> Result<T, OutputError> {
         let value = self.structured().ok_or(OutputError::NoStructuredValue)?;
-        serde_json::from_value(value.clone()).map_err(|e| OutputError::WrongType(e.to_string()))
+        serde_json::from_value(value.clone()).map_err(OutputError::WrongType)
     }
 
     /// The JSON object as Python's `json.dumps` writes it; only for `output_json` tasks, as CrewAI.
@@ -265,7 +265,7 @@ impl CrewOutput {
             .as_ref()
             .or(self.json_dict.as_ref())
             .ok_or(OutputError::NoStructuredValue)?;
-        serde_json::from_value(value.clone()).map_err(|e| OutputError::WrongType(e.to_string()))
+        serde_json::from_value(value.clone()).map_err(OutputError::WrongType)
     }
 }
 

@@ -23,6 +23,7 @@ use chrono::{DateTime, Utc};
 use crewai_llm::Usage;
 use serde::{Deserialize, Serialize};
 
+use crate::error::BoxedCause;
 use crate::interpolate::Inputs;
 use crate::output::TaskOutput;
 
@@ -46,13 +47,14 @@ pub struct StoredTaskOutput {
     pub timestamp: DateTime<Utc>,
 }
 
-/// A failure of the backing store.
-#[derive(Debug, Clone, thiserror::Error)]
+/// A failure of the backing store. The backend's own error (SQLite, I/O, a message) is the
+/// source; show the chain with [`crewai_llm::error_chain`].
+#[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    #[error("task output store: {0}")]
-    Backend(String),
-    #[error("task output store: a stored row could not be read: {0}")]
-    Corrupt(String),
+    #[error("the task output store failed")]
+    Backend(#[source] BoxedCause),
+    #[error("task output store: a stored row could not be read")]
+    Corrupt(#[source] BoxedCause),
     /// [`RunJournal::start`] refused: another attempt that is still alive owns the run.
     #[error(
         "run {run_id} is still running in process {} (started {}, last heartbeat {}); stop it first, or wait for it to end",
@@ -437,9 +439,9 @@ impl InMemoryRunJournal {
         change: impl FnOnce(&mut StoredRun) -> T,
     ) -> Result<T, StoreError> {
         let mut runs = self.runs()?;
-        let run = runs
-            .get_mut(run_id)
-            .ok_or_else(|| StoreError::Backend(format!("run journal: no run with id {run_id}")))?;
+        let run = runs.get_mut(run_id).ok_or_else(|| {
+            StoreError::Backend(format!("run journal: no run with id {run_id}").into())
+        })?;
         Ok(change(run))
     }
 }
@@ -497,9 +499,10 @@ impl RunJournal for InMemoryRunJournal {
                 run_id: run_id.to_string(),
                 owner: Box::new(other.clone()),
             }),
-            None => Err(StoreError::Backend(format!(
-                "run journal: run {run_id} has ended; there is no attempt to keep alive"
-            ))),
+            None => Err(StoreError::Backend(
+                format!("run journal: run {run_id} has ended; there is no attempt to keep alive")
+                    .into(),
+            )),
         })?
     }
 

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use crewai_tools::ToolHandle;
+use crewai_tools::{ToolFailurePolicy, ToolHandle};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -18,8 +18,8 @@ use uuid::Uuid;
 use crate::agent::Agent;
 use crate::converter::{ConversionError, OutputSchema};
 use crate::error::AgentError;
-use crate::guardrail::Guardrail;
-use crate::interpolate::{Inputs, InterpolationError, Location, interpolate};
+use crate::guardrail::{Guardrail, GuardrailError};
+use crate::interpolate::{Filler, Inputs, InterpolationError};
 use crate::output::{OutputFormat, TaskOutput};
 use crate::prompts;
 
@@ -69,8 +69,9 @@ impl InputProvider for ConsoleInputProvider {
     }
 }
 
-/// Everything that can go wrong building or running a task.
-#[derive(Debug, Clone, thiserror::Error)]
+/// Everything that can go wrong building or running a task. A variant that wraps another error
+/// keeps it as its source (show the chain with [`crewai_llm::error_chain`]).
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum TaskError {
     #[error("task '{task}' is misconfigured: {message}")]
@@ -79,7 +80,7 @@ pub enum TaskError {
         "task '{task}' has no agent: give it one with `.agent(..)`, or run it in a hierarchical crew"
     )]
     NoAgent { task: String },
-    #[error("task '{task}': {source}")]
+    #[error("task '{task}' failed")]
     Agent {
         task: String,
         source: Box<AgentError>,
@@ -103,22 +104,29 @@ pub enum TaskError {
         retries: u32,
         last_error: String,
     },
-    #[error("task '{task}': the guardrail could not be evaluated: {message}")]
-    Guardrail { task: String, message: String },
-    #[error("task '{task}': structured output failed: {source}; the answer was: {raw}")]
+    #[error("task '{task}': the guardrail could not be evaluated")]
+    Guardrail {
+        task: String,
+        source: Box<GuardrailError>,
+    },
+    /// The answer (kept in `raw`) could not be made into the task's structured output.
+    #[error("task '{task}': structured output failed")]
     Conversion {
         task: String,
         source: Box<ConversionError>,
         raw: String,
     },
-    #[error("task '{task}': could not write output_file {}: {message}", .path.display())]
+    #[error("task '{task}': could not write output_file {}", .path.display())]
     OutputFile {
         task: String,
         path: PathBuf,
-        message: String,
+        source: std::io::Error,
     },
-    #[error("task '{task}': asking for human feedback failed: {message}")]
-    HumanInput { task: String, message: String },
+    #[error("task '{task}': asking for human feedback failed")]
+    HumanInput {
+        task: String,
+        source: std::io::Error,
+    },
     #[error(transparent)]
     Interpolation(#[from] InterpolationError),
 }
@@ -163,6 +171,7 @@ pub struct Task {
     human_input: bool,
     guardrails: Vec<Guardrail>,
     guardrail_max_retries: u32,
+    tool_failure_policy: Option<ToolFailurePolicy>,
     condition: Option<Condition>,
 }
 
@@ -251,6 +260,10 @@ impl Task {
     pub fn guardrail_max_retries(&self) -> u32 {
         self.guardrail_max_retries
     }
+    /// The task's own tool failure policy; it wins over the agent's and the crew's.
+    pub fn tool_failure_policy(&self) -> Option<ToolFailurePolicy> {
+        self.tool_failure_policy
+    }
     /// The condition of a conditional task.
     pub fn condition(&self) -> Option<&Condition> {
         self.condition.as_ref()
@@ -294,16 +307,12 @@ impl Task {
         if inputs.is_empty() {
             return Ok(self.clone());
         }
-        let owner = format!("task '{}'", self.key());
-        let at = |field: &'static str| Location {
-            owner: owner.clone(),
-            field,
-        };
+        let fill = Filler::new(inputs, format!("task '{}'", self.key()));
         let mut task = self.clone();
-        task.description = interpolate(&self.description, inputs, &at("description"))?;
-        task.expected_output = interpolate(&self.expected_output, inputs, &at("expected_output"))?;
+        task.description = fill.field(&self.description, "description")?;
+        task.expected_output = fill.field(&self.expected_output, "expected_output")?;
         if let Some(file) = &self.output_file {
-            task.output_file = Some(interpolate(file, inputs, &at("output_file"))?);
+            task.output_file = Some(fill.field(file, "output_file")?);
         }
         Ok(task)
     }
@@ -342,6 +351,20 @@ impl Task {
     }
 }
 
+/// A task for unit tests: named `name`, with a placeholder description and expected output and
+/// no agent, set up further by `more`.
+#[cfg(test)]
+pub(crate) fn test_task(name: &str, more: impl FnOnce(TaskBuilder) -> TaskBuilder) -> Task {
+    more(
+        Task::builder()
+            .name(name)
+            .description("d")
+            .expected_output("e"),
+    )
+    .build()
+    .expect("a valid test task")
+}
+
 /// Builds a [`Task`].
 #[derive(Default)]
 pub struct TaskBuilder {
@@ -362,25 +385,49 @@ pub struct TaskBuilder {
     guardrail: Option<Guardrail>,
     guardrails: Vec<Guardrail>,
     guardrail_max_retries: Option<u32>,
+    tool_failure_policy: Option<ToolFailurePolicy>,
     condition: Option<Condition>,
 }
 
 impl TaskBuilder {
-    pub fn name(mut self, name: impl Into<String>) -> Self {
-        self.name = Some(name.into());
-        self
-    }
-    pub fn description(mut self, description: impl Into<String>) -> Self {
-        self.description = Some(description.into());
-        self
-    }
-    pub fn expected_output(mut self, expected_output: impl Into<String>) -> Self {
-        self.expected_output = Some(expected_output.into());
-        self
-    }
-    pub fn agent(mut self, agent: Agent) -> Self {
-        self.agent = Some(agent);
-        self
+    setters! {
+        pub fn name(name: impl Into<String>) => name = Some(name.into());
+        pub fn description(description: impl Into<String>)
+            => description = Some(description.into());
+        pub fn expected_output(expected_output: impl Into<String>)
+            => expected_output = Some(expected_output.into());
+        pub fn agent(agent: Agent) => agent = Some(agent);
+        /// Tools for this task, used instead of the agent's.
+        pub fn tools(tools: Vec<ToolHandle>) => tools = tools;
+        pub fn async_execution(async_execution: bool) => async_execution = async_execution;
+        /// The result must be a JSON object following `schema`; it lands in `json_dict`.
+        pub fn output_json(schema: Value) => output_json = Some(schema);
+        /// The result must follow `schema`; it lands in `pydantic` (the typed value).
+        pub fn output_pydantic(schema: Value)
+            => output_pydantic = Some(OutputSchema::pydantic(schema));
+        /// Writes the result to this file (placeholders allowed; directories are created).
+        pub fn output_file(path: impl AsRef<std::path::Path>)
+            => output_file = Some(path.as_ref().to_string_lossy().into_owned());
+        /// Whether missing directories of `output_file` are created (default true).
+        pub fn create_directory(create: bool) => create_directory = Some(create);
+        pub fn markdown(markdown: bool) => markdown = markdown;
+        pub fn callback(callback: impl Fn(&TaskOutput) + Send + Sync + 'static)
+            => callback = Some(Arc::new(callback));
+        pub fn human_input(human_input: bool) => human_input = human_input;
+        /// One guardrail (ignored when `guardrails` is also given, as CrewAI).
+        pub fn guardrail(guardrail: Guardrail) => guardrail = Some(guardrail);
+        /// Guardrails applied in order.
+        pub fn guardrails(guardrails: Vec<Guardrail>) => guardrails = guardrails;
+        /// Retries after a failed guardrail (default 3).
+        pub fn guardrail_max_retries(retries: u32) => guardrail_max_retries = Some(retries);
+        /// What a failing tool does while the agent works on this task (`raise` fails the task,
+        /// `warn` and `ignore` tell the model); wins over the agent's and the crew's policy.
+        pub fn tool_failure_policy(policy: ToolFailurePolicy)
+            => tool_failure_policy = Some(policy);
+        /// Makes this a conditional task: it runs only when `condition` accepts the previous
+        /// output.
+        pub fn condition(condition: impl Fn(&TaskOutput) -> bool + Send + Sync + 'static)
+            => condition = Some(Arc::new(condition));
     }
     /// The outputs of these earlier tasks (by name) become this task's context.
     pub fn context<S: Into<String>>(mut self, tasks: impl IntoIterator<Item = S>) -> Self {
@@ -392,73 +439,9 @@ impl TaskBuilder {
         self.context = TaskContext::None;
         self
     }
-    /// Tools for this task, used instead of the agent's.
-    pub fn tools(mut self, tools: Vec<ToolHandle>) -> Self {
-        self.tools = tools;
-        self
-    }
-    pub fn async_execution(mut self, async_execution: bool) -> Self {
-        self.async_execution = async_execution;
-        self
-    }
-    /// The result must be a JSON object following `schema`; it lands in `json_dict`.
-    pub fn output_json(mut self, schema: Value) -> Self {
-        self.output_json = Some(schema);
-        self
-    }
-    /// The result must follow `schema`; it lands in `pydantic` (the typed value).
-    pub fn output_pydantic(mut self, schema: Value) -> Self {
-        self.output_pydantic = Some(OutputSchema::pydantic(schema));
-        self
-    }
     /// The result must be a `T`; read it with `TaskOutput::typed::<T>()`.
     pub fn output<T: JsonSchema + DeserializeOwned + 'static>(mut self) -> Self {
         self.output_pydantic = Some(OutputSchema::of::<T>());
-        self
-    }
-    /// Writes the result to this file (placeholders allowed; directories are created).
-    pub fn output_file(mut self, path: impl AsRef<std::path::Path>) -> Self {
-        self.output_file = Some(path.as_ref().to_string_lossy().into_owned());
-        self
-    }
-    /// Whether missing directories of `output_file` are created (default true).
-    pub fn create_directory(mut self, create: bool) -> Self {
-        self.create_directory = Some(create);
-        self
-    }
-    pub fn markdown(mut self, markdown: bool) -> Self {
-        self.markdown = markdown;
-        self
-    }
-    pub fn callback(mut self, callback: impl Fn(&TaskOutput) + Send + Sync + 'static) -> Self {
-        self.callback = Some(Arc::new(callback));
-        self
-    }
-    pub fn human_input(mut self, human_input: bool) -> Self {
-        self.human_input = human_input;
-        self
-    }
-    /// One guardrail (ignored when `guardrails` is also given, as CrewAI).
-    pub fn guardrail(mut self, guardrail: Guardrail) -> Self {
-        self.guardrail = Some(guardrail);
-        self
-    }
-    /// Guardrails applied in order.
-    pub fn guardrails(mut self, guardrails: Vec<Guardrail>) -> Self {
-        self.guardrails = guardrails;
-        self
-    }
-    /// Retries after a failed guardrail (default 3).
-    pub fn guardrail_max_retries(mut self, retries: u32) -> Self {
-        self.guardrail_max_retries = Some(retries);
-        self
-    }
-    /// Makes this a conditional task: it runs only when `condition` accepts the previous output.
-    pub fn condition(
-        mut self,
-        condition: impl Fn(&TaskOutput) -> bool + Send + Sync + 'static,
-    ) -> Self {
-        self.condition = Some(Arc::new(condition));
         self
     }
 
@@ -473,14 +456,10 @@ impl TaskBuilder {
             task: label.clone(),
             message: message.to_string(),
         };
-        let description = self
-            .description
-            .filter(|d| !d.trim().is_empty())
-            .ok_or_else(|| config("`description` is required"))?;
-        let expected_output = self
-            .expected_output
-            .filter(|e| !e.trim().is_empty())
-            .ok_or_else(|| config("`expected_output` is required"))?;
+        let description =
+            crate::setters::required(self.description, "description").map_err(|m| config(&m))?;
+        let expected_output = crate::setters::required(self.expected_output, "expected_output")
+            .map_err(|m| config(&m))?;
         let output_schema = match (self.output_json, self.output_pydantic) {
             (Some(_), Some(_)) => {
                 return Err(config(
@@ -491,7 +470,9 @@ impl TaskBuilder {
             (None, pydantic) => pydantic,
         };
         if let Some(schema) = &output_schema {
-            schema.check_schema().map_err(|e| config(&e.to_string()))?;
+            schema
+                .check_schema()
+                .map_err(|e| config(&crewai_llm::error_chain(&e)))?;
         }
         if let Some(file) = &self.output_file {
             validate_output_file(file).map_err(|m| config(&m))?;
@@ -521,6 +502,7 @@ impl TaskBuilder {
             human_input: self.human_input,
             guardrails,
             guardrail_max_retries: self.guardrail_max_retries.unwrap_or(3),
+            tool_failure_policy: self.tool_failure_policy,
             condition: self.condition,
         })
     }

@@ -109,21 +109,7 @@ impl Default for UsageTracker {
     }
 }
 
-/// The prompt size of `request` in tokens, estimated at four characters a token (messages and
-/// tool definitions): what a budget check counts for a call not made yet.
-pub fn estimated_prompt_tokens(request: &LlmRequest) -> u64 {
-    let chars: usize = request
-        .messages
-        .iter()
-        .map(|m| m.text().len())
-        .sum::<usize>()
-        + request
-            .tools
-            .iter()
-            .map(|t| t.name.len() + t.description.len() + t.parameters.to_string().len())
-            .sum::<usize>();
-    (chars as u64).div_ceil(4)
-}
+use crewai_llm::rate_limit::estimate_prompt_tokens;
 
 impl UsageTracker {
     /// An empty ledger with the built-in prices and no budget.
@@ -230,7 +216,7 @@ impl UsageTracker {
     /// run's model stack makes it): whether `request` to `model` may still be made under this
     /// tracker's budget and its parents'.
     pub fn check_request(&self, model: &str, request: &LlmRequest) -> Result<(), BudgetExceeded> {
-        self.check_budget(model, estimated_prompt_tokens(request))
+        self.check_budget(model, estimate_prompt_tokens(request))
     }
 
     /// Whether a call of `model` sending about `prompt_tokens` may still be made, under this
@@ -424,7 +410,7 @@ mod tests {
             ..Default::default()
         });
         let request = |text: &str| LlmRequest::new(vec![crewai_llm::Message::user(text)]);
-        assert_eq!(estimated_prompt_tokens(&request("12345678")), 2);
+        assert_eq!(estimate_prompt_tokens(&request("12345678")), 2);
         assert!(tracker.check_request("m", &request("12345678")).is_ok());
         assert!(tracker.check_request("m", &request("123456789")).is_err());
     }

@@ -397,13 +397,13 @@ async fn the_step_callback_sees_tool_steps_and_the_final_answer() {
         .step_callback(move |step| sink.lock().unwrap().push(step.clone()))
         .build()
         .unwrap();
-    agent
-        .run_task(
-            AgentTaskRequest::new("Square 4")
-                .with_tools(ToolSet::from(vec![multiplier(Arc::new(AtomicU32::new(0)))])),
-        )
-        .await
-        .unwrap();
+    run_with(
+        &agent,
+        "Square 4",
+        vec![multiplier(Arc::new(AtomicU32::new(0)))],
+    )
+    .await
+    .unwrap();
     let steps = steps.lock().unwrap();
     assert!(
         matches!(&steps[0], AgentStep::ToolCall { tool, result, .. } if tool == "multiplier" && result == "16")

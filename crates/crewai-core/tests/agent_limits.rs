@@ -81,10 +81,7 @@ async fn a_slow_tool_is_cancelled_by_the_deadline() {
         .build()
         .unwrap();
     let started = std::time::Instant::now();
-    let error = agent
-        .run_task(AgentTaskRequest::new("Sleep").with_tools(ToolSet::from(vec![sleeper])))
-        .await
-        .unwrap_err();
+    let error = run_with(&agent, "Sleep", vec![sleeper]).await.unwrap_err();
     // The deadline, not the tool's 30 s sleep, ended it.
     assert_ended_on_time(started.elapsed(), Duration::from_millis(300));
     assert!(matches!(error, AgentError::Timeout { .. }), "{error:?}");
@@ -141,10 +138,8 @@ async fn a_rejected_request_is_not_retried() {
         .run_task(AgentTaskRequest::new("Try"))
         .await
         .unwrap_err();
-    assert!(
-        error.to_string().contains("Invalid value for 'model'"),
-        "{error}"
-    );
+    let text = crewai_llm::error_chain(&error);
+    assert!(text.contains("Invalid value for 'model'"), "{text}");
     assert_eq!(server.request_count(), 1);
 }
 
@@ -292,12 +287,15 @@ async fn tool_failure_policy_raise_fails_the_run() {
         .tool_failure_policy(ToolFailurePolicy::Raise)
         .build()
         .unwrap();
-    let error = agent
-        .run_task(AgentTaskRequest::new("Use it").with_tools(ToolSet::from(vec![failing("boom")])))
+    let error = run_with(&agent, "Use it", vec![failing("boom")])
         .await
         .unwrap_err();
     assert!(matches!(error, AgentError::ToolFailed { .. }), "{error:?}");
-    assert!(error.to_string().contains("failing_tool") && error.to_string().contains("boom"));
+    let text = crewai_llm::error_chain(&error);
+    assert!(
+        text.contains("failing_tool") && text.contains("boom"),
+        "{text}"
+    );
     assert_eq!(
         server.request_count(),
         1,
@@ -313,11 +311,7 @@ async fn invalid_arguments_are_explained_to_the_model_and_the_tool_does_not_run(
     server.push(Reply::text("42"));
     let runs = Arc::new(AtomicU32::new(0));
     let agent = agent_with(openai(&server)).build().unwrap();
-    let result = agent
-        .run_task(
-            AgentTaskRequest::new("Multiply")
-                .with_tools(ToolSet::from(vec![multiplier(runs.clone())])),
-        )
+    let result = run_with(&agent, "Multiply", vec![multiplier(runs.clone())])
         .await
         .unwrap();
     assert_eq!(result.raw, "42");
@@ -344,11 +338,7 @@ async fn broken_argument_json_is_repaired() {
     server.push(Reply::text("6"));
     let runs = Arc::new(AtomicU32::new(0));
     let agent = agent_with(openai(&server)).build().unwrap();
-    agent
-        .run_task(
-            AgentTaskRequest::new("Multiply")
-                .with_tools(ToolSet::from(vec![multiplier(runs.clone())])),
-        )
+    run_with(&agent, "Multiply", vec![multiplier(runs.clone())])
         .await
         .unwrap();
     assert_eq!(runs.load(Ordering::SeqCst), 1);
@@ -361,13 +351,13 @@ async fn an_unknown_native_tool_gets_the_list_of_tools() {
     server.push(Reply::tool_call("divider", json!({})));
     server.push(Reply::text("ok"));
     let agent = agent_with(openai(&server)).build().unwrap();
-    agent
-        .run_task(
-            AgentTaskRequest::new("Divide")
-                .with_tools(ToolSet::from(vec![multiplier(Arc::new(AtomicU32::new(0)))])),
-        )
-        .await
-        .unwrap();
+    run_with(
+        &agent,
+        "Divide",
+        vec![multiplier(Arc::new(AtomicU32::new(0)))],
+    )
+    .await
+    .unwrap();
     let observation = server.requests()[1].messages()[3]["content"]
         .as_str()
         .unwrap()

@@ -119,10 +119,7 @@ async fn usage_limited_tools_run_one_by_one_and_refuse_past_the_limit() {
     let runs = Arc::new(AtomicU32::new(0));
     let tool = multiplier(runs.clone()).with_max_usage_count(2);
     let agent = agent_with(openai(&server)).build().unwrap();
-    agent
-        .run_task(AgentTaskRequest::new("Count").with_tools(ToolSet::from(vec![tool.clone()])))
-        .await
-        .unwrap();
+    run_with(&agent, "Count", vec![tool.clone()]).await.unwrap();
 
     assert_eq!(runs.load(Ordering::SeqCst), 2);
     assert_eq!(tool.current_usage_count(), 2);
@@ -146,10 +143,7 @@ async fn result_as_answer_ends_the_run_with_the_tool_output() {
     server.push(Reply::tool_call("multiplier", json!({"a": 2, "b": 21})));
     let tool = multiplier(Arc::new(AtomicU32::new(0))).with_result_as_answer(true);
     let agent = agent_with(openai(&server)).build().unwrap();
-    let result = agent
-        .run_task(AgentTaskRequest::new("Multiply").with_tools(ToolSet::from(vec![tool])))
-        .await
-        .unwrap();
+    let result = run_with(&agent, "Multiply", vec![tool]).await.unwrap();
     assert_eq!(result.raw, "42");
     assert!(result.result_as_answer);
     assert_eq!(server.request_count(), 1);
@@ -162,13 +156,13 @@ async fn max_iter_forces_a_final_answer_without_tools() {
     server.push(Reply::tool_call("multiplier", json!({"a": 2, "b": 2})));
     server.push(Reply::text("Final Answer: 4"));
     let agent = agent_with(openai(&server)).max_iter(2).build().unwrap();
-    let result = agent
-        .run_task(
-            AgentTaskRequest::new("Keep multiplying")
-                .with_tools(ToolSet::from(vec![multiplier(Arc::new(AtomicU32::new(0)))])),
-        )
-        .await
-        .unwrap();
+    let result = run_with(
+        &agent,
+        "Keep multiplying",
+        vec![multiplier(Arc::new(AtomicU32::new(0)))],
+    )
+    .await
+    .unwrap();
 
     assert_eq!(result.raw, "4");
     let requests = server.requests();
@@ -196,11 +190,7 @@ async fn react_loop_parses_actions_and_feeds_observations_back() {
     let agent = agent_with(Arc::new(TextOnly(openai(&server))))
         .build()
         .unwrap();
-    let result = agent
-        .run_task(
-            AgentTaskRequest::new("Multiply 3 by 5")
-                .with_tools(ToolSet::from(vec![multiplier(runs.clone())])),
-        )
+    let result = run_with(&agent, "Multiply 3 by 5", vec![multiplier(runs.clone())])
         .await
         .unwrap();
 
@@ -231,13 +221,13 @@ async fn react_loop_tells_the_model_about_an_unknown_tool() {
     let agent = agent_with(Arc::new(TextOnly(openai(&server))))
         .build()
         .unwrap();
-    let result = agent
-        .run_task(
-            AgentTaskRequest::new("Divide")
-                .with_tools(ToolSet::from(vec![multiplier(Arc::new(AtomicU32::new(0)))])),
-        )
-        .await
-        .unwrap();
+    let result = run_with(
+        &agent,
+        "Divide",
+        vec![multiplier(Arc::new(AtomicU32::new(0)))],
+    )
+    .await
+    .unwrap();
     assert_eq!(result.raw, "gave up");
     let observed = message_text(&server.requests()[1], 2);
     assert!(
@@ -368,11 +358,7 @@ async fn a_provider_without_tools_moves_the_run_to_react_text() {
     server.push(Reply::text("Final Answer: 4"));
     let runs = Arc::new(AtomicU32::new(0));
     let agent = agent_with(openai(&server)).build().unwrap();
-    let result = agent
-        .run_task(
-            AgentTaskRequest::new("Multiply 2 by 2")
-                .with_tools(ToolSet::from(vec![multiplier(runs.clone())])),
-        )
+    let result = run_with(&agent, "Multiply 2 by 2", vec![multiplier(runs.clone())])
         .await
         .unwrap();
     assert_eq!(result.raw, "4");

@@ -3,13 +3,37 @@
 
 mod crew_support;
 
-use crew_support::{agent, agent_with, conversation, llm, task};
-use crewai_core::crew::{Crew, CrewError, Process};
+use crew_support::{agent, agent_with, conversation, crew, crew_builder, llm, task};
+use crewai_core::agent::Agent;
+use crewai_core::crew::{CrewBuilder, CrewError, Process};
 use crewai_core::events::{EventBus, EventRecorder};
 use crewai_core::interpolate::Inputs;
-use crewai_core::task::Task;
+use crewai_core::task::{Task, TaskBuilder};
 use crewai_testkit::scripted::{Reply, ScriptedServer};
 use serde_json::json;
+
+/// A task without an agent (a hierarchical crew's manager hands it out).
+fn unassigned(name: &str, description: &str) -> TaskBuilder {
+    Task::builder()
+        .name(name)
+        .description(description)
+        .expected_output(format!("The result of {name}"))
+}
+
+/// A hierarchical crew of `agents` on `tasks`, its manager created on `manager`'s model.
+fn managed(agents: &[&Agent], tasks: Vec<Task>, manager: &ScriptedServer) -> CrewBuilder {
+    crew_builder(agents, tasks)
+        .process(Process::Hierarchical)
+        .manager_llm(llm(manager))
+}
+
+/// The model's call of `delegate_work_to_coworker`, handing `work` to `coworker`.
+fn delegate(coworker: &str, work: &str) -> Reply {
+    Reply::tool_call(
+        "delegate_work_to_coworker",
+        json!({"task": work, "context": "c", "coworker": coworker}),
+    )
+}
 
 fn tool_descriptions(request: &crewai_testkit::scripted::RecordedRequest) -> Vec<String> {
     request.body["tools"]
@@ -27,17 +51,8 @@ async fn the_manager_has_exactly_the_two_delegation_tools_for_all_agents() {
     manager.push_text("Managed answer");
     let researcher = agent("Researcher", &workers);
     let writer = agent("Senior Writer", &workers);
-    let t = Task::builder()
-        .name("article")
-        .description("Write an article")
-        .expected_output("An article")
-        .build()
-        .unwrap();
-    let crew = Crew::builder()
-        .agents(vec![researcher, writer])
-        .tasks(vec![t])
-        .process(Process::Hierarchical)
-        .manager_llm(llm(&manager))
+    let t = unassigned("article", "Write an article").build().unwrap();
+    let crew = managed(&[&researcher, &writer], vec![t], &manager)
         .build()
         .unwrap();
 
@@ -86,14 +101,8 @@ async fn a_task_with_an_agent_lets_the_manager_delegate_only_to_it() {
     let researcher = agent("Researcher", &workers);
     let writer = agent("Senior Writer", &workers);
     let t = task("write", "Write", &writer);
-    let crew = Crew::builder()
-        .agents(vec![researcher, writer])
-        .tasks(vec![t])
-        .process(Process::Hierarchical)
-        .manager_llm(llm(&manager))
-        .build()
-        .unwrap();
-    crew.kickoff(Inputs::new()).await.unwrap();
+    let crew = managed(&[&researcher, &writer], vec![t], &manager);
+    crew.build().unwrap().kickoff(Inputs::new()).await.unwrap();
     assert!(tool_descriptions(&manager.requests()[0])[0].starts_with(
         "Delegate a specific task to one of the following coworkers: Senior Writer\n"
     ));
@@ -109,17 +118,10 @@ async fn delegation_round_trip_through_the_manager() {
     let bus = EventBus::new();
     let recorder = EventRecorder::attach(&bus);
     let researcher = agent("Researcher", &workers);
-    let t = Task::builder()
-        .name("report")
-        .description("Write a report on bees")
-        .expected_output("A report")
+    let t = unassigned("report", "Write a report on bees")
         .build()
         .unwrap();
-    let crew = Crew::builder()
-        .agents(vec![researcher])
-        .tasks(vec![t])
-        .process(Process::Hierarchical)
-        .manager_llm(llm(&manager))
+    let crew = managed(&[&researcher], vec![t], &manager)
         .event_bus(bus)
         .build()
         .unwrap();
@@ -179,24 +181,13 @@ async fn an_unknown_coworker_gets_the_list_of_coworkers() {
         json!({"question": "q", "context": "c", "coworker": "Designer"}),
     ));
     manager.push_text("fine");
-    let crew = Crew::builder()
-        .agents(vec![
-            agent("Researcher", &workers),
-            agent("Senior Writer", &workers),
-        ])
-        .tasks(vec![
-            Task::builder()
-                .name("t")
-                .description("d")
-                .expected_output("e")
-                .build()
-                .unwrap(),
-        ])
-        .process(Process::Hierarchical)
-        .manager_llm(llm(&manager))
-        .build()
-        .unwrap();
-    crew.kickoff(Inputs::new()).await.unwrap();
+    let team = [
+        agent("Researcher", &workers),
+        agent("Senior Writer", &workers),
+    ];
+    let t = unassigned("t", "d").build().unwrap();
+    let crew = managed(&[&team[0], &team[1]], vec![t], &manager);
+    crew.build().unwrap().kickoff(Inputs::new()).await.unwrap();
     let observation = conversation(&manager.requests()[1]);
     assert!(
         observation.contains("Designer")
@@ -215,11 +206,10 @@ async fn sequential_delegation_lists_only_the_other_agents() {
     server.push_text("Final: AI agents plan, act and learn.");
     let ceo = agent_with("CEO", &server, |b| b.allow_delegation(true));
     let writer = agent("Senior Writer", &server);
-    let crew = Crew::builder()
-        .agents(vec![ceo.clone(), writer])
-        .tasks(vec![task("draft", "Produce a draft about AI agents", &ceo)])
-        .build()
-        .unwrap();
+    let crew = crew(
+        &[&ceo, &writer],
+        vec![task("draft", "Produce a draft about AI agents", &ceo)],
+    );
     let output = crew.kickoff(Inputs::new()).await.unwrap();
     assert_eq!(output.raw, "Final: AI agents plan, act and learn.");
     let requests = server.requests();
@@ -238,24 +228,16 @@ async fn sequential_delegation_lists_only_the_other_agents() {
 async fn delegating_back_up_the_chain_is_refused_with_a_reason() {
     let server = ScriptedServer::start().await;
     // CEO -> Lead, then Lead tries to hand the work back to the CEO.
-    server.push(Reply::tool_call(
-        "delegate_work_to_coworker",
-        json!({"task": "Plan it", "context": "c", "coworker": "Lead"}),
-    ));
-    server.push(Reply::tool_call(
-        "delegate_work_to_coworker",
-        json!({"task": "You plan it", "context": "c", "coworker": "CEO"}),
-    ));
-    server.push_text("Lead's own plan");
-    server.push_text("CEO final");
+    server.push(delegate("Lead", "Plan it"));
+    server.push(delegate("CEO", "You plan it"));
+    server.push_text("Lead's own plan").push_text("CEO final");
     let ceo = agent_with("CEO", &server, |b| b.allow_delegation(true));
     let lead = agent_with("Lead", &server, |b| b.allow_delegation(true));
     let dev = agent("Dev", &server);
-    let crew = Crew::builder()
-        .agents(vec![ceo.clone(), lead, dev])
-        .tasks(vec![task("plan", "Make a plan", &ceo)])
-        .build()
-        .unwrap();
+    let crew = crew(
+        &[&ceo, &lead, &dev],
+        vec![task("plan", "Make a plan", &ceo)],
+    );
     let output = crew.kickoff(Inputs::new()).await.unwrap();
     assert_eq!(output.raw, "CEO final");
     let requests = server.requests();
@@ -281,26 +263,13 @@ async fn delegating_back_up_the_chain_is_refused_with_a_reason() {
 async fn the_delegation_depth_is_limited() {
     let server = ScriptedServer::start().await;
     // A -> B is allowed (depth 1); B -> C would be the second hand-off with max depth 1.
-    server.push(Reply::tool_call(
-        "delegate_work_to_coworker",
-        json!({"task": "t", "context": "c", "coworker": "B"}),
-    ));
-    server.push(Reply::tool_call(
-        "delegate_work_to_coworker",
-        json!({"task": "t", "context": "c", "coworker": "C"}),
-    ));
-    server.push_text("B did it");
-    server.push_text("A final");
+    server.push(delegate("B", "t")).push(delegate("C", "t"));
+    server.push_text("B did it").push_text("A final");
     let a = agent_with("A", &server, |b| b.allow_delegation(true));
     let b = agent_with("B", &server, |b| b.allow_delegation(true));
     let c = agent("C", &server);
-    let crew = Crew::builder()
-        .agents(vec![a.clone(), b, c])
-        .tasks(vec![task("t", "Work", &a)])
-        .max_delegation_depth(1)
-        .build()
-        .unwrap();
-    crew.kickoff(Inputs::new()).await.unwrap();
+    let crew = crew_builder(&[&a, &b, &c], vec![task("t", "Work", &a)]).max_delegation_depth(1);
+    crew.build().unwrap().kickoff(Inputs::new()).await.unwrap();
     let requests = server.requests();
     assert_eq!(requests.len(), 4);
     let refusal = conversation(&requests[2]);
@@ -314,19 +283,13 @@ async fn the_delegation_depth_is_limited() {
 async fn manager_configuration_is_checked() {
     let server = ScriptedServer::start().await;
     let worker = agent("Worker", &server);
-    let t = Task::builder()
-        .name("t")
-        .description("d")
-        .expected_output("e")
-        .build()
-        .unwrap();
-    let missing = Crew::builder()
-        .agents(vec![worker.clone()])
-        .tasks(vec![t.clone()])
+    let t = unassigned("t", "d").build().unwrap();
+    let missing = crew_builder(&[&worker], vec![t.clone()])
         .process(Process::Hierarchical)
         .build()
         .unwrap_err();
-    assert!(missing.to_string().contains("manager_llm"), "{missing}");
+    let text = crewai_llm::error_chain(&missing);
+    assert!(text.contains("manager_llm"), "{text}");
     let tooled = agent_with("Boss", &server, |b| {
         b.tools(vec![
             crewai_tools::DynamicTool::new(
@@ -338,16 +301,15 @@ async fn manager_configuration_is_checked() {
             .into_handle(),
         ])
     });
-    let error = Crew::builder()
-        .agents(vec![worker])
-        .tasks(vec![t])
+    let error = crew_builder(&[&worker], vec![t])
         .process(Process::Hierarchical)
         .manager_agent(tooled)
         .build()
         .unwrap_err();
     assert!(
-        matches!(error, CrewError::Manager { .. }) && error.to_string().contains("has tools"),
-        "{error}"
+        matches!(error, CrewError::Manager { .. })
+            && crewai_llm::error_chain(&error).contains("has tools"),
+        "{error:?}"
     );
 }
 
@@ -360,16 +322,9 @@ async fn a_custom_manager_agent_runs_every_task() {
     let worker = agent("Worker", &workers);
     let tasks = vec![
         task("one", "One", &worker),
-        Task::builder()
-            .name("two")
-            .description("Two")
-            .expected_output("e")
-            .build()
-            .unwrap(),
+        unassigned("two", "Two").build().unwrap(),
     ];
-    let crew = Crew::builder()
-        .agents(vec![worker])
-        .tasks(tasks)
+    let crew = crew_builder(&[&worker], tasks)
         .process(Process::Hierarchical)
         .manager_agent(boss)
         .build()
@@ -397,11 +352,9 @@ async fn a_custom_manager_agent_runs_every_task() {
 async fn in_a_hierarchical_crew_the_tasks_tools_go_to_the_coworker() {
     let workers = ScriptedServer::start().await;
     let manager = ScriptedServer::start().await;
-    manager.push(Reply::tool_call(
-        "delegate_work_to_coworker",
-        json!({"task": "Look it up", "context": "c", "coworker": "Researcher"}),
-    ));
-    manager.push_text("done");
+    manager
+        .push(delegate("Researcher", "Look it up"))
+        .push_text("done");
     workers.push_text("looked up");
     let search = crewai_tools::DynamicTool::new(
         "Search",
@@ -410,21 +363,13 @@ async fn in_a_hierarchical_crew_the_tasks_tools_go_to_the_coworker() {
         |_a, _c| async { Ok(crewai_tools::ToolOutput::Text("r".into())) },
     )
     .into_handle();
-    let t = Task::builder()
-        .name("t")
-        .description("Research")
-        .expected_output("Facts")
+    let t = unassigned("t", "Research")
         .tools(vec![search])
         .build()
         .unwrap();
-    let crew = Crew::builder()
-        .agents(vec![agent("Researcher", &workers)])
-        .tasks(vec![t])
-        .process(Process::Hierarchical)
-        .manager_llm(llm(&manager))
-        .build()
-        .unwrap();
-    crew.kickoff(Inputs::new()).await.unwrap();
+    let researcher = agent("Researcher", &workers);
+    let crew = managed(&[&researcher], vec![t], &manager);
+    crew.build().unwrap().kickoff(Inputs::new()).await.unwrap();
     assert_eq!(
         manager.requests()[0].tool_names(),
         ["delegate_work_to_coworker", "ask_question_to_coworker"],

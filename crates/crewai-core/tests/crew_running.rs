@@ -6,7 +6,7 @@ mod crew_support;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crew_support::{agent, agent_with, conversation, task};
+use crew_support::{agent, agent_with, conversation, crew, task, task_builder};
 use crewai_core::crew::{Crew, CrewError, KickoffOptions, StreamChunkType};
 use crewai_core::interpolate::Inputs;
 use crewai_core::output::TaskOutput;
@@ -17,11 +17,7 @@ use futures::StreamExt;
 use serde_json::json;
 
 fn async_task(name: &str, agent: &crewai_core::agent::Agent) -> Task {
-    Task::builder()
-        .name(name)
-        .description(format!("Do {name}"))
-        .expected_output("Done")
-        .agent(agent.clone())
+    task_builder(name, format!("Do {name}"), agent)
         .async_execution(true)
         .build()
         .unwrap()
@@ -51,15 +47,14 @@ async fn async_tasks_run_together_and_are_joined_in_definition_order() {
         agent("Fast", &fast_server),
         agent("Editor", &final_server),
     );
-    let crew = Crew::builder()
-        .agents(vec![slow.clone(), fast.clone(), editor.clone()])
-        .tasks(vec![
+    let crew = crew(
+        &[&slow, &fast, &editor],
+        vec![
             async_task("slow", &slow),
             async_task("fast", &fast),
             task("combine", "Combine both", &editor),
-        ])
-        .build()
-        .unwrap();
+        ],
+    );
 
     let output = crew.kickoff(Inputs::new()).await.unwrap();
 
@@ -89,14 +84,10 @@ async fn a_stuck_async_task_times_out_and_the_kickoff_returns_the_error() {
             .max_retry_limit(0)
     });
     let other = agent("Other", &other_server);
-    let crew = Crew::builder()
-        .agents(vec![stuck.clone(), other.clone()])
-        .tasks(vec![
-            async_task("stuck", &stuck),
-            task("after", "After", &other),
-        ])
-        .build()
-        .unwrap();
+    let crew = crew(
+        &[&stuck, &other],
+        vec![async_task("stuck", &stuck), task("after", "After", &other)],
+    );
 
     // A generous bound only guards against a hang; the deadline itself is 200 ms, and the
     // elapsed time is asserted.
@@ -140,7 +131,7 @@ async fn the_crew_task_timeout_applies_when_the_agent_has_none() {
         .expect("no hang");
     // The deadline, not the reply held for 60 s, ended it.
     assert_ended_on_time(started.elapsed(), Duration::from_millis(200));
-    let error = result.unwrap_err().to_string();
+    let error = crewai_llm::error_chain(&result.unwrap_err());
     assert!(error.contains("timed out"), "{error}");
 }
 
@@ -184,11 +175,7 @@ async fn kickoff_for_each_runs_every_input_with_its_own_usage_and_a_total() {
 async fn kickoff_for_each_checks_every_input_before_running() {
     let server = ScriptedServer::start().await;
     let a = agent("Writer", &server);
-    let crew = Crew::builder()
-        .agents(vec![a.clone()])
-        .tasks(vec![task("t", "Write about {topic}", &a)])
-        .build()
-        .unwrap();
+    let crew = crew(&[&a], vec![task("t", "Write about {topic}", &a)]);
     let sets: Vec<Inputs> = vec![
         [("topic".to_string(), json!("ok"))].into(),
         [("other".to_string(), json!("x"))].into(),
@@ -207,11 +194,7 @@ async fn replay_restores_earlier_outputs_and_reruns_from_the_task() {
         .push_text("report v2");
     let a = agent("Analyst", &server);
     let store = Arc::new(InMemoryTaskOutputStore::new());
-    let report = Task::builder()
-        .name("report")
-        .description("Report on {topic}")
-        .expected_output("A report")
-        .agent(a.clone())
+    let report = task_builder("report", "Report on {topic}", &a)
         .context(["facts"])
         .build()
         .unwrap();
@@ -255,11 +238,7 @@ async fn replay_uses_outputs_stored_by_another_process() {
     server.push_text("Hi");
     let a = agent("test_agent", &server);
     let context_task = task("context_task", "Context Task", &a);
-    let test_task = Task::builder()
-        .name("test_task")
-        .description("Test Task")
-        .expected_output("Say Hi")
-        .agent(a.clone())
+    let test_task = task_builder("test_task", "Test Task", &a)
         .context(["context_task"])
         .build()
         .unwrap();
@@ -313,11 +292,7 @@ async fn kickoff_stream_yields_text_chunks_and_tool_calls_then_the_result() {
     )
     .into_handle();
     let a = agent_with("Researcher", &server, |b| b.tools(vec![lookup]));
-    let crew = Crew::builder()
-        .agents(vec![a.clone()])
-        .tasks(vec![task("t", "Tell me about bees", &a)])
-        .build()
-        .unwrap();
+    let crew = crew(&[&a], vec![task("t", "Tell me about bees", &a)]);
 
     let mut stream = crew.kickoff_stream(Inputs::new());
     let mut chunks = Vec::new();
@@ -351,11 +326,7 @@ async fn kickoff_with_hangs_under_a_parent_event_and_can_be_cancelled() {
     server.push_text("quick");
     server.push(Reply::text("slow").delayed(Duration::from_secs(60)));
     let a = agent("Worker", &server);
-    let crew = Crew::builder()
-        .agents(vec![a.clone()])
-        .tasks(vec![task("t", "Work", &a)])
-        .build()
-        .unwrap();
+    let crew = crew(&[&a], vec![task("t", "Work", &a)]);
     let recorder = crewai_core::events::EventRecorder::attach(crew.event_bus());
     let parent = crew.event_bus().emit(
         None,
@@ -399,11 +370,7 @@ fn assert_send<T: Send>(_: T) {}
 async fn kickoff_futures_are_send() {
     let server = ScriptedServer::start().await;
     let a = agent("Writer", &server);
-    let crew = Crew::builder()
-        .agents(vec![a.clone()])
-        .tasks(vec![task("t", "Write about {topic}", &a)])
-        .build()
-        .unwrap();
+    let crew = crew(&[&a], vec![task("t", "Write about {topic}", &a)]);
     // Never awaited: only their types matter.
     assert_send(crew.kickoff(Inputs::new()));
     assert_send(crew.kickoff_with(Inputs::new(), KickoffOptions::default()));
@@ -443,4 +410,68 @@ async fn kickoff_for_each_runs_on_a_spawned_task() {
         ["about one", "about two"]
     );
     assert_eq!(crew.usage().total.successful_requests, 2);
+}
+
+/// The policy a failing tool follows in a crew: the task's, else the agent's, else the crew's,
+/// else `warn`. Under `raise` the task fails with the tool's error as the cause; otherwise the
+/// model is told and the run goes on.
+#[tokio::test]
+async fn tool_failure_policy_is_the_tasks_then_the_agents_then_the_crews() {
+    use crewai_core::AgentError;
+    use crewai_tools::ToolFailurePolicy::{Ignore, Raise, Warn};
+    type Policy = Option<crewai_tools::ToolFailurePolicy>;
+    let cases: [(Policy, Policy, Policy, bool); 5] = [
+        // (crew, agent, task, the run fails)
+        (None, None, None, false),
+        (Some(Raise), None, None, true),
+        (Some(Raise), None, Some(Warn), false),
+        (Some(Raise), Some(Ignore), None, false),
+        (None, Some(Ignore), Some(Raise), true),
+    ];
+    for (crew_policy, agent_policy, task_policy, fails) in cases {
+        let server = ScriptedServer::start().await;
+        server.push(Reply::tool_call("failing_tool", json!({})));
+        server.push_text("done without the tool");
+        let worker = agent_with("Worker", &server, |b| {
+            let b = b.tools(vec![crew_support::failing_tool("disk on fire")]);
+            match agent_policy {
+                Some(policy) => b.tool_failure_policy(policy),
+                None => b,
+            }
+        });
+        let mut t = crew_support::task_builder("work", "Use the tool", &worker);
+        if let Some(policy) = task_policy {
+            t = t.tool_failure_policy(policy);
+        }
+        let mut crew = crew_support::crew_builder(&[&worker], vec![t.build().unwrap()]);
+        if let Some(policy) = crew_policy {
+            crew = crew.tool_failure_policy(policy);
+        }
+        let result = crew.build().unwrap().kickoff(Inputs::new()).await;
+        let case = format!("crew {crew_policy:?}, agent {agent_policy:?}, task {task_policy:?}");
+        if fails {
+            let error = result.expect_err(&case);
+            let CrewError::Task(TaskError::Agent { source, .. }) = &error else {
+                panic!("{case}: {error:?}");
+            };
+            assert!(
+                matches!(source.as_ref(), AgentError::ToolFailed { tool, .. } if tool == "failing_tool"),
+                "{case}: {source:?}"
+            );
+            let chain = crewai_llm::error_chain(&error);
+            assert!(chain.contains("disk on fire"), "{case}: {chain}");
+            assert_eq!(
+                server.request_count(),
+                1,
+                "{case}: nothing runs after the failure"
+            );
+        } else {
+            let output = result.expect(&case);
+            assert_eq!(output.raw, "done without the tool", "{case}");
+            assert!(
+                conversation(&server.requests()[1]).contains("disk on fire"),
+                "{case}: the model is told what failed"
+            );
+        }
+    }
 }

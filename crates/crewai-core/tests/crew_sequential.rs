@@ -5,7 +5,10 @@ mod crew_support;
 
 use std::sync::{Arc, Mutex};
 
-use crew_support::{agent, agent_with, conversation, last_user, task};
+use crew_support::{
+    agent, agent_with, conversation, crew, last_user, lookup_tool, run_solo, run_solo_with,
+    run_task, score_schema, task, task_builder,
+};
 use crewai_core::crew::{Crew, CrewError};
 use crewai_core::events::{EventBus, EventRecorder};
 use crewai_core::guardrail::{Guardrail, GuardrailPass};
@@ -33,19 +36,11 @@ async fn three_tasks_follow_their_context_edges() {
     let writer = agent("Writer", &server);
     let first = task("first", "Collect facts", &writer);
     let second = task("second", "Draft from the facts", &writer);
-    let third = Task::builder()
-        .name("third")
-        .description("Summarise the facts only")
-        .expected_output("A summary")
-        .agent(writer.clone())
+    let third = task_builder("third", "Summarise the facts only", &writer)
         .context(["first"])
         .build()
         .unwrap();
-    let crew = Crew::builder()
-        .agents(vec![writer])
-        .tasks(vec![first, second, third])
-        .build()
-        .unwrap();
+    let crew = crew(&[&writer], vec![first, second, third]);
 
     let output = crew.kickoff(Inputs::new()).await.unwrap();
 
@@ -83,24 +78,15 @@ async fn default_context_is_all_earlier_outputs_and_none_means_none() {
         .push_text("four");
     let a = agent("Analyst", &server);
     let all = task("all", "Combine everything", &a);
-    let none = Task::builder()
-        .name("none")
-        .description("Start fresh")
+    let none = task_builder("none", "Start fresh", &a)
         .expected_output("Anything")
-        .agent(a.clone())
         .context_none()
         .build()
         .unwrap();
-    let crew = Crew::builder()
-        .agents(vec![a.clone()])
-        .tasks(vec![
-            task("t1", "One", &a),
-            task("t2", "Two", &a),
-            all,
-            none,
-        ])
-        .build()
-        .unwrap();
+    let crew = crew(
+        &[&a],
+        vec![task("t1", "One", &a), task("t2", "Two", &a), all, none],
+    );
 
     crew.kickoff(Inputs::new()).await.unwrap();
 
@@ -131,11 +117,7 @@ async fn inputs_are_interpolated_and_missing_ones_fail_before_any_call() {
         .agent(a.clone())
         .build()
         .unwrap();
-    let crew = Crew::builder()
-        .agents(vec![a])
-        .tasks(vec![t])
-        .build()
-        .unwrap();
+    let crew = crew(&[&a], vec![t]);
 
     let missing = crew
         .kickoff(inputs(&[("topic", json!("AI"))]))
@@ -178,14 +160,7 @@ async fn without_inputs_placeholders_stay_literal() {
     server.push_text("done");
     let a = agent_with("{topic} Researcher", &server, |b| b);
     let t = task("t", "Give me an analysis around {topic}.", &a);
-    Crew::builder()
-        .agents(vec![a])
-        .tasks(vec![t])
-        .build()
-        .unwrap()
-        .kickoff(Inputs::new())
-        .await
-        .unwrap();
+    run_solo(&a, vec![t]).await.unwrap();
     let sent = conversation(&server.requests()[0]);
     assert!(
         sent.contains("{topic} Researcher") && sent.contains("around {topic}."),
@@ -199,11 +174,7 @@ async fn values_render_like_python_str() {
     server.push_text("ok");
     let a = agent("Clerk", &server);
     let t = task("t", "Count {n}, flag {flag}, items {items}", &a);
-    Crew::builder()
-        .agents(vec![a])
-        .tasks(vec![t])
-        .build()
-        .unwrap()
+    crew(&[&a], vec![t])
         .kickoff(inputs(&[
             ("n", json!(2.0)),
             ("flag", json!(true)),
@@ -214,31 +185,13 @@ async fn values_render_like_python_str() {
     assert!(conversation(&server.requests()[0]).contains("Count 2.0, flag True, items ['a', 1]"));
 }
 
-fn score_schema() -> serde_json::Value {
-    json!({"title": "ScoreOutput", "type": "object", "properties": {"score": {"title": "Score", "type": "integer"}}, "required": ["score"]})
-}
-
 #[tokio::test]
 async fn structured_output_without_tools_asks_for_the_schema_on_the_first_call() {
     let server = ScriptedServer::start().await;
     server.push_text("{\"score\":4}");
     let scorer = agent("Scorer", &server);
-    let t = Task::builder()
-        .name("score")
-        .description("Score the title")
-        .expected_output("The score")
-        .agent(scorer.clone())
-        .output_json(score_schema())
-        .build()
-        .unwrap();
-    let output = Crew::builder()
-        .agents(vec![scorer])
-        .tasks(vec![t])
-        .build()
-        .unwrap()
-        .kickoff(Inputs::new())
-        .await
-        .unwrap();
+    let t = task_builder("score", "Score the title", &scorer).output_json(score_schema());
+    let output = run_task(&scorer, t).await.unwrap();
 
     let request = &server.requests()[0];
     assert_eq!(request.body["response_format"]["type"], "json_schema");
@@ -267,22 +220,8 @@ async fn typed_output_is_read_back_as_the_rust_type() {
     let server = ScriptedServer::start().await;
     server.push_text("{\"title\": \"Dune\", \"stars\": 5}");
     let critic = agent("Critic", &server);
-    let t = Task::builder()
-        .name("review")
-        .description("Review Dune")
-        .expected_output("A review")
-        .agent(critic.clone())
-        .output::<Review>()
-        .build()
-        .unwrap();
-    let output = Crew::builder()
-        .agents(vec![critic])
-        .tasks(vec![t])
-        .build()
-        .unwrap()
-        .kickoff(Inputs::new())
-        .await
-        .unwrap();
+    let t = task_builder("review", "Review Dune", &critic).output::<Review>();
+    let output = run_task(&critic, t).await.unwrap();
     assert_eq!(
         output.tasks_output[0].typed::<Review>().unwrap(),
         Review {
@@ -303,59 +242,23 @@ async fn a_reply_that_is_not_the_schema_is_asked_again() {
     server.push_text("Thought: I now can give a great answer\nFinal Answer: {\n  \"score\": 4\n}");
     server.push_text("{\"score\":4}");
     let scorer = agent("Scorer", &server);
-    let t = Task::builder()
-        .name("score")
-        .description("Score the title")
-        .expected_output("The score")
-        .agent(scorer.clone())
-        .output_json(score_schema())
-        .build()
-        .unwrap();
-    let output = Crew::builder()
-        .agents(vec![scorer])
-        .tasks(vec![t])
-        .build()
-        .unwrap()
-        .kickoff(Inputs::new())
-        .await
-        .unwrap();
+    let t = task_builder("score", "Score the title", &scorer).output_json(score_schema());
+    let output = run_task(&scorer, t).await.unwrap();
     assert_eq!(output.json().unwrap(), r#"{"score": 4}"#);
     assert_eq!(server.request_count(), 2);
-}
-
-fn lookup_tool() -> crewai_tools::ToolHandle {
-    DynamicTool::new(
-        "Lookup",
-        "Looks a title up.",
-        json!({"type": "object", "properties": {"title": {"type": "string"}}, "required": ["title"]}),
-        |_args, _ctx| async { Ok(ToolOutput::Text("rated four out of five".into())) },
-    )
-    .into_handle()
 }
 
 #[tokio::test]
 async fn with_tools_the_final_answer_is_converted_by_one_more_call() {
     let server = ScriptedServer::start().await;
-    server.push(Reply::tool_call("lookup", json!({"title": "AI"})));
+    server.push(Reply::tool_call("lookup", json!({"query": "AI"})));
     server.push_text("The title scores four.");
     server.push_text("{\"score\": 4}");
-    let scorer = agent_with("Scorer", &server, |b| b.tools(vec![lookup_tool()]));
-    let t = Task::builder()
-        .name("score")
-        .description("Score the title")
-        .expected_output("The score")
-        .agent(scorer.clone())
-        .output_json(score_schema())
-        .build()
-        .unwrap();
-    let output = Crew::builder()
-        .agents(vec![scorer])
-        .tasks(vec![t])
-        .build()
-        .unwrap()
-        .kickoff(Inputs::new())
-        .await
-        .unwrap();
+    let scorer = agent_with("Scorer", &server, |b| {
+        b.tools(vec![lookup_tool("rated four out of five")])
+    });
+    let t = task_builder("score", "Score the title", &scorer).output_json(score_schema());
+    let output = run_task(&scorer, t).await.unwrap();
 
     let requests = server.requests();
     assert_eq!(requests.len(), 3);
@@ -393,21 +296,11 @@ async fn a_failed_guardrail_is_fed_back_and_the_agent_retries() {
             Err("Use a numbered list".into())
         }
     });
-    let t = Task::builder()
-        .name("list")
-        .description("List players")
-        .expected_output("A list")
-        .agent(analyst.clone())
+    let t = task_builder("list", "List players", &analyst)
         .guardrail(numbered)
         .build()
         .unwrap();
-    let output = Crew::builder()
-        .agents(vec![analyst])
-        .tasks(vec![t])
-        .event_bus(bus)
-        .build()
-        .unwrap()
-        .kickoff(Inputs::new())
+    let output = run_solo_with(&analyst, vec![t], |c| c.event_bus(bus))
         .await
         .unwrap();
 
@@ -441,23 +334,10 @@ async fn guardrails_run_in_order_and_give_up_after_the_retries() {
     let writer = agent("Writer", &server);
     let replace = Guardrail::named("tidy", |out| Ok(GuardrailPass::Raw(out.raw.to_uppercase())));
     let never = Guardrail::named("never", |_| Err("not good enough".into()));
-    let t = Task::builder()
-        .name("w")
-        .description("Write")
-        .expected_output("Text")
-        .agent(writer.clone())
+    let t = task_builder("w", "Write", &writer)
         .guardrails(vec![replace, never])
-        .guardrail_max_retries(1)
-        .build()
-        .unwrap();
-    let error = Crew::builder()
-        .agents(vec![writer])
-        .tasks(vec![t])
-        .build()
-        .unwrap()
-        .kickoff(Inputs::new())
-        .await
-        .unwrap_err();
+        .guardrail_max_retries(1);
+    let error = run_task(&writer, t).await.unwrap_err();
     let text = error.to_string();
     assert!(
         text.starts_with(
@@ -481,22 +361,9 @@ async fn an_llm_guardrail_is_judged_by_the_agents_model() {
     server.push_text("A poem about Rome");
     server.push_text("{\"valid\": true, \"feedback\": null}");
     let poet = agent("Poet", &server);
-    let t = Task::builder()
-        .name("poem")
-        .description("Write a poem")
-        .expected_output("A poem")
-        .agent(poet.clone())
-        .guardrail(Guardrail::llm("The poem must be about Italy"))
-        .build()
-        .unwrap();
-    let output = Crew::builder()
-        .agents(vec![poet])
-        .tasks(vec![t])
-        .build()
-        .unwrap()
-        .kickoff(Inputs::new())
-        .await
-        .unwrap();
+    let t = task_builder("poem", "Write a poem", &poet)
+        .guardrail(Guardrail::llm("The poem must be about Italy"));
+    let output = run_task(&poet, t).await.unwrap();
     assert_eq!(output.raw, "A poem about Rome");
     let judge = &server.requests()[1];
     assert!(
@@ -518,19 +385,14 @@ async fn a_skipped_conditional_task_leaves_a_placeholder_and_the_last_real_outpu
     server.push_text("Hi");
     let researcher = agent("Researcher", &server);
     let writer = agent("Senior Writer", &server);
-    let t2 = Task::builder()
-        .name("ideas")
-        .description("Five ideas")
-        .expected_output("Bullets")
-        .agent(writer.clone())
+    let t2 = task_builder("ideas", "Five ideas", &writer)
         .condition(|previous| previous.raw.contains("ideas"))
         .build()
         .unwrap();
-    let crew = Crew::builder()
-        .agents(vec![researcher.clone(), writer])
-        .tasks(vec![task("hi", "Say Hi", &researcher), t2])
-        .build()
-        .unwrap();
+    let crew = crew(
+        &[&researcher, &writer],
+        vec![task("hi", "Say Hi", &researcher), t2],
+    );
     let output = crew.kickoff(Inputs::new()).await.unwrap();
     assert_eq!(output.raw, "Hi");
     assert_eq!(output.tasks_output.len(), 2);
@@ -547,28 +409,16 @@ async fn output_files_are_interpolated_and_their_directories_created() {
     let a = agent("Writer", &server);
     let text_file = dir.path().join("reports/{topic}/out.txt");
     let json_file = dir.path().join("score_{topic}.json");
-    let t1 = Task::builder()
-        .name("t1")
-        .description("Explain {topic}")
-        .expected_output("Text")
-        .agent(a.clone())
+    let t1 = task_builder("t1", "Explain {topic}", &a)
         .output_file(&text_file)
         .build()
         .unwrap();
-    let t2 = Task::builder()
-        .name("t2")
-        .description("Score {topic}")
-        .expected_output("Score")
-        .agent(a.clone())
+    let t2 = task_builder("t2", "Score {topic}", &a)
         .output_json(score_schema())
         .output_file(&json_file)
         .build()
         .unwrap();
-    Crew::builder()
-        .agents(vec![a])
-        .tasks(vec![t1, t2])
-        .build()
-        .unwrap()
+    crew(&[&a], vec![t1, t2])
         .kickoff(inputs(&[("topic", json!("AI"))]))
         .await
         .unwrap();
@@ -592,11 +442,7 @@ async fn callbacks_log_file_and_kickoff_hooks_run() {
     let seen_by_task = Arc::new(Mutex::new(Vec::new()));
     let seen_by_crew = Arc::new(Mutex::new(Vec::new()));
     let (task_seen, crew_seen) = (seen_by_task.clone(), seen_by_crew.clone());
-    let t = Task::builder()
-        .name("t")
-        .description("Write about {topic}")
-        .expected_output("Text")
-        .agent(a.clone())
+    let t = task_builder("t", "Write about {topic}", &a)
         .callback(move |out| task_seen.lock().unwrap().push(out.raw.clone()))
         .build()
         .unwrap();
@@ -653,22 +499,12 @@ async fn human_feedback_makes_the_agent_improve_until_accepted() {
     let server = ScriptedServer::start().await;
     server.push_text("draft").push_text("better draft");
     let a = agent("Writer", &server);
-    let t = Task::builder()
-        .name("t")
-        .description("Write")
-        .expected_output("Text")
-        .agent(a.clone())
+    let t = task_builder("t", "Write", &a)
         .human_input(true)
         .build()
         .unwrap();
     let provider = Arc::new(ScriptedFeedback(Mutex::new(vec!["make it better".into()])));
-    let output = Crew::builder()
-        .agents(vec![a])
-        .tasks(vec![t])
-        .input_provider(provider)
-        .build()
-        .unwrap()
-        .kickoff(Inputs::new())
+    let output = run_solo_with(&a, vec![t], |c| c.input_provider(provider))
         .await
         .unwrap();
     assert_eq!(output.raw, "better draft");
@@ -687,14 +523,10 @@ async fn usage_is_totalled_per_crew_agent_and_task() {
         .push(Reply::text("b").with_usage(200, 20).with_cached_tokens(50));
     let first = agent("First", &server);
     let second = agent("Second", &server);
-    let crew = Crew::builder()
-        .agents(vec![first.clone(), second.clone()])
-        .tasks(vec![
-            task("one", "One", &first),
-            task("two", "Two", &second),
-        ])
-        .build()
-        .unwrap();
+    let crew = crew(
+        &[&first, &second],
+        vec![task("one", "One", &first), task("two", "Two", &second)],
+    );
     let output = crew.kickoff(Inputs::new()).await.unwrap();
     assert_eq!(output.token_usage.prompt_tokens, 300);
     assert_eq!(output.token_usage.completion_tokens, 30);
@@ -790,14 +622,7 @@ async fn a_single_delegating_agent_gets_no_delegation_tools() {
     let server = ScriptedServer::start().await;
     server.push_text("done alone");
     let a = agent_with("Lead", &server, |b| b.allow_delegation(true));
-    Crew::builder()
-        .agents(vec![a.clone()])
-        .tasks(vec![task("t", "Work", &a)])
-        .build()
-        .unwrap()
-        .kickoff(Inputs::new())
-        .await
-        .unwrap();
+    run_solo(&a, vec![task("t", "Work", &a)]).await.unwrap();
     assert!(server.requests()[0].tool_names().is_empty());
 }
 
@@ -929,11 +754,7 @@ async fn fetch_inputs_lists_the_placeholders() {
         b.goal("Study {field-name}")
     });
     let t = task("t", "Write about {topic} in {year}", &a);
-    let crew = Crew::builder()
-        .agents(vec![a])
-        .tasks(vec![t])
-        .build()
-        .unwrap();
+    let crew = crew(&[&a], vec![t]);
     assert_eq!(
         crew.fetch_inputs().into_iter().collect::<Vec<_>>(),
         ["field-name", "topic", "year"]

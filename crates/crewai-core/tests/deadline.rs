@@ -87,7 +87,7 @@ async fn an_async_task_against_a_silent_provider_ends_with_its_timeout() {
     assert_ends_at_the_deadline(elapsed, Duration::from_secs(3));
 
     let error = result.expect_err("a provider that never answers cannot produce an output");
-    let message = error.to_string();
+    let message = crewai_llm::error_chain(&error);
     match &error {
         CrewError::Task(TaskError::Timeout { task, agent, after }) => {
             assert_eq!((task.as_str(), agent.as_str()), ("wait", "Waiter"));

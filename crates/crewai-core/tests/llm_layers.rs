@@ -6,18 +6,18 @@
 
 mod crew_support;
 
+use crew_support::{BudgetStop, budget_stop};
+
 use std::sync::{Arc, Mutex};
 
-use crew_support::{agent, agent_with, conversation, task};
+use crew_support::{agent_with, conversation, lookup_tool, research_then_score};
 use crewai_core::crew::{Crew, CrewBuilder};
 use crewai_core::events::{EventBus, EventKind, EventRecorder};
 use crewai_core::guardrail::Guardrail;
 use crewai_core::interpolate::Inputs;
 use crewai_core::llm_stack::{CallPurpose, CallScope};
-use crewai_core::task::Task;
 use crewai_llm::{ContentPart, LlmError, LlmLayer, LlmRequest, LlmResponse, Next, async_trait};
 use crewai_testkit::scripted::{Reply, ScriptedServer};
-use crewai_tools::{DynamicTool, ToolHandle, ToolOutput};
 use serde_json::json;
 
 const SECRET: &str = "ACCT-4711";
@@ -63,20 +63,6 @@ impl LlmLayer for Redact {
     }
 }
 
-fn lookup_tool() -> ToolHandle {
-    DynamicTool::new(
-        "Lookup",
-        "Looks an account up.",
-        json!({"type": "object", "properties": {"account": {"type": "string"}}, "required": ["account"]}),
-        |_args, _ctx| async { Ok(ToolOutput::Text("in good standing".into())) },
-    )
-    .into_handle()
-}
-
-fn score_schema() -> serde_json::Value {
-    json!({"title": "ScoreOutput", "type": "object", "properties": {"score": {"type": "integer"}}, "required": ["score"]})
-}
-
 /// `research` by the Researcher, then `score` by the Scorer: the Scorer has a tool, so its
 /// prose answer is converted to `output_json` by one more call, and an LLM guardrail judges it.
 fn crew(
@@ -84,37 +70,16 @@ fn crew(
     scorer_layer: Option<Redact>,
     more: impl FnOnce(CrewBuilder) -> CrewBuilder,
 ) -> Crew {
-    let researcher = agent("Researcher", server);
-    let scorer = agent_with("Scorer", server, |b| {
-        let b = b.tools(vec![lookup_tool()]);
-        match scorer_layer {
+    research_then_score(
+        server,
+        &format!("account {SECRET}"),
+        |b| match scorer_layer {
             Some(layer) => b.llm_layer(layer),
             None => b,
-        }
-    });
-    let score = Task::builder()
-        .name("score")
-        .description(format!("Score account {SECRET} from the research"))
-        .expected_output("The score")
-        .agent(scorer.clone())
-        .output_json(score_schema())
-        .guardrail(Guardrail::llm("The score must be a whole number"))
-        .build()
-        .unwrap();
-    more(
-        Crew::builder()
-            .agents(vec![researcher.clone(), scorer])
-            .tasks(vec![
-                task(
-                    "research",
-                    &format!("Research account {SECRET}"),
-                    &researcher,
-                ),
-                score,
-            ]),
+        },
+        Guardrail::llm("The score must be a whole number"),
+        more,
     )
-    .build()
-    .unwrap()
 }
 
 /// The four replies of a run: the two answers (the Scorer's repeats the account number), the
@@ -294,13 +259,10 @@ async fn a_layers_budget_refusal_stops_the_crew_with_the_finished_outputs() {
 
     let error = crew.kickoff(Inputs::new()).await.unwrap_err();
 
-    let crewai_core::crew::CrewError::BudgetExceeded {
+    let BudgetStop {
         task, completed, ..
-    } = &error
-    else {
-        panic!("expected a budget stop, got {error}");
-    };
-    assert_eq!(task.as_deref(), Some("score"));
+    } = budget_stop(&error);
+    assert_eq!(task, Some("score"));
     assert_eq!(completed.len(), 1);
     assert_eq!(server.request_count(), 1, "only the research was sent");
 }
@@ -308,7 +270,7 @@ async fn a_layers_budget_refusal_stops_the_crew_with_the_finished_outputs() {
 #[tokio::test]
 async fn a_before_hooks_rewrite_stays_in_the_agents_conversation() {
     let server = ScriptedServer::start().await;
-    server.push(Reply::tool_call("Lookup", json!({"account": "7"})));
+    server.push(Reply::tool_call("Lookup", json!({"query": "account 7"})));
     server.push(Reply::text("Account 7 is in good standing."));
     let hooks = crewai_core::hooks::Hooks::new().before_llm_call(|ctx| {
         if ctx.iterations == 0 {
@@ -318,7 +280,7 @@ async fn a_before_hooks_rewrite_stays_in_the_agents_conversation() {
         crewai_core::hooks::HookDecision::Continue
     });
     let checker = agent_with("Checker", &server, |b| {
-        b.tools(vec![lookup_tool()]).hooks(hooks)
+        b.tools(vec![lookup_tool("in good standing")]).hooks(hooks)
     });
 
     checker.kickoff("Check account 7.").await.unwrap();

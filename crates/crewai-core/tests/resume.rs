@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use crew_support::{agent, conversation, task};
+use crew_support::{agent, conversation, crew_builder, task, task_builder};
 use crewai_core::crew::{Crew, CrewError, KickoffOptions};
 use crewai_core::guardrail::{Guardrail, GuardrailPass};
 use crewai_core::interpolate::Inputs;
@@ -42,11 +42,7 @@ fn crew_with(
         .zip(DESCRIPTIONS)
         .enumerate()
         .map(|(index, (name, description))| {
-            let mut builder = Task::builder()
-                .name(*name)
-                .description(description)
-                .expected_output(format!("The result of {name}"))
-                .agent(worker.clone())
+            let mut builder = task_builder(name, description, &worker)
                 .async_execution(async_first_two && index < 2);
             if let Some(guardrail) = guard(name) {
                 builder = builder.guardrail(guardrail);
@@ -54,10 +50,8 @@ fn crew_with(
             builder.build().unwrap()
         })
         .collect();
-    Crew::builder()
+    crew_builder(&[&worker], tasks)
         .name("research crew")
-        .agents(vec![worker])
-        .tasks(tasks)
         .run_journal(journal.clone())
         .build()
         .unwrap()
@@ -340,7 +334,8 @@ async fn a_budget_stop_is_recorded_and_the_run_resumes() {
     // The budget is the run's: the resume starts with the 1280 tokens already spent.
     let again = tight(1300).resume("budget").await.unwrap_err();
     assert!(matches!(again, CrewError::BudgetExceeded { .. }), "{again}");
-    assert!(again.to_string().contains("1280 tokens used"), "{again}");
+    let text = crewai_llm::error_chain(&again);
+    assert!(text.contains("1280 tokens used"), "{text}");
     assert_eq!(
         server.request_count(),
         1,
@@ -427,16 +422,14 @@ async fn a_resume_names_what_is_wrong() {
         .unwrap_err();
 
     let worker = agent("Worker", &server);
-    let other = Crew::builder()
-        .agents(vec![worker.clone()])
-        .tasks(vec![
-            task("a", DESCRIPTIONS[0], &worker),
-            task("x", DESCRIPTIONS[1], &worker),
-            task("c", DESCRIPTIONS[2], &worker),
-        ])
-        .run_journal(journal.clone())
-        .build()
-        .unwrap();
+    let tasks = ["a", "x", "c"].into_iter().zip(DESCRIPTIONS);
+    let other = crew_builder(
+        &[&worker],
+        tasks.map(|(name, d)| task(name, d, &worker)).collect(),
+    )
+    .run_journal(journal.clone())
+    .build()
+    .unwrap();
     let message = other.resume("r").await.unwrap_err().to_string();
     assert!(
         message.contains("task 2 is 'b'") && message.contains("'x'"),
@@ -445,11 +438,7 @@ async fn a_resume_names_what_is_wrong() {
     let message = other.resume("nope").await.unwrap_err().to_string();
     assert!(message.contains("no run with that id"), "{message}");
 
-    let no_journal = Crew::builder()
-        .agents(vec![worker.clone()])
-        .tasks(vec![task("a", DESCRIPTIONS[0], &worker)])
-        .build()
-        .unwrap();
+    let no_journal = crew_support::crew(&[&worker], vec![task("a", DESCRIPTIONS[0], &worker)]);
     let message = no_journal.resume("r").await.unwrap_err().to_string();
     assert!(message.contains("run_journal"), "{message}");
     assert_eq!(

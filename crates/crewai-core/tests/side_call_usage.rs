@@ -5,34 +5,19 @@
 
 mod crew_support;
 
-use crew_support::{agent, agent_with, task};
+use crew_support::{BudgetStop, budget_stop};
+
+use crew_support::{agent_with, research_then_score};
 use crewai_core::AgentError;
 use crewai_core::KickoffOptions;
-use crewai_core::crew::{Crew, CrewBuilder, CrewError};
+use crewai_core::crew::{Crew, CrewBuilder};
 use crewai_core::events::{EventBus, EventKind, EventRecorder};
 use crewai_core::guardrail::Guardrail;
 use crewai_core::interpolate::Inputs;
-use crewai_core::task::Task;
 use crewai_core::usage::{Budget, BudgetLimit, UsageTracker};
 use crewai_llm::{LlmConfig, Usage, build_llm};
 use crewai_testkit::scripted::{Reply, ScriptedServer};
-use crewai_tools::{DynamicTool, ToolHandle, ToolOutput};
 use serde_json::json;
-
-fn score_schema() -> serde_json::Value {
-    json!({"title": "ScoreOutput", "type": "object", "properties": {"score": {"type": "integer"}}, "required": ["score"]})
-}
-
-/// With a tool in play the answer comes back as prose, so `output_json` needs a conversion call.
-fn lookup_tool() -> ToolHandle {
-    DynamicTool::new(
-        "Lookup",
-        "Looks a title up.",
-        json!({"type": "object", "properties": {"title": {"type": "string"}}, "required": ["title"]}),
-        |_args, _ctx| async { Ok(ToolOutput::Text("rated four out of five".into())) },
-    )
-    .into_handle()
-}
 
 /// `research`, then `score`: prose answer, conversion to `output_json`, then `guardrail`.
 fn crew(
@@ -40,27 +25,7 @@ fn crew(
     guardrail: Guardrail,
     more: impl FnOnce(CrewBuilder) -> CrewBuilder,
 ) -> Crew {
-    let researcher = agent("Researcher", server);
-    let scorer = agent_with("Scorer", server, |b| b.tools(vec![lookup_tool()]));
-    let score = Task::builder()
-        .name("score")
-        .description("Score the title from the research")
-        .expected_output("The score")
-        .agent(scorer.clone())
-        .output_json(score_schema())
-        .guardrail(guardrail)
-        .build()
-        .unwrap();
-    more(
-        Crew::builder()
-            .agents(vec![researcher.clone(), scorer])
-            .tasks(vec![
-                task("research", "Research the title", &researcher),
-                score,
-            ]),
-    )
-    .build()
-    .unwrap()
+    research_then_score(server, "the title", |b| b, guardrail, more)
 }
 
 fn script(server: &ScriptedServer, conversion_prompt: u64) {
@@ -138,17 +103,14 @@ async fn a_tight_token_budget_stops_at_the_guardrail_call_keeping_the_research()
 
     let error = crew.kickoff(Inputs::new()).await.unwrap_err();
 
-    let CrewError::BudgetExceeded {
+    let BudgetStop {
         task,
         exceeded,
         completed,
         usage,
         ..
-    } = &error
-    else {
-        panic!("expected a budget stop, got {error}");
-    };
-    assert_eq!(task.as_deref(), Some("score"));
+    } = budget_stop(&error);
+    assert_eq!(task, Some("score"));
     assert_eq!(exceeded.limit, BudgetLimit::Tokens);
     assert_eq!(exceeded.spent, 9960.0);
     assert_eq!(
@@ -174,16 +136,13 @@ async fn a_cost_budget_stops_at_the_conversion_call() {
 
     let error = crew.kickoff(Inputs::new()).await.unwrap_err();
 
-    let CrewError::BudgetExceeded {
+    let BudgetStop {
         task,
         exceeded,
         completed,
         ..
-    } = &error
-    else {
-        panic!("expected a budget stop, got {error}");
-    };
-    assert_eq!(task.as_deref(), Some("score"));
+    } = budget_stop(&error);
+    assert_eq!(task, Some("score"));
     assert_eq!(exceeded.limit, BudgetLimit::Cost);
     assert_eq!(completed.len(), 1);
     assert_eq!(

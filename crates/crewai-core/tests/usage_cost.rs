@@ -4,7 +4,9 @@
 
 mod crew_support;
 
-use crew_support::{agent, task};
+use crew_support::{BudgetStop, budget_stop};
+
+use crew_support::{agent, crew_builder, task};
 use crewai_core::crew::{Crew, CrewError};
 use crewai_core::events::{EventBus, EventKind, EventRecorder};
 use crewai_core::interpolate::Inputs;
@@ -37,16 +39,17 @@ fn two_replies(server: &ScriptedServer) {
 fn two_task_crew(server: &ScriptedServer, events: &EventBus, stream: bool) -> Crew {
     let researcher = agent("Researcher", server);
     let writer = agent("Writer", server);
-    Crew::builder()
-        .agents(vec![researcher.clone(), writer.clone()])
-        .tasks(vec![
+    crew_builder(
+        &[&researcher, &writer],
+        vec![
             task("research", "Find facts about bees", &researcher),
             task("write", "Write a poem from the facts", &writer),
-        ])
-        .event_bus(events.clone())
-        .stream(stream)
-        .build()
-        .unwrap()
+        ],
+    )
+    .event_bus(events.clone())
+    .stream(stream)
+    .build()
+    .unwrap()
 }
 
 /// Every `llm_call_completed` usage of a run, in order.
@@ -125,15 +128,16 @@ async fn a_custom_price_table_prices_the_run() {
     two_replies(&server);
     let researcher = agent("Researcher", &server);
     let prices = PriceTable::from_yaml_str("gpt-4o-mini: {input: 1.0, output: 2.0}").unwrap();
-    let crew = Crew::builder()
-        .agents(vec![researcher.clone()])
-        .tasks(vec![
+    let crew = crew_builder(
+        &[&researcher],
+        vec![
             task("research", "Find facts", &researcher),
             task("write", "Write", &researcher),
-        ])
-        .prices(prices)
-        .build()
-        .unwrap();
+        ],
+    )
+    .prices(prices)
+    .build()
+    .unwrap();
     let output = crew.kickoff(Inputs::new()).await.unwrap();
     assert_close(
         output.token_usage.cost_usd,
@@ -148,29 +152,27 @@ async fn a_token_budget_stops_between_tasks_keeps_the_output_and_replay_resumes(
     let researcher = agent("Researcher", &server);
     let writer = agent("Writer", &server);
     // The first call uses 1280 tokens; the second call's prompt alone would go over 1300.
-    let crew = Crew::builder()
-        .agents(vec![researcher.clone(), writer.clone()])
-        .tasks(vec![
+    let crew = crew_builder(
+        &[&researcher, &writer],
+        vec![
             task("research", "Find facts about bees", &researcher),
             task("write", "Write a poem from the facts", &writer),
-        ])
-        .max_tokens(1300)
-        .build()
-        .unwrap();
+        ],
+    )
+    .max_tokens(1300)
+    .build()
+    .unwrap();
 
     let error = crew.kickoff(Inputs::new()).await.unwrap_err();
 
-    let CrewError::BudgetExceeded {
+    let BudgetStop {
         task,
         exceeded,
         completed,
         usage,
         ..
-    } = &error
-    else {
-        panic!("expected a budget stop, got {error}");
-    };
-    assert_eq!(task.as_deref(), Some("write"));
+    } = budget_stop(&error);
+    assert_eq!(task, Some("write"));
     assert_eq!(exceeded.limit, BudgetLimit::Tokens);
     assert_eq!(exceeded.spent, 1280.0);
     assert_eq!(completed.len(), 1);
@@ -181,7 +183,7 @@ async fn a_token_budget_stops_between_tasks_keeps_the_output_and_replay_resumes(
         1,
         "the call over budget was never sent"
     );
-    let message = error.to_string();
+    let message = crewai_llm::error_chain(&error);
     assert!(
         message.contains("max_tokens = 1300") && message.contains("'write'"),
         "{message}"
@@ -202,27 +204,25 @@ async fn a_cost_budget_stops_before_the_first_call_it_cannot_afford() {
     server.push(Reply::text("expensive facts").with_usage(1_000_000, 1000));
     server.push_text("never sent");
     let researcher = agent("Researcher", &server);
-    let crew = Crew::builder()
-        .agents(vec![researcher.clone()])
-        .tasks(vec![
+    let crew = crew_builder(
+        &[&researcher],
+        vec![
             task("research", "Find facts", &researcher),
             task("write", "Write", &researcher),
-        ])
-        .max_cost_usd(0.10)
-        .build()
-        .unwrap();
+        ],
+    )
+    .max_cost_usd(0.10)
+    .build()
+    .unwrap();
 
     let error = crew.kickoff(Inputs::new()).await.unwrap_err();
 
-    let CrewError::BudgetExceeded {
+    let BudgetStop {
         exceeded,
         completed,
         usage,
         ..
-    } = &error
-    else {
-        panic!("expected a budget stop, got {error}");
-    };
+    } = budget_stop(&error);
     assert_eq!(exceeded.limit, BudgetLimit::Cost);
     assert_close(exceeded.spent, expected_cost(1_000_000, 0, 1000));
     assert_eq!(completed.len(), 1);

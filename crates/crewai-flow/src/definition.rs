@@ -71,10 +71,25 @@ impl std::error::Error for Message {}
 /// What a method function returns: its output (anything serde-serialisable) or an error.
 pub type MethodResult<T = Value> = Result<T, MethodError>;
 
+/// A flow method: an async function of the run's context whose result is a [`MethodResult`] of
+/// `T`. Any `Fn(FlowContext<S>) -> impl Future<Output = MethodResult<T>>` closure is one.
+pub trait FlowMethod<S, T>: Fn(FlowContext<S>) -> Self::Future + Send + Sync + 'static {
+    /// What a call returns.
+    type Future: Future<Output = MethodResult<T>> + Send + 'static;
+}
+
+impl<S, T, F, Fut> FlowMethod<S, T> for F
+where
+    F: Fn(FlowContext<S>) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = MethodResult<T>> + Send + 'static,
+{
+    type Future = Fut;
+}
+
 /// Why a method call produced no output.
 pub(crate) enum MethodFailure {
     Error(BoxError),
-    NotSerializable(String),
+    NotSerializable(serde_json::Error),
 }
 
 pub(crate) type MethodFn<S> =
@@ -198,28 +213,17 @@ impl<S: FlowState> FlowBuilder<S> {
         }
     }
 
-    /// The flow's name, used in events and errors (default `Flow`).
-    pub fn name(mut self, name: impl Into<String>) -> Self {
-        self.name = Some(name.into());
-        self
-    }
-
-    /// The state a fresh kickoff starts from (default `S::default()`).
-    pub fn initial_state(mut self, state: S) -> Self {
-        self.initial_state = Some(state);
-        self
-    }
-
-    /// The bus flow and method events go to (default: a new, private bus; see [`Flow::event_bus`]).
-    pub fn event_bus(mut self, events: EventBus) -> Self {
-        self.events = Some(events);
-        self
-    }
-
-    /// The bound on method executions per kickoff (default 100); reaching it fails the kickoff.
-    pub fn max_method_calls(mut self, limit: u32) -> Self {
-        self.max_method_calls = limit;
-        self
+    crewai_llm::setters! {
+        /// The flow's name, used in events and errors (default `Flow`).
+        pub fn name(name: impl Into<String>) => name = Some(name.into());
+        /// The state a fresh kickoff starts from (default `S::default()`).
+        pub fn initial_state(initial_state: S) => initial_state = Some(initial_state);
+        /// The bus flow and method events go to (default: a new, private bus; see
+        /// [`Flow::event_bus`]).
+        pub fn event_bus(events: EventBus) => events = Some(events);
+        /// The bound on method executions per kickoff (default 100); reaching it fails the
+        /// kickoff.
+        pub fn max_method_calls(max_method_calls: u32) => max_method_calls = max_method_calls;
     }
 
     /// Stops the run before an LLM call that would take the run's cost (priced with the built-in
@@ -246,41 +250,30 @@ impl<S: FlowState> FlowBuilder<S> {
         self
     }
 
-    /// The persistence backend (needed to resume, fork or pause; also used by `persist`).
-    pub fn persistence(mut self, backend: Arc<dyn FlowPersistence>) -> Self {
-        self.persistence = Some(backend);
-        self
-    }
-
-    /// Who answers human-feedback requests (default: [`ConsoleFeedbackProvider`]).
-    pub fn feedback_provider(mut self, provider: Arc<dyn FeedbackProvider>) -> Self {
-        self.feedback_provider = Some(provider);
-        self
+    crewai_llm::setters! {
+        /// The persistence backend (needed to resume, fork or pause; also used by `persist`).
+        pub fn persistence(persistence: Arc<dyn FlowPersistence>) => persistence = Some(persistence);
+        /// Who answers human-feedback requests (default: [`ConsoleFeedbackProvider`]).
+        pub fn feedback_provider(feedback_provider: Arc<dyn FeedbackProvider>) => feedback_provider = Some(feedback_provider);
     }
 
     /// A method run at kickoff.
-    pub fn start<F, Fut, T>(self, name: impl Into<String>, method: F) -> Self
-    where
-        F: Fn(FlowContext<S>) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = MethodResult<T>> + Send + 'static,
-        T: Serialize,
-    {
+    pub fn start<T: Serialize>(
+        self,
+        name: impl Into<String>,
+        method: impl FlowMethod<S, T>,
+    ) -> Self {
         self.add(name.into(), MethodKind::Start, None, value_method(method))
     }
 
     /// A conditional start: drawn and treated as a start, but run when `trigger` fires (e.g. a router
     /// label that restarts the flow), not at kickoff.
-    pub fn start_on<F, Fut, T>(
+    pub fn start_on<T: Serialize>(
         self,
         name: impl Into<String>,
         trigger: impl Into<Trigger>,
-        method: F,
-    ) -> Self
-    where
-        F: Fn(FlowContext<S>) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = MethodResult<T>> + Send + 'static,
-        T: Serialize,
-    {
+        method: impl FlowMethod<S, T>,
+    ) -> Self {
         self.add(
             name.into(),
             MethodKind::Start,
@@ -290,17 +283,12 @@ impl<S: FlowState> FlowBuilder<S> {
     }
 
     /// A method run whenever `trigger` fires; it receives the triggering output in its context.
-    pub fn listen<F, Fut, T>(
+    pub fn listen<T: Serialize>(
         self,
         name: impl Into<String>,
         trigger: impl Into<Trigger>,
-        method: F,
-    ) -> Self
-    where
-        F: Fn(FlowContext<S>) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = MethodResult<T>> + Send + 'static,
-        T: Serialize,
-    {
+        method: impl FlowMethod<S, T>,
+    ) -> Self {
         self.add(
             name.into(),
             MethodKind::Listen,
@@ -311,17 +299,12 @@ impl<S: FlowState> FlowBuilder<S> {
 
     /// A router: run when `trigger` fires; the label it returns (one of those declared with
     /// [`FlowBuilder::emits`]) fires the listeners of that label, and its own name fires as well.
-    pub fn router<F, Fut, L>(
+    pub fn router<L: Into<String>>(
         self,
         name: impl Into<String>,
         trigger: impl Into<Trigger>,
-        method: F,
-    ) -> Self
-    where
-        F: Fn(FlowContext<S>) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = MethodResult<L>> + Send + 'static,
-        L: Into<String>,
-    {
+        method: impl FlowMethod<S, L>,
+    ) -> Self {
         let func: MethodFn<S> = Arc::new(move |ctx| {
             method(ctx)
                 .map(|result| {
@@ -505,18 +488,11 @@ impl<S: FlowState> FlowBuilder<S> {
     }
 }
 
-fn value_method<S, F, Fut, T>(method: F) -> MethodFn<S>
-where
-    S: FlowState,
-    F: Fn(FlowContext<S>) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = MethodResult<T>> + Send + 'static,
-    T: Serialize,
-{
+fn value_method<S: FlowState, T: Serialize>(method: impl FlowMethod<S, T>) -> MethodFn<S> {
     Arc::new(move |ctx| {
         method(ctx)
             .map(|result| match result {
-                Ok(output) => serde_json::to_value(output)
-                    .map_err(|e| MethodFailure::NotSerializable(e.to_string())),
+                Ok(output) => serde_json::to_value(output).map_err(MethodFailure::NotSerializable),
                 Err(error) => Err(MethodFailure::Error(error.into_inner())),
             })
             .boxed()

@@ -6,6 +6,7 @@ use serde_json::Value;
 use thiserror::Error;
 
 use crate::persistence::MethodRecord;
+use crate::state::StateError;
 
 /// Boxed error returned by a method function (any `std::error::Error`, `anyhow::Error` or string).
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
@@ -56,15 +57,16 @@ pub enum FlowBuildError {
         setting: &'static str,
         value: String,
     },
-    #[error("cannot open the flow persistence: {0}")]
+    #[error("cannot open the flow persistence")]
     Persistence(#[from] PersistenceError),
 }
 
-/// A kickoff that did not complete.
+/// A kickoff that did not complete. The variants that wrap a lower-level error say what failed
+/// and keep it as their source (render the chain with `crewai_llm::error_chain`).
 #[derive(Debug, Error)]
 #[non_exhaustive]
 pub enum FlowError {
-    #[error("flow `{flow}`: method `{method}` failed: {source}")]
+    #[error("flow `{flow}`: method `{method}` failed")]
     MethodFailed {
         flow: String,
         method: String,
@@ -77,13 +79,12 @@ pub enum FlowError {
         method: String,
         message: String,
     },
-    #[error(
-        "flow `{flow}`: method `{method}` returned a value that is not JSON-serialisable: {message}"
-    )]
+    #[error("flow `{flow}`: method `{method}` returned a value that is not JSON-serialisable")]
     OutputNotSerializable {
         flow: String,
         method: String,
-        message: String,
+        #[source]
+        source: serde_json::Error,
     },
     #[error(
         "flow `{flow}`: router `{method}` returned label `{label}`, which it does not declare (declared: {declared}); add it to `.emits([..])`"
@@ -102,15 +103,24 @@ pub enum FlowError {
         method: String,
         limit: u32,
     },
-    #[error("flow `{flow}`: invalid inputs for the state: {message}")]
-    InvalidInputs { flow: String, message: String },
-    #[error("flow `{flow}`: the state cannot be converted to or from JSON: {message}")]
-    StateConversion { flow: String, message: String },
-    #[error("flow `{flow}`: the saved state `{id}` cannot be used: {message}")]
+    #[error("flow `{flow}`: invalid inputs for the state")]
+    InvalidInputs {
+        flow: String,
+        #[source]
+        source: StateError,
+    },
+    #[error("flow `{flow}`: the state cannot be converted to or from JSON")]
+    StateConversion {
+        flow: String,
+        #[source]
+        source: StateError,
+    },
+    #[error("flow `{flow}`: the saved state `{id}` cannot be used")]
     CorruptSnapshot {
         flow: String,
         id: String,
-        message: String,
+        #[source]
+        source: BoxError,
     },
     #[error("flow `{flow}`: no saved state with id `{id}` to {action} from")]
     UnknownStateId {
@@ -122,17 +132,18 @@ pub enum FlowError {
         "flow `{flow}`: {action} needs a persistence backend; configure one with `.persist()` or `.persistence(..)`"
     )]
     PersistenceRequired { flow: String, action: &'static str },
-    #[error("flow `{flow}`: persistence failed: {source}")]
+    #[error("flow `{flow}`: persistence failed")]
     Persistence {
         flow: String,
         #[source]
         source: PersistenceError,
     },
-    #[error("flow `{flow}`: human feedback on `{method}` failed: {message}")]
+    #[error("flow `{flow}`: human feedback on `{method}` failed")]
     Feedback {
         flow: String,
         method: String,
-        message: String,
+        #[source]
+        source: BoxError,
     },
     #[error(
         "flow `{flow}`: state `{id}` is not waiting for human feedback, so there is nothing to answer"
@@ -175,22 +186,26 @@ fn resume_hint(saved: bool, id: &str) -> String {
 #[derive(Debug, Error)]
 #[non_exhaustive]
 pub enum PersistenceError {
-    #[error("SQLite database `{path}`: {source}")]
+    #[error("SQLite database `{path}` failed")]
     Sqlite {
         path: String,
         #[source]
         source: rusqlite::Error,
     },
-    #[error("cannot create the directory for `{path}`: {source}")]
+    #[error("cannot create the directory for `{path}`")]
     Io {
         path: String,
         #[source]
         source: std::io::Error,
     },
-    #[error("the saved data for flow `{flow_uuid}` is not valid JSON: {message}")]
-    Decode { flow_uuid: String, message: String },
-    #[error("the persistence worker stopped: {0}")]
-    Worker(String),
+    #[error("the saved data for flow `{flow_uuid}` cannot be read or written")]
+    Decode {
+        flow_uuid: String,
+        #[source]
+        source: BoxError,
+    },
+    #[error("the persistence worker stopped")]
+    Worker(#[source] tokio::task::JoinError),
     #[error("{0}")]
     Backend(String),
 }

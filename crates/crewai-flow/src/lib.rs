@@ -140,7 +140,8 @@ pub use context::FlowContext;
 /// `#[flow]` on an impl block (see the crate docs).
 pub use crewai_macros::flow;
 pub use definition::{
-    DEFAULT_MAX_METHOD_CALLS, FlowBuilder, MethodError, MethodInfo, MethodKind, MethodResult,
+    DEFAULT_MAX_METHOD_CALLS, FlowBuilder, FlowMethod, MethodError, MethodInfo, MethodKind,
+    MethodResult,
 };
 pub use error::{BoxError, FlowBuildError, FlowError, PersistenceError};
 pub use feedback::{
@@ -152,5 +153,5 @@ pub use persistence::{
     SqliteFlowPersistence,
 };
 pub use runtime::{Flow, FlowOutput, FlowStatus, Kickoff};
-pub use state::{FlowState, UnstructuredState};
+pub use state::{FlowState, StateError, UnstructuredState};
 pub use trigger::{JoinProgress, Trigger, and, on, or};

@@ -17,7 +17,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::error::PersistenceError;
+use crate::error::{BoxError, PersistenceError};
 use crate::feedback::{AwaitingFeedback, FeedbackRecord};
 use crate::trigger::JoinProgress;
 
@@ -180,7 +180,7 @@ impl SqliteFlowPersistence {
             work(&connection).map_err(|source| PersistenceError::Sqlite { path, source })
         })
         .await
-        .map_err(|e| PersistenceError::Worker(e.to_string()))?
+        .map_err(PersistenceError::Worker)?
     }
 }
 
@@ -190,7 +190,7 @@ impl FlowPersistence for SqliteFlowPersistence {
         let encode = |value: Result<String, serde_json::Error>| {
             value.map_err(|e| PersistenceError::Decode {
                 flow_uuid: snapshot.flow_uuid.clone(),
-                message: e.to_string(),
+                source: Box::new(e),
             })
         };
         let state = encode(serde_json::to_string(&snapshot.state))?;
@@ -225,18 +225,18 @@ impl FlowPersistence for SqliteFlowPersistence {
         let Some((method_name, timestamp, state, progress)) = row else {
             return Ok(None);
         };
-        let decode = |message: String| PersistenceError::Decode {
+        let decode = |source: BoxError| PersistenceError::Decode {
             flow_uuid: flow_uuid.to_string(),
-            message,
+            source,
         };
         Ok(Some(FlowSnapshot {
             flow_uuid: flow_uuid.to_string(),
             method_name,
             timestamp: DateTime::parse_from_rfc3339(&timestamp)
-                .map_err(|e| decode(e.to_string()))?
+                .map_err(|e| decode(e.into()))?
                 .with_timezone(&Utc),
-            state: serde_json::from_str(&state).map_err(|e| decode(e.to_string()))?,
-            progress: serde_json::from_str(&progress).map_err(|e| decode(e.to_string()))?,
+            state: serde_json::from_str(&state).map_err(|e| decode(e.into()))?,
+            progress: serde_json::from_str(&progress).map_err(|e| decode(e.into()))?,
         }))
     }
 }

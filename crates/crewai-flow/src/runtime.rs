@@ -5,8 +5,9 @@ use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex};
 
 use chrono::Utc;
-use crewai_core::events::{CaughtPanic, EventBus, EventKind, PanicSite};
+use crewai_core::events::{CaughtPanic, EventBus, EventKind, PanicSite, panic_message};
 use crewai_core::usage::{Budget, UsageSummary, UsageTracker};
+use crewai_llm::error_chain;
 use futures::FutureExt;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -17,7 +18,7 @@ use uuid::Uuid;
 
 use crate::context::{FlowContext, RunShared, TriggerInput};
 use crate::definition::{FlowBuilder, MethodFailure, MethodInfo, MethodKind, MethodSpec};
-use crate::error::FlowError;
+use crate::error::{BoxError, FlowError};
 use crate::feedback::{
     AwaitingFeedback, FeedbackProvider, FeedbackRecord, FeedbackReply, FeedbackRequest,
 };
@@ -120,38 +121,31 @@ impl Kickoff {
         self
     }
 
-    /// Resumes the saved state `id`: an unfinished run continues with the calls it had scheduled
-    /// (completed methods are not re-run); a finished one starts over from its saved state. An
-    /// unknown id starts a fresh run under that id.
-    pub fn resume(mut self, id: impl Into<String>) -> Self {
-        self.resume = Some(id.into());
-        self
+    crewai_llm::setters! {
+        /// Resumes the saved state `resume`: an unfinished run continues with the calls it had
+        /// scheduled (completed methods are not re-run); a finished one starts over from its
+        /// saved state. An unknown id starts a fresh run under that id.
+        pub fn resume(resume: impl Into<String>) => resume = Some(resume.into());
+        /// Starts a fresh run under a new id from the saved state `fork_from`, leaving the
+        /// original untouched.
+        pub fn fork_from(fork_from: impl Into<String>) => fork_from = Some(fork_from.into());
+        /// The answer to the oldest feedback request the resumed run is waiting on.
+        pub fn feedback(feedback: impl Into<String>) => feedback = Some(feedback.into());
+        /// Cancelling it stops the run: running methods are dropped and the kickoff fails with
+        /// [`FlowError::Cancelled`].
+        pub fn cancellation(cancellation: CancellationToken) => cancellation = Some(cancellation);
+        /// The parent of the `flow_started` event (e.g. the method of an enclosing flow).
+        pub fn parent_event(parent_event: Uuid) => parent_event = Some(parent_event);
     }
+}
 
-    /// Starts a fresh run under a new id from the saved state `id`, leaving the original untouched.
-    pub fn fork_from(mut self, id: impl Into<String>) -> Self {
-        self.fork_from = Some(id.into());
-        self
-    }
-
-    /// The answer to the oldest feedback request the resumed run is waiting on.
-    pub fn feedback(mut self, answer: impl Into<String>) -> Self {
-        self.feedback = Some(answer.into());
-        self
-    }
-
-    /// Cancelling it stops the run: running methods are dropped and the kickoff fails with
-    /// [`FlowError::Cancelled`].
-    pub fn cancellation(mut self, token: CancellationToken) -> Self {
-        self.cancellation = Some(token);
-        self
-    }
-
-    /// The parent of the `flow_started` event (e.g. the method of an enclosing flow).
-    pub fn parent_event(mut self, parent: Uuid) -> Self {
-        self.parent_event = Some(parent);
-        self
-    }
+/// Appends `record` to the run's own list and to the copy its methods read.
+fn keep<T: Clone>(own: &mut Vec<T>, shared: &Mutex<Vec<T>>, record: T) {
+    own.push(record.clone());
+    shared
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .push(record);
 }
 
 /// Whether a run finished.
@@ -332,13 +326,13 @@ impl<S: FlowState> Flow<S> {
             });
         }
         let merged =
-            state::merge_inputs(&initial, &inputs).map_err(|e| FlowError::InvalidInputs {
+            state::merge_inputs(&initial, &inputs).map_err(|source| FlowError::InvalidInputs {
                 flow: self.name().into(),
-                message: e.0,
+                source,
             })?;
-        let with_id = state::with_id(merged, &id).map_err(|e| FlowError::StateConversion {
+        let with_id = state::with_id(merged, &id).map_err(|source| FlowError::StateConversion {
             flow: self.name().into(),
-            message: e.0,
+            source,
         })?;
 
         let events = self.inner.events.clone();
@@ -393,7 +387,7 @@ impl<S: FlowState> Flow<S> {
         state::from_json(snapshot.state.clone()).map_err(|e| FlowError::CorruptSnapshot {
             flow: self.name().into(),
             id: snapshot.flow_uuid.clone(),
-            message: e.0,
+            source: Box::new(e),
         })
     }
 }
@@ -526,7 +520,8 @@ impl<S: FlowState> Run<S> {
             .ok_or_else(|| FlowError::CorruptSnapshot {
                 flow: self.flow_name(),
                 id: self.shared.id.clone(),
-                message: format!("it refers to method `{method}`, which this flow does not have"),
+                source: format!("it refers to method `{method}`, which this flow does not have")
+                    .into(),
             })
     }
 
@@ -595,7 +590,7 @@ impl<S: FlowState> Run<S> {
                     label: label.to_string(),
                     declared: spec.labels.join(", "),
                 };
-                self.emit_failed(&spec.name, started, &error.to_string());
+                self.emit_failed(&spec.name, started, &error_chain(&error));
                 return Err(error);
             }
         }
@@ -611,12 +606,7 @@ impl<S: FlowState> Run<S> {
             method: spec.name.clone(),
             output: output.clone(),
         };
-        self.progress.completed.push(record.clone());
-        self.shared
-            .outputs
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(record);
+        keep(&mut self.progress.completed, &self.shared.outputs, record);
         self.last_output = Some(output.clone());
 
         if spec.feedback.is_some() {
@@ -645,10 +635,10 @@ impl<S: FlowState> Run<S> {
         let Some(config) = &spec.feedback else {
             return Ok(FeedbackStep::Answered(None));
         };
-        let feedback_error = |message: String| FlowError::Feedback {
+        let feedback_error = |source: BoxError| FlowError::Feedback {
             flow: flow.name.clone(),
             method: spec.name.clone(),
-            message,
+            source,
         };
         let reply = match answer {
             Some(answer) => FeedbackReply::Answer(answer),
@@ -663,7 +653,7 @@ impl<S: FlowState> Run<S> {
                 };
                 tokio::select! {
                     _ = self.shared.cancellation.cancelled() => return Err(FlowError::Cancelled { flow: flow.name.clone() }),
-                    reply = flow.feedback.request(&request) => reply.map_err(|e| feedback_error(e.to_string()))?,
+                    reply = flow.feedback.request(&request) => reply.map_err(feedback_error)?,
                 }
             }
         };
@@ -684,7 +674,9 @@ impl<S: FlowState> Run<S> {
                 Ok(FeedbackStep::Paused)
             }
             FeedbackReply::Answer(text) => {
-                let outcome = config.resolve(&text).map_err(feedback_error)?;
+                let outcome = config
+                    .resolve(&text)
+                    .map_err(|message| feedback_error(message.into()))?;
                 let record = FeedbackRecord {
                     method: spec.name.clone(),
                     output: output.clone(),
@@ -692,12 +684,7 @@ impl<S: FlowState> Run<S> {
                     outcome: outcome.clone(),
                     timestamp: Utc::now(),
                 };
-                self.progress.feedback.push(record.clone());
-                self.shared
-                    .feedback
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .push(record);
+                keep(&mut self.progress.feedback, &self.shared.feedback, record);
                 Ok(FeedbackStep::Answered(outcome))
             }
         }
@@ -772,15 +759,16 @@ impl<S: FlowState> Run<S> {
                 method: method.to_string(),
                 source,
             },
-            MethodFailure::NotSerializable(message) => FlowError::OutputNotSerializable {
+            MethodFailure::NotSerializable(source) => FlowError::OutputNotSerializable {
                 flow: self.flow_name(),
                 method: method.to_string(),
-                message,
+                source,
             },
         };
+        // The event carries what the method's own error says (CrewAI's `str(e)`), with its causes.
         let text = match &error {
-            FlowError::MethodFailed { source, .. } => source.to_string(),
-            other => other.to_string(),
+            FlowError::MethodFailed { source, .. } => error_chain(source.as_ref()),
+            other => error_chain(other),
         };
         self.emit_failed(method, started, &text);
         error
@@ -797,8 +785,8 @@ impl<S: FlowState> Run<S> {
         } = stop;
         let method = call.method.clone();
         let text = match failure {
-            MethodFailure::Error(source) => source.to_string(),
-            MethodFailure::NotSerializable(message) => message,
+            MethodFailure::Error(source) => error_chain(source.as_ref()),
+            MethodFailure::NotSerializable(source) => error_chain(&source),
         };
         self.emit_failed(&method, started, &text);
         // The other methods still running are abandoned with the run: they run again on resume.
@@ -841,9 +829,9 @@ impl<S: FlowState> Run<S> {
             .collect();
         let state = {
             let guard = self.shared.state.lock().unwrap_or_else(|p| p.into_inner());
-            state::to_json(&*guard).map_err(|e| FlowError::StateConversion {
+            state::to_json(&*guard).map_err(|source| FlowError::StateConversion {
                 flow: self.flow_name(),
-                message: e.0,
+                source,
             })?
         };
         let snapshot = FlowSnapshot {
@@ -903,12 +891,4 @@ impl<S: FlowState> Run<S> {
             usage: self.shared.usage.summary(),
         })
     }
-}
-
-fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
-    panic
-        .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| panic.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "a non-text panic payload".to_string())
 }

@@ -24,16 +24,30 @@ impl<T> FlowState for T where
 {
 }
 
-/// Why a state could not be built from JSON.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct StateError(pub String);
+/// Why a state could not be turned into JSON, built from it, or given the inputs.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StateError {
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+    #[error("the state serialises to {0}, not an object, so inputs cannot be merged into it")]
+    NotAnObject(&'static str),
+    /// The input that does not fit the state's type.
+    #[error("input `{key}` = {value}")]
+    Input {
+        key: String,
+        value: Box<Value>,
+        #[source]
+        source: serde_json::Error,
+    },
+}
 
 pub(crate) fn to_json<S: FlowState>(state: &S) -> Result<Value, StateError> {
-    serde_json::to_value(state).map_err(|e| StateError(e.to_string()))
+    Ok(serde_json::to_value(state)?)
 }
 
 pub(crate) fn from_json<S: FlowState>(value: Value) -> Result<S, StateError> {
-    serde_json::from_value(value).map_err(|e| StateError(e.to_string()))
+    Ok(serde_json::from_value(value)?)
 }
 
 /// Writes `id` into the state when its type keeps an `id` field; leaves it alone otherwise.
@@ -61,10 +75,7 @@ pub(crate) fn merge_inputs<S: FlowState>(
     let base = match to_json(state)? {
         Value::Object(object) => object,
         other => {
-            return Err(StateError(format!(
-                "the state serialises to {}, not an object, so inputs cannot be merged into it",
-                kind_of(&other)
-            )));
+            return Err(StateError::NotAnObject(kind_of(&other)));
         }
     };
     let overlay = |keys: &mut dyn Iterator<Item = (&String, &Value)>| {
@@ -72,18 +83,22 @@ pub(crate) fn merge_inputs<S: FlowState>(
         for (key, value) in keys {
             merged.insert(key.clone(), value.clone());
         }
-        from_json::<S>(Value::Object(merged))
+        serde_json::from_value::<S>(Value::Object(merged))
     };
     match overlay(&mut inputs.iter()) {
         Ok(merged) => Ok(merged),
         Err(whole) => {
             // Retry input by input to name the field that does not fit.
             for (key, value) in inputs {
-                if let Err(error) = overlay(&mut std::iter::once((key, value))) {
-                    return Err(StateError(format!("input `{key}` = {value}: {}", error.0)));
+                if let Err(source) = overlay(&mut std::iter::once((key, value))) {
+                    return Err(StateError::Input {
+                        key: key.clone(),
+                        value: Box::new(value.clone()),
+                        source,
+                    });
                 }
             }
-            Err(whole)
+            Err(StateError::Json(whole))
         }
     }
 }
@@ -151,10 +166,10 @@ mod tests {
             &inputs(json!({"topic": "ok", "counter": "many"})),
         )
         .unwrap_err();
+        let text = crewai_llm::error_chain(&error);
         assert!(
-            error.0.starts_with("input `counter` = \"many\""),
-            "{}",
-            error.0
+            text.starts_with("input `counter` = \"many\": invalid type"),
+            "{text}"
         );
     }
 

@@ -3,18 +3,18 @@
 //! `max_tokens` stops the run with a typed error that keeps what was produced, and a persisted
 //! run resumes from the stopped method once the limit is raised.
 
+mod common;
+use common::{one_task_crew, scripted_agent};
+
 use std::sync::Arc;
 
 use crewai_core::agent::Agent;
-use crewai_core::crew::Crew;
 use crewai_core::interpolate::Inputs;
-use crewai_core::task::Task;
 use crewai_core::usage::BudgetLimit;
 use crewai_flow::{
     Flow, FlowBuildError, FlowContext, FlowError, FlowPersistence, RunStatus,
     SqliteFlowPersistence, on,
 };
-use crewai_llm::{Llm, LlmConfig, build_llm};
 use crewai_testkit::scripted::{Reply, ScriptedServer};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -30,19 +30,7 @@ struct Article {
 }
 
 fn agent(server: &ScriptedServer, role: &str) -> Agent {
-    let llm: Arc<dyn Llm> = build_llm(
-        &LlmConfig::new("openai/gpt-4o-mini")
-            .with_base_url(server.base_url())
-            .with_api_key("sk-test"),
-    )
-    .unwrap();
-    Agent::builder()
-        .role(role)
-        .goal("Write well")
-        .backstory("You write crisp prose.")
-        .llm(llm)
-        .build()
-        .unwrap()
+    scripted_agent(server, role, "Write well", "You write crisp prose.")
 }
 
 /// `outline` runs an agent, `write` runs a one-task crew; both with the flow's kickoff options.
@@ -74,17 +62,16 @@ fn article_flow(
         .listen("write", on("outline"), move |ctx: FlowContext<Article>| {
             let writer = writer.clone();
             async move {
-                let task = Task::builder()
-                    .name("draft")
-                    .description("Write the article from this outline: {outline}")
-                    .expected_output("The article")
-                    .agent(writer.clone())
-                    .build()?;
-                let crew = Crew::builder()
-                    .name("writers")
-                    .agents(vec![writer])
-                    .tasks(vec![task])
-                    .build()?;
+                let crew = one_task_crew(
+                    "writers",
+                    writer,
+                    (
+                        "draft",
+                        "Write the article from this outline: {outline}",
+                        "The article",
+                    ),
+                )
+                .build()?;
                 let mut inputs = Inputs::new();
                 inputs.insert(
                     "outline".into(),

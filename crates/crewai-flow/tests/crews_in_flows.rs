@@ -1,15 +1,12 @@
 //! A flow whose methods run an agent and a crew against a scripted OpenAI-compatible server (the
 //! real OpenAI client over HTTP on 127.0.0.1), with a router on the crew's verdict.
 
-use std::sync::Arc;
+mod common;
+use common::{one_task_crew, scripted_agent};
 
-use crewai_core::agent::Agent;
-use crewai_core::crew::Crew;
 use crewai_core::events::{EventBus, EventRecorder};
 use crewai_core::interpolate::Inputs;
-use crewai_core::task::Task;
 use crewai_flow::{Flow, FlowContext, on};
-use crewai_llm::{Llm, LlmConfig, build_llm};
 use crewai_testkit::scripted::ScriptedServer;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -22,30 +19,14 @@ struct Article {
     draft: String,
 }
 
-fn llm(server: &ScriptedServer) -> Arc<dyn Llm> {
-    build_llm(
-        &LlmConfig::new("openai/gpt-4o-mini")
-            .with_base_url(server.base_url())
-            .with_api_key("sk-test"),
-    )
-    .unwrap()
-}
-
 fn article_flow(server: &ScriptedServer, bus: EventBus) -> Flow<Article> {
-    let writer = Agent::builder()
-        .role("Writer")
-        .goal("Write short drafts")
-        .backstory("You write crisp prose.")
-        .llm(llm(server))
-        .build()
-        .unwrap();
-    let editor = Agent::builder()
-        .role("Editor")
-        .goal("Judge drafts")
-        .backstory("You are a strict editor.")
-        .llm(llm(server))
-        .build()
-        .unwrap();
+    let writer = scripted_agent(
+        server,
+        "Writer",
+        "Write short drafts",
+        "You write crisp prose.",
+    );
+    let editor = scripted_agent(server, "Editor", "Judge drafts", "You are a strict editor.");
     Flow::typed_builder::<Article>()
         .name("article")
         .event_bus(bus)
@@ -66,18 +47,17 @@ fn article_flow(server: &ScriptedServer, bus: EventBus) -> Flow<Article> {
         .router("review", on("write"), move |ctx: FlowContext<Article>| {
             let editor = editor.clone();
             async move {
-                let task = Task::builder()
-                    .name("verdict")
-                    .description("Answer approved or rejected for this draft: {draft}")
-                    .expected_output("One word: approved or rejected")
-                    .agent(editor.clone())
-                    .build()?;
-                let crew = Crew::builder()
-                    .name("editors")
-                    .agents(vec![editor])
-                    .tasks(vec![task])
-                    .event_bus(ctx.events().clone())
-                    .build()?;
+                let crew = one_task_crew(
+                    "editors",
+                    editor,
+                    (
+                        "verdict",
+                        "Answer approved or rejected for this draft: {draft}",
+                        "One word: approved or rejected",
+                    ),
+                )
+                .event_bus(ctx.events().clone())
+                .build()?;
                 let mut inputs = Inputs::new();
                 inputs.insert("draft".into(), json!(ctx.read_state(|s| s.draft.clone())));
                 let verdict = crew.kickoff(inputs).await?;
@@ -130,37 +110,26 @@ async fn an_agent_and_a_crew_run_inside_flow_methods_and_route_the_flow() {
     }));
 
     let events = recorder.events();
-    let write_started = events
-        .iter()
-        .find(|e| {
-            e.type_name() == "method_execution_started" && e.to_json()["method_name"] == "write"
-        })
-        .unwrap();
-    let agent_started = events
-        .iter()
-        .find(|e| e.type_name() == "lite_agent_execution_started")
-        .unwrap();
+    // The first event of type `kind`, of the flow method `method` when one is given.
+    let find = |kind: &str, method: Option<&str>| {
+        events
+            .iter()
+            .find(|e| {
+                e.type_name() == kind
+                    && method.is_none_or(|method| e.to_json()["method_name"] == method)
+            })
+            .unwrap_or_else(|| panic!("no {kind} event of {method:?}"))
+    };
+    let write_started = find("method_execution_started", Some("write"));
+    let agent_started = find("lite_agent_execution_started", None);
     assert_eq!(
         agent_started.parent_event_id,
         Some(write_started.event_id),
         "the agent's run hangs under the flow method"
     );
-    let crew_started = events
-        .iter()
-        .find(|e| e.type_name() == "crew_kickoff_started")
-        .unwrap();
-    let review_started = events
-        .iter()
-        .find(|e| {
-            e.type_name() == "method_execution_started" && e.to_json()["method_name"] == "review"
-        })
-        .unwrap();
-    let review_finished = events
-        .iter()
-        .find(|e| {
-            e.type_name() == "method_execution_finished" && e.to_json()["method_name"] == "review"
-        })
-        .unwrap();
+    let crew_started = find("crew_kickoff_started", None);
+    let review_started = find("method_execution_started", Some("review"));
+    let review_finished = find("method_execution_finished", Some("review"));
     assert!(
         review_started.emission_sequence < crew_started.emission_sequence
             && crew_started.emission_sequence < review_finished.emission_sequence
@@ -192,7 +161,7 @@ async fn a_provider_failure_inside_a_method_fails_the_flow_naming_the_method() {
         .kickoff([("topic", json!("x"))])
         .await
         .unwrap_err();
-    let text = error.to_string();
+    let text = crewai_llm::error_chain(&error);
     assert!(
         text.starts_with("flow `article`: method `write` failed:"),
         "{text}"

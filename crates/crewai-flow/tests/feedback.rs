@@ -103,7 +103,8 @@ async fn an_unmatched_answer_without_default_fails_naming_it() {
         matches!(&error, FlowError::Feedback { method, .. } if method == "draft"),
         "{error}"
     );
-    assert!(error.to_string().contains("\"hmm\""), "{error}");
+    let text = crewai_llm::error_chain(&error);
+    assert!(text.contains("\"hmm\""), "{text}");
 }
 
 #[tokio::test]

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use common::{Log, no_inputs};
 use crewai_flow::{
-    Flow, FlowContext, FlowPersistence, Kickoff, RunStatus, SqliteFlowPersistence, on,
+    Flow, FlowContext, FlowPersistence, FlowState, Kickoff, RunStatus, SqliteFlowPersistence, on,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -96,6 +96,31 @@ async fn wait_for_snapshot(store: &SqliteFlowPersistence, id: &str, method: &str
     }
 }
 
+/// Runs `flow` as state `id` until `notify` says its method `method` is under way, then drops the
+/// run as a killed process would; returns how the run's task ended.
+async fn crash_at<S: FlowState>(
+    flow: Flow<S>,
+    id: &str,
+    notify: &Notify,
+    method: &str,
+) -> tokio::task::JoinError {
+    let id = id.to_string();
+    let run = tokio::spawn(async move { flow.kickoff_with(Kickoff::new().resume(id)).await });
+    tokio::time::timeout(Duration::from_secs(10), notify.notified())
+        .await
+        .unwrap_or_else(|_| panic!("method {method} did not start"));
+    run.abort();
+    match run.await {
+        Err(ended) => ended,
+        Ok(_) => panic!("the run finished instead of being dropped"),
+    }
+}
+
+/// The SQLite persistence of the flows under `dir` (a new connection on each call).
+fn sqlite(dir: &Path) -> SqliteFlowPersistence {
+    SqliteFlowPersistence::open(database(dir)).unwrap()
+}
+
 fn database(dir: &Path) -> std::path::PathBuf {
     dir.join("flow_states.db")
 }
@@ -107,25 +132,17 @@ async fn resume_after_the_run_is_dropped_between_methods() {
     let notify = Arc::new(Notify::new());
     let first_log = Log::default();
     let crashing = pipeline(
-        SqliteFlowPersistence::open(database(dir.path())).unwrap(),
+        sqlite(dir.path()),
         first_log.clone(),
         Two::HangAfterSave(notify.clone()),
         true,
     );
-    let run = tokio::spawn({
-        let id = id.clone();
-        async move { crashing.kickoff_with(Kickoff::new().resume(id)).await }
-    });
-    tokio::time::timeout(Duration::from_secs(10), notify.notified())
-        .await
-        .expect("method two did not start");
-    run.abort();
-    assert!(run.await.unwrap_err().is_cancelled());
+    assert!(crash_at(crashing, &id, &notify, "two").await.is_cancelled());
     assert_eq!(first_log.entries(), vec!["one"]);
 
     // A new flow value on a new connection: as if the process had been restarted.
     let second_log = Log::default();
-    let store = SqliteFlowPersistence::open(database(dir.path())).unwrap();
+    let store = sqlite(dir.path());
     let resumed = pipeline(store.clone(), second_log.clone(), Two::Work, true);
     let output = resumed.kickoff([("id", json!(id))]).await.unwrap();
     assert_eq!(
@@ -197,12 +214,7 @@ async fn resume_after_the_process_is_killed() {
     );
 
     let log = Log::default();
-    let flow = pipeline(
-        SqliteFlowPersistence::open(database(dir.path())).unwrap(),
-        log.clone(),
-        Two::Work,
-        false,
-    );
+    let flow = pipeline(sqlite(dir.path()), log.clone(), Two::Work, false);
     let output = flow.resume(&id).await.unwrap();
     assert_eq!(log.entries(), vec!["two", "three"]);
     assert_eq!(output.state.steps, vec!["one", "two", "three"]);
@@ -211,18 +223,8 @@ async fn resume_after_the_process_is_killed() {
 #[tokio::test]
 async fn two_connections_see_each_others_runs() {
     let dir = tempfile::tempdir().unwrap();
-    let first = pipeline(
-        SqliteFlowPersistence::open(database(dir.path())).unwrap(),
-        Log::default(),
-        Two::Work,
-        true,
-    );
-    let second = pipeline(
-        SqliteFlowPersistence::open(database(dir.path())).unwrap(),
-        Log::default(),
-        Two::Work,
-        true,
-    );
+    let first = pipeline(sqlite(dir.path()), Log::default(), Two::Work, true);
+    let second = pipeline(sqlite(dir.path()), Log::default(), Two::Work, true);
     // Both write at once to one file.
     let (a, b) = tokio::join!(first.kickoff(no_inputs()), second.kickoff(no_inputs()));
     let (a, b) = (a.unwrap(), b.unwrap());
@@ -237,12 +239,7 @@ async fn two_connections_see_each_others_runs() {
 async fn a_finished_run_kicked_off_again_starts_over_from_its_saved_state() {
     let dir = tempfile::tempdir().unwrap();
     let log = Log::default();
-    let flow = pipeline(
-        SqliteFlowPersistence::open(database(dir.path())).unwrap(),
-        log.clone(),
-        Two::Work,
-        true,
-    );
+    let flow = pipeline(sqlite(dir.path()), log.clone(), Two::Work, true);
     let first = flow.kickoff(no_inputs()).await.unwrap();
     let again = flow.resume(&first.id).await.unwrap();
     assert_eq!(again.id, first.id);
@@ -253,12 +250,7 @@ async fn a_finished_run_kicked_off_again_starts_over_from_its_saved_state() {
 #[tokio::test]
 async fn fork_starts_a_new_id_and_leaves_the_original_untouched() {
     let dir = tempfile::tempdir().unwrap();
-    let flow = pipeline(
-        SqliteFlowPersistence::open(database(dir.path())).unwrap(),
-        Log::default(),
-        Two::Work,
-        true,
-    );
+    let flow = pipeline(sqlite(dir.path()), Log::default(), Two::Work, true);
     let original = flow.kickoff(no_inputs()).await.unwrap();
     let forked = flow.fork(&original.id, no_inputs()).await.unwrap();
     assert_ne!(forked.id, original.id);
@@ -275,12 +267,7 @@ async fn fork_starts_a_new_id_and_leaves_the_original_untouched() {
 #[tokio::test]
 async fn fork_of_an_unknown_id_is_an_error() {
     let dir = tempfile::tempdir().unwrap();
-    let flow = pipeline(
-        SqliteFlowPersistence::open(database(dir.path())).unwrap(),
-        Log::default(),
-        Two::Work,
-        true,
-    );
+    let flow = pipeline(sqlite(dir.path()), Log::default(), Two::Work, true);
     let error = flow.fork("no-such-id", no_inputs()).await.unwrap_err();
     assert_eq!(
         error.to_string(),
@@ -343,22 +330,10 @@ async fn a_half_completed_join_survives_a_crash() {
     let dir = tempfile::tempdir().unwrap();
     let id = uuid::Uuid::new_v4().to_string();
     let notify = Arc::new(Notify::new());
-    let crashing = join_flow(
-        SqliteFlowPersistence::open(database(dir.path())).unwrap(),
-        Log::default(),
-        Some(notify.clone()),
-    );
-    let run = tokio::spawn({
-        let id = id.clone();
-        async move { crashing.kickoff_with(Kickoff::new().resume(id)).await }
-    });
-    tokio::time::timeout(Duration::from_secs(10), notify.notified())
-        .await
-        .expect("right did not start");
-    run.abort();
-    let _ = run.await;
+    let crashing = join_flow(sqlite(dir.path()), Log::default(), Some(notify.clone()));
+    crash_at(crashing, &id, &notify, "right").await;
 
-    let store = SqliteFlowPersistence::open(database(dir.path())).unwrap();
+    let store = sqlite(dir.path());
     let saved = store.load_state(&id).await.unwrap().unwrap();
     assert_eq!(
         saved.progress.joins.get("joined").map(|j| j.len()),

@@ -4,7 +4,7 @@ mod common;
 
 use common::no_inputs;
 use crewai_core::events::{EventBus, EventRecorder};
-use crewai_flow::{Flow, FlowContext, FlowError, UnstructuredState, on};
+use crewai_flow::{Flow, FlowBuilder, FlowContext, FlowError, UnstructuredState, on};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use uuid::Uuid;
@@ -71,7 +71,7 @@ async fn invalid_typed_input_names_the_field() {
         .await
         .unwrap_err();
     assert!(matches!(error, FlowError::InvalidInputs { .. }));
-    let text = error.to_string();
+    let text = crewai_llm::error_chain(&error);
     assert!(text.contains("input `depth` = \"deep\""), "{text}");
     assert!(text.contains("invalid type"), "{text}");
 }
@@ -167,12 +167,16 @@ async fn events_come_in_order_with_parents() {
     );
 }
 
+/// A flow builder whose events `recorder` records.
+fn recorded() -> (EventRecorder, FlowBuilder<UnstructuredState>) {
+    let bus = EventBus::new();
+    (EventRecorder::attach(&bus), Flow::builder().event_bus(bus))
+}
+
 #[tokio::test]
 async fn a_failure_emits_method_execution_failed_under_its_start() {
-    let bus = EventBus::new();
-    let recorder = EventRecorder::attach(&bus);
-    let flow = Flow::builder()
-        .event_bus(bus)
+    let (recorder, builder) = recorded();
+    let flow = builder
         .start("s", |_ctx: FlowContext| async move {
             Err::<u32, _>(crewai_flow::MethodError::msg("nope"))
         })
@@ -194,10 +198,8 @@ async fn a_failure_emits_method_execution_failed_under_its_start() {
 
 #[tokio::test]
 async fn a_kickoff_parent_event_is_the_parent_of_flow_started() {
-    let bus = EventBus::new();
-    let recorder = EventRecorder::attach(&bus);
-    let flow = Flow::builder()
-        .event_bus(bus)
+    let (recorder, builder) = recorded();
+    let flow = builder
         .start("s", |_ctx: FlowContext| async move { Ok(1) })
         .build()
         .unwrap();

@@ -262,8 +262,7 @@ pub(crate) fn says_tools_unsupported(message: &str) -> bool {
         "unsupported parameter: 'tools'",
         "tool choice requires --enable-auto-tool-choice",
     ];
-    let lower = message.to_lowercase();
-    PHRASES.iter().any(|phrase| lower.contains(phrase))
+    crate::error::mentions_any(message, PHRASES)
 }
 
 /// The headers of a provider request: the provider's own (authentication, version), then the

@@ -471,10 +471,13 @@ fn file_block<'a>(
         let bytes = base64::engine::general_purpose::STANDARD
             .decode(data.trim())
             .map_err(|e| {
-                LlmError::Config(format!(
-                    "anthropic: the file {} is not valid base64: {e}",
-                    filename.unwrap_or("(unnamed)")
-                ))
+                LlmError::invalid_config(
+                    format!(
+                        "anthropic: the file {} is not valid base64",
+                        filename.unwrap_or("(unnamed)")
+                    ),
+                    e,
+                )
             })?;
         Source::Text {
             media_type: "text/plain",

@@ -148,7 +148,7 @@ impl BedrockLlm {
             }
             BedrockAuth::SigV4(credentials) => {
                 let parsed = url::Url::parse(url)
-                    .map_err(|e| LlmError::Config(format!("bedrock: bad URL {url}: {e}")))?;
+                    .map_err(|e| LlmError::invalid_config(format!("bedrock: bad URL {url}"), e))?;
                 let now = chrono::Utc::now();
                 let signed = sign_v4(&SigningInput {
                     method: "POST",
@@ -467,7 +467,9 @@ impl Llm for BedrockLlm {
         let url = self.url();
         // Signed as written: the bytes go out exactly as they were signed.
         let bytes = serde_json::to_vec(&self.body(&request, &names, structured.as_deref()))
-            .map_err(|e| LlmError::Config(format!("bedrock request body: {e}")))?;
+            .map_err(|e| {
+                LlmError::invalid_config("bedrock: the request body does not serialise", e)
+            })?;
         let headers = self.headers(&url, &bytes)?;
         let response = self
             .http

@@ -34,7 +34,7 @@ use serde::{Deserialize, Serialize};
 use crate::config::LlmConfig;
 use crate::error::LlmError;
 use crate::http::{
-    ErrorContext, HttpRequest, HttpResponse, ReqwestTransport, ResponseBody, Transport,
+    ErrorContext, HttpRequest, HttpResponse, NetworkTransport, ResponseBody, Transport,
 };
 use crate::retry::RetryPolicy;
 use crate::router::{BuildOptions, build_llm_with};
@@ -101,18 +101,18 @@ pub struct RecordedStatus {
     pub message: String,
 }
 
-fn cassette_error(path: &Path, what: impl std::fmt::Display) -> LlmError {
-    LlmError::Config(format!("cassette {}: {what}", path.display()))
+/// A cassette file that could not be read or written: `what` failed, `cause` says why.
+fn cassette_error(path: &Path, what: &str, cause: impl Into<crate::error::BoxError>) -> LlmError {
+    LlmError::invalid_config(format!("cassette {}: {what}", path.display()), cause)
 }
 
 impl Cassette {
     /// Reads a cassette file.
     pub fn load(path: impl AsRef<Path>) -> Result<Self, LlmError> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| cassette_error(path, format!("cannot read it: {e}")))?;
-        yaml_serde::from_str(&text)
-            .map_err(|e| cassette_error(path, format!("not a cassette ({e})")))
+        let text =
+            std::fs::read_to_string(path).map_err(|e| cassette_error(path, "cannot read it", e))?;
+        yaml_serde::from_str(&text).map_err(|e| cassette_error(path, "not a cassette", e))
     }
 
     /// Writes the cassette (creating parent directories).
@@ -120,12 +120,11 @@ impl Cassette {
         let path = path.as_ref();
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent)
-                .map_err(|e| cassette_error(path, format!("cannot create its folder: {e}")))?;
+                .map_err(|e| cassette_error(path, "cannot create its folder", e))?;
         }
-        let text = yaml_serde::to_string(self)
-            .map_err(|e| cassette_error(path, format!("cannot serialise: {e}")))?;
-        std::fs::write(path, text)
-            .map_err(|e| cassette_error(path, format!("cannot write it: {e}")))
+        let text =
+            yaml_serde::to_string(self).map_err(|e| cassette_error(path, "cannot serialise", e))?;
+        std::fs::write(path, text).map_err(|e| cassette_error(path, "cannot write it", e))
     }
 }
 
@@ -312,7 +311,10 @@ impl Drop for PendingRecording {
             &self.path,
             Interaction { request, response },
         ) {
-            tracing::warn!(%error, "a streamed exchange could not be written to the cassette");
+            tracing::warn!(
+                error = %crate::error_chain(&error),
+                "a streamed exchange could not be written to the cassette"
+            );
         }
     }
 }
@@ -475,7 +477,7 @@ impl Transport for CassetteReplayer {
 /// To record several models (a crew's agents) into one cassette, share a recorder instead:
 /// `BuildOptions::new().with_recorder(CassetteRecorder::new(network, path))`.
 pub fn record_llm(config: &LlmConfig, path: impl Into<PathBuf>) -> Result<Arc<dyn Llm>, LlmError> {
-    let network = ReqwestTransport::new(config.connect_timeout(), config.request_timeout())?;
+    let network = NetworkTransport::new(config.connect_timeout(), config.request_timeout())?;
     let recorder = CassetteRecorder::new(Arc::new(network), path);
     build_llm_with(config, &BuildOptions::new().with_recorder(recorder))
 }

@@ -105,63 +105,27 @@ impl LlmConfig {
         )
     }
 
-    pub fn with_base_url(mut self, url: impl Into<String>) -> Self {
-        self.base_url = Some(url.into());
-        self
+    setters! {
+        pub fn with_base_url(url: impl Into<String>) => base_url = Some(url.into());
+        pub fn with_api_key(key: impl Into<String>) => api_key = Some(key.into());
+        pub fn with_temperature(t: f64) => temperature = Some(t);
+        pub fn with_max_tokens(n: u32) => max_tokens = Some(n);
+        pub fn with_stop(stop: Vec<String>) => stop = stop;
+        pub fn with_timeout(seconds: f64) => timeout = Some(seconds);
+        /// Names the provider explicitly (overrides the prefix of `model`).
+        pub fn with_provider(provider: impl Into<String>) => provider = Some(provider.into());
+        pub fn with_max_retries(retries: u32) => max_retries = Some(retries);
+        pub fn with_max_rpm(rpm: u32) => max_rpm = Some(rpm);
+        pub fn with_reasoning_effort(effort: impl Into<String>) => reasoning_effort = Some(effort.into());
+        /// A JSON schema every call asks for (see [`LlmConfig::response_format`]).
+        pub fn with_response_format(format: Value) => response_format = Some(format);
+        /// Speak OpenAI's Responses API instead of chat completions.
+        pub fn with_api(api: OpenAiApi) => api = Some(api);
+        pub fn with_stream(stream: bool) => stream = stream;
     }
-    pub fn with_api_key(mut self, key: impl Into<String>) -> Self {
-        self.api_key = Some(key.into());
-        self
-    }
-    pub fn with_temperature(mut self, t: f64) -> Self {
-        self.temperature = Some(t);
-        self
-    }
-    pub fn with_max_tokens(mut self, n: u32) -> Self {
-        self.max_tokens = Some(n);
-        self
-    }
-    pub fn with_stop(mut self, stop: Vec<String>) -> Self {
-        self.stop = stop;
-        self
-    }
-    pub fn with_timeout(mut self, seconds: f64) -> Self {
-        self.timeout = Some(seconds);
-        self
-    }
+
     pub fn with_fallback(mut self, fallback: LlmConfig) -> Self {
         self.fallback_llms.push(fallback);
-        self
-    }
-    /// Names the provider explicitly (overrides the prefix of `model`).
-    pub fn with_provider(mut self, provider: impl Into<String>) -> Self {
-        self.provider = Some(provider.into());
-        self
-    }
-    pub fn with_max_retries(mut self, retries: u32) -> Self {
-        self.max_retries = Some(retries);
-        self
-    }
-    pub fn with_max_rpm(mut self, rpm: u32) -> Self {
-        self.max_rpm = Some(rpm);
-        self
-    }
-    pub fn with_reasoning_effort(mut self, effort: impl Into<String>) -> Self {
-        self.reasoning_effort = Some(effort.into());
-        self
-    }
-    /// A JSON schema every call asks for (see [`LlmConfig::response_format`]).
-    pub fn with_response_format(mut self, format: Value) -> Self {
-        self.response_format = Some(format);
-        self
-    }
-    /// Speak OpenAI's Responses API instead of chat completions.
-    pub fn with_api(mut self, api: OpenAiApi) -> Self {
-        self.api = Some(api);
-        self
-    }
-    pub fn with_stream(mut self, stream: bool) -> Self {
-        self.stream = stream;
         self
     }
 }

@@ -2,8 +2,18 @@
 
 use std::time::Duration;
 
+/// The lower-level error an [`LlmError`] keeps as its `source()`: reqwest's, hyper's, serde's, an
+/// I/O error. Boxed rather than one enum because the causes come from several libraries, and
+/// downcastable (`error.source()?.downcast_ref::<reqwest::Error>()`) where a caller needs the type.
+/// A plain string converts into one (`"connection reset".into()`) for test doubles.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
 /// Everything that can go wrong in a model call.
-#[derive(Debug, Clone, thiserror::Error)]
+///
+/// Not `Clone`: the variants that wrap a lower-level failure keep it as their `source()`
+/// ([`BoxError`]), and their own text says only what failed at this level; render an error with
+/// [`error_chain`] to show its causes.
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum LlmError {
     #[error("{provider}: authentication failed ({message}); check {hint}")]
@@ -54,16 +64,45 @@ pub enum LlmError {
         message: String,
         retry_after: Option<Duration>,
     },
+    /// No reply within `after`. `source` is the HTTP library's timeout error when it was the
+    /// one that noticed (`None` when the client's own deadline fired).
     #[error("{provider}: request timed out after {}s", .after.as_secs_f64())]
-    Timeout { provider: String, after: Duration },
-    #[error("{provider}: connection failed: {message}")]
-    Connection { provider: String, message: String },
+    Timeout {
+        provider: String,
+        after: Duration,
+        #[source]
+        source: Option<BoxError>,
+    },
+    /// The request did not reach the server or its reply did not arrive (refused, reset, TLS,
+    /// DNS): `source` says how.
+    #[error("{provider}: connection failed")]
+    Connection {
+        provider: String,
+        #[source]
+        source: BoxError,
+    },
+    /// A reply that cannot be read: `message` says what was wrong with it (and shows its start),
+    /// `source` is the decoder's error when there was one.
     #[error("{provider}: malformed response: {message}")]
-    MalformedResponse { provider: String, message: String },
+    MalformedResponse {
+        provider: String,
+        message: String,
+        #[source]
+        source: Option<BoxError>,
+    },
     #[error("{provider} needs an API key: set {env_var}")]
     MissingApiKey { provider: String, env_var: String },
     #[error("invalid LLM configuration: {0}")]
     Config(String),
+    /// A configuration value a library refused (a URL, a header, an `extra_body` that does not
+    /// serialise) or a client that could not be set up from it (TLS, proxy): `message` says
+    /// which, `source` why.
+    #[error("invalid LLM configuration: {message}")]
+    InvalidConfig {
+        message: String,
+        #[source]
+        source: BoxError,
+    },
     /// A `provider:` value or a model-string prefix no registered provider answers to.
     #[error("{}", unknown_provider_message(name, model.as_deref(), known))]
     UnknownProvider {
@@ -78,14 +117,17 @@ pub enum LlmError {
     Unsupported(String),
     #[error("the call was cancelled")]
     Cancelled,
-    #[error("all models failed; last error: {last}")]
+    /// Every model of a fallback chain failed: `attempts` are the failures before the last
+    /// (`provider/model: error`), `last` the last model's error (the source).
+    #[error("all models failed; last error")]
     AllFallbacksFailed {
+        #[source]
         last: Box<LlmError>,
         attempts: Vec<String>,
     },
     /// The call was not made: it would have gone over the run's budget (`max_cost_usd`,
     /// `max_tokens`). The budget layer of a run's stack refuses it before anything is sent.
-    #[error("{0}")]
+    #[error(transparent)]
     BudgetExceeded(Box<crate::budget::BudgetExceeded>),
     /// A layer of the stack refused the call before it was sent: `by` names what refused it
     /// (`before_llm_call hook` for a blocking hook), `reason` says why when it was given.
@@ -112,6 +154,44 @@ fn unknown_provider_message(name: &str, model: Option<&str>, known: &[String]) -
 }
 
 impl LlmError {
+    /// A [`LlmError::MalformedResponse`] without a lower-level cause.
+    pub fn malformed(provider: impl Into<String>, message: impl Into<String>) -> Self {
+        LlmError::MalformedResponse {
+            provider: provider.into(),
+            message: message.into(),
+            source: None,
+        }
+    }
+
+    /// A [`LlmError::MalformedResponse`] caused by `source` (a decoder's error).
+    pub fn malformed_because(
+        provider: impl Into<String>,
+        message: impl Into<String>,
+        source: impl Into<BoxError>,
+    ) -> Self {
+        LlmError::MalformedResponse {
+            provider: provider.into(),
+            message: message.into(),
+            source: Some(source.into()),
+        }
+    }
+
+    /// A [`LlmError::Connection`] failure of `provider`, caused by `source`.
+    pub fn connection(provider: impl Into<String>, source: impl Into<BoxError>) -> Self {
+        LlmError::Connection {
+            provider: provider.into(),
+            source: source.into(),
+        }
+    }
+
+    /// A [`LlmError::InvalidConfig`]: `message` names the value, `source` why it was refused.
+    pub fn invalid_config(message: impl Into<String>, source: impl Into<BoxError>) -> Self {
+        LlmError::InvalidConfig {
+            message: message.into(),
+            source: source.into(),
+        }
+    }
+
     /// Worth trying again (same model after a backoff, or a fallback model).
     pub fn is_retryable(&self) -> bool {
         matches!(
@@ -155,6 +235,23 @@ impl LlmError {
     }
 }
 
+/// An error and its causes as one line, `outer: cause: root cause`.
+///
+/// Errors across the workspace follow one rule: a variant that wraps another error keeps it as
+/// its `source()` and its own `Display` says only what failed at its level. Whoever shows an
+/// error to a person or a model renders the whole chain with this (the CLI, tool observations,
+/// event payloads), so no cause is printed twice and none is lost.
+pub fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(inner) = cause {
+        text.push_str(": ");
+        text.push_str(&inner.to_string());
+        cause = inner.source();
+    }
+    text
+}
+
 /// Recognises a provider's context-overflow message (the phrases CrewAI matches, and a few more).
 pub fn looks_like_context_overflow(message: &str) -> bool {
     const PHRASES: &[&str] = &[
@@ -171,8 +268,14 @@ pub fn looks_like_context_overflow(message: &str) -> bool {
         "input token count",
         "exceeds the available context size",
     ];
+    mentions_any(message, PHRASES)
+}
+
+/// Whether `message` contains one of `phrases` (written lowercase), ignoring case: how the
+/// adapters read servers that say what went wrong only in words.
+pub(crate) fn mentions_any(message: &str, phrases: &[&str]) -> bool {
     let lower = message.to_lowercase();
-    PHRASES.iter().any(|p| lower.contains(p))
+    phrases.iter().any(|phrase| lower.contains(phrase))
 }
 
 /// Request headers whose values are credentials.
@@ -247,15 +350,16 @@ mod tests {
 
     #[test]
     fn typed_variants_are_seen_through_a_fallback_chain() {
-        let refused = LlmError::ToolsUnsupported {
+        let refused = || LlmError::ToolsUnsupported {
             provider: "ollama".into(),
             model: "gemma".into(),
             message: "registry.ollama.ai/library/gemma does not support tools".into(),
         };
         let chain = LlmError::AllFallbacksFailed {
-            last: Box::new(refused.clone()),
+            last: Box::new(refused()),
             attempts: vec!["ollama/gemma".into()],
         };
+        let refused = refused();
         assert!(refused.is_tools_unsupported() && chain.is_tools_unsupported());
         assert!(!refused.is_retryable() && !refused.is_context_length());
         // The words alone no longer decide: the adapters turn them into the typed variant.
@@ -271,8 +375,13 @@ mod tests {
         };
         assert!(!filtered.is_retryable());
         assert_eq!(
-            filtered.to_string(),
+            error_chain(&filtered),
             "azure: the request was refused by the content filter: filtered"
+        );
+        assert_eq!(
+            error_chain(&chain),
+            "all models failed; last error: ollama: model 'gemma' does not support native tool calling: \
+             registry.ollama.ai/library/gemma does not support tools"
         );
     }
 
@@ -286,6 +395,26 @@ mod tests {
         assert_eq!(
             redact_credentials("a test of text/event-stream-long", &credentials),
             "a test of text/event-stream-long"
+        );
+    }
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("cannot open the store")]
+    struct Outer {
+        #[source]
+        cause: std::io::Error,
+    }
+
+    #[test]
+    fn renders_every_cause_once_in_order() {
+        let error = Outer {
+            cause: std::io::Error::new(std::io::ErrorKind::NotFound, "no such file"),
+        };
+        assert_eq!(error_chain(&error), "cannot open the store: no such file");
+        let reset = LlmError::connection("openai", error);
+        assert_eq!(
+            error_chain(&reset),
+            "openai: connection failed: cannot open the store: no such file"
         );
     }
 }

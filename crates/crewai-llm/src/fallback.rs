@@ -1,6 +1,7 @@
 //! Fallback models: an ordered list tried when a call still fails with a retryable error after
 //! its own retries (CrewAI has none; users asked for it in crewAI #3032).
 
+use std::future::Future;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -18,7 +19,7 @@ use crate::types::{LlmRequest, LlmResponse};
 /// # futures::executor::block_on(async {
 /// use std::sync::Arc;
 /// use crewai_llm::{FallbackLayer, LayeredLlm, Llm, LlmError, LlmRequest, Message, ScriptedLlm};
-/// let down = ScriptedLlm::new("primary").then_error(LlmError::Connection { provider: "x".into(), message: "refused".into() });
+/// let down = ScriptedLlm::new("primary").then_error(LlmError::connection("x", "refused"));
 /// let backup = ScriptedLlm::new("backup").then_text("from the backup");
 /// let llm = LayeredLlm::builder(Arc::new(down))
 ///     .layer(FallbackLayer::new(vec![Arc::new(backup)]))
@@ -63,8 +64,9 @@ impl Attempts {
             return Err(error);
         }
         let label = label(llm);
-        tracing::warn!(model = %label, %error, "model failed; trying the next fallback");
-        self.failures.push(format!("{label}: {error}"));
+        let text = crate::error::error_chain(&error);
+        tracing::warn!(model = %label, error = %text, "model failed; trying the next fallback");
+        self.failures.push(format!("{label}: {text}"));
         Ok(error)
     }
 
@@ -86,6 +88,35 @@ impl FallbackLayer {
     pub fn fallbacks(&self) -> &[Arc<dyn Llm>] {
         &self.fallbacks
     }
+
+    /// `first` (the call of `primary`, the model below this layer), then `attempt` of each
+    /// fallback in turn, until one succeeds or fails with an error another model would not mend.
+    async fn in_turn<T, First, Attempt>(
+        &self,
+        primary: &dyn Llm,
+        first: First,
+        attempt: impl Fn(Arc<dyn Llm>) -> Attempt + Send,
+    ) -> Result<T, LlmError>
+    where
+        First: Future<Output = Result<T, LlmError>> + Send,
+        Attempt: Future<Output = Result<T, LlmError>> + Send,
+    {
+        if self.fallbacks.is_empty() {
+            return first.await;
+        }
+        let mut attempts = Attempts::default();
+        let mut last = match first.await {
+            Ok(value) => return Ok(value),
+            Err(error) => attempts.failed(primary, error)?,
+        };
+        for llm in &self.fallbacks {
+            last = match attempt(llm.clone()).await {
+                Ok(value) => return Ok(value),
+                Err(error) => attempts.failed(llm.as_ref(), error)?,
+            };
+        }
+        Err(attempts.exhausted(last))
+    }
 }
 
 #[async_trait]
@@ -95,38 +126,20 @@ impl LlmLayer for FallbackLayer {
     }
 
     async fn call(&self, request: LlmRequest, next: Next<'_>) -> Result<LlmResponse, LlmError> {
-        if self.fallbacks.is_empty() {
-            return next.call(request).await;
-        }
-        let mut attempts = Attempts::default();
-        let mut last = match next.call(request.clone()).await {
-            Ok(response) => return Ok(response),
-            Err(error) => attempts.failed(next.model(), error)?,
+        let (primary, first) = (next.model(), next.call(request.clone()));
+        let attempt = |llm: Arc<dyn Llm>| {
+            let request = request.clone();
+            async move { llm.call(request).await }
         };
-        for llm in &self.fallbacks {
-            last = match llm.call(request.clone()).await {
-                Ok(response) => return Ok(response),
-                Err(error) => attempts.failed(llm.as_ref(), error)?,
-            };
-        }
-        Err(attempts.exhausted(last))
+        self.in_turn(primary, first, attempt).await
     }
 
     async fn stream(&self, request: LlmRequest, next: Next<'_>) -> Result<LlmStream, LlmError> {
-        if self.fallbacks.is_empty() {
-            return next.stream(request).await;
-        }
-        let mut attempts = Attempts::default();
-        let mut last = match next.stream(request.clone()).await {
-            Ok(stream) => return Ok(stream),
-            Err(error) => attempts.failed(next.model(), error)?,
+        let (primary, first) = (next.model(), next.stream(request.clone()));
+        let open = |llm: Arc<dyn Llm>| {
+            let request = request.clone();
+            async move { llm.stream(request).await }
         };
-        for llm in &self.fallbacks {
-            last = match llm.stream(request.clone()).await {
-                Ok(stream) => return Ok(stream),
-                Err(error) => attempts.failed(llm.as_ref(), error)?,
-            };
-        }
-        Err(attempts.exhausted(last))
+        self.in_turn(primary, first, open).await
     }
 }

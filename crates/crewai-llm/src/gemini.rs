@@ -80,6 +80,20 @@ pub struct GeminiLlm {
     http: HttpClient,
 }
 
+/// The versioned API root at `base_url` (Google's when `None`): `…/v1beta` unless the URL
+/// already ends in a version. The chat and the embeddings client post below it.
+pub(crate) fn api_root(base_url: Option<&str>) -> String {
+    let base = adapter_support::trim_base(base_url.unwrap_or(DEFAULT_BASE_URL));
+    let versioned = ["/v1beta", "/v1", "/v1alpha"]
+        .iter()
+        .any(|v| base.ends_with(v));
+    if versioned {
+        base
+    } else {
+        format!("{base}/v1beta")
+    }
+}
+
 impl GeminiLlm {
     /// A client for `config.model` (with or without the `gemini/`, `google/` or `models/`
     /// prefix), reading what the config leaves unset from the environment.
@@ -106,15 +120,7 @@ impl GeminiLlm {
                 "gemini: no model given (for example `gemini/gemini-2.5-flash`)".into(),
             ));
         }
-        let base = adapter_support::trim_base(base_url.unwrap_or(DEFAULT_BASE_URL));
-        let versioned = ["/v1beta", "/v1", "/v1alpha"]
-            .iter()
-            .any(|v| base.ends_with(v));
-        let root = if versioned {
-            base
-        } else {
-            format!("{base}/v1beta")
-        };
+        let root = api_root(base_url);
         let http = HttpClient::new(
             ErrorContext::new(PROVIDER, model, KEY_VARS.join(" or ")),
             config,

@@ -172,9 +172,6 @@ pub struct NetworkTransport {
     request_timeout: Duration,
 }
 
-/// The earlier name of [`NetworkTransport`], from when every request went through reqwest.
-pub type ReqwestTransport = NetworkTransport;
-
 impl fmt::Debug for NetworkTransport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("NetworkTransport")
@@ -197,10 +194,7 @@ impl NetworkTransport {
     }
 
     fn timeout(&self, context: &ErrorContext) -> LlmError {
-        LlmError::Timeout {
-            provider: context.provider.clone(),
-            after: self.request_timeout,
-        }
+        timed_out(context, self.request_timeout)
     }
 
     /// Through the environment's proxy, by reqwest.
@@ -265,37 +259,31 @@ pub fn map_reqwest_error(
         LlmError::Timeout {
             provider: context.provider.clone(),
             after: timeout,
+            source: Some(error.into()),
         }
     } else if error.is_decode() || error.is_body() {
-        LlmError::MalformedResponse {
-            provider: context.provider.clone(),
-            message: error_chain(&error),
-        }
+        body_error(error, context)
     } else {
-        LlmError::Connection {
-            provider: context.provider.clone(),
-            message: error_chain(&error),
-        }
+        LlmError::connection(context.provider.clone(), error)
     }
 }
 
-fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
-}
-
-/// A failure while a response body was arriving (reqwest's "body" errors).
-fn body_error(error: &dyn std::error::Error, context: &ErrorContext) -> LlmError {
-    LlmError::MalformedResponse {
+/// The client's own deadline passed (no library error behind it).
+fn timed_out(context: &ErrorContext, after: Duration) -> LlmError {
+    LlmError::Timeout {
         provider: context.provider.clone(),
-        message: format!("reading the response body: {}", error_chain(error)),
+        after,
+        source: None,
     }
+}
+
+/// A failure while a response body was arriving (reqwest's "body" errors, hyper's).
+fn body_error(error: impl Into<crate::error::BoxError>, context: &ErrorContext) -> LlmError {
+    LlmError::malformed_because(
+        context.provider.clone(),
+        "reading the response body failed",
+        error,
+    )
 }
 
 #[async_trait]
@@ -306,12 +294,13 @@ impl Transport for NetworkTransport {
         context: &ErrorContext,
     ) -> Result<HttpResponse, LlmError> {
         let deadline = tokio::time::Instant::now() + self.request_timeout;
-        let method = http::Method::from_bytes(request.method.as_bytes())
-            .map_err(|_| LlmError::Config(format!("invalid HTTP method '{}'", request.method)))?;
+        let method = http::Method::from_bytes(request.method.as_bytes()).map_err(|e| {
+            LlmError::invalid_config(format!("invalid HTTP method '{}'", request.method), e)
+        })?;
         let uri: http::Uri = request
             .url
             .parse()
-            .map_err(|e| LlmError::Config(format!("invalid URL '{}': {e}", request.url)))?;
+            .map_err(|e| LlmError::invalid_config(format!("invalid URL '{}'", request.url), e))?;
         if !matches!(uri.scheme_str(), Some("http" | "https")) || uri.host().is_none() {
             return Err(LlmError::Config(format!(
                 "invalid URL '{}': expected http:// or https:// and a host",
@@ -340,14 +329,11 @@ impl Transport for NetworkTransport {
         }
         let outgoing = builder
             .body(http_body_util::Full::new(request.body))
-            .map_err(|e| LlmError::Config(format!("invalid request header: {e}")))?;
+            .map_err(|e| LlmError::invalid_config("invalid request header", e))?;
         let response = tokio::time::timeout_at(deadline, self.network.direct.request(outgoing))
             .await
             .map_err(|_| self.timeout(context))?
-            .map_err(|e| LlmError::Connection {
-                provider: context.provider.clone(),
-                message: error_chain(&e),
-            })?;
+            .map_err(|e| LlmError::connection(context.provider.clone(), e))?;
         let status = response.status().as_u16();
         let headers = lowercase_headers(response.headers());
         let incoming = response.into_body();
@@ -355,7 +341,7 @@ impl Transport for NetworkTransport {
             ResponseBody::Streaming(body_stream(
                 incoming,
                 deadline,
-                self.timeout(context),
+                self.request_timeout,
                 context.clone(),
             ))
         } else {
@@ -363,7 +349,7 @@ impl Transport for NetworkTransport {
             let collected = tokio::time::timeout_at(deadline, incoming.collect())
                 .await
                 .map_err(|_| self.timeout(context))?
-                .map_err(|e| body_error(&e, context))?;
+                .map_err(|e| body_error(e, context))?;
             ResponseBody::Complete(collected.to_bytes())
         };
         Ok(HttpResponse {
@@ -378,21 +364,20 @@ impl Transport for NetworkTransport {
 fn body_stream(
     body: hyper::body::Incoming,
     deadline: tokio::time::Instant,
-    timeout: LlmError,
+    request_timeout: Duration,
     context: ErrorContext,
 ) -> BodyStream {
     use http_body_util::BodyExt;
     Box::pin(futures::stream::try_unfold(body, move |mut body| {
-        let timeout = timeout.clone();
         let context = context.clone();
         async move {
             loop {
                 let frame = tokio::time::timeout_at(deadline, body.frame())
                     .await
-                    .map_err(|_| timeout.clone())?;
+                    .map_err(|_| timed_out(&context, request_timeout))?;
                 match frame {
                     None => return Ok(None),
-                    Some(Err(e)) => return Err(body_error(&e, &context)),
+                    Some(Err(e)) => return Err(body_error(e, &context)),
                     // Trailers carry no body bytes.
                     Some(Ok(frame)) => {
                         if let Ok(data) = frame.into_data() {
@@ -498,12 +483,15 @@ impl HttpClient {
         body: &B,
     ) -> Result<Value, LlmError> {
         let bytes = self.post_bytes(url, headers, body).await?;
-        serde_json::from_slice(&bytes).map_err(|e| LlmError::MalformedResponse {
-            provider: self.context.provider.clone(),
-            message: format!(
-                "the reply is not JSON ({e}): {}",
-                snippet(&String::from_utf8_lossy(&bytes))
-            ),
+        serde_json::from_slice(&bytes).map_err(|e| {
+            LlmError::malformed_because(
+                self.context.provider.clone(),
+                format!(
+                    "the reply is not JSON: {}",
+                    snippet(&String::from_utf8_lossy(&bytes))
+                ),
+                e,
+            )
         })
     }
 
@@ -548,8 +536,8 @@ impl HttpClient {
         body: &B,
         streaming: bool,
     ) -> Result<HttpResponse, LlmError> {
-        let body =
-            serde_json::to_vec(body).map_err(|e| LlmError::Config(format!("request body: {e}")))?;
+        let body = serde_json::to_vec(body)
+            .map_err(|e| LlmError::invalid_config("the request body does not serialise", e))?;
         self.send_bytes(url, headers, Bytes::from(body), streaming)
             .await
     }
@@ -612,10 +600,11 @@ pub fn sse_events(body: BodyStream, provider: String) -> SseStream {
             data: event.data,
         }),
         Err(eventsource_stream::EventStreamError::Transport(error)) => Err(error),
-        Err(other) => Err(LlmError::MalformedResponse {
-            provider: provider.clone(),
-            message: format!("bad event stream: {other}"),
-        }),
+        Err(other) => Err(LlmError::malformed_because(
+            provider.clone(),
+            "bad event stream",
+            other,
+        )),
     }))
 }
 

@@ -197,7 +197,7 @@ fn capabilities_of(layers: &[Arc<dyn LlmLayer>], model: &dyn Llm) -> Capabilitie
 /// use crewai_llm::{LayeredLlm, Llm, LlmError, LlmRequest, Message, RetryLayer, RetryPolicy, ScriptedLlm, StopWordsLayer};
 ///
 /// let flaky = ScriptedLlm::new("scripted")
-///     .then_error(LlmError::Connection { provider: "scripted".into(), message: "reset".into() })
+///     .then_error(LlmError::connection("scripted", "reset"))
 ///     .then_text("Thought: done\nObservation: made up");
 /// let llm = LayeredLlm::builder(Arc::new(flaky))
 ///     .layer(RetryLayer::new(RetryPolicy::default().with_delays(Duration::ZERO, Duration::ZERO)))

@@ -85,6 +85,10 @@
 //! [`ScriptedLlm`] answers from a queue and records what it was asked; [`cassette`] records the
 //! HTTP exchanges of a real run to a YAML file and replays them later, in order.
 
+#[doc(hidden)]
+#[macro_use]
+pub mod setters;
+
 mod adapter_support;
 pub mod anthropic;
 #[cfg(feature = "bedrock")]
@@ -119,7 +123,7 @@ pub use budget::{BudgetExceeded, BudgetLimit};
 pub use config::{DEFAULT_MODEL, LlmConfig, OpenAiApi};
 pub use context_window::context_window_size;
 pub use embeddings::{Embedder, EmbedderConfig, EmbedderSettings, HashEmbedder, build_embedder};
-pub use error::{LlmError, looks_like_context_overflow};
+pub use error::{LlmError, error_chain, looks_like_context_overflow};
 pub use extensions::Extensions;
 pub use fallback::FallbackLayer;
 pub use gemini::GeminiLlm;

@@ -275,7 +275,7 @@ impl OpenAiClient {
     pub fn request_bytes(&self, request: &LlmRequest, stream: bool) -> Result<Vec<u8>, LlmError> {
         let names = ToolNameMap::for_request(TOOL_NAMES, request, &[]);
         serde_json::to_vec(&self.body(request, &names, stream))
-            .map_err(|e| LlmError::Config(format!("request body: {e}")))
+            .map_err(|e| LlmError::invalid_config("the request body does not serialise", e))
     }
 
     /// The typed body for `request`, borrowing from it, the config and the tool-name map.
@@ -453,14 +453,14 @@ pub fn parse_usage(usage: Option<&Value>) -> Usage {
 
 /// Parses a complete chat-completions reply already read as JSON.
 pub fn parse_completion(provider: &str, body: &Value) -> Result<LlmResponse, LlmError> {
-    let completion =
-        ChatCompletion::deserialize(body).map_err(|e| LlmError::MalformedResponse {
-            provider: provider.to_string(),
-            message: format!(
-                "the reply does not have the documented shape ({e}): {}",
-                crate::http::snippet(&body.to_string())
-            ),
-        })?;
+    let completion = ChatCompletion::deserialize(body).map_err(|e| {
+        let start = crate::http::snippet(&body.to_string());
+        LlmError::malformed_because(
+            provider,
+            format!("the reply does not have the documented shape: {start}"),
+            e,
+        )
+    })?;
     completion_response(provider, completion, || body.to_string())
 }
 

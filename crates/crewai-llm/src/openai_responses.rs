@@ -204,12 +204,13 @@ fn input_items<'a>(message: &'a Message, names: &'a ToolNameMap) -> Vec<InputIte
 /// Parses a complete Responses-API reply already read as JSON.
 pub fn parse_response(body: &Value) -> Result<LlmResponse, LlmError> {
     use serde::Deserialize as _;
-    let response = ResponseObject::deserialize(body).map_err(|e| LlmError::MalformedResponse {
-        provider: PROVIDER.into(),
-        message: format!(
-            "the reply does not have the documented shape ({e}): {}",
-            crate::http::snippet(&body.to_string())
-        ),
+    let response = ResponseObject::deserialize(body).map_err(|e| {
+        let start = crate::http::snippet(&body.to_string());
+        LlmError::malformed_because(
+            PROVIDER,
+            format!("the reply does not have the documented shape: {start}"),
+            e,
+        )
     })?;
     response_of(response, || body.to_string())
 }
@@ -219,13 +220,13 @@ fn response_of(
     text: impl FnOnce() -> String,
 ) -> Result<LlmResponse, LlmError> {
     if response.output.is_none() {
-        return Err(LlmError::MalformedResponse {
-            provider: PROVIDER.into(),
-            message: format!(
+        return Err(LlmError::malformed(
+            PROVIDER,
+            format!(
                 "no `output` in the reply: {}",
                 crate::http::snippet(&text())
             ),
-        });
+        ));
     }
     LlmResponse::try_from(response).map_err(|e| e.into_error(PROVIDER))
 }
@@ -301,9 +302,8 @@ impl SseReplyDecoder for EventDecoder {
             }
             ResponsesEvent::Completed { response } => {
                 self.finished = true;
-                let response = response.ok_or_else(|| LlmError::MalformedResponse {
-                    provider: PROVIDER.into(),
-                    message: "`response.completed` without a response".into(),
+                let response = response.ok_or_else(|| {
+                    LlmError::malformed(PROVIDER, "`response.completed` without a response")
                 })?;
                 StreamEvent::Done(response_of(response, || data.to_string())?)
             }
@@ -332,10 +332,10 @@ impl SseReplyDecoder for EventDecoder {
     }
 
     fn on_close(&mut self) -> Option<Result<StreamEvent, LlmError>> {
-        Some(Err(LlmError::MalformedResponse {
-            provider: PROVIDER.into(),
-            message: "the stream ended before `response.completed`".into(),
-        }))
+        Some(Err(LlmError::malformed(
+            PROVIDER,
+            "the stream ended before `response.completed`",
+        )))
     }
 
     fn is_complete(&self) -> bool {

@@ -4,7 +4,8 @@
 //! A call's cost is computed from the usage the provider reported: uncached prompt tokens at
 //! `input`, cache reads at `cached_input`, cache writes at `cache_write` and completion tokens at
 //! `output`. A model missing from the table costs nothing, and a warning
-//! says so once per model and process, so a budget is never silently meaningless.
+//! says so once per model and table (a run prices its calls with one table), so a budget is never
+//! silently meaningless.
 //!
 //! ```
 //! use crewai_llm::pricing::{ModelPrice, PriceTable};
@@ -19,7 +20,7 @@
 //! ```
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::{LazyLock, Mutex};
+use std::sync::{LazyLock, Mutex, PoisonError};
 
 use serde::{Deserialize, Serialize};
 
@@ -28,16 +29,18 @@ use crate::types::Usage;
 /// The built-in price list, as written in the crate.
 const BUILTIN_PRICES: &str = include_str!("../data/prices.yaml");
 
-static BUILTIN: LazyLock<PriceTable> = LazyLock::new(|| {
-    PriceTable::from_yaml_str(BUILTIN_PRICES).unwrap_or_else(|error| {
+/// The built-in prices, parsed once: constant data, never written after it is read.
+static BUILTIN: LazyLock<BTreeMap<String, ModelPrice>> = LazyLock::new(|| {
+    let table = PriceTable::from_yaml_str(BUILTIN_PRICES).unwrap_or_else(|error| {
         // The shipped file is checked by a unit test; this only guards a broken local edit.
-        tracing::error!(%error, "the built-in price table is invalid; every model costs nothing");
+        tracing::error!(
+            error = %crate::error_chain(&error),
+            "the built-in price table is invalid; every model costs nothing"
+        );
         PriceTable::empty()
-    })
+    });
+    table.prices
 });
-
-/// Models already reported as missing from a price table (each is reported once per process).
-static REPORTED_UNKNOWN: LazyLock<Mutex<BTreeSet<String>>> = LazyLock::new(Default::default);
 
 const PER_MILLION: f64 = 1_000_000.0;
 
@@ -68,16 +71,11 @@ impl ModelPrice {
         }
     }
 
-    /// Sets the price of cached prompt tokens.
-    pub fn with_cached_input(mut self, price: f64) -> Self {
-        self.cached_input = Some(price);
-        self
-    }
-
-    /// Sets the price of prompt tokens written to the cache.
-    pub fn with_cache_write(mut self, price: f64) -> Self {
-        self.cache_write = Some(price);
-        self
+    setters! {
+        /// Sets the price of cached prompt tokens.
+        pub fn with_cached_input(price: f64) => cached_input = Some(price);
+        /// Sets the price of prompt tokens written to the cache.
+        pub fn with_cache_write(price: f64) => cache_write = Some(price);
     }
 
     /// What `usage` costs at these prices, in USD.
@@ -114,23 +112,63 @@ impl ModelPrice {
 }
 
 /// A price table could not be read.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("invalid price table: {message}")]
-pub struct PriceTableError {
-    pub message: String,
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PriceTableError {
+    /// The text is not a table of prices (YAML syntax, an unknown key, a missing price).
+    #[error("invalid price table")]
+    Syntax(#[source] yaml_serde::Error),
+    /// A model's price is negative or not a number.
+    #[error("invalid price table: model '{model}': {problem}")]
+    Price {
+        model: String,
+        problem: &'static str,
+    },
 }
 
-/// Prices per model. Cheap to clone; [`PriceTable::builtin`] is the table shipped with the crate.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+/// Prices per model; [`PriceTable::builtin`] is the table shipped with the crate.
+///
+/// A table also remembers the models it had no price for, so [`PriceTable::price_usage`] warns
+/// about each once per table rather than on every call (a clone starts with what its original
+/// had already reported).
+#[derive(Debug, Default, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct PriceTable {
     prices: BTreeMap<String, ModelPrice>,
+    #[serde(skip)]
+    reported_unpriced: Mutex<BTreeSet<String>>,
+}
+
+impl Clone for PriceTable {
+    fn clone(&self) -> Self {
+        PriceTable {
+            prices: self.prices.clone(),
+            reported_unpriced: Mutex::new(self.reported().clone()),
+        }
+    }
+}
+
+/// Tables are equal when their prices are: what they have warned about is not part of them.
+impl PartialEq for PriceTable {
+    fn eq(&self, other: &Self) -> bool {
+        self.prices == other.prices
+    }
 }
 
 impl PriceTable {
     /// The prices shipped with the crate (OpenAI, Anthropic and Gemini models).
     pub fn builtin() -> Self {
-        BUILTIN.clone()
+        PriceTable {
+            prices: BUILTIN.clone(),
+            reported_unpriced: Mutex::default(),
+        }
+    }
+
+    fn reported(&self) -> std::sync::MutexGuard<'_, BTreeSet<String>> {
+        // A set of names: a panic elsewhere cannot leave it inconsistent.
+        self.reported_unpriced
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 
     /// A table without any price.
@@ -141,9 +179,7 @@ impl PriceTable {
     /// Reads a table written as `model: {input: .., cached_input: .., output: ..}` lines.
     pub fn from_yaml_str(text: &str) -> Result<Self, PriceTableError> {
         let prices: BTreeMap<String, ModelPrice> =
-            yaml_serde::from_str(text).map_err(|e| PriceTableError {
-                message: e.to_string(),
-            })?;
+            yaml_serde::from_str(text).map_err(PriceTableError::Syntax)?;
         Self::from_prices(prices)
     }
 
@@ -154,9 +190,7 @@ impl PriceTable {
         let mut table = Self::empty();
         for (model, price) in prices {
             if let Some(problem) = price.problem() {
-                return Err(PriceTableError {
-                    message: format!("model '{model}': {problem}"),
-                });
+                return Err(PriceTableError::Price { model, problem });
             }
             table.prices.insert(normalise(&model), price);
         }
@@ -204,7 +238,7 @@ impl PriceTable {
     }
 
     /// Sets `usage.cost_usd` to what the call cost on `model`. A model without a price costs 0,
-    /// and a warning names it (once per model and process). Returns whether the model had a price.
+    /// and a warning names it (once per model and table). Returns whether the model had a price.
     pub fn price_usage(&self, model: &str, usage: &mut Usage) -> bool {
         match self.cost(model, usage) {
             Some(cost) => {
@@ -213,23 +247,25 @@ impl PriceTable {
             }
             None => {
                 usage.cost_usd = 0.0;
-                warn_unknown_once(model);
+                self.warn_unpriced_once(model);
                 false
             }
         }
     }
-}
 
-fn warn_unknown_once(model: &str) {
-    let first_time = REPORTED_UNKNOWN
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .insert(model.to_string());
-    if first_time {
-        tracing::warn!(
-            model,
-            "no price is known for this model: its calls are counted as costing $0; add it under `pricing:` in crew.yaml"
-        );
+    /// Whether [`PriceTable::price_usage`] has warned that `model` has no price.
+    pub fn has_reported_unpriced(&self, model: &str) -> bool {
+        self.reported().contains(model)
+    }
+
+    fn warn_unpriced_once(&self, model: &str) {
+        let first_time = self.reported().insert(model.to_string());
+        if first_time {
+            tracing::warn!(
+                model,
+                "no price is known for this model: its calls are counted as costing $0; add it under `pricing:` in crew.yaml"
+            );
+        }
     }
 }
 
@@ -313,11 +349,23 @@ mod tests {
     }
 
     #[test]
-    fn unknown_models_cost_nothing() {
+    fn unknown_models_cost_nothing_and_are_reported_once_per_table() {
         let mut call = usage(100, 0, 0, 10);
         call.cost_usd = 7.0;
-        assert!(!PriceTable::builtin().price_usage("my-finetune-xyz", &mut call));
+        let table = PriceTable::builtin();
+        assert!(!table.price_usage("my-finetune-xyz", &mut call));
         assert_eq!(call.cost_usd, 0.0);
+        assert!(table.has_reported_unpriced("my-finetune-xyz"));
+        assert!(!table.price_usage("my-finetune-xyz", &mut call));
+        assert!(!table.has_reported_unpriced("gpt-4o-mini"));
+        // The record is the table's: another table (another run) reports the model again.
+        assert!(!PriceTable::builtin().has_reported_unpriced("my-finetune-xyz"));
+        assert!(table.clone().has_reported_unpriced("my-finetune-xyz"));
+        assert_eq!(
+            table,
+            PriceTable::builtin(),
+            "what was reported is not compared"
+        );
     }
 
     #[test]
@@ -337,9 +385,17 @@ mod tests {
 
     #[test]
     fn negative_or_misspelt_prices_are_rejected() {
-        assert!(PriceTable::from_yaml_str("m: {input: -1, output: 1}").is_err());
+        let negative = PriceTable::from_yaml_str("m: {input: -1, output: 1}").unwrap_err();
+        assert_eq!(
+            crate::error_chain(&negative),
+            "invalid price table: model 'm': prices must be finite and not negative"
+        );
         let error = PriceTable::from_yaml_str("m: {inptu: 1, output: 1}").unwrap_err();
-        assert!(error.message.contains("inptu"), "{error}");
+        let text = crate::error_chain(&error);
+        assert!(
+            text.starts_with("invalid price table: ") && text.contains("inptu"),
+            "{text}"
+        );
     }
 
     #[test]

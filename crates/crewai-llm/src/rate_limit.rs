@@ -327,8 +327,9 @@ impl RateLimiter {
     }
 }
 
-/// A rough token count of a request (four characters a token), used before the call.
-pub fn estimate_tokens(request: &LlmRequest) -> u64 {
+/// The prompt size of `request` in tokens, estimated at four characters a token (messages and
+/// tool definitions): what a budget check counts for a call not made yet.
+pub fn estimate_prompt_tokens(request: &LlmRequest) -> u64 {
     let chars: usize = request
         .messages
         .iter()
@@ -337,9 +338,15 @@ pub fn estimate_tokens(request: &LlmRequest) -> u64 {
         + request
             .tools
             .iter()
-            .map(|t| t.description.len() + t.parameters.to_string().len())
+            .map(|t| t.name.len() + t.description.len() + t.parameters.to_string().len())
             .sum::<usize>();
-    (chars as u64).div_ceil(4) + request.options.max_tokens.map(u64::from).unwrap_or(0)
+    (chars as u64).div_ceil(4)
+}
+
+/// The tokens a call may use, reserved on a token rate limit before it is made: the estimated
+/// prompt plus the reply's `max_tokens`.
+pub fn estimate_tokens(request: &LlmRequest) -> u64 {
+    estimate_prompt_tokens(request) + request.options.max_tokens.map(u64::from).unwrap_or(0)
 }
 
 /// The rate-limit layer: every call first waits on a (possibly shared) [`RateLimiter`], and

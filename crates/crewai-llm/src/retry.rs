@@ -58,25 +58,16 @@ impl RetryPolicy {
         }
     }
 
-    pub fn with_max_retries(mut self, retries: u32) -> Self {
-        self.max_retries = retries;
-        self
+    setters! {
+        pub fn with_max_retries(retries: u32) => max_retries = retries;
+        pub fn with_max_retry_after(cap: Duration) => max_retry_after = cap;
+        pub fn with_max_total(total: Duration) => max_total = total;
     }
 
     /// Scales every wait (tests use milliseconds).
     pub fn with_delays(mut self, base: Duration, max: Duration) -> Self {
         self.base_delay = base;
         self.max_delay = max;
-        self
-    }
-
-    pub fn with_max_retry_after(mut self, cap: Duration) -> Self {
-        self.max_retry_after = cap;
-        self
-    }
-
-    pub fn with_max_total(mut self, total: Duration) -> Self {
-        self.max_total = total;
         self
     }
 
@@ -137,6 +128,7 @@ impl RetryPolicy {
                     return Err(LlmError::Timeout {
                         provider: provider.to_string(),
                         after: self.max_total,
+                        source: None,
                     });
                 }
             };
@@ -147,7 +139,7 @@ impl RetryPolicy {
             if Instant::now() + wait >= deadline {
                 return Err(error);
             }
-            tracing::warn!(provider, model, retry = retry + 1, wait_ms = wait.as_millis() as u64, %error, "retrying a failed request");
+            tracing::warn!(provider, model, retry = retry + 1, wait_ms = wait.as_millis() as u64, error = %crate::error_chain(&error), "retrying a failed request");
             tokio::time::sleep(wait).await;
             retry += 1;
         }
@@ -237,10 +229,7 @@ mod tests {
             if self.hang {
                 futures::future::pending::<()>().await;
             }
-            Err(LlmError::Connection {
-                provider: "test".into(),
-                message: "refused".into(),
-            })
+            Err(LlmError::connection("test", "refused"))
         }
     }
 
@@ -283,9 +272,12 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn garbled_replies_are_called_again_but_not_past_the_retries() {
-        let garbled = || LlmError::MalformedResponse {
-            provider: "test".into(),
-            message: "reading the response body: connection reset".into(),
+        let garbled = || {
+            LlmError::malformed_because(
+                "test",
+                "reading the response body failed",
+                "connection reset",
+            )
         };
         let policy = RetryPolicy::default().with_max_retries(2);
         let flaky = Arc::new(

@@ -22,7 +22,7 @@ use crate::cassette::CassetteRecorder;
 use crate::config::{DEFAULT_MODEL, LlmConfig};
 use crate::error::LlmError;
 use crate::fallback::FallbackLayer;
-use crate::http::{ReqwestTransport, Transport};
+use crate::http::{NetworkTransport, Transport};
 use crate::layer::{LayeredLlm, LlmLayer};
 use crate::providers::{Provider, ProviderContext, ProviderRegistry};
 use crate::rate_limit::{RateLimitLayer, RateLimiter};
@@ -117,23 +117,14 @@ impl BuildOptions {
         self.with_env(move |name| map.get(name).cloned())
     }
 
-    /// Retry timing and count (a config's `max_retries` still overrides the count).
-    pub fn with_retry_policy(mut self, policy: RetryPolicy) -> Self {
-        self.retry = policy;
-        self
-    }
-
-    /// Sends every provider request through `transport`.
-    pub fn with_transport(mut self, transport: Arc<dyn Transport>) -> Self {
-        self.transport = Some(transport);
-        self
-    }
-
-    /// Records every exchange of every model built with these options into one cassette; each
-    /// client keeps its own timeouts. Share the options among a crew's agents to record a run.
-    pub fn with_recorder(mut self, recorder: Arc<CassetteRecorder>) -> Self {
-        self.recorder = Some(recorder);
-        self
+    setters! {
+        /// Retry timing and count (a config's `max_retries` still overrides the count).
+        pub fn with_retry_policy(policy: RetryPolicy) => retry = policy;
+        /// Sends every provider request through `transport`.
+        pub fn with_transport(transport: Arc<dyn Transport>) => transport = Some(transport);
+        /// Records every exchange of every model built with these options into one cassette; each
+        /// client keeps its own timeouts. Share the options among a crew's agents to record a run.
+        pub fn with_recorder(recorder: Arc<CassetteRecorder>) => recorder = Some(recorder);
     }
 
     /// Routes model strings prefixed `name/` (or configs with `provider: name`) to `factory`,
@@ -164,10 +155,9 @@ impl BuildOptions {
         self
     }
 
-    /// Routes over `providers` instead.
-    pub fn with_providers(mut self, providers: ProviderRegistry) -> Self {
-        self.providers = providers;
-        self
+    setters! {
+        /// Routes over `providers` instead.
+        pub fn with_providers(providers: ProviderRegistry) => providers = providers;
     }
 
     /// The providers models are routed to.
@@ -234,7 +224,7 @@ pub fn build_provider(
         (inner, Some(recorder)) => {
             let inner: Arc<dyn Transport> = match inner {
                 Some(inner) => inner.clone(),
-                None => Arc::new(ReqwestTransport::new(
+                None => Arc::new(NetworkTransport::new(
                     config.connect_timeout(),
                     config.request_timeout(),
                 )?),
@@ -456,7 +446,7 @@ mod tests {
     fn local_models_without_the_local_provider_say_what_to_enable() {
         let message = build("local/smollm2-135m", &[])
             .err()
-            .map(|e| e.to_string())
+            .map(|e| crate::error_chain(&e))
             .unwrap_or_default();
         assert!(
             message.contains("`local` feature of crewai-cli"),
@@ -467,7 +457,7 @@ mod tests {
             &BuildOptions::new(),
         )
         .err()
-        .map(|e| e.to_string());
+        .map(|e| crate::error_chain(&e));
         assert!(message.unwrap_or_default().contains("local"));
     }
 }

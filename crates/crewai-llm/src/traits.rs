@@ -94,8 +94,8 @@ pub async fn collect_stream(
             return Ok(response);
         }
     }
-    Err(LlmError::MalformedResponse {
-        provider: "stream".into(),
-        message: "the stream ended without a final response".into(),
-    })
+    Err(LlmError::malformed(
+        "stream",
+        "the stream ended without a final response",
+    ))
 }

@@ -272,22 +272,12 @@ impl LlmRequest {
             ..Default::default()
         }
     }
-    pub fn with_tools(mut self, tools: Vec<ToolDefinition>) -> Self {
-        self.tools = tools;
-        self
-    }
-    pub fn with_response_format(mut self, format: ResponseFormat) -> Self {
-        self.response_format = Some(format);
-        self
-    }
-    pub fn with_stop(mut self, stop: Vec<String>) -> Self {
-        self.options.stop = stop;
-        self
-    }
-    /// Tells the provider what the reply should look like (a hint; see [`ReplyShape`]).
-    pub fn with_reply_shape(mut self, shape: ReplyShape) -> Self {
-        self.reply_shape = Some(shape);
-        self
+    setters! {
+        pub fn with_tools(tools: Vec<ToolDefinition>) => tools = tools;
+        pub fn with_response_format(format: ResponseFormat) => response_format = Some(format);
+        pub fn with_stop(stop: Vec<String>) => options.stop = stop;
+        /// Tells the provider what the reply should look like (a hint; see [`ReplyShape`]).
+        pub fn with_reply_shape(shape: ReplyShape) => reply_shape = Some(shape);
     }
 }
 

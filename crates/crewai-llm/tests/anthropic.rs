@@ -1,7 +1,10 @@
 //! The Anthropic client against a local server speaking the Messages API.
 
+mod common;
+
 use std::time::Duration;
 
+use common::{assert_times_out, call_error, hi, missing_key_error, sent_bodies, stream_error};
 use crewai_llm::anthropic::AnthropicLlm;
 use crewai_llm::router::{BuildOptions, build_llm_with};
 use crewai_llm::{
@@ -22,22 +25,17 @@ fn client(server: &MockServer, config: &LlmConfig) -> AnthropicLlm {
     AnthropicLlm::new(MODEL, "test-key".into(), Some(&server.uri()), config).expect("client builds")
 }
 
-async fn mount(server: &MockServer, response: ResponseTemplate) {
+/// A server speaking the Messages API that answers every call with `response`.
+async fn serve(response: ResponseTemplate) -> MockServer {
+    let server = MockServer::start().await;
     Mock::given(method("POST"))
         .and(path("/v1/messages"))
         .and(header("x-api-key", "test-key"))
         .and(header("anthropic-version", "2023-06-01"))
         .respond_with(response)
-        .mount(server)
+        .mount(&server)
         .await;
-}
-
-async fn sent_bodies(server: &MockServer) -> Vec<Value> {
-    let requests = server.received_requests().await.unwrap_or_default();
-    requests
-        .iter()
-        .map(|r| r.body_json::<Value>().expect("the client sends JSON"))
-        .collect()
+    server
 }
 
 fn search_tool() -> ToolDefinition {
@@ -61,28 +59,14 @@ fn sse(events: &[Value]) -> String {
         .collect()
 }
 
-/// The call ended because its timeout fired, on the wall clock: not before it was due, and within a
-/// second after (the slack covers clock granularity: its timer starts after the test's clock).
-fn assert_ended_on_time(elapsed: Duration, due: Duration) {
-    assert!(
-        elapsed + Duration::from_millis(20) >= due && elapsed <= due + Duration::from_secs(1),
-        "ended after {elapsed:?}; a {due:?} timeout should end it within a second of being due"
-    );
-}
-
 #[tokio::test]
 async fn plain_call_sends_system_blocks_cache_breakpoints_and_reads_usage() {
-    let server = MockServer::start().await;
-    mount(
-        &server,
-        ResponseTemplate::new(200).set_body_json(json!({
+    let server = serve(ResponseTemplate::new(200).set_body_json(json!({
             "id": "msg_01", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5-20250929",
             "content": [{"type": "text", "text": "Hello there."}],
             "stop_reason": "end_turn", "stop_sequence": null,
             "usage": {"input_tokens": 12, "output_tokens": 4, "cache_read_input_tokens": 100, "cache_creation_input_tokens": 20}
-        })),
-    )
-    .await;
+        }))).await;
     let config = config()
         .with_temperature(0.2)
         .with_stop(vec!["\nObservation:".into()]);
@@ -131,10 +115,7 @@ async fn plain_call_sends_system_blocks_cache_breakpoints_and_reads_usage() {
 
 #[tokio::test]
 async fn parallel_tool_calls_map_names_back_and_results_share_one_user_turn() {
-    let server = MockServer::start().await;
-    mount(
-        &server,
-        ResponseTemplate::new(200).set_body_json(json!({
+    let server = serve(ResponseTemplate::new(200).set_body_json(json!({
             "id": "msg_02", "type": "message", "role": "assistant", "model": MODEL,
             "content": [
                 {"type": "text", "text": "I'll search twice."},
@@ -143,9 +124,7 @@ async fn parallel_tool_calls_map_names_back_and_results_share_one_user_turn() {
             ],
             "stop_reason": "tool_use",
             "usage": {"input_tokens": 50, "output_tokens": 30}
-        })),
-    )
-    .await;
+        }))).await;
     let llm = client(&server, &config());
     let mut conversation = vec![Message::user("Compare rust and crewai")];
     let first = llm
@@ -204,10 +183,7 @@ async fn parallel_tool_calls_map_names_back_and_results_share_one_user_turn() {
 
 #[tokio::test]
 async fn thinking_blocks_come_back_and_are_sent_before_the_tool_use() {
-    let server = MockServer::start().await;
-    mount(
-        &server,
-        ResponseTemplate::new(200).set_body_json(json!({
+    let server = serve(ResponseTemplate::new(200).set_body_json(json!({
             "id": "msg_03", "type": "message", "role": "assistant", "model": MODEL,
             "content": [
                 {"type": "thinking", "thinking": "The user wants the weather; call the tool.", "signature": "sig-123"},
@@ -216,9 +192,7 @@ async fn thinking_blocks_come_back_and_are_sent_before_the_tool_use() {
             ],
             "stop_reason": "tool_use",
             "usage": {"input_tokens": 10, "output_tokens": 40}
-        })),
-    )
-    .await;
+        }))).await;
     let mut config = config().with_temperature(0.5);
     config.thinking = Some(json!({"type": "enabled", "budget_tokens": 2048}));
     let llm = client(&server, &config);
@@ -268,7 +242,6 @@ async fn thinking_blocks_come_back_and_are_sent_before_the_tool_use() {
 
 #[tokio::test]
 async fn streaming_yields_text_thinking_and_tool_deltas_then_the_full_response() {
-    let server = MockServer::start().await;
     let events = sse(&[
         json!({"type": "message_start", "message": {"id": "msg_s", "type": "message", "role": "assistant", "model": MODEL, "content": [], "stop_reason": null, "usage": {"input_tokens": 25, "output_tokens": 1, "cache_read_input_tokens": 5}}}),
         json!({"type": "content_block_start", "index": 0, "content_block": {"type": "thinking", "thinking": "", "signature": ""}}),
@@ -287,21 +260,10 @@ async fn streaming_yields_text_thinking_and_tool_deltas_then_the_full_response()
         json!({"type": "message_delta", "delta": {"stop_reason": "tool_use", "stop_sequence": null}, "usage": {"output_tokens": 42}}),
         json!({"type": "message_stop"}),
     ]);
-    mount(
-        &server,
-        ResponseTemplate::new(200).set_body_raw(events, "text/event-stream"),
-    )
-    .await;
+    let server = serve(ResponseTemplate::new(200).set_body_raw(events, "text/event-stream")).await;
     let request =
         LlmRequest::new(vec![Message::user("Search rust")]).with_tools(vec![search_tool()]);
-    let stream = client(&server, &config())
-        .stream(request)
-        .await
-        .expect("stream opens");
-    let mut seen = Vec::new();
-    let response = collect_stream(stream, |event| seen.push(event.clone()))
-        .await
-        .expect("stream completes");
+    let (seen, response) = common::streamed(&client(&server, &config()), request).await;
 
     assert!(seen.contains(&StreamEvent::ThinkingDelta("Let me check.".into())));
     assert!(seen.contains(&StreamEvent::TextDelta("Search".into())));
@@ -338,16 +300,11 @@ async fn streaming_yields_text_thinking_and_tool_deltas_then_the_full_response()
 
 #[tokio::test]
 async fn structured_output_forces_a_tool_and_returns_its_input_as_json_text() {
-    let server = MockServer::start().await;
-    mount(
-        &server,
-        ResponseTemplate::new(200).set_body_json(json!({
+    let server = serve(ResponseTemplate::new(200).set_body_json(json!({
             "id": "msg_04", "type": "message", "role": "assistant", "model": MODEL,
             "content": [{"type": "tool_use", "id": "toolu_f", "name": "Verdict", "input": {"score": 4, "reason": "solid"}}],
             "stop_reason": "tool_use", "usage": {"input_tokens": 9, "output_tokens": 9}
-        })),
-    )
-    .await;
+        }))).await;
     let schema = json!({"type": "object", "properties": {"score": {"type": "integer"}, "reason": {"type": "string"}}, "required": ["score", "reason"]});
     let request = LlmRequest::new(vec![Message::user("Rate the essay")]).with_response_format(
         ResponseFormat {
@@ -374,16 +331,12 @@ async fn structured_output_forces_a_tool_and_returns_its_input_as_json_text() {
 }
 
 async fn error_for(status: u16, body: Value, retry_after: Option<&str>) -> LlmError {
-    let server = MockServer::start().await;
     let mut response = ResponseTemplate::new(status).set_body_json(body);
     if let Some(wait) = retry_after {
         response = response.insert_header("retry-after", wait);
     }
-    mount(&server, response).await;
-    client(&server, &config())
-        .call(LlmRequest::new(vec![Message::user("hi")]))
-        .await
-        .expect_err("the call fails")
+    let server = serve(response).await;
+    call_error(&client(&server, &config()), hi()).await
 }
 
 fn anthropic_error(kind: &str, message: &str) -> Value {
@@ -392,177 +345,99 @@ fn anthropic_error(kind: &str, message: &str) -> Value {
 
 #[tokio::test]
 async fn error_statuses_become_typed_errors() {
-    let auth = error_for(
-        401,
-        anthropic_error("authentication_error", "invalid x-api-key"),
-        None,
-    )
-    .await;
-    assert!(
-        matches!(&auth, LlmError::Authentication { hint, message, .. } if hint == "ANTHROPIC_API_KEY" && message == "invalid x-api-key"),
-        "{auth:?}"
-    );
-
-    let denied = error_for(403, anthropic_error("permission_error", "no access"), None).await;
-    assert!(
-        matches!(denied, LlmError::PermissionDenied { .. }),
-        "{denied:?}"
-    );
-
-    let missing = error_for(
-        404,
-        anthropic_error("not_found_error", "model: claude-x"),
-        None,
-    )
-    .await;
-    assert!(
-        matches!(&missing, LlmError::ModelNotFound { model, .. } if model == MODEL),
-        "{missing:?}"
-    );
-
-    let limited = error_for(
-        429,
-        anthropic_error("rate_limit_error", "slow down"),
-        Some("7"),
-    )
-    .await;
-    assert_eq!(limited.retry_after(), Some(Duration::from_secs(7)));
-    assert!(matches!(limited, LlmError::RateLimited { .. }));
-
-    let overloaded = error_for(529, anthropic_error("overloaded_error", "Overloaded"), None).await;
-    assert!(
-        matches!(overloaded, LlmError::Server { status: 529, .. }),
-        "{overloaded:?}"
-    );
-    assert!(overloaded.is_retryable());
-
-    let too_long = error_for(
-        400,
-        anthropic_error(
+    type Check = fn(&LlmError) -> bool;
+    let cases: [(u16, &str, &str, Option<&str>, Check); 7] = [
+        (
+            401,
+            "authentication_error",
+            "invalid x-api-key",
+            None,
+            |e| {
+                matches!(e, LlmError::Authentication { hint, message, .. }
+                if hint == "ANTHROPIC_API_KEY" && message == "invalid x-api-key")
+            },
+        ),
+        (403, "permission_error", "no access", None, |e| {
+            matches!(e, LlmError::PermissionDenied { .. })
+        }),
+        (
+            404,
+            "not_found_error",
+            "model: claude-x",
+            None,
+            |e| matches!(e, LlmError::ModelNotFound { model, .. } if model == MODEL),
+        ),
+        (429, "rate_limit_error", "slow down", Some("7"), |e| {
+            matches!(e, LlmError::RateLimited { .. })
+                && e.retry_after() == Some(Duration::from_secs(7))
+        }),
+        (529, "overloaded_error", "Overloaded", None, |e| {
+            matches!(e, LlmError::Server { status: 529, .. }) && e.is_retryable()
+        }),
+        (
+            400,
             "invalid_request_error",
             "prompt is too long: 210000 tokens > 200000 maximum",
+            None,
+            |e| matches!(e, LlmError::ContextLengthExceeded { .. }) && !e.is_retryable(),
         ),
-        None,
-    )
-    .await;
-    assert!(
-        matches!(too_long, LlmError::ContextLengthExceeded { .. }),
-        "{too_long:?}"
-    );
-    assert!(!too_long.is_retryable());
-
-    let invalid = error_for(
-        400,
-        anthropic_error("invalid_request_error", "messages: roles must alternate"),
-        None,
-    )
-    .await;
-    assert!(
-        matches!(&invalid, LlmError::InvalidRequest { message, .. } if message.contains("roles must alternate")),
-        "{invalid:?}"
-    );
+        (
+            400,
+            "invalid_request_error",
+            "messages: roles must alternate",
+            None,
+            |e| matches!(e, LlmError::InvalidRequest { message, .. } if message.contains("roles must alternate")),
+        ),
+    ];
+    for (status, kind, message, retry_after, expected) in cases {
+        let error = error_for(status, anthropic_error(kind, message), retry_after).await;
+        assert!(expected(&error), "{status} {kind}: {error:?}");
+    }
 }
 
 #[tokio::test]
 async fn malformed_bodies_are_reported_not_guessed() {
-    let server = MockServer::start().await;
-    mount(
-        &server,
-        ResponseTemplate::new(200).set_body_raw("<html>gateway</html>", "text/html"),
-    )
-    .await;
-    let error = client(&server, &config())
-        .call(LlmRequest::new(vec![Message::user("hi")]))
-        .await
-        .expect_err("not JSON");
-    assert!(
-        matches!(error, LlmError::MalformedResponse { .. }),
-        "{error:?}"
-    );
-
-    let server = MockServer::start().await;
-    mount(
-        &server,
-        ResponseTemplate::new(200).set_body_json(json!({"id": "msg", "type": "message"})),
-    )
-    .await;
-    let error = client(&server, &config())
-        .call(LlmRequest::new(vec![Message::user("hi")]))
-        .await
-        .expect_err("no content");
-    assert!(
-        matches!(&error, LlmError::MalformedResponse { message, .. } if message.contains("content")),
-        "{error:?}"
-    );
+    let html = ResponseTemplate::new(200).set_body_raw("<html>gateway</html>", "text/html");
+    let no_content =
+        ResponseTemplate::new(200).set_body_json(json!({"id": "msg", "type": "message"}));
+    for (reply, says) in [(html, "is not JSON"), (no_content, "content")] {
+        let server = serve(reply).await;
+        let error = call_error(&client(&server, &config()), hi()).await;
+        assert_matches!(error, LlmError::MalformedResponse { .. });
+        let text = crewai_llm::error_chain(&error);
+        assert!(text.contains(says), "{text}");
+    }
 }
 
 #[tokio::test]
 async fn stream_errors_and_truncated_streams_fail_the_stream() {
-    let server = MockServer::start().await;
+    let start = json!({"type": "message_start", "message": {"id": "m", "model": MODEL, "content": [], "usage": {"input_tokens": 1}}});
     let overloaded = sse(&[
-        json!({"type": "message_start", "message": {"id": "m", "model": MODEL, "content": [], "usage": {"input_tokens": 1}}}),
+        start.clone(),
         json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
     ]);
-    mount(
-        &server,
-        ResponseTemplate::new(200).set_body_raw(overloaded, "text/event-stream"),
-    )
-    .await;
-    let stream = client(&server, &config())
-        .stream(LlmRequest::new(vec![Message::user("hi")]))
-        .await
-        .expect("opens");
-    let error = collect_stream(stream, |_| {})
-        .await
-        .expect_err("overloaded mid-stream");
-    assert!(
-        matches!(error, LlmError::Server { status: 529, .. }),
-        "{error:?}"
-    );
-
-    let server = MockServer::start().await;
     let cut = sse(&[
-        json!({"type": "message_start", "message": {"id": "m", "model": MODEL, "content": [], "usage": {"input_tokens": 1}}}),
+        start,
         json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
         json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "partial"}}),
     ]);
-    mount(
-        &server,
-        ResponseTemplate::new(200).set_body_raw(cut, "text/event-stream"),
-    )
-    .await;
-    let stream = client(&server, &config())
-        .stream(LlmRequest::new(vec![Message::user("hi")]))
-        .await
-        .expect("opens");
-    let error = collect_stream(stream, |_| {}).await.expect_err("cut short");
-    assert!(
-        matches!(&error, LlmError::MalformedResponse { message, .. } if message.contains("message_stop")),
-        "{error:?}"
-    );
+    let mut errors = Vec::new();
+    for events in [overloaded, cut] {
+        let server =
+            serve(ResponseTemplate::new(200).set_body_raw(events, "text/event-stream")).await;
+        errors.push(stream_error(&client(&server, &config()), hi()).await);
+    }
+    assert_matches!(errors[0], LlmError::Server { status: 529, .. });
+    assert_matches!(errors[1], LlmError::MalformedResponse { message, .. }
+        if message.contains("message_stop"));
 }
 
 #[tokio::test]
 async fn a_server_that_never_answers_times_out() {
-    let server = MockServer::start().await;
-    mount(
-        &server,
-        ResponseTemplate::new(200)
-            .set_delay(Duration::from_secs(30))
-            .set_body_json(json!({})),
-    )
-    .await;
-    let config = config().with_timeout(0.3);
-    let llm = client(&server, &config);
-    let started = std::time::Instant::now();
-    let error = llm
-        .call(LlmRequest::new(vec![Message::user("hi")]))
-        .await
-        .expect_err("times out");
-    // The timeout, not the server's 30 s delay, ended it.
-    assert_ended_on_time(started.elapsed(), Duration::from_millis(300));
-    assert!(matches!(error, LlmError::Timeout { .. }), "{error:?}");
-    assert!(error.is_retryable());
+    let server = serve(common::never_answering(&json!({}))).await;
+    let llm = client(&server, &config().with_timeout(0.3));
+    // The timeout, not the server's 30 s delay, ends it.
+    assert_times_out(Duration::from_millis(300), llm.call(hi())).await;
 }
 
 #[tokio::test]
@@ -581,15 +456,11 @@ async fn capabilities_report_claude_context_window() {
 
 #[tokio::test]
 async fn the_router_builds_anthropic_from_a_model_string_and_env() {
-    let server = MockServer::start().await;
-    mount(
-        &server,
-        ResponseTemplate::new(200).set_body_json(json!({
-            "id": "msg_r", "type": "message", "role": "assistant", "model": MODEL,
-            "content": [{"type": "text", "text": "routed"}], "stop_reason": "end_turn",
-            "usage": {"input_tokens": 1, "output_tokens": 1}
-        })),
-    )
+    let server = serve(ResponseTemplate::new(200).set_body_json(json!({
+        "id": "msg_r", "type": "message", "role": "assistant", "model": MODEL,
+        "content": [{"type": "text", "text": "routed"}], "stop_reason": "end_turn",
+        "usage": {"input_tokens": 1, "output_tokens": 1}
+    })))
     .await;
     let options = BuildOptions::new()
         .with_env_vars([
@@ -599,20 +470,14 @@ async fn the_router_builds_anthropic_from_a_model_string_and_env() {
         .with_retry_policy(RetryPolicy::none());
     let llm = build_llm_with(&LlmConfig::new("claude-sonnet-4-5"), &options).expect("routes");
     assert_eq!(llm.provider(), "anthropic");
-    let response = llm
-        .call(LlmRequest::new(vec![Message::user("hi")]))
-        .await
-        .expect("call succeeds");
+    let response = llm.call(hi()).await.expect("call succeeds");
     assert_eq!(response.content.as_deref(), Some("routed"));
-
-    let no_env = BuildOptions::new().with_env_vars(Vec::<(String, String)>::new());
-    let error = build_llm_with(&LlmConfig::new("anthropic/claude-sonnet-4-5"), &no_env).err();
-    assert!(error.is_some_and(|e| e.to_string().contains("ANTHROPIC_API_KEY")));
+    let error = missing_key_error("anthropic/claude-sonnet-4-5");
+    assert!(error.contains("ANTHROPIC_API_KEY"), "{error}");
 }
 
 #[tokio::test]
 async fn a_recorded_stream_replays_offline_without_the_key() {
-    let server = MockServer::start().await;
     let events = sse(&[
         json!({"type": "message_start", "message": {"id": "msg_c", "model": MODEL, "content": [], "usage": {"input_tokens": 3}}}),
         json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
@@ -620,11 +485,7 @@ async fn a_recorded_stream_replays_offline_without_the_key() {
         json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 2}}),
         json!({"type": "message_stop"}),
     ]);
-    mount(
-        &server,
-        ResponseTemplate::new(200).set_body_raw(events, "text/event-stream"),
-    )
-    .await;
+    let server = serve(ResponseTemplate::new(200).set_body_raw(events, "text/event-stream")).await;
     let dir = tempfile::tempdir().expect("temp dir");
     let file = dir.path().join("claude.yaml");
     let live_config = config()
@@ -661,15 +522,10 @@ async fn a_recorded_stream_replays_offline_without_the_key() {
 
 #[tokio::test]
 async fn images_and_documents_become_content_blocks() {
-    let server = MockServer::start().await;
-    mount(
-        &server,
-        ResponseTemplate::new(200).set_body_json(json!({
+    let server = serve(ResponseTemplate::new(200).set_body_json(json!({
             "id": "msg_i", "type": "message", "role": "assistant", "model": MODEL,
             "content": [{"type": "text", "text": "A chart."}], "stop_reason": "end_turn", "usage": {"input_tokens": 1, "output_tokens": 1}
-        })),
-    )
-    .await;
+        }))).await;
     let message = Message::user("Describe")
         .with_part(crewai_llm::ContentPart::Image {
             url: "data:image/png;base64,iVBORw0KGgo=".into(),

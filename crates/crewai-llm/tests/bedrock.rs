@@ -3,10 +3,12 @@
 
 mod common;
 
+use std::sync::Arc;
+
 use crewai_llm::bedrock::{AwsCredentials, SigningInput, sign_v4};
 use crewai_llm::router::BuildOptions;
 use crewai_llm::{
-    FinishReason, LlmConfig, LlmError, LlmRequest, Message, ResponseFormat, ToolDefinition,
+    FinishReason, Llm, LlmConfig, LlmError, LlmRequest, Message, ResponseFormat, ToolDefinition,
     build_llm_with,
 };
 use serde_json::{Value, json};
@@ -15,11 +17,19 @@ use wiremock::{Mock, MockServer, ResponseTemplate};
 
 const MODEL_PATH: &str = "/model/anthropic.claude-3-haiku-20240307-v1%3A0/converse";
 
-fn options(server: &MockServer) -> (LlmConfig, BuildOptions) {
-    let config = LlmConfig::new("bedrock/anthropic.claude-3-haiku-20240307-v1:0")
+fn bedrock_config(server: &MockServer) -> LlmConfig {
+    LlmConfig::new("bedrock/anthropic.claude-3-haiku-20240307-v1:0")
         .with_base_url(server.uri())
-        .with_max_tokens(256);
-    let options = BuildOptions::new()
+        .with_max_tokens(256)
+}
+
+/// The model at `server`, built from an environment with AWS credentials.
+fn bedrock(server: &MockServer) -> Arc<dyn Llm> {
+    build_llm_with(&bedrock_config(server), &aws_env()).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn aws_env() -> BuildOptions {
+    BuildOptions::new()
         .with_env_vars([
             ("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE"),
             (
@@ -29,8 +39,7 @@ fn options(server: &MockServer) -> (LlmConfig, BuildOptions) {
             ("AWS_SESSION_TOKEN", "session-token"),
             ("AWS_REGION", "us-west-2"),
         ])
-        .with_retry_policy(common::fast_retries(0));
-    (config, options)
+        .with_retry_policy(common::fast_retries(0))
 }
 
 #[tokio::test]
@@ -54,8 +63,7 @@ async fn signed_converse_call_with_tools() {
         .expect(1)
         .mount(&server)
         .await;
-    let (config, options) = options(&server);
-    let llm = build_llm_with(&config, &options).unwrap_or_else(|e| panic!("{e}"));
+    let llm = bedrock(&server);
     let tool = ToolDefinition {
         name: "web search".into(),
         description: "Searches".into(),
@@ -145,8 +153,7 @@ async fn structured_output_uses_a_forced_tool() {
         )
         .mount(&server)
         .await;
-    let (config, options) = options(&server);
-    let llm = build_llm_with(&config, &options).unwrap_or_else(|e| panic!("{e}"));
+    let llm = bedrock(&server);
     let format = ResponseFormat {
         name: "Score".into(),
         schema: json!({"type": "object", "properties": {"score": {"type": "integer"}}}),
@@ -177,19 +184,12 @@ async fn throttling_and_missing_credentials_are_typed() {
         ))
         .mount(&server)
         .await;
-    let (config, options) = options(&server);
-    let error = build_llm_with(&config, &options)
-        .unwrap_or_else(|e| panic!("{e}"))
-        .call(LlmRequest::new(vec![Message::user("hi")]))
-        .await
-        .err();
-    assert!(
-        matches!(error, Some(LlmError::RateLimited { ref message, .. }) if message.starts_with("Too many requests")),
-        "{error:?}"
-    );
+    let error = common::call_error(bedrock(&server).as_ref(), common::hi()).await;
+    assert_matches!(error, LlmError::RateLimited { message, .. }
+        if message.starts_with("Too many requests"));
 
     let bare = BuildOptions::new().with_env_vars([("AWS_REGION", "us-east-1")]);
-    match build_llm_with(&config, &bare).err() {
+    match build_llm_with(&bedrock_config(&server), &bare).err() {
         Some(LlmError::MissingApiKey { provider, env_var }) => {
             assert_eq!(provider, "bedrock");
             assert!(env_var.contains("AWS_ACCESS_KEY_ID"));

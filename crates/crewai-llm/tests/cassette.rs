@@ -9,7 +9,7 @@ use common::openai_at;
 use crewai_llm::cassette::{
     Cassette, CassetteRecorder, CassetteReplayer, record_llm, replay_llm, replay_llm_from,
 };
-use crewai_llm::http::ReqwestTransport;
+use crewai_llm::http::NetworkTransport;
 use crewai_llm::router::BuildOptions;
 use crewai_llm::{LlmConfig, LlmRequest, Message, build_llm_with, collect_stream};
 use serde_json::json;
@@ -115,7 +115,7 @@ async fn record_then_replay_complete_and_streamed_calls() {
         .call(LlmRequest::new(vec![Message::user("three")]))
         .await
         .err()
-        .map(|e| e.to_string())
+        .map(|e| crewai_llm::error_chain(&e))
         .unwrap_or_default();
     assert!(
         past_the_end.contains("has 2 interactions but request 3 was made"),
@@ -123,20 +123,17 @@ async fn record_then_replay_complete_and_streamed_calls() {
     );
 }
 
+/// OpenAI's rate-limit reply (the wait is added by each test).
+fn slow_down() -> ResponseTemplate {
+    common::json_status(429, &json!({"error": {"message": "slow down"}}))
+}
+
 #[tokio::test]
 async fn recorder_wraps_any_transport_and_records_errors() {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let path = dir.path().join("errors.yaml");
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(
-            ResponseTemplate::new(429)
-                .insert_header("retry-after", "3")
-                .set_body_raw(r#"{"error":{"message":"slow down"}}"#, "application/json"),
-        )
-        .mount(&server)
-        .await;
-    let network = ReqwestTransport::new(
+    let server = common::answering(slow_down().insert_header("retry-after", "3")).await;
+    let network = NetworkTransport::new(
         std::time::Duration::from_secs(2),
         std::time::Duration::from_secs(5),
     )
@@ -175,11 +172,7 @@ async fn a_recorded_retry_replays_without_waiting() {
     let path = dir.path().join("retry.yaml");
     let server = MockServer::start().await;
     Mock::given(method("POST"))
-        .respond_with(
-            ResponseTemplate::new(429)
-                .insert_header("retry-after-ms", "10")
-                .set_body_raw(r#"{"error":{"message":"slow down"}}"#, "application/json"),
-        )
+        .respond_with(slow_down().insert_header("retry-after-ms", "10"))
         .up_to_n_times(1)
         .mount(&server)
         .await;
@@ -231,7 +224,7 @@ async fn one_recorder_records_several_models_into_one_cassette() {
         .respond_with(ResponseTemplate::new(200).set_body_raw(ok.to_string(), "application/json"))
         .mount(&server)
         .await;
-    let network = ReqwestTransport::new(
+    let network = NetworkTransport::new(
         std::time::Duration::from_secs(2),
         std::time::Duration::from_secs(5),
     )

@@ -74,11 +74,7 @@ async fn tool_call_round_trip_matches_crewai_bytes() {
         .up_to_n_times(1)
         .mount(&server)
         .await;
-    Mock::given(method("POST"))
-        .and(path("/v1/chat/completions"))
-        .respond_with(json_reply(second_reply))
-        .mount(&server)
-        .await;
+    common::mount_at(&server, "/v1/chat/completions", json_reply(second_reply)).await;
 
     let llm = build(&openai_at(&server.uri(), "gpt-4o-mini"), 0);
     let mut messages = calculator_task();
@@ -138,12 +134,7 @@ async fn tool_call_round_trip_matches_crewai_bytes() {
 async fn structured_output_sends_strict_json_schema() {
     let (crewai_request, reply) = fixture("lite_agent_structured_output", 2);
     let crewai: Value = serde_json::from_str(&crewai_request).unwrap_or_default();
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path("/v1/chat/completions"))
-        .respond_with(json_reply(reply))
-        .mount(&server)
-        .await;
+    let server = common::answering_at("/v1/chat/completions", json_reply(reply)).await;
     let llm = build(&openai_at(&server.uri(), "gpt-4o-mini"), 0);
     let format_json = &crewai["response_format"]["json_schema"];
     let format = ResponseFormat {

@@ -1,7 +1,10 @@
 //! The embedding clients against local servers speaking each provider's API.
 
+mod common;
+
 use std::time::Duration;
 
+use common::{answering_at, assert_times_out, json_status, sent_bodies};
 use crewai_llm::embeddings::{
     Embedder, EmbedderConfig, GeminiEmbedder, OllamaEmbedder, OpenAiEmbedder, build_embedder_with,
 };
@@ -14,14 +17,6 @@ fn texts(items: &[&str]) -> Vec<String> {
     items.iter().map(|s| s.to_string()).collect()
 }
 
-async fn sent_bodies(server: &MockServer) -> Vec<Value> {
-    let requests = server.received_requests().await.unwrap_or_default();
-    requests
-        .iter()
-        .map(|r| r.body_json::<Value>().expect("the client sends JSON"))
-        .collect()
-}
-
 fn no_env() -> impl Fn(&str) -> Option<String> + Send + Sync {
     |_| None
 }
@@ -30,13 +25,14 @@ fn fast_retries() -> RetryPolicy {
     RetryPolicy::default().with_delays(Duration::from_millis(1), Duration::from_millis(5))
 }
 
-/// The call ended because its timeout fired, on the wall clock: not before it was due, and within a
-/// second after (the slack covers clock granularity: its timer starts after the test's clock).
-fn assert_ended_on_time(elapsed: Duration, due: Duration) {
-    assert!(
-        elapsed + Duration::from_millis(20) >= due && elapsed <= due + Duration::from_secs(1),
-        "ended after {elapsed:?}; a {due:?} timeout should end it within a second of being due"
-    );
+/// An OpenAI `/embeddings` reply of these `data` items.
+fn openai_vectors(data: Value) -> ResponseTemplate {
+    json_status(200, &json!({ "data": data }))
+}
+
+/// The embedder `config` builds, with no environment and `policy`.
+fn built(config: &EmbedderConfig, policy: &RetryPolicy) -> std::sync::Arc<dyn Embedder> {
+    build_embedder_with(config, &no_env(), policy).expect("builds")
 }
 
 #[tokio::test]
@@ -93,7 +89,7 @@ async fn azure_posts_to_the_deployment_with_the_api_key_header() {
         "config": {"api_key": "az-key", "api_base": server.uri(), "deployment_id": "embed-prod"}
     }))
     .expect("CrewAI's azure form");
-    let embedder = build_embedder_with(&config, &no_env(), &RetryPolicy::none()).expect("builds");
+    let embedder = built(&config, &RetryPolicy::none());
     assert_eq!(
         embedder.embed(&texts(&["hello"])).await.expect("embeds"),
         vec![vec![0.5, 0.5, 0.5]]
@@ -160,7 +156,7 @@ async fn ollama_uses_api_embed_and_crewai_url_key() {
         "config": {"model_name": "nomic-embed-text", "url": format!("{}/api/embeddings", server.uri())}
     }))
     .expect("CrewAI's ollama form");
-    let embedder = build_embedder_with(&config, &no_env(), &RetryPolicy::none()).expect("builds");
+    let embedder = built(&config, &RetryPolicy::none());
     let vectors = embedder.embed(&texts(&["a", "b"])).await.expect("embeds");
     assert_eq!(vectors, vec![vec![0.1, 0.2], vec![0.3, 0.4]]);
     assert_eq!(
@@ -171,19 +167,12 @@ async fn ollama_uses_api_embed_and_crewai_url_key() {
 
 #[tokio::test]
 async fn openai_compatible_servers_need_only_a_base_url() {
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path("/v1/embeddings"))
-        .respond_with(
-            ResponseTemplate::new(200)
-                .set_body_json(json!({"data": [{"index": 0, "embedding": [2.0]}]})),
-        )
-        .mount(&server)
-        .await;
+    let reply = openai_vectors(json!([{"index": 0, "embedding": [2.0]}]));
+    let server = answering_at("/v1/embeddings", reply).await;
     let config = EmbedderConfig::new("openai-compatible")
         .with_model("bge-small")
         .with_base_url(format!("{}/v1", server.uri()));
-    let embedder = build_embedder_with(&config, &no_env(), &RetryPolicy::none()).expect("builds");
+    let embedder = built(&config, &RetryPolicy::none());
     assert_eq!(
         embedder.embed(&texts(&["x"])).await.expect("embeds"),
         vec![vec![2.0]]
@@ -199,144 +188,93 @@ async fn openai_compatible_servers_need_only_a_base_url() {
         &no_env(),
         &RetryPolicy::none(),
     );
+    let error = without_base.err().map(|e| crewai_llm::error_chain(&e));
     assert!(
-        without_base
-            .err()
-            .is_some_and(|e| e.to_string().contains("base_url"))
+        error.as_ref().is_some_and(|e| e.contains("base_url")),
+        "{error:?}"
     );
+}
+
+/// An OpenAI embedder with `key` for the server at `server`, retrying fast.
+fn openai_at(server: &MockServer, key: &str) -> std::sync::Arc<dyn Embedder> {
+    let config = EmbedderConfig::new("openai")
+        .with_api_key(key)
+        .with_base_url(format!("{}/v1", server.uri()));
+    built(&config, &fast_retries())
 }
 
 #[tokio::test]
 async fn rate_limits_are_retried_and_other_errors_are_not() {
     let server = MockServer::start().await;
+    let limited = json_status(
+        429,
+        &json!({"error": {"message": "Rate limit reached", "type": "requests"}}),
+    );
     Mock::given(method("POST"))
         .and(path("/v1/embeddings"))
-        .respond_with(
-            ResponseTemplate::new(429)
-                .insert_header("retry-after-ms", "5")
-                .set_body_json(
-                    json!({"error": {"message": "Rate limit reached", "type": "requests"}}),
-                ),
-        )
+        .respond_with(limited.insert_header("retry-after-ms", "5"))
         .up_to_n_times(1)
         .mount(&server)
         .await;
-    Mock::given(method("POST"))
-        .and(path("/v1/embeddings"))
-        .respond_with(
-            ResponseTemplate::new(200)
-                .set_body_json(json!({"data": [{"index": 0, "embedding": [1.0]}]})),
-        )
-        .mount(&server)
-        .await;
-    let config = EmbedderConfig::new("openai")
-        .with_api_key("sk")
-        .with_base_url(format!("{}/v1", server.uri()));
-    let embedder = build_embedder_with(&config, &no_env(), &fast_retries()).expect("builds");
+    let reply = openai_vectors(json!([{"index": 0, "embedding": [1.0]}]));
+    common::mount_at(&server, "/v1/embeddings", reply).await;
+    let embedder = openai_at(&server, "sk");
     assert_eq!(
         embedder.embed(&texts(&["x"])).await.expect("retried"),
         vec![vec![1.0]]
     );
-    assert_eq!(
-        server.received_requests().await.unwrap_or_default().len(),
-        2
-    );
+    assert_eq!(sent_bodies(&server).await.len(), 2);
 
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path("/v1/embeddings"))
-        .respond_with(
-            ResponseTemplate::new(401)
-                .set_body_json(json!({"error": {"message": "Incorrect API key provided"}})),
-        )
-        .mount(&server)
-        .await;
-    let config = EmbedderConfig::new("openai")
-        .with_api_key("bad")
-        .with_base_url(format!("{}/v1", server.uri()));
-    let embedder = build_embedder_with(&config, &no_env(), &fast_retries()).expect("builds");
-    let error = embedder.embed(&texts(&["x"])).await.expect_err("bad key");
-    assert!(
-        matches!(&error, LlmError::Authentication { hint, .. } if hint == "OPENAI_API_KEY"),
-        "{error:?}"
+    let refused = json_status(
+        401,
+        &json!({"error": {"message": "Incorrect API key provided"}}),
     );
-    assert_eq!(
-        server.received_requests().await.unwrap_or_default().len(),
-        1
-    );
+    let server = answering_at("/v1/embeddings", refused).await;
+    let error = openai_at(&server, "bad")
+        .embed(&texts(&["x"]))
+        .await
+        .expect_err("bad key");
+    assert_matches!(error, LlmError::Authentication { hint, .. } if hint == "OPENAI_API_KEY");
+    assert_eq!(sent_bodies(&server).await.len(), 1);
 }
 
 #[tokio::test]
 async fn malformed_replies_and_count_mismatches_are_errors() {
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path("/api/embed"))
-        .respond_with(ResponseTemplate::new(200).set_body_json(json!({"embeddings": [[0.1]]})))
-        .mount(&server)
-        .await;
+    let one_vector = json_status(200, &json!({"embeddings": [[0.1]]}));
+    let server = answering_at("/api/embed", one_vector).await;
     let embedder = OllamaEmbedder::new("nomic-embed-text", &server.uri()).expect("builds");
     let error = embedder
         .embed(&texts(&["a", "b"]))
         .await
         .expect_err("one vector for two texts");
-    assert!(
-        matches!(&error, LlmError::MalformedResponse { message, .. } if message.contains("2 texts")),
-        "{error:?}"
-    );
+    assert_matches!(error, LlmError::MalformedResponse { message, .. } if message.contains("2 texts"));
 
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path("/v1/embeddings"))
-        .respond_with(
-            ResponseTemplate::new(200)
-                .set_body_json(json!({"data": [{"index": 0, "embedding": ["x"]}]})),
-        )
-        .mount(&server)
-        .await;
+    let not_numbers = openai_vectors(json!([{"index": 0, "embedding": ["x"]}]));
+    let server = answering_at("/v1/embeddings", not_numbers).await;
     let embedder = OpenAiEmbedder::compatible("local", "m", &format!("{}/v1", server.uri()), None)
         .expect("builds");
     let error = embedder
         .embed(&texts(&["a"]))
         .await
         .expect_err("not numbers");
-    assert!(
-        matches!(error, LlmError::MalformedResponse { .. }),
-        "{error:?}"
-    );
+    assert_matches!(error, LlmError::MalformedResponse { .. });
 }
 
 #[tokio::test]
 async fn empty_input_makes_no_request_and_slow_servers_time_out() {
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(
-            ResponseTemplate::new(200)
-                .set_delay(Duration::from_secs(30))
-                .set_body_json(json!({"embeddings": []})),
-        )
-        .mount(&server)
-        .await;
+    let server = common::answering(common::never_answering(&json!({"embeddings": []}))).await;
     let embedder = OllamaEmbedder::new("nomic-embed-text", &server.uri()).expect("builds");
     assert_eq!(
         embedder.embed(&[]).await.expect("nothing to do"),
         Vec::<Vec<f32>>::new()
     );
-    assert!(
-        server
-            .received_requests()
-            .await
-            .unwrap_or_default()
-            .is_empty()
-    );
+    assert!(sent_bodies(&server).await.is_empty());
 
     let embedder = embedder
         .with_timeout(Duration::from_millis(300))
         .expect("builds");
-    let started = std::time::Instant::now();
-    let error = embedder.embed(&texts(&["a"])).await.expect_err("times out");
-    // The timeout, not the server's 30 s delay, ended it.
-    assert_ended_on_time(started.elapsed(), Duration::from_millis(300));
-    assert!(matches!(error, LlmError::Timeout { .. }), "{error:?}");
+    // The timeout, not the server's 30 s delay, ends it.
+    assert_times_out(Duration::from_millis(300), embedder.embed(&texts(&["a"]))).await;
 }
 
 #[tokio::test]
@@ -344,7 +282,7 @@ async fn the_hash_embedder_needs_no_network() {
     let config: EmbedderConfig =
         serde_json::from_value(json!({"provider": "hash", "config": {"dimensions": 48}}))
             .expect("parses");
-    let embedder = build_embedder_with(&config, &no_env(), &RetryPolicy::none()).expect("builds");
+    let embedder = built(&config, &RetryPolicy::none());
     let vectors = embedder
         .embed(&texts(&["agents and tasks", "agents and tasks"]))
         .await

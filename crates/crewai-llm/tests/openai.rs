@@ -5,7 +5,10 @@ mod common;
 
 use std::time::Duration;
 
-use common::{body_of, build, calculator, calculator_task, json_reply, only_request, openai_at};
+use common::{
+    answering, assert_times_out, body_of, build, calculator, calculator_task, hi, json_reply,
+    json_status, only_request, openai_at, stream_error,
+};
 use crewai_llm::{
     FinishReason, LlmConfig, LlmError, LlmRequest, Message, StreamEvent, ToolCall, ToolChoice,
     collect_stream,
@@ -13,15 +16,6 @@ use crewai_llm::{
 use serde_json::{Value, json};
 use wiremock::matchers::{body_partial_json, header, method, path, query_param};
 use wiremock::{Mock, MockServer, ResponseTemplate};
-
-/// The call ended because its timeout fired, on the wall clock: not before it was due, and within a
-/// second after (the slack covers clock granularity: its timer starts after the test's clock).
-fn assert_ended_on_time(elapsed: Duration, due: Duration) {
-    assert!(
-        elapsed + Duration::from_millis(20) >= due && elapsed <= due + Duration::from_secs(1),
-        "ended after {elapsed:?}; a {due:?} timeout should end it within a second of being due"
-    );
-}
 
 #[tokio::test]
 async fn parallel_tool_calls_are_all_returned() {
@@ -102,11 +96,7 @@ async fn streamed_tool_call_deltas_assemble() {
     ];
     let mut sse: String = chunks.iter().map(|c| format!("data: {c}\n\n")).collect();
     sse.push_str("data: [DONE]\n\n");
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(200).set_body_raw(sse, "text/event-stream"))
-        .mount(&server)
-        .await;
+    let server = answering(ResponseTemplate::new(200).set_body_raw(sse, "text/event-stream")).await;
     let llm = build(&openai_at(&server.uri(), "gpt-4o-mini"), 0);
     let stream = llm
         .stream(LlmRequest::new(calculator_task()).with_tools(vec![calculator()]))
@@ -141,11 +131,7 @@ async fn streamed_tool_call_deltas_assemble() {
 async fn stop_words_are_cut_on_the_client_and_not_sent() {
     let reply = json!({"id": "s", "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant",
         "content": "Thought: use the tool\nAction: calculator\nAction Input: {\"expression\": \"1+1\"}\nObservation: 2 (made up)"}}]});
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(json_reply(reply.to_string()))
-        .mount(&server)
-        .await;
+    let server = answering(json_reply(reply.to_string())).await;
     let config = openai_at(&server.uri(), "gpt-4o-mini").with_stop(vec!["\nObservation:".into()]);
     let response = build(&config, 0)
         .call(LlmRequest::new(vec![Message::user("1+1?")]))
@@ -159,57 +145,48 @@ async fn stop_words_are_cut_on_the_client_and_not_sent() {
     assert!(body_of(&only_request(&server).await).get("stop").is_none());
 }
 
-fn error_body(message: &str, kind: &str, code: &str) -> String {
-    json!({"error": {"message": message, "type": kind, "param": null, "code": code}}).to_string()
+/// An OpenAI error reply.
+fn openai_error(status: u16, message: &str, kind: &str, code: &str) -> ResponseTemplate {
+    json_status(
+        status,
+        &json!({"error": {"message": message, "type": kind, "param": null, "code": code}}),
+    )
 }
 
 #[tokio::test]
 async fn error_statuses_become_typed_errors() {
     let server = MockServer::start().await;
-    let cases: [(&str, u16, String); 4] = [
+    let invalid = "invalid_request_error";
+    let cases = [
         (
             "auth",
             401,
-            error_body(
-                "Incorrect API key provided: sk-test.",
-                "invalid_request_error",
-                "invalid_api_key",
-            ),
+            "Incorrect API key provided: sk-test.",
+            "invalid_api_key",
         ),
         (
             "missing",
             404,
-            error_body(
-                "The model `gpt-9` does not exist or you do not have access to it.",
-                "invalid_request_error",
-                "model_not_found",
-            ),
+            "The model `gpt-9` does not exist or you do not have access to it.",
+            "model_not_found",
         ),
         (
             "overflow",
             400,
-            error_body(
-                "This model's maximum context length is 128000 tokens. However, your messages resulted in 130000 tokens.",
-                "invalid_request_error",
-                "context_length_exceeded",
-            ),
+            "This model's maximum context length is 128000 tokens. However, your messages resulted in 130000 tokens.",
+            "context_length_exceeded",
         ),
         (
             "bad",
             400,
-            error_body(
-                "Invalid value for 'temperature'.",
-                "invalid_request_error",
-                "invalid_value",
-            ),
+            "Invalid value for 'temperature'.",
+            "invalid_value",
         ),
     ];
-    for (prefix, status, body) in &cases {
+    for (prefix, status, message, code) in cases {
         Mock::given(method("POST"))
             .and(path(format!("/{prefix}/v1/chat/completions")))
-            .respond_with(
-                ResponseTemplate::new(*status).set_body_raw(body.clone(), "application/json"),
-            )
+            .respond_with(openai_error(status, message, invalid, code))
             .mount(&server)
             .await;
     }
@@ -218,30 +195,15 @@ async fn error_statuses_become_typed_errors() {
             &openai_at(&format!("{}/{prefix}", server.uri()), "gpt-9"),
             2,
         );
-        async move { llm.call(LlmRequest::new(vec![Message::user("hi")])).await }
+        async move { common::call_error(llm.as_ref(), hi()).await }
     };
-    match call("auth").await {
-        Err(LlmError::Authentication {
-            provider,
-            hint,
-            message,
-        }) => {
-            assert_eq!(
-                (provider.as_str(), hint.as_str()),
-                ("openai", "OPENAI_API_KEY")
-            );
-            assert!(message.starts_with("Incorrect API key"));
-        }
-        other => panic!("{other:?}"),
-    }
-    assert!(
-        matches!(call("missing").await, Err(LlmError::ModelNotFound { model, .. }) if model == "gpt-9")
-    );
-    let overflow = call("overflow").await.err().unwrap_or(LlmError::Cancelled);
+    assert_matches!(call("auth").await, LlmError::Authentication { provider, hint, message }
+        if provider == "openai" && hint == "OPENAI_API_KEY" && message.starts_with("Incorrect API key"));
+    assert_matches!(call("missing").await, LlmError::ModelNotFound { model, .. } if model == "gpt-9");
+    let overflow = call("overflow").await;
     assert!(overflow.is_context_length(), "{overflow:?}");
-    assert!(
-        matches!(call("bad").await, Err(LlmError::InvalidRequest { status: 400, message, .. }) if message.contains("temperature"))
-    );
+    assert_matches!(call("bad").await, LlmError::InvalidRequest { status: 400, message, .. }
+        if message.contains("temperature"));
     // Non-retryable errors are not retried.
     let requests = server.received_requests().await.unwrap_or_default();
     assert_eq!(requests.len(), 4);
@@ -250,30 +212,21 @@ async fn error_statuses_become_typed_errors() {
 #[tokio::test]
 async fn rate_limit_is_retried_after_retry_after() {
     let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(
-            ResponseTemplate::new(429)
-                .insert_header("retry-after-ms", "20")
-                .set_body_raw(
-                    error_body(
-                        "Rate limit reached for gpt-4o-mini",
-                        "requests",
-                        "rate_limit_exceeded",
-                    ),
-                    "application/json",
-                ),
-        )
-        .up_to_n_times(1)
-        .mount(&server)
-        .await;
-    Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(500).set_body_raw(
-            error_body("The server had an error", "server_error", ""),
-            "application/json",
-        ))
-        .up_to_n_times(1)
-        .mount(&server)
-        .await;
+    let limited = openai_error(
+        429,
+        "Rate limit reached for gpt-4o-mini",
+        "requests",
+        "rate_limit_exceeded",
+    )
+    .insert_header("retry-after-ms", "20");
+    let failed = openai_error(500, "The server had an error", "server_error", "");
+    for once in [limited, failed] {
+        Mock::given(method("POST"))
+            .respond_with(once)
+            .up_to_n_times(1)
+            .mount(&server)
+            .await;
+    }
     let ok = json!({"id": "ok", "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "finally"}}]});
     Mock::given(method("POST"))
         .respond_with(json_reply(ok.to_string()))
@@ -281,7 +234,7 @@ async fn rate_limit_is_retried_after_retry_after() {
         .await;
 
     let response = build(&openai_at(&server.uri(), "gpt-4o-mini"), 2)
-        .call(LlmRequest::new(vec![Message::user("hi")]))
+        .call(hi())
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(response.content.as_deref(), Some("finally"));
@@ -293,33 +246,12 @@ async fn rate_limit_is_retried_after_retry_after() {
 
 #[tokio::test]
 async fn retries_are_bounded_and_the_last_error_is_kept() {
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(
-            ResponseTemplate::new(429)
-                .insert_header("retry-after", "1")
-                .set_body_raw(
-                    error_body("slow down", "requests", "rate_limit_exceeded"),
-                    "application/json",
-                ),
-        )
-        .mount(&server)
-        .await;
-    let error = build(&openai_at(&server.uri(), "gpt-4o-mini"), 2)
-        .call(LlmRequest::new(vec![Message::user("hi")]))
-        .await
-        .err();
-    match error {
-        Some(LlmError::RateLimited {
-            retry_after,
-            message,
-            ..
-        }) => {
-            assert_eq!(retry_after, Some(Duration::from_secs(1)));
-            assert_eq!(message, "slow down");
-        }
-        other => panic!("{other:?}"),
-    }
+    let limited = openai_error(429, "slow down", "requests", "rate_limit_exceeded");
+    let server = answering(limited.insert_header("retry-after", "1")).await;
+    let llm = build(&openai_at(&server.uri(), "gpt-4o-mini"), 2);
+    let error = common::call_error(llm.as_ref(), hi()).await;
+    assert_matches!(error, LlmError::RateLimited { retry_after: Some(wait), message, .. }
+        if *wait == Duration::from_secs(1) && message == "slow down");
     assert_eq!(
         server.received_requests().await.unwrap_or_default().len(),
         3,
@@ -329,24 +261,12 @@ async fn retries_are_bounded_and_the_last_error_is_kept() {
 
 #[tokio::test]
 async fn a_server_that_never_answers_times_out() {
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(json_reply("{}").set_delay(Duration::from_secs(30)))
-        .mount(&server)
-        .await;
+    let server = answering(common::never_answering(&json!({}))).await;
     let config = openai_at(&server.uri(), "gpt-4o-mini").with_timeout(0.2);
     let llm = build(&config, 0);
-    let started = std::time::Instant::now();
-    let error = llm
-        .call(LlmRequest::new(vec![Message::user("hi")]))
-        .await
-        .err();
-    // The timeout, not the server's 30 s delay, ended it.
-    assert_ended_on_time(started.elapsed(), Duration::from_millis(200));
-    assert!(
-        matches!(error, Some(LlmError::Timeout { ref provider, .. }) if provider == "openai"),
-        "{error:?}"
-    );
+    // The timeout, not the server's 30 s delay, ends it.
+    let error = assert_times_out(Duration::from_millis(200), llm.call(hi())).await;
+    assert_matches!(error, LlmError::Timeout { provider, .. } if provider == "openai");
 }
 
 #[tokio::test]
@@ -354,63 +274,48 @@ async fn nothing_listening_is_a_connection_error() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap_or_else(|e| panic!("{e}"));
     let address = listener.local_addr().unwrap_or_else(|e| panic!("{e}"));
     drop(listener);
-    let error = build(&openai_at(&format!("http://{address}"), "gpt-4o-mini"), 0)
-        .call(LlmRequest::new(vec![Message::user("hi")]))
-        .await
-        .err();
-    assert!(
-        matches!(error, Some(LlmError::Connection { .. })),
-        "{error:?}"
-    );
+    let llm = build(&openai_at(&format!("http://{address}"), "gpt-4o-mini"), 0);
+    let error = common::call_error(llm.as_ref(), hi()).await;
+    assert_matches!(error, LlmError::Connection { .. });
+    // The socket's error is the cause, shown after what failed.
+    let text = crewai_llm::error_chain(&error);
+    assert!(text.starts_with("openai: connection failed: "), "{text}");
 }
 
 #[tokio::test]
 async fn malformed_bodies_are_reported() {
     let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path("/html/v1/chat/completions"))
-        .respond_with(ResponseTemplate::new(200).set_body_raw("<html>gateway</html>", "text/html"))
-        .mount(&server)
-        .await;
-    Mock::given(method("POST"))
-        .and(path("/empty/v1/chat/completions"))
-        .respond_with(json_reply(r#"{"id":"x","choices":[]}"#))
-        .mount(&server)
-        .await;
-    Mock::given(method("POST"))
-        .and(path("/cut/v1/chat/completions"))
-        .respond_with(ResponseTemplate::new(200).set_body_raw(
-            "data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"half\"}}]}\n\n",
-            "text/event-stream",
-        ))
-        .mount(&server)
-        .await;
-    for prefix in ["html", "empty"] {
-        let error = build(
+    let cut = ResponseTemplate::new(200).set_body_raw(
+        "data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"half\"}}]}\n\n",
+        "text/event-stream",
+    );
+    let replies = [
+        (
+            "html",
+            ResponseTemplate::new(200).set_body_raw("<html>gateway</html>", "text/html"),
+        ),
+        ("empty", json_reply(r#"{"id":"x","choices":[]}"#)),
+        ("cut", cut),
+    ];
+    for (prefix, reply) in replies {
+        Mock::given(method("POST"))
+            .and(path(format!("/{prefix}/v1/chat/completions")))
+            .respond_with(reply)
+            .mount(&server)
+            .await;
+    }
+    let at = |prefix: &str| {
+        build(
             &openai_at(&format!("{}/{prefix}", server.uri()), "gpt-4o-mini"),
             0,
         )
-        .call(LlmRequest::new(vec![Message::user("hi")]))
-        .await
-        .err();
-        assert!(
-            matches!(error, Some(LlmError::MalformedResponse { .. })),
-            "{prefix}: {error:?}"
-        );
+    };
+    for prefix in ["html", "empty"] {
+        let error = common::call_error(at(prefix).as_ref(), hi()).await;
+        assert_matches!(error, LlmError::MalformedResponse { .. });
     }
-    let llm = build(
-        &openai_at(&format!("{}/cut", server.uri()), "gpt-4o-mini"),
-        0,
-    );
-    let stream = llm
-        .stream(LlmRequest::new(vec![Message::user("hi")]))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    let error = collect_stream(stream, |_| {}).await.err();
-    assert!(
-        matches!(error, Some(LlmError::MalformedResponse { .. })),
-        "{error:?}"
-    );
+    let error = stream_error(at("cut").as_ref(), hi()).await;
+    assert_matches!(error, LlmError::MalformedResponse { .. });
 }
 
 #[tokio::test]
@@ -434,10 +339,7 @@ async fn azure_uses_deployment_urls_and_api_key_header() {
         .with_retry_policy(common::fast_retries(0));
     let llm = crewai_llm::build_llm_with(&LlmConfig::new("azure/my-gpt4o"), &options)
         .unwrap_or_else(|e| panic!("{e}"));
-    let response = llm
-        .call(LlmRequest::new(vec![Message::user("hi")]))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let response = llm.call(hi()).await.unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(response.content.as_deref(), Some("from azure"));
     let request = only_request(&server).await;
     assert!(request.headers.get("authorization").is_none());
@@ -462,7 +364,7 @@ async fn ollama_and_local_servers_work_without_a_key() {
     let llm = crewai_llm::build_llm_with(&LlmConfig::new("ollama/llama3.1"), &options)
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(
-        llm.call(LlmRequest::new(vec![Message::user("hi")]))
+        llm.call(hi())
             .await
             .unwrap_or_else(|e| panic!("{e}"))
             .content
@@ -474,9 +376,7 @@ async fn ollama_and_local_servers_work_without_a_key() {
         .with_env_vars([("OPENAI_BASE_URL", format!("{}/v1", server.uri()))]);
     let llm = crewai_llm::build_llm_with(&LlmConfig::new("my-local-model"), &options)
         .unwrap_or_else(|e| panic!("{e}"));
-    llm.call(LlmRequest::new(vec![Message::user("hi")]))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    llm.call(hi()).await.unwrap_or_else(|e| panic!("{e}"));
     let requests = server.received_requests().await.unwrap_or_default();
     assert_eq!(requests.len(), 2);
     assert!(
@@ -508,7 +408,7 @@ async fn extra_headers_and_body_params_are_sent() {
         .insert("x-team".into(), "research".into());
     config.extra_body.insert("user".into(), json!("crew-1"));
     let response = build(&config, 0)
-        .call(LlmRequest::new(vec![Message::user("hi")]))
+        .call(hi())
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(response.finish_reason, FinishReason::Length);
@@ -549,7 +449,7 @@ async fn stream_true_in_config_streams_under_a_plain_call() {
         .await;
     let config = openai_at(&server.uri(), "gpt-4o-mini").with_stream(true);
     let response = build(&config, 0)
-        .call(LlmRequest::new(vec![Message::user("hi")]))
+        .call(hi())
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(response.content.as_deref(), Some("Hello"));

@@ -86,8 +86,9 @@ async fn https_is_verified_against_the_platform_roots_and_speaks_http2() {
     let untrusting = NetworkTransport::new(Duration::from_millis(3_001), Duration::from_secs(10))
         .unwrap_or_else(|e| panic!("{e}"));
     match untrusting.send(request(port), &context).await {
-        Err(LlmError::Connection { message, .. }) => {
-            assert!(message.to_lowercase().contains("certificate"), "{message}");
+        Err(error @ LlmError::Connection { .. }) => {
+            let text = crewai_llm::error_chain(&error);
+            assert!(text.to_lowercase().contains("certificate"), "{text}");
         }
         other => panic!("an unknown issuer must be refused, got {other:?}"),
     }

@@ -169,7 +169,9 @@ async fn a_server_that_never_answers_times_out() {
     // The timeout, not a server that never writes, ended it.
     assert_ended_on_time(started.elapsed(), Duration::from_millis(300));
     match sent {
-        Err(LlmError::Timeout { provider, after }) => {
+        Err(LlmError::Timeout {
+            provider, after, ..
+        }) => {
             assert_eq!(provider, "test");
             assert_eq!(after, Duration::from_millis(300));
         }
@@ -190,9 +192,11 @@ async fn a_refused_connection_is_a_connection_error() {
         .unwrap_or_else(|e| panic!("{e}"));
     let url = format!("http://127.0.0.1:{port}/v1/chat/completions");
     match transport.send(post(url, "{}", false), &context()).await {
-        Err(LlmError::Connection { provider, message }) => {
-            assert_eq!(provider, "test");
-            assert!(!message.is_empty());
+        Err(error @ LlmError::Connection { .. }) => {
+            // The socket's own error is kept as the cause, after what failed at this level.
+            let text = crewai_llm::error_chain(&error);
+            assert!(text.starts_with("test: connection failed: "), "{text}");
+            assert!(text.len() > "test: connection failed: ".len(), "{text}");
         }
         other => panic!("expected a connection error, got {other:?}"),
     }
@@ -207,7 +211,13 @@ async fn urls_that_are_not_http_are_refused_up_front() {
             .send(post(url.into(), "{}", false), &context())
             .await
         {
-            Err(LlmError::Config(message)) => assert!(message.contains("invalid URL"), "{message}"),
+            Err(error @ (LlmError::Config(_) | LlmError::InvalidConfig { .. })) => {
+                let text = crewai_llm::error_chain(&error);
+                assert!(
+                    text.starts_with("invalid LLM configuration: invalid URL"),
+                    "{text}"
+                );
+            }
             other => panic!("{url}: expected a config error, got {other:?}"),
         }
     }

@@ -6,7 +6,7 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{build, openai_at};
+use common::{answering, build, call_error, hi, openai_at};
 use crewai_llm::{
     FallbackLayer, LayeredLlm, Llm, LlmConfig, LlmError, LlmRequest, Message, RateLimitLayer,
     RateLimiter, RetryLayer, ScriptedLlm,
@@ -22,14 +22,11 @@ fn answer(text: &str) -> ResponseTemplate {
 
 #[tokio::test]
 async fn falls_back_to_the_next_model_after_retries() {
-    let primary = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(503).set_body_raw(
-            r#"{"error":{"message":"overloaded","type":"server_error"}}"#,
-            "application/json",
-        ))
-        .mount(&primary)
-        .await;
+    let primary = answering(ResponseTemplate::new(503).set_body_raw(
+        r#"{"error":{"message":"overloaded","type":"server_error"}}"#,
+        "application/json",
+    ))
+    .await;
     let backup = MockServer::start().await;
     Mock::given(method("POST"))
         .and(body_partial_json(json!({"model": "gpt-4o-mini"})))
@@ -41,7 +38,7 @@ async fn falls_back_to_the_next_model_after_retries() {
     let config =
         openai_at(&primary.uri(), "gpt-4o").with_fallback(openai_at(&backup.uri(), "gpt-4o-mini"));
     let response = build(&config, 1)
-        .call(LlmRequest::new(vec![Message::user("hi")]))
+        .call(hi())
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(response.content.as_deref(), Some("from the backup"));
@@ -54,17 +51,11 @@ async fn falls_back_to_the_next_model_after_retries() {
 
 #[tokio::test]
 async fn all_fallbacks_failing_reports_every_attempt() {
-    let down = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(502).set_body_raw("bad gateway", "text/plain"))
-        .mount(&down)
-        .await;
+    let down =
+        answering(ResponseTemplate::new(502).set_body_raw("bad gateway", "text/plain")).await;
     let config =
         openai_at(&down.uri(), "gpt-4o").with_fallback(openai_at(&down.uri(), "gpt-4o-mini"));
-    match build(&config, 0)
-        .call(LlmRequest::new(vec![Message::user("hi")]))
-        .await
-    {
+    match build(&config, 0).call(hi()).await {
         Err(LlmError::AllFallbacksFailed { last, attempts }) => {
             assert_eq!(attempts.len(), 2);
             assert!(
@@ -80,14 +71,11 @@ async fn all_fallbacks_failing_reports_every_attempt() {
 
 #[tokio::test]
 async fn non_retryable_errors_do_not_fall_back() {
-    let primary = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(
-            ResponseTemplate::new(401)
-                .set_body_raw(r#"{"error":{"message":"bad key"}}"#, "application/json"),
-        )
-        .mount(&primary)
-        .await;
+    let primary = answering(
+        ResponseTemplate::new(401)
+            .set_body_raw(r#"{"error":{"message":"bad key"}}"#, "application/json"),
+    )
+    .await;
     let backup = MockServer::start().await;
     Mock::given(method("POST"))
         .respond_with(answer("unused"))
@@ -96,14 +84,8 @@ async fn non_retryable_errors_do_not_fall_back() {
         .await;
     let config =
         openai_at(&primary.uri(), "gpt-4o").with_fallback(openai_at(&backup.uri(), "gpt-4o-mini"));
-    let error = build(&config, 0)
-        .call(LlmRequest::new(vec![Message::user("hi")]))
-        .await
-        .err();
-    assert!(
-        matches!(error, Some(LlmError::Authentication { .. })),
-        "{error:?}"
-    );
+    let error = call_error(build(&config, 0).as_ref(), hi()).await;
+    assert_matches!(error, LlmError::Authentication { .. });
 }
 
 #[tokio::test]
@@ -163,17 +145,11 @@ async fn agents_share_one_rate_limit() {
 
 #[tokio::test]
 async fn max_rpm_in_config_holds_back_real_calls() {
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(answer("ok"))
-        .mount(&server)
-        .await;
+    let server = answering(answer("ok")).await;
     let mut config = openai_at(&server.uri(), "gpt-4o-mini");
     config.max_rpm = Some(1);
     let llm = build(&config, 0);
-    llm.call(LlmRequest::new(vec![Message::user("hi")]))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    llm.call(hi()).await.unwrap_or_else(|e| panic!("{e}"));
     // The next slot is a minute away: the second call is still waiting, and nothing was sent.
     let waited = tokio::time::timeout(
         Duration::from_millis(200),
@@ -223,12 +199,7 @@ async fn scripted_llm_serves_in_order_and_records_requests() {
         .collect();
     assert_eq!(seen, ["one", "two", "three"]);
     assert_eq!(shared.remaining(), 0);
-    let exhausted = llm
-        .call(LlmRequest::default())
-        .await
-        .err()
-        .map(|e| e.to_string())
-        .unwrap_or_default();
+    let exhausted = crewai_llm::error_chain(&call_error(&llm, LlmRequest::default()).await);
     assert!(
         exhausted.contains("no response left for call 4"),
         "{exhausted}"
@@ -238,10 +209,7 @@ async fn scripted_llm_serves_in_order_and_records_requests() {
 #[tokio::test]
 async fn scripted_llm_works_under_the_fallback_and_retry_layers() {
     let flaky = ScriptedLlm::new("flaky")
-        .then_error(LlmError::Connection {
-            provider: "scripted".into(),
-            message: "reset".into(),
-        })
+        .then_error(LlmError::connection("scripted", "reset"))
         .then_text("second try");
     let unused = ScriptedLlm::new("backup").then_text("never asked");
     let chain = LayeredLlm::builder(Arc::new(flaky.clone()))
@@ -249,10 +217,7 @@ async fn scripted_llm_works_under_the_fallback_and_retry_layers() {
         .layer(RetryLayer::new(common::fast_retries(2)))
         .build();
     assert_eq!(chain.layer_names(), ["fallback", "retry"]);
-    let reply = chain
-        .call(LlmRequest::new(vec![Message::user("hi")]))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let reply = chain.call(hi()).await.unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(reply.content.as_deref(), Some("second try"));
     assert_eq!(flaky.requests().len(), 2);
     assert!(

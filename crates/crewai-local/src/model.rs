@@ -13,7 +13,7 @@ use candle_transformers::models::quantized_llama::{MAX_SEQ_LEN, ModelWeights};
 
 use crate::chat::ChatTemplate;
 use crate::constrained::{Constraint, Pick, Step, TokenGrammar, TokenTexts};
-use crate::error::{LocalError, candle_error};
+use crate::error::{LocalError, candle_error, io_error};
 use crate::json_grammar::JsonGrammar;
 use crate::react_grammar::{ReactForm, ReactGrammar};
 use crate::tokenizer::GgufTokenizer;
@@ -134,11 +134,7 @@ const LARGEST_PREFILL_CHUNK: usize = 256;
 impl LoadedModel {
     /// Reads a GGUF file and builds the model (blocking; about half a second for SmolLM2).
     pub fn load(path: &Path, format: WeightFormat) -> Result<Self, LocalError> {
-        let io_error = |e: std::io::Error| LocalError::Io {
-            path: path.to_path_buf(),
-            message: e.to_string(),
-        };
-        let mut file = File::open(path).map_err(io_error)?;
+        let mut file = File::open(path).map_err(io_error(path))?;
         let content = Content::read(&mut file).map_err(candle_error(path))?;
         let architecture = content
             .metadata
@@ -146,9 +142,9 @@ impl LoadedModel {
             .and_then(|v| v.to_string().ok())
             .cloned();
         if architecture.as_deref() != Some("llama") {
-            return Err(LocalError::InvalidModel {
+            return Err(LocalError::UnsupportedModel {
                 path: path.to_path_buf(),
-                message: format!(
+                reason: format!(
                     "architecture is {architecture:?}; only llama-family models are supported"
                 ),
             });
@@ -211,7 +207,7 @@ impl LoadedModel {
         mut on_text: impl FnMut(&str) -> bool,
     ) -> Result<Generation, LocalError> {
         if prompt.is_empty() {
-            return Err(LocalError::Inference("the prompt is empty".into()));
+            return Err(LocalError::inference("the prompt is empty"));
         }
         if prompt.len() >= self.context_window {
             return Err(LocalError::ContextOverflow {
@@ -248,7 +244,8 @@ impl LoadedModel {
             }
             None => None,
         };
-        let inference = |e: candle_core::Error| LocalError::Inference(e.to_string());
+        let inference =
+            |e: candle_core::Error| LocalError::inference_from("a decoding step failed", e);
         self.weights.clear_kv_cache();
 
         let mut logits = self.prefill(prompt).map_err(inference)?;
@@ -457,13 +454,7 @@ impl StopWordStream {
             .min()
         {
             self.text.truncate(cut);
-            let piece = self
-                .text
-                .get(self.emitted..)
-                .unwrap_or_default()
-                .to_string();
-            self.emitted = self.text.len();
-            return Advance::Stopped(piece);
+            return Advance::Stopped(self.take_until(cut));
         }
         // A token may end inside a multi-byte character (decoded as U+FFFD): wait for the rest.
         let mut safe = self.text.trim_end_matches('\u{FFFD}').len();
@@ -474,24 +465,22 @@ impl StopWordStream {
                 }
             }
         }
-        let safe = safe.max(self.emitted);
-        let piece = self
-            .text
-            .get(self.emitted..safe)
-            .unwrap_or_default()
-            .to_string();
-        self.emitted = safe;
-        Advance::Emit(piece)
+        Advance::Emit(self.take_until(safe.max(self.emitted)))
     }
 
     /// The text held back, at the end of the reply.
     fn finish(&mut self) -> String {
+        self.take_until(self.text.len())
+    }
+
+    /// The text after what was emitted so far, up to byte `end`, now counted as emitted.
+    fn take_until(&mut self, end: usize) -> String {
         let piece = self
             .text
-            .get(self.emitted..)
+            .get(self.emitted..end)
             .unwrap_or_default()
             .to_string();
-        self.emitted = self.text.len();
+        self.emitted = end;
         piece
     }
 

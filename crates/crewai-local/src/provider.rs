@@ -117,9 +117,7 @@ impl LocalLlm {
             .get_or_try_init(|| async move {
                 let loaded = tokio::task::spawn_blocking(move || load(&source, format))
                     .await
-                    .map_err(|e| {
-                        LocalError::Inference(format!("the model loader stopped: {e}"))
-                    })??;
+                    .map_err(|e| LocalError::inference_from("the model loader stopped", e))??;
                 Ok::<_, LocalError>(Arc::new(tokio::sync::Mutex::new(loaded)))
             })
             .await?;

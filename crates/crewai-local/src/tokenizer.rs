@@ -46,19 +46,17 @@ impl std::fmt::Debug for GgufTokenizer {
 impl GgufTokenizer {
     /// Reads only the metadata of a GGUF file and builds its tokenizer (no weights are loaded).
     pub fn from_file(path: &Path) -> Result<Self, LocalError> {
-        let mut file = std::fs::File::open(path).map_err(|e| LocalError::Io {
-            path: path.to_path_buf(),
-            message: e.to_string(),
-        })?;
+        let mut file = std::fs::File::open(path).map_err(crate::error::io_error(path))?;
         let content = Content::read(&mut file).map_err(crate::error::candle_error(path))?;
         Self::from_gguf(&content, path)
     }
 
     /// Builds the tokenizer from a GGUF file's metadata; `path` is only used in errors.
     pub fn from_gguf(content: &Content, path: &Path) -> Result<Self, LocalError> {
-        let fail = |message: String| LocalError::Tokenizer {
+        let fail = |reason: String| LocalError::Tokenizer {
             path: path.to_path_buf(),
-            message,
+            reason,
+            source: None,
         };
         let metadata = &content.metadata;
         let model = metadata
@@ -70,8 +68,8 @@ impl GgufTokenizer {
                 "tokenizer.ggml.model is {model:?}; only byte-level BPE (`gpt2`) tokenizers are supported"
             )));
         }
-        let tokens = string_array(metadata, "tokenizer.ggml.tokens").map_err(&fail)?;
-        let merges = string_array(metadata, "tokenizer.ggml.merges").map_err(&fail)?;
+        let tokens = string_array(metadata, "tokenizer.ggml.tokens", path)?;
+        let merges = string_array(metadata, "tokenizer.ggml.merges", path)?;
         let control = match metadata.get("tokenizer.ggml.token_type").map(Value::to_vec) {
             Some(Ok(types)) => types
                 .iter()
@@ -105,7 +103,11 @@ impl GgufTokenizer {
                 merges,
             )
             .build()
-            .map_err(|e| fail(e.to_string()))?;
+            .map_err(|source| LocalError::Tokenizer {
+                path: path.to_path_buf(),
+                reason: "the BPE model cannot be built from the vocabulary and merges".into(),
+                source: Some(source),
+            })?;
 
         let pre = metadata
             .get("tokenizer.ggml.pre")
@@ -142,7 +144,7 @@ impl GgufTokenizer {
         let encoding = self
             .inner
             .encode(text, false)
-            .map_err(|e| LocalError::Inference(format!("tokenizing failed: {e}")))?;
+            .map_err(|e| LocalError::inference_from("tokenizing failed", e))?;
         Ok(encoding.get_ids().to_vec())
     }
 
@@ -155,7 +157,7 @@ impl GgufTokenizer {
             .collect();
         self.inner
             .decode(&plain, false)
-            .map_err(|e| LocalError::Inference(format!("decoding failed: {e}")))
+            .map_err(|e| LocalError::inference_from("decoding failed", e))
     }
 
     /// The id of a token spelled exactly `text` (`<|im_end|>`).
@@ -183,14 +185,26 @@ impl GgufTokenizer {
     }
 }
 
-fn string_array(metadata: &HashMap<String, Value>, key: &str) -> Result<Vec<String>, String> {
+fn string_array(
+    metadata: &HashMap<String, Value>,
+    key: &str,
+    path: &Path,
+) -> Result<Vec<String>, LocalError> {
+    let fail = |source: Option<candle_core::Error>| LocalError::Tokenizer {
+        path: path.to_path_buf(),
+        reason: match source {
+            None => format!("{key} is missing"),
+            Some(_) => format!("{key} is not a list of strings"),
+        },
+        source: source.map(Into::into),
+    };
     let values = metadata
         .get(key)
-        .ok_or_else(|| format!("{key} is missing"))?
+        .ok_or_else(|| fail(None))?
         .to_vec()
-        .map_err(|e| format!("{key}: {e}"))?;
+        .map_err(|e| fail(Some(e)))?;
     values
         .iter()
-        .map(|v| v.to_string().cloned().map_err(|e| format!("{key}: {e}")))
+        .map(|v| v.to_string().cloned().map_err(|e| fail(Some(e))))
         .collect()
 }

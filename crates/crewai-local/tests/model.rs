@@ -8,6 +8,7 @@ use std::process::ExitCode;
 
 use crewai_llm::{FinishReason, Llm, LlmConfig, LlmRequest, Message, StreamEvent};
 use crewai_local::{GgufTokenizer, LocalLlm, cache};
+use crewai_testkit::fixtures::itinerary_schema;
 use crewai_testkit::prereq::{Prerequisite, Suite, block_on_multi_thread};
 use futures::StreamExt;
 
@@ -17,11 +18,7 @@ fn model_path() -> PathBuf {
 }
 
 fn model() -> Prerequisite {
-    Prerequisite::file(
-        "the embedded model SmolLM2-135M",
-        model_path(),
-        "run `cargo run -q -p crewai-cli -- models pull` (it downloads into CREWAI_MODELS_DIR, default ~/.cache/crewai/models)",
-    )
+    Prerequisite::embedded_model(model_path())
 }
 
 fn main() -> ExitCode {
@@ -245,26 +242,9 @@ async fn a_missing_gguf_file_is_a_clear_error() {
         .call(question())
         .await
         .err()
-        .map(|e| e.to_string())
+        .map(|e| crewai_llm::error_chain(&e))
         .unwrap_or_default();
     assert!(error.contains("/nonexistent/model.gguf"), "{error}");
-}
-
-fn itinerary_schema() -> serde_json::Value {
-    serde_json::json!({
-        "title": "Itinerary",
-        "type": "object",
-        "properties": {
-            "city": {"type": "string"},
-            "days": {"type": "array", "items": {
-                "type": "object",
-                "properties": {"date": {"type": "string"}, "plan": {"type": "string"}},
-                "required": ["date", "plan"]
-            }},
-            "budget_total": {"type": "number"}
-        },
-        "required": ["city", "days", "budget_total"]
-    })
 }
 
 fn structured(question: &str, schema: serde_json::Value) -> LlmRequest {

@@ -14,11 +14,7 @@ use crewai_testkit::prereq::{Prerequisite, Suite};
 use serde_json::json;
 
 fn model() -> Prerequisite {
-    Prerequisite::file(
-        "the embedded model SmolLM2-135M",
-        cache::SMOLLM2_135M.path_in(&cache::models_dir()),
-        "run `cargo run -q -p crewai-cli -- models pull` (it downloads into CREWAI_MODELS_DIR, default ~/.cache/crewai/models)",
-    )
+    Prerequisite::embedded_model(cache::SMOLLM2_135M.path_in(&cache::models_dir()))
 }
 
 fn main() -> ExitCode {

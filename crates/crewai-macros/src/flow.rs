@@ -31,11 +31,12 @@ struct FlowOptions {
 
 impl FlowOptions {
     fn parse(attr: TokenStream2, default_crate: &str) -> syn::Result<FlowOptions> {
+        let krate = syn::parse_str(default_crate)?;
         let mut options = FlowOptions {
+            krate,
             state: None,
             name: None,
             persist: false,
-            krate: syn::parse_str(default_crate)?,
         };
         let parser = |input: ParseStream<'_>| -> syn::Result<()> {
             while !input.is_empty() {
@@ -519,10 +520,7 @@ mod tests {
     use super::*;
 
     fn error_of(attr: TokenStream2, item: TokenStream2) -> String {
-        match expand_flow(attr, item, "::crewai_flow") {
-            Ok(tokens) => panic!("expected an error, got {tokens}"),
-            Err(error) => error.to_string(),
-        }
+        crate::expansion_error(expand_flow(attr, item, "::crewai_flow"))
     }
 
     #[test]

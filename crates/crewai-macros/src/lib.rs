@@ -514,15 +514,21 @@ fn expand(
     })
 }
 
+/// The message of an expansion that must fail (for the tests of both macros).
+#[cfg(test)]
+fn expansion_error(expansion: syn::Result<TokenStream2>) -> String {
+    match expansion {
+        Ok(tokens) => panic!("expected an error, got {tokens}"),
+        Err(error) => error.to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn error_of(attr: TokenStream2, item: TokenStream2) -> String {
-        match expand(attr, item, "::crewai_tools") {
-            Ok(tokens) => panic!("expected an error, got {tokens}"),
-            Err(error) => error.to_string(),
-        }
+        expansion_error(expand(attr, item, "::crewai_tools"))
     }
 
     #[test]

@@ -202,7 +202,7 @@ async fn arguments_that_do_not_fit_are_reported_not_panicked() {
         .await
         .unwrap_err();
     assert!(
-        matches!(&error, ToolError::InvalidArguments(message) if message.contains("word_counter")),
+        matches!(&error, ToolError::ArgumentsDoNotFit { tool, .. } if tool == "word_counter"),
         "{error:?}"
     );
 }

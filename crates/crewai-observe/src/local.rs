@@ -25,21 +25,24 @@ pub fn traces_dir(project_root: &Path) -> PathBuf {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum TraceError {
-    #[error("cannot write the trace {}: {source}", .path.display())]
+    #[error("cannot write the trace {}", .path.display())]
     Write {
         path: PathBuf,
+        #[source]
         source: std::io::Error,
     },
-    #[error("cannot read {}: {source}", .path.display())]
+    #[error("cannot read {}", .path.display())]
     Read {
         path: PathBuf,
+        #[source]
         source: std::io::Error,
     },
-    #[error("{} line {line} is not a trace event: {message}", .path.display())]
+    #[error("{} line {line} is not a trace event", .path.display())]
     Corrupt {
         path: PathBuf,
         line: usize,
-        message: String,
+        #[source]
+        source: serde_json::Error,
     },
     /// The writer fell behind the run and the bus dropped events rather than wait for it.
     #[error("the trace {} misses {dropped} event(s): its writer fell behind the run", .path.display())]
@@ -106,7 +109,7 @@ fn log_error(path: &Path, error: EventLogError) -> TraceError {
         // EventLogError is non_exhaustive; a kind this crate does not know is still a failed write.
         other => TraceError::Write {
             path,
-            source: std::io::Error::other(other.to_string()),
+            source: std::io::Error::other(other),
         },
     }
 }
@@ -166,7 +169,7 @@ impl RunTrace {
             return Err(TraceError::Corrupt {
                 path: path.to_path_buf(),
                 line: index + 1,
-                message: error.to_string(),
+                source: error,
             });
         }
         let id = path

@@ -54,8 +54,12 @@ pub enum OtelError {
         "OTEL_EXPORTER_OTLP_PROTOCOL is '{0}', but only 'http/protobuf' and 'http/json' are supported (gRPC is not built in)"
     )]
     UnsupportedProtocol(String),
-    #[error("cannot create the OTLP exporter for {endpoint}: {message}")]
-    Exporter { endpoint: String, message: String },
+    #[error("cannot create the OTLP exporter for {endpoint}")]
+    Exporter {
+        endpoint: String,
+        #[source]
+        source: opentelemetry_otlp::ExporterBuildError,
+    },
     #[error("OpenTelemetry export needs a tokio runtime to run in")]
     NoRuntime,
 }
@@ -178,9 +182,9 @@ impl OtelExport {
             .with_protocol(protocol)
             .with_timeout(EXPORT_TIMEOUT)
             .build()
-            .map_err(|e| OtelError::Exporter {
+            .map_err(|source| OtelError::Exporter {
                 endpoint: config.traces_endpoint.clone(),
-                message: e.to_string(),
+                source,
             })?;
         exporter.set_resource(
             &Resource::builder_empty()

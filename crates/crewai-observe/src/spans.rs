@@ -367,19 +367,52 @@ mod tests {
     use super::*;
     use crewai_core::events::{CaughtPanic, EventBus, EventRecorder, EventType, PanicSite};
     use serde_json::Value;
+    use uuid::Uuid;
 
-    #[test]
-    fn nests_crew_task_agent_and_calls() {
-        let bus = EventBus::new();
-        let recorder = EventRecorder::attach(&bus);
-        let crew = bus.emit(
+    /// A crew kickoff starting, at the top.
+    fn crew_started(bus: &EventBus) -> Uuid {
+        bus.emit(
             None,
             EventKind::CrewKickoffStarted {
                 crew_name: "c".into(),
                 crew_id: None,
                 inputs: None,
             },
-        );
+        )
+    }
+
+    /// Agent `A` starting its run (of task `task_name`) under `parent`.
+    fn agent_started(bus: &EventBus, parent: Option<Uuid>, task_name: Option<&str>) -> Uuid {
+        bus.emit(
+            parent,
+            EventKind::AgentExecutionStarted {
+                agent_role: "A".into(),
+                agent_id: "a1".into(),
+                task_name: task_name.map(Into::into),
+                task_prompt: "p".into(),
+                tools: vec![],
+            },
+        )
+    }
+
+    /// Tool `x` called under `agent`.
+    fn tool_started(bus: &EventBus, agent: Uuid) -> Uuid {
+        bus.emit(
+            Some(agent),
+            EventKind::ToolUsageStarted {
+                tool_name: "x".into(),
+                tool_args: Value::Null,
+                agent_role: None,
+                task_name: None,
+            },
+        )
+    }
+
+    #[test]
+    fn nests_crew_task_agent_and_calls() {
+        let bus = EventBus::new();
+        let recorder = EventRecorder::attach(&bus);
+        let crew = crew_started(&bus);
         let task = bus.emit(
             Some(crew),
             EventKind::TaskStarted {
@@ -389,16 +422,7 @@ mod tests {
                 context: None,
             },
         );
-        let agent = bus.emit(
-            Some(task),
-            EventKind::AgentExecutionStarted {
-                agent_role: "A".into(),
-                agent_id: "a1".into(),
-                task_name: Some("t".into()),
-                task_prompt: "p".into(),
-                tools: vec![],
-            },
-        );
+        let agent = agent_started(&bus, Some(task), Some("t"));
         bus.emit(
             Some(agent),
             EventKind::LlmCallStarted {
@@ -410,15 +434,7 @@ mod tests {
                 tools: vec![],
             },
         );
-        bus.emit(
-            Some(agent),
-            EventKind::ToolUsageStarted {
-                tool_name: "x".into(),
-                tool_args: Value::Null,
-                agent_role: None,
-                task_name: None,
-            },
-        );
+        tool_started(&bus, agent);
         bus.emit(
             Some(agent),
             EventKind::ToolUsageError {
@@ -496,14 +512,7 @@ mod tests {
     fn unfinished_spans_are_closed_as_such() {
         let bus = EventBus::new();
         let recorder = EventRecorder::attach(&bus);
-        let crew = bus.emit(
-            None,
-            EventKind::CrewKickoffStarted {
-                crew_name: "c".into(),
-                crew_id: None,
-                inputs: None,
-            },
-        );
+        let crew = crew_started(&bus);
         bus.emit(
             Some(crew),
             EventKind::TaskStarted {
@@ -549,16 +558,7 @@ mod tests {
     fn panics_and_rate_limit_waits_are_marked_on_their_span() {
         let bus = EventBus::new();
         let recorder = EventRecorder::attach(&bus);
-        let agent = bus.emit(
-            None,
-            EventKind::AgentExecutionStarted {
-                agent_role: "A".into(),
-                agent_id: "a1".into(),
-                task_name: None,
-                task_prompt: "p".into(),
-                tools: vec![],
-            },
-        );
+        let agent = agent_started(&bus, None, None);
         bus.emit(
             Some(agent),
             EventKind::RateLimitWaitStarted {
@@ -568,15 +568,7 @@ mod tests {
                 wait_ms: 1500,
             },
         );
-        let call = bus.emit(
-            Some(agent),
-            EventKind::ToolUsageStarted {
-                tool_name: "x".into(),
-                tool_args: Value::Null,
-                agent_role: None,
-                task_name: None,
-            },
-        );
+        let call = tool_started(&bus, agent);
         bus.report_panic(Some(call), CaughtPanic::new(PanicSite::Tool, "x", "boom"));
         let finished = bus.emit(
             Some(agent),

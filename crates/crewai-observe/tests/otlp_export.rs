@@ -82,20 +82,17 @@ fn crew(server: &ScriptedServer, bus: &EventBus) -> Crew {
         .llm(llm)
         .build()
         .unwrap();
-    let research = Task::builder()
-        .name("research")
-        .description("Find a fact about bees")
-        .expected_output("A fact")
-        .agent(researcher.clone())
-        .build()
-        .unwrap();
-    let write = Task::builder()
-        .name("write")
-        .description("Write a line")
-        .expected_output("A line")
-        .agent(writer.clone())
-        .build()
-        .unwrap();
+    let task = |name: &str, description: &str, expected_output: &str, agent: &Agent| {
+        Task::builder()
+            .name(name)
+            .description(description)
+            .expected_output(expected_output)
+            .agent(agent.clone())
+            .build()
+            .unwrap()
+    };
+    let research = task("research", "Find a fact about bees", "A fact", &researcher);
+    let write = task("write", "Write a line", "A line", &writer);
     Crew::builder()
         .name("bees")
         .agents(vec![researcher, writer])
@@ -135,21 +132,27 @@ fn attributes(span: &Value) -> BTreeMap<String, Value> {
         .collect()
 }
 
-#[tokio::test]
-async fn spans_arrive_with_names_parents_and_genai_attributes_over_http_json() {
+/// What the collector received while the scripted crew ran with its spans exported as
+/// `config(collector's URL)` says.
+async fn export_a_run(config: impl FnOnce(&str) -> OtelConfig) -> Vec<(String, String, Vec<u8>)> {
     let (collector, received) = start_collector().await;
     let server = ScriptedServer::start().await;
     script(&server);
     let bus = EventBus::new();
-    let config = OtelConfig::new(&collector)
-        .with_protocol(OtlpProtocol::HttpJson)
-        .with_service_name("bee-crew");
-    let export = OtelExport::start(&bus, &config).unwrap();
-
+    let export = OtelExport::start(&bus, &config(&collector)).unwrap();
     crew(&server, &bus).kickoff(Inputs::new()).await.unwrap();
     export.shutdown(Duration::from_secs(10)).await;
+    received.lock().unwrap().clone()
+}
 
-    let bodies = received.lock().unwrap().clone();
+#[tokio::test]
+async fn spans_arrive_with_names_parents_and_genai_attributes_over_http_json() {
+    let bodies = export_a_run(|collector| {
+        OtelConfig::new(collector)
+            .with_protocol(OtlpProtocol::HttpJson)
+            .with_service_name("bee-crew")
+    })
+    .await;
     assert!(!bodies.is_empty(), "the collector got no request");
     let mut spans = Vec::new();
     for (path, content_type, body) in &bodies {
@@ -235,16 +238,7 @@ async fn spans_arrive_with_names_parents_and_genai_attributes_over_http_json() {
 
 #[tokio::test]
 async fn protobuf_is_the_default_and_contents_are_opt_in() {
-    let (collector, received) = start_collector().await;
-    let server = ScriptedServer::start().await;
-    script(&server);
-    let bus = EventBus::new();
-    let export = OtelExport::start(&bus, &OtelConfig::new(&collector).with_content(true)).unwrap();
-
-    crew(&server, &bus).kickoff(Inputs::new()).await.unwrap();
-    export.shutdown(Duration::from_secs(10)).await;
-
-    let bodies = received.lock().unwrap().clone();
+    let bodies = export_a_run(|collector| OtelConfig::new(collector).with_content(true)).await;
     assert!(!bodies.is_empty());
     let all: Vec<u8> = bodies
         .iter()

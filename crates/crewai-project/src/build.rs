@@ -16,6 +16,19 @@ use crate::resolve::{ResolvedCode, TaskCode};
 use crate::spec::{LogFileSpec, ProcessSpec, ToolFailurePolicySpec};
 use crate::{AgentEntry, Project, ResolvedTools, TaskEntry};
 
+/// For each of `fields` that `spec` sets, `builder = builder.field(value)`: the fields whose
+/// name and value carry over to the engine's builder unchanged. Adding such a field to a spec
+/// and its builder is adding its name here.
+macro_rules! carry_over {
+    ($builder:ident, $spec:expr, [$($field:ident),+ $(,)?]) => {
+        $(
+            if let Some(value) = $spec.$field.clone() {
+                $builder = $builder.$field(value);
+            }
+        )+
+    };
+}
+
 /// The agents and tasks of a project, built on their own (see [`Project::build_parts`]).
 #[derive(Debug, Clone)]
 pub struct Parts {
@@ -67,16 +80,9 @@ impl Project {
     /// Builds one agent on its own, for `Agent::kickoff`: it carries the options' event bus and
     /// hooks itself, as there is no crew to carry them.
     pub fn build_agent(&self, key: &str, options: &BuildOptions) -> Result<Agent, ProjectError> {
-        let entry = self.agent(key).ok_or_else(|| ProjectError::Build {
-            context: format!("agent '{key}'"),
-            message: format!(
-                "is not defined (defined agents: {})",
-                self.agents
-                    .iter()
-                    .map(|a| a.key.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
+        let entry = self.agent(key).ok_or_else(|| ProjectError::UnknownAgent {
+            key: key.to_string(),
+            defined: self.agents.iter().map(|a| a.key.clone()).collect(),
         })?;
         let prepared = self.prepare(None, options)?;
         self.agent_from(entry, &prepared, options, Scope::Standalone)
@@ -203,32 +209,21 @@ impl Project {
                 options,
             )?);
         }
+        if let Some(v) = crew.tool_failure_policy {
+            builder = builder.tool_failure_policy(policy(v));
+        }
         if let Some(v) = crew.max_rpm {
             builder = builder.max_rpm(v);
             if let Some(limiter) = options.rate_limiter(RateLimitOwner::Crew, v) {
                 builder = builder.rate_limiter(limiter);
             }
         }
-        if let Some(v) = crew.max_cost_usd {
-            builder = builder.max_cost_usd(v);
-        }
-        if let Some(v) = crew.max_tokens {
-            builder = builder.max_tokens(v);
-        }
+        carry_over!(builder, crew, [max_cost_usd, max_tokens, cache, stream]);
         if let Some(prices) = &crew.pricing {
             let overrides = crewai_llm::PriceTable::from_prices(prices.clone()).map_err(|err| {
-                ProjectError::Build {
-                    context: format!("crew '{}' pricing", self.name()),
-                    message: err.to_string(),
-                }
+                ProjectError::build(format!("crew '{}' pricing", self.name()), err)
             })?;
             builder = builder.prices(crewai_llm::PriceTable::builtin().with_overrides(&overrides));
-        }
-        if let Some(v) = crew.cache {
-            builder = builder.cache(v);
-        }
-        if let Some(v) = crew.stream {
-            builder = builder.stream(v);
         }
         if let Some(v) = options.verbose.or(crew.verbose) {
             builder = builder.verbose(v);
@@ -264,10 +259,9 @@ impl Project {
             .or(self.files.tasks.as_ref())
             .map(|f| f.display.clone())
             .unwrap_or_default();
-        builder.build().map_err(|err| ProjectError::Build {
-            context: format!("crew '{}' ({file})", self.name()),
-            message: err.to_string(),
-        })
+        builder
+            .build()
+            .map_err(|err| ProjectError::build(format!("crew '{}' ({file})", self.name()), err))
     }
 
     /// Builds one task (without interpolating it) through the engine's builder. `code` is what
@@ -307,9 +301,6 @@ impl Project {
         if let Some(tools) = tools.filter(|t| !t.is_empty()) {
             builder = builder.tools(tools);
         }
-        if let Some(flag) = s.async_execution {
-            builder = builder.async_execution(flag);
-        }
         if let Some(schema) = self.output_schema(&entry.key) {
             builder = match schema.kind {
                 OutputKind::Json => builder.output_json(schema.schema.clone()),
@@ -329,17 +320,19 @@ impl Project {
                     .into_owned(),
             );
         }
-        if let Some(flag) = s.create_directory {
-            builder = builder.create_directory(flag);
-        }
-        if let Some(flag) = s.markdown {
-            builder = builder.markdown(flag);
-        }
-        if let Some(flag) = s.human_input {
-            builder = builder.human_input(flag);
-        }
-        if let Some(retries) = s.guardrail_max_retries {
-            builder = builder.guardrail_max_retries(retries);
+        carry_over!(
+            builder,
+            s,
+            [
+                async_execution,
+                create_directory,
+                markdown,
+                human_input,
+                guardrail_max_retries,
+            ]
+        );
+        if let Some(v) = s.tool_failure_policy {
+            builder = builder.tool_failure_policy(policy(v));
         }
         if let Some(code) = code {
             if !code.guardrails.is_empty() {
@@ -352,9 +345,8 @@ impl Project {
                 builder = builder.callback(move |output| callback(output));
             }
         }
-        builder.build().map_err(|err| ProjectError::Build {
-            context: format!("{owner}{}", place(Some(&entry.origin))),
-            message: err.to_string(),
+        builder.build().map_err(|err| {
+            ProjectError::build(format!("{owner}{}", place(Some(&entry.origin))), err)
         })
     }
 
@@ -405,9 +397,6 @@ impl Project {
         if let Some(tools) = prepared.tools.agents.get(&entry.key) {
             builder = builder.tools(tools.clone());
         }
-        if let Some(v) = s.max_iter {
-            builder = builder.max_iter(v);
-        }
         if let Some(v) = s.max_rpm {
             builder = builder.max_rpm(v);
             let owner = RateLimitOwner::Agent {
@@ -421,39 +410,27 @@ impl Project {
         if let Some(v) = s.max_execution_time {
             builder = builder.max_execution_time(v.as_duration());
         }
-        if let Some(v) = s.max_retry_limit {
-            builder = builder.max_retry_limit(v);
-        }
-        if let Some(v) = s.allow_delegation {
-            builder = builder.allow_delegation(v);
-        }
         if let Some(v) = options.verbose.or(s.verbose) {
             builder = builder.verbose(v);
         }
-        if let Some(v) = s.cache {
-            builder = builder.cache(v);
-        }
-        if let Some(v) = s.use_system_prompt {
-            builder = builder.use_system_prompt(v);
-        }
-        if let Some(v) = &s.system_template {
-            builder = builder.system_template(v.clone());
-        }
-        if let Some(v) = &s.prompt_template {
-            builder = builder.prompt_template(v.clone());
-        }
-        if let Some(v) = &s.response_template {
-            builder = builder.response_template(v.clone());
-        }
-        if let Some(v) = s.respect_context_window {
-            builder = builder.respect_context_window(v);
-        }
-        if let Some(v) = s.inject_date {
-            builder = builder.inject_date(v);
-        }
-        if let Some(v) = &s.date_format {
-            builder = builder.date_format(v.clone());
-        }
+        carry_over!(
+            builder,
+            s,
+            [
+                max_iter,
+                max_retry_limit,
+                allow_delegation,
+                cache,
+                use_system_prompt,
+                system_template,
+                prompt_template,
+                response_template,
+                respect_context_window,
+                inject_date,
+                date_format,
+                guardrail_max_retries,
+            ]
+        );
         if let Some(code) = prepared.code.agents.get(&entry.key) {
             if let Some(guardrail) = code.guardrail.clone() {
                 builder = builder.guardrail(guardrail);
@@ -461,9 +438,6 @@ impl Project {
             if let Some(callback) = code.step_callback.clone() {
                 builder = builder.step_callback(move |step| callback(step));
             }
-        }
-        if let Some(v) = s.guardrail_max_retries {
-            builder = builder.guardrail_max_retries(v);
         }
         if let Some(v) = s.tool_failure_policy {
             builder = builder.tool_failure_policy(policy(v));
@@ -476,9 +450,8 @@ impl Project {
                 builder = builder.hooks(hooks.clone());
             }
         }
-        builder.build().map_err(|err| ProjectError::Build {
-            context: format!("{owner}{}", place(Some(&entry.origin))),
-            message: err.to_string(),
+        builder.build().map_err(|err| {
+            ProjectError::build(format!("{owner}{}", place(Some(&entry.origin))), err)
         })
     }
 }

@@ -57,14 +57,17 @@ impl fmt::Display for Diagnostic {
     }
 }
 
-/// Everything that can stop a project from loading, validating or building.
+/// Everything that can stop a project from loading, validating or building. The variants that
+/// wrap a lower-level error say what failed at the project's level and keep that error as their
+/// source (render the whole chain with `crewai_llm::error_chain`).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ProjectError {
     /// A file could not be read.
-    #[error("cannot read {}: {source}", path.display())]
+    #[error("cannot read {}", path.display())]
     Io {
         path: PathBuf,
+        #[source]
         source: std::io::Error,
     },
     /// The folder holds no project in a layout we know.
@@ -77,14 +80,35 @@ pub enum ProjectError {
     #[error("{}", Diagnostics(.0))]
     Invalid(Vec<Diagnostic>),
     /// A model client could not be created for an agent or the manager.
-    #[error("{context}: {source}")]
+    #[error("{context}: the model client cannot be created")]
     Llm {
         context: String,
+        #[source]
         source: crewai_llm::LlmError,
     },
-    /// The engine refused the agent, task or crew built from the files.
-    #[error("{context}: {message}")]
-    Build { context: String, message: String },
+    /// An agent the caller asked for is not in the project.
+    #[error("agent '{key}': is not defined (defined agents: {})", .defined.join(", "))]
+    UnknownAgent { key: String, defined: Vec<String> },
+    /// The engine refused the agent, task, crew or flow built from the files.
+    #[error("{context} cannot be built")]
+    Build {
+        context: String,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+}
+
+impl ProjectError {
+    /// The engine refused what `context` names (`crew 'research' (config/crew.yaml)`).
+    pub(crate) fn build(
+        context: impl Into<String>,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        ProjectError::Build {
+            context: context.into(),
+            source: Box::new(source),
+        }
+    }
 }
 
 impl ProjectError {

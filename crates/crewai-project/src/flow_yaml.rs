@@ -281,10 +281,9 @@ impl FlowProject {
                     .emits(emits.clone()),
             };
         }
-        builder.build().map_err(|err| ProjectError::Build {
-            context: format!("flow '{}' ({FLOW_FILE})", self.name),
-            message: err.to_string(),
-        })
+        builder
+            .build()
+            .map_err(|err| ProjectError::build(format!("flow '{}' ({FLOW_FILE})", self.name), err))
     }
 }
 
@@ -741,33 +740,32 @@ mod tests {
 
     #[test]
     fn unknown_keys_and_bad_steps_have_lines() {
-        let text = errors("methods:\n  a:\n    start: true\n    sett: {x: 1}\n");
-        assert!(
-            text.contains("flow.yaml:4: method 'a' has an unknown key 'sett'; did you mean 'set'?"),
-            "{text}"
-        );
-        let text = errors(
-            "methods:\n  a:\n    start: true\n    agent: {role: r, goal: g}\n    prompt: hi\n",
-        );
-        assert!(
-            text.contains("flow.yaml:4: method 'a' needs `backstory`"),
-            "{text}"
-        );
-        let text = errors("methods:\n  a:\n    start: true\n    crew: missing\n");
-        assert!(
-            text.contains("flow.yaml:4: method 'a': crew project 'missing' cannot be loaded"),
-            "{text}"
-        );
-        let text = errors(&VALID.replace("then: billing", "then: bill"));
-        assert!(
-            text.contains("routes to 'bill', which is not in its `emits`"),
-            "{text}"
-        );
-        let text = errors("methods:\n  a:\n    listen: {xor: [b]}\n    set: {}\n");
-        assert!(
-            text.contains("flow.yaml:3: method 'a': unknown trigger combinator 'xor'"),
-            "{text}"
-        );
+        let bad_route = VALID.replace("then: billing", "then: bill");
+        for (yaml, expected) in [
+            (
+                "methods:\n  a:\n    start: true\n    sett: {x: 1}\n",
+                "flow.yaml:4: method 'a' has an unknown key 'sett'; did you mean 'set'?",
+            ),
+            (
+                "methods:\n  a:\n    start: true\n    agent: {role: r, goal: g}\n    prompt: hi\n",
+                "flow.yaml:4: method 'a' needs `backstory`",
+            ),
+            (
+                "methods:\n  a:\n    start: true\n    crew: missing\n",
+                "flow.yaml:4: method 'a': crew project 'missing' cannot be loaded",
+            ),
+            (
+                bad_route.as_str(),
+                "routes to 'bill', which is not in its `emits`",
+            ),
+            (
+                "methods:\n  a:\n    listen: {xor: [b]}\n    set: {}\n",
+                "flow.yaml:3: method 'a': unknown trigger combinator 'xor'",
+            ),
+        ] {
+            let text = errors(yaml);
+            assert!(text.contains(expected), "{expected}: {text}");
+        }
     }
 
     #[test]

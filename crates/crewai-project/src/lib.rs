@@ -45,15 +45,16 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crewai_core::interpolate::{Inputs, placeholders};
+use crewai_llm::error_chain;
 use crewai_tools::ToolHandle;
 
 pub use build::Parts;
 pub use check::{OutputKind, OutputSchema};
 pub use error::{Diagnostic, ProjectError, closest, did_you_mean};
-pub use load::{AgentEntry, Layout, ProjectFiles, TaskEntry};
+pub use load::{AgentEntry, Entry, Layout, ProjectFiles, TaskEntry};
 pub use options::{BuildOptions, LlmFactory, RateLimitOwner, RateLimiterFactory};
 pub use plan::{ContextPlan, Plan, PlannedAgent, PlannedTask};
-pub use registry::{BUILTIN_TOOLS, ToolFactory, ToolLookupError, ToolRegistry};
+pub use registry::{BUILTIN_TOOLS, FactoryError, ToolFactory, ToolLookupError, ToolRegistry};
 pub use resolve::CodeResolver;
 pub use source::{DocPath, Format, Seg, SourceFile, strip_jsonc};
 pub use spec::{
@@ -361,15 +362,18 @@ impl Project {
                                 .with_hint(Some(hint)),
                         );
                     }
-                    Err(ToolLookupError::NeedsKnowledge { name, message }) => {
+                    Err(error @ ToolLookupError::NeedsKnowledge(_)) => {
+                        diagnostics.push(origin.child(i).diagnostic(format!(
+                            "{owner} names tool '{}': {error}",
+                            tool_ref.name
+                        )));
+                    }
+                    Err(error @ ToolLookupError::Construction { .. }) => {
                         diagnostics.push(
                             origin
                                 .child(i)
-                                .diagnostic(format!("{owner} names tool '{name}': {message}")),
+                                .diagnostic(format!("{owner}: {}", error_chain(&error))),
                         );
-                    }
-                    Err(err @ ToolLookupError::Construction { .. }) => {
-                        diagnostics.push(origin.child(i).diagnostic(format!("{owner}: {err}")));
                     }
                 }
             }

@@ -20,21 +20,32 @@ pub enum Layout {
     Values,
 }
 
-/// An agent of the project, under the key it has in `agents.yaml` (or its file name).
+/// An agent or a task of the project under its key, with the fields its files set.
 #[derive(Debug, Clone)]
-pub struct AgentEntry {
+pub struct Entry<S> {
     pub key: String,
-    pub spec: AgentSpec,
+    pub spec: S,
     /// Where the entry starts.
     pub origin: Origin,
 }
 
+/// An agent of the project, under the key it has in `agents.yaml` (or its file name).
+pub type AgentEntry = Entry<AgentSpec>;
+
 /// A task of the project, in file order, under its key in `tasks.yaml` (or its `name`).
-#[derive(Debug, Clone)]
-pub struct TaskEntry {
-    pub key: String,
-    pub spec: TaskSpec,
-    pub origin: Origin,
+pub type TaskEntry = Entry<TaskSpec>;
+
+/// What the files call an entry of a spec type: `agent` or `task`.
+pub(crate) trait EntryKind {
+    const KIND: &'static str;
+}
+
+impl EntryKind for AgentSpec {
+    const KIND: &'static str = "agent";
+}
+
+impl EntryKind for TaskSpec {
+    const KIND: &'static str = "task";
 }
 
 impl TaskEntry {
@@ -103,6 +114,66 @@ pub(crate) fn load(root: &Path) -> Result<Loaded, ProjectError> {
 
 pub(crate) struct Loader {
     pub diagnostics: Vec<Diagnostic>,
+}
+
+impl Loader {
+    /// The agent `key`, its `fields` read onto its spec.
+    pub(crate) fn agent_entry(
+        &mut self,
+        key: String,
+        fields: &Map<String, Value>,
+        origin: Origin,
+    ) -> AgentEntry {
+        let mut spec = AgentSpec::default();
+        self.apply(&mut spec, fields, &origin, &format!("agent '{key}'"), &[]);
+        AgentEntry { key, spec, origin }
+    }
+
+    /// The tasks of a task list (at `tasks` below `base`), each keyed by its `name`, else
+    /// `task_<n>`; an item that is not `kind` (a mapping of fields) is reported.
+    pub(crate) fn listed_tasks(
+        &mut self,
+        items: &[Value],
+        base: &Origin,
+        kind: &str,
+    ) -> Vec<TaskEntry> {
+        let mut tasks = Vec::new();
+        for (i, item) in items.iter().enumerate() {
+            let origin = base.child("tasks").child(i);
+            let Value::Object(fields) = item else {
+                self.diagnostics.push(origin.diagnostic(format!(
+                    "each task is {kind} with name, description, expected_output, agent; found {}",
+                    describe(item)
+                )));
+                continue;
+            };
+            let key = match fields.get("name") {
+                Some(Value::String(name)) => name.clone(),
+                _ => format!("task_{}", i + 1),
+            };
+            tasks.push(self.task_entry(key, fields, origin));
+        }
+        tasks
+    }
+
+    /// The task `key`, its `fields` read onto its spec and its `type` checked.
+    pub(crate) fn task_entry(
+        &mut self,
+        key: String,
+        fields: &Map<String, Value>,
+        origin: Origin,
+    ) -> TaskEntry {
+        let mut spec = TaskSpec::default();
+        self.apply(
+            &mut spec,
+            fields,
+            &origin,
+            &format!("task '{key}'"),
+            &["type"],
+        );
+        check_task_type(self, fields, &origin, &key);
+        TaskEntry { key, spec, origin }
+    }
 }
 
 impl Loader {
@@ -225,13 +296,7 @@ pub(crate) fn load_classic_sources(
     let mut agents = Vec::new();
     for (key, fields) in loader.entries(&agents_src, &agents_value, "agent") {
         let origin = Origin::new(&agents_src, vec![Seg::Key(key.clone())]);
-        let mut spec = AgentSpec::default();
-        loader.apply(&mut spec, fields, &origin, &format!("agent '{key}'"), &[]);
-        agents.push(AgentEntry {
-            key: key.clone(),
-            spec,
-            origin,
-        });
+        agents.push(loader.agent_entry(key.clone(), fields, origin));
     }
     if agents.is_empty() && agents_value.is_null() {
         loader.diagnostics.push(Diagnostic::new(
@@ -262,20 +327,7 @@ pub(crate) fn load_classic_sources(
         let tasks_value = loader.parse(tasks_src);
         for (key, fields) in loader.entries(tasks_src, &tasks_value, "task") {
             let origin = Origin::new(tasks_src, vec![Seg::Key(key.clone())]);
-            let mut spec = TaskSpec::default();
-            loader.apply(
-                &mut spec,
-                fields,
-                &origin,
-                &format!("task '{key}'"),
-                &["type"],
-            );
-            check_task_type(&mut loader, fields, &origin, key);
-            tasks.push(TaskEntry {
-                key: key.clone(),
-                spec,
-                origin,
-            });
+            tasks.push(loader.task_entry(key.clone(), fields, origin));
         }
         if tasks.is_empty() && tasks_value.is_null() {
             loader.diagnostics.push(Diagnostic::new(
@@ -332,43 +384,41 @@ fn apply_overlays(
     agents: &mut [AgentEntry],
     tasks: &mut [TaskEntry],
 ) {
-    if let Some(overlay) = crew.get("agents") {
-        let origin = base.child("agents");
-        for (key, fields) in overlay_entries(loader, overlay, &origin, "agents") {
-            let at = origin.child(key.as_str());
-            match agents.iter_mut().find(|a| a.key == *key) {
-                Some(agent) => {
-                    loader.apply(&mut agent.spec, fields, &at, &format!("agent '{key}'"), &[])
-                }
-                None => {
-                    let hint = did_you_mean(key, agents.iter().map(|a| a.key.as_str()));
-                    loader.diagnostics.push(
-                        at.diagnostic(format!(
-                            "`agents:` names agent '{key}', which agents.yaml does not define"
-                        ))
-                        .with_hint(hint),
-                    );
-                }
-            }
-        }
-    }
-    if let Some(overlay) = crew.get("tasks") {
-        let origin = base.child("tasks");
-        for (key, fields) in overlay_entries(loader, overlay, &origin, "tasks") {
-            let at = origin.child(key.as_str());
-            match tasks.iter_mut().find(|t| t.key == *key) {
-                Some(task) => {
-                    loader.apply(&mut task.spec, fields, &at, &format!("task '{key}'"), &[])
-                }
-                None => {
-                    let hint = did_you_mean(key, tasks.iter().map(|t| t.key.as_str()));
-                    loader.diagnostics.push(
-                        at.diagnostic(format!(
-                            "`tasks:` names task '{key}', which tasks.yaml does not define"
-                        ))
-                        .with_hint(hint),
-                    );
-                }
+    apply_overlay(loader, crew, base, agents);
+    apply_overlay(loader, crew, base, tasks);
+}
+
+/// The crew file's `agents:` or `tasks:` overlay (by `S::KIND`) merged onto `entries`.
+fn apply_overlay<S: Fields + EntryKind>(
+    loader: &mut Loader,
+    crew: &Map<String, Value>,
+    base: &Origin,
+    entries: &mut [Entry<S>],
+) {
+    let kind = S::KIND;
+    let list = format!("{kind}s");
+    let Some(overlay) = crew.get(&list) else {
+        return;
+    };
+    let origin = base.child(list.as_str());
+    for (key, fields) in overlay_entries(loader, overlay, &origin, &list) {
+        let at = origin.child(key.as_str());
+        match entries.iter_mut().find(|entry| entry.key == *key) {
+            Some(entry) => loader.apply(
+                &mut entry.spec,
+                fields,
+                &at,
+                &format!("{kind} '{key}'"),
+                &[],
+            ),
+            None => {
+                let hint = did_you_mean(key, entries.iter().map(|entry| entry.key.as_str()));
+                loader.diagnostics.push(
+                    at.diagnostic(format!(
+                        "`{list}:` names {kind} '{key}', which {list}.yaml does not define"
+                    ))
+                    .with_hint(hint),
+                );
             }
         }
     }
@@ -404,6 +454,33 @@ fn overlay_entries<'v>(
                 describe(other)
             )));
             Vec::new()
+        }
+    }
+}
+
+/// The list `crew.jsonc` holds under `key` (`agents`, `tasks`); a missing list, or another value
+/// there, is reported (`what` says what the list holds) and reads as empty.
+fn crew_list<'v>(
+    loader: &mut Loader,
+    map: &'v Map<String, Value>,
+    key: &str,
+    what: &str,
+    crew_src: &SourceFile,
+    base: &Origin,
+) -> &'v [Value] {
+    match map.get(key) {
+        Some(Value::Array(items)) => items,
+        None | Some(Value::Null) => {
+            let message = format!("has no `{key}` list");
+            loader
+                .diagnostics
+                .push(Diagnostic::new(crew_src, None, message));
+            &[]
+        }
+        Some(other) => {
+            let message = format!("`{key}` must be a list of {what}, not {}", describe(other));
+            loader.diagnostics.push(base.child(key).diagnostic(message));
+            &[]
         }
     }
 }
@@ -471,30 +548,16 @@ fn load_json(root: &Path, crew_path: &Path) -> Result<Loaded, ProjectError> {
 
     let agents_dir = root.join("agents");
     let mut agent_names: Vec<(String, Origin)> = Vec::new();
-    match map.get("agents") {
-        Some(Value::Array(names)) => {
-            for (i, name) in names.iter().enumerate() {
-                let at = base.child("agents").child(i);
-                match name {
-                    Value::String(name) => agent_names.push((name.clone(), at)),
-                    other => loader.diagnostics.push(at.diagnostic(format!(
-                        "`agents` lists agent names (files in agents/), not {}",
-                        describe(other)
-                    ))),
-                }
-            }
-        }
-        None | Some(Value::Null) => {
-            loader
-                .diagnostics
-                .push(Diagnostic::new(&crew_src, None, "has no `agents` list"))
-        }
-        Some(other) => loader
-            .diagnostics
-            .push(base.child("agents").diagnostic(format!(
-                "`agents` must be a list of agent names, not {}",
+    let names = crew_list(&mut loader, map, "agents", "agent names", &crew_src, &base);
+    for (i, name) in names.iter().enumerate() {
+        let at = base.child("agents").child(i);
+        match name {
+            Value::String(name) => agent_names.push((name.clone(), at)),
+            other => loader.diagnostics.push(at.diagnostic(format!(
+                "`agents` lists agent names (files in agents/), not {}",
                 describe(other)
             ))),
+        }
     }
     if let Some(Value::String(manager)) = map.get("manager_agent")
         && !agent_names.iter().any(|(n, _)| n == manager)
@@ -570,42 +633,8 @@ fn load_json(root: &Path, crew_path: &Path) -> Result<Loaded, ProjectError> {
         });
     }
 
-    match map.get("tasks") {
-        Some(Value::Array(items)) => {
-            for (i, item) in items.iter().enumerate() {
-                let origin = base.child("tasks").child(i);
-                let Value::Object(fields) = item else {
-                    loader.diagnostics.push(origin.diagnostic(format!("each task is an object with name, description, expected_output, agent; found {}", describe(item))));
-                    continue;
-                };
-                let key = match fields.get("name") {
-                    Some(Value::String(name)) => name.clone(),
-                    _ => format!("task_{}", i + 1),
-                };
-                let mut spec = TaskSpec::default();
-                loader.apply(
-                    &mut spec,
-                    fields,
-                    &origin,
-                    &format!("task '{key}'"),
-                    &["type"],
-                );
-                check_task_type(&mut loader, fields, &origin, &key);
-                tasks.push(TaskEntry { key, spec, origin });
-            }
-        }
-        None | Some(Value::Null) => {
-            loader
-                .diagnostics
-                .push(Diagnostic::new(&crew_src, None, "has no `tasks` list"))
-        }
-        Some(other) => loader
-            .diagnostics
-            .push(base.child("tasks").diagnostic(format!(
-                "`tasks` must be a list of task objects, not {}",
-                describe(other)
-            ))),
-    }
+    let items = crew_list(&mut loader, map, "tasks", "task objects", &crew_src, &base);
+    tasks.extend(loader.listed_tasks(items, &base, "an object"));
 
     Ok(Loaded {
         layout: Layout::Json,

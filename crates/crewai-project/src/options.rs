@@ -86,35 +86,23 @@ impl BuildOptions {
             code_resolver: None,
         }
     }
-    /// Builds model clients with these options (register extra providers on them).
-    pub fn with_llm_build(mut self, llm_build: crewai_llm::BuildOptions) -> Self {
-        self.llm_build = llm_build;
-        self
-    }
-    /// The model for agents whose files name none (see [`BuildOptions::default_llm`]).
-    pub fn with_default_llm(mut self, llm: LlmConfig) -> Self {
-        self.default_llm = Some(llm);
-        self
-    }
-    pub fn with_llm(mut self, llm: LlmConfig) -> Self {
-        self.llm_override = Some(llm);
-        self
-    }
-    pub fn with_event_bus(mut self, bus: EventBus) -> Self {
-        self.event_bus = Some(bus);
-        self
-    }
-    pub fn with_task_output_store(mut self, store: Arc<dyn TaskOutputStore>) -> Self {
-        self.task_output_store = Some(store);
-        self
-    }
-    pub fn with_verbose(mut self, verbose: bool) -> Self {
-        self.verbose = Some(verbose);
-        self
-    }
-    pub fn with_hooks(mut self, hooks: Hooks) -> Self {
-        self.hooks = Some(hooks);
-        self
+    crewai_llm::setters! {
+        /// Builds model clients with these options (register extra providers on them).
+        pub fn with_llm_build(llm_build: crewai_llm::BuildOptions) => llm_build = llm_build;
+        /// The model for agents whose files name none (see [`BuildOptions::default_llm`]).
+        pub fn with_default_llm(default_llm: LlmConfig) => default_llm = Some(default_llm);
+        /// A model for every agent and the manager (see [`BuildOptions::llm_override`]).
+        pub fn with_llm(llm_override: LlmConfig) => llm_override = Some(llm_override);
+        /// The bus the crew emits its events on (see [`BuildOptions::event_bus`]).
+        pub fn with_event_bus(event_bus: EventBus) => event_bus = Some(event_bus);
+        /// Where kickoff outputs are kept for replay.
+        pub fn with_task_output_store(task_output_store: Arc<dyn TaskOutputStore>) => task_output_store = Some(task_output_store);
+        /// Overrides the files' `verbose` (agents and crew).
+        pub fn with_verbose(verbose: bool) => verbose = Some(verbose);
+        /// Tool and model hooks of the crew (and of agents built on their own).
+        pub fn with_hooks(hooks: Hooks) => hooks = Some(hooks);
+        /// Supplies what the files can only name (see [`BuildOptions::code_resolver`]).
+        pub fn with_code_resolver(code_resolver: Arc<dyn CodeResolver>) => code_resolver = Some(code_resolver);
     }
     pub fn with_llm_factory(
         mut self,
@@ -128,10 +116,6 @@ impl BuildOptions {
         factory: impl Fn(RateLimitOwner<'_>, u32) -> Arc<RateLimiter> + Send + Sync + 'static,
     ) -> Self {
         self.rate_limiters = Some(Arc::new(factory));
-        self
-    }
-    pub fn with_code_resolver(mut self, resolver: Arc<dyn CodeResolver>) -> Self {
-        self.code_resolver = Some(resolver);
         self
     }
 

@@ -102,10 +102,7 @@ fn render(
             field,
         },
     )
-    .map_err(|err| ProjectError::Build {
-        context: owner.to_string(),
-        message: err.to_string(),
-    })
+    .map_err(|err| ProjectError::build(owner, err))
 }
 
 /// A tool as the plan shows it: the name the model calls, and what the project wrote when that
@@ -223,10 +220,7 @@ impl Project {
             let prompt = self
                 .task_from(task, None, None, None)?
                 .interpolated(inputs)
-                .map_err(|err| ProjectError::Build {
-                    context: owner.clone(),
-                    message: err.to_string(),
-                })?
+                .map_err(|err| ProjectError::build(owner.clone(), err))?
                 .prompt();
             let schema = self.output_schema(&task.key);
             let task_tools = tool_names(resolved.tasks.get(&task.key));

@@ -5,14 +5,14 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crewai_tools::crewai_compat::CompatError;
+use crewai_tools::catalog::{CatalogError, name_key};
 use crewai_tools::{Tool, ToolHandle};
 use serde_json::{Map, Value};
 
 use crate::spec::ToolRef;
 
 /// The built-in tools every project can name: ours, and crewai-tools classes provided by
-/// `crewai_tools::crewai_compat` (their snake_case forms and our names find them too).
+/// `crewai_tools::catalog` (their snake_case forms and our names find them too).
 pub const BUILTIN_TOOLS: &[&str] = &[
     "file_read",
     "file_write",
@@ -31,7 +31,7 @@ const BUILTIN_ALIASES: &[(&str, &str)] = &[
 ];
 
 /// crewai-tools classes that CrewAI projects name and that are not available here yet (the
-/// knowledge search tools are told apart: see `crewai_tools::crewai_compat::KNOWLEDGE_TOOLS`).
+/// knowledge search tools are told apart: see `crewai_tools::catalog::KNOWLEDGE_TOOLS`).
 const CREWAI_TOOLS_NOT_YET: &[&str] = &[
     "CodeInterpreterTool",
     "DallETool",
@@ -49,8 +49,12 @@ const CREWAI_TOOLS_NOT_YET: &[&str] = &[
     "NL2SQLTool",
 ];
 
+/// Why a [`ToolFactory`] could not make its tool: any error, or a text (`Err("...".into())`).
+pub type FactoryError = Box<dyn std::error::Error + Send + Sync>;
+
 /// Makes a tool from the constructor arguments written beside its name in YAML.
-pub type ToolFactory = Arc<dyn Fn(&Map<String, Value>) -> Result<ToolHandle, String> + Send + Sync>;
+pub type ToolFactory =
+    Arc<dyn Fn(&Map<String, Value>) -> Result<ToolHandle, FactoryError> + Send + Sync>;
 
 #[derive(Clone)]
 struct Registered {
@@ -59,7 +63,7 @@ struct Registered {
 }
 
 /// Why a named tool could not be provided.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 pub enum ToolLookupError {
     #[error("no tool is named '{name}'")]
     Unknown {
@@ -67,11 +71,15 @@ pub enum ToolLookupError {
         /// The nearest known names, best first.
         nearest: Vec<String>,
     },
-    #[error("tool '{name}' could not be created: {message}")]
-    Construction { name: String, message: String },
+    #[error("tool '{name}' could not be created")]
+    Construction {
+        name: String,
+        #[source]
+        source: FactoryError,
+    },
     /// A crewai-tools knowledge search tool: known, but it needs knowledge search.
-    #[error("{message}")]
-    NeedsKnowledge { name: String, message: String },
+    #[error(transparent)]
+    NeedsKnowledge(CatalogError),
 }
 
 /// Named tools, looked up the forgiving way CrewAI users write them: `file_read`,
@@ -111,16 +119,7 @@ impl std::fmt::Debug for ToolRegistry {
 /// suffix.
 fn lookup_key(name: &str) -> String {
     let name = name.trim();
-    let name = name.strip_prefix("custom:").unwrap_or(name);
-    let key: String = name
-        .chars()
-        .filter(|c| c.is_alphanumeric())
-        .flat_map(char::to_lowercase)
-        .collect();
-    match key.strip_suffix("tool") {
-        Some(stem) if !stem.is_empty() => stem.to_string(),
-        _ => key,
-    }
+    name_key(name.strip_prefix("custom:").unwrap_or(name))
 }
 
 impl ToolRegistry {
@@ -139,18 +138,16 @@ impl ToolRegistry {
             let tool_name = *name;
             registry.register_factory(
                 name,
-                Arc::new(
-                    move |args: &Map<String, Value>| match crewai_tools::crewai_compat::build(
-                        tool_name, args, &root,
-                    ) {
+                Arc::new(move |args: &Map<String, Value>| {
+                    match crewai_tools::catalog::build(tool_name, args, &root) {
                         Ok(Some(tool)) => Ok(ToolHandle::new(tool)),
                         Ok(None) => Err(format!(
                             "the built-in tool '{tool_name}' is not available in this build"
-                        )),
-                        Err(CompatError::InvalidArguments { message, .. }) => Err(message),
-                        Err(error) => Err(error.to_string()),
-                    },
-                ),
+                        )
+                        .into()),
+                        Err(error) => Err(error.into()),
+                    }
+                }),
             );
         }
         for (alias, name) in BUILTIN_ALIASES {
@@ -184,7 +181,8 @@ impl ToolRegistry {
                 Err(format!(
                     "this tool takes no arguments in project files (given: {})",
                     args.keys().cloned().collect::<Vec<_>>().join(", ")
-                ))
+                )
+                .into())
             }
         });
         self.register_factory(&name, factory)
@@ -220,32 +218,30 @@ impl ToolRegistry {
     /// beside the name apply to any tool, as they do to every CrewAI tool.
     pub fn resolve(&self, tool: &ToolRef) -> Result<ToolHandle, ToolLookupError> {
         let Some(found) = self.tools.get(&lookup_key(&tool.name)) else {
-            if crewai_tools::crewai_compat::is_knowledge_tool(&tool.name) {
-                return Err(ToolLookupError::NeedsKnowledge {
-                    name: tool.name.clone(),
-                    message: crewai_tools::crewai_compat::CompatError::NeedsKnowledge {
+            if crewai_tools::catalog::is_knowledge_tool(&tool.name) {
+                return Err(ToolLookupError::NeedsKnowledge(
+                    CatalogError::NeedsKnowledge {
                         class: tool.name.clone(),
-                    }
-                    .to_string(),
-                });
+                    },
+                ));
             }
             return Err(ToolLookupError::Unknown {
                 name: tool.name.clone(),
                 nearest: self.nearest(&tool.name),
             });
         };
-        let construction = |message: String| ToolLookupError::Construction {
+        let construction = |source: FactoryError| ToolLookupError::Construction {
             name: tool.name.clone(),
-            message,
+            source,
         };
         let mut args = tool.args.clone();
         let result_as_answer = match args.remove("result_as_answer") {
             None | Some(Value::Null) => None,
             Some(Value::Bool(b)) => Some(b),
             Some(other) => {
-                return Err(construction(format!(
-                    "`result_as_answer` must be true or false, not {other}"
-                )));
+                return Err(construction(
+                    format!("`result_as_answer` must be true or false, not {other}").into(),
+                ));
             }
         };
         let max_usage_count = match args.remove("max_usage_count") {
@@ -254,9 +250,9 @@ impl ToolRegistry {
                 n.as_u64().map(|n| n as u32)
             }
             Some(other) => {
-                return Err(construction(format!(
-                    "`max_usage_count` must be a whole number, not {other}"
-                )));
+                return Err(construction(
+                    format!("`max_usage_count` must be a whole number, not {other}").into(),
+                ));
             }
         };
         let mut handle = (found.factory)(&args).map_err(construction)?;

@@ -7,9 +7,9 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use crate::load::{AgentEntry, Layout, Loaded, Loader, ProjectFiles, TaskEntry, check_task_type};
+use crate::load::{AgentEntry, Layout, Loaded, Loader, ProjectFiles};
 use crate::source::SourceFile;
-use crate::spec::{AgentSpec, CrewSpec, Origin, TaskSpec, describe};
+use crate::spec::{AgentSpec, CrewSpec, Origin, describe};
 
 /// A project as one document: `agents` maps each agent's key to its fields (in crew order),
 /// `tasks` lists the tasks' fields in run order (each keyed by its `name`, else `task_<n>`), and
@@ -54,47 +54,23 @@ pub(crate) fn load_values(root: &Path, source: SourceFile, values: ProjectValues
     let mut agents = Vec::new();
     for (key, fields) in &values.agents {
         let origin = base.child("agents").child(key.as_str());
-        let owner = format!("agent '{key}'");
-        let mut spec = AgentSpec::default();
         match fields {
-            Value::Object(fields) => loader.apply(&mut spec, fields, &origin, &owner, &[]),
-            other => loader.diagnostics.push(origin.diagnostic(format!(
-                "{owner} must be a mapping of its fields, not {}",
-                describe(other)
-            ))),
+            Value::Object(fields) => agents.push(loader.agent_entry(key.clone(), fields, origin)),
+            other => {
+                loader.diagnostics.push(origin.diagnostic(format!(
+                    "agent '{key}' must be a mapping of its fields, not {}",
+                    describe(other)
+                )));
+                agents.push(AgentEntry {
+                    key: key.clone(),
+                    spec: AgentSpec::default(),
+                    origin,
+                });
+            }
         }
-        agents.push(AgentEntry {
-            key: key.clone(),
-            spec,
-            origin,
-        });
     }
 
-    let mut tasks = Vec::new();
-    for (i, item) in values.tasks.iter().enumerate() {
-        let origin = base.child("tasks").child(i);
-        let Value::Object(fields) = item else {
-            loader.diagnostics.push(origin.diagnostic(format!(
-                "each task is a mapping with name, description, expected_output, agent; found {}",
-                describe(item)
-            )));
-            continue;
-        };
-        let key = match fields.get("name") {
-            Some(Value::String(name)) => name.clone(),
-            _ => format!("task_{}", i + 1),
-        };
-        let mut spec = TaskSpec::default();
-        loader.apply(
-            &mut spec,
-            fields,
-            &origin,
-            &format!("task '{key}'"),
-            &["type"],
-        );
-        check_task_type(&mut loader, fields, &origin, &key);
-        tasks.push(TaskEntry { key, spec, origin });
-    }
+    let tasks = loader.listed_tasks(&values.tasks, &base, "a mapping");
 
     let mut crew = CrewSpec::default();
     match &values.crew {

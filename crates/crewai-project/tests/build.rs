@@ -1,17 +1,10 @@
 //! Building engine values from project files (no model is called).
 
-use std::path::Path;
-
 use crewai_core::crew::Process;
 use crewai_project::{BuildOptions, Project, ProjectError, ToolRegistry};
 
-fn write(dir: &Path, files: &[(&str, &str)]) {
-    for (name, text) in files {
-        let path = dir.join(name);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, text).unwrap();
-    }
-}
+mod common;
+use common::{load, task_names, write};
 
 /// A model that needs no environment: key and endpoint are in the file.
 const LLM: &str =
@@ -38,16 +31,11 @@ write:
 
 #[test]
 fn builds_a_sequential_crew_with_every_agent_and_task() {
-    let dir = tempfile::tempdir().unwrap();
-    write(
-        dir.path(),
-        &[
-            ("config/agents.yaml", &agents()),
-            ("config/tasks.yaml", TASKS),
-            ("config/crew.yaml", "name: demo\ninputs: {topic: AI}\n"),
-        ],
-    );
-    let project = Project::load(dir.path()).unwrap();
+    let (dir, project) = load(&[
+        ("config/agents.yaml", &agents()),
+        ("config/tasks.yaml", TASKS),
+        ("config/crew.yaml", "name: demo\ninputs: {topic: AI}\n"),
+    ]);
     let crew = project
         .build(
             &Default::default(),
@@ -57,13 +45,7 @@ fn builds_a_sequential_crew_with_every_agent_and_task() {
     assert_eq!(crew.name(), "demo");
     assert_eq!(crew.process(), Process::Sequential);
     assert_eq!(crew.agents().len(), 3);
-    assert_eq!(
-        crew.tasks()
-            .iter()
-            .map(|t| t.name().unwrap_or_default().to_string())
-            .collect::<Vec<_>>(),
-        ["research", "write"]
-    );
+    assert_eq!(task_names(&crew), ["research", "write"]);
     assert_eq!(
         crew.tasks()[0].agent().map(|a| a.role().to_string()),
         Some("{topic} Researcher".to_string()),
@@ -75,22 +57,17 @@ fn builds_a_sequential_crew_with_every_agent_and_task() {
 
 #[test]
 fn builds_a_hierarchical_crew_with_its_manager_outside_the_members() {
-    let dir = tempfile::tempdir().unwrap();
     let tasks = TASKS
         .replace("  agent: researcher\n", "")
         .replace("  agent: writer\n", "");
-    write(
-        dir.path(),
-        &[
-            ("config/agents.yaml", &agents()),
-            ("config/tasks.yaml", &tasks),
-            (
-                "config/crew.yaml",
-                "process: hierarchical\nmanager_agent: lead\ninputs: {topic: AI}\n",
-            ),
-        ],
-    );
-    let project = Project::load(dir.path()).unwrap();
+    let (dir, project) = load(&[
+        ("config/agents.yaml", &agents()),
+        ("config/tasks.yaml", &tasks),
+        (
+            "config/crew.yaml",
+            "process: hierarchical\nmanager_agent: lead\ninputs: {topic: AI}\n",
+        ),
+    ]);
     let crew = project
         .build(
             &Default::default(),
@@ -132,8 +109,8 @@ fn build_reports_missing_inputs_and_model_problems_with_their_place() {
         .collect();
     match project.build(&inputs, &options) {
         Err(err @ ProjectError::Llm { .. }) => {
-            let text = err.to_string();
-            assert!(text.starts_with("agent 'lead' (config/agents.yaml:5): invalid LLM configuration: unknown provider 'nosuch'"), "{text}");
+            let text = crewai_llm::error_chain(&err);
+            assert!(text.starts_with("agent 'lead' (config/agents.yaml:5): the model client cannot be created: invalid LLM configuration: unknown provider 'nosuch'"), "{text}");
         }
         other => panic!("expected an LLM error, got {other:?}"),
     }
@@ -142,23 +119,18 @@ fn build_reports_missing_inputs_and_model_problems_with_their_place() {
 #[test]
 fn agents_without_a_model_get_the_default_and_named_models_are_kept() {
     use std::sync::{Arc, Mutex};
-    let dir = tempfile::tempdir().unwrap();
-    write(
-        dir.path(),
-        &[
-            (
-                "config/agents.yaml",
-                &format!(
-                    "plain:\n  role: Plain\n  goal: G\n  backstory: B.\nnamed:\n  role: Named\n  goal: G\n  backstory: B.\n{LLM}"
-                ),
+    let (_dir, project) = load(&[
+        (
+            "config/agents.yaml",
+            &format!(
+                "plain:\n  role: Plain\n  goal: G\n  backstory: B.\nnamed:\n  role: Named\n  goal: G\n  backstory: B.\n{LLM}"
             ),
-            (
-                "config/tasks.yaml",
-                "one:\n  description: D\n  expected_output: E\n  agent: plain\ntwo:\n  description: D\n  expected_output: E\n  agent: named\n",
-            ),
-        ],
-    );
-    let project = Project::load(dir.path()).unwrap();
+        ),
+        (
+            "config/tasks.yaml",
+            "one:\n  description: D\n  expected_output: E\n  agent: plain\ntwo:\n  description: D\n  expected_output: E\n  agent: named\n",
+        ),
+    ]);
     let built = Arc::new(Mutex::new(Vec::new()));
     let record = built.clone();
     let llm_build = crewai_llm::BuildOptions::new().with_provider(
@@ -227,4 +199,56 @@ fn max_execution_time_takes_whole_or_fractional_seconds() {
             format!("config/agents.yaml:11: agent 'half' field 'max_execution_time': {problem}")
         );
     }
+}
+
+#[test]
+fn tool_failure_policies_reach_the_crew_its_agents_and_its_tasks() {
+    use crewai_tools::ToolFailurePolicy;
+    let agents = agents().replacen(
+        "  max_iter: 4\n",
+        "  max_iter: 4\n  tool_failure_policy: ignore\n",
+        1,
+    );
+    let tasks = TASKS.replacen(
+        "  agent: writer\n",
+        "  agent: writer\n  tool_failure_policy: raise\n",
+        1,
+    );
+    let (dir, project) = load(&[
+        ("config/agents.yaml", &agents),
+        ("config/tasks.yaml", &tasks),
+        (
+            "config/crew.yaml",
+            "name: demo\ninputs: {topic: AI}\ntool_failure_policy: warn\n",
+        ),
+    ]);
+    let crew = project
+        .build(
+            &Default::default(),
+            &BuildOptions::new(ToolRegistry::with_builtins(dir.path())),
+        )
+        .unwrap();
+    assert_eq!(crew.tool_failure_policy(), Some(ToolFailurePolicy::Warn));
+    let by_role: Vec<(String, Option<ToolFailurePolicy>)> = crew
+        .agents()
+        .iter()
+        .map(|a| (a.role().to_string(), a.tool_failure_policy()))
+        .collect();
+    assert_eq!(
+        by_role,
+        [
+            ("Lead".to_string(), None),
+            (
+                "{topic} Researcher".to_string(),
+                Some(ToolFailurePolicy::Ignore)
+            ),
+            ("Writer".to_string(), None),
+        ]
+    );
+    let by_task: Vec<Option<ToolFailurePolicy>> = crew
+        .tasks()
+        .iter()
+        .map(|t| t.tool_failure_policy())
+        .collect();
+    assert_eq!(by_task, [None, Some(ToolFailurePolicy::Raise)]);
 }

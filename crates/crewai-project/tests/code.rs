@@ -1,7 +1,6 @@
 //! Fields that name code (guardrails written as mappings, a ConditionalTask's `condition`,
 //! callbacks): supplied by a `CodeResolver`, refused at their place without one.
 
-use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use crewai_core::agent::StepCallback;
@@ -11,13 +10,8 @@ use crewai_core::task::{Condition, TaskCallback};
 use crewai_project::{BuildOptions, CodeResolver, Project, ToolRegistry};
 use serde_json::{Map, Value};
 
-fn write(dir: &Path, files: &[(&str, &str)]) {
-    for (name, text) in files {
-        let path = dir.join(name);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, text).unwrap();
-    }
-}
+mod common;
+use common::write;
 
 const AGENTS: &str = "\
 writer:
@@ -88,17 +82,11 @@ impl CodeResolver for MyCode {
 }
 
 fn project(tasks: &str) -> (tempfile::TempDir, Project) {
-    let dir = tempfile::tempdir().unwrap();
-    write(
-        dir.path(),
-        &[
-            ("config/agents.yaml", AGENTS),
-            ("config/tasks.yaml", tasks),
-            ("config/crew.yaml", CREW),
-        ],
-    );
-    let project = Project::load(dir.path()).unwrap();
-    (dir, project)
+    common::load(&[
+        ("config/agents.yaml", AGENTS),
+        ("config/tasks.yaml", tasks),
+        ("config/crew.yaml", CREW),
+    ])
 }
 
 #[test]

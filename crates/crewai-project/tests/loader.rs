@@ -1,19 +1,12 @@
 //! Loader tests: every field, every error message, with its file and line.
 
-use std::path::Path;
-
 use crewai_project::{
     ContextPlan, Layout, ProcessSpec, Project, ProjectError, SchemaRef, ToolRegistry,
 };
 use serde_json::json;
 
-fn write(dir: &Path, files: &[(&str, &str)]) {
-    for (name, text) in files {
-        let path = dir.join(name);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, text).unwrap();
-    }
-}
+mod common;
+use common::write;
 
 fn project(files: &[(&str, &str)]) -> (tempfile::TempDir, Result<Project, ProjectError>) {
     let dir = tempfile::tempdir().unwrap();
@@ -25,7 +18,7 @@ fn project(files: &[(&str, &str)]) -> (tempfile::TempDir, Result<Project, Projec
 fn errors(files: &[(&str, &str)]) -> Vec<String> {
     match project(files).1 {
         Ok(_) => panic!("expected the project to be rejected"),
-        Err(err) => err.diagnostics().iter().map(ToString::to_string).collect(),
+        Err(err) => texts(&err),
     }
 }
 
@@ -55,11 +48,30 @@ report:
 ";
 
 fn ok(files: &[(&str, &str)]) -> (tempfile::TempDir, Project) {
-    let (dir, loaded) = project(files);
-    match loaded {
-        Ok(p) => (dir, p),
-        Err(err) => panic!("project should load:\n{err}"),
-    }
+    common::load(files)
+}
+
+/// The classic project with `tools` (YAML after `tools:`) added to its last agent, the writer.
+fn writer_with_tools(tools: &str) -> (tempfile::TempDir, Project) {
+    let agents = format!("{AGENTS}  tools:{tools}");
+    ok(&[
+        ("config/agents.yaml", &agents),
+        ("config/tasks.yaml", TASKS),
+    ])
+}
+
+/// The classic project's files with `crew` as its `config/crew.yaml`.
+fn with_crew(crew: &str) -> [(&'static str, &str); 3] {
+    [
+        ("config/agents.yaml", AGENTS),
+        ("config/tasks.yaml", TASKS),
+        ("config/crew.yaml", crew),
+    ]
+}
+
+/// The diagnostics of a rejected project, one text each.
+fn texts(err: &ProjectError) -> Vec<String> {
+    err.diagnostics().iter().map(ToString::to_string).collect()
 }
 
 fn inputs(pairs: &[(&str, &str)]) -> crewai_core::interpolate::Inputs {
@@ -194,7 +206,7 @@ fn a_missing_placeholder_is_an_error_naming_it_and_where() {
     let err = p
         .plan(&inputs(&[("topc", "AI")]), &ToolRegistry::new())
         .unwrap_err();
-    let errs: Vec<String> = err.diagnostics().iter().map(ToString::to_string).collect();
+    let errs = texts(&err);
     assert_eq!(errs.len(), 3, "{errs:#?}");
     assert_eq!(
         errs[0],
@@ -211,11 +223,7 @@ fn a_missing_placeholder_is_an_error_naming_it_and_where() {
 #[test]
 fn the_plan_renders_prompts_agents_tools_and_context() {
     let crew = "inputs:\n  topic: AI agents\n";
-    let (_dir, p) = ok(&[
-        ("config/agents.yaml", AGENTS),
-        ("config/tasks.yaml", TASKS),
-        ("config/crew.yaml", crew),
-    ]);
+    let (_dir, p) = ok(&with_crew(crew));
     let plan = p.plan(&Default::default(), &ToolRegistry::new()).unwrap();
     assert_eq!(plan.process, "sequential");
     assert_eq!(plan.agents[0].role, "AI agents Senior Data Researcher\n");
@@ -477,11 +485,7 @@ output_log_file: logs/run.txt
 stream: false
 inputs: {topic: AI}
 ";
-    let (_dir, p) = ok(&[
-        ("config/agents.yaml", AGENTS),
-        ("config/tasks.yaml", TASKS),
-        ("config/crew.yaml", crew),
-    ]);
+    let (_dir, p) = ok(&with_crew(crew));
     let c = &p.crew;
     assert_eq!(c.name.as_deref(), Some("Research crew"));
     assert_eq!(c.process, Some(ProcessSpec::Hierarchical));
@@ -500,11 +504,7 @@ inputs: {topic: AI}
 #[test]
 fn crew_yaml_errors_point_at_the_crew_file() {
     let crew = "process: hierarchcal\nmanagr_llm: x\n";
-    let errs = errors(&[
-        ("config/agents.yaml", AGENTS),
-        ("config/tasks.yaml", TASKS),
-        ("config/crew.yaml", crew),
-    ]);
+    let errs = errors(&with_crew(crew));
     assert_eq!(errs.len(), 2, "{errs:#?}");
     assert!(
         errs[0]
@@ -631,11 +631,7 @@ tasks:
     agent: researcher
     output_file: final.md
 ";
-    let (_dir, p) = ok(&[
-        ("config/agents.yaml", AGENTS),
-        ("config/tasks.yaml", TASKS),
-        ("config/crew.yaml", crew),
-    ]);
+    let (_dir, p) = ok(&with_crew(crew));
     assert_eq!(
         p.agent("researcher")
             .unwrap()
@@ -666,11 +662,7 @@ tasks:
     );
 
     let crew = "agents:\n  reseacher:\n    verbose: true\ntasks:\n  report:\n    agent: nobody\n";
-    let errs = errors(&[
-        ("config/agents.yaml", AGENTS),
-        ("config/tasks.yaml", TASKS),
-        ("config/crew.yaml", crew),
-    ]);
+    let errs = errors(&with_crew(crew));
     assert_eq!(
         errs,
         [
@@ -682,15 +674,11 @@ tasks:
 
 #[test]
 fn unknown_tools_are_reported_with_the_nearest_names() {
-    let agents = format!("{AGENTS}  tools:\n    - file_read\n    - file_raed\n");
-    let (_dir, p) = ok(&[
-        ("config/agents.yaml", &agents),
-        ("config/tasks.yaml", TASKS),
-    ]);
+    let (_dir, p) = writer_with_tools("\n    - file_read\n    - file_raed\n");
     let mut registry = ToolRegistry::new();
     registry.register(std::sync::Arc::new(Named("file_read")));
     let err = p.plan(&inputs(&[("topic", "AI")]), &registry).unwrap_err();
-    let errs: Vec<String> = err.diagnostics().iter().map(ToString::to_string).collect();
+    let errs = texts(&err);
     assert_eq!(
         errs,
         [
@@ -698,11 +686,7 @@ fn unknown_tools_are_reported_with_the_nearest_names() {
         ]
     );
     // CrewAI class names find our tools.
-    let agents = format!("{AGENTS}  tools: [FileReadTool]\n");
-    let (_dir, p) = ok(&[
-        ("config/agents.yaml", &agents),
-        ("config/tasks.yaml", TASKS),
-    ]);
+    let (_dir, p) = writer_with_tools(" [FileReadTool]\n");
     let plan = p.plan(&inputs(&[("topic", "AI")]), &registry).unwrap();
     assert_eq!(plan.agents[1].tools, ["file_read"]);
     assert_eq!(
@@ -802,13 +786,9 @@ fn a_folder_without_a_project_says_what_it_expected() {
 
 #[test]
 fn crewai_tool_class_names_resolve_with_their_constructor_arguments() {
-    let agents = format!(
-        "{AGENTS}  tools:\n    - FileReadTool\n    - FileWriterTool\n    - directory_read_tool\n    - {{name: SerperDevTool, n_results: 5, country: us, locale: en}}\n    - {{name: ScrapeWebsiteTool, website_url: 'https://example.com/about'}}\n    - {{name: FileReadTool, file_path: notes.md}}\n    - {{name: DirectoryReadTool, directory: docs}}\n"
+    let (_dir, p) = writer_with_tools(
+        "\n    - FileReadTool\n    - FileWriterTool\n    - directory_read_tool\n    - {name: SerperDevTool, n_results: 5, country: us, locale: en}\n    - {name: ScrapeWebsiteTool, website_url: 'https://example.com/about'}\n    - {name: FileReadTool, file_path: notes.md}\n    - {name: DirectoryReadTool, directory: docs}\n",
     );
-    let (_dir, p) = ok(&[
-        ("config/agents.yaml", &agents),
-        ("config/tasks.yaml", TASKS),
-    ]);
     let registry = ToolRegistry::with_builtins(&p.root);
     let resolved = p.resolve_tools(&registry).unwrap();
     let writer = &resolved.agents["writer"];
@@ -837,16 +817,12 @@ fn crewai_tool_class_names_resolve_with_their_constructor_arguments() {
 
 #[test]
 fn knowledge_tools_and_missing_tools_fail_before_the_crew_starts() {
-    let agents = format!(
-        "{AGENTS}  tools:\n    - PDFSearchTool\n    - {{name: website_search_tool, website: 'https://x'}}\n    - TavilySearchTool\n    - {{name: ScrapeWebsiteTool, website_url: 'ftp://x', headers: {{}}}}\n"
+    let (_dir, p) = writer_with_tools(
+        "\n    - PDFSearchTool\n    - {name: website_search_tool, website: 'https://x'}\n    - TavilySearchTool\n    - {name: ScrapeWebsiteTool, website_url: 'ftp://x', headers: {}}\n",
     );
-    let (_dir, p) = ok(&[
-        ("config/agents.yaml", &agents),
-        ("config/tasks.yaml", TASKS),
-    ]);
     let registry = ToolRegistry::with_builtins(&p.root);
     let err = p.plan(&inputs(&[("topic", "AI")]), &registry).unwrap_err();
-    let errs: Vec<String> = err.diagnostics().iter().map(ToString::to_string).collect();
+    let errs = texts(&err);
     assert_eq!(errs.len(), 4, "{errs:#?}");
     assert!(
         errs[0].starts_with("config/agents.yaml:11: agent 'writer' names tool 'PDFSearchTool': PDFSearchTool is recognised (a crewai-tools knowledge search tool) but needs the knowledge feature"),
@@ -872,29 +848,21 @@ fn knowledge_tools_and_missing_tools_fail_before_the_crew_starts() {
 
 #[test]
 fn tool_mappings_take_usage_options() {
-    let agents = format!(
-        "{AGENTS}  tools:\n    - {{name: file_read, result_as_answer: true, max_usage_count: 2}}\n    - {{name: file_write, path: x}}\n"
+    let (_dir, p) = writer_with_tools(
+        "\n    - {name: file_read, result_as_answer: true, max_usage_count: 2}\n    - {name: file_write, path: x}\n",
     );
-    let (_dir, p) = ok(&[
-        ("config/agents.yaml", &agents),
-        ("config/tasks.yaml", TASKS),
-    ]);
     let registry = ToolRegistry::with_builtins(&p.root);
     let err = p.resolve_tools(&registry).unwrap_err();
-    let errs: Vec<String> = err.diagnostics().iter().map(ToString::to_string).collect();
+    let errs = texts(&err);
     assert_eq!(
         errs,
         [
             "config/agents.yaml:12: agent 'writer': tool 'file_write' could not be created: takes no constructor arguments (given: path)"
         ]
     );
-    let agents = format!(
-        "{AGENTS}  tools:\n    - {{name: file_read, result_as_answer: true, max_usage_count: 2}}\n"
+    let (_dir, p) = writer_with_tools(
+        "\n    - {name: file_read, result_as_answer: true, max_usage_count: 2}\n",
     );
-    let (_dir, p) = ok(&[
-        ("config/agents.yaml", &agents),
-        ("config/tasks.yaml", TASKS),
-    ]);
     let resolved = p.resolve_tools(&registry).unwrap();
     let tool = &resolved.agents["writer"][0];
     assert!(tool.result_as_answer());
@@ -1056,11 +1024,7 @@ tasks:
 
     // Overlay problems point at crew.yaml lines.
     let crew = "agents:\n  researcher:\n    max_iter: many\n    tool: [file_read]\ntasks:\n  report:\n    contxt: []\n";
-    let errs = errors(&[
-        ("config/agents.yaml", AGENTS),
-        ("config/tasks.yaml", TASKS),
-        ("config/crew.yaml", crew),
-    ]);
+    let errs = errors(&with_crew(crew));
     assert_eq!(errs.len(), 3, "{errs:#?}");
     assert!(
         errs[0].starts_with("config/crew.yaml:3: agent 'researcher' field 'max_iter': "),

@@ -10,6 +10,9 @@ use crewai_llm::{Llm, LlmConfig, RateLimiter, ScriptedLlm};
 use crewai_project::{
     BuildOptions, Format, Project, ProjectValues, RateLimitOwner, SourceFile, ToolRegistry,
 };
+
+mod common;
+use common::task_names;
 use serde_json::{Value, json};
 
 /// One document holding agents, tasks and the crew, as a caller might receive it.
@@ -98,13 +101,7 @@ fn a_crew_is_built_from_values_through_the_callers_hooks() {
     let hooks = recorded();
     let crew = project.build_crew(&hooks.options).unwrap();
     assert_eq!(crew.name(), "crew", "CrewAI's default name");
-    assert_eq!(
-        crew.tasks()
-            .iter()
-            .map(|t| t.name().unwrap_or_default().to_string())
-            .collect::<Vec<_>>(),
-        ["draft", "edit"]
-    );
+    assert_eq!(task_names(&crew), ["draft", "edit"]);
     assert_eq!(
         *hooks.models.lock().unwrap(),
         ["scripted/default", "openai/gpt-4o"],

@@ -14,6 +14,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::error::{StoreError, to_core};
 use crate::runs::{RUN_COLUMNS, RunRow};
+use crate::task_outputs::{TASK_COLUMNS, TaskColumns};
 use crate::{Store, parse_time};
 
 impl Store {
@@ -24,10 +25,7 @@ impl Store {
         run_id: &str,
         record: &StoredTaskOutput,
     ) -> Result<(), StoreError> {
-        let output =
-            serde_json::to_string(&record.output).map_err(|e| self.corrupt(e.to_string()))?;
-        let inputs =
-            serde_json::to_string(&record.inputs).map_err(|e| self.corrupt(e.to_string()))?;
+        let (output, inputs) = self.task_output_columns(record)?;
         conn.execute(
             "INSERT OR REPLACE INTO run_task_outputs
              (run_id, task_index, task_id, task_name, output, inputs, was_replayed, finished_at)
@@ -53,10 +51,8 @@ impl Store {
     /// The claim is one compare-and-set: the upsert only replaces the owner it saw dead, so of
     /// two processes claiming at once exactly one changes the row.
     pub fn start_run(&self, start: &RunStart) -> Result<(), StoreError> {
-        let inputs =
-            serde_json::to_string(&start.inputs).map_err(|e| self.corrupt(e.to_string()))?;
-        let keys =
-            serde_json::to_string(&start.task_keys).map_err(|e| self.corrupt(e.to_string()))?;
+        let inputs = self.to_json("inputs", &start.inputs)?;
+        let keys = self.to_json("task keys", &start.task_keys)?;
         let mut conn = self.conn()?;
         let tx = conn
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
@@ -110,10 +106,10 @@ impl Store {
     }
 
     fn owned(&self, run_id: &str, owner: RunOwner) -> StoreError {
-        StoreError::RunOwned {
+        StoreError::RunOwned(CoreStoreError::RunOwned {
             run_id: run_id.to_string(),
             owner: Box::new(owner),
-        }
+        })
     }
 
     /// The recorded owner of a run (`None`: no such run, or it ended).
@@ -177,7 +173,7 @@ impl Store {
         record: &StoredTaskOutput,
         usage: &Usage,
     ) -> Result<(), StoreError> {
-        let usage = serde_json::to_string(usage).map_err(|e| self.corrupt(e.to_string()))?;
+        let usage = self.to_json("usage", usage)?;
         let mut conn = self.conn()?;
         let tx = conn.transaction().map_err(|e| self.sql(e))?;
         let known = tx
@@ -199,9 +195,8 @@ impl Store {
     pub fn finish_run(&self, run_id: &str, end: &RunEnd) -> Result<(), StoreError> {
         let usage = end
             .usage
-            .map(|usage| serde_json::to_string(&usage))
-            .transpose()
-            .map_err(|e| self.corrupt(e.to_string()))?;
+            .map(|usage| self.to_json("usage", &usage))
+            .transpose()?;
         let changed = self
             .conn()?
             .execute(
@@ -233,45 +228,15 @@ impl Store {
             return Ok(None);
         };
         let owner = self.owner_of(&conn, run_id)?;
-        let mut statement = conn
-            .prepare(
-                "SELECT task_index, task_id, task_name, output, inputs, was_replayed, finished_at
-                 FROM run_task_outputs WHERE run_id = ?1 ORDER BY task_index",
-            )
-            .map_err(|e| self.sql(e))?;
-        let tasks = statement
-            .query_map(params![run_id], |r| {
-                Ok((
-                    r.get::<_, i64>(0)?,
-                    r.get::<_, String>(1)?,
-                    r.get::<_, Option<String>>(2)?,
-                    r.get::<_, String>(3)?,
-                    r.get::<_, String>(4)?,
-                    r.get::<_, bool>(5)?,
-                    r.get::<_, String>(6)?,
-                ))
-            })
-            .map_err(|e| self.sql(e))?;
+        let sql = format!(
+            "SELECT {TASK_COLUMNS}, finished_at AS at FROM run_task_outputs
+             WHERE run_id = ?1 ORDER BY task_index"
+        );
+        let place = format!("run {}: ", row.shown_id());
         let mut finished = BTreeMap::new();
-        for task in tasks {
-            let (index, task_id, task_name, output, inputs, was_replayed, at) =
-                task.map_err(|e| self.sql(e))?;
-            let task_index = usize::try_from(index)
-                .map_err(|_| self.corrupt(format!("run {run_id}: negative task_index {index}")))?;
-            finished.insert(
-                task_index,
-                StoredTaskOutput {
-                    output: self.parse_json(&row, "task output", &output)?,
-                    inputs: self.parse_json(&row, "task inputs", &inputs)?,
-                    task_id,
-                    task_name,
-                    task_index,
-                    was_replayed,
-                    timestamp: parse_time(&at).ok_or_else(|| {
-                        self.corrupt(format!("run {run_id}: task {task_index}: time {at:?}"))
-                    })?,
-                },
-            );
+        for columns in self.select(&conn, &sql, params![run_id], TaskColumns::read)? {
+            let task = self.stored_task(columns, &place)?;
+            finished.insert(task.task_index, task);
         }
         Ok(Some(StoredRun {
             run_id: run_id.to_string(),
@@ -301,16 +266,13 @@ impl Store {
 impl RunJournal for Store {
     async fn start(&self, run: &RunStart) -> Result<(), CoreStoreError> {
         let run = run.clone();
-        self.blocking(move |store| store.start_run(&run))
-            .await
-            .map_err(to_core)
+        self.for_engine(move |store| store.start_run(&run)).await
     }
 
     async fn heartbeat(&self, run_id: &str, owner_token: &str) -> Result<(), CoreStoreError> {
         let (run_id, owner_token) = (run_id.to_string(), owner_token.to_string());
-        self.blocking(move |store| store.heartbeat_run(&run_id, &owner_token))
+        self.for_engine(move |store| store.heartbeat_run(&run_id, &owner_token))
             .await
-            .map_err(to_core)
     }
 
     async fn task_finished(
@@ -320,23 +282,19 @@ impl RunJournal for Store {
         usage: &Usage,
     ) -> Result<(), CoreStoreError> {
         let (run_id, task, usage) = (run_id.to_string(), task.clone(), *usage);
-        self.blocking(move |store| store.record_run_task(&run_id, &task, &usage))
+        self.for_engine(move |store| store.record_run_task(&run_id, &task, &usage))
             .await
-            .map_err(to_core)
     }
 
     async fn finish(&self, run_id: &str, end: &RunEnd) -> Result<(), CoreStoreError> {
         let (run_id, end) = (run_id.to_string(), end.clone());
-        self.blocking(move |store| store.finish_run(&run_id, &end))
+        self.for_engine(move |store| store.finish_run(&run_id, &end))
             .await
-            .map_err(to_core)
     }
 
     async fn load(&self, run_id: &str) -> Result<Option<StoredRun>, CoreStoreError> {
         let run_id = run_id.to_string();
-        self.blocking(move |store| store.load_run(&run_id))
-            .await
-            .map_err(to_core)
+        self.for_engine(move |store| store.load_run(&run_id)).await
     }
 
     /// One `UPDATE` on the calling thread: the trait's documented exception, for a dropped
@@ -496,7 +454,7 @@ mod tests {
         let other = Store::open_project(dir.path()).unwrap();
         let refused = other.start_run(&start("r", Vec::new())).unwrap_err();
         let message = refused.to_string();
-        assert!(matches!(refused, StoreError::RunOwned { .. }), "{message}");
+        assert!(matches!(refused, StoreError::RunOwned(_)), "{message}");
         assert!(
             message.contains(&format!(
                 "run r is still running in process {}",
@@ -530,7 +488,7 @@ mod tests {
         );
         // The old attempt, were it still going, finds the run taken over.
         let taken = store.heartbeat_run("r", &killed.owner.token).unwrap_err();
-        assert!(matches!(taken, StoreError::RunOwned { .. }), "{taken}");
+        assert!(matches!(taken, StoreError::RunOwned(_)), "{taken}");
 
         // A live pid with a heartbeat older than the lease (a pid reused after a reboot).
         let stale = RunOwner {
@@ -589,7 +547,7 @@ mod tests {
         assert!(
             won.iter()
                 .filter_map(|claim| claim.as_ref().err())
-                .all(|error| matches!(error, StoreError::RunOwned { .. }))
+                .all(|error| matches!(error, StoreError::RunOwned(_)))
         );
     }
 }

@@ -155,7 +155,54 @@ impl Store {
         StoreError::Corrupt {
             path: self.shown_path(),
             message: message.into(),
+            source: None,
         }
+    }
+
+    /// A stored JSON value (`message` says which) that does not parse.
+    fn corrupt_json(&self, message: impl Into<String>, source: serde_json::Error) -> StoreError {
+        StoreError::Corrupt {
+            path: self.shown_path(),
+            message: message.into(),
+            source: Some(source),
+        }
+    }
+
+    /// `value` as JSON text, to store as the column holding `what`.
+    fn to_json(
+        &self,
+        what: &'static str,
+        value: &impl serde::Serialize,
+    ) -> Result<String, StoreError> {
+        serde_json::to_string(value).map_err(|source| StoreError::Serialize {
+            path: self.shown_path(),
+            what,
+            source,
+        })
+    }
+
+    /// The rows `sql` selects with `params`, each read by `read`.
+    fn select<T>(
+        &self,
+        conn: &Connection,
+        sql: &str,
+        params: impl rusqlite::Params,
+        read: impl FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+    ) -> Result<Vec<T>, StoreError> {
+        let mut statement = conn.prepare(sql).map_err(|e| self.sql(e))?;
+        let rows = statement.query_map(params, read).map_err(|e| self.sql(e))?;
+        rows.map(|row| row.map_err(|e| self.sql(e))).collect()
+    }
+
+    /// The `output` and `inputs` columns of a stored task output (JSON text).
+    fn task_output_columns(
+        &self,
+        record: &crewai_core::store::StoredTaskOutput,
+    ) -> Result<(String, String), StoreError> {
+        Ok((
+            self.to_json("output", &record.output)?,
+            self.to_json("inputs", &record.inputs)?,
+        ))
     }
 
     /// Runs `work` on tokio's blocking pool with a handle on the same database.
@@ -166,7 +213,15 @@ impl Store {
         let store = self.clone();
         tokio::task::spawn_blocking(move || work(store))
             .await
-            .map_err(|e| StoreError::Background(e.to_string()))?
+            .map_err(StoreError::Background)?
+    }
+
+    /// [`Store::blocking`] for the engine's store traits, whose error is crewai-core's.
+    async fn for_engine<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(Store) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, crewai_core::store::StoreError> {
+        self.blocking(work).await.map_err(error::to_core)
     }
 }
 

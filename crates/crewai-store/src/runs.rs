@@ -43,17 +43,14 @@ impl Store {
     /// The latest runs, newest first.
     pub fn runs(&self, limit: usize) -> Result<Vec<RunRecord>, StoreError> {
         let conn = self.conn()?;
-        let mut statement = conn
-            .prepare(&format!(
-                "SELECT {RUN_COLUMNS} FROM runs ORDER BY id DESC LIMIT ?1"
-            ))
-            .map_err(|e| self.sql(e))?;
-        let rows = statement
-            .query_map(params![limit as i64], RunRow::read)
-            .map_err(|e| self.sql(e))?;
+        let rows = self.select(
+            &conn,
+            &format!("SELECT {RUN_COLUMNS} FROM runs ORDER BY id DESC LIMIT ?1"),
+            params![limit as i64],
+            RunRow::read,
+        )?;
         let mut runs = Vec::new();
         for row in rows {
-            let row = row.map_err(|e| self.sql(e))?;
             let task_count = self.parse_task_keys(&row)?.len();
             let owner = match &row.run_id {
                 Some(run_id) => self.owner_of(&conn, run_id)?,
@@ -89,7 +86,7 @@ impl Store {
         text: &str,
     ) -> Result<T, StoreError> {
         serde_json::from_str(text)
-            .map_err(|e| self.corrupt(format!("run {}: {column}: {e}", row.shown_id())))
+            .map_err(|e| self.corrupt_json(format!("run {}: {column}", row.shown_id()), e))
     }
 
     pub(crate) fn parse_status(&self, row: &RunRow) -> Result<RunStatus, StoreError> {

@@ -6,10 +6,77 @@ use crewai_core::output::TaskOutput;
 use crewai_core::store::{StoreError as CoreStoreError, StoredTaskOutput, TaskOutputStore};
 use rusqlite::{OptionalExtension, params};
 
-use crate::error::{StoreError, to_core};
+use crate::error::StoreError;
 use crate::{Store, parse_time};
 
+/// The columns both task output tables share, which [`TaskColumns::read`] reads by name; a query
+/// adds its time column as `at`.
+pub(crate) const TASK_COLUMNS: &str =
+    "task_id, task_name, task_index, output, inputs, was_replayed";
+
+/// A stored task output as its row holds it, before its values are parsed.
+pub(crate) struct TaskColumns {
+    task_id: String,
+    task_name: Option<String>,
+    task_index: i64,
+    output: String,
+    inputs: Option<String>,
+    was_replayed: bool,
+    at: String,
+}
+
+impl TaskColumns {
+    /// Reads [`TASK_COLUMNS`] and `at`.
+    pub(crate) fn read(row: &rusqlite::Row<'_>) -> rusqlite::Result<TaskColumns> {
+        Ok(TaskColumns {
+            task_id: row.get("task_id")?,
+            task_name: row.get("task_name")?,
+            task_index: row.get("task_index")?,
+            output: row.get("output")?,
+            inputs: row.get("inputs")?,
+            was_replayed: row.get("was_replayed")?,
+            at: row.get("at")?,
+        })
+    }
+}
+
 impl Store {
+    /// A stored task output from its columns; `place` (`run <id>: `, or nothing) starts what a
+    /// corrupt value is reported as.
+    pub(crate) fn stored_task(
+        &self,
+        columns: TaskColumns,
+        place: &str,
+    ) -> Result<StoredTaskOutput, StoreError> {
+        let TaskColumns {
+            task_id,
+            task_name,
+            task_index,
+            output,
+            inputs,
+            was_replayed,
+            at,
+        } = columns;
+        let output: TaskOutput = serde_json::from_str(&output)
+            .map_err(|e| self.corrupt_json(format!("{place}task {task_id}: output"), e))?;
+        let inputs: Inputs = match inputs {
+            Some(text) => serde_json::from_str(&text)
+                .map_err(|e| self.corrupt_json(format!("{place}task {task_id}: inputs"), e))?,
+            None => Inputs::new(),
+        };
+        Ok(StoredTaskOutput {
+            task_index: usize::try_from(task_index)
+                .map_err(|_| self.corrupt(format!("{place}negative task_index {task_index}")))?,
+            timestamp: parse_time(&at)
+                .ok_or_else(|| self.corrupt(format!("{place}task {task_id}: time {at:?}")))?,
+            task_id,
+            task_name,
+            output,
+            inputs,
+            was_replayed,
+        })
+    }
+
     /// Forgets the stored task outputs (a new kickoff starts).
     pub fn reset_task_outputs(&self) -> Result<(), StoreError> {
         self.conn()?
@@ -20,10 +87,7 @@ impl Store {
 
     /// Stores one task's output, replacing whatever was stored at its index or under its id.
     pub fn save_task_output(&self, record: &StoredTaskOutput) -> Result<(), StoreError> {
-        let output =
-            serde_json::to_string(&record.output).map_err(|e| self.corrupt(e.to_string()))?;
-        let inputs =
-            serde_json::to_string(&record.inputs).map_err(|e| self.corrupt(e.to_string()))?;
+        let (output, inputs) = self.task_output_columns(record)?;
         let mut conn = self.conn()?;
         let tx = conn.transaction().map_err(|e| self.sql(e))?;
         tx.execute(
@@ -54,49 +118,13 @@ impl Store {
     /// The stored task outputs, in task order.
     pub fn task_outputs(&self) -> Result<Vec<StoredTaskOutput>, StoreError> {
         let conn = self.conn()?;
-        let mut statement = conn
-            .prepare(
-                "SELECT task_id, task_name, task_index, output, inputs, was_replayed, timestamp
-                 FROM latest_kickoff_task_outputs ORDER BY task_index",
-            )
-            .map_err(|e| self.sql(e))?;
-        let rows = statement
-            .query_map([], |row| {
-                Ok((
-                    row.get::<_, String>(0)?,
-                    row.get::<_, Option<String>>(1)?,
-                    row.get::<_, i64>(2)?,
-                    row.get::<_, String>(3)?,
-                    row.get::<_, Option<String>>(4)?,
-                    row.get::<_, bool>(5)?,
-                    row.get::<_, String>(6)?,
-                ))
-            })
-            .map_err(|e| self.sql(e))?;
-        let mut records = Vec::new();
-        for row in rows {
-            let (task_id, task_name, task_index, output, inputs, was_replayed, timestamp) =
-                row.map_err(|e| self.sql(e))?;
-            let output: TaskOutput = serde_json::from_str(&output)
-                .map_err(|e| self.corrupt(format!("task {task_id}: output: {e}")))?;
-            let inputs: Inputs = match inputs {
-                Some(text) => serde_json::from_str(&text)
-                    .map_err(|e| self.corrupt(format!("task {task_id}: inputs: {e}")))?,
-                None => Inputs::new(),
-            };
-            records.push(StoredTaskOutput {
-                task_id,
-                task_name,
-                task_index: usize::try_from(task_index)
-                    .map_err(|_| self.corrupt(format!("negative task_index {task_index}")))?,
-                output,
-                inputs,
-                was_replayed,
-                timestamp: parse_time(&timestamp)
-                    .ok_or_else(|| self.corrupt(format!("bad timestamp {timestamp:?}")))?,
-            });
-        }
-        Ok(records)
+        let sql = format!(
+            "SELECT {TASK_COLUMNS}, timestamp AS at FROM latest_kickoff_task_outputs ORDER BY task_index"
+        );
+        self.select(&conn, &sql, [], TaskColumns::read)?
+            .into_iter()
+            .map(|columns| self.stored_task(columns, ""))
+            .collect()
     }
 
     /// The task id stored for a task name or id (what `crewai replay -t` accepts).
@@ -126,21 +154,16 @@ impl Store {
 #[async_trait]
 impl TaskOutputStore for Store {
     async fn reset(&self) -> Result<(), CoreStoreError> {
-        self.blocking(|store| store.reset_task_outputs())
-            .await
-            .map_err(to_core)
+        self.for_engine(|store| store.reset_task_outputs()).await
     }
 
     async fn save(&self, record: StoredTaskOutput) -> Result<(), CoreStoreError> {
-        self.blocking(move |store| store.save_task_output(&record))
+        self.for_engine(move |store| store.save_task_output(&record))
             .await
-            .map_err(to_core)
     }
 
     async fn load(&self) -> Result<Vec<StoredTaskOutput>, CoreStoreError> {
-        self.blocking(|store| store.task_outputs())
-            .await
-            .map_err(to_core)
+        self.for_engine(|store| store.task_outputs()).await
     }
 }
 

@@ -6,10 +6,14 @@
 //! [`fault`] injects failures (hung and slow requests, 429s, 5xx, connection resets, malformed
 //! replies, cut streams, impossible tool calls) per request, scripted or seeded at random.
 //!
+//! [`fixtures`] holds data several crates' tests share (a structured-output schema).
+//!
 //! [`prereq`] is the harness for test binaries that need something from outside the repository
 //! (a model file, shared fixtures, a program): skipped locally when it is missing, failed under CI.
 
 pub mod fault;
+pub mod fixtures;
 pub mod prereq;
 pub mod replay;
 pub mod scripted;
+mod serve;

@@ -101,6 +101,13 @@ struct Inner {
     outcome: OnceLock<Result<(), String>>,
 }
 
+/// What a path prerequisite must be.
+#[derive(Debug, Clone, Copy)]
+enum PathKind {
+    File,
+    Dir,
+}
+
 impl fmt::Debug for Prerequisite {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Prerequisite")
@@ -127,20 +134,25 @@ impl Prerequisite {
         }
     }
 
+    /// The embedded model's GGUF file (SmolLM2-135M) at `path`, which `crewai models pull`
+    /// downloads. The tests that run the model pass
+    /// `crewai_local::cache::SMOLLM2_135M.path_in(&crewai_local::models_dir())`, where the
+    /// binary and the provider look for it.
+    pub fn embedded_model(path: impl Into<PathBuf>) -> Self {
+        Self::file(
+            "the embedded model SmolLM2-135M",
+            path,
+            "run `cargo run -q -p crewai-cli -- models pull` (it downloads into CREWAI_MODELS_DIR, default ~/.cache/crewai/models)",
+        )
+    }
+
     /// A file that must exist.
     pub fn file(
         name: impl Into<String>,
         path: impl Into<PathBuf>,
         provided_by: impl Into<String>,
     ) -> Self {
-        let path = path.into();
-        Self::new(name, provided_by, move || {
-            if path.is_file() {
-                Ok(())
-            } else {
-                Err(format!("{} is not there", path.display()))
-            }
-        })
+        Self::path(name, path.into(), provided_by, PathKind::File)
     }
 
     /// A directory that must exist.
@@ -149,12 +161,25 @@ impl Prerequisite {
         path: impl Into<PathBuf>,
         provided_by: impl Into<String>,
     ) -> Self {
-        let path = path.into();
+        Self::path(name, path.into(), provided_by, PathKind::Dir)
+    }
+
+    /// A path that must be of `kind`.
+    fn path(
+        name: impl Into<String>,
+        path: PathBuf,
+        provided_by: impl Into<String>,
+        kind: PathKind,
+    ) -> Self {
         Self::new(name, provided_by, move || {
-            if path.is_dir() {
+            let (present, missing) = match kind {
+                PathKind::File => (path.is_file(), "is not there"),
+                PathKind::Dir => (path.is_dir(), "is not a directory"),
+            };
+            if present {
                 Ok(())
             } else {
-                Err(format!("{} is not a directory", path.display()))
+                Err(format!("{} {missing}", path.display()))
             }
         })
     }

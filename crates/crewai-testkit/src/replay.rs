@@ -51,21 +51,28 @@ pub const EXHAUSTED_STATUS: u16 = 599;
 /// Why a cassette could not be loaded or served.
 #[derive(Debug, thiserror::Error)]
 pub enum ReplayError {
-    #[error("cannot read cassette {path}: {source}")]
+    #[error("cannot read cassette {path}")]
     Read {
         path: PathBuf,
+        #[source]
         source: std::io::Error,
     },
-    #[error("cassette {origin} is not valid YAML: {message}")]
-    Yaml { origin: String, message: String },
+    #[error("cassette {origin} is not valid YAML")]
+    Yaml {
+        origin: String,
+        #[source]
+        source: yaml_serde::Error,
+    },
+    #[error("cassette {origin}: `interactions` must be a list")]
+    InteractionsNotAList { origin: String },
     #[error("cassette {origin}: interaction {index}: {message}")]
     Interaction {
         origin: String,
         index: usize,
         message: String,
     },
-    #[error("cannot bind the replay server on 127.0.0.1: {0}")]
-    Bind(std::io::Error),
+    #[error("cannot bind the replay server on 127.0.0.1")]
+    Bind(#[source] std::io::Error),
 }
 
 /// One recorded request/response pair of an LLM provider.
@@ -193,17 +200,16 @@ impl Cassette {
 
     fn parse(text: &str, origin: &str) -> Result<Cassette, ReplayError> {
         let root: yaml_serde::Value =
-            yaml_serde::from_str(text).map_err(|e| ReplayError::Yaml {
+            yaml_serde::from_str(text).map_err(|source| ReplayError::Yaml {
                 origin: origin.to_string(),
-                message: e.to_string(),
+                source,
             })?;
         let items = match get(&root, "interactions") {
             Some(yaml_serde::Value::Sequence(items)) => items.as_slice(),
             Some(yaml_serde::Value::Null) | None => &[],
             Some(_) => {
-                return Err(ReplayError::Yaml {
+                return Err(ReplayError::InteractionsNotAList {
                     origin: origin.to_string(),
-                    message: "`interactions` must be a list".into(),
                 });
             }
         };
@@ -285,9 +291,7 @@ type Shared = Arc<Mutex<Replay>>;
 fn lock(shared: &Shared) -> MutexGuard<'_, Replay> {
     // A panic while holding the lock cannot leave the replay state half-updated in a way that
     // matters to a reader, so a poisoned lock is still usable.
-    shared
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
+    crate::serve::lock(shared)
 }
 
 /// A running replay server; stops when dropped.
@@ -547,6 +551,12 @@ interactions:
                 .contains("interaction 0: missing `request.uri`"),
             "{error}"
         );
-        assert!(Cassette::from_yaml_str("interactions: 3").is_err());
+        assert!(matches!(
+            Cassette::from_yaml_str("interactions: 3"),
+            Err(ReplayError::InteractionsNotAList { .. })
+        ));
+        let error = Cassette::from_yaml_str("interactions: [").unwrap_err();
+        assert_eq!(error.to_string(), "cassette <text> is not valid YAML");
+        assert!(std::error::Error::source(&error).is_some(), "{error:?}");
     }
 }

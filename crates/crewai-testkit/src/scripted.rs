@@ -81,7 +81,10 @@ use axum::extract::State;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri};
 use axum::response::Response;
 use serde_json::{Value, json};
-use tokio::sync::{Notify, oneshot};
+use tokio::net::TcpListener;
+use tokio::sync::Notify;
+
+use crate::serve::{self, Running, Stopped};
 
 /// One tool call inside a scripted reply.
 #[derive(Debug, Clone, PartialEq)]
@@ -372,19 +375,14 @@ struct Shared {
 
 impl Shared {
     fn lock(&self) -> MutexGuard<'_, Script> {
-        // A test that panicked while holding the lock must not hide its own failure behind a poison error.
-        self.script
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        serve::lock(&self.script)
     }
 }
 
 /// A running scripted server; dropping it shuts the server down.
 pub struct ScriptedServer {
-    address: SocketAddr,
+    running: Running,
     shared: Arc<Shared>,
-    shutdown: Option<oneshot::Sender<()>>,
-    background: Option<std::thread::JoinHandle<()>>,
 }
 
 impl ScriptedServer {
@@ -392,78 +390,40 @@ impl ScriptedServer {
     ///
     /// Panics if no port can be bound (a broken test machine, not a test outcome).
     pub async fn start() -> Self {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind 127.0.0.1:0 for the scripted server");
-        let address = listener
-            .local_addr()
-            .expect("local address of the scripted server");
         let shared = Arc::new(Shared::default());
-        let (shutdown, stopped) = oneshot::channel::<()>();
-        let app = router(shared.clone());
-        tokio::spawn(async move {
-            let _ = axum::serve(listener, app)
-                .with_graceful_shutdown(async move {
-                    let _ = stopped.await;
-                })
-                .await;
-        });
+        let app = Router::new().fallback(answer).with_state(shared.clone());
         ScriptedServer {
-            address,
+            running: Running::spawn(SERVER, |listener, stopped| serve(listener, app, stopped))
+                .await,
             shared,
-            shutdown: Some(shutdown),
-            background: None,
         }
     }
 
     /// Starts a server on its own thread and runtime, for synchronous tests (spawning a binary).
     pub fn start_blocking() -> Self {
-        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
-        let (shutdown, stopped) = oneshot::channel::<()>();
-        let background = std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .expect("tokio runtime for the scripted server");
-            runtime.block_on(async move {
-                let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-                    .await
-                    .expect("bind 127.0.0.1:0 for the scripted server");
-                let address = listener
-                    .local_addr()
-                    .expect("local address of the scripted server");
-                let shared = Arc::new(Shared::default());
-                let app = router(shared.clone());
-                let _ = ready_tx.send((address, shared));
-                let _ = axum::serve(listener, app)
-                    .with_graceful_shutdown(async move {
-                        let _ = stopped.await;
-                    })
-                    .await;
-            });
-        });
-        let (address, shared) = ready_rx.recv().expect("the scripted server thread started");
+        let shared = Arc::new(Shared::default());
+        let app = Router::new().fallback(answer).with_state(shared.clone());
         ScriptedServer {
-            address,
+            running: Running::on_own_thread(SERVER, |listener, stopped| {
+                serve(listener, app, stopped)
+            }),
             shared,
-            shutdown: Some(shutdown),
-            background: Some(background),
         }
     }
 
     /// The socket address the server listens on.
     pub fn address(&self) -> SocketAddr {
-        self.address
+        self.running.address()
     }
 
     /// The OpenAI-style base URL, `http://127.0.0.1:PORT/v1`.
     pub fn base_url(&self) -> String {
-        format!("http://{}/v1", self.address)
+        format!("http://{}/v1", self.address())
     }
 
     /// The server's root URL without `/v1`, `http://127.0.0.1:PORT`.
     pub fn root_url(&self) -> String {
-        format!("http://{}", self.address)
+        format!("http://{}", self.address())
     }
 
     /// Queues one reply.
@@ -518,19 +478,16 @@ impl ScriptedServer {
     }
 }
 
-impl Drop for ScriptedServer {
-    fn drop(&mut self) {
-        if let Some(shutdown) = self.shutdown.take() {
-            let _ = shutdown.send(());
-        }
-        // Delayed replies may still be sleeping; the background thread ends when its runtime is
-        // dropped, so it is detached rather than joined to keep drop prompt.
-        drop(self.background.take());
-    }
-}
+/// The server's name in its panic messages.
+const SERVER: &str = "scripted server";
 
-fn router(shared: Arc<Shared>) -> Router {
-    Router::new().fallback(answer).with_state(shared)
+/// Answers requests on `listener` until the server is stopped.
+async fn serve(listener: TcpListener, app: Router, mut stopped: Stopped) {
+    let _ = axum::serve(listener, app)
+        .with_graceful_shutdown(async move {
+            let _ = stopped.wait_for(|stop| *stop).await;
+        })
+        .await;
 }
 
 async fn answer(

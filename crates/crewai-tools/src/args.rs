@@ -17,7 +17,7 @@ pub struct ArgumentProblem {
 
 /// Arguments a tool cannot run with. The text is written for the model, which gets it as the
 /// tool's observation and can retry.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 pub enum ArgumentError {
     /// The text was not JSON, even after repair.
     #[error(
@@ -37,8 +37,8 @@ pub enum ArgumentError {
         expected: String,
     },
     /// The tool's own schema cannot be used for validation: a bug in the tool, not the model.
-    #[error("The tool's argument schema is invalid, so its arguments cannot be checked: {0}")]
-    InvalidSchema(String),
+    #[error("The tool's argument schema is invalid, so its arguments cannot be checked")]
+    InvalidSchema(#[source] Box<jsonschema::ValidationError<'static>>),
 }
 
 fn describe_problems(problems: &[ArgumentProblem], expected: &str) -> String {
@@ -275,7 +275,7 @@ fn coerce_scalar(kind: &str, value: &Value) -> Option<Value> {
 
 fn validate(schema: &Value, args: &Value) -> Result<(), ArgumentError> {
     let validator = jsonschema::validator_for(schema)
-        .map_err(|error| ArgumentError::InvalidSchema(error.to_string()))?;
+        .map_err(|error| ArgumentError::InvalidSchema(Box::new(error.to_owned())))?;
     let mut problems = Vec::new();
     for error in validator.iter_errors(args) {
         let at = field_path(error.instance_path().as_str());

@@ -73,22 +73,13 @@ impl DynamicTool {
         }
     }
 
-    /// Declares environment variables the tool needs.
-    pub fn with_env_vars(mut self, env_vars: Vec<EnvVar>) -> Self {
-        self.env_vars = env_vars;
-        self
-    }
-
-    /// The default for [`ToolHandle::result_as_answer`].
-    pub fn with_result_as_answer(mut self, result_as_answer: bool) -> Self {
-        self.result_as_answer = result_as_answer;
-        self
-    }
-
-    /// The default for [`ToolHandle::max_usage_count`].
-    pub fn with_max_usage_count(mut self, max_usage_count: u32) -> Self {
-        self.max_usage_count = Some(max_usage_count);
-        self
+    crewai_llm::setters! {
+        /// Declares environment variables the tool needs.
+        pub fn with_env_vars(env_vars: Vec<EnvVar>) => env_vars = env_vars;
+        /// The default for [`ToolHandle::result_as_answer`].
+        pub fn with_result_as_answer(result_as_answer: bool) => result_as_answer = result_as_answer;
+        /// The default for [`ToolHandle::max_usage_count`].
+        pub fn with_max_usage_count(max_usage_count: u32) => max_usage_count = Some(max_usage_count);
     }
 
     /// Wraps the tool in a [`ToolHandle`].

@@ -68,16 +68,13 @@ impl ToolHandle {
         ToolHandle::new(Arc::new(tool))
     }
 
-    /// When true, the tool's output ends the agent's run and becomes its final answer.
-    pub fn with_result_as_answer(mut self, result_as_answer: bool) -> Self {
-        self.result_as_answer = result_as_answer;
-        self
-    }
-
-    /// Limits how often the tool may run (per handle and its clones). `0` forbids every use.
-    pub fn with_max_usage_count(mut self, max_usage_count: u32) -> Self {
-        self.max_usage_count = Some(max_usage_count);
-        self
+    crewai_llm::setters! {
+        /// When true, the tool's output ends the agent's run and becomes its final answer.
+        pub fn with_result_as_answer(result_as_answer: bool) => result_as_answer = result_as_answer;
+        /// Limits how often the tool may run (per handle and its clones). `0` forbids every use.
+        pub fn with_max_usage_count(max_usage_count: u32) => max_usage_count = Some(max_usage_count);
+        /// What happens when this tool fails, overriding the agent's and crew's policy.
+        pub fn with_failure_policy(failure_policy: ToolFailurePolicy) => failure_policy = Some(failure_policy);
     }
 
     /// Decides per call whether a result may be stored in the crew's [`crate::ToolCache`].
@@ -86,12 +83,6 @@ impl ToolHandle {
         cache_function: impl Fn(&Value, &ToolOutput) -> bool + Send + Sync + 'static,
     ) -> Self {
         self.cache_function = Some(Arc::new(cache_function));
-        self
-    }
-
-    /// What happens when this tool fails, overriding the agent's and crew's policy.
-    pub fn with_failure_policy(mut self, policy: ToolFailurePolicy) -> Self {
-        self.failure_policy = Some(policy);
         self
     }
 
@@ -327,7 +318,8 @@ mod tests {
         assert_eq!(output.to_text(), "counted");
         let error: ToolError = handle.prepare_arguments(&json!({})).unwrap_err().into();
         assert!(
-            matches!(&error, ToolError::InvalidArguments(text) if text.contains("`value` is required")),
+            matches!(&error, ToolError::Arguments(_))
+                && error.to_string().contains("`value` is required"),
             "{error:?}"
         );
     }

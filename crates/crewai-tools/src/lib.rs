@@ -37,10 +37,11 @@
 mod args;
 pub mod builtin;
 mod cache;
-pub mod crewai_compat;
+pub mod catalog;
 mod dynamic;
 mod env;
 mod handle;
+mod macros;
 mod name;
 mod repair;
 mod schema;
@@ -62,7 +63,7 @@ pub use repair::repair_json;
 pub use schema::{schema_for, strict_parameters};
 pub use set::ToolSet;
 pub use tool::{EnvVar, Tool, ToolContext, ToolError, ToolOutput};
-pub use typed::TypedTool;
+pub use typed::{TypedTool, panic_message};
 
 /// What `#[tool]` expands to refers to; not a public API.
 #[doc(hidden)]

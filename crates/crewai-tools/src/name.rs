@@ -1,20 +1,18 @@
 //! Tool names as models see them, and the fuzzy matching used to find a tool a model misspelled.
 
-use std::sync::LazyLock;
-
-use regex::Regex;
 use sha2::{Digest, Sha256};
 use unicode_normalization::UnicodeNormalization;
+
+use crate::macros::static_regexes;
 
 /// The longest name providers accept for a function.
 pub const MAX_TOOL_NAME_LEN: usize = 64;
 
-static LOWER_THEN_UPPER: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"([a-z0-9])([A-Z])").expect("static regex"));
-static ACRONYM_THEN_WORD: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"([A-Z]+)([A-Z][a-z])").expect("static regex"));
-static NOT_ALPHANUMERIC: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"[^a-z0-9]+").expect("static regex"));
+static_regexes! {
+    LOWER_THEN_UPPER = r"([a-z0-9])([A-Z])";
+    ACRONYM_THEN_WORD = r"([A-Z]+)([A-Z][a-z])";
+    NOT_ALPHANUMERIC = r"[^a-z0-9]+";
+}
 
 /// Turns any tool name into the `snake_case` form CrewAI sends to providers.
 ///
@@ -130,25 +128,20 @@ mod tests {
 
     #[test]
     fn sanitises_like_crewai() {
-        assert_eq!(
-            sanitize_tool_name("Delegate work to coworker"),
-            "delegate_work_to_coworker"
-        );
-        assert_eq!(
-            sanitize_tool_name("Ask question to coworker"),
-            "ask_question_to_coworker"
-        );
-        assert_eq!(sanitize_tool_name("dummy_tool"), "dummy_tool");
-        assert_eq!(sanitize_tool_name("myTool"), "my_tool");
-        assert_eq!(sanitize_tool_name("HTTPServerTool"), "http_server_tool");
-        assert_eq!(
-            sanitize_tool_name("  --Hello,   World!!--  "),
-            "hello_world"
-        );
-        assert_eq!(sanitize_tool_name("it's \"quoted\""), "its_quoted");
-        assert_eq!(sanitize_tool_name("naïve résumé"), "naive_resume");
-        assert_eq!(sanitize_tool_name("a__b"), "a_b");
-        assert_eq!(sanitize_tool_name("工具"), "");
+        for (name, sanitised) in [
+            ("Delegate work to coworker", "delegate_work_to_coworker"),
+            ("Ask question to coworker", "ask_question_to_coworker"),
+            ("dummy_tool", "dummy_tool"),
+            ("myTool", "my_tool"),
+            ("HTTPServerTool", "http_server_tool"),
+            ("  --Hello,   World!!--  ", "hello_world"),
+            ("it's \"quoted\"", "its_quoted"),
+            ("naïve résumé", "naive_resume"),
+            ("a__b", "a_b"),
+            ("工具", ""),
+        ] {
+            assert_eq!(sanitize_tool_name(name), sanitised, "{name}");
+        }
     }
 
     #[test]
@@ -168,10 +161,14 @@ mod tests {
 
     #[test]
     fn titles_fields_like_pydantic() {
-        assert_eq!(field_title("first_number"), "First Number");
-        assert_eq!(field_title("a"), "A");
-        assert_eq!(field_title("file_path2x"), "File Path2X");
-        assert_eq!(field_title("URL"), "Url");
+        for (field, title) in [
+            ("first_number", "First Number"),
+            ("a", "A"),
+            ("file_path2x", "File Path2X"),
+            ("URL", "Url"),
+        ] {
+            assert_eq!(field_title(field), title);
+        }
     }
 
     #[test]

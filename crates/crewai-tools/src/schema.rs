@@ -49,19 +49,29 @@ pub fn schema_for<T: JsonSchema>() -> Value {
         .into_generator()
         .into_root_schema_for::<T>();
     let mut schema = generated.to_value();
-    if let Value::Object(root) = &mut schema {
-        root.remove("$schema");
-        root.remove("title");
-        root.remove("description");
-        // Pydantic always lists `properties`, even for a model without fields.
-        if root.get("type").and_then(Value::as_str) == Some("object")
-            && !root.contains_key("properties")
-        {
-            root.insert("properties".into(), Value::Object(Map::new()));
-        }
-    }
+    tidy_root(&mut schema, false);
     pydantic_shape(&mut schema);
     schema
+}
+
+/// Removes the top-level `$schema`, `title` and `description`, and lists `properties` (empty
+/// when there are none) in an object schema, as pydantic always does. For a tool's `parameters`
+/// (`as_parameters`), a schema without a `type` is an object schema, and `properties` is
+/// always listed.
+fn tidy_root(schema: &mut Value, as_parameters: bool) {
+    let Value::Object(root) = schema else {
+        return;
+    };
+    for key in ["$schema", "title", "description"] {
+        root.remove(key);
+    }
+    if as_parameters && !root.contains_key("type") {
+        root.insert("type".into(), Value::String("object".into()));
+    }
+    if as_parameters || root.get("type").and_then(Value::as_str) == Some("object") {
+        root.entry("properties")
+            .or_insert_with(|| Value::Object(Map::new()));
+    }
 }
 
 /// Adds pydantic's property titles, drops numeric `format`s and sorts keywords, recursively.
@@ -117,17 +127,7 @@ pub fn strict_parameters(schema: &Value) -> Value {
         // A tool without a usable schema takes no arguments.
         _ => serde_json::json!({"properties": {}, "type": "object"}),
     };
-    if let Value::Object(root) = &mut schema {
-        root.remove("title");
-        root.remove("description");
-        root.remove("$schema");
-        if !root.contains_key("type") {
-            root.insert("type".into(), Value::String("object".into()));
-        }
-        if !root.contains_key("properties") {
-            root.insert("properties".into(), Value::Object(Map::new()));
-        }
-    }
+    tidy_root(&mut schema, true);
     close_objects(&mut schema);
     schema
 }

@@ -231,30 +231,40 @@ mod tests {
         ])
     }
 
+    /// Each name asked for finds the tool with the name given beside it.
+    fn assert_finds(tools: &ToolSet, cases: &[(&str, &str)]) {
+        for (asked, found) in cases {
+            assert_eq!(
+                tools.find(asked).map(ToolHandle::name),
+                Some(*found),
+                "{asked}"
+            );
+        }
+    }
+
     #[test]
     fn exact_sanitised_names_match() {
-        let tools = set();
-        assert_eq!(
-            tools.find("delegate_work_to_coworker").unwrap().name(),
-            "delegate_work_to_coworker"
+        assert_finds(
+            &set(),
+            &[
+                ("delegate_work_to_coworker", "delegate_work_to_coworker"),
+                ("Delegate work to coworker", "delegate_work_to_coworker"),
+                ("web_search", "web_search"),
+                ("**multiplier**", "multiplier"),
+            ],
         );
-        assert_eq!(
-            tools.find("Delegate work to coworker").unwrap().name(),
-            "delegate_work_to_coworker"
-        );
-        assert_eq!(tools.find("web_search").unwrap().name(), "web_search");
-        assert_eq!(tools.find("**multiplier**").unwrap().name(), "multiplier");
     }
 
     #[test]
     fn case_spaces_underscores_and_dashes_are_ignored() {
-        let tools = set();
-        assert_eq!(
-            tools.find("DELEGATE-WORK-TO-COWORKER").unwrap().name(),
-            "delegate_work_to_coworker"
+        assert_finds(
+            &set(),
+            &[
+                ("DELEGATE-WORK-TO-COWORKER", "delegate_work_to_coworker"),
+                ("websearch", "web_search"),
+                ("Web Search", "web_search"),
+            ],
         );
-        assert_eq!(tools.find("websearch").unwrap().name(), "web_search");
-        assert_eq!(tools.find("Web Search").unwrap().name(), "web_search");
     }
 
     #[test]

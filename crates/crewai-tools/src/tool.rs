@@ -36,15 +36,11 @@ impl ToolContext {
         self
     }
 
-    pub fn with_crew(mut self, id: impl Into<String>) -> Self {
-        self.crew_id = Some(id.into());
-        self
-    }
-
-    /// Ties the tool run to a caller's token (typically a child of the agent's run token).
-    pub fn with_cancellation(mut self, cancellation: CancellationToken) -> Self {
-        self.cancellation = cancellation;
-        self
+    crewai_llm::setters! {
+        /// The crew the call runs in.
+        pub fn with_crew(crew_id: impl Into<String>) => crew_id = Some(crew_id.into());
+        /// Ties the tool run to a caller's token (typically a child of the agent's run token).
+        pub fn with_cancellation(cancellation: CancellationToken) => cancellation = cancellation;
     }
 }
 
@@ -78,15 +74,59 @@ impl From<&str> for ToolOutput {
     }
 }
 
-/// A tool's failure. Its text goes back to the model as the observation.
-#[derive(Debug, Clone, thiserror::Error)]
+/// A tool's failure. It goes back to the model as the observation, rendered with its causes
+/// (`crewai_llm::error_chain`): the variants that wrap a lower-level error say only what failed
+/// at the tool's level and keep the error itself as their source.
+#[derive(Debug, thiserror::Error)]
 pub enum ToolError {
     /// The arguments do not match the schema.
     #[error("{0}")]
     InvalidArguments(String),
+    /// The arguments failed validation against the tool's schema.
+    #[error(transparent)]
+    Arguments(#[from] crate::ArgumentError),
+    /// Validated arguments do not deserialise into the tool's argument type.
+    #[error("The arguments for the tool '{tool}' do not fit")]
+    ArgumentsDoNotFit {
+        tool: String,
+        #[source]
+        source: serde_json::Error,
+    },
     /// The tool ran and failed.
     #[error("{0}")]
     Failed(String),
+    /// A file-system operation failed; `action` says which (`'notes.txt' cannot be read`).
+    #[error("{action}")]
+    Io {
+        action: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// An HTTP request failed; `action` says which (`GET https://example.com/ timed out`).
+    #[error("{action}")]
+    Http {
+        action: String,
+        #[source]
+        source: reqwest::Error,
+    },
+    /// JSON the tool read or wrote is not what it expected; `action` says which.
+    #[error("{action}")]
+    Json {
+        action: String,
+        #[source]
+        source: serde_json::Error,
+    },
+    /// Work the tool handed to another task did not finish (the task was cancelled or
+    /// panicked); `action` says which.
+    #[error("{action}")]
+    Interrupted {
+        action: String,
+        #[source]
+        source: tokio::task::JoinError,
+    },
+    /// The tool's usage limit is used up.
+    #[error(transparent)]
+    UsageLimit(#[from] crate::UsageLimitReached),
     /// A required environment variable is not set.
     #[error("tool '{tool}' needs the environment variable {var}: {description}")]
     MissingEnvVar {
@@ -102,21 +142,56 @@ pub enum ToolError {
     Panicked { tool: String, message: String },
 }
 
-impl From<crate::ArgumentError> for ToolError {
-    fn from(error: crate::ArgumentError) -> Self {
-        ToolError::InvalidArguments(error.to_string())
-    }
-}
-
-impl From<crate::UsageLimitReached> for ToolError {
-    fn from(error: crate::UsageLimitReached) -> Self {
-        ToolError::Failed(error.to_string())
-    }
-}
-
 impl ToolError {
     pub fn failed(message: impl Into<String>) -> Self {
         ToolError::Failed(message.into())
+    }
+
+    /// A failure caused by a lower-level error, kept as the source: `action` says what could
+    /// not be done (`'notes.txt' cannot be read`), the source says why.
+    pub fn caused(action: impl Into<String>, source: impl CauseOfToolError) -> Self {
+        source.into_tool_error(action.into())
+    }
+}
+
+/// A lower-level error that [`ToolError::caused`] keeps as the source of a tool failure.
+pub trait CauseOfToolError {
+    fn into_tool_error(self, action: String) -> ToolError;
+}
+
+impl CauseOfToolError for std::io::Error {
+    fn into_tool_error(self, action: String) -> ToolError {
+        ToolError::Io {
+            action,
+            source: self,
+        }
+    }
+}
+
+impl CauseOfToolError for reqwest::Error {
+    fn into_tool_error(self, action: String) -> ToolError {
+        ToolError::Http {
+            action,
+            source: self,
+        }
+    }
+}
+
+impl CauseOfToolError for serde_json::Error {
+    fn into_tool_error(self, action: String) -> ToolError {
+        ToolError::Json {
+            action,
+            source: self,
+        }
+    }
+}
+
+impl CauseOfToolError for tokio::task::JoinError {
+    fn into_tool_error(self, action: String) -> ToolError {
+        ToolError::Interrupted {
+            action,
+            source: self,
+        }
     }
 }
 

@@ -118,10 +118,9 @@ pub fn parse_typed_arguments<A: DeserializeOwned>(
     } else {
         args
     };
-    serde_json::from_value(args).map_err(|error| {
-        ToolError::InvalidArguments(format!(
-            "The arguments for the tool '{tool_name}' do not fit: {error}."
-        ))
+    serde_json::from_value(args).map_err(|source| ToolError::ArgumentsDoNotFit {
+        tool: tool_name.to_string(),
+        source,
     })
 }
 
@@ -130,9 +129,10 @@ pub fn serialize_output<O: Serialize + ?Sized>(output: &O) -> Result<ToolOutput,
     match serde_json::to_value(output) {
         Ok(Value::String(text)) => Ok(ToolOutput::Text(text)),
         Ok(value) => Ok(ToolOutput::Json(value)),
-        Err(error) => Err(ToolError::Failed(format!(
-            "the tool's result could not be serialised: {error}"
-        ))),
+        Err(error) => Err(ToolError::caused(
+            "the tool's result could not be serialised",
+            error,
+        )),
     }
 }
 
@@ -147,7 +147,7 @@ where
 {
     let panicked = |payload: Box<dyn std::any::Any + Send>| ToolError::Panicked {
         tool: tool_name.to_string(),
-        message: panic_text(payload.as_ref()),
+        message: panic_message(payload.as_ref()),
     };
     match tokio::runtime::Handle::try_current() {
         Ok(runtime) => {
@@ -165,8 +165,16 @@ where
     }
 }
 
-/// The text of a panic payload (`panic!` gives a `&str` or a `String`).
-fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
+/// The text of a panic payload: `panic!("...")` gives a `&str` or a `String`; anything else
+/// (`std::panic::panic_any`) has no text to show. Every crate that catches a panic reports it
+/// with this.
+///
+/// ```
+/// use crewai_tools::panic_message;
+/// let payload = std::panic::catch_unwind(|| panic!("the answer is {}", 42)).unwrap_err();
+/// assert_eq!(panic_message(payload.as_ref()), "the answer is 42");
+/// ```
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     payload
         .downcast_ref::<&str>()
         .map(|text| text.to_string())

@@ -6,7 +6,10 @@ use crewai_tools::builtin::HttpGetTool;
 use crewai_tools::{Tool, ToolContext, ToolError};
 use serde_json::json;
 use wiremock::matchers::{method, path};
-use wiremock::{Mock, MockServer, ResponseTemplate};
+use wiremock::{Mock, ResponseTemplate};
+
+mod common;
+use common::server_with;
 
 /// The tests' servers listen on 127.0.0.1, which the tool refuses unless told otherwise.
 fn local_tool() -> HttpGetTool {
@@ -28,17 +31,24 @@ fn assert_ended_on_time(elapsed: Duration, due: Duration) {
     );
 }
 
+/// A page that answers after 5 s.
+fn slow_page() -> Mock {
+    Mock::given(path("/slow")).respond_with(
+        ResponseTemplate::new(200)
+            .set_delay(Duration::from_secs(5))
+            .set_body_string("late"),
+    )
+}
+
 #[tokio::test]
 async fn html_pages_become_readable_text() {
-    let server = MockServer::start().await;
-    Mock::given(method("GET"))
-        .and(path("/page"))
-        .respond_with(ResponseTemplate::new(200).set_body_raw(
+    let server = server_with([Mock::given(method("GET")).and(path("/page")).respond_with(
+        ResponseTemplate::new(200).set_body_raw(
             "<html><head><title>Docs</title><script>track()</script></head><body><h1>Hello</h1><p>World &amp; more</p></body></html>",
             "text/html; charset=utf-8",
-        ))
-        .mount(&server)
-        .await;
+        ),
+    )])
+    .await;
     let text = get(&local_tool(), format!("{}/page", server.uri()))
         .await
         .unwrap();
@@ -47,17 +57,15 @@ async fn html_pages_become_readable_text() {
 
 #[tokio::test]
 async fn other_text_is_returned_as_is_and_binary_is_refused() {
-    let server = MockServer::start().await;
-    Mock::given(path("/data.json"))
-        .respond_with(ResponseTemplate::new(200).set_body_raw(r#"{"a": 1}"#, "application/json"))
-        .mount(&server)
-        .await;
-    Mock::given(path("/image.png"))
-        .respond_with(
+    let server = server_with([
+        Mock::given(path("/data.json")).respond_with(
+            ResponseTemplate::new(200).set_body_raw(r#"{"a": 1}"#, "application/json"),
+        ),
+        Mock::given(path("/image.png")).respond_with(
             ResponseTemplate::new(200).set_body_raw(vec![0x89, b'P', b'N', b'G'], "image/png"),
-        )
-        .mount(&server)
-        .await;
+        ),
+    ])
+    .await;
     let tool = local_tool();
     assert_eq!(
         get(&tool, format!("{}/data.json", server.uri()))
@@ -73,11 +81,9 @@ async fn other_text_is_returned_as_is_and_binary_is_refused() {
 
 #[tokio::test]
 async fn large_bodies_are_cut_at_the_limit() {
-    let server = MockServer::start().await;
-    Mock::given(path("/big"))
-        .respond_with(ResponseTemplate::new(200).set_body_raw("x".repeat(10_000), "text/plain"))
-        .mount(&server)
-        .await;
+    let server = server_with([Mock::given(path("/big"))
+        .respond_with(ResponseTemplate::new(200).set_body_raw("x".repeat(10_000), "text/plain"))])
+    .await;
     let text = get(
         &local_tool().with_max_bytes(100),
         format!("{}/big", server.uri()),
@@ -94,11 +100,8 @@ async fn large_bodies_are_cut_at_the_limit() {
 
 #[tokio::test]
 async fn error_statuses_are_reported() {
-    let server = MockServer::start().await;
-    Mock::given(path("/missing"))
-        .respond_with(ResponseTemplate::new(404))
-        .mount(&server)
-        .await;
+    let server =
+        server_with([Mock::given(path("/missing")).respond_with(ResponseTemplate::new(404))]).await;
     let error = get(&local_tool(), format!("{}/missing", server.uri()))
         .await
         .unwrap_err();
@@ -107,15 +110,7 @@ async fn error_statuses_are_reported() {
 
 #[tokio::test]
 async fn slow_servers_hit_the_deadline() {
-    let server = MockServer::start().await;
-    Mock::given(path("/slow"))
-        .respond_with(
-            ResponseTemplate::new(200)
-                .set_delay(Duration::from_secs(5))
-                .set_body_string("late"),
-        )
-        .mount(&server)
-        .await;
+    let server = server_with([slow_page()]).await;
     let tool = local_tool().with_total_timeout(Duration::from_millis(200));
     let started = std::time::Instant::now();
     let error = get(&tool, format!("{}/slow", server.uri()))
@@ -128,15 +123,7 @@ async fn slow_servers_hit_the_deadline() {
 
 #[tokio::test]
 async fn cancellation_stops_the_request() {
-    let server = MockServer::start().await;
-    Mock::given(path("/slow"))
-        .respond_with(
-            ResponseTemplate::new(200)
-                .set_delay(Duration::from_secs(5))
-                .set_body_string("late"),
-        )
-        .mount(&server)
-        .await;
+    let server = server_with([slow_page()]).await;
     let ctx = ToolContext::default();
     ctx.cancellation.cancel();
     let result = local_tool()
@@ -193,11 +180,9 @@ async fn internal_addresses_are_refused_with_the_reason() {
 
 #[tokio::test]
 async fn a_running_local_server_is_refused_unless_allowed() {
-    let server = MockServer::start().await;
-    Mock::given(path("/secret"))
-        .respond_with(ResponseTemplate::new(200).set_body_raw("internal", "text/plain"))
-        .mount(&server)
-        .await;
+    let server = server_with([Mock::given(path("/secret"))
+        .respond_with(ResponseTemplate::new(200).set_body_raw("internal", "text/plain"))])
+    .await;
     let url = format!("{}/secret", server.uri());
     let hostname_url = url.replace("127.0.0.1", "localhost");
     assert!(refusal(&url).await.contains("loopback"));

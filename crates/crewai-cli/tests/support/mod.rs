@@ -1,96 +1,121 @@
-//! Test support shared by the CLI's integration tests.
+//! Test support shared by the CLI's integration tests: the binary run as a user runs it, the
+//! project files it runs on, and an OTLP collector ([`collector::Collector`]).
+//!
+//! Every test binary compiles this module and uses a part of it.
+#![allow(dead_code)]
 
-use std::io::{Read, Write};
-use std::net::TcpListener;
-use std::sync::{Arc, Mutex};
+pub mod collector;
 
-/// A minimal OTLP/HTTP collector on 127.0.0.1: answers 200 to every POST and keeps each whole
-/// request (head and body), so tests can check paths and content types, or search everything
-/// an exporter sent.
-pub struct Collector {
-    /// `http://127.0.0.1:PORT`, what `OTEL_EXPORTER_OTLP_ENDPOINT` takes.
-    pub url: String,
-    requests: Arc<Mutex<Vec<Vec<u8>>>>,
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use crewai_testkit::scripted::ScriptedServer;
+use serde_json::Value;
+
+/// The repository's `examples/` folder.
+pub fn examples() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples")
 }
 
-impl Collector {
-    pub fn start() -> Collector {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let address = listener.local_addr().unwrap();
-        let requests: Arc<Mutex<Vec<Vec<u8>>>> = Arc::default();
-        let keep = requests.clone();
-        std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                let Ok(mut stream) = stream else { continue };
-                if let Some(request) = read_request(&mut stream) {
-                    keep.lock().unwrap().push(request);
-                }
-                let _ = stream.write_all(
-                    b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
-                );
-            }
-        });
-        Collector {
-            url: format!("http://{address}"),
-            requests,
-        }
+/// The binary with a clean environment: no provider keys or models leak in from the machine
+/// (only `PATH` is kept), and no terminal to read from.
+pub fn crewai(args: &[&str]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_crewai"));
+    command.env_clear().args(args).stdin(Stdio::null());
+    if let Some(path) = std::env::var_os("PATH") {
+        command.env("PATH", path);
     }
+    command
+}
 
-    /// Every request received so far, head and body, in arrival order.
-    pub fn requests(&self) -> Vec<Vec<u8>> {
-        self.requests.lock().unwrap().clone()
-    }
+/// [`crewai`] pointed at `server` as its OpenAI provider.
+pub fn crewai_at(args: &[&str], server: &ScriptedServer) -> Command {
+    with_server(crewai(args), server)
+}
 
-    /// The (path, content type) of every request received so far.
-    #[allow(dead_code)] // each test binary compiles this module; not all of them ask for this
-    pub fn paths_and_content_types(&self) -> Vec<(String, String)> {
-        self.requests()
-            .iter()
-            .map(|request| {
-                let head = String::from_utf8_lossy(request).to_ascii_lowercase();
-                let head = head
-                    .split("\r\n\r\n")
-                    .next()
-                    .unwrap_or_default()
-                    .to_string();
-                let path = head
-                    .split_whitespace()
-                    .nth(1)
-                    .unwrap_or_default()
-                    .to_string();
-                let content_type = header(&head, "content-type").unwrap_or_default();
-                (path, content_type)
-            })
-            .collect()
+/// `command` pointed at `server` as its OpenAI provider.
+pub fn with_server(mut command: Command, server: &ScriptedServer) -> Command {
+    command
+        .env("OPENAI_BASE_URL", server.base_url())
+        .env("OPENAI_API_KEY", "test");
+    command
+}
+
+/// Runs the binary to its end.
+pub fn run(mut command: Command) -> Output {
+    command
+        .output()
+        .unwrap_or_else(|e| panic!("the crewai binary runs: {e}"))
+}
+
+/// Runs the binary, which must succeed (see [`succeeded`]).
+pub fn run_ok(command: Command) -> Output {
+    succeeded(run(command))
+}
+
+/// `out`, of a run that must have succeeded (the panic shows what it printed otherwise).
+pub fn succeeded(out: Output) -> Output {
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        text(&out.stderr),
+        text(&out.stdout)
+    );
+    out
+}
+
+/// `crewai run --project <project> --dry-run <extra…>`.
+pub fn dry_run(project: &Path, extra: &[&str]) -> Output {
+    let project = project.to_string_lossy();
+    let mut args = vec!["run", "--project", &project, "--dry-run"];
+    args.extend_from_slice(extra);
+    run(crewai(&args))
+}
+
+pub fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// The last line of a successful run's stdout, as JSON (what `--json` prints).
+pub fn last_json_line(out: &Output) -> Value {
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{}\n{stdout}", text(&out.stderr));
+    let last = stdout.lines().last().unwrap_or_default();
+    serde_json::from_str(last).unwrap_or_else(|e| panic!("{e}: {stdout}"))
+}
+
+/// Asserts that `text` (what a run printed or wrote) contains `part`, showing it otherwise.
+#[track_caller]
+pub fn assert_contains(text: &str, part: &str) {
+    assert!(text.contains(part), "no {part:?} in:\n{text}");
+}
+
+/// Writes `files` (paths relative to `dir`), creating their folders.
+pub fn write(dir: &Path, files: &[(&str, &str)]) {
+    for (name, body) in files {
+        let path = dir.join(name);
+        std::fs::create_dir_all(path.parent().unwrap_or(dir)).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(&path, body).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     }
 }
 
-/// Reads one request: the head, then as many body bytes as `content-length` says.
-fn read_request(stream: &mut impl Read) -> Option<Vec<u8>> {
-    let mut buffer = Vec::new();
-    let mut chunk = [0u8; 8192];
-    while let Ok(n) = stream.read(&mut chunk) {
-        if n == 0 {
-            return None;
-        }
-        buffer.extend_from_slice(&chunk[..n]);
-        let Some(head_end) = buffer.windows(4).position(|w| w == b"\r\n\r\n") else {
-            continue;
-        };
-        let head = String::from_utf8_lossy(&buffer[..head_end]).to_ascii_lowercase();
-        let length = header(&head, "content-length")
-            .and_then(|v| v.parse::<usize>().ok())
-            .unwrap_or(0);
-        if buffer.len() >= head_end + 4 + length {
-            return Some(buffer);
-        }
-    }
-    None
+/// A project of `files` in a new temporary folder.
+pub fn project(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    write(dir.path(), files);
+    dir
 }
 
-/// A header's value from a lower-cased request head.
-fn header(head: &str, name: &str) -> Option<String> {
-    head.lines()
-        .find_map(|line| line.strip_prefix(&format!("{name}:")))
-        .map(|value| value.trim().to_string())
+/// Copies the folder `from` into `to`, recursively.
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
 }

@@ -129,6 +129,15 @@ fn text(value: Option<&Value>) -> String {
     }
 }
 
+/// The items of the array under `key` (none when there is no array there).
+fn items<'v>(value: &'v Value, key: &str) -> impl Iterator<Item = &'v Value> {
+    value
+        .get(key)
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+}
+
 fn str_of(value: &Value, key: &str) -> Option<String> {
     value.get(key).and_then(Value::as_str).map(str::to_string)
 }
@@ -224,12 +233,7 @@ fn empty(body: &Value) -> Shape {
 
 fn chat(body: &Value) -> Shape {
     let mut shape = empty(body);
-    for tool in body
-        .get("tools")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
+    for tool in items(body, "tools") {
         let function = tool.get("function").unwrap_or(tool);
         shape.tools.push(ToolShape {
             name: str_of(function, "name")
@@ -251,17 +255,8 @@ fn chat(body: &Value) -> Shape {
         }
     });
     shape.stop = stop_list(body.get("stop"));
-    for message in body
-        .get("messages")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        let calls = message
-            .get("tool_calls")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
+    for message in items(body, "messages") {
+        let calls = items(message, "tool_calls")
             .map(|call| CallShape {
                 id: str_of(call, "id").unwrap_or_default(),
                 name: call
@@ -282,12 +277,7 @@ fn chat(body: &Value) -> Shape {
 
 fn responses(body: &Value) -> Shape {
     let mut shape = empty(body);
-    for tool in body
-        .get("tools")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
+    for tool in items(body, "tools") {
         shape.tools.push(ToolShape {
             name: str_of(tool, "name")
                 .or_else(|| str_of(tool, "type"))
@@ -362,12 +352,7 @@ fn system(text: String) -> MessageShape {
 
 fn anthropic(body: &Value) -> Shape {
     let mut shape = empty(body);
-    for tool in body
-        .get("tools")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
+    for tool in items(body, "tools") {
         shape.tools.push(ToolShape {
             name: str_of(tool, "name").unwrap_or_default(),
             description: str_of(tool, "description"),
@@ -395,12 +380,7 @@ fn anthropic(body: &Value) -> Shape {
     if let Some(prompt) = body.get("system").filter(|v| !v.is_null()) {
         shape.messages.push(system(text(Some(prompt))));
     }
-    for message in body
-        .get("messages")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
+    for message in items(body, "messages") {
         let blocks: &[Value] = message
             .get("content")
             .and_then(Value::as_array)
@@ -429,12 +409,7 @@ fn anthropic(body: &Value) -> Shape {
 
 fn gemini(body: &Value) -> Shape {
     let mut shape = empty(body);
-    for tool in body
-        .get("tools")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
+    for tool in items(body, "tools") {
         let declarations = tool
             .get("functionDeclarations")
             .or_else(|| tool.get("function_declarations"))
@@ -457,11 +432,7 @@ fn gemini(body: &Value) -> Shape {
     shape.tool_choice = match calling {
         None => default_choice(&shape.tools),
         Some(config) => {
-            let allowed: Vec<&str> = config
-                .get("allowedFunctionNames")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
+            let allowed: Vec<&str> = items(config, "allowedFunctionNames")
                 .filter_map(Value::as_str)
                 .collect();
             match (
@@ -497,12 +468,7 @@ fn gemini(body: &Value) -> Shape {
     {
         shape.messages.push(system(text(Some(prompt))));
     }
-    for content in body
-        .get("contents")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
+    for content in items(body, "contents") {
         let parts: &[Value] = content
             .get("parts")
             .and_then(Value::as_array)

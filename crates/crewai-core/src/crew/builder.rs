@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crewai_llm::{Llm, PriceTable, RateLimiter};
-use crewai_tools::ToolCache;
+use crewai_tools::{ToolCache, ToolFailurePolicy};
 use uuid::Uuid;
 
 use crate::agent::{Agent, StepCallback};
@@ -54,189 +54,95 @@ pub struct CrewBuilder {
     input_provider: Option<Arc<dyn InputProvider>>,
     task_timeout: Option<Option<Duration>>,
     max_delegation_depth: Option<usize>,
+    tool_failure_policy: Option<ToolFailurePolicy>,
     kickoff_concurrency: Option<usize>,
     budget: Budget,
     prices: Option<Arc<PriceTable>>,
 }
 
 impl CrewBuilder {
-    /// The crew's name (default `crew`).
-    pub fn name(mut self, name: impl Into<String>) -> Self {
-        self.name = Some(name.into());
-        self
-    }
-    pub fn agents(mut self, agents: Vec<Agent>) -> Self {
-        self.agents = agents;
-        self
-    }
-    pub fn agent(mut self, agent: Agent) -> Self {
-        self.agents.push(agent);
-        self
-    }
-    pub fn tasks(mut self, tasks: Vec<Task>) -> Self {
-        self.tasks = tasks;
-        self
-    }
-    pub fn task(mut self, task: Task) -> Self {
-        self.tasks.push(task);
-        self
-    }
-    pub fn process(mut self, process: Process) -> Self {
-        self.process = process;
-        self
-    }
-    /// The model of the manager a hierarchical crew creates.
-    pub fn manager_llm(mut self, llm: Arc<dyn Llm>) -> Self {
-        self.manager_llm = Some(llm);
-        self
-    }
-    /// A manager of your own for a hierarchical crew (it must have no tools).
-    pub fn manager_agent(mut self, agent: Agent) -> Self {
-        self.manager_agent = Some(agent);
-        self
-    }
-    /// Given to agents that have no `function_calling_llm` of their own.
-    pub fn function_calling_llm(mut self, llm: Arc<dyn Llm>) -> Self {
-        self.function_calling_llm = Some(llm);
-        self
-    }
-    /// One requests-per-minute limit shared by all the crew's agents (an agent's own wins).
-    pub fn max_rpm(mut self, max_rpm: u32) -> Self {
-        self.max_rpm = Some(max_rpm);
-        self
-    }
-    /// A rate limiter of the caller's for the crew's agents (shared with other crews, or on a
-    /// [`crewai_llm::VirtualClock`] in tests); it replaces the one `max_rpm` would make.
-    pub fn rate_limiter(mut self, limiter: Arc<RateLimiter>) -> Self {
-        self.rate_limiter = Some(limiter);
-        self
-    }
-    /// Share tool results between the crew's agents (opt-in; agents with `cache: false` stay out).
-    pub fn cache(mut self, cache: bool) -> Self {
-        self.cache = cache;
-        self
-    }
-    /// Not supported yet: `true` is rejected at build.
-    pub fn memory(mut self, memory: bool) -> Self {
-        self.memory = memory;
-        self
-    }
-    /// Not supported yet: `true` is rejected at build.
-    pub fn planning(mut self, planning: bool) -> Self {
-        self.planning = planning;
-        self
-    }
-    /// Stream model replies (chunks appear as `llm_stream_chunk` events; see `Crew::kickoff_stream`).
-    pub fn stream(mut self, stream: bool) -> Self {
-        self.stream = stream;
-        self
-    }
-    /// Print the run to standard output (a console listener on the crew's bus).
-    pub fn verbose(mut self, verbose: bool) -> Self {
-        self.verbose = verbose;
-        self
-    }
-    /// Report to this bus (default: a bus of the crew's own).
-    pub fn event_bus(mut self, bus: EventBus) -> Self {
-        self.events = Some(bus);
-        self
-    }
-    /// The crew's hooks (they run before each agent's). Layers added with
-    /// [`CrewBuilder::llm_layer`] are kept.
-    pub fn hooks(mut self, hooks: Hooks) -> Self {
-        self.hooks = hooks.replacing(std::mem::take(&mut self.hooks));
-        self
-    }
-    /// A layer every model call of the crew goes through, whichever agent makes it and for
-    /// what: agents' turns, summaries, LLM guardrail judges, structured-output converters, the
-    /// manager's calls. The crew's layers run before each agent's own; where they sit in the
-    /// stack, and an example, is in [`crate::llm_stack`].
-    pub fn llm_layer(mut self, layer: impl crewai_llm::LlmLayer + 'static) -> Self {
-        self.hooks = std::mem::take(&mut self.hooks).llm_layer(layer);
-        self
-    }
-    /// Called after every step of agents that have no step callback.
-    pub fn step_callback(
-        mut self,
-        callback: impl Fn(&crate::agent::AgentStep) + Send + Sync + 'static,
-    ) -> Self {
-        self.step_callback = Some(Arc::new(callback));
-        self
-    }
-    /// Called with every task's output.
-    pub fn task_callback(mut self, callback: impl Fn(&TaskOutput) + Send + Sync + 'static) -> Self {
-        self.task_callback = Some(Arc::new(callback));
-        self
-    }
-    pub fn before_kickoff(
-        mut self,
-        callback: impl Fn(Inputs) -> Inputs + Send + Sync + 'static,
-    ) -> Self {
-        self.before_kickoff.push(Arc::new(callback));
-        self
-    }
-    pub fn after_kickoff(
-        mut self,
-        callback: impl Fn(CrewOutput) -> CrewOutput + Send + Sync + 'static,
-    ) -> Self {
-        self.after_kickoff.push(Arc::new(callback));
-        self
-    }
-    /// Append every event of the crew's runs to this file, one JSON object per line.
-    pub fn output_log_file(mut self, path: impl Into<PathBuf>) -> Self {
-        self.output_log_file = Some(path.into());
-        self
-    }
-    /// Where kickoffs keep task outputs for `replay` (default: in memory).
-    pub fn task_output_store(mut self, store: Arc<dyn TaskOutputStore>) -> Self {
-        self.store = Some(store);
-        self
-    }
-    /// Journal every run here (each task's output as it finishes), so [`Crew::resume`] and
-    /// [`Crew::fork`] can continue it (default: no journal). `crewai_store::Store` is a durable
-    /// one; [`crate::store::InMemoryRunJournal`] lives as long as the process.
-    pub fn run_journal(mut self, journal: Arc<dyn RunJournal>) -> Self {
-        self.journal = Some(journal);
-        self
-    }
-    /// Where `human_input` tasks ask for feedback (default: the console).
-    pub fn input_provider(mut self, provider: Arc<dyn InputProvider>) -> Self {
-        self.input_provider = Some(provider);
-        self
-    }
-    /// The deadline of a task whose agent has no `max_execution_time` (default one hour; `None`:
-    /// only the LLM layer's own timeouts apply).
-    pub fn task_timeout(mut self, timeout: Option<Duration>) -> Self {
-        self.task_timeout = Some(timeout);
-        self
-    }
-    /// How many hand-offs one delegation chain may have (default 3).
-    pub fn max_delegation_depth(mut self, depth: usize) -> Self {
-        self.max_delegation_depth = Some(depth);
-        self
-    }
-    /// How many kickoffs `kickoff_for_each` runs at once (default 4).
-    pub fn kickoff_concurrency(mut self, concurrency: usize) -> Self {
-        self.kickoff_concurrency = Some(concurrency);
-        self
-    }
-
-    /// Stops a kickoff before an LLM call that would take its cost over `usd` (priced with the
-    /// crew's price table); the run ends with [`CrewError::BudgetExceeded`], keeping finished tasks.
-    pub fn max_cost_usd(mut self, usd: f64) -> Self {
-        self.budget.max_cost_usd = Some(usd);
-        self
-    }
-    /// Stops a kickoff before an LLM call that would take its tokens (prompt and completion) over
-    /// `tokens`; the run ends with [`CrewError::BudgetExceeded`], keeping finished tasks.
-    pub fn max_tokens(mut self, tokens: u64) -> Self {
-        self.budget.max_tokens = Some(tokens);
-        self
-    }
-    /// The prices calls are priced with (default [`PriceTable::builtin`]).
-    pub fn prices(mut self, prices: PriceTable) -> Self {
-        self.prices = Some(Arc::new(prices));
-        self
+    setters! {
+        /// The crew's name (default `crew`).
+        pub fn name(name: impl Into<String>) => name = Some(name.into());
+        pub fn agents(agents: Vec<Agent>) => agents = agents;
+        pub fn agent(agent: Agent) => |b| b.agents.push(agent);
+        pub fn tasks(tasks: Vec<Task>) => tasks = tasks;
+        pub fn task(task: Task) => |b| b.tasks.push(task);
+        pub fn process(process: Process) => process = process;
+        /// The model of the manager a hierarchical crew creates.
+        pub fn manager_llm(llm: Arc<dyn Llm>) => manager_llm = Some(llm);
+        /// A manager of your own for a hierarchical crew (it must have no tools).
+        pub fn manager_agent(agent: Agent) => manager_agent = Some(agent);
+        /// Given to agents that have no `function_calling_llm` of their own.
+        pub fn function_calling_llm(llm: Arc<dyn Llm>) => function_calling_llm = Some(llm);
+        /// One requests-per-minute limit shared by all the crew's agents (an agent's own wins).
+        pub fn max_rpm(max_rpm: u32) => max_rpm = Some(max_rpm);
+        /// A rate limiter of the caller's for the crew's agents (shared with other crews, or on a
+        /// [`crewai_llm::VirtualClock`] in tests); it replaces the one `max_rpm` would make.
+        pub fn rate_limiter(limiter: Arc<RateLimiter>) => rate_limiter = Some(limiter);
+        /// Share tool results between the crew's agents (opt-in; agents with `cache: false` stay
+        /// out).
+        pub fn cache(cache: bool) => cache = cache;
+        /// Not supported yet: `true` is rejected at build.
+        pub fn memory(memory: bool) => memory = memory;
+        /// Not supported yet: `true` is rejected at build.
+        pub fn planning(planning: bool) => planning = planning;
+        /// Stream model replies (chunks appear as `llm_stream_chunk` events; see
+        /// `Crew::kickoff_stream`).
+        pub fn stream(stream: bool) => stream = stream;
+        /// Print the run to standard output (a console listener on the crew's bus).
+        pub fn verbose(verbose: bool) => verbose = verbose;
+        /// Report to this bus (default: a bus of the crew's own).
+        pub fn event_bus(bus: EventBus) => events = Some(bus);
+        /// Called after every step of agents that have no step callback.
+        pub fn step_callback(callback: impl Fn(&crate::agent::AgentStep) + Send + Sync + 'static)
+            => step_callback = Some(Arc::new(callback));
+        /// What a failing tool does for agents and tasks without a policy of their own (default
+        /// `warn`; a task's policy wins, then the agent's, then this one).
+        pub fn tool_failure_policy(policy: ToolFailurePolicy)
+            => tool_failure_policy = Some(policy);
+        /// Called with every task's output.
+        pub fn task_callback(callback: impl Fn(&TaskOutput) + Send + Sync + 'static)
+            => task_callback = Some(Arc::new(callback));
+        /// Append every event of the crew's runs to this file, one JSON object per line.
+        pub fn output_log_file(path: impl Into<PathBuf>) => output_log_file = Some(path.into());
+        /// Where kickoffs keep task outputs for `replay` (default: in memory).
+        pub fn task_output_store(store: Arc<dyn TaskOutputStore>) => store = Some(store);
+        /// Journal every run here (each task's output as it finishes), so [`Crew::resume`] and
+        /// [`Crew::fork`] can continue it (default: no journal). `crewai_store::Store` is a durable
+        /// one; [`crate::store::InMemoryRunJournal`] lives as long as the process.
+        pub fn run_journal(journal: Arc<dyn RunJournal>) => journal = Some(journal);
+        /// Where `human_input` tasks ask for feedback (default: the console).
+        pub fn input_provider(provider: Arc<dyn InputProvider>) => input_provider = Some(provider);
+        /// The deadline of a task whose agent has no `max_execution_time` (default one hour;
+        /// `None`: only the LLM layer's own timeouts apply).
+        pub fn task_timeout(timeout: Option<Duration>) => task_timeout = Some(timeout);
+        /// How many hand-offs one delegation chain may have (default 3).
+        pub fn max_delegation_depth(depth: usize) => max_delegation_depth = Some(depth);
+        /// How many kickoffs `kickoff_for_each` runs at once (default 4).
+        pub fn kickoff_concurrency(concurrency: usize) => kickoff_concurrency = Some(concurrency);
+        /// Stops a kickoff before an LLM call that would take its cost over `usd` (priced with the
+        /// crew's price table); the run ends with [`CrewError::BudgetExceeded`], keeping finished
+        /// tasks.
+        pub fn max_cost_usd(usd: f64) => budget.max_cost_usd = Some(usd);
+        /// Stops a kickoff before an LLM call that would take its tokens (prompt and completion)
+        /// over `tokens`; the run ends with [`CrewError::BudgetExceeded`], keeping finished tasks.
+        pub fn max_tokens(tokens: u64) => budget.max_tokens = Some(tokens);
+        /// The prices calls are priced with (default [`PriceTable::builtin`]).
+        pub fn prices(prices: PriceTable) => prices = Some(Arc::new(prices));
+        /// The crew's hooks (they run before each agent's). Layers added with
+        /// [`CrewBuilder::llm_layer`] are kept.
+        pub fn hooks(hooks: Hooks) => |b| b.hooks = hooks.replacing(std::mem::take(&mut b.hooks));
+        /// A layer every model call of the crew goes through, whichever agent makes it and for
+        /// what: agents' turns, summaries, LLM guardrail judges, structured-output converters, the
+        /// manager's calls. The crew's layers run before each agent's own; where they sit in the
+        /// stack, and an example, is in [`crate::llm_stack`].
+        pub fn llm_layer(layer: impl crewai_llm::LlmLayer + 'static)
+            => |b| b.hooks = std::mem::take(&mut b.hooks).llm_layer(layer);
+        pub fn before_kickoff(callback: impl Fn(Inputs) -> Inputs + Send + Sync + 'static)
+            => |b| b.before_kickoff.push(Arc::new(callback));
+        pub fn after_kickoff(callback: impl Fn(CrewOutput) -> CrewOutput + Send + Sync + 'static)
+            => |b| b.after_kickoff.push(Arc::new(callback));
     }
 
     /// Checks the crew (CrewAI's validations and ours) and builds it.
@@ -329,6 +235,7 @@ impl CrewBuilder {
                 events,
                 hooks: self.hooks,
                 step_callback: self.step_callback,
+                tool_failure_policy: self.tool_failure_policy,
                 task_callback: self.task_callback,
                 before_kickoff: self.before_kickoff,
                 after_kickoff: self.after_kickoff,
@@ -431,34 +338,18 @@ fn attach_log_file(events: &EventBus, path: &PathBuf) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::task::test_task;
 
     fn task(name: &str) -> Task {
-        Task::builder()
-            .name(name)
-            .description("d")
-            .expected_output("e")
-            .build()
-            .unwrap()
+        test_task(name, |b| b)
     }
 
     #[test]
     fn validation_catches_bad_task_lists() {
-        let later = Task::builder()
-            .name("a")
-            .description("d")
-            .expected_output("e")
-            .context(["b"])
-            .build()
-            .unwrap();
+        let later = test_task("a", |b| b.context(["b"]));
         let err = validate_tasks(&[later, task("b")], Process::Hierarchical).unwrap_err();
         assert!(err.contains("does not come before"), "{err}");
-        let unknown = Task::builder()
-            .name("a")
-            .description("d")
-            .expected_output("e")
-            .context(["zzz"])
-            .build()
-            .unwrap();
+        let unknown = test_task("a", |b| b.context(["zzz"]));
         assert!(
             validate_tasks(&[unknown], Process::Hierarchical)
                 .unwrap_err()
@@ -469,32 +360,14 @@ mod tests {
                 .unwrap_err()
                 .contains("has no agent")
         );
-        let conditional = Task::builder()
-            .name("c")
-            .description("d")
-            .expected_output("e")
-            .condition(|_| true)
-            .build()
-            .unwrap();
+        let conditional = test_task("c", |b| b.condition(|_| true));
         assert!(
             validate_tasks(&[conditional], Process::Hierarchical)
                 .unwrap_err()
                 .contains("cannot be the first")
         );
-        let a1 = Task::builder()
-            .name("a1")
-            .description("d")
-            .expected_output("e")
-            .async_execution(true)
-            .build()
-            .unwrap();
-        let a2 = Task::builder()
-            .name("a2")
-            .description("d")
-            .expected_output("e")
-            .async_execution(true)
-            .build()
-            .unwrap();
+        let a1 = test_task("a1", |b| b.async_execution(true));
+        let a2 = test_task("a2", |b| b.async_execution(true));
         assert!(
             validate_tasks(&[a1, a2], Process::Hierarchical)
                 .unwrap_err()

@@ -9,8 +9,10 @@ use crate::store::StoreError;
 use crate::task::TaskError;
 use crate::usage::BudgetExceeded;
 
-/// Everything that can go wrong building or running a crew.
-#[derive(Debug, Clone, thiserror::Error)]
+/// Everything that can go wrong building or running a crew. A variant that wraps another error
+/// keeps it as its source and says only what failed at the crew's level; show the whole chain
+/// with [`crewai_llm::error_chain`].
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum CrewError {
     #[error("crew '{crew}' is misconfigured: {message}")]
@@ -19,7 +21,7 @@ pub enum CrewError {
         "crew '{crew}': `{feature}: true` is not supported yet; remove it (it is never silently ignored)"
     )]
     Unsupported { crew: String, feature: &'static str },
-    #[error("crew '{crew}': {source}")]
+    #[error("crew '{crew}': cannot set up the manager")]
     Manager { crew: String, source: ManagerError },
     #[error(transparent)]
     Interpolation(#[from] InterpolationError),
@@ -48,11 +50,12 @@ pub enum CrewError {
     /// The run stopped before an LLM call that would have gone over the crew's budget. The tasks
     /// that finished are kept here (and in the task output store, so
     /// [`Crew::replay`](super::Crew::replay) from `task` resumes the run).
-    #[error("crew '{crew}' stopped at task '{}' with {} finished task(s) kept: {exceeded}", task.as_deref().unwrap_or("?"), completed.len())]
+    #[error("crew '{crew}' stopped at task '{}' with {} finished task(s) kept", task.as_deref().unwrap_or("?"), completed.len())]
     BudgetExceeded {
         crew: String,
         /// The task that was running (its name, else its description).
         task: Option<String>,
+        #[source]
         exceeded: Box<BudgetExceeded>,
         /// The outputs of the tasks that finished, in task order.
         completed: Vec<TaskOutput>,

@@ -217,10 +217,7 @@ impl Crew {
                     run.delegation_tools(
                         &agent,
                         &prepared.agents,
-                        DelegatedFrom {
-                            task_name: task.name().map(str::to_string),
-                            task_tools: Vec::new(),
-                        },
+                        DelegatedFrom::task(task, Vec::new()),
                         Some(parent),
                     )
                 } else {
@@ -234,10 +231,7 @@ impl Crew {
                     source: ManagerError::Missing,
                 })?;
                 let coworkers = hierarchical::coworkers_for(task, &prepared.agents);
-                let from = DelegatedFrom {
-                    task_name: task.name().map(str::to_string),
-                    task_tools: task.tools().to_vec(),
-                };
+                let from = DelegatedFrom::task(task, task.tools().to_vec());
                 let tools = run.delegation_tools(&manager, &coworkers, from, Some(parent));
                 self.record().manager_tools = tools.clone();
                 Ok((manager, tools))
@@ -300,6 +294,7 @@ struct PendingTask {
 mod tests {
     use super::*;
     use crate::output::TaskOutput;
+    use crate::task::test_task;
 
     fn done(raws: &[&str]) -> Vec<(usize, TaskOutput)> {
         raws.iter()
@@ -309,12 +304,7 @@ mod tests {
     }
 
     fn task(name: &str) -> Task {
-        Task::builder()
-            .name(name)
-            .description("d")
-            .expected_output("e")
-            .build()
-            .unwrap()
+        test_task(name, |b| b)
     }
 
     #[test]
@@ -325,13 +315,7 @@ mod tests {
             context_for(&tasks[2], 3, &outputs, &tasks).as_deref(),
             Some("A\n\n----------\n\nC")
         );
-        let only_a = Task::builder()
-            .name("x")
-            .description("d")
-            .expected_output("e")
-            .context(["a"])
-            .build()
-            .unwrap();
+        let only_a = test_task("x", |b| b.context(["a"]));
         assert_eq!(
             context_for(&only_a, 3, &outputs, &tasks).as_deref(),
             Some("A")
@@ -342,13 +326,7 @@ mod tests {
             context_for(&tasks[1], 1, &out_of_order, &tasks).as_deref(),
             Some("A")
         );
-        let none = Task::builder()
-            .name("y")
-            .description("d")
-            .expected_output("e")
-            .context_none()
-            .build()
-            .unwrap();
+        let none = test_task("y", |b| b.context_none());
         assert_eq!(context_for(&none, 3, &outputs, &tasks), None);
     }
 }

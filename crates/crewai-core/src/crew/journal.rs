@@ -127,17 +127,12 @@ impl Crew {
             run_id: run_id.to_string(),
             message,
         };
-        let index = self
-            .spec
-            .tasks
-            .iter()
-            .position(|t| t.is_called(from_task))
-            .ok_or_else(|| {
-                cannot(format!(
-                    "the crew has no task '{from_task}' to fork from; its tasks are: {}",
-                    self.task_keys().join(", ")
-                ))
-            })?;
+        let index = self.task_index(from_task).ok_or_else(|| {
+            cannot(format!(
+                "the crew has no task '{from_task}' to fork from; its tasks are: {}",
+                self.task_keys().join(", ")
+            ))
+        })?;
         let mut restored = Vec::with_capacity(index);
         for earlier in 0..index {
             let row = stored.tasks.get(&earlier).ok_or_else(|| {
@@ -168,6 +163,11 @@ impl Crew {
 
     pub(super) fn task_keys(&self) -> Vec<String> {
         self.spec.tasks.iter().map(Task::key).collect()
+    }
+
+    /// The position of the task with this id or name.
+    pub(super) fn task_index(&self, task: &str) -> Option<usize> {
+        self.spec.tasks.iter().position(|t| t.is_called(task))
     }
 
     /// The journaled run, checked against this crew's tasks.
@@ -396,7 +396,11 @@ impl JournaledRun {
                 Ok(()) => {}
                 Err(taken @ StoreError::RunOwned { .. }) => return taken,
                 Err(error) => {
-                    tracing::warn!(run_id = %self.run_id, "the run's heartbeat could not be journaled: {error}");
+                    tracing::warn!(
+                        run_id = %self.run_id,
+                        error = crewai_llm::error_chain(&error),
+                        "the run's heartbeat could not be journaled"
+                    );
                 }
             }
         }
@@ -427,7 +431,11 @@ impl Drop for JournaledRun {
             // `RunJournal::finish_blocking`): a drop cannot await, and a spawned write could be
             // lost with the runtime, leaving the run owned by this live process.
             if let Err(error) = journal.finish_blocking(&self.run_id, &end) {
-                tracing::warn!(run_id = %self.run_id, "the cancellation could not be journaled: {error}");
+                tracing::warn!(
+                    run_id = %self.run_id,
+                    error = crewai_llm::error_chain(&error),
+                    "the cancellation could not be journaled"
+                );
             }
         }
     }

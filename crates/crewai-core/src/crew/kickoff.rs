@@ -13,7 +13,7 @@ use uuid::Uuid;
 
 use crate::agent::{Agent, DelegationChain, RunServices};
 use crate::events::EventKind;
-use crate::interpolate::{Inputs, InterpolationError, Location, interpolate};
+use crate::interpolate::{Filler, Inputs, InterpolationError};
 use crate::output::{CrewOutput, TaskOutput};
 use crate::process::RunContext;
 use crate::store::{RunEnd, RunParent, RunStatus, StoreError};
@@ -209,7 +209,7 @@ impl Crew {
             },
             usage: usage.clone(),
             step_callback: spec.step_callback.clone(),
-            tool_failure_policy: None,
+            tool_failure_policy: spec.tool_failure_policy,
             stream,
             default_timeout: spec.task_timeout,
         };
@@ -285,19 +285,23 @@ impl Crew {
                 } else if let Err(journal) = journaled
                     .finish(&RunEnd::stopped(
                         status,
-                        error.to_string(),
+                        crewai_llm::error_chain(&error),
                         Some(total_usage),
                     ))
                     .await
                 {
-                    tracing::warn!(run_id = %run_id, "the run's end could not be journaled: {journal}");
+                    tracing::warn!(
+                        run_id = %run_id,
+                        error = crewai_llm::error_chain(&journal),
+                        "the run's end could not be journaled"
+                    );
                 }
                 spec.events.emit(
                     Some(started),
                     EventKind::CrewKickoffFailed {
                         crew_name: spec.name.clone(),
                         crew_id: Some(spec.id.to_string()),
-                        error: error.to_string(),
+                        error: crewai_llm::error_chain(&error),
                     },
                 );
                 Err(error)
@@ -353,14 +357,10 @@ fn interpolate_agent(agent: &Agent, inputs: &Inputs) -> Result<Agent, Interpolat
     if inputs.is_empty() {
         return Ok(agent.clone());
     }
-    let owner = format!("agent '{}'", agent.role());
-    let at = |field: &'static str| Location {
-        owner: owner.clone(),
-        field,
-    };
-    let role = interpolate(agent.role(), inputs, &at("role"))?;
-    let goal = interpolate(agent.goal(), inputs, &at("goal"))?;
-    let backstory = interpolate(agent.backstory(), inputs, &at("backstory"))?;
+    let fill = Filler::new(inputs, format!("agent '{}'", agent.role()));
+    let role = fill.field(agent.role(), "role")?;
+    let goal = fill.field(agent.goal(), "goal")?;
+    let backstory = fill.field(agent.backstory(), "backstory")?;
     if role == agent.role() && goal == agent.goal() && backstory == agent.backstory() {
         return Ok(agent.clone());
     }

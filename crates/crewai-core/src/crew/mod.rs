@@ -25,7 +25,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use crewai_llm::{Llm, PriceTable, RateLimiter};
-use crewai_tools::{ToolCache, ToolHandle};
+use crewai_tools::{ToolCache, ToolFailurePolicy, ToolHandle};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -89,6 +89,8 @@ struct CrewSpec {
     input_provider: Arc<dyn InputProvider>,
     task_timeout: Option<Duration>,
     max_delegation_depth: usize,
+    /// For agents and tasks without a tool failure policy of their own.
+    tool_failure_policy: Option<ToolFailurePolicy>,
     kickoff_concurrency: usize,
     budget: Budget,
     prices: Arc<PriceTable>,
@@ -167,6 +169,10 @@ impl Crew {
     pub fn process(&self) -> Process {
         self.spec.process
     }
+    /// The policy for failing tools of agents and tasks that set none.
+    pub fn tool_failure_policy(&self) -> Option<ToolFailurePolicy> {
+        self.spec.tool_failure_policy
+    }
     /// The manager of a hierarchical crew.
     pub fn manager(&self) -> Option<&Agent> {
         self.spec.manager.as_ref()
@@ -241,6 +247,7 @@ impl Crew {
             events: s.events.clone(),
             hooks: s.hooks.clone(),
             step_callback: s.step_callback.clone(),
+            tool_failure_policy: s.tool_failure_policy,
             task_callback: s.task_callback.clone(),
             before_kickoff: s.before_kickoff.clone(),
             after_kickoff: s.after_kickoff.clone(),

@@ -27,16 +27,11 @@ impl Crew {
         inputs: Option<Inputs>,
         options: KickoffOptions,
     ) -> Result<CrewOutput, CrewError> {
-        let index = self
-            .spec
-            .tasks
-            .iter()
-            .position(|t| t.is_called(task))
-            .ok_or_else(|| {
-                CrewError::Replay(format!(
-                    "Task with id {task} not found in the crew's tasks."
-                ))
-            })?;
+        let index = self.task_index(task).ok_or_else(|| {
+            CrewError::Replay(format!(
+                "Task with id {task} not found in the crew's tasks."
+            ))
+        })?;
         let stored = self.spec.store.load().await?;
         let mut restored = Vec::with_capacity(index);
         for earlier in 0..index {

@@ -103,19 +103,20 @@ fn console_line(event: &Event) -> Option<String> {
             task_prompt,
             ..
         } => format!("🤖 Agent: {agent_role}\n   Task: {task_prompt}"),
+        EventKind::LiteAgentExecutionStarted { agent_role, .. } => {
+            format!("🤖 Agent {agent_role} started")
+        }
+        // An agent in a crew and an agent alone end the same way.
         EventKind::AgentExecutionCompleted {
+            agent_role, output, ..
+        }
+        | EventKind::LiteAgentExecutionCompleted {
             agent_role, output, ..
         } => format!("🤖 Agent: {agent_role}\n   Final Answer:\n{output}"),
         EventKind::AgentExecutionError {
             agent_role, error, ..
-        } => format!("⚠️  Agent {agent_role} failed: {error}"),
-        EventKind::LiteAgentExecutionStarted { agent_role, .. } => {
-            format!("🤖 Agent {agent_role} started")
         }
-        EventKind::LiteAgentExecutionCompleted {
-            agent_role, output, ..
-        } => format!("🤖 Agent: {agent_role}\n   Final Answer:\n{output}"),
-        EventKind::LiteAgentExecutionError {
+        | EventKind::LiteAgentExecutionError {
             agent_role, error, ..
         } => format!("⚠️  Agent {agent_role} failed: {error}"),
         EventKind::RateLimitWaitStarted {

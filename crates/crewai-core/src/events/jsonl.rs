@@ -17,10 +17,10 @@ pub const DEFAULT_QUEUE_CAPACITY: usize = 4096;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum EventLogError {
-    #[error("cannot start the event writer thread: {0}")]
+    #[error("cannot start the event writer thread")]
     Spawn(#[source] std::io::Error),
     /// The first write (or flush) that failed; later events were not written.
-    #[error("cannot write the events: {0}")]
+    #[error("cannot write the events")]
     Write(#[source] std::io::Error),
     #[error("the event writer thread panicked: {0}")]
     Panicked(String),

@@ -240,7 +240,8 @@ pub enum EventKind {
     /// A panic was caught at `site` (not a CrewAI event: CrewAI has no panics to catch). `name`
     /// says what panicked (the tool's or guardrail's name, the hook's kind, the task's key, the
     /// flow method's name); `message` is the panic's text. The run went on or failed with a typed
-    /// error; either way the bus counted it ([`EventBus::caught_panics`]).
+    /// error; either way the bus counted it
+    /// ([`EventBus::caught_panics`](super::EventBus::caught_panics)).
     PanicCaught {
         site: PanicSite,
         name: String,
@@ -297,28 +298,107 @@ impl EventKind {
 
     /// The event's `agent_role` attribute, for the kinds that have one.
     pub fn agent_role(&self) -> Option<&str> {
+        self.attribution().0
+    }
+
+    /// The event's `task_name` attribute, for the kinds that have one.
+    pub fn task_name(&self) -> Option<&str> {
+        self.attribution().1
+    }
+
+    /// The `agent_role` and `task_name` attributes, in one match with no catch-all, so a new
+    /// kind does not compile until it says which of the two it carries.
+    fn attribution(&self) -> (Option<&str>, Option<&str>) {
         use EventKind as K;
         match self {
-            K::TaskStarted { agent_role, .. }
-            | K::TaskCompleted { agent_role, .. }
-            | K::TaskFailed { agent_role, .. }
-            | K::LlmCallStarted { agent_role, .. }
-            | K::LlmCallCompleted { agent_role, .. }
-            | K::LlmCallFailed { agent_role, .. }
-            | K::LlmStreamChunk { agent_role, .. }
-            | K::ToolUsageStarted { agent_role, .. }
-            | K::ToolUsageFinished { agent_role, .. }
-            | K::ToolUsageError { agent_role, .. }
-            | K::LlmGuardrailStarted { agent_role, .. }
-            | K::LlmGuardrailCompleted { agent_role, .. }
-            | K::PanicCaught { agent_role, .. } => agent_role.as_deref(),
-            K::AgentExecutionStarted { agent_role, .. }
-            | K::AgentExecutionCompleted { agent_role, .. }
-            | K::AgentExecutionError { agent_role, .. }
-            | K::LiteAgentExecutionStarted { agent_role, .. }
+            K::TaskStarted {
+                agent_role,
+                task_name,
+                ..
+            }
+            | K::TaskCompleted {
+                agent_role,
+                task_name,
+                ..
+            }
+            | K::TaskFailed {
+                agent_role,
+                task_name,
+                ..
+            }
+            | K::LlmCallStarted {
+                agent_role,
+                task_name,
+                ..
+            }
+            | K::LlmCallCompleted {
+                agent_role,
+                task_name,
+                ..
+            }
+            | K::LlmCallFailed {
+                agent_role,
+                task_name,
+                ..
+            }
+            | K::LlmStreamChunk {
+                agent_role,
+                task_name,
+                ..
+            }
+            | K::ToolUsageStarted {
+                agent_role,
+                task_name,
+                ..
+            }
+            | K::ToolUsageFinished {
+                agent_role,
+                task_name,
+                ..
+            }
+            | K::ToolUsageError {
+                agent_role,
+                task_name,
+                ..
+            }
+            | K::LlmGuardrailStarted {
+                agent_role,
+                task_name,
+                ..
+            }
+            | K::LlmGuardrailCompleted {
+                agent_role,
+                task_name,
+                ..
+            }
+            | K::PanicCaught {
+                agent_role,
+                task_name,
+                ..
+            } => (agent_role.as_deref(), task_name.as_deref()),
+            K::AgentExecutionStarted {
+                agent_role,
+                task_name,
+                ..
+            }
+            | K::AgentExecutionCompleted {
+                agent_role,
+                task_name,
+                ..
+            }
+            | K::AgentExecutionError {
+                agent_role,
+                task_name,
+                ..
+            }
+            | K::RateLimitWaitStarted {
+                agent_role,
+                task_name,
+                ..
+            } => (Some(agent_role), task_name.as_deref()),
+            K::LiteAgentExecutionStarted { agent_role, .. }
             | K::LiteAgentExecutionCompleted { agent_role, .. }
-            | K::LiteAgentExecutionError { agent_role, .. }
-            | K::RateLimitWaitStarted { agent_role, .. } => Some(agent_role),
+            | K::LiteAgentExecutionError { agent_role, .. } => (Some(agent_role), None),
             // Delegations name two agents (`from_agent`, `to_agent`), none of them `agent_role`.
             K::CrewKickoffStarted { .. }
             | K::CrewKickoffCompleted { .. }
@@ -329,44 +409,7 @@ impl EventKind {
             | K::FlowFinished { .. }
             | K::MethodExecutionStarted { .. }
             | K::MethodExecutionFinished { .. }
-            | K::MethodExecutionFailed { .. } => None,
-        }
-    }
-
-    /// The event's `task_name` attribute, for the kinds that have one.
-    pub fn task_name(&self) -> Option<&str> {
-        use EventKind as K;
-        match self {
-            K::TaskStarted { task_name, .. }
-            | K::TaskCompleted { task_name, .. }
-            | K::TaskFailed { task_name, .. }
-            | K::AgentExecutionStarted { task_name, .. }
-            | K::AgentExecutionCompleted { task_name, .. }
-            | K::AgentExecutionError { task_name, .. }
-            | K::LlmCallStarted { task_name, .. }
-            | K::LlmCallCompleted { task_name, .. }
-            | K::LlmCallFailed { task_name, .. }
-            | K::RateLimitWaitStarted { task_name, .. }
-            | K::LlmStreamChunk { task_name, .. }
-            | K::ToolUsageStarted { task_name, .. }
-            | K::ToolUsageFinished { task_name, .. }
-            | K::ToolUsageError { task_name, .. }
-            | K::LlmGuardrailStarted { task_name, .. }
-            | K::LlmGuardrailCompleted { task_name, .. }
-            | K::PanicCaught { task_name, .. } => task_name.as_deref(),
-            K::CrewKickoffStarted { .. }
-            | K::CrewKickoffCompleted { .. }
-            | K::CrewKickoffFailed { .. }
-            | K::LiteAgentExecutionStarted { .. }
-            | K::LiteAgentExecutionCompleted { .. }
-            | K::LiteAgentExecutionError { .. }
-            | K::AgentDelegationStarted { .. }
-            | K::AgentDelegationCompleted { .. }
-            | K::FlowStarted { .. }
-            | K::FlowFinished { .. }
-            | K::MethodExecutionStarted { .. }
-            | K::MethodExecutionFinished { .. }
-            | K::MethodExecutionFailed { .. } => None,
+            | K::MethodExecutionFailed { .. } => (None, None),
         }
     }
 

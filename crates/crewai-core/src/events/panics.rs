@@ -1,7 +1,6 @@
 //! Caught panics: where they were caught ([`PanicSite`]), what the bus is told ([`CaughtPanic`]),
 //! and the text of a panic payload ([`panic_message`]).
 
-use std::any::Any;
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
@@ -119,21 +118,7 @@ impl From<CaughtPanic> for EventKind {
     }
 }
 
-/// The text of a panic payload: `panic!("...")` gives a `&str` or a `String`; anything else
-/// (`std::panic::panic_any`) has no text to show.
-///
-/// ```
-/// use crewai_core::events::panic_message;
-/// let payload = std::panic::catch_unwind(|| panic!("the answer is {}", 42)).unwrap_err();
-/// assert_eq!(panic_message(payload.as_ref()), "the answer is 42");
-/// ```
-pub fn panic_message(payload: &(dyn Any + Send)) -> String {
-    payload
-        .downcast_ref::<&str>()
-        .map(|text| text.to_string())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "a panic without a text payload".to_string())
-}
+pub use crewai_tools::panic_message;
 
 #[cfg(test)]
 mod tests {

@@ -92,13 +92,14 @@ impl Execution {
         match self.send(request).await {
             Ok(response) => Ok(extract_summary(&response.content.unwrap_or_default())),
             Err(CallFailure::Llm(error)) if error.is_context_length() => Err(self.context_error(
-                format!("a part of the history is too long even to summarise: {error}"),
+                "a part of the history is too long even to summarise".into(),
+                error,
             )),
             Err(CallFailure::Llm(source)) => Err(AgentError::Llm {
                 role: self.role().to_string(),
                 source,
             }),
-            Err(CallFailure::NotJson(message)) => Err(self.context_error(message)),
+            Err(CallFailure::NotJson(message)) => Err(self.not_json_error(message)),
             Err(CallFailure::Budget(exceeded)) => Err(self.budget_error(exceeded)),
             Err(CallFailure::Blocked(reason)) => Err(AgentError::LlmCallBlocked {
                 role: self.role().to_string(),

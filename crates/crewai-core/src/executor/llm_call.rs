@@ -23,13 +23,12 @@ const MAX_SUMMARIES: u32 = 3;
 const MAX_STREAM_RESTARTS: u32 = 2;
 
 /// Who waits on a rate limiter, and where that is reported: a `rate_limit_wait_started` event
-/// and, for a verbose agent, a line on standard output.
+/// (the verbose console shows it, see [`crate::events::ConsoleListener`]) and a tracing line.
 pub(crate) struct RateLimitWaiter<'a> {
     pub(crate) events: &'a EventBus,
     pub(crate) parent: Option<uuid::Uuid>,
     pub(crate) agent_role: &'a str,
     pub(crate) task_name: Option<&'a str>,
-    pub(crate) verbose: bool,
 }
 
 impl RateLimitWaiter<'_> {
@@ -56,21 +55,6 @@ impl RateLimitWaiter<'_> {
             })
             .await;
     }
-}
-
-/// The verbose line of an agent held back by its requests-per-minute limit.
-pub(crate) fn rate_limit_notice(
-    agent_role: &str,
-    max_rpm: Option<u32>,
-    wait: std::time::Duration,
-) -> String {
-    let limit = max_rpm
-        .map(|rpm| format!(" ({rpm} per minute)"))
-        .unwrap_or_default();
-    format!(
-        "⏳ Agent {agent_role}: max RPM reached{limit}; waiting {:.1} s for the next request slot.",
-        wait.as_secs_f64()
-    )
 }
 
 /// Why a call produced no usable response.
@@ -164,18 +148,7 @@ impl Execution {
             }
             match result {
                 Ok(response) => return Ok(response),
-                Err(CallFailure::NotJson(message)) => {
-                    let format = self
-                        .response_format
-                        .as_ref()
-                        .map(|f| f.name.clone())
-                        .unwrap_or_default();
-                    return Err(AgentError::InvalidStructuredOutput {
-                        role: self.role().to_string(),
-                        format,
-                        message,
-                    });
-                }
+                Err(CallFailure::NotJson(message)) => return Err(self.not_json_error(message)),
                 Err(CallFailure::Blocked(reason)) => {
                     return Err(AgentError::LlmCallBlocked {
                         role: self.role().to_string(),
@@ -184,10 +157,17 @@ impl Execution {
                 }
                 Err(CallFailure::Llm(error)) if error.is_context_length() => {
                     if !self.agent.respect_context_window() {
-                        return Err(self.context_error(error.to_string()));
+                        return Err(
+                            self.context_error("respect_context_window is off".into(), error)
+                        );
                     }
                     if summaries >= MAX_SUMMARIES {
-                        return Err(self.context_error(format!("still too long after summarising the history {MAX_SUMMARIES} times: {error}")));
+                        return Err(self.context_error(
+                            format!(
+                                "still too long after summarising the history {MAX_SUMMARIES} times"
+                            ),
+                            error,
+                        ));
                     }
                     summaries += 1;
                     tracing::info!(
@@ -202,7 +182,11 @@ impl Execution {
                         && matches!(error, LlmError::MalformedResponse { .. }) =>
                 {
                     stream_restarts += 1;
-                    tracing::warn!(agent = self.role(), %error, "the reply stream broke; making the call again");
+                    tracing::warn!(
+                        agent = self.role(),
+                        error = crewai_llm::error_chain(&error),
+                        "the reply stream broke; making the call again"
+                    );
                 }
                 Err(CallFailure::Llm(source)) => {
                     return Err(AgentError::Llm {
@@ -222,11 +206,27 @@ impl Execution {
         }
     }
 
-    pub(crate) fn context_error(&self, message: String) -> AgentError {
+    /// A reply that should have been JSON in the execution's response format, and why it is not.
+    pub(crate) fn not_json_error(&self, problem: String) -> AgentError {
+        AgentError::InvalidStructuredOutput {
+            role: self.role().to_string(),
+            format: self
+                .response_format
+                .as_ref()
+                .map(|f| f.name.clone())
+                .unwrap_or_default(),
+            source: problem.into(),
+        }
+    }
+
+    /// The conversation does not fit: `detail` says at which point, `source` is the provider's
+    /// context-length error.
+    pub(crate) fn context_error(&self, detail: String, source: LlmError) -> AgentError {
         AgentError::ContextWindowExceeded {
             role: self.role().to_string(),
             model: self.llm.model().to_string(),
-            message,
+            detail,
+            source: Box::new(source),
         }
     }
 
@@ -248,23 +248,7 @@ impl Execution {
 
 #[cfg(test)]
 mod tests {
-    use super::{parse_structured, rate_limit_notice};
-
-    #[test]
-    fn the_rate_limit_notice_names_the_agent_the_limit_and_the_wait() {
-        let line = rate_limit_notice("Writer", Some(2), std::time::Duration::from_secs(30));
-        assert!(
-            line.contains("Writer")
-                && line.contains("max RPM reached")
-                && line.contains("2 per minute")
-                && line.contains("waiting 30.0 s"),
-            "{line}"
-        );
-        assert!(
-            !rate_limit_notice("Writer", None, std::time::Duration::from_millis(1500))
-                .contains("per minute")
-        );
-    }
+    use super::parse_structured;
 
     #[test]
     fn structured_replies_may_be_fenced_but_must_be_json() {

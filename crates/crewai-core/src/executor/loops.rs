@@ -77,7 +77,11 @@ impl Execution {
                 // The adapter decided it from the provider's error body (crewai-llm's
                 // `LlmError::ToolsUnsupported`): the run goes on in ReAct text mode.
                 Err(AgentError::Llm { source, .. }) if source.is_tools_unsupported() => {
-                    tracing::warn!(agent = self.role(), %source, "the provider refused native tools; continuing with ReAct text tool calls");
+                    tracing::warn!(
+                        agent = self.role(),
+                        error = crewai_llm::error_chain(&source),
+                        "the provider refused native tools; continuing with ReAct text tool calls"
+                    );
                     messages.push(Message::user(prompts::native_tools_unavailable(
                         &self.react_instructions(),
                     )));
@@ -173,42 +177,21 @@ impl Execution {
     /// No tools: one call (with the response format when asked), the reply is the answer.
     async fn direct_answer(&self, mut messages: Vec<Message>) -> Result<LoopOutcome, AgentError> {
         let structured = self.response_format.is_some();
-        let response = self
-            .call_model(
-                &mut messages,
-                CallShape {
-                    structured,
-                    ..Default::default()
-                },
-            )
-            .await?;
-        let reply = response.content.unwrap_or_default();
+        let shape = CallShape {
+            structured,
+            ..Default::default()
+        };
+        let reply = self.reply_text(&mut messages, shape).await?;
         messages.push(Message::assistant(reply.clone()));
         if structured {
             // The stack's events layer already refused a reply that is not JSON, so this parse
             // succeeds; an after-hook may still have replaced the text, which is checked again.
-            let typed = parse_structured(&reply).map_err(|message| {
-                AgentError::InvalidStructuredOutput {
-                    role: self.role().to_string(),
-                    format: self
-                        .response_format
-                        .as_ref()
-                        .map(|f| f.name.clone())
-                        .unwrap_or_default(),
-                    message,
-                }
-            })?;
+            let typed = parse_structured(&reply).map_err(|problem| self.not_json_error(problem))?;
             let mut outcome = self.finish(messages, reply.trim().to_string(), None)?;
             outcome.typed = Some(typed);
             return Ok(outcome);
         }
-        let (output, thought) = match react::parse(&reply) {
-            ReactStep::Finish {
-                output, thought, ..
-            } => (output, Some(thought).filter(|t| !t.is_empty())),
-            // Without tools an action cannot run: the reply itself is the answer.
-            ReactStep::Action { .. } => (reply.trim().to_string(), None),
-        };
+        let (output, thought) = final_answer(&reply);
         self.finish(messages, output, thought)
     }
 
@@ -219,22 +202,35 @@ impl Execution {
         iterations: u32,
     ) -> Result<LoopOutcome, AgentError> {
         messages.push(Message::assistant(prompts::FORCED_FINAL_ANSWER));
-        let response = self
-            .call_model(
-                &mut messages,
-                CallShape {
-                    iterations,
-                    ..Default::default()
-                },
-            )
-            .await?;
-        let reply = response.content.unwrap_or_default();
-        let output = match react::parse(&reply) {
-            ReactStep::Finish { output, .. } => output,
-            ReactStep::Action { .. } => reply.trim().to_string(),
+        let shape = CallShape {
+            iterations,
+            ..Default::default()
         };
+        let reply = self.reply_text(&mut messages, shape).await?;
+        let (output, _) = final_answer(&reply);
         messages.push(Message::assistant(reply));
         self.finish(messages, output, None)
+    }
+
+    /// The text of a call made without tools.
+    async fn reply_text(
+        &self,
+        messages: &mut Vec<Message>,
+        shape: CallShape<'_>,
+    ) -> Result<String, AgentError> {
+        let response = self.call_model(messages, shape).await?;
+        Ok(response.content.unwrap_or_default())
+    }
+}
+
+/// A reply made without tools, read as the final answer: its answer and thought, or the whole
+/// reply when it names an action (no tool can run, so the reply itself is the answer).
+fn final_answer(reply: &str) -> (String, Option<String>) {
+    match react::parse(reply) {
+        ReactStep::Finish {
+            output, thought, ..
+        } => (output, Some(thought).filter(|t| !t.is_empty())),
+        ReactStep::Action { .. } => (reply.trim().to_string(), None),
     }
 }
 

@@ -28,7 +28,7 @@ pub(crate) use llm_call::{RateLimitWaiter, parse_structured};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use crewai_llm::{Extensions, Llm, Message, ResponseFormat, Usage};
+use crewai_llm::{Extensions, Llm, Message, ResponseFormat, Usage, error_chain};
 use crewai_tools::{ToolFailurePolicy, ToolSet};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -92,6 +92,8 @@ pub(crate) struct Execution {
     pub(crate) response_format: Option<ResponseFormat>,
     pub(crate) task_name: Option<String>,
     pub(crate) task_id: Option<String>,
+    /// The task's tool failure policy, which wins over the agent's and the crew's.
+    pub(crate) task_tool_failure_policy: Option<ToolFailurePolicy>,
     /// The agent's execution event: the parent of its LLM and tool events.
     pub(crate) event_id: Option<Uuid>,
     /// Cancelled when the execution ends by timeout or from outside, so tools can stop.
@@ -127,6 +129,7 @@ impl Execution {
             response_format: None,
             task_name: None,
             task_id: None,
+            task_tool_failure_policy: None,
             event_id: None,
             stack: OnceLock::new(),
             tool_errors: AtomicU32::new(0),
@@ -177,9 +180,11 @@ impl Execution {
         self.tool_errors.fetch_add(1, Ordering::SeqCst);
     }
 
+    /// What a failing tool does: the task's policy, else the agent's, else the crew's, else
+    /// `warn`.
     pub(crate) fn tool_failure_policy(&self) -> ToolFailurePolicy {
-        self.agent
-            .tool_failure_policy()
+        self.task_tool_failure_policy
+            .or(self.agent.tool_failure_policy())
             .or(self.services.tool_failure_policy)
             .unwrap_or_default()
     }
@@ -231,21 +236,55 @@ impl Execution {
         }
     }
 
+    /// The names of the execution's tools, as its started event lists them.
+    pub(crate) fn tool_names(&self) -> Vec<String> {
+        self.tools.names().iter().map(|n| n.to_string()).collect()
+    }
+
+    /// The execution's completed event (`agent_execution_completed`, or
+    /// `lite_agent_execution_completed` for a kickoff) under `parent`.
+    pub(crate) fn emit_completed(&self, parent: Option<Uuid>, output: &str) {
+        self.emit_end(parent, Ok(output));
+    }
+
+    /// The execution's error event (`agent_execution_error`, or `lite_agent_execution_error` for
+    /// a kickoff) with the error's whole chain.
     pub(crate) fn emit_error(&self, error: &AgentError) {
-        let kind = match self.kind {
-            RunKind::Task => EventKind::AgentExecutionError {
-                agent_role: self.role().to_string(),
-                agent_id: self.agent.id().to_string(),
-                task_name: self.task_name.clone(),
-                error: error.to_string(),
+        self.emit_end(self.event_id, Err(error));
+    }
+
+    fn emit_end(&self, parent: Option<Uuid>, end: Result<&str, &AgentError>) {
+        let agent_role = self.role().to_string();
+        let agent_id = self.agent.id().to_string();
+        let task_name = self.task_name.clone();
+        let kind = match (
+            self.kind,
+            end.map(str::to_string).map_err(|e| error_chain(e)),
+        ) {
+            (RunKind::Task, Ok(output)) => EventKind::AgentExecutionCompleted {
+                agent_role,
+                agent_id,
+                task_name,
+                output,
             },
-            RunKind::Kickoff => EventKind::LiteAgentExecutionError {
-                agent_role: self.role().to_string(),
-                agent_id: self.agent.id().to_string(),
-                error: error.to_string(),
+            (RunKind::Task, Err(error)) => EventKind::AgentExecutionError {
+                agent_role,
+                agent_id,
+                task_name,
+                error,
+            },
+            (RunKind::Kickoff, Ok(output)) => EventKind::LiteAgentExecutionCompleted {
+                agent_role,
+                agent_id,
+                output,
+            },
+            (RunKind::Kickoff, Err(error)) => EventKind::LiteAgentExecutionError {
+                agent_role,
+                agent_id,
+                error,
             },
         };
-        self.services.events.emit(self.event_id, kind);
+        self.services.events.emit(parent, kind);
     }
 
     /// Runs the loop from `messages`, re-running after retryable errors up to `max_retry_limit`
@@ -267,7 +306,12 @@ impl Execution {
                             return Err(error);
                         }
                         retries += 1;
-                        tracing::info!(agent = self.role(), retries, %error, "retrying the agent's work after an error");
+                        tracing::info!(
+                            agent = self.role(),
+                            retries,
+                            error = crewai_llm::error_chain(&error),
+                            "retrying the agent's work after an error"
+                        );
                     }
                 }
             }

@@ -189,35 +189,33 @@ mod tests {
         );
     }
 
-    #[test]
-    fn numbered_keywords_are_accepted() {
-        match parse("Action 1: calc\nAction 1 Input: {\"a\": 1}") {
-            ReactStep::Action {
-                tool, tool_input, ..
-            } => {
-                assert_eq!(tool, "calc");
-                assert_eq!(tool_input, "{\"a\": 1}");
-            }
-            other => panic!("{other:?}"),
-        }
-    }
-
-    #[test]
-    fn the_reply_is_cut_at_the_observation() {
-        let reply = "Action: calc\nAction Input: {\"a\": 1}\nObservation: 2\nThought: done\nFinal Answer: 2";
+    /// The tool, input and kept text of the action `reply` parses to.
+    fn action(reply: &str) -> (String, String, String) {
         match parse(reply) {
             ReactStep::Action {
                 tool,
                 tool_input,
                 text,
                 ..
-            } => {
-                assert_eq!(tool, "calc");
-                assert_eq!(tool_input, "{\"a\": 1}");
-                assert!(!text.contains("Observation"));
-            }
-            other => panic!("a hallucinated observation must not turn the reply final: {other:?}"),
+            } => (tool, tool_input, text),
+            other => panic!("{reply:?} should be an action: {other:?}"),
         }
+    }
+
+    #[test]
+    fn numbered_keywords_are_accepted() {
+        let (tool, tool_input, _) = action("Action 1: calc\nAction 1 Input: {\"a\": 1}");
+        assert_eq!((tool.as_str(), tool_input.as_str()), ("calc", "{\"a\": 1}"));
+    }
+
+    #[test]
+    fn the_reply_is_cut_at_the_observation() {
+        // A hallucinated observation must not turn the reply final.
+        let (tool, tool_input, text) = action(
+            "Action: calc\nAction Input: {\"a\": 1}\nObservation: 2\nThought: done\nFinal Answer: 2",
+        );
+        assert_eq!((tool.as_str(), tool_input.as_str()), ("calc", "{\"a\": 1}"));
+        assert!(!text.contains("Observation"));
     }
 
     #[test]

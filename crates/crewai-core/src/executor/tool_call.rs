@@ -2,7 +2,7 @@
 //! events and the failure policy. Problems become the observation the model reads; only a tool
 //! failure under `tool_failure_policy: raise` stops the run.
 
-use crewai_llm::ToolCall;
+use crewai_llm::{ToolCall, error_chain};
 use crewai_tools::{
     ToolContext, ToolError, ToolFailurePolicy, ToolHandle, prepare_arguments, usage_limit_message,
 };
@@ -95,7 +95,7 @@ impl Execution {
         let arguments = match prepare_arguments(&tool.parameters(), raw_arguments) {
             Ok(arguments) => arguments,
             Err(problem) => {
-                let text = prompts::invalid_arguments(tool.name(), &problem.to_string());
+                let text = prompts::invalid_arguments(tool.name(), &error_chain(&problem));
                 self.tool_error_event(tool.name(), raw_arguments, &text);
                 return Ok(refused(text));
             }
@@ -111,7 +111,7 @@ impl Execution {
         };
         let decision = self
             .hooks
-            .run_before_tool_reporting(&mut hook_ctx, &mut self.panic_reporter());
+            .run_before_reporting(&mut hook_ctx, &mut self.panic_reporter());
         let arguments = hook_ctx.tool_input.clone();
         let (mut text, succeeded) = match decision {
             HookDecision::Block { reason } => {
@@ -122,7 +122,7 @@ impl Execution {
         hook_ctx.tool_result = Some(text.clone());
         if let Some(replaced) = self
             .hooks
-            .run_after_tool_reporting(&mut hook_ctx, &mut self.panic_reporter())
+            .run_after_reporting(&mut hook_ctx, &mut self.panic_reporter())
         {
             text = replaced;
         }
@@ -225,14 +225,14 @@ impl Execution {
                 {
                     self.report_panic(CaughtPanic::new(PanicSite::Tool, name, message));
                 }
-                let message = error.to_string();
+                let message = error_chain(&error);
                 self.tool_error_event(tool.name(), arguments, &message);
                 match self.tool_failure_policy() {
                     ToolFailurePolicy::Raise => {
                         return Err(AgentError::ToolFailed {
                             role: self.role().to_string(),
                             tool: tool.name().to_string(),
-                            message,
+                            source: error,
                         });
                     }
                     ToolFailurePolicy::Warn => {

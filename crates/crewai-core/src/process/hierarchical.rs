@@ -11,7 +11,7 @@ use crate::prompts::crew as prompts;
 use crate::task::Task;
 
 /// Why a hierarchical crew cannot get its manager.
-#[derive(Debug, Clone, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 pub enum ManagerError {
     #[error("a hierarchical crew needs `manager_llm` or `manager_agent`")]
     Missing,
@@ -23,8 +23,8 @@ pub enum ManagerError {
         "the manager agent '{0}' is also one of the crew's agents; give the manager separately from `agents`"
     )]
     AlsoWorker(String),
-    #[error("could not create the manager: {0}")]
-    Build(Box<AgentError>),
+    #[error("could not create the manager")]
+    Build(#[source] Box<AgentError>),
 }
 
 /// The crew's manager: `manager_agent` as given (checked), or a new one on `manager_llm`.

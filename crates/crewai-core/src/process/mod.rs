@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use crewai_llm::{Llm, LlmError};
-use crewai_tools::{ToolContext, ToolHandle, ToolSet};
+use crewai_tools::{ToolContext, ToolFailurePolicy, ToolHandle, ToolSet};
 use uuid::Uuid;
 
 use crate::agent::{Agent, AgentTaskRequest, AgentTaskResult, RunServices};
@@ -100,6 +100,19 @@ pub struct DelegatedFrom {
     /// The task's own tools, given to the coworker instead of its own (a hierarchical crew's
     /// manager has only delegation tools, so the task's tools go to whoever does the work).
     pub task_tools: Vec<ToolHandle>,
+    /// The task's tool failure policy: the coworker's tools fail the way the task asks.
+    pub tool_failure_policy: Option<ToolFailurePolicy>,
+}
+
+impl DelegatedFrom {
+    /// Work delegated during `task`, with `task_tools` for the coworker (empty: its own).
+    pub fn task(task: &Task, task_tools: Vec<ToolHandle>) -> Self {
+        DelegatedFrom {
+            task_name: task.name().map(str::to_string),
+            task_tools,
+            tool_failure_policy: task.tool_failure_policy(),
+        }
+    }
 }
 
 /// Merges tool lists by sanitised name (later ones replace earlier ones), as CrewAI does.
@@ -131,7 +144,14 @@ pub async fn execute_task(
             context: context.clone(),
         },
     );
-    let work = run_task_steps(run, task, agent, context, tools, started);
+    let task_run = TaskRun {
+        run,
+        task,
+        agent,
+        tools,
+        started,
+    };
+    let work = task_run.steps(context);
     let result = match run.deadline_for(agent) {
         Some(limit) => match tokio::time::timeout(limit, work).await {
             Ok(result) => result,
@@ -154,224 +174,253 @@ pub async fn execute_task(
             task_name: task.name().map(str::to_string),
             task_id: Some(task.id().to_string()),
             agent_role: Some(agent.role().to_string()),
-            error: error.to_string(),
+            error: crewai_llm::error_chain(error),
         },
     };
     run.services.events.emit(Some(started), kind);
     result
 }
 
-async fn run_task_steps(
-    run: &RunContext,
-    task: &Task,
-    agent: &Agent,
-    context: Option<String>,
+/// One task's run by its agent: what its steps share.
+struct TaskRun<'a> {
+    run: &'a RunContext,
+    task: &'a Task,
+    agent: &'a Agent,
     tools: Vec<ToolHandle>,
+    /// The `task_started` event: the parent of the run's events.
     started: Uuid,
-) -> Result<TaskOutput, TaskError> {
-    let attempt = |extra: Option<String>| {
-        let context = match (&context, extra) {
-            (Some(base), Some(extra)) => {
-                Some(prompts::join_context([base.as_str(), extra.as_str()]))
-            }
-            (base, extra) => extra.or_else(|| base.clone()),
-        };
-        run_and_shape(run, task, agent, context, tools.clone(), started)
-    };
-    let mut output = attempt(None).await?;
-
-    if task.human_input() {
-        loop {
-            let question = prompts::human_feedback_request(task.description(), &output.raw);
-            let feedback =
-                run.input_provider
-                    .ask(&question)
-                    .await
-                    .map_err(|e| TaskError::HumanInput {
-                        task: task.key(),
-                        message: e.to_string(),
-                    })?;
-            if feedback.trim().is_empty() {
-                break;
-            }
-            output = attempt(Some(prompts::human_feedback_context(
-                feedback.trim(),
-                &output.raw,
-            )))
-            .await?;
-        }
-    }
-
-    let several = task.guardrails().len() > 1;
-    for (index, guardrail) in task.guardrails().iter().enumerate() {
-        let mut retries = 0;
-        loop {
-            // The judge (the guardrail's own model, else the agent's) is a side call of the task.
-            let judge_llm = guardrail
-                .judge_llm()
-                .cloned()
-                .or_else(|| agent.llm().ok())
-                .map(|llm| side_call(llm, run, agent, task, started, CallPurpose::Guardrail));
-            let guardrail = match &judge_llm {
-                Some(llm) if guardrail.is_llm() => guardrail.judged_by(llm.clone()),
-                _ => guardrail.clone(),
-            };
-            let ctx = GuardrailContext {
-                llm: judge_llm.as_ref(),
-                events: &run.services.events,
-                parent_event_id: Some(started),
-                retry_count: retries,
-                agent_role: Some(agent.role()),
-                task_name: task.name(),
-            };
-            let verdict = guardrail.evaluate(&output, ctx).await.map_err(|e| {
-                e.llm_error()
-                    .and_then(|error| budget_stop(error, agent, task))
-                    .unwrap_or_else(|| TaskError::Guardrail {
-                        task: task.key(),
-                        message: e.to_string(),
-                    })
-            })?;
-            match verdict.outcome {
-                Ok(pass) => {
-                    let replaced_raw = matches!(pass, GuardrailPass::Raw(_));
-                    pass.apply(&mut output);
-                    // A replaced text is exported again, as CrewAI does, so the structured value matches it.
-                    if let (true, Some(schema)) = (replaced_raw, task.output_schema())
-                        && let Ok(value) = schema.parse_lenient(&output.raw)
-                    {
-                        output.set_structured(schema.format(), value);
-                    }
-                    break;
-                }
-                Err(feedback) => {
-                    if retries >= task.guardrail_max_retries() {
-                        let label = if several {
-                            format!("guardrail {index}")
-                        } else {
-                            format!("guardrail '{}'", guardrail.name())
-                        };
-                        return Err(TaskError::GuardrailFailed {
-                            task: task.key(),
-                            guardrail: label,
-                            retries,
-                            last_error: feedback,
-                        });
-                    }
-                    retries += 1;
-                    output = attempt(Some(prompts::guardrail_retry_context(
-                        &feedback,
-                        &output.raw,
-                    )))
-                    .await?;
-                }
-            }
-        }
-    }
-
-    for callback in [task.callback(), run.task_callback.as_ref()]
-        .into_iter()
-        .flatten()
-    {
-        // User code: a panicking callback keeps the task's output and is counted on the bus.
-        if let Err(payload) =
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| callback(&output)))
-        {
-            let panic = CaughtPanic::new(
-                PanicSite::TaskCallback,
-                task.key(),
-                panic_message(payload.as_ref()),
-            )
-            .in_task(Some(agent.role()), task.name());
-            run.services.events.report_panic(Some(started), panic);
-        }
-    }
-    write_output_file(task, &output).await?;
-    Ok(output)
 }
 
-/// One agent run for the task, and the structured output made from its answer.
-async fn run_and_shape(
-    run: &RunContext,
-    task: &Task,
-    agent: &Agent,
-    context: Option<String>,
-    tools: Vec<ToolHandle>,
-    started: Uuid,
-) -> Result<TaskOutput, TaskError> {
-    let schema = task.output_schema();
-    // Native structured output only without tools: a tool-calling turn cannot also be held to a format.
-    let native = schema.filter(|_| tools.is_empty());
-    let mut request = AgentTaskRequest::new(task.prompt())
-        .with_tools(tools.clone())
-        .with_parent_event(started)
-        .with_services(run.services.clone());
-    request.context = context;
-    request.task_name = task.name().map(str::to_string);
-    request.task_id = Some(task.id().to_string());
-    if let Some(schema) = native {
-        request = request.with_response_format(schema.response_format());
+impl TaskRun<'_> {
+    /// The agent's attempts (again after human feedback and failed guardrails), the callbacks and
+    /// the output file.
+    async fn steps(&self, context: Option<String>) -> Result<TaskOutput, TaskError> {
+        let (run, task, agent, started) = (self.run, self.task, self.agent, self.started);
+        let attempt = |extra: Option<String>| {
+            let context = match (&context, extra) {
+                (Some(base), Some(extra)) => {
+                    Some(prompts::join_context([base.as_str(), extra.as_str()]))
+                }
+                (base, extra) => extra.or_else(|| base.clone()),
+            };
+            self.attempt(context)
+        };
+        let mut output = attempt(None).await?;
+
+        if task.human_input() {
+            loop {
+                let question = prompts::human_feedback_request(task.description(), &output.raw);
+                let feedback = run.input_provider.ask(&question).await.map_err(|source| {
+                    TaskError::HumanInput {
+                        task: task.key(),
+                        source,
+                    }
+                })?;
+                if feedback.trim().is_empty() {
+                    break;
+                }
+                output = attempt(Some(prompts::human_feedback_context(
+                    feedback.trim(),
+                    &output.raw,
+                )))
+                .await?;
+            }
+        }
+
+        let several = task.guardrails().len() > 1;
+        for (index, guardrail) in task.guardrails().iter().enumerate() {
+            let mut retries = 0;
+            loop {
+                // The judge (the guardrail's own model, else the agent's) is a side call of the task.
+                let judge_llm = guardrail
+                    .judge_llm()
+                    .cloned()
+                    .or_else(|| agent.llm().ok())
+                    .map(|llm| self.side_call(llm, CallPurpose::Guardrail));
+                let guardrail = match &judge_llm {
+                    Some(llm) if guardrail.is_llm() => guardrail.judged_by(llm.clone()),
+                    _ => guardrail.clone(),
+                };
+                let ctx = GuardrailContext {
+                    llm: judge_llm.as_ref(),
+                    events: &run.services.events,
+                    parent_event_id: Some(started),
+                    retry_count: retries,
+                    agent_role: Some(agent.role()),
+                    task_name: task.name(),
+                };
+                let verdict = guardrail.evaluate(&output, ctx).await.map_err(|e| {
+                    e.llm_error()
+                        .and_then(|error| self.budget_stop(error))
+                        .unwrap_or_else(|| TaskError::Guardrail {
+                            task: task.key(),
+                            source: Box::new(e),
+                        })
+                })?;
+                match verdict.outcome {
+                    Ok(pass) => {
+                        let replaced_raw = matches!(pass, GuardrailPass::Raw(_));
+                        pass.apply(&mut output);
+                        // A replaced text is exported again, as CrewAI does, so the structured value matches it.
+                        if let (true, Some(schema)) = (replaced_raw, task.output_schema())
+                            && let Ok(value) = schema.parse_lenient(&output.raw)
+                        {
+                            output.set_structured(schema.format(), value);
+                        }
+                        break;
+                    }
+                    Err(feedback) => {
+                        if retries >= task.guardrail_max_retries() {
+                            let label = if several {
+                                format!("guardrail {index}")
+                            } else {
+                                format!("guardrail '{}'", guardrail.name())
+                            };
+                            return Err(TaskError::GuardrailFailed {
+                                task: task.key(),
+                                guardrail: label,
+                                retries,
+                                last_error: feedback,
+                            });
+                        }
+                        retries += 1;
+                        output = attempt(Some(prompts::guardrail_retry_context(
+                            &feedback,
+                            &output.raw,
+                        )))
+                        .await?;
+                    }
+                }
+            }
+        }
+
+        for callback in [task.callback(), run.task_callback.as_ref()]
+            .into_iter()
+            .flatten()
+        {
+            // User code: a panicking callback keeps the task's output and is counted on the bus.
+            if let Err(payload) =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| callback(&output)))
+            {
+                let panic = CaughtPanic::new(
+                    PanicSite::TaskCallback,
+                    task.key(),
+                    panic_message(payload.as_ref()),
+                )
+                .in_task(Some(agent.role()), task.name());
+                run.services.events.report_panic(Some(started), panic);
+            }
+        }
+        write_output_file(task, &output).await?;
+        Ok(output)
     }
-    let result: AgentTaskResult =
-        agent
+
+    /// One agent run for the task, and the structured output made from its answer.
+    async fn attempt(&self, context: Option<String>) -> Result<TaskOutput, TaskError> {
+        let (run, task, agent, tools) = (self.run, self.task, self.agent, &self.tools);
+        let schema = task.output_schema();
+        // Native structured output only without tools: a tool-calling turn cannot also be held to a format.
+        let native = schema.filter(|_| tools.is_empty());
+        let mut request = AgentTaskRequest::new(task.prompt())
+            .with_tools(tools.clone())
+            .with_parent_event(self.started)
+            .with_services(run.services.clone());
+        request.context = context;
+        request.task_name = task.name().map(str::to_string);
+        request.task_id = Some(task.id().to_string());
+        request.tool_failure_policy = task.tool_failure_policy();
+        if let Some(schema) = native {
+            request = request.with_response_format(schema.response_format());
+        }
+        let result: AgentTaskResult = agent
             .run_task(request)
             .await
-            .map_err(|source| TaskError::Agent {
-                task: task.key(),
-                source: Box::new(source),
-            })?;
+            .map_err(|source| self.agent_failed(source))?;
 
-    let mut output = TaskOutput::new(
-        task.description(),
-        task.expected_output(),
-        result.raw.clone(),
-        agent.role(),
-    );
-    output.name = task.name().map(str::to_string);
-    output.messages = result.messages;
-    let Some(schema) = schema else {
-        return Ok(output);
-    };
-    output.output_format = schema.format();
-    let conversion_failed = |source| TaskError::Conversion {
-        task: task.key(),
-        source: Box::new(source),
-        raw: result.raw.clone(),
-    };
+        let mut output = TaskOutput::new(
+            task.description(),
+            task.expected_output(),
+            result.raw.clone(),
+            agent.role(),
+        );
+        output.name = task.name().map(str::to_string);
+        output.messages = result.messages;
+        let Some(schema) = schema else {
+            return Ok(output);
+        };
+        output.output_format = schema.format();
+        let conversion_failed = |source| TaskError::Conversion {
+            task: task.key(),
+            source: Box::new(source),
+            raw: result.raw.clone(),
+        };
 
-    let value = match result
-        .typed
-        .as_ref()
-        .map(|typed| schema.validate(typed).map(|_| typed.clone()))
-    {
-        Some(Ok(value)) => value,
-        _ => match schema.parse_lenient(&result.raw) {
-            Ok(value) => value,
-            Err(_) => {
-                let llm = agent
-                    .function_calling_llm()
-                    .cloned()
-                    .map(Ok)
-                    .unwrap_or_else(|| agent.llm())
-                    .map_err(|source| TaskError::Agent {
-                        task: task.key(),
-                        source: Box::new(source),
-                    })?;
-                let converter = side_call(llm, run, agent, task, started, CallPurpose::Conversion);
-                let (value, _usage) = schema
-                    .convert_with_llm(converter.as_ref(), &result.raw, agent.max_retry_limit() + 1)
-                    .await
-                    .map_err(|source| match &source {
-                        ConversionError::Llm(error) => budget_stop(error, agent, task)
-                            .unwrap_or_else(|| conversion_failed(source)),
-                        _ => conversion_failed(source),
-                    })?;
-                value
-            }
-        },
-    };
-    output.set_structured(schema.format(), value);
-    Ok(output)
+        let value = match result
+            .typed
+            .as_ref()
+            .map(|typed| schema.validate(typed).map(|_| typed.clone()))
+        {
+            Some(Ok(value)) => value,
+            _ => match schema.parse_lenient(&result.raw) {
+                Ok(value) => value,
+                Err(_) => {
+                    let llm = agent
+                        .function_calling_llm()
+                        .cloned()
+                        .map(Ok)
+                        .unwrap_or_else(|| agent.llm())
+                        .map_err(|source| self.agent_failed(source))?;
+                    let converter = self.side_call(llm, CallPurpose::Conversion);
+                    let (value, _usage) = schema
+                        .convert_with_llm(
+                            converter.as_ref(),
+                            &result.raw,
+                            agent.max_retry_limit() + 1,
+                        )
+                        .await
+                        .map_err(|source| match &source {
+                            ConversionError::Llm(error) => self
+                                .budget_stop(error)
+                                .unwrap_or_else(|| conversion_failed(source)),
+                            _ => conversion_failed(source),
+                        })?;
+                    value
+                }
+            },
+        };
+        output.set_structured(schema.format(), value);
+        Ok(output)
+    }
+
+    /// `llm` for a model call the task layer makes itself (structured-output conversion, an LLM
+    /// guardrail's judge): under the run's layers like the agent's own calls (hooks, the user's
+    /// layers, the budget, the agent's or else the crew's rate limit, `llm_call_*` events under
+    /// the task, the run's usage).
+    fn side_call(&self, llm: Arc<dyn Llm>, purpose: CallPurpose) -> Arc<dyn Llm> {
+        let scope = CallScope::new(self.agent, &self.run.services, purpose)
+            .with_task(self.task.name())
+            .with_parent(Some(self.started));
+        llm_stack::stack(llm, Arc::new(scope))
+    }
+
+    /// The task's error when a side call was refused by the budget: the same typed stop as when
+    /// one of the agent's own calls is refused, so the crew keeps its finished outputs.
+    fn budget_stop(&self, error: &LlmError) -> Option<TaskError> {
+        let LlmError::BudgetExceeded(exceeded) = error else {
+            return None;
+        };
+        Some(self.agent_failed(AgentError::BudgetExceeded {
+            role: self.agent.role().to_string(),
+            exceeded: exceeded.clone(),
+        }))
+    }
+
+    fn agent_failed(&self, source: AgentError) -> TaskError {
+        TaskError::Agent {
+            task: self.task.key(),
+            source: Box::new(source),
+        }
+    }
 }
 
 /// Writes the output where `output_file` says: the JSON object indented, the typed value compact,
@@ -381,66 +430,32 @@ async fn write_output_file(task: &Task, output: &TaskOutput) -> Result<(), TaskE
         return Ok(());
     };
     let path = PathBuf::from(file);
-    let failed = |message: String| TaskError::OutputFile {
+    let failed = |source: std::io::Error| TaskError::OutputFile {
         task: task.key(),
         path: path.clone(),
-        message,
+        source,
     };
     let text = match (output.output_format, &output.json_dict, &output.pydantic) {
         (OutputFormat::Json, Some(value), _) => {
-            serde_json::to_string_pretty(value).map_err(|e| failed(e.to_string()))?
+            serde_json::to_string_pretty(value).map_err(|e| failed(e.into()))?
         }
         (OutputFormat::Pydantic, _, Some(value)) => value.to_string(),
         _ => output.raw.clone(),
     };
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         if task.create_directory() {
-            tokio::fs::create_dir_all(dir)
-                .await
-                .map_err(|e| failed(e.to_string()))?;
+            tokio::fs::create_dir_all(dir).await.map_err(failed)?;
         } else if !dir.exists() {
-            return Err(failed(format!(
-                "the directory {} does not exist and create_directory is false",
-                dir.display()
+            return Err(failed(std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                format!(
+                    "the directory {} does not exist and create_directory is false",
+                    dir.display()
+                ),
             )));
         }
     }
-    tokio::fs::write(&path, text)
-        .await
-        .map_err(|e| failed(e.to_string()))
-}
-
-/// `llm` for a model call the task layer makes itself (structured-output conversion, an LLM
-/// guardrail's judge): under the run's layers like the agent's own calls (hooks, the user's
-/// layers, the budget, the agent's or else the crew's rate limit, `llm_call_*` events under
-/// the task, the run's usage).
-fn side_call(
-    llm: Arc<dyn Llm>,
-    run: &RunContext,
-    agent: &Agent,
-    task: &Task,
-    parent: Uuid,
-    purpose: CallPurpose,
-) -> Arc<dyn Llm> {
-    let scope = CallScope::new(agent, &run.services, purpose)
-        .with_task(task.name())
-        .with_parent(Some(parent));
-    llm_stack::stack(llm, Arc::new(scope))
-}
-
-/// The task's error when a side call was refused by the budget: the same typed stop as when
-/// one of the agent's own calls is refused, so the crew keeps its finished outputs.
-fn budget_stop(error: &LlmError, agent: &Agent, task: &Task) -> Option<TaskError> {
-    let LlmError::BudgetExceeded(exceeded) = error else {
-        return None;
-    };
-    Some(TaskError::Agent {
-        task: task.key(),
-        source: Box::new(AgentError::BudgetExceeded {
-            role: agent.role().to_string(),
-            exceeded: exceeded.clone(),
-        }),
-    })
+    tokio::fs::write(&path, text).await.map_err(failed)
 }
 
 /// Runs delegated work on a coworker within the crew's run.
@@ -485,8 +500,8 @@ impl CoworkerRunner for CrewCoworkers {
         let mut run = self.run.clone();
         run.services.delegation.chain = request.chain.clone();
         let onward = DelegatedFrom {
-            task_name: self.from.task_name.clone(),
             task_tools: Vec::new(),
+            ..self.from.clone()
         };
         let tools = if coworker.allow_delegation() {
             run.delegation_tools(coworker, &run.agents.clone(), onward, Some(delegation))
@@ -508,6 +523,7 @@ impl CoworkerRunner for CrewCoworkers {
         .with_parent_event(delegation)
         .with_services(run.services.clone());
         task_request.task_name = self.from.task_name.clone();
+        task_request.tool_failure_policy = self.from.tool_failure_policy;
         if !request.context.trim().is_empty() {
             task_request = task_request.with_context(request.context.clone());
         }
@@ -518,7 +534,10 @@ impl CoworkerRunner for CrewCoworkers {
                 .map_err(|_| format!("no answer within {}s", limit.as_secs_f64()))?,
             None => work.await,
         };
-        let answer = result.map(|r| r.raw).map_err(|e| e.to_string());
+        // The delegating agent reads the whole chain as the tool's observation.
+        let answer = result
+            .map(|r| r.raw)
+            .map_err(|e| crewai_llm::error_chain(&e));
         events.emit(
             Some(delegation),
             EventKind::AgentDelegationCompleted {

@@ -5,13 +5,14 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use crewai_core::agent::{Agent, AgentBuilder};
+use crewai_core::AgentError;
+use crewai_core::agent::{Agent, AgentBuilder, AgentTaskRequest, AgentTaskResult};
 use crewai_llm::{
     Capabilities, Llm, LlmConfig, LlmError, LlmRequest, LlmResponse, LlmStream, async_trait,
     build_llm,
 };
 use crewai_testkit::scripted::ScriptedServer;
-use crewai_tools::{DynamicTool, ToolError, ToolHandle, ToolOutput};
+use crewai_tools::{DynamicTool, ToolError, ToolHandle, ToolOutput, ToolSet};
 use serde_json::{Value, json};
 
 pub async fn server() -> ScriptedServer {
@@ -72,6 +73,16 @@ pub fn agent_with(llm: Arc<dyn Llm>) -> AgentBuilder {
         .goal("test goal")
         .backstory("test backstory")
         .llm(llm)
+}
+
+/// `agent`'s run of the task `prompt` with `tools`.
+pub async fn run_with(
+    agent: &Agent,
+    prompt: impl Into<String>,
+    tools: Vec<ToolHandle>,
+) -> Result<AgentTaskResult, AgentError> {
+    let request = AgentTaskRequest::new(prompt).with_tools(ToolSet::from(tools));
+    agent.run_task(request).await
 }
 
 /// A tool that multiplies `a` and `b` and counts its runs.

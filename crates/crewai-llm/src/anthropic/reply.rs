@@ -250,10 +250,12 @@ impl Assembler {
                         Value::Object(Default::default())
                     } else {
                         serde_json::from_str(&input).map_err(|e| {
-                            malformed(format!(
-                                "the structured answer is not JSON ({e}): {}",
-                                crate::http::snippet(&input)
-                            ))
+                            let start = crate::http::snippet(&input);
+                            LlmError::malformed_because(
+                                PROVIDER,
+                                format!("the structured answer is not JSON: {start}"),
+                                e,
+                            )
                         })?
                     };
                     structured = Some(value.to_string());

@@ -43,7 +43,7 @@ pub(super) struct SharedNetwork {
     pub(super) direct: DirectClient,
     proxies: Matcher,
     connect_timeout: Duration,
-    proxied: OnceLock<Result<reqwest::Client, String>>,
+    proxied: OnceLock<Result<reqwest::Client, Arc<reqwest::Error>>>,
 }
 
 impl SharedNetwork {
@@ -103,10 +103,12 @@ impl SharedNetwork {
                     .connect_timeout(self.connect_timeout)
                     .user_agent(super::USER_AGENT)
                     .build()
-                    .map_err(|e| e.to_string())
+                    .map_err(Arc::new)
             })
             .as_ref()
-            .map_err(|e| LlmError::Config(format!("could not build the HTTP proxy client: {e}")))
+            .map_err(|e| {
+                LlmError::invalid_config("could not build the HTTP proxy client", Arc::clone(e))
+            })
     }
 }
 
@@ -125,9 +127,10 @@ fn tls_config() -> Result<rustls::ClientConfig, LlmError> {
     let config = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .map_err(|e| {
-            LlmError::Config(format!(
-                "the installed rustls crypto provider does not support TLS 1.2/1.3: {e}"
-            ))
+            LlmError::invalid_config(
+                "the installed rustls crypto provider does not support TLS 1.2/1.3",
+                e,
+            )
         })?
         .dangerous()
         .with_custom_certificate_verifier(Arc::new(verifier))

@@ -130,6 +130,20 @@ impl<'a> ProviderContext<'a> {
         self.transport
     }
 
+    /// The client `new` makes from the model, the required API key, the base URL and the
+    /// config (the constructor shape of the Anthropic and Gemini clients), with the transport
+    /// attached by `set`.
+    pub fn keyed_client<T: Llm + 'static>(
+        &self,
+        new: fn(&str, String, Option<&str>, &LlmConfig) -> Result<T, LlmError>,
+        set: fn(T, Arc<dyn Transport>) -> T,
+    ) -> Result<Arc<dyn Llm>, LlmError> {
+        let api_key = self.require_api_key()?;
+        let base = self.base_url();
+        let client = new(self.model(), api_key, base.as_deref(), self.config())?;
+        Ok(self.attach(client, set))
+    }
+
     /// `client` behind the build's transport when there is one (`set` is the client's
     /// `with_transport`).
     pub fn attach<T: Llm + 'static>(

@@ -165,22 +165,13 @@ impl ProviderDescriptor {
         self
     }
 
-    /// The endpoint used when neither the config nor a variable names one.
-    pub fn default_base_url(mut self, url: impl Into<String>) -> Self {
-        self.default_base_url = Some(url.into());
-        self
-    }
-
-    pub fn capabilities(mut self, capabilities: ProviderCapabilities) -> Self {
-        self.capabilities = capabilities;
-        self
-    }
-
-    /// The `gen_ai.provider.name` (formerly `gen_ai.system`) value of the OpenTelemetry GenAI
-    /// conventions; the provider's name when not set.
-    pub fn otel_system(mut self, system: impl Into<String>) -> Self {
-        self.otel_system = Some(system.into());
-        self
+    setters! {
+        /// The endpoint used when neither the config nor a variable names one.
+        pub fn default_base_url(url: impl Into<String>) => default_base_url = Some(url.into());
+        pub fn capabilities(capabilities: ProviderCapabilities) => capabilities = capabilities;
+        /// The `gen_ai.provider.name` (formerly `gen_ai.system`) value of the OpenTelemetry GenAI
+        /// conventions; the provider's name when not set.
+        pub fn otel_system(system: impl Into<String>) => otel_system = Some(system.into());
     }
 
     /// Context windows of the provider's models, by model-name prefix (the longest match wins).
@@ -194,23 +185,23 @@ impl ProviderDescriptor {
     }
 
     /// Bare model names starting with one of these belong to this provider.
-    pub fn infer_prefixes<S: Into<String>>(
-        mut self,
-        prefixes: impl IntoIterator<Item = S>,
-    ) -> Self {
-        self.patterns
-            .extend(prefixes.into_iter().map(|p| ModelPattern::Prefix(lower(p))));
-        self
+    pub fn infer_prefixes<S: Into<String>>(self, prefixes: impl IntoIterator<Item = S>) -> Self {
+        self.infer(prefixes, ModelPattern::Prefix)
     }
 
     /// Bare model names of these families (the name alone or followed by `-` or `.`) belong to
     /// this provider.
-    pub fn infer_families<S: Into<String>>(
+    pub fn infer_families<S: Into<String>>(self, families: impl IntoIterator<Item = S>) -> Self {
+        self.infer(families, ModelPattern::Family)
+    }
+
+    fn infer<S: Into<String>>(
         mut self,
-        families: impl IntoIterator<Item = S>,
+        names: impl IntoIterator<Item = S>,
+        pattern: fn(String) -> ModelPattern,
     ) -> Self {
         self.patterns
-            .extend(families.into_iter().map(|f| ModelPattern::Family(lower(f))));
+            .extend(names.into_iter().map(|name| pattern(lower(name))));
         self
     }
 

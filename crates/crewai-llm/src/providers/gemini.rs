@@ -37,8 +37,5 @@ pub fn provider() -> Provider {
 }
 
 fn build(cx: &ProviderContext<'_>) -> Result<Arc<dyn Llm>, LlmError> {
-    let api_key = cx.require_api_key()?;
-    let base = cx.base_url();
-    let client = GeminiLlm::new(cx.model(), api_key, base.as_deref(), cx.config())?;
-    Ok(cx.attach(client, GeminiLlm::with_transport))
+    cx.keyed_client(GeminiLlm::new, GeminiLlm::with_transport)
 }

@@ -42,10 +42,7 @@ impl Malformed {
 
     /// The error, for `provider`.
     pub fn into_error(self, provider: &str) -> LlmError {
-        LlmError::MalformedResponse {
-            provider: provider.to_string(),
-            message: self.0,
-        }
+        LlmError::malformed(provider, self.0)
     }
 }
 
@@ -63,13 +60,8 @@ pub fn decode<'a, T: Deserialize<'a>>(
         } else {
             "is not JSON"
         };
-        LlmError::MalformedResponse {
-            provider: provider.to_string(),
-            message: format!(
-                "{what} {shape} ({e}): {}",
-                crate::http::snippet(&String::from_utf8_lossy(text))
-            ),
-        }
+        let start = crate::http::snippet(&String::from_utf8_lossy(text));
+        LlmError::malformed_because(provider, format!("{what} {shape}: {start}"), e)
     })
 }
 
@@ -322,8 +314,18 @@ mod tests {
     #[test]
     fn decode_tells_shape_from_syntax() {
         let shape = decode::<Reply<'_>>("p", "the reply", br#"{"text": 1}"#).unwrap_err();
-        assert!(shape.to_string().contains("documented shape"), "{shape}");
+        let shape = crate::error_chain(&shape);
+        assert!(
+            shape.starts_with(r#"p: malformed response: the reply does not have the documented shape: {"text": 1}: invalid type"#),
+            "{shape}"
+        );
         let syntax = decode::<Reply<'_>>("p", "the reply", b"<html>").unwrap_err();
-        assert!(syntax.to_string().contains("is not JSON"), "{syntax}");
+        let syntax = crate::error_chain(&syntax);
+        assert!(
+            syntax.starts_with(
+                "p: malformed response: the reply is not JSON: <html>: expected value"
+            ),
+            "{syntax}"
+        );
     }
 }

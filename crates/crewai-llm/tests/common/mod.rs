@@ -1,16 +1,38 @@
 //! Shared helpers: CrewAI's recorded OpenAI exchanges as fixtures, builders for clients pointed
-//! at a local server, and the calculator exchange the OpenAI tests send.
+//! at a local server, the calculator exchange the OpenAI tests send, and the checks every
+//! provider's tests make (a call that must fail, a timeout that must fire on time).
 #![allow(dead_code)]
 
+use std::fmt::Debug;
+use std::future::Future;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use crewai_llm::router::BuildOptions;
-use crewai_llm::{Llm, LlmConfig, Message, RetryPolicy, ToolDefinition, build_llm_with};
+use crewai_llm::{
+    Llm, LlmConfig, LlmError, LlmRequest, Message, RetryPolicy, ToolDefinition, build_llm_with,
+    collect_stream,
+};
 use crewai_testkit::prereq::Prerequisite;
 use serde_json::{Value, json};
-use wiremock::{MockServer, Request, ResponseTemplate};
+use wiremock::matchers::method;
+use wiremock::{Mock, MockServer, Request, ResponseTemplate};
+
+/// `assert!(matches!(value, pattern))` that shows the value when it does not match. The value is
+/// matched by reference.
+#[macro_export]
+macro_rules! assert_matches {
+    ($value:expr, $($pattern:pat_param)|+ $(if $guard:expr)? $(,)?) => {
+        match &$value {
+            $($pattern)|+ $(if $guard)? => {}
+            other => panic!(
+                "expected {}, got {other:?}",
+                stringify!($($pattern)|+ $(if $guard)?)
+            ),
+        }
+    };
+}
 
 /// The conformance cases shipped beside the workspace.
 pub fn conformance_dir() -> PathBuf {
@@ -112,4 +134,113 @@ pub async fn only_request(server: &MockServer) -> Request {
 pub fn body_of(request: &Request) -> Value {
     serde_json::from_slice(&request.body)
         .unwrap_or_else(|e| panic!("request body is not JSON: {e}"))
+}
+
+/// The request most tests send: one user message, `hi`.
+pub fn hi() -> LlmRequest {
+    LlmRequest::new(vec![Message::user("hi")])
+}
+
+/// A server answering every POST with `response`.
+pub async fn answering(response: ResponseTemplate) -> MockServer {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(response)
+        .mount(&server)
+        .await;
+    server
+}
+
+/// A reply with `status` and the JSON `body`.
+pub fn json_status(status: u16, body: &Value) -> ResponseTemplate {
+    ResponseTemplate::new(status).set_body_raw(body.to_string(), "application/json")
+}
+
+/// A 200 reply of server-sent events, one `data:` line a value.
+pub fn sse_reply(events: &[Value]) -> ResponseTemplate {
+    let body: String = events.iter().map(|e| format!("data: {e}\n\n")).collect();
+    ResponseTemplate::new(200).set_body_raw(body, "text/event-stream")
+}
+
+/// A reply that takes 30 s to come: long after any timeout a test sets.
+pub fn never_answering(body: &Value) -> ResponseTemplate {
+    json_status(200, body).set_delay(Duration::from_secs(30))
+}
+
+/// The error a call of `llm` must end with.
+pub async fn call_error(llm: &dyn Llm, request: LlmRequest) -> LlmError {
+    llm.call(request).await.expect_err("the call fails")
+}
+
+/// The error a stream of `llm` must end with, when it opens or while it is read.
+pub async fn stream_error(llm: &dyn Llm, request: LlmRequest) -> LlmError {
+    match llm.stream(request).await {
+        Ok(stream) => collect_stream(stream, |_| {})
+            .await
+            .expect_err("the stream fails"),
+        Err(error) => error,
+    }
+}
+
+/// The JSON bodies `server` received, in order.
+pub async fn sent_bodies(server: &MockServer) -> Vec<Value> {
+    let requests = server.received_requests().await.unwrap_or_default();
+    requests.iter().map(body_of).collect()
+}
+
+/// Runs `call`, which must end because a timeout of `due` fired: not before it was due, and
+/// within a second after (the slack covers clock granularity: its timer starts after the test's
+/// clock). Returns the timeout error, checked to be [`LlmError::Timeout`].
+pub async fn assert_times_out<T: Debug>(
+    due: Duration,
+    call: impl Future<Output = Result<T, LlmError>>,
+) -> LlmError {
+    let started = std::time::Instant::now();
+    let error = call.await.expect_err("the call times out");
+    let elapsed = started.elapsed();
+    assert!(
+        elapsed + Duration::from_millis(20) >= due && elapsed <= due + Duration::from_secs(1),
+        "ended after {elapsed:?}; a {due:?} timeout should end it within a second of being due"
+    );
+    assert_matches!(error, LlmError::Timeout { .. });
+    assert!(error.is_retryable());
+    error
+}
+
+/// The error `model` fails to build with when the environment has no key, as text with its causes.
+pub fn missing_key_error(model: &str) -> String {
+    let no_env = BuildOptions::new().with_env_vars(Vec::<(String, String)>::new());
+    match build_llm_with(&LlmConfig::new(model), &no_env) {
+        Ok(llm) => panic!("{model} built without a key: {}", llm.provider()),
+        Err(error) => crewai_llm::error_chain(&error),
+    }
+}
+
+/// Streams `request` through `llm` to its end: every event seen, and the final response.
+pub async fn streamed(
+    llm: &dyn Llm,
+    request: LlmRequest,
+) -> (Vec<crewai_llm::StreamEvent>, crewai_llm::LlmResponse) {
+    let stream = llm.stream(request).await.expect("the stream opens");
+    let mut seen = Vec::new();
+    let response = collect_stream(stream, |event| seen.push(event.clone()))
+        .await
+        .expect("the stream completes");
+    (seen, response)
+}
+
+/// A server answering every POST to `route` with `response`.
+pub async fn answering_at(route: &str, response: ResponseTemplate) -> MockServer {
+    let server = MockServer::start().await;
+    mount_at(&server, route, response).await;
+    server
+}
+
+/// Makes `server` answer every POST to `route` with `response`.
+pub async fn mount_at(server: &MockServer, route: &str, response: ResponseTemplate) {
+    Mock::given(method("POST"))
+        .and(wiremock::matchers::path(route))
+        .respond_with(response)
+        .mount(server)
+        .await;
 }

@@ -23,7 +23,7 @@ async fn blocking<T: Send + 'static>(
 ) -> Result<T, ToolError> {
     tokio::task::spawn_blocking(work)
         .await
-        .map_err(|error| ToolError::Failed(format!("the file operation did not finish: {error}")))?
+        .map_err(|error| ToolError::caused("the file operation did not finish", error))?
 }
 
 /// Reads a text file (or a range of its lines) below a root directory.
@@ -66,10 +66,10 @@ impl FileReadTool {
         }
     }
 
-    /// Caps the text returned; longer content is cut with a note telling the model how to read on.
-    pub fn with_max_bytes(mut self, max_bytes: usize) -> Self {
-        self.max_bytes = max_bytes;
-        self
+    crewai_llm::setters! {
+        /// Caps the text returned; longer content is cut with a note telling the model how to
+        /// read on.
+        pub fn with_max_bytes(max_bytes: usize) => max_bytes = max_bytes;
     }
 
     /// The directory the tool is confined to.
@@ -124,7 +124,7 @@ fn read_lines(
     max_bytes: usize,
 ) -> Result<String, ToolError> {
     let file = fs::File::open(path)
-        .map_err(|error| ToolError::Failed(format!("'{shown}' cannot be opened: {error}")))?;
+        .map_err(|error| ToolError::caused(format!("'{shown}' cannot be opened"), error))?;
     let mut reader = BufReader::new(file);
     let mut text = String::new();
     let mut line = Vec::new();
@@ -134,7 +134,7 @@ fn read_lines(
         line.clear();
         let read = reader
             .read_until(b'\n', &mut line)
-            .map_err(|error| ToolError::Failed(format!("'{shown}' cannot be read: {error}")))?;
+            .map_err(|error| ToolError::caused(format!("'{shown}' cannot be read"), error))?;
         if read == 0 {
             break;
         }
@@ -265,9 +265,10 @@ fn write_file(sandbox: &Sandbox, args: FileWriteArgs) -> Result<String, ToolErro
         )));
     };
     fs::create_dir_all(parent).map_err(|error| {
-        ToolError::Failed(format!(
-            "the directory for '{requested}' cannot be created: {error}"
-        ))
+        ToolError::caused(
+            format!("the directory for '{requested}' cannot be created"),
+            error,
+        )
     })?;
     // The directories now exist; check again so a link raced in between cannot lead out.
     let path = sandbox.creatable(&requested)?;
@@ -283,10 +284,10 @@ fn write_file(sandbox: &Sandbox, args: FileWriteArgs) -> Result<String, ToolErro
         std::io::ErrorKind::AlreadyExists => ToolError::Failed(format!(
             "'{requested}' already exists; call again with overwrite set to true to replace it"
         )),
-        _ => ToolError::Failed(format!("'{requested}' cannot be written: {error}")),
+        _ => ToolError::caused(format!("'{requested}' cannot be written"), error),
     })?;
     file.write_all(args.content.as_bytes())
-        .map_err(|error| ToolError::Failed(format!("'{requested}' cannot be written: {error}")))?;
+        .map_err(|error| ToolError::caused(format!("'{requested}' cannot be written"), error))?;
     Ok(format!(
         "Wrote {} bytes to {}.",
         args.content.len(),
@@ -330,10 +331,9 @@ impl DirectoryReadTool {
         }
     }
 
-    /// Caps the listing; the rest is summarised in a note.
-    pub fn with_max_entries(mut self, max_entries: usize) -> Self {
-        self.max_entries = max_entries;
-        self
+    crewai_llm::setters! {
+        /// Caps the listing; the rest is summarised in a note.
+        pub fn with_max_entries(max_entries: usize) => max_entries = max_entries;
     }
 
     /// The directory the tool is confined to.
@@ -406,7 +406,7 @@ fn collect_files(
     let mut pending = vec![directory.to_path_buf()];
     while let Some(current) = pending.pop() {
         let entries = fs::read_dir(&current)
-            .map_err(|error| ToolError::Failed(format!("a directory cannot be listed: {error}")))?;
+            .map_err(|error| ToolError::caused("a directory cannot be listed", error))?;
         for entry in entries.flatten() {
             let Ok(kind) = entry.file_type() else {
                 continue;

@@ -4,6 +4,8 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
+use crate::macros::static_regexes;
+
 static INVISIBLE: LazyLock<Vec<Regex>> = LazyLock::new(|| {
     ["script", "style", "noscript", "template", "svg", "head"]
         .iter()
@@ -12,25 +14,16 @@ static INVISIBLE: LazyLock<Vec<Regex>> = LazyLock::new(|| {
         })
         .collect()
 });
-static TITLE: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"(?is)<title\b[^>]*>(.*?)</title\s*>").expect("static regex"));
-static COMMENT: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"(?s)<!--.*?-->").expect("static regex"));
-static LIST_ITEM: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"(?i)<li\b[^>]*>").expect("static regex"));
-static BLOCK: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(
-        r"(?i)</?(p|div|br|hr|h[1-6]|ul|ol|li|dl|dt|dd|table|thead|tbody|tfoot|tr|section|article|header|footer|nav|aside|main|blockquote|pre|figure|figcaption|form|address)\b[^>]*>",
-    )
-    .expect("static regex")
-});
-static CELL: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"(?i)</t[dh]\s*>").expect("static regex"));
-static WHITESPACE: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\s+").expect("static regex"));
-static TAG: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?s)<[^>]*>").expect("static regex"));
-static ENTITY: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"&(#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[a-zA-Z]{2,8});").expect("static regex")
-});
+static_regexes! {
+    TITLE = r"(?is)<title\b[^>]*>(.*?)</title\s*>";
+    COMMENT = r"(?s)<!--.*?-->";
+    LIST_ITEM = r"(?i)<li\b[^>]*>";
+    BLOCK = r"(?i)</?(p|div|br|hr|h[1-6]|ul|ol|li|dl|dt|dd|table|thead|tbody|tfoot|tr|section|article|header|footer|nav|aside|main|blockquote|pre|figure|figcaption|form|address)\b[^>]*>";
+    CELL = r"(?i)</t[dh]\s*>";
+    WHITESPACE = r"\s+";
+    TAG = r"(?s)<[^>]*>";
+    ENTITY = r"&(#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[a-zA-Z]{2,8});";
+}
 
 /// The readable text of an HTML document: scripts, styles and markup removed, block elements on
 /// their own lines, list items as `- ` lines, entities decoded and whitespace collapsed. The

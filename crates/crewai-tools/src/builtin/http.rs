@@ -45,7 +45,7 @@ pub struct HttpGetTool {
     /// `None` defers to the environment variable.
     allow_private_network: Option<bool>,
     /// Built on first use (with the settings at that time) and reused for its connection pool.
-    client: OnceLock<Result<reqwest::Client, String>>,
+    client: OnceLock<reqwest::Client>,
 }
 
 /// Arguments of `http_get`.
@@ -85,10 +85,9 @@ impl HttpGetTool {
         self
     }
 
-    /// The most body bytes read; a longer body is cut, with a note saying so.
-    pub fn with_max_bytes(mut self, max_bytes: usize) -> Self {
-        self.max_bytes = max_bytes;
-        self
+    crewai_llm::setters! {
+        /// The most body bytes read; a longer body is cut, with a note saying so.
+        pub fn with_max_bytes(max_bytes: usize) => max_bytes = max_bytes;
     }
 
     /// Whether the tool may fetch loopback, private and other internal addresses. Without this
@@ -123,16 +122,7 @@ impl HttpGetTool {
     }
 
     fn client(&self) -> Result<reqwest::Client, ToolError> {
-        self.client
-            .get_or_init(|| {
-                self.client_builder()
-                    .build()
-                    .map_err(|error| error.to_string())
-            })
-            .clone()
-            .map_err(|error| {
-                ToolError::Failed(format!("the HTTP client cannot be created: {error}"))
-            })
+        cached_client(&self.client, || self.client_builder())
     }
 
     async fn fetch(&self, url: reqwest::Url) -> Result<String, ToolError> {
@@ -155,7 +145,7 @@ impl HttpGetTool {
             .get(url)
             .send()
             .await
-            .map_err(|error| describe(&shown, &error))?;
+            .map_err(|error| describe(&shown, error))?;
         let status = response.status();
         if !status.is_success() {
             return Err(ToolError::Failed(format!(
@@ -178,7 +168,7 @@ impl HttpGetTool {
         while let Some(chunk) = response
             .chunk()
             .await
-            .map_err(|error| describe(&shown, &error))?
+            .map_err(|error| describe(&shown, error))?
         {
             let room = self.max_bytes.saturating_sub(body.len());
             if chunk.len() > room {
@@ -208,6 +198,21 @@ impl HttpGetTool {
         }
         Ok(text)
     }
+}
+
+/// The client in `cell`, built by `builder` on first use and reused for its connection pool. A
+/// client that cannot be built is not cached: the next call tries again.
+pub(crate) fn cached_client(
+    cell: &OnceLock<reqwest::Client>,
+    builder: impl FnOnce() -> reqwest::ClientBuilder,
+) -> Result<reqwest::Client, ToolError> {
+    if let Some(client) = cell.get() {
+        return Ok(client.clone());
+    }
+    let client = builder()
+        .build()
+        .map_err(|error| ToolError::caused("the HTTP client cannot be created", error))?;
+    Ok(cell.get_or_init(|| client).clone())
 }
 
 /// Parses an `http(s)` URL, saying what is wrong with any other.
@@ -261,8 +266,8 @@ fn public_only_redirects() -> reqwest::redirect::Policy {
     })
 }
 
-fn describe(url: &str, error: &reqwest::Error) -> ToolError {
-    if let Some(refusal) = find_refusal(error) {
+fn describe(url: &str, error: reqwest::Error) -> ToolError {
+    if let Some(refusal) = find_refusal(&error) {
         return ToolError::Failed(format!("GET {url} was refused: {refusal}"));
     }
     let what = if error.is_timeout() {
@@ -274,7 +279,7 @@ fn describe(url: &str, error: &reqwest::Error) -> ToolError {
     } else {
         "failed"
     };
-    ToolError::Failed(format!("GET {url} {what}: {error}"))
+    ToolError::caused(format!("GET {url} {what}"), error)
 }
 
 #[async_trait]
@@ -310,7 +315,7 @@ mod tests {
             .client_builder()
             .resolve("public.test", *server.address())
             .build()
-            .map_err(|error| error.to_string());
+            .expect("a client with a pinned address");
         tool.client
             .set(client)
             .expect("the client is not built before the first fetch");
@@ -321,31 +326,33 @@ mod tests {
     async fn redirects_to_internal_addresses_are_refused() {
         let server = MockServer::start().await;
         let port = server.address().port();
-        for (hop, target) in [
+        let redirects = [
             (
                 "/to-metadata",
                 "http://169.254.169.254/latest/meta-data/".to_string(),
             ),
             ("/to-loopback", format!("http://127.0.0.1:{port}/secret")),
             ("/to-localhost", format!("http://localhost:{port}/secret")),
-        ] {
-            Mock::given(path(hop))
-                .respond_with(ResponseTemplate::new(302).insert_header("location", target.as_str()))
+            ("/to-public", "/page".to_string()),
+        ]
+        .map(|(hop, target)| {
+            (
+                hop,
+                ResponseTemplate::new(302).insert_header("location", target.as_str()),
+            )
+        });
+        let pages = [("/page", "public page"), ("/secret", "internal")].map(|(page, body)| {
+            (
+                page,
+                ResponseTemplate::new(200).set_body_raw(body, "text/plain"),
+            )
+        });
+        for (route, response) in redirects.into_iter().chain(pages) {
+            Mock::given(path(route))
+                .respond_with(response)
                 .mount(&server)
                 .await;
         }
-        Mock::given(path("/to-public"))
-            .respond_with(ResponseTemplate::new(302).insert_header("location", "/page"))
-            .mount(&server)
-            .await;
-        Mock::given(path("/page"))
-            .respond_with(ResponseTemplate::new(200).set_body_raw("public page", "text/plain"))
-            .mount(&server)
-            .await;
-        Mock::given(path("/secret"))
-            .respond_with(ResponseTemplate::new(200).set_body_raw("internal", "text/plain"))
-            .mount(&server)
-            .await;
         let tool = guarded_tool_for(&server);
         let ctx = ToolContext::default();
         let base = format!("http://public.test:{port}");

@@ -40,14 +40,14 @@ pub const NAMES: &[&str] = &["file_read", "file_write", "directory_read", "http_
 /// A built-in tool by name; file tools are confined to `root`. CrewAI's class names
 /// (`FileReadTool`, `FileWriterTool`, `DirectoryReadTool`, `SerperDevTool`,
 /// `ScrapeWebsiteTool`) are accepted too, built without constructor arguments (see
-/// [`crate::crewai_compat::build`] for those).
+/// [`crate::catalog::build`] for those).
 pub fn by_name(name: &str, root: &Path) -> Option<Arc<dyn Tool>> {
     let tool: Arc<dyn Tool> = match sanitize_tool_name(name).as_str() {
         "file_read" | "file_read_tool" => Arc::new(FileReadTool::new(root)),
         "file_write" | "file_writer_tool" | "file_write_tool" => Arc::new(FileWriteTool::new(root)),
         "directory_read" | "directory_read_tool" => Arc::new(DirectoryReadTool::new(root)),
         "http_get" | "http_get_tool" => Arc::new(HttpGetTool::new()),
-        _ => return crate::crewai_compat::build(name, &serde_json::Map::new(), root).ok()?,
+        _ => return crate::catalog::build(name, &serde_json::Map::new(), root).ok()?,
     };
     Some(tool)
 }

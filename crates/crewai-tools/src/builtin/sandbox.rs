@@ -24,10 +24,13 @@ impl Sandbox {
     /// The root, with symbolic links resolved.
     pub(crate) fn canonical_root(&self) -> Result<PathBuf, ToolError> {
         self.root.canonicalize().map_err(|error| {
-            ToolError::Failed(format!(
-                "the tool's root directory {} cannot be used: {error}",
-                self.root.display()
-            ))
+            ToolError::caused(
+                format!(
+                    "the tool's root directory {} cannot be used",
+                    self.root.display()
+                ),
+                error,
+            )
         })
     }
 
@@ -77,7 +80,7 @@ impl Sandbox {
                 io::ErrorKind::NotFound => {
                     ToolError::Failed(format!("'{requested}' does not exist"))
                 }
-                _ => ToolError::Failed(format!("'{requested}' cannot be accessed: {error}")),
+                _ => ToolError::caused(format!("'{requested}' cannot be accessed"), error),
             })?;
         if !resolved.starts_with(&canonical_root) {
             return Err(outside(requested));
@@ -104,7 +107,7 @@ impl Sandbox {
             existing = parent;
         }
         let mut resolved = existing.canonicalize().map_err(|error| {
-            ToolError::Failed(format!("'{requested}' cannot be accessed: {error}"))
+            ToolError::caused(format!("'{requested}' cannot be accessed"), error)
         })?;
         if !resolved.starts_with(&canonical_root) {
             return Err(outside(requested));

@@ -9,6 +9,7 @@ use crate::builtin::HttpGetTool;
 use crate::builtin::http::parse_http_url;
 use crate::schema::schema_for;
 use crate::tool::{Tool, ToolContext, ToolError, ToolOutput};
+use crate::typed::parse_typed_arguments;
 
 /// Reads a web page and returns its readable text, as crewai-tools' `ScrapeWebsiteTool` does.
 /// Built with a `website_url`, it always reads that page and takes no arguments; without one, the
@@ -16,7 +17,7 @@ use crate::tool::{Tool, ToolContext, ToolError, ToolOutput};
 /// to text, internal addresses refused unless allowed.
 ///
 /// ```
-/// use crewai_tools::crewai_compat::ScrapeWebsiteTool;
+/// use crewai_tools::catalog::ScrapeWebsiteTool;
 /// use crewai_tools::Tool;
 /// let any_page = ScrapeWebsiteTool::new();
 /// assert_eq!(any_page.parameters()["required"], serde_json::json!(["website_url"]));
@@ -131,13 +132,7 @@ impl Tool for ScrapeWebsiteTool {
     async fn run(&self, args: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let url = match &self.website_url {
             Some(fixed) => fixed.clone(),
-            None => {
-                serde_json::from_value::<ScrapeWebsiteArgs>(args)
-                    .map_err(|error| {
-                        ToolError::InvalidArguments(format!("give `website_url`: {error}"))
-                    })?
-                    .website_url
-            }
+            None => parse_typed_arguments::<ScrapeWebsiteArgs>(self.name(), args)?.website_url,
         };
         self.http.fetch_text(&url, ctx).await.map(ToolOutput::Text)
     }

@@ -1,4 +1,5 @@
-//! crewai-tools' classes under their CrewAI names, so existing projects name them unchanged:
+//! The catalogue of tools a project names by their crewai-tools class, so existing projects name
+//! them unchanged:
 //! `SerperDevTool`, `ScrapeWebsiteTool`, `FileReadTool`, `FileWriterTool`, `DirectoryReadTool`,
 //! with the constructor arguments the Python classes take (`website_url`, `file_path`,
 //! `directory`, `n_results`, `country`, `locale`, ...), plus `allow_private_network: true` for a
@@ -7,13 +8,13 @@
 //! need the knowledge feature, so a project never runs with one silently missing.
 //!
 //! ```
-//! use crewai_tools::crewai_compat::{build, CompatError};
+//! use crewai_tools::catalog::{build, CatalogError};
 //! let root = std::env::temp_dir();
 //! let args = serde_json::json!({"website_url": "https://example.com/"});
 //! let tool = build("ScrapeWebsiteTool", args.as_object().unwrap(), &root).unwrap().unwrap();
 //! assert_eq!(tool.name(), "Read website content");
 //! assert!(build("serper_dev_tool", &Default::default(), &root).unwrap().is_some());
-//! assert!(matches!(build("PDFSearchTool", &Default::default(), &root), Err(CompatError::NeedsKnowledge { .. })));
+//! assert!(matches!(build("PDFSearchTool", &Default::default(), &root), Err(CatalogError::NeedsKnowledge { .. })));
 //! assert!(build("NoSuchTool", &Default::default(), &root).unwrap().is_none());
 //! ```
 
@@ -35,7 +36,7 @@ pub use serper::{
 };
 
 use crate::builtin::{DirectoryReadTool, FileReadTool, FileWriteTool, HttpGetTool};
-use crate::tool::Tool;
+use crate::tool::{Tool, ToolError};
 
 /// The crewai-tools class names provided here.
 pub const TOOL_CLASSES: &[&str] = &[
@@ -64,20 +65,41 @@ pub const KNOWLEDGE_TOOLS: &[&str] = &[
     "RagTool",
 ];
 
-/// Why a tool named in a project could not be made.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum CompatError {
+/// Why a tool named in a project could not be made. The text says what is wrong with the
+/// class or its arguments; the caller names the tool.
+#[derive(Debug, thiserror::Error)]
+pub enum CatalogError {
     #[error(
         "{class} is recognised (a crewai-tools knowledge search tool) but needs the knowledge feature, which crewai-rs does not have yet; remove it, or give the agent a tool that reads the source directly (FileReadTool, ScrapeWebsiteTool)"
     )]
     NeedsKnowledge { class: String },
-    #[error("{tool}: {message}")]
-    InvalidArguments { tool: String, message: String },
+    /// The constructor arguments do not fit the class.
+    #[error("bad constructor arguments")]
+    BadArguments {
+        tool: String,
+        #[source]
+        source: serde_json::Error,
+    },
+    /// The class takes no constructor arguments, and some were given.
+    #[error("takes no constructor arguments (given: {})", .given.join(", "))]
+    TakesNoArguments { tool: String, given: Vec<String> },
+    /// The constructor arguments were read, and the tool refused them.
+    #[error("the constructor arguments are refused")]
+    Refused {
+        tool: String,
+        #[source]
+        source: ToolError,
+    },
 }
 
-/// How a name is compared: lowercase letters and digits only, without a `Tool` suffix, so
+/// How a tool name is compared: lowercase letters and digits only, without a `Tool` suffix, so
 /// `SerperDevTool`, `serper_dev_tool` and `serper-dev` are the same.
-fn class_key(name: &str) -> String {
+///
+/// ```
+/// use crewai_tools::catalog::name_key;
+/// assert_eq!(name_key("SerperDevTool"), name_key("serper-dev"));
+/// ```
+pub fn name_key(name: &str) -> String {
     let key: String = name
         .chars()
         .filter(|c| c.is_alphanumeric())
@@ -91,22 +113,15 @@ fn class_key(name: &str) -> String {
 
 /// Whether `name` is one of crewai-tools' knowledge search tools.
 pub fn is_knowledge_tool(name: &str) -> bool {
-    let key = class_key(name);
-    KNOWLEDGE_TOOLS.iter().any(|class| class_key(class) == key)
+    let key = name_key(name);
+    KNOWLEDGE_TOOLS.iter().any(|class| name_key(class) == key)
 }
 
-fn config<T: DeserializeOwned>(tool: &str, args: &Map<String, Value>) -> Result<T, CompatError> {
-    T::deserialize(Value::Object(args.clone())).map_err(|error| CompatError::InvalidArguments {
+fn config<T: DeserializeOwned>(tool: &str, args: &Map<String, Value>) -> Result<T, CatalogError> {
+    T::deserialize(Value::Object(args.clone())).map_err(|source| CatalogError::BadArguments {
         tool: tool.to_string(),
-        message: format!("bad constructor arguments: {error}"),
+        source,
     })
-}
-
-fn invalid(tool: &str, error: impl std::fmt::Display) -> CompatError {
-    CompatError::InvalidArguments {
-        tool: tool.to_string(),
-        message: error.to_string(),
-    }
 }
 
 #[derive(Deserialize)]
@@ -122,17 +137,34 @@ struct DirectoryReadConfig {
 }
 
 /// For the tools whose classes take no constructor arguments.
-fn no_config(tool: &str, args: &Map<String, Value>) -> Result<(), CompatError> {
+fn no_config(tool: &str, args: &Map<String, Value>) -> Result<(), CatalogError> {
     if args.is_empty() {
         return Ok(());
     }
-    Err(CompatError::InvalidArguments {
+    Err(CatalogError::TakesNoArguments {
         tool: tool.to_string(),
-        message: format!(
-            "takes no constructor arguments (given: {})",
-            args.keys().cloned().collect::<Vec<_>>().join(", ")
-        ),
+        given: args.keys().cloned().collect(),
     })
+}
+
+/// `inner` as it is, or, when the class was given the argument `(key, Some(value))`, with that
+/// argument preset and the description `describe(value)`.
+fn preset(
+    inner: Arc<dyn Tool>,
+    (key, value): (&str, Option<String>),
+    kind: PresetKind,
+    describe: impl FnOnce(&str) -> String,
+) -> Arc<dyn Tool> {
+    let Some(value) = value else {
+        return inner;
+    };
+    let description = describe(&value);
+    Arc::new(PresetTool::new(
+        inner,
+        Map::from_iter([(key.to_string(), Value::String(value))]),
+        kind,
+        description,
+    ))
 }
 
 /// Makes the tool `name` (a crewai-tools class name, its snake_case form, or one of our
@@ -142,44 +174,43 @@ pub fn build(
     name: &str,
     args: &Map<String, Value>,
     root: &Path,
-) -> Result<Option<Arc<dyn Tool>>, CompatError> {
-    let tool: Arc<dyn Tool> = match class_key(name).as_str() {
+) -> Result<Option<Arc<dyn Tool>>, CatalogError> {
+    let tool: Arc<dyn Tool> = match name_key(name).as_str() {
         "serperdev" | "serper" => Arc::new(SerperDevTool::from_config(config(name, args)?)),
-        "scrapewebsite" => Arc::new(
-            ScrapeWebsiteTool::from_config(config(name, args)?).map_err(|e| invalid(name, e))?,
-        ),
+        "scrapewebsite" => Arc::new(ScrapeWebsiteTool::from_config(config(name, args)?).map_err(
+            |source| CatalogError::Refused {
+                tool: name.to_string(),
+                source,
+            },
+        )?),
         "fileread" | "readfile" => {
             let FileReadConfig { file_path } = config(name, args)?;
-            let inner = Arc::new(FileReadTool::new(root));
-            match file_path {
-                None => inner,
-                Some(path) => Arc::new(PresetTool::new(
-                    inner,
-                    Map::from_iter([("file_path".to_string(), Value::String(path.clone()))]),
-                    PresetKind::Default,
+            preset(
+                Arc::new(FileReadTool::new(root)),
+                ("file_path", file_path),
+                PresetKind::Default,
+                |path| {
                     format!(
                         "Reads the text of the file {path} in the working directory. Give \
                          `file_path` to read another file, and `start_line` (1-based) with \
                          `line_count` to read part of a long one."
-                    ),
-                )),
-            }
+                    )
+                },
+            )
         }
         "directoryread" => {
             let DirectoryReadConfig { directory } = config(name, args)?;
-            let inner = Arc::new(DirectoryReadTool::new(root));
-            match directory {
-                None => inner,
-                Some(directory) => Arc::new(PresetTool::new(
-                    inner,
-                    Map::from_iter([("directory".to_string(), Value::String(directory.clone()))]),
-                    PresetKind::Fixed,
+            preset(
+                Arc::new(DirectoryReadTool::new(root)),
+                ("directory", directory),
+                PresetKind::Fixed,
+                |directory| {
                     format!(
                         "Lists every file below the directory {directory} of the working \
                          directory, recursively."
-                    ),
-                )),
-            }
+                    )
+                },
+            )
         }
         "filewrite" | "filewriter" => {
             no_config(name, args)?;
@@ -190,7 +221,7 @@ pub fn build(
             Arc::new(HttpGetTool::new())
         }
         _ if is_knowledge_tool(name) => {
-            return Err(CompatError::NeedsKnowledge {
+            return Err(CatalogError::NeedsKnowledge {
                 class: name.to_string(),
             });
         }
@@ -235,15 +266,14 @@ mod tests {
         let Err(error) = build("ScrapeWebsiteTool", args.as_object().unwrap(), &root) else {
             panic!("built with an unknown argument")
         };
-        assert!(
-            error.to_string().contains("unknown field `website`"),
-            "{error}"
-        );
+        let text = crewai_llm::error_chain(&error);
+        assert!(text.contains("unknown field `website`"), "{text}");
         let args = serde_json::json!({"website_url": "not a url"});
         let Err(error) = build("ScrapeWebsiteTool", args.as_object().unwrap(), &root) else {
             panic!("built with a bad URL")
         };
-        assert!(error.to_string().contains("not a valid URL"), "{error}");
+        let text = crewai_llm::error_chain(&error);
+        assert!(text.contains("not a valid URL"), "{text}");
         let args = serde_json::json!({"n_results": "ten"});
         assert!(build("SerperDevTool", args.as_object().unwrap(), &root).is_err());
     }

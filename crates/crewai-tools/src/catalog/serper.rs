@@ -8,6 +8,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
+use crate::builtin::http::cached_client;
 use crate::tool::{EnvVar, ToolContext, ToolError};
 use crate::typed::TypedTool;
 
@@ -47,7 +48,7 @@ impl SearchType {
 /// when Serper has them.
 ///
 /// ```
-/// use crewai_tools::crewai_compat::SerperDevTool;
+/// use crewai_tools::catalog::SerperDevTool;
 /// let tool = SerperDevTool::new().with_n_results(5).with_country("us").with_locale("en");
 /// assert_eq!(crewai_tools::Tool::name(&tool), "Search the internet with Serper");
 /// ```
@@ -60,7 +61,7 @@ pub struct SerperDevTool {
     locale: String,
     location: String,
     search_type: SearchType,
-    client: OnceLock<Result<reqwest::Client, String>>,
+    client: OnceLock<reqwest::Client>,
 }
 
 /// The constructor arguments a project file may give (`tools: [{name: SerperDevTool, n_results: 5}]`).
@@ -104,82 +105,44 @@ impl SerperDevTool {
 
     /// The tool as a project file's constructor arguments describe it.
     pub fn from_config(config: SerperConfig) -> Self {
-        let mut tool = SerperDevTool::new();
-        if let Some(n) = config.n_results {
-            tool = tool.with_n_results(n);
+        let defaults = SerperDevTool::new();
+        let tool = SerperDevTool {
+            n_results: config.n_results.unwrap_or(defaults.n_results),
+            country: config.country.unwrap_or_default(),
+            locale: config.locale.unwrap_or_default(),
+            location: config.location.unwrap_or_default(),
+            search_type: config.search_type.unwrap_or_default(),
+            ..defaults
+        };
+        match config.base_url {
+            Some(url) => tool.with_base_url(url),
+            None => tool,
         }
-        if let Some(country) = config.country {
-            tool = tool.with_country(country);
-        }
-        if let Some(locale) = config.locale {
-            tool = tool.with_locale(locale);
-        }
-        if let Some(location) = config.location {
-            tool = tool.with_location(location);
-        }
-        if let Some(kind) = config.search_type {
-            tool = tool.with_search_type(kind);
-        }
-        if let Some(url) = config.base_url {
-            tool = tool.with_base_url(url);
-        }
-        tool
     }
 
-    /// Where requests go instead of Serper's own address (no trailing path).
-    pub fn with_base_url(mut self, base_url: impl Into<String>) -> Self {
-        self.base_url = base_url.into().trim_end_matches('/').to_string();
-        self
-    }
-
-    /// Uses this key instead of reading `SERPER_API_KEY` at each call.
-    pub fn with_api_key(mut self, api_key: impl Into<String>) -> Self {
-        self.api_key = Some(api_key.into());
-        self
-    }
-
-    /// How many results to ask for and show (Serper's `num`; default 10).
-    pub fn with_n_results(mut self, n_results: u32) -> Self {
-        self.n_results = n_results;
-        self
-    }
-
-    /// Serper's `gl`: the country to search from (`us`, `fr`).
-    pub fn with_country(mut self, country: impl Into<String>) -> Self {
-        self.country = country.into();
-        self
-    }
-
-    /// Serper's `hl`: the language of the results (`en`, `fr`).
-    pub fn with_locale(mut self, locale: impl Into<String>) -> Self {
-        self.locale = locale.into();
-        self
-    }
-
-    /// Serper's `location` (`Paris, France`).
-    pub fn with_location(mut self, location: impl Into<String>) -> Self {
-        self.location = location.into();
-        self
-    }
-
-    pub fn with_search_type(mut self, search_type: SearchType) -> Self {
-        self.search_type = search_type;
-        self
+    crewai_llm::setters! {
+        /// Where requests go instead of Serper's own address (no trailing path).
+        pub fn with_base_url(base_url: impl Into<String>) => base_url = base_url.into().trim_end_matches('/').to_string();
+        /// Uses this key instead of reading `SERPER_API_KEY` at each call.
+        pub fn with_api_key(api_key: impl Into<String>) => api_key = Some(api_key.into());
+        /// How many results to ask for and show (Serper's `num`; default 10).
+        pub fn with_n_results(n_results: u32) => n_results = n_results;
+        /// Serper's `gl`: the country to search from (`us`, `fr`).
+        pub fn with_country(country: impl Into<String>) => country = country.into();
+        /// Serper's `hl`: the language of the results (`en`, `fr`).
+        pub fn with_locale(locale: impl Into<String>) => locale = locale.into();
+        /// Serper's `location` (`Paris, France`).
+        pub fn with_location(location: impl Into<String>) => location = location.into();
+        /// Which endpoint is searched: web results or news.
+        pub fn with_search_type(search_type: SearchType) => search_type = search_type;
     }
 
     fn client(&self) -> Result<reqwest::Client, ToolError> {
-        self.client
-            .get_or_init(|| {
-                reqwest::Client::builder()
-                    .connect_timeout(CONNECT_TIMEOUT)
-                    .timeout(TOTAL_TIMEOUT)
-                    .build()
-                    .map_err(|error| error.to_string())
-            })
-            .clone()
-            .map_err(|error| {
-                ToolError::Failed(format!("the HTTP client cannot be created: {error}"))
-            })
+        cached_client(&self.client, || {
+            reqwest::Client::builder()
+                .connect_timeout(CONNECT_TIMEOUT)
+                .timeout(TOTAL_TIMEOUT)
+        })
     }
 
     fn api_key(&self) -> Result<String, ToolError> {
@@ -228,12 +191,13 @@ impl SerperDevTool {
                 } else {
                     "failed"
                 };
-                ToolError::Failed(format!("the Serper search at {url} {what}: {error}"))
+                ToolError::caused(format!("the Serper search at {url} {what}"), error)
             })?;
         let status = response.status();
-        let text = response.text().await.map_err(|error| {
-            ToolError::Failed(format!("the Serper answer could not be read: {error}"))
-        })?;
+        let text = response
+            .text()
+            .await
+            .map_err(|error| ToolError::caused("the Serper answer could not be read", error))?;
         if !status.is_success() {
             let quoted: String = text.chars().take(ERROR_BODY_CHARS).collect();
             let hint = match status.as_u16() {
@@ -246,7 +210,7 @@ impl SerperDevTool {
             )));
         }
         let answer: Value = serde_json::from_str(&text)
-            .map_err(|error| ToolError::Failed(format!("Serper's answer is not JSON: {error}")))?;
+            .map_err(|error| ToolError::caused("Serper's answer is not JSON", error))?;
         Ok(format_results(
             query,
             &answer,

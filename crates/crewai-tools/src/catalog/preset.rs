@@ -21,7 +21,7 @@ pub enum PresetKind {
 /// ```
 /// use std::sync::Arc;
 /// use crewai_tools::builtin::DirectoryReadTool;
-/// use crewai_tools::crewai_compat::{PresetKind, PresetTool};
+/// use crewai_tools::catalog::{PresetKind, PresetTool};
 /// use crewai_tools::Tool;
 /// let inner = Arc::new(DirectoryReadTool::new("."));
 /// let preset = [("directory".to_string(), serde_json::json!("docs"))].into_iter().collect();

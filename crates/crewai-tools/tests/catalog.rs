@@ -2,15 +2,14 @@
 
 use std::sync::Arc;
 
-use crewai_tools::crewai_compat::{SearchType, SerperConfig, SerperDevTool, build};
+use crewai_tools::catalog::{SearchType, SerperConfig, SerperDevTool};
 use crewai_tools::{Tool, ToolContext, ToolError, ToolHandle, check_env_vars};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use wiremock::matchers::{body_json, header, method, path};
-use wiremock::{Mock, MockServer, ResponseTemplate};
+use wiremock::{Mock, ResponseTemplate};
 
-fn args(value: Value) -> Map<String, Value> {
-    value.as_object().cloned().unwrap_or_default()
-}
+mod common;
+use common::{built, run_text, server_with};
 
 /// An answer in the shape serper.dev sends for `/search`.
 fn serper_answer() -> Value {
@@ -31,8 +30,7 @@ fn serper_answer() -> Value {
 
 #[tokio::test]
 async fn serper_posts_query_country_locale_and_count_with_the_key_header() {
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
+    let server = server_with([Mock::given(method("POST"))
         .and(path("/search"))
         .and(header("X-API-KEY", "test-key"))
         .and(header("content-type", "application/json"))
@@ -40,9 +38,8 @@ async fn serper_posts_query_country_locale_and_count_with_the_key_header() {
             json!({"q": "rust async", "num": 2, "gl": "us", "hl": "en"}),
         ))
         .respond_with(ResponseTemplate::new(200).set_body_json(serper_answer()))
-        .expect(1)
-        .mount(&server)
-        .await;
+        .expect(1)])
+    .await;
     let config: SerperConfig = serde_json::from_value(json!({
         "n_results": 2, "country": "us", "locale": "en", "base_url": server.uri()
     }))
@@ -54,12 +51,11 @@ async fn serper_posts_query_country_locale_and_count_with_the_key_header() {
         handle.definition().parameters["required"],
         json!(["search_query"])
     );
-    let output = handle
-        .tool()
-        .run(json!({"search_query": "rust async"}), &ToolContext::new())
-        .await
-        .unwrap()
-        .to_text();
+    let output = run_text(
+        handle.tool().as_ref(),
+        json!({"search_query": "rust async"}),
+    )
+    .await;
     assert_eq!(
         output,
         "Knowledge graph: Rust (Programming language): A systems language.\n\n\
@@ -74,8 +70,7 @@ async fn serper_posts_query_country_locale_and_count_with_the_key_header() {
 
 #[tokio::test]
 async fn serper_news_searches_the_news_endpoint() {
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
+    let server = server_with([Mock::given(method("POST"))
         .and(path("/news"))
         .and(body_json(json!({"q": "crewai", "num": 10, "location": "Paris, France"})))
         .respond_with(ResponseTemplate::new(200).set_body_json(json!({
@@ -83,19 +78,14 @@ async fn serper_news_searches_the_news_endpoint() {
             "news": [{"title": "CrewAI ships", "link": "https://news.example/1", "snippet": "A release.",
                       "date": "2 hours ago", "source": "Example News", "position": 1}]
         })))
-        .expect(1)
-        .mount(&server)
-        .await;
+        .expect(1)])
+    .await;
     let tool = SerperDevTool::new()
         .with_base_url(format!("{}/", server.uri()))
         .with_search_type(SearchType::News)
         .with_location("Paris, France")
         .with_api_key("k");
-    let output = tool
-        .run(json!({"search_query": "crewai"}), &ToolContext::new())
-        .await
-        .unwrap()
-        .to_text();
+    let output = run_text(&tool, json!({"search_query": "crewai"})).await;
     assert_eq!(
         output,
         "Search results for 'crewai':\n\n1. CrewAI ships\n   Link: https://news.example/1\n   Example News, 2 hours ago\n   A release."
@@ -104,15 +94,13 @@ async fn serper_news_searches_the_news_endpoint() {
 
 #[tokio::test]
 async fn serper_errors_say_what_went_wrong() {
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
+    let server = server_with([Mock::given(method("POST"))
         .and(path("/search"))
         .respond_with(
             ResponseTemplate::new(403)
                 .set_body_json(json!({"message": "Unauthorized.", "statusCode": 403})),
-        )
-        .mount(&server)
-        .await;
+        )])
+    .await;
     let tool = SerperDevTool::new()
         .with_base_url(server.uri())
         .with_api_key("wrong");
@@ -137,68 +125,47 @@ const PAGE: &str = "<!DOCTYPE html><html><head><title>Example</title><script>x()
 
 #[tokio::test]
 async fn scrape_reads_the_fixed_page_or_the_one_the_model_names() {
-    let server = MockServer::start().await;
-    Mock::given(method("GET"))
+    let server = server_with([Mock::given(method("GET"))
         .and(path("/page"))
         .respond_with(ResponseTemplate::new(200).set_body_raw(PAGE, "text/html; charset=utf-8"))
-        .expect(2)
-        .mount(&server)
-        .await;
+        .expect(2)])
+    .await;
     let url = format!("{}/page", server.uri());
     let root = std::env::temp_dir();
-    let fixed = build(
+    let fixed = built(
         "ScrapeWebsiteTool",
-        &args(json!({"website_url": url, "allow_private_network": true})),
+        json!({"website_url": url, "allow_private_network": true}),
         &root,
-    )
-    .unwrap()
-    .unwrap();
+    );
     assert_eq!(fixed.parameters()["properties"], json!({}));
     assert!(fixed.description().contains(&url));
-    let text = fixed
-        .run(json!({}), &ToolContext::new())
-        .await
-        .unwrap()
-        .to_text();
+    let text = run_text(fixed.as_ref(), json!({})).await;
     assert_eq!(text, "Example\n\nHello\nReadable & plain.");
 
-    let any = build(
+    let any = built(
         "scrape_website_tool",
-        &args(json!({"allow_private_network": true})),
+        json!({"allow_private_network": true}),
         &root,
-    )
-    .unwrap()
-    .unwrap();
+    );
     let handle = ToolHandle::new(Arc::clone(&any));
     assert_eq!(handle.name(), "read_website_content");
     assert_eq!(
         handle.definition().parameters["required"],
         json!(["website_url"])
     );
-    let text = any
-        .run(json!({"website_url": url}), &ToolContext::new())
-        .await
-        .unwrap()
-        .to_text();
+    let text = run_text(any.as_ref(), json!({"website_url": url})).await;
     assert_eq!(text, "Example\n\nHello\nReadable & plain.");
 }
 
 #[tokio::test]
 async fn scrape_reports_http_errors() {
-    let server = MockServer::start().await;
-    Mock::given(method("GET"))
-        .respond_with(ResponseTemplate::new(404))
-        .mount(&server)
-        .await;
-    let tool = build(
+    let server =
+        server_with([Mock::given(method("GET")).respond_with(ResponseTemplate::new(404))]).await;
+    let tool = built(
         "ScrapeWebsiteTool",
-        &args(
-            json!({"website_url": format!("{}/gone", server.uri()), "allow_private_network": true}),
-        ),
+        json!({"website_url": format!("{}/gone", server.uri()), "allow_private_network": true}),
         &std::env::temp_dir(),
-    )
-    .unwrap()
-    .unwrap();
+    );
     let error = tool.run(json!({}), &ToolContext::new()).await.unwrap_err();
     assert!(
         matches!(error, ToolError::Failed(ref m) if m.contains("HTTP 404")),
@@ -209,9 +176,7 @@ async fn scrape_reports_http_errors() {
 #[tokio::test]
 async fn scrape_refuses_internal_addresses_unless_allowed() {
     let root = std::env::temp_dir();
-    let any = build("ScrapeWebsiteTool", &Map::new(), &root)
-        .unwrap()
-        .unwrap();
+    let any = built("ScrapeWebsiteTool", json!({}), &root);
     let error = any
         .run(
             json!({"website_url": "http://169.254.169.254/latest/meta-data/"}),
@@ -223,13 +188,11 @@ async fn scrape_refuses_internal_addresses_unless_allowed() {
         matches!(error, ToolError::Failed(ref m) if m.contains("link-local") && m.contains("allow_private_network")),
         "{error}"
     );
-    let fixed = build(
+    let fixed = built(
         "ScrapeWebsiteTool",
-        &args(json!({"website_url": "http://localhost:9/admin"})),
+        json!({"website_url": "http://localhost:9/admin"}),
         &root,
-    )
-    .unwrap()
-    .unwrap();
+    );
     let error = fixed.run(json!({}), &ToolContext::new()).await.unwrap_err();
     assert!(error.to_string().contains("loopback"), "{error}");
 }
@@ -239,13 +202,7 @@ async fn file_read_with_a_file_path_reads_it_by_default_and_another_on_request()
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("notes.md"), "default file\n").unwrap();
     std::fs::write(dir.path().join("other.md"), "one\ntwo\n").unwrap();
-    let tool = build(
-        "FileReadTool",
-        &args(json!({"file_path": "notes.md"})),
-        dir.path(),
-    )
-    .unwrap()
-    .unwrap();
+    let tool = built("FileReadTool", json!({"file_path": "notes.md"}), dir.path());
     assert_eq!(tool.name(), "file_read");
     assert!(tool.description().contains("notes.md"));
     let handle = ToolHandle::new(Arc::clone(&tool));
@@ -284,19 +241,13 @@ async fn directory_read_with_a_directory_lists_only_it() {
     std::fs::create_dir(dir.path().join("docs")).unwrap();
     std::fs::write(dir.path().join("docs/a.md"), "").unwrap();
     std::fs::write(dir.path().join("top.md"), "").unwrap();
-    let tool = build(
+    let tool = built(
         "DirectoryReadTool",
-        &args(json!({"directory": "docs"})),
+        json!({"directory": "docs"}),
         dir.path(),
-    )
-    .unwrap()
-    .unwrap();
+    );
     assert_eq!(tool.parameters()["properties"], json!({}));
-    let listing = tool
-        .run(json!({"directory": "."}), &ToolContext::new())
-        .await
-        .unwrap()
-        .to_text();
+    let listing = run_text(tool.as_ref(), json!({"directory": "."})).await;
     assert!(listing.contains("- docs/a.md"), "{listing}");
     assert!(
         !listing.contains("top.md"),
