@@ -511,6 +511,11 @@ def main():
     if failures:
         with open(spec["load_report"], "w", encoding="utf-8") as report:
             json.dump(failures, report)
+        for failure in failures:  # also for a restart, whose error shows only stderr
+            sys.stderr.write(
+                "crewai-rs worker: the tool " + failure["key"] + " (" + failure["attr"] + " in "
+                + failure["module"] + ") could not be loaded:\n" + failure["error"] + "\n"
+            )
         return LOAD_FAILED_EXIT
     Server(Channel(protocol_in, protocol_out), tools).serve()
     return 0
