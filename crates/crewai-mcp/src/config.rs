@@ -82,7 +82,11 @@ impl McpStdioServer {
     /// The command line as a person would type it, for messages.
     pub fn command_line(&self) -> String {
         std::iter::once(self.command.to_string_lossy().into_owned())
-            .chain(self.args.iter().map(|arg| arg.to_string_lossy().into_owned()))
+            .chain(
+                self.args
+                    .iter()
+                    .map(|arg| arg.to_string_lossy().into_owned()),
+            )
             .collect::<Vec<_>>()
             .join(" ")
     }

@@ -173,7 +173,10 @@ impl Inner {
         }
         let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
         // Dropping the request future (timeout, cancellation) sends `notifications/cancelled`.
-        let call = tokio::time::timeout(self.config.call_timeout, session.service().call_tool(params));
+        let call = tokio::time::timeout(
+            self.config.call_timeout,
+            session.service().call_tool(params),
+        );
         let result = tokio::select! {
             biased;
             () = cancellation.cancelled() => return Err(CallError::Cancelled),

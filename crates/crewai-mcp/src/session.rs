@@ -5,10 +5,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use process_wrap::tokio::{CommandWrap, KillOnDrop, ProcessGroup};
+use rmcp::ServiceExt;
 use rmcp::model::{ClientCapabilities, ClientConfig, Implementation};
 use rmcp::service::{ClientInitializeError, RoleClient, RunningService, ServiceError};
 use rmcp::transport::TokioChildProcess;
-use rmcp::ServiceExt;
 use tokio::task::JoinHandle;
 
 use crate::config::McpStdioServer;
@@ -131,19 +131,53 @@ impl Session {
         self.pid
     }
 
-    /// Stops the server and waits (boundedly) until it has exited and been reaped.
+    /// Stops the server and waits (boundedly) until it has exited and been reaped, then kills
+    /// whatever it started that is still running in its process group.
     pub(crate) async fn shutdown(mut self) {
-        if self.service.close_with_timeout(SHUTDOWN_GRACE).await.is_err() {
+        if self
+            .service
+            .close_with_timeout(SHUTDOWN_GRACE)
+            .await
+            .is_err()
+        {
             tracing::warn!("the MCP service task ended abnormally during shutdown");
+        }
+        if let Some(pgid) = self.pid.take() {
+            kill_process_group(pgid);
         }
         self.stderr_reader.abort();
     }
 }
 
 impl Drop for Session {
+    /// Kills the server's whole process group at once (the server and whatever it started);
+    /// rmcp's serve task, ending because the service was dropped, reaps the server.
     fn drop(&mut self) {
+        if let Some(pgid) = self.pid.take() {
+            kill_process_group(pgid);
+        }
         self.stderr_reader.abort();
     }
+}
+
+/// SIGKILL to every process in the group `pgid` (the server's own: it was started as the
+/// group's leader). The server exiting by itself does not end the processes it started, which
+/// stay in its group. Linux does not hand out a pid while a process group of that id exists,
+/// so the signal cannot reach an unrelated process while any member is alive.
+#[cfg(unix)]
+fn kill_process_group(pgid: u32) {
+    let Ok(pgid) = libc::pid_t::try_from(pgid) else {
+        return;
+    };
+    // SAFETY: killpg takes plain integers and touches no memory of ours; a group that no longer
+    // exists is reported as ESRCH, which is the expected case after a clean exit.
+    let _ = unsafe { libc::killpg(pgid, libc::SIGKILL) };
+}
+
+#[cfg(not(unix))]
+fn kill_process_group(_pgid: u32) {
+    // process-wrap's job object wrapper would be the Windows counterpart; the server itself is
+    // still killed on drop by KillOnDrop.
 }
 
 fn client_info() -> ClientConfig {

@@ -110,10 +110,9 @@ impl Tool for McpTool {
             Ok(CallOutcome::Output(output)) => Ok(output),
             Ok(CallOutcome::ToolFailed(text)) => Err(ToolError::Failed(text)),
             Err(CallError::Cancelled) => Err(ToolError::Cancelled),
-            Err(CallError::Mcp(error)) => Err(error.into_tool_error(format!(
-                "the tool '{}' could not run",
-                self.name
-            ))),
+            Err(CallError::Mcp(error)) => {
+                Err(error.into_tool_error(format!("the tool '{}' could not run", self.name)))
+            }
         }
     }
 }
@@ -160,7 +159,10 @@ fn describe_block(block: &Value) -> String {
                 Some(text) => text.to_string(),
                 None => format!(
                     "[binary resource: {}]",
-                    resource.get("uri").and_then(Value::as_str).unwrap_or_default()
+                    resource
+                        .get("uri")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
                 ),
             }
         }
@@ -186,7 +188,10 @@ mod tests {
         let ok = CallToolResult::success(vec![ContentBlock::text("a"), ContentBlock::text("b")]);
         assert_eq!(text_of(call_outcome(ok)), Ok("a\nb".to_string()));
         let failed = CallToolResult::error(vec![ContentBlock::text("Traceback: boom")]);
-        assert_eq!(text_of(call_outcome(failed)), Err("Traceback: boom".to_string()));
+        assert_eq!(
+            text_of(call_outcome(failed)),
+            Err("Traceback: boom".to_string())
+        );
     }
 
     #[test]

@@ -100,15 +100,26 @@ async fn a_call_past_the_timeout_is_abandoned_and_the_server_still_answers() {
     let connection = connect(sdk_server().call_timeout(Duration::from_millis(700))).await;
     let tools = connection.tools().await.unwrap();
     let started = Instant::now();
-    let error = run(&find(&tools, "slow"), json!({"seconds": 30})).await.unwrap_err();
-    assert!(started.elapsed() < Duration::from_secs(5), "took {:?}", started.elapsed());
+    let error = run(&find(&tools, "slow"), json!({"seconds": 30}))
+        .await
+        .unwrap_err();
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "took {:?}",
+        started.elapsed()
+    );
     let text = chain(&error);
     assert!(
         text.contains("the tool 'slow' on MCP server 'sdk' did not finish within 700ms"),
         "{text}"
     );
     assert!(matches!(error, ToolError::Service { .. }), "{error:?}");
-    assert_eq!(run(&find(&tools, "add"), json!({"a": 1, "b": 1})).await.unwrap(), "2");
+    assert_eq!(
+        run(&find(&tools, "add"), json!({"a": 1, "b": 1}))
+            .await
+            .unwrap(),
+        "2"
+    );
     assert_eq!(connection.restarts().await, 0);
     connection.shutdown().await;
 }
@@ -124,7 +135,11 @@ async fn the_callers_cancellation_ends_a_call() {
         token.cancel();
     });
     let started = Instant::now();
-    let error = slow.tool().run(json!({"seconds": 30}), &ctx).await.unwrap_err();
+    let error = slow
+        .tool()
+        .run(json!({"seconds": 30}), &ctx)
+        .await
+        .unwrap_err();
     assert!(matches!(error, ToolError::Cancelled), "{error:?}");
     assert!(started.elapsed() < Duration::from_secs(5));
     canceller.await.unwrap();
@@ -139,7 +154,10 @@ async fn a_dead_server_is_restarted_once_then_the_error_names_its_stderr() {
 
     let error = run(&crash, json!({})).await.unwrap_err();
     let text = chain(&error);
-    assert!(text.contains("MCP server 'sdk' stopped during the call to 'crash'"), "{text}");
+    assert!(
+        text.contains("MCP server 'sdk' stopped during the call to 'crash'"),
+        "{text}"
+    );
     assert!(text.contains("sdk server: crashing on request"), "{text}");
 
     let second_pid = run(&pid, json!({})).await.unwrap();
@@ -173,7 +191,9 @@ async fn shutdown_reaps_the_server_and_refuses_later_calls() {
     let pid = connection.server_pid().await.unwrap();
     connection.shutdown().await;
     wait_until_reaped(pid, Duration::from_secs(10)).await;
-    let error = run(&find(&tools, "add"), json!({"a": 1, "b": 2})).await.unwrap_err();
+    let error = run(&find(&tools, "add"), json!({"a": 1, "b": 2}))
+        .await
+        .unwrap_err();
     assert!(
         chain(&error).contains("the connection to MCP server 'sdk' is shut down"),
         "{}",
@@ -182,13 +202,11 @@ async fn shutdown_reaps_the_server_and_refuses_later_calls() {
 }
 
 async fn a_program_that_cannot_start_is_a_spawn_error() {
-    let error = McpConnection::connect_stdio(McpStdioServer::new(
-        "ghost",
-        "/nonexistent/mcp-server",
-    ))
-    .await
-    .err()
-    .unwrap();
+    let error =
+        McpConnection::connect_stdio(McpStdioServer::new("ghost", "/nonexistent/mcp-server"))
+            .await
+            .err()
+            .unwrap();
     assert!(matches!(error, McpError::Spawn { .. }), "{error:?}");
     assert_eq!(
         error.to_string(),
@@ -220,15 +238,26 @@ async fn a_program_that_never_answers_times_out_and_is_killed() {
     let error = McpConnection::connect_stdio(server).await.err().unwrap();
     assert!(started.elapsed() < Duration::from_secs(5));
     assert!(matches!(error, McpError::StartTimeout { .. }), "{error:?}");
-    assert!(error.to_string().contains("did not start within 800ms"), "{error}");
-    let pid: u32 = std::fs::read_to_string(&pid_file).unwrap().trim().parse().unwrap();
+    assert!(
+        error.to_string().contains("did not start within 800ms"),
+        "{error}"
+    );
+    let pid: u32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
     wait_until_reaped(pid, Duration::from_secs(10)).await;
 }
 
 fn main() -> std::process::ExitCode {
     let mcp = python_mcp();
     Suite::new()
-        .async_test_needing("lists_and_calls_the_sdk_servers_tools", &[&mcp], lists_and_calls_the_sdk_servers_tools)
+        .async_test_needing(
+            "lists_and_calls_the_sdk_servers_tools",
+            &[&mcp],
+            lists_and_calls_the_sdk_servers_tools,
+        )
         .async_test_needing(
             "an_is_error_result_is_a_failed_tool_error_with_the_servers_text",
             &[&mcp],
@@ -239,7 +268,11 @@ fn main() -> std::process::ExitCode {
             &[&mcp],
             a_call_past_the_timeout_is_abandoned_and_the_server_still_answers,
         )
-        .async_test_needing("the_callers_cancellation_ends_a_call", &[&mcp], the_callers_cancellation_ends_a_call)
+        .async_test_needing(
+            "the_callers_cancellation_ends_a_call",
+            &[&mcp],
+            the_callers_cancellation_ends_a_call,
+        )
         .async_test_needing(
             "a_dead_server_is_restarted_once_then_the_error_names_its_stderr",
             &[&mcp],
@@ -255,7 +288,10 @@ fn main() -> std::process::ExitCode {
             &[&mcp],
             shutdown_reaps_the_server_and_refuses_later_calls,
         )
-        .async_test("a_program_that_cannot_start_is_a_spawn_error", a_program_that_cannot_start_is_a_spawn_error)
+        .async_test(
+            "a_program_that_cannot_start_is_a_spawn_error",
+            a_program_that_cannot_start_is_a_spawn_error,
+        )
         .async_test(
             "a_program_that_exits_at_once_is_a_handshake_error_with_its_stderr",
             a_program_that_exits_at_once_is_a_handshake_error_with_its_stderr,

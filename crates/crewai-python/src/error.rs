@@ -47,7 +47,7 @@ pub enum PythonError {
     Start {
         python: PathBuf,
         #[source]
-        source: McpError,
+        source: Box<McpError>,
     },
     /// The worker started but does not list a requested tool (a bug in the worker).
     #[error("the Python tool worker does not list the tool '{key}' it was asked to load")]

@@ -51,16 +51,16 @@ fn find_python_on(
     }
     Err(PythonError::NoPython {
         needed_by: needed_by.to_vec(),
-        tried: vec![
-            venv.display().to_string(),
-            "python3 on PATH".to_string(),
-        ],
+        tried: vec![venv.display().to_string(), "python3 on PATH".to_string()],
     })
 }
 
 fn venv_python(project_root: &Path) -> PathBuf {
     if cfg!(windows) {
-        project_root.join(".venv").join("Scripts").join("python.exe")
+        project_root
+            .join(".venv")
+            .join("Scripts")
+            .join("python.exe")
     } else {
         project_root.join(".venv").join("bin").join("python")
     }
@@ -145,8 +145,8 @@ mod tests {
     fn no_python_names_the_tools_that_need_it() {
         let dir = tempfile::tempdir().unwrap();
         let needed = vec!["MyCustomTool".to_string(), "word_counter".to_string()];
-        let error = find_python_on(None, dir.path(), &needed, Some(dir.path().as_os_str()))
-            .unwrap_err();
+        let error =
+            find_python_on(None, dir.path(), &needed, Some(dir.path().as_os_str())).unwrap_err();
         let text = error.to_string();
         assert!(
             text.starts_with("the Python tools MyCustomTool, word_counter need a Python interpreter, and none was found"),

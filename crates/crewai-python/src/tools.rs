@@ -83,7 +83,7 @@ impl PythonTools {
                 .await
                 .map_err(|source| PythonError::Start {
                     python: config.python.clone(),
-                    source,
+                    source: Box::new(source),
                 })?
                 .ok_or_else(|| PythonError::NotListed {
                     key: spec.key.clone(),
@@ -193,7 +193,8 @@ impl WorkerFiles {
                 "is_function": tool.is_function,
             })).collect::<Vec<_>>(),
         });
-        let spec = serde_json::to_vec_pretty(&spec).map_err(|source| PythonError::Spec { source })?;
+        let spec =
+            serde_json::to_vec_pretty(&spec).map_err(|source| PythonError::Spec { source })?;
         let (script_path, spec_path) = (files.script(), files.spec());
         tokio::task::spawn_blocking(move || {
             std::fs::write(script_path, WORKER_SCRIPT)?;
@@ -230,7 +231,7 @@ impl WorkerFiles {
             Some(failures) if !failures.is_empty() => PythonError::ToolLoad { failures },
             _ => PythonError::Start {
                 python: config.python.clone(),
-                source,
+                source: Box::new(source),
             },
         }
     }
