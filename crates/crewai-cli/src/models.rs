@@ -272,9 +272,34 @@ pub async fn pull(name: Option<&str>) -> Result<(), Failure> {
 
 /// `crewai models list`.
 #[cfg(feature = "local")]
-pub fn list() -> Result<(), Failure> {
+pub fn list(json: bool) -> Result<(), Failure> {
     let dir = crewai_local::models_dir();
     let cached = crewai_local::cache::list(&dir);
+    let others = cached.iter().filter(|m| m.known.is_none());
+    if json {
+        let known: Vec<_> = crewai_local::KNOWN_MODELS
+            .iter()
+            .map(|known| {
+                serde_json::json!({
+                    "model": format!("local/{}", known.name),
+                    "description": known.description,
+                    "downloaded": known.path_in(&dir).is_file(),
+                })
+            })
+            .collect();
+        let others: Vec<_> = others
+            .map(|other| {
+                serde_json::json!({
+                    "model": format!("local/{}", other.path.display()),
+                    "size_bytes": other.size_bytes,
+                })
+            })
+            .collect();
+        return print_out(
+            &serde_json::json!({"models_dir": dir, "known": known, "other_files": others})
+                .to_string(),
+        );
+    }
     let mut lines = vec![format!(
         "models folder: {} (set CREWAI_MODELS_DIR to move it)",
         dir.display()
@@ -290,7 +315,7 @@ pub fn list() -> Result<(), Failure> {
             known.name, known.description
         ));
     }
-    for other in cached.iter().filter(|m| m.known.is_none()) {
+    for other in others {
         lines.push(format!(
             "local/{}  {} MB",
             other.path.display(),
@@ -308,7 +333,7 @@ pub async fn pull(_name: Option<&str>) -> Result<(), Failure> {
 }
 
 #[cfg(not(feature = "local"))]
-pub fn list() -> Result<(), Failure> {
+pub fn list(_json: bool) -> Result<(), Failure> {
     Err(Failure::not_supported(
         "`crewai models list` (this build has no `local` feature)",
     ))

@@ -234,7 +234,8 @@ async fn run_journaled(
     run_id: String,
     start: Start,
 ) -> Result<(), Failure> {
-    let (crew, store, progress, observers) = build(project, build_inputs, registry, common).await?;
+    let (crew, store, progress, observers) =
+        build(project, build_inputs, registry, common, &run_id).await?;
     let crew = crew.with_run_journal(Arc::new(store.clone()));
     match &start {
         Start::Resume => eprintln!("Resuming run {run_id}"),
@@ -283,6 +284,7 @@ async fn build(
     given: &Inputs,
     registry: ToolRegistry,
     common: &ProjectArgs,
+    run_id: &str,
 ) -> Result<(Crew, crewai_store::Store, Progress, RunObservers), Failure> {
     let store = crate::stored::open(&project.root)?;
     let bus = EventBus::new();
@@ -309,7 +311,7 @@ async fn build(
         }
         _ => Failure::from(err),
     })?;
-    let observers = RunObservers::start(&project.root, &bus)?;
+    let observers = RunObservers::start(&project.root, &bus, run_id)?;
     Ok((crew, store, progress, observers))
 }
 
