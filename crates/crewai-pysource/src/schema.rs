@@ -165,15 +165,16 @@ impl<'m> Reader<'m> {
             ));
         }
         let mut has_default = false;
-        if let Some(first) = call.args.first() {
-            if !matches!(first, ast::Expr::Constant(c) if matches!(c.value, ast::Constant::Ellipsis))
-            {
-                let value = self.modules.literal(scope, first).map_err(|e| {
-                    format!("field '{name}' has a computed default (`{}`)", e.source)
-                })?;
-                schema.insert("default".into(), value);
-                has_default = true;
-            }
+        // `Field(...)` with `...` first is required; any other first argument is the default.
+        if let Some(first) = call.args.first()
+            && !matches!(first, ast::Expr::Constant(c) if matches!(c.value, ast::Constant::Ellipsis))
+        {
+            let value = self
+                .modules
+                .literal(scope, first)
+                .map_err(|e| format!("field '{name}' has a computed default (`{}`)", e.source))?;
+            schema.insert("default".into(), value);
+            has_default = true;
         }
         for keyword in &call.keywords {
             let Some(arg) = &keyword.arg else { continue };
