@@ -96,8 +96,10 @@ pub(crate) fn load_values(root: &Path, source: SourceFile, values: ProjectValues
             agents: Some(Arc::clone(&source)),
             tasks: Some(Arc::clone(&source)),
             crew: Some(source),
+            python: Vec::new(),
         },
         diagnostics: loader.diagnostics,
         warnings: Vec::new(),
+        python_tools: Vec::new(),
     }
 }
