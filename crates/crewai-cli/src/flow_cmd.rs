@@ -129,10 +129,14 @@ async fn kickoff(
         let line = json!({ "result": output.result, "state": output.state, "method_outputs": output.method_outputs, "usage": output.usage.total });
         println!("{line}");
     } else {
-        match &output.result {
-            Some(Value::String(text)) => println!("{text}"),
-            Some(other) => println!("{other}"),
-            None => println!("(the flow produced no output)"),
+        // A crew's or an agent's output (a declaration's last method) prints as its text.
+        let raw = output.result.as_ref().and_then(|r| r.get("raw"));
+        match (&output.result, raw) {
+            (Some(Value::String(text)), _) | (Some(_), Some(Value::String(text))) => {
+                println!("{text}")
+            }
+            (Some(other), _) => println!("{other}"),
+            (None, _) => println!("(the flow produced no output)"),
         }
     }
     Ok(())

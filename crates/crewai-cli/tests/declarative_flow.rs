@@ -43,10 +43,12 @@ fn flow_kickoff_runs_the_example_through_both_crews() {
         "--json",
     ];
     let output = last_json_line(&run(crewai_at(&args, &server)));
+    // The last method's output: the brief crew's, as JSON.
     assert_eq!(
-        output["result"], "Vector databases trade recall for cost.",
+        output["result"]["raw"], "Vector databases trade recall for cost.",
         "{output}"
     );
+    assert_eq!(output["result"]["tasks_output"][0]["name"], "brief_task");
     assert_eq!(methods(&output), ["research", "decide", "write_brief"]);
     assert_eq!(output["state"]["topic"], "vector databases");
     // The schema's default for the audience applies.
@@ -164,4 +166,25 @@ fn a_kickoff_missing_a_required_state_field_exits_2() {
         &server,
     ));
     assert_contains(&text(&ok.stdout), "tea");
+}
+
+#[test]
+fn flow_kickoff_prints_a_crew_result_as_its_text() {
+    let server = ScriptedServer::start_blocking();
+    server.push(Reply::text("Facts."));
+    server.push(Reply::text("brief"));
+    server.push(Reply::text("The brief."));
+    let project = example_arg();
+    let out = run_ok(crewai_at(
+        &[
+            "flow",
+            "kickoff",
+            "--project",
+            &project,
+            "--inputs",
+            "topic=tea",
+        ],
+        &server,
+    ));
+    assert_eq!(text(&out.stdout).trim(), "The brief.");
 }

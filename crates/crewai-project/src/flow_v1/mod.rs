@@ -80,6 +80,7 @@
 //! `input_provider`, `checkpoint`, `defer_trace_finalization: true`). Unknown keys are refused
 //! with the nearest known one, where CrewAI would ignore them.
 
+mod actions;
 mod expr;
 mod load;
 mod run;
