@@ -66,10 +66,15 @@ pub async fn flow(action: FlowAction) -> Result<(), Failure> {
 /// `dir` holds one (the run is then the flow's kickoff), `None` for anything else.
 pub async fn run_declared_flow(args: &RunArgs) -> Option<Result<(), Failure>> {
     let dir = &args.common.project;
-    if !AnyFlow::is_declaration(dir) {
-        return None;
+    match AnyFlow::is_declaration(dir) {
+        Ok(true) => Some(run_flow(args).await),
+        Ok(false) => None,
+        // A flow file that does not parse is the project only when there is no crew beside it.
+        Err(err) if !dir.join("config").is_dir() && !dir.join("crew.jsonc").is_file() => {
+            Some(Err(err.into()))
+        }
+        Err(_) => None,
     }
-    Some(run_flow(args).await)
 }
 
 async fn run_flow(args: &RunArgs) -> Result<(), Failure> {

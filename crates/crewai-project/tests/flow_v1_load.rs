@@ -360,7 +360,7 @@ fn a_json_declaration_loads_and_any_flow_dispatches_on_schema() {
     );
     let any = AnyFlow::load(dir.path()).unwrap();
     assert!(matches!(&any, AnyFlow::Declaration(d) if d.name == "J"));
-    assert!(AnyFlow::is_declaration(dir.path()));
+    assert!(AnyFlow::is_declaration(dir.path()).unwrap());
 
     // flow.yaml without `schema:` is our own format.
     let ours = tempfile::tempdir().unwrap();
@@ -372,7 +372,8 @@ fn a_json_declaration_loads_and_any_flow_dispatches_on_schema() {
         )],
     );
     assert!(matches!(AnyFlow::load(ours.path()).unwrap(), AnyFlow::Yaml(f) if f.name == "ours"));
-    assert!(!AnyFlow::is_declaration(ours.path()));
+    assert!(!AnyFlow::is_declaration(ours.path()).unwrap());
+    assert!(!AnyFlow::is_declaration(tempfile::tempdir().unwrap().path()).unwrap());
 
     let wrong = tempfile::tempdir().unwrap();
     write(

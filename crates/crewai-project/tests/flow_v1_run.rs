@@ -274,3 +274,70 @@ methods:
     let text = crewai_llm::error_chain(&err);
     assert!(text.contains("reached max_method_calls (5)"), "{text}");
 }
+
+/// Answers every feedback request with one text, keeping what it was asked.
+struct Reviewer {
+    answer: &'static str,
+    asked: std::sync::Mutex<Vec<crewai_flow::FeedbackRequest>>,
+}
+
+#[crewai_tools::async_trait]
+impl crewai_flow::FeedbackProvider for Reviewer {
+    async fn request(
+        &self,
+        request: &crewai_flow::FeedbackRequest,
+    ) -> Result<crewai_flow::FeedbackReply, crewai_flow::BoxError> {
+        self.asked
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(request.clone());
+        Ok(crewai_flow::FeedbackReply::Answer(self.answer.to_string()))
+    }
+}
+
+#[tokio::test]
+async fn human_feedback_routes_on_the_answer_and_later_methods_read_it() {
+    let (_dir, declaration) = declaration(
+        "schema: crewai.flow/v1
+name: Review
+methods:
+  draft:
+    start: true
+    do: {call: expression, expr: \"'draft-content'\"}
+    human_feedback:
+      message: 'Review the draft:'
+      emit: [approved, rejected]
+      llm: gpt-4o-mini
+      default_outcome: rejected
+  rewrite:
+    listen: rejected
+    do:
+      call: expression
+      expr: \"outputs.draft.feedback + '|' + outputs.draft.outcome + '|' + outputs.draft.output\"
+  publish:
+    listen: approved
+    do: {call: expression, expr: \"'published'\"}
+",
+    );
+    let reviewer = std::sync::Arc::new(Reviewer {
+        answer: "make it shorter",
+        asked: Default::default(),
+    });
+    let flow = declaration
+        .builder(&options())
+        .feedback_provider(reviewer.clone())
+        .build()
+        .unwrap();
+    let output = flow.kickoff(Vec::<(String, Value)>::new()).await.unwrap();
+    // An answer naming no outcome takes the default one.
+    assert_eq!(
+        output.result,
+        Some(json!("make it shorter|rejected|draft-content"))
+    );
+    assert_eq!(output.output_of("draft"), Some(&json!("draft-content")));
+    let asked = reviewer.asked.lock().unwrap().clone();
+    assert_eq!(asked.len(), 1);
+    assert_eq!(asked[0].message, "Review the draft:");
+    assert_eq!(asked[0].output, json!("draft-content"));
+    assert_eq!(asked[0].outcomes, ["approved", "rejected"]);
+}

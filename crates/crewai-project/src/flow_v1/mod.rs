@@ -252,7 +252,16 @@ impl FlowDeclaration {
 
     /// Builds the runnable flow; crews and agents are built at each call with these options.
     pub fn build(&self, options: &BuildOptions) -> Result<crewai_flow::Flow, ProjectError> {
-        run::build(self, options)
+        self.builder(options).build().map_err(|err| {
+            ProjectError::build(format!("flow '{}' ({})", self.name, self.file), err)
+        })
+    }
+
+    /// The engine's builder with every declared method on it, for a caller that adds what a
+    /// file cannot say before building: a feedback provider (a web UI's, say) or a
+    /// persistence backend.
+    pub fn builder(&self, options: &BuildOptions) -> crewai_flow::FlowBuilder {
+        run::builder(self, options)
     }
 }
 
@@ -285,10 +294,14 @@ impl AnyFlow {
     }
 
     /// Whether the folder or file `path` holds a `crewai.flow/v1` declaration (`crewai run`
-    /// runs those as flows); `false` when there is no flow file or it is our own format.
-    pub fn is_declaration(path: impl AsRef<Path>) -> bool {
+    /// runs those as flows): `false` when there is no flow file or it is our own format, an
+    /// error when the flow file cannot be read or parsed.
+    pub fn is_declaration(path: impl AsRef<Path>) -> Result<bool, ProjectError> {
         let file = flow_file(path.as_ref());
-        file.is_file() && load::has_schema_key(&file).unwrap_or(false)
+        if !file.is_file() {
+            return Ok(false);
+        }
+        load::has_schema_key(&file)
     }
 
     pub fn name(&self) -> &str {

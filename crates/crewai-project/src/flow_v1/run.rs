@@ -5,13 +5,12 @@
 use std::sync::Arc;
 
 use crewai_core::interpolate::Inputs;
-use crewai_flow::{Flow, FlowContext, MethodError};
+use crewai_flow::{Flow, FlowBuilder, FlowContext, MethodError};
 use serde_json::{Map, Value, json};
 
 use super::{
     Action, DeclaredMethod, DeclaredRole, ExpressionScope, FlowDeclaration, StateContract,
 };
-use crate::error::ProjectError;
 use crate::options::BuildOptions;
 
 /// What every method of one built flow shares.
@@ -22,10 +21,7 @@ struct Shared {
     options: BuildOptions,
 }
 
-pub(super) fn build(
-    declaration: &FlowDeclaration,
-    options: &BuildOptions,
-) -> Result<Flow, ProjectError> {
+pub(super) fn builder(declaration: &FlowDeclaration, options: &BuildOptions) -> FlowBuilder {
     let shared = Arc::new(Shared {
         methods: declaration
             .methods
@@ -85,12 +81,7 @@ pub(super) fn build(
             builder = builder.human_feedback(feedback.clone());
         }
     }
-    builder.build().map_err(|err| {
-        ProjectError::build(
-            format!("flow '{}' ({})", declaration.name, declaration.file),
-            err,
-        )
-    })
+    builder
 }
 
 /// A router's label: its output when that is text, else the `raw` text of a crew or agent
