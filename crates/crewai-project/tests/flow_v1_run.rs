@@ -341,3 +341,22 @@ methods:
     assert_eq!(asked[0].output, json!("draft-content"));
     assert_eq!(asked[0].outcomes, ["approved", "rejected"]);
 }
+
+#[tokio::test]
+async fn a_router_whose_output_is_no_label_fails_naming_it() {
+    let (_dir, declaration) = declaration(
+        "schema: crewai.flow/v1\nname: R\nmethods:\n  a:\n    start: true\n    do: {call: expression, expr: '1'}\n  r:\n    listen: a\n    router: true\n    emit: [x]\n    do: {call: expression, expr: '[outputs.a]'}\n  b:\n    listen: x\n    do: {call: expression, expr: '2'}\n",
+    );
+    let err = declaration
+        .build(&options())
+        .unwrap()
+        .kickoff(Vec::<(String, Value)>::new())
+        .await
+        .expect_err("a list is no label");
+    let text = crewai_llm::error_chain(&err);
+    assert!(text.contains("method `r` failed"), "{text}");
+    assert!(
+        text.contains("a router's output must be a label (text), not [1]"),
+        "{text}"
+    );
+}

@@ -87,18 +87,16 @@ pub(super) fn builder(declaration: &FlowDeclaration, options: &BuildOptions) -> 
 /// A router's label: its output when that is text, else the `raw` text of a crew or agent
 /// output; surrounding space (a model's trailing newline) is not part of the label.
 fn label_of(output: Value) -> Result<String, MethodError> {
-    match &output {
-        Value::String(label) => Ok(label.trim().to_string()),
-        Value::Object(fields) => match fields.get("raw") {
-            Some(Value::String(raw)) => Ok(raw.trim().to_string()),
-            _ => Err(MethodError::msg(format!(
-                "a router's output must be a label (text), not {output}"
-            ))),
-        },
-        other => Err(MethodError::msg(format!(
-            "a router's output must be a label (text), not {other}"
-        ))),
-    }
+    let label = match &output {
+        Value::String(label) => Some(label.as_str()),
+        Value::Object(fields) => fields.get("raw").and_then(Value::as_str),
+        _ => None,
+    };
+    label.map(|l| l.trim().to_string()).ok_or_else(|| {
+        MethodError::msg(format!(
+            "a router's output must be a label (text), not {output}"
+        ))
+    })
 }
 
 /// What an expression sees: the state, and the latest output of every method that has run (for
