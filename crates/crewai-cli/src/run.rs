@@ -117,6 +117,9 @@ fn load(dir: &Path) -> Result<Project, Failure> {
 pub async fn run(args: RunArgs) -> Result<(), Failure> {
     let dir = args.common.project.clone();
     load_env(&dir)?;
+    if let Some(outcome) = crate::flow_cmd::run_declared_flow(&args).await {
+        return outcome;
+    }
     let given =
         inputs::gather(&args.inputs, args.inputs_file.as_deref()).map_err(Failure::config)?;
     if is_rust_project(&dir) && !args.dry_run {

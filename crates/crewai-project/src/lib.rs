@@ -31,6 +31,7 @@
 mod build;
 mod check;
 mod error;
+pub mod flow_v1;
 pub mod flow_yaml;
 mod load;
 mod options;
@@ -159,6 +160,19 @@ impl Project {
     ) -> Result<Project, ProjectError> {
         let root = root.as_ref().to_path_buf();
         let loaded = values::load_values(&root, source, values);
+        Self::from_loaded(root, loaded)
+    }
+
+    /// [`Project::from_values`] for values placed inside `source` (an inline crew or agent of a
+    /// flow file), so messages carry that file's lines.
+    pub(crate) fn from_values_at(
+        root: impl AsRef<Path>,
+        source: std::sync::Arc<SourceFile>,
+        placement: &values::Placement,
+        values: ProjectValues,
+    ) -> Result<Project, ProjectError> {
+        let root = root.as_ref().to_path_buf();
+        let loaded = values::load_values_at(&root, source, placement, values);
         Self::from_loaded(root, loaded)
     }
 
