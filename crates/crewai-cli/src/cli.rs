@@ -13,6 +13,23 @@ use clap::{Args, Parser, Subcommand};
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+    /// When to colour the output: `auto` (on a terminal, unless `NO_COLOR` is set), `always`,
+    /// `never`.
+    #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto)]
+    pub color: ColorChoice,
+    /// Which library messages (retries, fallbacks, unpriced models, deprecated fields) reach
+    /// stderr: `error`, `warn` (the default), `info`, `debug`, `trace`, or a `RUST_LOG`-style
+    /// filter. `RUST_LOG` is used when this is not given.
+    #[arg(long, global = true, value_name = "FILTER")]
+    pub log: Option<String>,
+}
+
+/// `--color`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ColorChoice {
+    Auto,
+    Always,
+    Never,
 }
 
 #[derive(Debug, Subcommand)]
@@ -33,6 +50,9 @@ pub enum Command {
     LogTasksOutputs {
         #[arg(long, default_value = ".")]
         project: PathBuf,
+        /// Print the outputs as one JSON array.
+        #[arg(long)]
+        json: bool,
     },
     /// Re-run the latest kickoff from a task, reusing the stored outputs before it.
     Replay(ReplayArgs),
@@ -69,6 +89,11 @@ pub enum Command {
         #[arg(short = 'm', long)]
         model: Option<String>,
     },
+    /// Print a shell completion script (`crewai completions bash > /etc/bash_completion.d/crewai`).
+    Completions {
+        /// bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -76,7 +101,11 @@ pub enum ModelsAction {
     /// Download a local model (default: smollm2-135m) into the models folder.
     Pull { name: Option<String> },
     /// Show the models folder and which models are downloaded.
-    List,
+    List {
+        /// Print the models as one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -113,8 +142,9 @@ pub struct ProjectArgs {
 pub struct RunArgs {
     #[command(flatten)]
     pub common: ProjectArgs,
-    /// An input for `{placeholders}`, as NAME=VALUE (repeatable).
-    #[arg(long = "inputs", short = 'i', value_name = "NAME=VALUE")]
+    /// An input for `{placeholders}`, as NAME=VALUE or a JSON object as CrewAI takes it
+    /// (`'{"topic": "AI"}'`); repeatable, later ones win.
+    #[arg(long = "inputs", short = 'i', value_name = "NAME=VALUE|JSON")]
     pub inputs: Vec<String>,
     /// Inputs from a JSON or YAML file (a mapping); `--inputs` wins.
     #[arg(long = "inputs-file", value_name = "FILE")]
@@ -186,13 +216,35 @@ pub struct ResetArgs {
 }
 
 #[derive(Debug, Clone, Args)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct TracesArgs {
-    /// The run to show (its id, or the start of it); without it, every run is listed.
+    #[command(subcommand)]
+    pub action: Option<TracesAction>,
+    /// The run to show: the id `crewai run` printed (or the start of it); without it, every run
+    /// is listed.
     pub id: Option<String>,
+    /// Print the list, or the run's spans, as JSON.
+    #[arg(long, conflicts_with = "html")]
+    pub json: bool,
     /// Write the run's timeline to this HTML file instead of printing the tree.
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
     /// The project folder.
     #[arg(long, short = 'p', default_value = ".")]
     pub project: PathBuf,
+}
+
+/// CrewAI's `crewai traces enable|disable|status` switch its cloud tracing; here traces are
+/// local files, and these say so.
+#[derive(Debug, Clone, Subcommand)]
+pub enum TracesAction {
+    /// Where traces are recorded and how many there are (CrewAI: whether cloud tracing is on).
+    Status {
+        #[arg(long, short = 'p', default_value = ".")]
+        project: PathBuf,
+    },
+    /// Traces are always recorded locally; says how to send them elsewhere (OpenTelemetry).
+    Enable,
+    /// Says how to stop recording local traces.
+    Disable,
 }

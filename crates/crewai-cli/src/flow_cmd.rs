@@ -1,18 +1,22 @@
-//! `crewai flow kickoff|plot` and `crewai create flow`: declarative flows (`flow.yaml`).
+//! `crewai flow kickoff|plot` and `crewai create flow`: declarative flows, in our `flow.yaml`
+//! format or CrewAI's `schema: crewai.flow/v1` (see `crewai_project::flow_v1::AnyFlow`).
 
 use std::path::{Path, PathBuf};
 
-use anyhow::Context;
+use anyhow::{Context, anyhow};
 use clap::{Args, Subcommand};
+use crewai_core::interpolate::Inputs;
+use crewai_project::flow_v1::AnyFlow;
 use crewai_project::flow_yaml::{FLOW_FILE, FlowProject};
 use crewai_project::{BuildOptions, ToolRegistry};
 use serde_json::{Value, json};
 
-use crate::outcome::Failure;
+use crate::cli::RunArgs;
+use crate::outcome::{Failure, print_out};
 
 #[derive(Debug, Subcommand)]
 pub enum FlowAction {
-    /// Run the flow of a project (`flow.yaml`).
+    /// Run the flow of a project (`flow.yaml`, ours or CrewAI's `schema: crewai.flow/v1`).
     Kickoff(FlowKickoffArgs),
     /// Draw the flow as a self-contained HTML page (or mermaid text).
     Plot(FlowPlotArgs),
@@ -20,7 +24,7 @@ pub enum FlowAction {
 
 #[derive(Debug, Args)]
 pub struct FlowKickoffArgs {
-    /// The folder holding flow.yaml.
+    /// The folder holding flow.yaml (or flow.json), or the flow file itself.
     #[arg(long, short = 'p', default_value = ".")]
     pub project: PathBuf,
     /// An input merged into the flow state, as NAME=VALUE (repeatable).
@@ -36,7 +40,7 @@ pub struct FlowKickoffArgs {
 
 #[derive(Debug, Args)]
 pub struct FlowPlotArgs {
-    /// The folder holding flow.yaml.
+    /// The folder holding flow.yaml (or flow.json), or the flow file itself.
     #[arg(long, short = 'p', default_value = ".")]
     pub project: PathBuf,
     /// The file to write.
@@ -49,56 +53,107 @@ pub struct FlowPlotArgs {
 
 pub async fn flow(action: FlowAction) -> Result<(), Failure> {
     match action {
-        FlowAction::Kickoff(args) => kickoff(args).await,
+        FlowAction::Kickoff(args) => {
+            let flow = load(&args.project)?;
+            let inputs = crate::inputs::gather(&args.inputs, None).map_err(Failure::config)?;
+            kickoff(&flow, &inputs, args.llm.as_deref(), args.json).await
+        }
         FlowAction::Plot(args) => plot(args),
     }
 }
 
-fn load(dir: &Path) -> Result<FlowProject, Failure> {
-    // The project's .env supplies keys the way `crewai run` reads them; a missing one is fine.
-    let _ = dotenvy::from_path(dir.join(".env"));
-    Ok(FlowProject::load(dir)?)
+/// `crewai run` on a folder whose flow file declares `schema: crewai.flow/v1`: `Some` when
+/// `dir` holds one (the run is then the flow's kickoff), `None` for anything else.
+pub async fn run_declared_flow(args: &RunArgs) -> Option<Result<(), Failure>> {
+    let dir = &args.common.project;
+    match AnyFlow::is_declaration(dir) {
+        Ok(true) => Some(run_flow(args).await),
+        Ok(false) => None,
+        // A flow file that does not parse is the project only when there is no crew beside it.
+        Err(err) if !dir.join("config").is_dir() && !dir.join("crew.jsonc").is_file() => {
+            Some(Err(err.into()))
+        }
+        Err(_) => None,
+    }
 }
 
-fn options(project: &FlowProject) -> BuildOptions {
-    BuildOptions::new(ToolRegistry::with_builtins(&project.root))
+async fn run_flow(args: &RunArgs) -> Result<(), Failure> {
+    if args.resume.is_some() || args.fork.is_some() {
+        return Err(Failure::config(anyhow!(
+            "--resume and --fork replay a crew's stored run; a flow resumes from its persisted state (`persist: {{enabled: true}}`) when kicked off with its `id` as an input"
+        )));
+    }
+    let flow = load(&args.common.project)?;
+    let inputs = crate::inputs::gather(&args.inputs, args.inputs_file.as_deref())
+        .map_err(Failure::config)?;
+    if args.dry_run {
+        flow.kickoff_inputs(&inputs)?;
+        let built = flow.build(&options(&flow))?;
+        return print_out(&format!(
+            "{}\nDry run: the flow is valid; no model was called.",
+            built.to_mermaid()
+        ));
+    }
+    kickoff(&flow, &inputs, args.common.llm.as_deref(), args.common.json).await
+}
+
+fn load(path: &Path) -> Result<AnyFlow, Failure> {
+    let dir = if path.is_dir() {
+        path
+    } else {
+        path.parent().unwrap_or(Path::new("."))
+    };
+    // The project's .env supplies keys the way `crewai run` reads them; a missing one is fine.
+    let _ = dotenvy::from_path(dir.join(".env"));
+    let flow = AnyFlow::load(path)?;
+    for warning in flow.warnings() {
+        eprintln!("warning: {warning}");
+    }
+    Ok(flow)
+}
+
+fn options(flow: &AnyFlow) -> BuildOptions {
+    BuildOptions::new(ToolRegistry::with_builtins(flow.root()))
         .with_llm_build(crate::models::llm_build_options())
 }
 
-/// A flow's crews are loaded as its methods run, so which agents name no model is not known
-/// up front: the default is always chosen (and said on stderr), as `crewai run` would.
-async fn kickoff_options(
-    project: &FlowProject,
-    flag: Option<&str>,
-) -> Result<BuildOptions, Failure> {
-    crate::models::with_chosen_default(options(project), flag).await
-}
-
-async fn kickoff(args: FlowKickoffArgs) -> Result<(), Failure> {
-    let project = load(&args.project)?;
-    let inputs = crate::inputs::gather(&args.inputs, None).map_err(Failure::config)?;
-    let flow = project.build(&kickoff_options(&project, args.llm.as_deref()).await?)?;
-    let output = flow.kickoff(inputs).await.map_err(Failure::run)?;
-    if args.json {
+/// Kicks `flow` off with `given` laid over its state and prints the result. A flow's crews are
+/// loaded as its methods run, so which agents name no model is not known up front: the default
+/// is always chosen (and said on stderr), as `crewai run` would.
+async fn kickoff(
+    flow: &AnyFlow,
+    given: &Inputs,
+    llm: Option<&str>,
+    as_json: bool,
+) -> Result<(), Failure> {
+    let inputs = flow.kickoff_inputs(given)?;
+    let options = crate::models::with_chosen_default(options(flow), llm).await?;
+    let built = flow.build(&options)?;
+    let output = built.kickoff(inputs).await.map_err(Failure::run)?;
+    if as_json {
         let line = json!({ "result": output.result, "state": output.state, "method_outputs": output.method_outputs, "usage": output.usage.total });
         println!("{line}");
     } else {
-        match &output.result {
-            Some(Value::String(text)) => println!("{text}"),
-            Some(other) => println!("{other}"),
-            None => println!("(the flow produced no output)"),
+        // A crew's or an agent's output (a declaration's last method) prints as its text.
+        let raw = output.result.as_ref().and_then(|r| r.get("raw"));
+        match (&output.result, raw) {
+            (Some(Value::String(text)), _) | (Some(_), Some(Value::String(text))) => {
+                println!("{text}")
+            }
+            (Some(other), _) => println!("{other}"),
+            (None, _) => println!("(the flow produced no output)"),
         }
     }
     Ok(())
 }
 
 fn plot(args: FlowPlotArgs) -> Result<(), Failure> {
-    let project = load(&args.project)?;
-    let flow = project.build(&options(&project))?;
+    let flow = load(&args.project)?;
+    let built = flow.build(&options(&flow))?;
     let text = if args.mermaid {
-        flow.to_mermaid()
+        built.to_mermaid()
     } else {
-        flow.plot_html()
+        built.plot_html()
     };
     std::fs::write(&args.output, text)
         .with_context(|| format!("cannot write {}", args.output.display()))

@@ -6,12 +6,24 @@ use anyhow::{Context, bail};
 use crewai_core::interpolate::Inputs;
 use serde_json::Value;
 
-/// Parses `NAME=VALUE` pairs; values stay text, as CrewAI's `main.py` passes them.
+/// Parses each `--inputs`: a `NAME=VALUE` pair (the value stays text, as CrewAI's `main.py`
+/// passes them) or, as CrewAI's own CLI takes it, a JSON object (`'{"topic": "AI", "n": 3}'`,
+/// values keep their JSON types). Later ones win.
 pub fn parse_pairs(pairs: &[String]) -> anyhow::Result<Inputs> {
     let mut inputs = Inputs::new();
     for pair in pairs {
+        if pair.trim_start().starts_with('{') {
+            let object: serde_json::Map<String, Value> =
+                serde_json::from_str(pair).with_context(|| {
+                    format!("--inputs '{pair}' starts like JSON but is not a JSON object")
+                })?;
+            inputs.extend(object);
+            continue;
+        }
         let Some((name, value)) = pair.split_once('=') else {
-            bail!("--inputs takes NAME=VALUE, got '{pair}'");
+            bail!(
+                "--inputs takes NAME=VALUE or a JSON object such as '{{\"topic\": \"AI\"}}', got '{pair}'"
+            );
         };
         let name = name.trim();
         if name.is_empty() {
@@ -67,6 +79,25 @@ mod tests {
                 .to_string()
                 .contains("NAME=VALUE")
         );
+    }
+
+    #[test]
+    fn a_json_object_is_taken_as_crewai_takes_it_with_its_types() {
+        let inputs = parse_pairs(&[
+            r#"{"topic": "AI", "n": 3, "tags": ["a"]}"#.into(),
+            "topic=Rust".into(),
+        ])
+        .unwrap();
+        assert_eq!(inputs["topic"], "Rust");
+        assert_eq!(inputs["n"], 3);
+        assert_eq!(inputs["tags"][0], "a");
+        let error = parse_pairs(&["{topic: AI}".into()]).unwrap_err();
+        assert!(
+            format!("{error:#}").contains("not a JSON object"),
+            "{error:#}"
+        );
+        let error = parse_pairs(&["[1]".into()]).unwrap_err().to_string();
+        assert!(error.contains("a JSON object"), "{error}");
     }
 
     #[test]

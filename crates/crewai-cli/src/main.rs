@@ -16,13 +16,19 @@ mod run;
 mod stored;
 mod traces;
 
-use clap::Parser;
+use std::io::IsTerminal;
 
-use crate::cli::{Cli, Command, CreateKind, ModelsAction};
+use clap::{CommandFactory, Parser};
+
+use crate::cli::{Cli, ColorChoice, Command, CreateKind, ModelsAction};
 use crate::outcome::Failure;
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse_from(std::env::args_os().map(crewai_style_flags));
+    if let Err(failure) = show_library_messages(cli.log.as_deref(), colour(cli.color)) {
+        eprintln!("{}", failure.render());
+        return std::process::ExitCode::from(failure.code);
+    }
     let result = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -39,6 +45,45 @@ fn main() -> std::process::ExitCode {
             std::process::ExitCode::from(failure.code)
         }
     }
+}
+
+/// Whether stderr gets colour: `--color`, else `NO_COLOR` (any value turns it off), else
+/// whether stderr is a terminal.
+fn colour(choice: ColorChoice) -> bool {
+    match choice {
+        ColorChoice::Always => true,
+        ColorChoice::Never => false,
+        ColorChoice::Auto => {
+            std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+                && std::io::stderr().is_terminal()
+        }
+    }
+}
+
+/// Sends the libraries' `tracing` messages (retries, fallbacks, unpriced models, deprecated
+/// fields) to stderr: `--log FILTER`, else `RUST_LOG`, else warnings and errors.
+fn show_library_messages(filter: Option<&str>, ansi: bool) -> Result<(), Failure> {
+    use tracing_subscriber::EnvFilter;
+    let filter = match filter {
+        Some(given) => EnvFilter::try_new(given).map_err(|error| {
+            Failure::config(anyhow::anyhow!(
+                "--log '{given}' is not a level (error, warn, info, debug, trace) or a RUST_LOG filter: {error}"
+            ))
+        })?,
+        None => EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn")),
+    };
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(ansi)
+        .with_target(false)
+        .without_time()
+        .try_init()
+        .map_err(|error| {
+            Failure::run(anyhow::anyhow!(
+                "cannot show the libraries' messages: {error}"
+            ))
+        })
 }
 
 /// CrewAI spells two `reset-memories` flags as multi-letter short options (`-kn`, `-akn`),
@@ -61,7 +106,9 @@ async fn dispatch(cli: Cli) -> Result<(), Failure> {
             kind: CreateKind::Flow { name },
         } => flow_cmd::create_flow(&name),
         Command::Flow { action } => flow_cmd::flow(action).await,
-        Command::LogTasksOutputs { project } => stored::log_tasks_outputs(&project).await,
+        Command::LogTasksOutputs { project, json } => {
+            stored::log_tasks_outputs(&project, json).await
+        }
         Command::Replay(args) => run::replay(args).await,
         Command::Runs(args) => stored::runs(&args).await,
         Command::ResetMemories(args) => stored::reset_memories(&args).await,
@@ -81,9 +128,14 @@ async fn dispatch(cli: Cli) -> Result<(), Failure> {
             action: ModelsAction::Pull { name },
         } => models::pull(name.as_deref()).await,
         Command::Models {
-            action: ModelsAction::List,
-        } => models::list(),
+            action: ModelsAction::List { json },
+        } => models::list(json),
         Command::Train { .. } => Err(Failure::not_supported("`crewai train`")),
         Command::Test { .. } => Err(Failure::not_supported("`crewai test`")),
+        Command::Completions { shell } => {
+            let mut command = Cli::command();
+            clap_complete::generate(shell, &mut command, "crewai", &mut std::io::stdout());
+            Ok(())
+        }
     }
 }

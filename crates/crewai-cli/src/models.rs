@@ -4,10 +4,6 @@
 //! embedded model (feature `local`), pulled on first use. `crewai run` says on stderr which one
 //! it picked and why.
 
-use std::io::{Read, Write};
-use std::net::{TcpStream, ToSocketAddrs};
-use std::time::Duration;
-
 use anyhow::anyhow;
 use crewai_llm::providers::ollama;
 use crewai_llm::{LlmConfig, ProviderRegistry};
@@ -17,10 +13,6 @@ use crate::outcome::{Failure, print_out};
 
 /// The model strings the embedded fallback uses.
 pub const EMBEDDED_MODEL: &str = "local/smollm2-135m";
-
-/// How long an Ollama server may take to accept a connection before it counts as absent.
-const OLLAMA_CONNECT_TIMEOUT: Duration = Duration::from_millis(300);
-const OLLAMA_READ_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// The model chosen for agents that name none, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -115,39 +107,6 @@ pub fn choose(
     Choice::Embedded
 }
 
-/// The first model a running Ollama server lists (`GET /api/tags`), if it answers quickly.
-fn first_ollama_model(base: &str) -> Option<String> {
-    let authority = base
-        .split_once("://")
-        .map_or(base, |(_, rest)| rest)
-        .split('/')
-        .next()?;
-    let address = authority.to_socket_addrs().ok()?.next()?;
-    let mut stream = TcpStream::connect_timeout(&address, OLLAMA_CONNECT_TIMEOUT).ok()?;
-    stream.set_read_timeout(Some(OLLAMA_READ_TIMEOUT)).ok()?;
-    stream.set_write_timeout(Some(OLLAMA_READ_TIMEOUT)).ok()?;
-    // One write: a server that answers after its first read must see the whole request.
-    let request =
-        format!("GET /api/tags HTTP/1.0\r\nHost: {authority}\r\nAccept: application/json\r\n\r\n");
-    stream.write_all(request.as_bytes()).ok()?;
-    let mut response = Vec::new();
-    stream.take(1 << 20).read_to_end(&mut response).ok()?;
-    let response = String::from_utf8_lossy(&response);
-    let (head, body) = response.split_once("\r\n\r\n")?;
-    if !head.starts_with("HTTP/1.")
-        || head
-            .split_whitespace()
-            .nth(1)
-            .is_none_or(|code| code != "200")
-    {
-        return None;
-    }
-    let tags: serde_json::Value = serde_json::from_str(body).ok()?;
-    tags["models"].as_array()?.first()?["name"]
-        .as_str()
-        .map(str::to_string)
-}
-
 /// True when some agent (or the manager of a hierarchical crew) names no model.
 fn needs_default(project: &Project) -> bool {
     let unnamed = |config: Option<&LlmConfig>| {
@@ -197,11 +156,14 @@ pub async fn with_chosen_default(
 ) -> Result<BuildOptions, Failure> {
     let owned_flag = flag.map(str::to_string);
     let providers = options.llm_build.providers().clone();
+    let runtime = tokio::runtime::Handle::current();
+    // Off the async workers: `choose` asks the Ollama server only when no key decides, and
+    // waits for its answer there.
     let choice = tokio::task::spawn_blocking(move || {
         choose(
             owned_flag.as_deref(),
             &|name| std::env::var(name).ok(),
-            &first_ollama_model,
+            &|host| runtime.block_on(ollama::first_installed_model(host)),
             &providers,
         )
     })
@@ -272,9 +234,34 @@ pub async fn pull(name: Option<&str>) -> Result<(), Failure> {
 
 /// `crewai models list`.
 #[cfg(feature = "local")]
-pub fn list() -> Result<(), Failure> {
+pub fn list(json: bool) -> Result<(), Failure> {
     let dir = crewai_local::models_dir();
     let cached = crewai_local::cache::list(&dir);
+    let others = cached.iter().filter(|m| m.known.is_none());
+    if json {
+        let known: Vec<_> = crewai_local::KNOWN_MODELS
+            .iter()
+            .map(|known| {
+                serde_json::json!({
+                    "model": format!("local/{}", known.name),
+                    "description": known.description,
+                    "downloaded": known.path_in(&dir).is_file(),
+                })
+            })
+            .collect();
+        let others: Vec<_> = others
+            .map(|other| {
+                serde_json::json!({
+                    "model": format!("local/{}", other.path.display()),
+                    "size_bytes": other.size_bytes,
+                })
+            })
+            .collect();
+        return print_out(
+            &serde_json::json!({"models_dir": dir, "known": known, "other_files": others})
+                .to_string(),
+        );
+    }
     let mut lines = vec![format!(
         "models folder: {} (set CREWAI_MODELS_DIR to move it)",
         dir.display()
@@ -290,7 +277,7 @@ pub fn list() -> Result<(), Failure> {
             known.name, known.description
         ));
     }
-    for other in cached.iter().filter(|m| m.known.is_none()) {
+    for other in others {
         lines.push(format!(
             "local/{}  {} MB",
             other.path.display(),
@@ -308,7 +295,7 @@ pub async fn pull(_name: Option<&str>) -> Result<(), Failure> {
 }
 
 #[cfg(not(feature = "local"))]
-pub fn list() -> Result<(), Failure> {
+pub fn list(_json: bool) -> Result<(), Failure> {
     Err(Failure::not_supported(
         "`crewai models list` (this build has no `local` feature)",
     ))
@@ -422,38 +409,5 @@ mod tests {
                 model: "myprov/some-model".into()
             }
         );
-    }
-
-    #[test]
-    fn a_server_listing_models_is_found_and_silence_is_not() {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap_or_else(|e| panic!("{e}"));
-        let address = listener.local_addr().unwrap_or_else(|e| panic!("{e}"));
-        let server = std::thread::spawn(move || {
-            if let Ok((mut stream, _)) = listener.accept() {
-                // Read the whole request: closing with unread bytes would reset the connection
-                // and could discard the answer before the client reads it.
-                let mut request = Vec::new();
-                let mut chunk = [0u8; 1024];
-                while !request.windows(4).any(|w| w == b"\r\n\r\n") {
-                    match stream.read(&mut chunk) {
-                        Ok(0) | Err(_) => break,
-                        Ok(n) => request.extend_from_slice(&chunk[..n]),
-                    }
-                }
-                let body = r#"{"models":[{"name":"qwen3:0.6b"},{"name":"llama3"}]}"#;
-                let _ = write!(
-                    stream,
-                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-                    body.len()
-                );
-            }
-        });
-        assert_eq!(
-            first_ollama_model(&format!("http://{address}")).as_deref(),
-            Some("qwen3:0.6b")
-        );
-        let _ = server.join();
-        // Nothing listens on this port any more.
-        assert_eq!(first_ollama_model(&format!("http://{address}")), None);
     }
 }

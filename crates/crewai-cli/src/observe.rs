@@ -23,29 +23,50 @@ pub struct RunObservers {
     otel: Option<OtelExport>,
 }
 
-/// A fresh run id: sortable by time, unique enough for one project.
-fn new_run_id() -> String {
-    let suffix = uuid::Uuid::new_v4().simple().to_string();
-    format!(
-        "{}-{}",
-        chrono::Utc::now().format("%Y%m%dT%H%M%SZ"),
-        &suffix[..8]
+/// Local traces are recorded unless this is `0`, `false` or `off`.
+pub const LOCAL_TRACES_VAR: &str = "CREWAI_LOCAL_TRACES";
+
+/// Whether local traces are recorded, by [`LOCAL_TRACES_VAR`].
+pub fn local_traces_enabled() -> bool {
+    !matches!(
+        std::env::var(LOCAL_TRACES_VAR).map(|v| v.trim().to_ascii_lowercase()),
+        Ok(v) if v == "0" || v == "false" || v == "off"
     )
 }
 
+/// The trace id of a run: the run id `crewai run` printed, so `crewai traces ID` and
+/// `crewai run --resume ID` take the same id. A resumed run keeps its first trace and records
+/// the rest as `ID+resume1`, `ID+resume2`, ...
+fn trace_id(dir: &Path, run_id: &str) -> String {
+    let taken = |id: &str| dir.join(format!("{id}.jsonl")).exists();
+    if !taken(run_id) {
+        return run_id.to_string();
+    }
+    (1..)
+        .map(|n| format!("{run_id}+resume{n}"))
+        .find(|id| !taken(id))
+        .unwrap_or_else(|| run_id.to_string())
+}
+
 impl RunObservers {
-    /// Starts the trace file and, when configured, OpenTelemetry export on `bus`. A trace that
-    /// cannot be written only warns; a broken `OTEL_*` configuration is an error.
-    pub fn start(project_root: &Path, bus: &EventBus) -> Result<Self, Failure> {
-        let trace = match TraceWriter::attach(bus, &traces_dir(project_root), &new_run_id()) {
-            Ok(writer) => Some(writer),
-            Err(error) => {
-                eprintln!(
-                    "warning: no trace is recorded for this run: {}",
-                    error_chain(&error)
-                );
-                None
+    /// Starts the trace file of run `run_id` and, when configured, OpenTelemetry export on
+    /// `bus`. A trace that cannot be written only warns; a broken `OTEL_*` configuration is an
+    /// error.
+    pub fn start(project_root: &Path, bus: &EventBus, run_id: &str) -> Result<Self, Failure> {
+        let dir = traces_dir(project_root);
+        let trace = if local_traces_enabled() {
+            match TraceWriter::attach(bus, &dir, &trace_id(&dir, run_id)) {
+                Ok(writer) => Some(writer),
+                Err(error) => {
+                    eprintln!(
+                        "warning: no trace is recorded for this run: {}",
+                        error_chain(&error)
+                    );
+                    None
+                }
             }
+        } else {
+            None
         };
         let otel = match OtelConfig::from_env().map_err(|e| Failure::config(anyhow!(e)))? {
             Some(config) => {
@@ -150,6 +171,16 @@ mod tests {
             call_cost_line(None, "gpt-4o-mini", &cached, true, &cached),
             "  [agent · gpt-4o-mini] 3000 in (1000 cached) / 400 out tokens · $0.000123 · run so far 3400 tokens, $0.000123"
         );
+    }
+
+    #[test]
+    fn a_trace_takes_the_run_id_and_a_resumed_run_adds_a_part() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(trace_id(dir.path(), "r1"), "r1");
+        std::fs::write(dir.path().join("r1.jsonl"), "").unwrap();
+        assert_eq!(trace_id(dir.path(), "r1"), "r1+resume1");
+        std::fs::write(dir.path().join("r1+resume1.jsonl"), "").unwrap();
+        assert_eq!(trace_id(dir.path(), "r1"), "r1+resume2");
     }
 
     #[test]

@@ -117,6 +117,9 @@ fn load(dir: &Path) -> Result<Project, Failure> {
 pub async fn run(args: RunArgs) -> Result<(), Failure> {
     let dir = args.common.project.clone();
     load_env(&dir)?;
+    if let Some(outcome) = crate::flow_cmd::run_declared_flow(&args).await {
+        return outcome;
+    }
     let given =
         inputs::gather(&args.inputs, args.inputs_file.as_deref()).map_err(Failure::config)?;
     if is_rust_project(&dir) && !args.dry_run {
@@ -234,7 +237,8 @@ async fn run_journaled(
     run_id: String,
     start: Start,
 ) -> Result<(), Failure> {
-    let (crew, store, progress, observers) = build(project, build_inputs, registry, common).await?;
+    let (crew, store, progress, observers) =
+        build(project, build_inputs, registry, common, &run_id).await?;
     let crew = crew.with_run_journal(Arc::new(store.clone()));
     match &start {
         Start::Resume => eprintln!("Resuming run {run_id}"),
@@ -283,6 +287,7 @@ async fn build(
     given: &Inputs,
     registry: ToolRegistry,
     common: &ProjectArgs,
+    run_id: &str,
 ) -> Result<(Crew, crewai_store::Store, Progress, RunObservers), Failure> {
     let store = crate::stored::open(&project.root)?;
     let bus = EventBus::new();
@@ -309,7 +314,7 @@ async fn build(
         }
         _ => Failure::from(err),
     })?;
-    let observers = RunObservers::start(&project.root, &bus)?;
+    let observers = RunObservers::start(&project.root, &bus, run_id)?;
     Ok((crew, store, progress, observers))
 }
 

@@ -31,12 +31,18 @@ fn one_line(text: &str, width: usize) -> String {
 }
 
 /// `crewai log-tasks-outputs`: the latest kickoff's tasks, with the ids `replay -t` takes.
-pub async fn log_tasks_outputs(dir: &Path) -> Result<(), Failure> {
+pub async fn log_tasks_outputs(dir: &Path, json: bool) -> Result<(), Failure> {
     let store = open(dir)?;
     let rows = TaskOutputStore::load(&store)
         .await
         .context("cannot read the stored task outputs")
         .map_err(Failure::run)?;
+    if json {
+        let text = serde_json::to_string(&rows)
+            .context("cannot encode the task outputs")
+            .map_err(Failure::run)?;
+        return print_out(&text);
+    }
     if rows.is_empty() {
         return print_out("No task outputs stored yet; run the crew with `crewai run` first.");
     }

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use crewai_core::guardrail::{Guardrail, GuardrailPass};
-use crewai_core::hooks::{HookDecision, Hooks, LlmCallContext, ToolCallContext};
+use crewai_core::hooks::{CallOrigin, HookDecision, Hooks, LlmCallContext, ToolCallContext};
 use crewai_core::output::{TaskOutput, python_float_repr, python_json_dumps};
 use crewai_core::task::Condition;
 use crewai_llm::{RateLimiter, VirtualClock};
@@ -466,31 +466,32 @@ impl HookLog {
     }
 }
 
+/// What every hook call records of who made it.
+fn call_from(origin: &CallOrigin) -> HookCall {
+    HookCall {
+        agent_role: origin.agent_role.clone(),
+        has_agent: origin.agent_role.is_some(),
+        has_task: origin.task_name.is_some(),
+        has_crew: origin.crew_name.is_some(),
+        ..Default::default()
+    }
+}
+
 fn tool_call(ctx: &ToolCallContext) -> HookCall {
     HookCall {
         tool_name: Some(ctx.tool_name.clone()),
         tool_input: Some(ctx.tool_input.clone()),
         tool_result: ctx.tool_result.clone(),
-        agent_role: ctx.agent_role.clone(),
-        has_agent: ctx.agent_role.is_some(),
-        has_task: ctx.task_name.is_some(),
-        has_crew: ctx.crew_name.is_some(),
-        has_llm: false,
-        messages: 0,
-        response: None,
+        ..call_from(&ctx.origin)
     }
 }
 
 fn llm_call(ctx: &LlmCallContext) -> HookCall {
     HookCall {
-        agent_role: ctx.agent_role.clone(),
-        has_agent: ctx.agent_role.is_some(),
-        has_task: ctx.task_name.is_some(),
-        has_crew: ctx.crew_name.is_some(),
         has_llm: ctx.model.is_some(),
         messages: ctx.messages.len(),
         response: ctx.response.clone(),
-        ..Default::default()
+        ..call_from(&ctx.origin)
     }
 }
 
@@ -848,7 +849,10 @@ mod tests {
         let mut danger = ToolCallContext {
             tool_name: "danger".into(),
             tool_input: json!({"a": 1}),
-            agent_role: Some("R".into()),
+            origin: CallOrigin {
+                agent_role: Some("R".into()),
+                ..Default::default()
+            },
             ..Default::default()
         };
         assert_eq!(hooks.run_before_tool(&mut danger), HookDecision::block());

@@ -70,6 +70,15 @@ impl From<bool> for HookDecision {
     }
 }
 
+/// Who makes a model or tool call: the agent, its task and its crew, each `None` outside one
+/// (a hook run directly, a call outside any crew).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CallOrigin {
+    pub agent_role: Option<String>,
+    pub task_name: Option<String>,
+    pub crew_name: Option<String>,
+}
+
 /// What an LLM-call hook sees. Before the call `messages` may be edited; after it `response` holds
 /// the reply text.
 #[derive(Debug, Clone, Default)]
@@ -77,9 +86,7 @@ pub struct LlmCallContext {
     pub messages: Vec<Message>,
     /// The model called (`None` never happens for real calls; kept optional for symmetry).
     pub model: Option<String>,
-    pub agent_role: Option<String>,
-    pub task_name: Option<String>,
-    pub crew_name: Option<String>,
+    pub origin: CallOrigin,
     /// Tool rounds completed so far in this execution.
     pub iterations: u32,
     pub response: Option<String>,
@@ -91,9 +98,7 @@ pub struct LlmCallContext {
 pub struct ToolCallContext {
     pub tool_name: String,
     pub tool_input: Value,
-    pub agent_role: Option<String>,
-    pub task_name: Option<String>,
-    pub crew_name: Option<String>,
+    pub origin: CallOrigin,
     pub tool_result: Option<String>,
 }
 
@@ -494,9 +499,7 @@ impl HooksLayer {
         let mut ctx = LlmCallContext {
             messages: std::mem::take(&mut request.messages),
             model: Some(model.to_string()),
-            agent_role: scope.map(|s| s.agent_role().to_string()),
-            task_name: scope.and_then(|s| s.task_name().map(str::to_string)),
-            crew_name: scope.and_then(|s| s.crew_name().map(str::to_string)),
+            origin: scope.map(CallScope::origin).unwrap_or_default(),
             iterations: scope.map_or(0, CallScope::iterations),
             response: None,
         };

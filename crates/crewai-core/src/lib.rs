@@ -81,7 +81,7 @@ pub use agent::{
 pub use error::AgentError;
 pub use events::{ConsoleListener, Event, EventBus, EventKind, EventRecorder, ListenerId};
 pub use guardrail::{Guardrail, GuardrailContext, GuardrailError, GuardrailPass, GuardrailVerdict};
-pub use hooks::{HookDecision, Hooks, HooksLayer, LlmCallContext, ToolCallContext};
+pub use hooks::{CallOrigin, HookDecision, Hooks, HooksLayer, LlmCallContext, ToolCallContext};
 pub use kickoff::KickoffOptions;
 pub use llm_stack::{CallPurpose, CallScope};
 pub use output::{CrewOutput, OutputFormat, TaskOutput};

@@ -91,7 +91,7 @@ use uuid::Uuid;
 use crate::agent::{Agent, RunServices};
 use crate::events::{EventBus, EventKind};
 use crate::executor::{RateLimitWaiter, parse_structured};
-use crate::hooks::{Hooks, HooksLayer};
+use crate::hooks::{CallOrigin, Hooks, HooksLayer};
 use crate::usage::UsageTracker;
 
 /// Why a call is made.
@@ -221,6 +221,14 @@ impl CallScope {
     }
     pub fn crew_name(&self) -> Option<&str> {
         self.services.crew_name.as_deref()
+    }
+    /// The agent, task and crew making the call, as hooks see them.
+    pub fn origin(&self) -> CallOrigin {
+        CallOrigin {
+            agent_role: Some(self.agent_role.clone()),
+            task_name: self.task_name.clone(),
+            crew_name: self.services.crew_name.clone(),
+        }
     }
     pub fn purpose(&self) -> CallPurpose {
         self.purpose

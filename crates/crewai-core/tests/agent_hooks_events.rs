@@ -62,7 +62,7 @@ async fn tool_hooks_rewrite_arguments_and_results_and_see_the_agent() {
     let sink = roles.clone();
     let hooks = Hooks::new()
         .before_tool_call(move |ctx| {
-            sink.lock().unwrap().push(ctx.agent_role.clone());
+            sink.lock().unwrap().push(ctx.origin.agent_role.clone());
             ctx.tool_input = json!({"a": 10, "b": 10});
             HookDecision::Continue
         })
@@ -135,7 +135,7 @@ async fn a_hooks_layer_wraps_a_bare_call() {
     let hooks = Hooks::new()
         .before_llm_call(move |ctx| {
             *sink.lock().unwrap() = Some((
-                ctx.agent_role.clone(),
+                ctx.origin.agent_role.clone(),
                 ctx.model.clone(),
                 ctx.messages.len(),
             ));

@@ -2,6 +2,7 @@
 
 mod agent_common;
 
+use crewai_testkit::timing::assert_ended_on_time;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
@@ -13,15 +14,6 @@ use crewai_core::events::{EventBus, EventRecorder};
 use crewai_testkit::scripted::Reply;
 use crewai_tools::{DynamicTool, ToolError, ToolFailurePolicy, ToolOutput, ToolSet};
 use serde_json::{Value, json};
-
-/// The run ended because its deadline fired, on the wall clock: not before it was due, and within a
-/// second after (the slack covers clock granularity: its timer starts after the test's clock).
-fn assert_ended_on_time(elapsed: Duration, due: Duration) {
-    assert!(
-        elapsed + Duration::from_millis(20) >= due && elapsed <= due + Duration::from_secs(1),
-        "ended after {elapsed:?}; a {due:?} deadline should end it within a second of being due"
-    );
-}
 
 #[tokio::test]
 async fn max_execution_time_fails_with_a_timeout_naming_agent_and_task() {
@@ -40,7 +32,7 @@ async fn max_execution_time_fails_with_a_timeout_naming_agent_and_task() {
     let started = std::time::Instant::now();
     let error = agent.run_task(request).await.unwrap_err();
     // The deadline, not the reply held for 30 s, ended it.
-    assert_ended_on_time(started.elapsed(), Duration::from_millis(300));
+    assert_ended_on_time(started.elapsed(), Duration::from_millis(300), "deadline");
     assert!(matches!(error, AgentError::Timeout { .. }), "{error:?}");
     let text = error.to_string();
     assert!(
@@ -83,7 +75,7 @@ async fn a_slow_tool_is_cancelled_by_the_deadline() {
     let started = std::time::Instant::now();
     let error = run_with(&agent, "Sleep", vec![sleeper]).await.unwrap_err();
     // The deadline, not the tool's 30 s sleep, ended it.
-    assert_ended_on_time(started.elapsed(), Duration::from_millis(300));
+    assert_ended_on_time(started.elapsed(), Duration::from_millis(300), "deadline");
     assert!(matches!(error, AgentError::Timeout { .. }), "{error:?}");
     for _ in 0..100 {
         if cancelled.load(Ordering::SeqCst) == 1 {

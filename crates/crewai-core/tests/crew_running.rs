@@ -3,6 +3,7 @@
 
 mod crew_support;
 
+use crewai_testkit::timing::assert_ended_on_time;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -21,15 +22,6 @@ fn async_task(name: &str, agent: &crewai_core::agent::Agent) -> Task {
         .async_execution(true)
         .build()
         .unwrap()
-}
-
-/// The run ended because its deadline fired, on the wall clock: not before it was due, and within a
-/// second after (the slack covers clock granularity: its timer starts after the test's clock).
-fn assert_ended_on_time(elapsed: Duration, due: Duration) {
-    assert!(
-        elapsed + Duration::from_millis(20) >= due && elapsed <= due + Duration::from_secs(1),
-        "ended after {elapsed:?}; a {due:?} deadline should end it within a second of being due"
-    );
 }
 
 #[tokio::test]
@@ -96,7 +88,7 @@ async fn a_stuck_async_task_times_out_and_the_kickoff_returns_the_error() {
         .await
         .expect("the kickoff returned instead of hanging");
     // The deadline, not the reply held for 60 s, ended it.
-    assert_ended_on_time(started.elapsed(), Duration::from_millis(200));
+    assert_ended_on_time(started.elapsed(), Duration::from_millis(200), "deadline");
 
     match result {
         Err(CrewError::Task(TaskError::Timeout { task, agent, .. })) => {
@@ -130,7 +122,7 @@ async fn the_crew_task_timeout_applies_when_the_agent_has_none() {
         .await
         .expect("no hang");
     // The deadline, not the reply held for 60 s, ended it.
-    assert_ended_on_time(started.elapsed(), Duration::from_millis(200));
+    assert_ended_on_time(started.elapsed(), Duration::from_millis(200), "deadline");
     let error = crewai_llm::error_chain(&result.unwrap_err());
     assert!(error.contains("timed out"), "{error}");
 }

@@ -157,6 +157,18 @@ impl<S: FlowState> FlowContext<S> {
             .cloned()
     }
 
+    /// The newest human-feedback answer given on `method`'s output in this run.
+    pub fn feedback_of(&self, method: &str) -> Option<FeedbackRecord> {
+        self.shared
+            .feedback
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .rev()
+            .find(|r| r.method == method)
+            .cloned()
+    }
+
     /// The flow's event bus; give it to crews and agents run inside this method.
     pub fn events(&self) -> &EventBus {
         &self.shared.events

@@ -2,6 +2,7 @@
 //! headers and the body separately (the pattern that stalls on delayed ACKs), bodies that arrive
 //! in pieces, timeouts, refused connections and TLS verification.
 
+use crewai_testkit::timing::assert_ended_on_time;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::Arc;
@@ -91,15 +92,6 @@ fn split_write_server(pieces: usize) -> (String, Arc<AtomicUsize>) {
     (url, connections)
 }
 
-/// The request ended because its timeout fired, on the wall clock: not before it was due, and within a
-/// second after (the slack covers clock granularity: its timer starts after the test's clock).
-fn assert_ended_on_time(elapsed: Duration, due: Duration) {
-    assert!(
-        elapsed + Duration::from_millis(20) >= due && elapsed <= due + Duration::from_secs(1),
-        "ended after {elapsed:?}; a {due:?} timeout should end it within a second of being due"
-    );
-}
-
 #[tokio::test]
 async fn consecutive_calls_reuse_one_connection_to_a_split_write_server() {
     let (url, connections) = split_write_server(1);
@@ -167,7 +159,7 @@ async fn a_server_that_never_answers_times_out() {
     let started = std::time::Instant::now();
     let sent = transport.send(post(url, "{}", false), &context()).await;
     // The timeout, not a server that never writes, ended it.
-    assert_ended_on_time(started.elapsed(), Duration::from_millis(300));
+    assert_ended_on_time(started.elapsed(), Duration::from_millis(300), "timeout");
     match sent {
         Err(LlmError::Timeout {
             provider, after, ..

@@ -126,7 +126,7 @@ pub struct RunTrace {
 }
 
 /// A line of the run list.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct RunSummary {
     pub id: String,
     /// The crew (or flow, or agent) of the outermost span.

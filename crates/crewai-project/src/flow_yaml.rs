@@ -359,7 +359,7 @@ async fn run_step(
     }
 }
 
-fn unknown_key(origin: &Origin, key: &str, known: &[&str], owner: &str) -> Diagnostic {
+pub(crate) fn unknown_key(origin: &Origin, key: &str, known: &[&str], owner: &str) -> Diagnostic {
     let hint = did_you_mean(key, known.iter().copied())
         .unwrap_or_else(|| format!("known keys: {}", known.join(", ")));
     origin
@@ -639,7 +639,7 @@ fn parse_route(
     })
 }
 
-fn parse_trigger(value: &Value) -> Result<Trigger, String> {
+pub(crate) fn parse_trigger(value: &Value) -> Result<Trigger, String> {
     match value {
         Value::String(name) => Ok(crewai_flow::on(name.as_str())),
         Value::Object(map) if map.len() == 1 => {

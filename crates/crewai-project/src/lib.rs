@@ -31,10 +31,12 @@
 mod build;
 mod check;
 mod error;
+pub mod flow_v1;
 pub mod flow_yaml;
 mod load;
 mod options;
 mod plan;
+mod python;
 mod registry;
 mod resolve;
 mod source;
@@ -54,6 +56,7 @@ pub use error::{Diagnostic, ProjectError, closest, did_you_mean};
 pub use load::{AgentEntry, Entry, Layout, ProjectFiles, TaskEntry};
 pub use options::{BuildOptions, LlmFactory, RateLimitOwner, RateLimiterFactory};
 pub use plan::{ContextPlan, Plan, PlannedAgent, PlannedTask};
+pub use python::PythonToolUse;
 pub use registry::{BUILTIN_TOOLS, FactoryError, ToolFactory, ToolLookupError, ToolRegistry};
 pub use resolve::CodeResolver;
 pub use source::{DocPath, Format, Seg, SourceFile, strip_jsonc};
@@ -79,6 +82,10 @@ pub struct Project {
     pub files: ProjectFiles,
     /// Things that do not stop a run but deserve a look (fields with no effect here).
     pub warnings: Vec<Diagnostic>,
+    /// The tools of the project's Python that crew.py names (and crewai-tools classes
+    /// crewai-rs does not provide): each `tools:` entry naming one of these keys is run by the
+    /// project's Python worker, which the caller registers under the key.
+    pub python_tools: Vec<PythonToolUse>,
     schemas: BTreeMap<String, OutputSchema>,
 }
 
@@ -156,6 +163,19 @@ impl Project {
         Self::from_loaded(root, loaded)
     }
 
+    /// [`Project::from_values`] for values placed inside `source` (an inline crew or agent of a
+    /// flow file), so messages carry that file's lines.
+    pub(crate) fn from_values_at(
+        root: impl AsRef<Path>,
+        source: std::sync::Arc<SourceFile>,
+        placement: &values::Placement,
+        values: ProjectValues,
+    ) -> Result<Project, ProjectError> {
+        let root = root.as_ref().to_path_buf();
+        let loaded = values::load_values_at(&root, source, placement, values);
+        Self::from_loaded(root, loaded)
+    }
+
     /// Runs the whole-project checks on what was read; every problem found is returned together.
     fn from_loaded(root: PathBuf, mut loaded: load::Loaded) -> Result<Project, ProjectError> {
         let checked = check::check(&root, &mut loaded);
@@ -171,6 +191,7 @@ impl Project {
             crew: loaded.crew,
             files: loaded.files,
             warnings: loaded.warnings,
+            python_tools: loaded.python_tools,
             schemas: checked.schemas,
         })
     }
@@ -328,6 +349,28 @@ impl Project {
 
     /// Creates the tools each agent and task names, reporting unknown names at their line.
     pub fn resolve_tools(&self, registry: &ToolRegistry) -> Result<ResolvedTools, ProjectError> {
+        self.resolve_tools_with(registry, false)
+    }
+
+    /// The Python tool a `tools:` entry names, when the registry has nothing under its key yet.
+    pub(crate) fn pending_python_tool(
+        &self,
+        tool_ref: &ToolRef,
+        registry: &ToolRegistry,
+    ) -> Option<&PythonToolUse> {
+        self.python_tools
+            .iter()
+            .find(|p| p.key == tool_ref.name)
+            .filter(|_| !registry.contains(&tool_ref.name))
+    }
+
+    /// [`Project::resolve_tools`]; with `python_pending`, Python tools nothing has registered
+    /// yet are left out instead of reported (the plan shows them from the project's Python).
+    pub(crate) fn resolve_tools_with(
+        &self,
+        registry: &ToolRegistry,
+        python_pending: bool,
+    ) -> Result<ResolvedTools, ProjectError> {
         let mut diagnostics = Vec::new();
         let mut resolved = ResolvedTools::default();
         let mut resolve = |owner: &str,
@@ -339,6 +382,24 @@ impl Project {
             };
             let mut tools = Vec::new();
             for (i, tool_ref) in list.iter().enumerate() {
+                let python = self.pending_python_tool(tool_ref, registry);
+                if let Some(python) = python {
+                    if !python_pending {
+                        diagnostics.push(
+                            origin
+                                .child(i)
+                                .diagnostic(format!(
+                                    "{owner} uses the Python tool {} ({}), which runs in the project's Python worker; none is registered",
+                                    python.attr, python.module
+                                ))
+                                .with_hint(Some(format!(
+                                    "start the Python worker and register its tools under their keys ('{}')",
+                                    python.key
+                                ))),
+                        );
+                    }
+                    continue;
+                }
                 match registry.resolve(tool_ref) {
                     Ok(tool) => tools.push(tool),
                     Err(ToolLookupError::Unknown { name, nearest }) => {

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use crate::error::{Diagnostic, ProjectError, did_you_mean};
+use crate::python::{PythonToolUse, PythonWiring};
 use crate::source::{Format, Seg, SourceFile};
 use crate::spec::{AgentSpec, CrewSpec, Fields, Origin, TaskSpec, describe};
 
@@ -61,6 +62,8 @@ pub struct ProjectFiles {
     pub agents: Option<Arc<SourceFile>>,
     pub tasks: Option<Arc<SourceFile>>,
     pub crew: Option<Arc<SourceFile>>,
+    /// `crew.py` and `main.py` when the project's wiring was read from them.
+    pub python: Vec<Arc<SourceFile>>,
 }
 
 /// Reads and merges the project's files; the result still needs [`crate::Project`]'s checks.
@@ -73,6 +76,8 @@ pub(crate) struct Loaded {
     pub files: ProjectFiles,
     pub diagnostics: Vec<Diagnostic>,
     pub warnings: Vec<Diagnostic>,
+    /// The Python tools crew.py names (see [`PythonToolUse`]).
+    pub python_tools: Vec<PythonToolUse>,
 }
 
 /// Finds the folder holding `agents.yaml`: `config/`, or `src/<name>/config/` as
@@ -264,19 +269,52 @@ impl Loader {
 }
 
 fn load_classic(root: &Path, config_dir: PathBuf) -> Result<Loaded, ProjectError> {
-    let agents_path = yaml_file(&config_dir, "agents")
+    let python = crate::python::read_beside(&config_dir).transpose();
+    // crew.py may name other YAML files than the ones beside it (`agents_config = ...`).
+    let configured = |pick: fn(&PythonWiring) -> &String| -> Option<PathBuf> {
+        let wiring = python.as_ref()?.as_ref().ok()?;
+        let package_dir = config_dir.parent()?;
+        Some(package_dir.join(pick(wiring))).filter(|p| p.is_file())
+    };
+    let agents_path = configured(|w| &w.crew.agents_config.value)
+        .or_else(|| yaml_file(&config_dir, "agents"))
         .ok_or_else(|| ProjectError::NotAProject(root.to_path_buf()))?;
     let agents_src = SourceFile::read(&agents_path, root, Format::Yaml)?;
-    let read_optional = |stem: &str| {
-        yaml_file(&config_dir, stem)
-            .map(|path| SourceFile::read(&path, root, Format::Yaml))
-            .transpose()
-    };
-    let tasks_src = read_optional("tasks")?;
-    let crew_src = read_optional("crew")?;
-    Ok(load_classic_sources(
-        root, config_dir, agents_src, tasks_src, crew_src,
-    ))
+    let tasks_src = configured(|w| &w.crew.tasks_config.value)
+        .or_else(|| yaml_file(&config_dir, "tasks"))
+        .map(|path| SourceFile::read(&path, root, Format::Yaml))
+        .transpose()?;
+    let crew_src = yaml_file(&config_dir, "crew")
+        .map(|path| SourceFile::read(&path, root, Format::Yaml))
+        .transpose()?;
+    let mut loaded = load_classic_sources(root, config_dir, agents_src, tasks_src, None);
+    match python {
+        None => {}
+        Some(Err(diagnostic)) => loaded.diagnostics.push(diagnostic),
+        Some(Ok(wiring)) => {
+            let mut loader = Loader {
+                diagnostics: std::mem::take(&mut loaded.diagnostics),
+            };
+            let registry = crate::registry::ToolRegistry::with_builtins(root);
+            let applied = crate::python::apply(
+                &mut loader,
+                root,
+                &wiring,
+                &mut loaded.agents,
+                &mut loaded.tasks,
+                &mut loaded.crew,
+                &registry,
+            );
+            loaded.diagnostics = loader.diagnostics;
+            loaded.warnings.extend(applied.warnings);
+            loaded.python_tools = applied.python_tools;
+            loaded.files.python = applied.sources;
+        }
+    }
+    if let Some(crew_src) = crew_src {
+        apply_crew_file(&mut loaded, crew_src);
+    }
+    Ok(loaded)
 }
 
 /// Merges the classic layout's files, already read: `agents.yaml`, `tasks.yaml` (a missing one
@@ -338,41 +376,59 @@ pub(crate) fn load_classic_sources(
         }
     }
 
-    let mut crew = CrewSpec::default();
-    let crew_src = crew_src.map(Arc::new);
-    if let Some(crew_src) = &crew_src {
-        match loader.parse(crew_src) {
-            Value::Object(map) => {
-                let base = Origin::new(crew_src, Vec::new());
-                loader.apply(&mut crew, &map, &base, "crew", &["agents", "tasks"]);
-                apply_overlays(&mut loader, &map, &base, &mut agents, &mut tasks);
-            }
-            Value::Null => {}
-            other => loader.diagnostics.push(Diagnostic::new(
-                crew_src,
-                Some(1),
-                format!(
-                    "expected a mapping of crew fields (process, manager_llm, ...), found {}",
-                    describe(&other)
-                ),
-            )),
-        }
-    }
-
-    Loaded {
+    let mut loaded = Loaded {
         layout: Layout::Classic,
         config_dir,
         agents,
         tasks,
-        crew,
+        crew: CrewSpec::default(),
         files: ProjectFiles {
             agents: Some(agents_src),
             tasks: tasks_src,
-            crew: crew_src,
+            crew: None,
+            python: Vec::new(),
         },
         diagnostics: loader.diagnostics,
         warnings: Vec::new(),
+        python_tools: Vec::new(),
+    };
+    if let Some(crew_src) = crew_src {
+        apply_crew_file(&mut loaded, crew_src);
     }
+    loaded
+}
+
+/// `config/crew.yaml`: the crew's fields and the `agents:` / `tasks:` overlays, applied last
+/// so that they win over the YAML entries and over crew.py.
+fn apply_crew_file(loaded: &mut Loaded, crew_src: SourceFile) {
+    let mut loader = Loader {
+        diagnostics: std::mem::take(&mut loaded.diagnostics),
+    };
+    let crew_src = Arc::new(crew_src);
+    match loader.parse(&crew_src) {
+        Value::Object(map) => {
+            let base = Origin::new(&crew_src, Vec::new());
+            loader.apply(&mut loaded.crew, &map, &base, "crew", &["agents", "tasks"]);
+            apply_overlays(
+                &mut loader,
+                &map,
+                &base,
+                &mut loaded.agents,
+                &mut loaded.tasks,
+            );
+        }
+        Value::Null => {}
+        other => loader.diagnostics.push(Diagnostic::new(
+            &crew_src,
+            Some(1),
+            format!(
+                "expected a mapping of crew fields (process, manager_llm, ...), found {}",
+                describe(&other)
+            ),
+        )),
+    }
+    loaded.files.crew = Some(crew_src);
+    loaded.diagnostics = loader.diagnostics;
 }
 
 /// `agents:` and `tasks:` in `config/crew.yaml`: fields merged onto the entries of the same
@@ -646,8 +702,10 @@ fn load_json(root: &Path, crew_path: &Path) -> Result<Loaded, ProjectError> {
             agents: None,
             tasks: None,
             crew: Some(crew_src),
+            python: Vec::new(),
         },
         diagnostics: loader.diagnostics,
         warnings: Vec::new(),
+        python_tools: Vec::new(),
     })
 }

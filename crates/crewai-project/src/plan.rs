@@ -105,31 +105,46 @@ fn render(
     .map_err(|err| ProjectError::build(owner, err))
 }
 
-/// A tool as the plan shows it: the name the model calls, and what the project wrote when that
-/// says more (a crewai-tools class name, constructor arguments).
-fn tool_labels(refs: Option<&Vec<ToolRef>>, handles: Option<&Vec<ToolHandle>>) -> Vec<String> {
+/// The tools of one `tools:` list as the plan shows them: for each, the name the model calls
+/// and a label with what the project wrote when that says more (a crewai-tools class name,
+/// constructor arguments). A Python tool no worker has registered yet is shown from what
+/// crew.py says of it (`python` gives its name and label); the others take the resolved
+/// handles in order.
+fn planned_tools(
+    refs: Option<&Vec<ToolRef>>,
+    handles: Option<&Vec<ToolHandle>>,
+    python: impl Fn(&ToolRef) -> Option<(String, String)>,
+) -> (Vec<String>, Vec<String>) {
     let (Some(refs), Some(handles)) = (refs, handles) else {
-        return Vec::new();
+        return (Vec::new(), Vec::new());
     };
-    refs.iter()
-        .zip(handles)
-        .map(|(written, handle)| {
-            let mut said: Vec<String> = Vec::new();
-            if written.name != handle.name() {
-                said.push(written.name.clone());
-            }
-            said.extend(
-                written
-                    .args
-                    .iter()
-                    .map(|(k, v)| format!("{k}={}", python_str(v))),
-            );
-            match said.is_empty() {
-                true => handle.name().to_string(),
-                false => format!("{} ({})", handle.name(), said.join(", ")),
-            }
-        })
-        .collect()
+    let mut handles = handles.iter();
+    let mut names = Vec::new();
+    let mut labels = Vec::new();
+    for written in refs {
+        if let Some((name, label)) = python(written) {
+            names.push(name);
+            labels.push(label);
+            continue;
+        }
+        let Some(handle) = handles.next() else { break };
+        let mut said: Vec<String> = Vec::new();
+        if written.name != handle.name() {
+            said.push(written.name.clone());
+        }
+        said.extend(
+            written
+                .args
+                .iter()
+                .map(|(k, v)| format!("{k}={}", python_str(v))),
+        );
+        names.push(handle.name().to_string());
+        labels.push(match said.is_empty() {
+            true => handle.name().to_string(),
+            false => format!("{} ({})", handle.name(), said.join(", ")),
+        });
+    }
+    (names, labels)
 }
 
 impl Project {
@@ -148,7 +163,7 @@ impl Project {
         if let Err(list) = self.resolve_code(options.code_resolver.as_deref()) {
             diagnostics.extend(list);
         }
-        let resolved = match self.resolve_tools(&options.tools) {
+        let resolved = match self.resolve_tools_with(&options.tools, true) {
             Ok(resolved) => Some(resolved),
             Err(ProjectError::Invalid(list)) => {
                 diagnostics.extend(list);
@@ -160,7 +175,7 @@ impl Project {
             return Err(ProjectError::Invalid(diagnostics));
         }
         let resolved = resolved.unwrap_or_default();
-        let mut plan = self.render_plan(&inputs, &resolved)?;
+        let mut plan = self.render_plan(&inputs, &resolved, &options.tools)?;
         // A dry run calls no tool, so a missing key only warns here; `build` refuses to start.
         plan.warnings.extend(
             self.check_tool_env(&resolved)
@@ -170,10 +185,25 @@ impl Project {
         Ok(plan)
     }
 
-    fn render_plan(&self, inputs: &Inputs, resolved: &ResolvedTools) -> Result<Plan, ProjectError> {
-        let tool_names = |list: Option<&Vec<crewai_tools::ToolHandle>>| -> Vec<String> {
-            list.map(|l| l.iter().map(|t| t.name().to_string()).collect())
-                .unwrap_or_default()
+    fn render_plan(
+        &self,
+        inputs: &Inputs,
+        resolved: &ResolvedTools,
+        registry: &ToolRegistry,
+    ) -> Result<Plan, ProjectError> {
+        let python = |written: &ToolRef| {
+            self.pending_python_tool(written, registry).map(|p| {
+                let mut said = vec![format!("Python: {}", p.module)];
+                said.extend(
+                    p.kwargs
+                        .iter()
+                        .map(|(k, v)| format!("{k}={}", python_str(v))),
+                );
+                (p.attr.clone(), format!("{} ({})", p.attr, said.join(", ")))
+            })
+        };
+        let tools_of = |refs: Option<&Vec<ToolRef>>, handles: Option<&Vec<ToolHandle>>| {
+            planned_tools(refs, handles.or(Some(&Vec::new())), python)
         };
         let mut agents = Vec::new();
         for agent in &self.agents {
@@ -197,6 +227,7 @@ impl Project {
                 &owner,
                 "backstory",
             )?;
+            let agent_tools = tools_of(s.tools.as_ref(), resolved.agents.get(&agent.key));
             agents.push(PlannedAgent {
                 key: agent.key.clone(),
                 system_prompt: preview::system_prompt(&role, &goal, &backstory),
@@ -206,8 +237,8 @@ impl Project {
                     .as_ref()
                     .map(|l| l.model.clone())
                     .filter(|m| !m.is_empty()),
-                tools: tool_names(resolved.agents.get(&agent.key)),
-                tool_labels: tool_labels(s.tools.as_ref(), resolved.agents.get(&agent.key)),
+                tools: agent_tools.0,
+                tool_labels: agent_tools.1,
                 allow_delegation: s.allow_delegation.unwrap_or(false),
             });
         }
@@ -223,20 +254,14 @@ impl Project {
                 .map_err(|err| ProjectError::build(owner.clone(), err))?
                 .prompt();
             let schema = self.output_schema(&task.key);
-            let task_tools = tool_names(resolved.tasks.get(&task.key));
+            let task_tools = tools_of(s.tools.as_ref(), resolved.tasks.get(&task.key));
             let hierarchical = self.crew.process.unwrap_or_default() == ProcessSpec::Hierarchical;
-            let (mut tools, mut labels) = match (&s.agent, task_tools.is_empty()) {
+            let (mut tools, mut labels) = match (&s.agent, task_tools.0.is_empty()) {
                 _ if hierarchical => (Vec::new(), Vec::new()),
-                (_, false) => (
-                    task_tools,
-                    tool_labels(s.tools.as_ref(), resolved.tasks.get(&task.key)),
-                ),
-                (Some(agent), true) => (
-                    tool_names(resolved.agents.get(agent)),
-                    tool_labels(
-                        self.agent(agent).and_then(|a| a.spec.tools.as_ref()),
-                        resolved.agents.get(agent),
-                    ),
+                (_, false) => task_tools,
+                (Some(agent), true) => tools_of(
+                    self.agent(agent).and_then(|a| a.spec.tools.as_ref()),
+                    resolved.agents.get(agent),
                 ),
                 (None, true) => (Vec::new(), Vec::new()),
             };

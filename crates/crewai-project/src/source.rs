@@ -20,6 +20,10 @@ pub enum Format {
     Yaml,
     /// JSON with `//` and `/* */` comments and trailing commas allowed.
     Jsonc,
+    /// Python (`crew.py`, `main.py`), read by crewai-pysource: its values are not parsed from
+    /// the text here, and their lines are the ones the reader recorded
+    /// ([`SourceFile::python`]).
+    Python,
 }
 
 /// One step of a path into a document: a mapping key or a sequence index.
@@ -60,6 +64,8 @@ pub struct SourceFile {
     pub format: Format,
     /// The text as written (comments included, for JSONC).
     pub text: String,
+    /// For Python files: the line of each path the reader recorded.
+    recorded_lines: Vec<(DocPath, usize)>,
 }
 
 const LOCATE_MARKER: &str = "\u{0}crewai-locate\u{0}";
@@ -86,7 +92,23 @@ impl SourceFile {
             display,
             format,
             text,
+            recorded_lines: Vec::new(),
         }
+    }
+
+    /// A Python file whose values were read by crewai-pysource, with the line of each path
+    /// values are placed at (`agents` / `researcher` / `llm` → 33). A deeper path (`tools[2]`)
+    /// takes the line of its nearest recorded ancestor unless it has its own.
+    pub fn python(path: &Path, root: &Path, lines: Vec<(DocPath, usize)>) -> Self {
+        SourceFile {
+            recorded_lines: lines,
+            ..Self::from_text(path, root, Format::Python, String::new())
+        }
+    }
+
+    /// Records the line of `path` in a Python file.
+    pub(crate) fn record_line(&mut self, path: DocPath, line: usize) {
+        self.recorded_lines.push((path, line));
     }
 
     /// A document known only by name (values built in memory): messages name it, without
@@ -98,6 +120,7 @@ impl SourceFile {
             display,
             format: Format::Yaml,
             text: String::new(),
+            recorded_lines: Vec::new(),
         }
     }
 
@@ -124,11 +147,24 @@ impl SourceFile {
                     )
                 })
             }
+            Format::Python => Err(Diagnostic::new(
+                self,
+                None,
+                "Python files are read by crewai-pysource, not parsed as data",
+            )),
         }
     }
 
     /// The 1-based line where the key (or sequence item) at `path` is written, if it exists.
     pub fn line_of(&self, path: &[Seg]) -> Option<usize> {
+        if self.format == Format::Python {
+            return self
+                .recorded_lines
+                .iter()
+                .filter(|(recorded, _)| path.starts_with(recorded))
+                .max_by_key(|(recorded, _)| recorded.len())
+                .map(|(_, line)| *line);
+        }
         if path.is_empty() || self.text.is_empty() {
             return None;
         }
@@ -151,6 +187,7 @@ impl SourceFile {
                     _ => None,
                 }
             }
+            Format::Python => None,
         }
     }
 }

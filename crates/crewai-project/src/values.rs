@@ -8,7 +8,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use crate::load::{AgentEntry, Layout, Loaded, Loader, ProjectFiles};
-use crate::source::SourceFile;
+use crate::source::{DocPath, SourceFile};
 use crate::spec::{AgentSpec, CrewSpec, Origin, describe};
 
 /// A project as one document: `agents` maps each agent's key to its fields (in crew order),
@@ -45,15 +45,51 @@ pub struct ProjectValues {
 /// task's at `tasks[<i>]`, the crew's at `crew`, which is where messages find their lines when
 /// `source` holds the document's text.
 pub(crate) fn load_values(root: &Path, source: SourceFile, values: ProjectValues) -> Loaded {
+    load_values_at(root, Arc::new(source), &Placement::Document, values)
+}
+
+/// Where a project given as values sits in the document its messages name.
+#[derive(Debug, Clone)]
+pub(crate) enum Placement {
+    /// The values are the whole document: `agents.<key>`, `tasks[<i>]`, `crew`.
+    Document,
+    /// A crew written inline at this path: `<path>.agents.<key>`, `<path>.tasks[<i>]`, and the
+    /// crew's own fields beside them (a flow's `call: crew` `with:`).
+    InlineCrew(DocPath),
+    /// One agent whose fields sit at this path (a flow's `call: agent` `with:`).
+    InlineAgent(DocPath),
+}
+
+/// [`load_values`] for values placed inside a larger document (see [`Placement`]), so messages
+/// find their lines there.
+pub(crate) fn load_values_at(
+    root: &Path,
+    source: Arc<SourceFile>,
+    placement: &Placement,
+    values: ProjectValues,
+) -> Loaded {
     let mut loader = Loader {
         diagnostics: Vec::new(),
     };
-    let source = Arc::new(source);
-    let base = Origin::new(&source, Vec::new());
+    let (base, crew_origin) = match placement {
+        Placement::Document => {
+            let base = Origin::new(&source, Vec::new());
+            let crew = base.child("crew");
+            (base, crew)
+        }
+        Placement::InlineCrew(path) | Placement::InlineAgent(path) => {
+            let base = Origin::new(&source, path.clone());
+            (base.clone(), base)
+        }
+    };
+    let agent_origin = |key: &str| match placement {
+        Placement::InlineAgent(_) => base.clone(),
+        _ => base.child("agents").child(key),
+    };
 
     let mut agents = Vec::new();
     for (key, fields) in &values.agents {
-        let origin = base.child("agents").child(key.as_str());
+        let origin = agent_origin(key);
         match fields {
             Value::Object(fields) => agents.push(loader.agent_entry(key.clone(), fields, origin)),
             other => {
@@ -76,14 +112,12 @@ pub(crate) fn load_values(root: &Path, source: SourceFile, values: ProjectValues
     match &values.crew {
         None | Some(Value::Null) => {}
         Some(Value::Object(fields)) => {
-            loader.apply(&mut crew, fields, &base.child("crew"), "crew", &[]);
+            loader.apply(&mut crew, fields, &crew_origin, "crew", &[]);
         }
-        Some(other) => loader
-            .diagnostics
-            .push(base.child("crew").diagnostic(format!(
-                "the crew is a mapping of its fields (process, manager_llm, ...), not {}",
-                describe(other)
-            ))),
+        Some(other) => loader.diagnostics.push(crew_origin.diagnostic(format!(
+            "the crew is a mapping of its fields (process, manager_llm, ...), not {}",
+            describe(other)
+        ))),
     }
 
     Loaded {
@@ -96,8 +130,10 @@ pub(crate) fn load_values(root: &Path, source: SourceFile, values: ProjectValues
             agents: Some(Arc::clone(&source)),
             tasks: Some(Arc::clone(&source)),
             crew: Some(source),
+            python: Vec::new(),
         },
         diagnostics: loader.diagnostics,
         warnings: Vec::new(),
+        python_tools: Vec::new(),
     }
 }

@@ -17,3 +17,4 @@ pub mod prereq;
 pub mod replay;
 pub mod scripted;
 mod serve;
+pub mod timing;

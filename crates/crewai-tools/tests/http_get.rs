@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use crewai_testkit::timing::assert_ended_on_time;
 use crewai_tools::builtin::HttpGetTool;
 use crewai_tools::{Tool, ToolContext, ToolError};
 use serde_json::json;
@@ -20,15 +21,6 @@ async fn get(tool: &HttpGetTool, url: String) -> Result<String, ToolError> {
     tool.run(json!({"url": url}), &ToolContext::default())
         .await
         .map(|output| output.to_text())
-}
-
-/// The request ended because its timeout fired, on the wall clock: not before it was due, and within a
-/// second after (the slack covers clock granularity: its timer starts after the test's clock).
-fn assert_ended_on_time(elapsed: Duration, due: Duration) {
-    assert!(
-        elapsed + Duration::from_millis(20) >= due && elapsed <= due + Duration::from_secs(1),
-        "ended after {elapsed:?}; a {due:?} timeout should end it within a second of being due"
-    );
 }
 
 /// A page that answers after 5 s.
@@ -117,7 +109,7 @@ async fn slow_servers_hit_the_deadline() {
         .await
         .unwrap_err();
     // The timeout, not the server's 5 s delay, ended it.
-    assert_ended_on_time(started.elapsed(), Duration::from_millis(200));
+    assert_ended_on_time(started.elapsed(), Duration::from_millis(200), "timeout");
     assert!(error.to_string().contains("timed out"), "{error}");
 }
 

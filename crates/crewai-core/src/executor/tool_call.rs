@@ -13,7 +13,7 @@ use super::Execution;
 use crate::agent::AgentStep;
 use crate::error::AgentError;
 use crate::events::{CaughtPanic, EventKind, PanicSite, panic_message};
-use crate::hooks::{HookDecision, ToolCallContext, blocked_tool_result};
+use crate::hooks::{CallOrigin, HookDecision, ToolCallContext, blocked_tool_result};
 use crate::prompts::agent as prompts;
 
 /// Tool calls of one response run at most this many at once (CrewAI's thread-pool size).
@@ -104,9 +104,11 @@ impl Execution {
         let mut hook_ctx = ToolCallContext {
             tool_name: tool.name().to_string(),
             tool_input: arguments,
-            agent_role: Some(self.role().to_string()),
-            task_name: self.task_name.clone(),
-            crew_name: self.services.crew_name.clone(),
+            origin: CallOrigin {
+                agent_role: Some(self.role().to_string()),
+                task_name: self.task_name.clone(),
+                crew_name: self.services.crew_name.clone(),
+            },
             tool_result: None,
         };
         let decision = self

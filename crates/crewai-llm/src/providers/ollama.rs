@@ -54,6 +54,40 @@ pub fn host(env: &dyn Fn(&str) -> Option<String>) -> String {
     host.strip_suffix("/v1").unwrap_or(host).to_string()
 }
 
+/// How long an Ollama server may take to accept a connection, and to list its models, before
+/// it counts as absent: the probe runs before every run that needs a default model.
+const PROBE_CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(300);
+const PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// The first model the Ollama server at `host` (see [`host`]) has installed (`GET /api/tags`),
+/// or `None` when nothing answers quickly, the answer is not a success or it lists no model.
+pub async fn first_installed_model(host: &str) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Tags {
+        models: Vec<Installed>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Installed {
+        name: String,
+    }
+    let client = reqwest::Client::builder()
+        .connect_timeout(PROBE_CONNECT_TIMEOUT)
+        .timeout(PROBE_TIMEOUT)
+        .no_proxy()
+        .build()
+        .ok()?;
+    let response = client
+        .get(format!("{}/api/tags", host.trim_end_matches('/')))
+        .header(reqwest::header::ACCEPT, "application/json")
+        .send()
+        .await
+        .ok()?
+        .error_for_status()
+        .ok()?;
+    let tags: Tags = response.json().await.ok()?;
+    tags.models.into_iter().next().map(|model| model.name)
+}
+
 fn build(cx: &ProviderContext<'_>) -> Result<Arc<dyn Llm>, LlmError> {
     let base = match cx
         .config()
@@ -93,5 +127,38 @@ mod tests {
             "http://h:1"
         );
         assert_eq!(host(&env(&[])), DEFAULT_HOST);
+    }
+
+    #[tokio::test]
+    async fn the_probe_finds_the_first_installed_model_and_silence_is_none() {
+        use wiremock::matchers::{method, path};
+        use wiremock::{Mock, MockServer, ResponseTemplate};
+        let server = MockServer::start().await;
+        Mock::given(method("GET"))
+            .and(path("/api/tags"))
+            .respond_with(ResponseTemplate::new(200).set_body_json(serde_json::json!({
+                "models": [{"name": "qwen3:0.6b"}, {"name": "llama3"}]
+            })))
+            .mount(&server)
+            .await;
+        assert_eq!(
+            first_installed_model(&server.uri()).await.as_deref(),
+            Some("qwen3:0.6b")
+        );
+
+        let failing = MockServer::start().await;
+        Mock::given(method("GET"))
+            .respond_with(ResponseTemplate::new(500))
+            .mount(&failing)
+            .await;
+        assert_eq!(first_installed_model(&failing.uri()).await, None);
+
+        let address = failing.address().to_string();
+        drop(failing);
+        // Nothing listens there any more.
+        assert_eq!(
+            first_installed_model(&format!("http://{address}")).await,
+            None
+        );
     }
 }

@@ -1,0 +1,289 @@
+//! Projects in CrewAI's classic layout whose wiring is in crew.py and main.py.
+
+use std::path::{Path, PathBuf};
+
+use crewai_project::{Project, SchemaRef, ToolRegistry};
+use serde_json::json;
+
+fn classic() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/py/classic")
+}
+
+fn line_of(origin: Option<&crewai_project::Origin>) -> (String, Option<usize>) {
+    let origin = origin.expect("the field has an origin");
+    (origin.source.display.clone(), origin.line())
+}
+
+#[test]
+fn crew_py_wires_agents_tasks_tools_and_schemas() {
+    let project = Project::load(classic()).unwrap();
+    let keys: Vec<&str> = project.agents.iter().map(|a| a.key.as_str()).collect();
+    assert_eq!(keys, ["researcher", "reporting_analyst"]);
+    let researcher = &project.agents[0].spec;
+    assert_eq!(
+        researcher.role.as_deref().map(str::trim),
+        Some("{topic} Senior Data Researcher")
+    );
+    let llm = researcher.llm.as_ref().unwrap();
+    assert_eq!(
+        (llm.model.as_str(), llm.temperature),
+        ("openai/gpt-4o-mini", Some(0.2))
+    );
+    assert_eq!(llm.base_url.as_deref(), Some("http://127.0.0.1:9/v1"));
+    assert_eq!(
+        line_of(researcher.origin("llm")),
+        ("src/market_brief/crew.py".into(), Some(33))
+    );
+    assert_eq!(researcher.max_iter, Some(7));
+    assert_eq!(researcher.allow_delegation, Some(false));
+    let tools: Vec<&str> = researcher
+        .tools
+        .as_ref()
+        .unwrap()
+        .iter()
+        .map(|t| t.name.as_str())
+        .collect();
+    assert_eq!(
+        tools,
+        [
+            "SerperDevTool",
+            "python:MarketDataTool",
+            "python:word_count"
+        ]
+    );
+    assert_eq!(researcher.tools.as_ref().unwrap()[0].args["n_results"], 5);
+    assert_eq!(project.agents[1].spec.max_rpm, Some(10));
+
+    let python: Vec<(&str, &str, &str, bool)> = project
+        .python_tools
+        .iter()
+        .map(|p| {
+            (
+                p.key.as_str(),
+                p.module.as_str(),
+                p.attr.as_str(),
+                p.is_function,
+            )
+        })
+        .collect();
+    assert_eq!(
+        python,
+        [
+            (
+                "python:MarketDataTool",
+                "market_brief.tools.custom_tool",
+                "MarketDataTool",
+                false
+            ),
+            (
+                "python:word_count",
+                "market_brief.tools.custom_tool",
+                "word_count",
+                true
+            ),
+            (
+                "python:CodeInterpreterTool",
+                "crewai_tools",
+                "CodeInterpreterTool",
+                false
+            ),
+        ]
+    );
+    assert_eq!(project.python_tools[0].kwargs["region"], "eu");
+    assert!(
+        project.python_tools[0]
+            .module_file
+            .as_ref()
+            .unwrap()
+            .ends_with("tools/custom_tool.py")
+    );
+    assert_eq!(project.python_tools[2].module_file, None);
+    assert_eq!(project.python_tools[1].origin.line(), Some(31));
+
+    let research = &project.tasks[0];
+    assert_eq!(research.key, "research_task");
+    assert_eq!(research.spec.agent.as_deref(), Some("researcher"));
+    assert_eq!(
+        line_of(research.spec.origin("agent")),
+        ("src/market_brief/crew.py".into(), Some(52))
+    );
+    let Some(SchemaRef::Inline(schema)) = &research.spec.output_pydantic else {
+        panic!("no inline schema")
+    };
+    assert_eq!(schema["title"], "Report");
+    assert_eq!(
+        schema["required"],
+        json!(["headline", "sentiment", "sources"])
+    );
+    assert!(project.output_schema("research_task").is_some());
+    let reporting = &project.tasks[1];
+    assert_eq!(
+        reporting.spec.context.as_deref(),
+        Some(&["research_task".to_string()][..])
+    );
+    assert_eq!(reporting.spec.output_file.as_deref(), Some("report.md"));
+    assert_eq!(reporting.spec.markdown, Some(true));
+    assert_eq!(
+        reporting.spec.tools.as_ref().unwrap()[0].args["website_url"],
+        "https://example.com"
+    );
+    assert_eq!(project.crew.max_rpm, Some(30));
+    assert_eq!(project.crew.verbose, Some(true));
+}
+
+#[test]
+fn main_py_inputs_are_defaults_and_computed_ones_are_named() {
+    let project = Project::load(classic()).unwrap();
+    let inputs = project.default_inputs();
+    assert_eq!(inputs.get("topic"), Some(&json!("AI chips")));
+    assert_eq!(inputs.get("max_words"), Some(&json!(300)));
+    assert!(!inputs.contains_key("current_year"));
+    let warning = project
+        .warnings
+        .iter()
+        .map(ToString::to_string)
+        .find(|w| w.contains("current_year"))
+        .expect("a warning names the computed input");
+    assert_eq!(
+        warning,
+        "src/market_brief/main.py:18: input 'current_year' is computed in run() when CrewAI runs it, so it has no default here; pass `--inputs current_year=...`"
+    );
+    // `--inputs` wins over main.py.
+    let given = [("topic".to_string(), json!("robots"))]
+        .into_iter()
+        .collect();
+    assert_eq!(
+        project.effective_inputs(&given).get("topic"),
+        Some(&json!("robots"))
+    );
+}
+
+#[test]
+fn the_plan_shows_python_tools_without_a_worker_and_a_build_names_them() {
+    let project = Project::load(classic()).unwrap();
+    let registry = ToolRegistry::with_builtins(&project.root);
+    let inputs = [("current_year".to_string(), json!("2025"))]
+        .into_iter()
+        .collect();
+    let plan = project.plan(&inputs, &registry).unwrap();
+    assert_eq!(
+        plan.agents[0].tool_labels[1],
+        "MarketDataTool (Python: market_brief.tools.custom_tool, region=eu)"
+    );
+    assert_eq!(plan.agents[0].tools[2], "word_count");
+    let error = project.resolve_tools(&registry).unwrap_err().to_string();
+    assert!(
+        error.contains("src/market_brief/crew.py:30: agent 'researcher' uses the Python tool MarketDataTool (market_brief.tools.custom_tool), which runs in the project's Python worker; none is registered"),
+        "{error}"
+    );
+}
+
+/// A copy of the classic fixture with crew.py (and optionally crew.yaml) replaced.
+fn variant(crew_py: &str, crew_yaml: Option<&str>) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    copy_dir(&classic(), dir.path());
+    let pkg = dir.path().join("src/market_brief");
+    std::fs::write(pkg.join("crew.py"), crew_py).unwrap();
+    if let Some(yaml) = crew_yaml {
+        std::fs::write(pkg.join("config/crew.yaml"), yaml).unwrap();
+    }
+    dir
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.path().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+const HEADER: &str = "from crewai import Agent, Crew, Process, Task, LLM\nfrom crewai.project import CrewBase, agent, crew, task, before_kickoff\nfrom crewai.knowledge.source.pdf_knowledge_source import PDFKnowledgeSource\n";
+
+const TWO_AGENTS: &str = "    @agent\n    def researcher(self) -> Agent:\n        return Agent(config=self.agents_config['researcher'])\n\n    @agent\n    def reporting_analyst(self) -> Agent:\n        return Agent(config=self.agents_config['reporting_analyst'])\n\n    @task\n    def research_task(self) -> Task:\n        return Task(config=self.tasks_config['research_task'])\n\n    @task\n    def reporting_task(self) -> Task:\n        return Task(config=self.tasks_config['reporting_task'])\n";
+
+#[test]
+fn hierarchical_crew_with_manager_llm_object() {
+    let crew_py = format!(
+        "{HEADER}\n@CrewBase\nclass MarketBrief:\n{TWO_AGENTS}\n    @crew\n    def crew(self) -> Crew:\n        return Crew(agents=self.agents, tasks=self.tasks, process=Process.hierarchical, manager_llm=LLM(model='openai/gpt-4o', temperature=0))\n"
+    );
+    let dir = variant(&crew_py, None);
+    let project = Project::load(dir.path()).unwrap();
+    assert_eq!(
+        project.crew.process,
+        Some(crewai_project::ProcessSpec::Hierarchical)
+    );
+    let manager = project.crew.manager_llm.as_ref().unwrap();
+    assert_eq!(
+        (manager.model.as_str(), manager.temperature),
+        ("openai/gpt-4o", Some(0.0))
+    );
+    assert_eq!(project.crew.origin("manager_llm").unwrap().line(), Some(25));
+}
+
+#[test]
+fn crew_yaml_overrides_crew_py() {
+    let crew_py = format!(
+        "{HEADER}\n@CrewBase\nclass MarketBrief:\n{}\n    @crew\n    def crew(self) -> Crew:\n        return Crew(agents=self.agents, tasks=self.tasks, max_rpm=5)\n",
+        TWO_AGENTS.replace("return Task(config=self.tasks_config['research_task'])", "return Task(config=self.tasks_config['research_task'], agent=self.researcher(), markdown=True)")
+    );
+    let dir = variant(
+        &crew_py,
+        Some("max_rpm: 9\ntasks:\n  research_task:\n    markdown: false\n"),
+    );
+    let project = Project::load(dir.path()).unwrap();
+    assert_eq!(project.crew.max_rpm, Some(9));
+    assert_eq!(project.tasks[0].spec.markdown, Some(false));
+    assert_eq!(
+        project.tasks[0]
+            .spec
+            .origin("markdown")
+            .unwrap()
+            .source
+            .display,
+        "src/market_brief/config/crew.yaml"
+    );
+}
+
+#[test]
+fn knowledge_sources_and_kickoff_hooks_are_refused_at_their_line() {
+    let crew_py = format!(
+        "{HEADER}\n@CrewBase\nclass MarketBrief:\n    @before_kickoff\n    def prepare(self, inputs):\n        return inputs\n\n{TWO_AGENTS}\n    @crew\n    def crew(self) -> Crew:\n        return Crew(agents=self.agents, tasks=self.tasks, knowledge_sources=[PDFKnowledgeSource(file_paths=['a.pdf'])])\n"
+    );
+    let dir = variant(&crew_py, None);
+    let error = Project::load(dir.path()).unwrap_err().to_string();
+    assert!(
+        error.contains("src/market_brief/crew.py:29: crew field 'knowledge_sources' is not supported yet: knowledge sources are not supported yet"),
+        "{error}"
+    );
+    assert!(
+        error.contains("src/market_brief/crew.py:8: crew field 'before_kickoff_callbacks' is not supported yet: Python callbacks cannot run here"),
+        "{error}"
+    );
+}
+
+#[test]
+fn unfollowable_python_and_missing_config_keys_are_errors() {
+    let crew_py = format!(
+        "import os\n{HEADER}\n@CrewBase\nclass MarketBrief:\n{}\n    @crew\n    def crew(self) -> Crew:\n        return Crew(agents=self.agents, tasks=self.tasks, max_rpm=int(os.getenv('RPM')))\n",
+        TWO_AGENTS.replace(
+            "agents_config['reporting_analyst']",
+            "agents_config['reporter']"
+        )
+    );
+    let dir = variant(&crew_py, None);
+    let error = Project::load(dir.path()).unwrap_err().to_string();
+    assert!(
+        error.contains("src/market_brief/crew.py:13: @agent method 'reporting_analyst' reads agents_config['reporter'], which agents.yaml does not define"),
+        "{error}"
+    );
+    assert!(
+        error.contains("src/market_brief/crew.py:26: crew 'crew' argument `max_rpm=` is Python this reader cannot follow (`int(os.getenv('RPM'))`); write the value in `max_rpm:` in config/crew.yaml"),
+        "{error}"
+    );
+}
