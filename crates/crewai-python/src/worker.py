@@ -204,21 +204,28 @@ def _install_crewai_shim():
 # --- Loading the project's tools -----------------------------------------------------------
 
 def _import_module(spec):
-    module_file = spec.get("module_file")
-    if module_file and spec["module"] not in sys.modules:
-        # A file outside any package on sys.path: import it under its dotted name from its path.
-        found = importlib.util.spec_from_file_location(spec["module"], module_file)
-        if found is None or found.loader is None:
-            raise ImportError("cannot import " + module_file)
-        module = importlib.util.module_from_spec(found)
-        sys.modules[spec["module"]] = module
-        try:
-            found.loader.exec_module(module)
-        except BaseException:
-            del sys.modules[spec["module"]]
+    """The tool's module: imported by its dotted name (the project's `src/` is on sys.path), or,
+    when that name is not importable and the spec names the file, loaded from the file."""
+    name, module_file = spec["module"], spec.get("module_file")
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as error:
+        missing_is_ours = error.name is not None and (
+            name == error.name or name.startswith(error.name + ".")
+        )
+        if not (module_file and missing_is_ours):
             raise
-        return module
-    return importlib.import_module(spec["module"])
+    found = importlib.util.spec_from_file_location(name, module_file)
+    if found is None or found.loader is None:
+        raise ImportError("cannot import " + name + " from " + module_file)
+    module = importlib.util.module_from_spec(found)
+    sys.modules[name] = module
+    try:
+        found.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return module
 
 
 def _is_tool_object(value):

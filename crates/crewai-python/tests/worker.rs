@@ -348,6 +348,29 @@ async fn a_missing_class_and_misused_kwargs_are_load_errors() {
     );
 }
 
+async fn a_module_level_tool_object_and_a_module_loaded_from_its_file_run() {
+    let loose = PythonToolSpec {
+        module: "loose_tool".into(),
+        module_file: Some(project_root().join("scripts/loose_tool.py")),
+        ..function("reverse", "reverse")
+    };
+    let tools = start(config(vec![
+        function("token_counter", "token_counter"),
+        loose,
+    ]))
+    .await;
+    let counter = handle(&tools, "token_counter");
+    assert_eq!(counter.original_name(), "Token Counter");
+    assert_eq!(
+        run(&counter, json!({"text": "one two"})).await.unwrap(),
+        "2 tokens"
+    );
+    let reverse = handle(&tools, "reverse");
+    assert_eq!(reverse.original_name(), "Reverse Tool");
+    assert_eq!(run(&reverse, json!({"text": "abc"})).await.unwrap(), "cba");
+    tools.shutdown().await;
+}
+
 fn main() -> std::process::ExitCode {
     let python = python_with_pydantic();
     let needs = [&python];
@@ -396,6 +419,11 @@ fn main() -> std::process::ExitCode {
             "a_tool_that_does_not_import_is_an_error_naming_module_class_and_cause",
             &needs,
             a_tool_that_does_not_import_is_an_error_naming_module_class_and_cause,
+        )
+        .async_test_needing(
+            "a_module_level_tool_object_and_a_module_loaded_from_its_file_run",
+            &needs,
+            a_module_level_tool_object_and_a_module_loaded_from_its_file_run,
         )
         .async_test_needing(
             "a_missing_class_and_misused_kwargs_are_load_errors",
