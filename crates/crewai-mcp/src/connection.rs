@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 use crate::config::McpStdioServer;
 use crate::error::McpError;
 use crate::session::Session;
+use crate::stderr::StderrTail;
 use crate::tool::{McpTool, McpToolInfo, call_outcome};
 
 /// A connection to one MCP server over a child process's stdio.
@@ -33,6 +34,9 @@ struct State {
     session: Option<Arc<Session>>,
     restarts: u32,
     shut_down: bool,
+    /// The stderr tail of the last server that died, for the error once restarts are used up
+    /// (the dead session itself is dropped to reap it).
+    last_stderr: StderrTail,
 }
 
 /// What a call reached: the tool's result, or why it has none.
@@ -52,6 +56,7 @@ impl McpConnection {
                     session: Some(Arc::new(session)),
                     restarts: 0,
                     shut_down: false,
+                    last_stderr: StderrTail::default(),
                 }),
             }),
         })
@@ -111,8 +116,9 @@ impl McpConnection {
         if let Some(session) = session {
             match Arc::try_unwrap(session) {
                 Ok(session) => session.shutdown().await,
-                // A call still holds it; it stops when that call lets go.
-                Err(shared) => drop(shared),
+                // A call still holds it: end the MCP session now (the call fails at once and
+                // lets go of it; the last holder's drop kills the process group).
+                Err(shared) => shared.close_now(),
             }
         }
     }
@@ -132,16 +138,15 @@ impl Inner {
         {
             return Ok(Arc::clone(session));
         }
-        let stderr = state
-            .session
-            .as_ref()
-            .map(|dead| dead.stderr_tail())
-            .unwrap_or_default();
+        if let Some(dead) = state.session.take() {
+            // Dropping the dead session kills what is left of its process group and reaps it.
+            state.last_stderr = dead.stderr_tail();
+        }
         if state.restarts >= self.config.max_restarts {
             return Err(McpError::RestartsExhausted {
                 server: self.config.name.clone(),
                 restarts: state.restarts,
-                stderr,
+                stderr: state.last_stderr.clone(),
             });
         }
         state.restarts += 1;
@@ -150,8 +155,6 @@ impl Inner {
             restart = state.restarts,
             "the MCP server stopped; starting it again"
         );
-        // Dropping the dead session reaps its process.
-        state.session = None;
         let session = Arc::new(Session::start(&self.config).await?);
         state.session = Some(Arc::clone(&session));
         Ok(session)

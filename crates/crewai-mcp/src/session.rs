@@ -131,6 +131,12 @@ impl Session {
         self.pid
     }
 
+    /// Ends the MCP session without waiting: calls in progress fail with a closed transport,
+    /// and rmcp's serve task shuts the child down.
+    pub(crate) fn close_now(&self) {
+        self.service.cancellation_token().cancel();
+    }
+
     /// Stops the server and waits (boundedly) until it has exited and been reaped, then kills
     /// whatever it started that is still running in its process group.
     pub(crate) async fn shutdown(mut self) {

@@ -201,6 +201,29 @@ async fn shutdown_reaps_the_server_and_refuses_later_calls() {
     );
 }
 
+async fn shutdown_during_a_call_ends_the_call_and_the_server() {
+    let connection = connect(sdk_server()).await;
+    let tools = connection.tools().await.unwrap();
+    let pid = connection.server_pid().await.unwrap();
+    let slow = find(&tools, "slow");
+    let call = tokio::spawn(async move { run(&slow, json!({"seconds": 60})).await });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let started = Instant::now();
+    connection.shutdown().await;
+    let error = call.await.unwrap().unwrap_err();
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "took {:?}",
+        started.elapsed()
+    );
+    assert!(
+        chain(&error).contains("MCP server 'sdk' stopped during the call to 'slow'"),
+        "{}",
+        chain(&error)
+    );
+    wait_until_reaped(pid, Duration::from_secs(10)).await;
+}
+
 async fn a_program_that_cannot_start_is_a_spawn_error() {
     let error =
         McpConnection::connect_stdio(McpStdioServer::new("ghost", "/nonexistent/mcp-server"))
@@ -287,6 +310,11 @@ fn main() -> std::process::ExitCode {
             "shutdown_reaps_the_server_and_refuses_later_calls",
             &[&mcp],
             shutdown_reaps_the_server_and_refuses_later_calls,
+        )
+        .async_test_needing(
+            "shutdown_during_a_call_ends_the_call_and_the_server",
+            &[&mcp],
+            shutdown_during_a_call_ends_the_call_and_the_server,
         )
         .async_test(
             "a_program_that_cannot_start_is_a_spawn_error",
