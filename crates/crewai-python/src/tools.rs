@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use crewai_mcp::{McpConnection, McpError, McpStdioServer, McpTool};
-use crewai_tools::{Tool, ToolContext, ToolError, ToolHandle, ToolOutput};
+use crewai_tools::{EnvVar, Tool, ToolContext, ToolError, ToolHandle, ToolOutput};
 use serde_json::{Map, Value, json};
 use tempfile::TempDir;
 
@@ -18,6 +18,7 @@ const WORKER_SCRIPT: &str = include_str!("worker.py");
 /// The meta keys the worker reports CrewAI's per-tool settings under.
 const RESULT_AS_ANSWER_META: &str = "crewai/resultAsAnswer";
 const MAX_USAGE_COUNT_META: &str = "crewai/maxUsageCount";
+const ENV_VARS_META: &str = "crewai/envVars";
 
 /// One tool to load from the project's Python.
 #[derive(Debug, Clone, PartialEq)]
@@ -121,8 +122,15 @@ impl PythonTools {
 fn python_handle(tool: McpTool, files: &Arc<WorkerFiles>) -> ToolHandle {
     let info = tool.info().clone();
     let display_name = info.title.clone().unwrap_or_else(|| info.name.clone());
+    let env_vars = info
+        .meta
+        .get(ENV_VARS_META)
+        .and_then(Value::as_array)
+        .map(|vars| vars.iter().filter_map(env_var).collect())
+        .unwrap_or_default();
     let mut handle = ToolHandle::from_tool(PythonTool {
         tool: tool.with_name(display_name),
+        env_vars,
         _files: Arc::clone(files),
     });
     if info.meta.get(RESULT_AS_ANSWER_META) == Some(&Value::Bool(true)) {
@@ -139,9 +147,31 @@ fn python_handle(tool: McpTool, files: &Arc<WorkerFiles>) -> ToolHandle {
     handle
 }
 
-/// A worker tool that keeps the worker's files alive: a restart runs the script again.
+/// One of a tool's `env_vars` as the worker reports it.
+fn env_var(reported: &Value) -> Option<EnvVar> {
+    Some(EnvVar {
+        name: reported.get("name")?.as_str()?.to_string(),
+        description: reported
+            .get("description")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string(),
+        required: reported
+            .get("required")
+            .and_then(Value::as_bool)
+            .unwrap_or(true),
+        default: reported
+            .get("default")
+            .and_then(Value::as_str)
+            .map(str::to_string),
+    })
+}
+
+/// A worker tool with the environment variables its Python class declares; it keeps the
+/// worker's files alive, since a restart runs the script again.
 struct PythonTool {
     tool: McpTool,
+    env_vars: Vec<EnvVar>,
     _files: Arc<WorkerFiles>,
 }
 
@@ -161,6 +191,10 @@ impl Tool for PythonTool {
 
     async fn run(&self, args: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         self.tool.run(args, ctx).await
+    }
+
+    fn env_vars(&self) -> Vec<EnvVar> {
+        self.env_vars.clone()
     }
 }
 

@@ -325,11 +325,25 @@ def _description(tool):
     return text
 
 
+def _env_var(var):
+    """One of the tool's `env_vars` (CrewAI's EnvVar, or the stand-in's) as JSON."""
+    default = getattr(var, "default", None)
+    return {
+        "name": str(getattr(var, "name", "")),
+        "description": str(getattr(var, "description", "")),
+        "required": bool(getattr(var, "required", True)),
+        "default": None if default is None else str(default),
+    }
+
+
 def _describe(key, tool):
     meta = {"crewai/resultAsAnswer": bool(getattr(tool, "result_as_answer", False))}
     limit = getattr(tool, "max_usage_count", None)
     if isinstance(limit, int):
         meta["crewai/maxUsageCount"] = limit
+    env_vars = [_env_var(var) for var in (getattr(tool, "env_vars", None) or [])]
+    if env_vars:
+        meta["crewai/envVars"] = env_vars
     return {
         "name": key,
         "title": str(getattr(tool, "name", key)),

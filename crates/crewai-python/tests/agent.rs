@@ -62,7 +62,11 @@ async fn an_agent_calls_a_python_tool_and_reads_its_result_and_its_traceback() {
         .llm(llm.clone())
         .build()
         .unwrap_or_else(|error| panic!("{error}"));
-    let handles = tools.handles().into_iter().map(|(_, handle)| handle).collect::<Vec<_>>();
+    let handles = tools
+        .handles()
+        .into_iter()
+        .map(|(_, handle)| handle)
+        .collect::<Vec<_>>();
     let request = AgentTaskRequest::new(task_prompt("Count the words", "A count"))
         .with_tools(ToolSet::from(handles));
     let result = agent
@@ -73,11 +77,18 @@ async fn an_agent_calls_a_python_tool_and_reads_its_result_and_its_traceback() {
 
     let requests = llm.requests();
     assert_eq!(requests.len(), 3);
-    let offered: Vec<&str> = requests[0].tools.iter().map(|tool| tool.name.as_str()).collect();
+    let offered: Vec<&str> = requests[0]
+        .tools
+        .iter()
+        .map(|tool| tool.name.as_str())
+        .collect();
     assert_eq!(offered, ["word_count_tool", "failing_tool"]);
     assert_eq!(last_observation(&requests[1]), "3 words");
     let traceback = last_observation(&requests[2]);
-    assert!(traceback.contains("RuntimeError: the failing tool failed: no network"), "{traceback}");
+    assert!(
+        traceback.contains("RuntimeError: the failing tool failed: no network"),
+        "{traceback}"
+    );
     assert!(traceback.contains("custom_tool.py"), "{traceback}");
     tools.shutdown().await;
 }

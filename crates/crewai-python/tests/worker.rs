@@ -132,6 +132,7 @@ async fn tool_functions_and_async_tools_run() {
     let tools = start(config(vec![
         function("shout", "shout"),
         function("add_numbers", "add_numbers"),
+        function("final_answer", "final_answer"),
         class("AsyncOnlyTool", "AsyncOnlyTool"),
     ]))
     .await;
@@ -147,6 +148,12 @@ async fn tool_functions_and_async_tools_run() {
     assert_eq!(add.original_name(), "add_numbers");
     assert_eq!(add.parameters()["required"], json!(["a"]));
     assert_eq!(run(&add, json!({"a": 40})).await.unwrap(), r#"{"sum": 42}"#);
+
+    let final_answer = handle(&tools, "final_answer");
+    assert!(final_answer.result_as_answer());
+    assert_eq!(final_answer.max_usage_count(), Some(2));
+    assert!(!shout.result_as_answer());
+    assert_eq!(shout.max_usage_count(), None);
 
     let greet = handle(&tools, "AsyncOnlyTool");
     assert_eq!(greet.parameters()["required"], json!(["name"]));
