@@ -30,6 +30,8 @@ KNOWN_PROTOCOLS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+INTERNAL_ERROR = -32603
 
 
 # --- The protocol channel -------------------------------------------------------------------
@@ -302,11 +304,18 @@ def _signature_schema(function):
 def _input_schema(tool):
     schema_model = getattr(tool, "args_schema", None)
     if schema_model is not None:
-        if hasattr(schema_model, "model_json_schema"):
-            schema = schema_model.model_json_schema()
-        elif hasattr(schema_model, "schema"):
-            schema = schema_model.schema()
-        else:
+        try:
+            if hasattr(schema_model, "model_json_schema"):
+                schema = schema_model.model_json_schema()
+            elif hasattr(schema_model, "schema"):
+                schema = schema_model.schema()
+            else:
+                schema = None
+        except Exception as error:  # noqa: BLE001 -- a field type pydantic cannot render
+            sys.stderr.write(
+                "crewai-rs worker: the args_schema of " + str(getattr(tool, "name", "?"))
+                + " has no JSON schema (" + str(error) + "); using _run's signature instead\n"
+            )
             schema = None
         if isinstance(schema, dict):
             schema.setdefault("type", "object")
@@ -436,8 +445,14 @@ class Server:
             except (UnicodeDecodeError, ValueError) as error:
                 self.channel.error(None, PARSE_ERROR, "not JSON: " + str(error))
                 continue
-            if isinstance(message, dict):
+            if not isinstance(message, dict):
+                self.channel.error(None, INVALID_REQUEST, "expected one JSON-RPC message object")
+                continue
+            try:
                 self.dispatch(message)
+            except Exception as error:  # noqa: BLE001 -- the worker must keep serving
+                if message.get("id") is not None:
+                    self.channel.error(message["id"], INTERNAL_ERROR, _user_traceback(error))
 
     def dispatch(self, message):
         method = message.get("method")

@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 
 use crewai_python::{PythonError, PythonToolConfig, PythonToolSpec, PythonTools, find_python};
 use crewai_testkit::prereq::{Prerequisite, Suite};
+use crewai_testkit::process::{is_reaped, is_running, wait_until};
 use crewai_tools::{ToolContext, ToolError, ToolHandle};
 use serde_json::{Map, Value, json};
 
@@ -75,28 +76,6 @@ async fn run(tool: &ToolHandle, args: Value) -> Result<String, ToolError> {
         .run(args, &ToolContext::new())
         .await
         .map(|output| output.to_text())
-}
-
-fn reaped(pid: u32) -> bool {
-    !std::path::Path::new(&format!("/proc/{pid}")).exists()
-}
-
-/// Gone, or a zombie waiting for its reaper (a grandchild is not ours to reap).
-fn not_running(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => true,
-        Ok(stat) => stat
-            .rsplit_once(')')
-            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
-    }
-}
-
-async fn wait_for(what: &str, within: Duration, done: impl Fn() -> bool) {
-    let deadline = Instant::now() + within;
-    while !done() {
-        assert!(Instant::now() < deadline, "{what} after {within:?}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }
 
 fn chain(error: &ToolError) -> String {
@@ -298,17 +277,17 @@ async fn dropping_the_tools_leaves_no_process_behind() {
     let worker = tools.worker_pid().await.unwrap();
     let spawn = handle(&tools, "SpawnTool");
     let grandchild: u32 = run(&spawn, json!({})).await.unwrap().parse().unwrap();
-    assert!(!not_running(grandchild));
+    assert!(is_running(grandchild));
     drop(spawn);
     drop(tools);
-    wait_for("the worker is still there", Duration::from_secs(10), || {
-        reaped(worker)
+    wait_until("the worker is still there", Duration::from_secs(10), || {
+        is_reaped(worker)
     })
     .await;
-    wait_for(
+    wait_until(
         "the tool's own child is still running",
         Duration::from_secs(10),
-        || not_running(grandchild),
+        || !is_running(grandchild),
     )
     .await;
 }
