@@ -216,6 +216,48 @@ async fn a_call_past_the_timeout_fails_and_the_worker_serves_the_next_one() {
     tools.shutdown().await;
 }
 
+async fn calls_run_concurrently_and_a_cancelled_one_does_not_disturb_the_worker() {
+    let tools = start(config(vec![
+        class("SleepyTool", "SleepyTool"),
+        class("PidTool", "PidTool"),
+    ]))
+    .await;
+    let sleepy = handle(&tools, "SleepyTool");
+    let started = Instant::now();
+    let (first, second) = tokio::join!(
+        run(&sleepy, json!({"seconds": 1.0})),
+        run(&sleepy, json!({"seconds": 1.0}))
+    );
+    assert_eq!(first.unwrap(), "slept 1.0");
+    assert_eq!(second.unwrap(), "slept 1.0");
+    assert!(
+        started.elapsed() < Duration::from_millis(1900),
+        "took {:?}",
+        started.elapsed()
+    );
+
+    let token = tokio_util::sync::CancellationToken::new();
+    let ctx = ToolContext::new().with_cancellation(token.clone());
+    let cancel = async {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        token.cancel();
+    };
+    let (cancelled, ()) = tokio::join!(sleepy.tool().run(json!({"seconds": 2.0}), &ctx), cancel);
+    assert!(
+        matches!(cancelled, Err(ToolError::Cancelled)),
+        "{cancelled:?}"
+    );
+    // The abandoned call finishes in the worker and its answer is dropped there.
+    tokio::time::sleep(Duration::from_millis(2200)).await;
+    let pid = tools.worker_pid().await.unwrap();
+    assert_eq!(
+        run(&handle(&tools, "PidTool"), json!({})).await.unwrap(),
+        pid.to_string()
+    );
+    assert_eq!(tools.restarts().await, 0);
+    tools.shutdown().await;
+}
+
 async fn a_worker_killed_mid_call_is_restarted_once() {
     let tools = start(config(vec![
         class("SleepyTool", "SleepyTool"),
@@ -385,6 +427,11 @@ fn main() -> std::process::ExitCode {
             "a_call_past_the_timeout_fails_and_the_worker_serves_the_next_one",
             &needs,
             a_call_past_the_timeout_fails_and_the_worker_serves_the_next_one,
+        )
+        .async_test_needing(
+            "calls_run_concurrently_and_a_cancelled_one_does_not_disturb_the_worker",
+            &needs,
+            calls_run_concurrently_and_a_cancelled_one_does_not_disturb_the_worker,
         )
         .async_test_needing(
             "a_worker_killed_mid_call_is_restarted_once",
