@@ -265,19 +265,37 @@ def _build_tool(spec):
     raise TypeError(spec["attr"] + " is neither a tool class, a tool object nor a function")
 
 
-def _load_tools(specs):
+def _load_tools(specs, shim_problem):
     loaded, failures = {}, []
     for spec in specs:
         try:
             loaded[spec["key"]] = _build_tool(spec)
         except BaseException as error:  # noqa: BLE001 -- a tool's import may raise anything
+            text = _user_traceback(error)
+            hint = _missing_module_hint(error, shim_problem)
             failures.append({
                 "key": spec["key"],
                 "module": spec["module"],
                 "attr": spec["attr"],
-                "error": _user_traceback(error),
+                "error": text.rstrip("\n") + "\n" + hint if hint else text,
             })
     return loaded, failures
+
+
+def _missing_module_hint(error, shim_problem):
+    """What to do about a module that is not installed, said after Python's own error."""
+    if not isinstance(error, ModuleNotFoundError) or not error.name:
+        return None
+    top = error.name.split(".")[0]
+    if top == "crewai" and shim_problem:
+        return shim_problem
+    if top in sys.modules or top == "crewai":
+        return None  # a package that is there but lacks a submodule: Python's error says it
+    return (
+        "the module '" + top + "' is not installed for " + sys.executable + "; install it into "
+        "the project's environment (`" + sys.executable + " -m pip install " + top + "`), or "
+        "pass --python with the interpreter that has it"
+    )
 
 
 # --- Describing a tool ----------------------------------------------------------------------
@@ -534,16 +552,18 @@ def main():
     for path in (root, os.path.join(root, "src")):
         if path not in sys.path:
             sys.path.insert(0, path)
+    shim_problem = None
     if not _crewai_importable():
         try:
             _install_crewai_shim()
         except ImportError as error:
-            sys.stderr.write(
-                "crewai-rs worker: CrewAI is not installed and the stand-in for crewai.tools "
-                "needs pydantic (" + str(error) + "); install it with `" + sys.executable
-                + " -m pip install pydantic`\n"
+            shim_problem = (
+                "CrewAI is not installed for " + sys.executable + ", and the stand-in for "
+                "crewai.tools that crewai-rs provides needs pydantic, which is not either ("
+                + str(error) + "); install it with `" + sys.executable + " -m pip install "
+                "pydantic`, or install crewai"
             )
-    tools, failures = _load_tools(spec["tools"])
+    tools, failures = _load_tools(spec["tools"], shim_problem)
     if failures:
         with open(spec["load_report"], "w", encoding="utf-8") as report:
             json.dump(failures, report)

@@ -357,7 +357,43 @@ async fn a_tool_that_does_not_import_is_an_error_naming_module_class_and_cause()
         "{text}"
     );
     assert!(
-        text.ends_with("ModuleNotFoundError: No module named 'a_module_that_does_not_exist'"),
+        text.contains("ModuleNotFoundError: No module named 'a_module_that_does_not_exist'\nthe module 'a_module_that_does_not_exist' is not installed for "),
+        "{text}"
+    );
+    assert!(
+        text.ends_with("-m pip install a_module_that_does_not_exist`), or pass --python with the interpreter that has it"),
+        "{text}"
+    );
+}
+
+/// An interpreter without CrewAI and pydantic: `python3 -S` (no site-packages) behind a script.
+async fn without_crewai_and_pydantic_the_load_error_says_what_to_install() {
+    let dir = tempfile::tempdir().unwrap();
+    let wrapper = dir.path().join("bare-python");
+    let real = config(Vec::new()).python;
+    std::fs::write(
+        &wrapper,
+        format!("#!/bin/sh\nexec '{}' -S \"$@\"\n", real.display()),
+    )
+    .unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let mut config = config(vec![class("WordCountTool", "WordCountTool")]);
+    config.python = wrapper;
+    let error = PythonTools::start(config).await.err().unwrap();
+    let text = error.to_string();
+    assert!(
+        text.contains("ModuleNotFoundError: No module named 'crewai'"),
+        "{text}"
+    );
+    assert!(
+        text.contains("and the stand-in for crewai.tools that crewai-rs provides needs pydantic, which is not either"),
+        "{text}"
+    );
+    assert!(
+        text.contains("-m pip install pydantic`, or install crewai"),
         "{text}"
     );
 }
@@ -457,6 +493,11 @@ fn main() -> std::process::ExitCode {
             "a_module_level_tool_object_and_a_module_loaded_from_its_file_run",
             &needs,
             a_module_level_tool_object_and_a_module_loaded_from_its_file_run,
+        )
+        .async_test_needing(
+            "without_crewai_and_pydantic_the_load_error_says_what_to_install",
+            &needs,
+            without_crewai_and_pydantic_the_load_error_says_what_to_install,
         )
         .async_test_needing(
             "a_missing_class_and_misused_kwargs_are_load_errors",
