@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use crewai_mcp::{McpConnection, McpError, McpStdioServer};
 use crewai_testkit::prereq::{Prerequisite, Suite};
-use crewai_testkit::process::{is_reaped, wait_until};
+use crewai_testkit::process::{is_reaped, is_running, wait_until};
 use crewai_tools::{ToolContext, ToolError, ToolHandle};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -216,6 +216,30 @@ async fn shutdown_during_a_call_ends_the_call_and_the_server() {
     wait_until_reaped(pid, Duration::from_secs(10)).await;
 }
 
+/// The runtime ends first (a program returning from `main` with tools still held), then the
+/// connection is dropped outside any runtime: no panic, and the server does not keep running.
+fn a_connection_outliving_its_runtime_still_stops_the_server() {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let (connection, pid) = runtime.block_on(async {
+        let connection = connect(sdk_server()).await;
+        let pid = connection.server_pid().await.unwrap();
+        (connection, pid)
+    });
+    drop(runtime);
+    drop(connection);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while is_running(pid) {
+        assert!(
+            Instant::now() < deadline,
+            "the server {pid} is still running"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 async fn a_program_that_cannot_start_is_a_spawn_error() {
     let error =
         McpConnection::connect_stdio(McpStdioServer::new("ghost", "/nonexistent/mcp-server"))
@@ -307,6 +331,11 @@ fn main() -> std::process::ExitCode {
             "shutdown_during_a_call_ends_the_call_and_the_server",
             &[&mcp],
             shutdown_during_a_call_ends_the_call_and_the_server,
+        )
+        .test_needing(
+            "a_connection_outliving_its_runtime_still_stops_the_server",
+            &[&mcp],
+            a_connection_outliving_its_runtime_still_stops_the_server,
         )
         .async_test(
             "a_program_that_cannot_start_is_a_spawn_error",
