@@ -237,6 +237,12 @@ async fn run_journaled(
     run_id: String,
     start: Start,
 ) -> Result<(), Failure> {
+    let mut registry = registry;
+    // The project's Python tools run in one worker for the whole run; it is stopped below, and
+    // on an early return its drop kills and reaps the process.
+    let python =
+        crate::python_tools::ProjectPython::start(project, common.python.as_deref(), &mut registry)
+            .await?;
     let (crew, store, progress, observers) =
         build(project, build_inputs, registry, common, &run_id).await?;
     let crew = crew.with_run_journal(Arc::new(store.clone()));
@@ -278,6 +284,7 @@ async fn run_journaled(
     };
     progress.finish();
     observers.finish().await;
+    python.shutdown().await;
     report(&store, &run_id, result, interrupted, common.json).await
 }
 
