@@ -124,6 +124,14 @@ pub enum ToolError {
         #[source]
         source: tokio::task::JoinError,
     },
+    /// A process or server the tool runs in (an MCP server, a Python worker) failed or did not
+    /// answer in time; `action` says which call.
+    #[error("{action}")]
+    Service {
+        action: String,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync + 'static>,
+    },
     /// The tool's usage limit is used up.
     #[error(transparent)]
     UsageLimit(#[from] crate::UsageLimitReached),

@@ -1,0 +1,93 @@
+//! [`McpStdioServer`]: how to start an MCP server as a child process and how long to wait for it.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// An MCP server that speaks over its stdin and stdout, started as a child process.
+///
+/// ```
+/// use std::time::Duration;
+/// use crewai_mcp::McpStdioServer;
+///
+/// let server = McpStdioServer::new("files", "npx")
+///     .arg("-y")
+///     .arg("@modelcontextprotocol/server-filesystem")
+///     .env("LOG_LEVEL", "warn")
+///     .call_timeout(Duration::from_secs(30));
+/// assert_eq!(server.name, "files");
+/// assert_eq!(server.max_restarts, 1);
+/// ```
+#[derive(Debug, Clone)]
+pub struct McpStdioServer {
+    /// What the server is called in messages (`MCP server 'files'`).
+    pub name: String,
+    /// The program to run.
+    pub command: PathBuf,
+    pub args: Vec<OsString>,
+    /// Variables set for the child on top of the inherited environment.
+    pub env: Vec<(OsString, OsString)>,
+    /// The child's working directory (the parent's when `None`).
+    pub cwd: Option<PathBuf>,
+    /// How long starting may take: spawning, the MCP handshake and listing the tools.
+    pub start_timeout: Duration,
+    /// How long one `tools/call` may take before it is abandoned (and cancelled on the server).
+    pub call_timeout: Duration,
+    /// How many times a server that died is started again, over the connection's life.
+    pub max_restarts: u32,
+    /// How much of the end of the server's stderr is kept for error messages, in bytes.
+    pub stderr_tail_bytes: usize,
+}
+
+impl McpStdioServer {
+    /// A server run as `command` with no arguments; 30 s to start, 60 s per call, one restart,
+    /// the last 8 KiB of stderr kept.
+    pub fn new(name: impl Into<String>, command: impl Into<PathBuf>) -> Self {
+        McpStdioServer {
+            name: name.into(),
+            command: command.into(),
+            args: Vec::new(),
+            env: Vec::new(),
+            cwd: None,
+            start_timeout: Duration::from_secs(30),
+            call_timeout: Duration::from_secs(60),
+            max_restarts: 1,
+            stderr_tail_bytes: 8 * 1024,
+        }
+    }
+
+    crewai_llm::setters! {
+        /// Adds one argument.
+        pub fn arg(arg: impl Into<OsString>) => |server| server.args.push(arg.into());
+        /// Sets one environment variable for the child.
+        pub fn env(key: impl Into<OsString>, value: impl Into<OsString>) => |server| server.env.push((key.into(), value.into()));
+        /// Runs the child in `cwd`.
+        pub fn cwd(cwd: impl Into<PathBuf>) => cwd = Some(cwd.into());
+        pub fn start_timeout(start_timeout: Duration) => start_timeout = start_timeout;
+        pub fn call_timeout(call_timeout: Duration) => call_timeout = call_timeout;
+        pub fn max_restarts(max_restarts: u32) => max_restarts = max_restarts;
+        pub fn stderr_tail_bytes(stderr_tail_bytes: usize) => stderr_tail_bytes = stderr_tail_bytes;
+    }
+
+    /// Adds several arguments.
+    pub fn args<I, S>(mut self, args: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<OsString>,
+    {
+        self.args.extend(args.into_iter().map(Into::into));
+        self
+    }
+
+    /// The command line as a person would type it, for messages.
+    pub fn command_line(&self) -> String {
+        std::iter::once(self.command.to_string_lossy().into_owned())
+            .chain(
+                self.args
+                    .iter()
+                    .map(|arg| arg.to_string_lossy().into_owned()),
+            )
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}

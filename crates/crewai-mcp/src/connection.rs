@@ -1,0 +1,210 @@
+//! [`McpConnection`]: a running server, started again (a bounded number of times) when it dies.
+
+use std::sync::Arc;
+
+use rmcp::model::CallToolRequestParams;
+use rmcp::service::ServiceError;
+use serde_json::{Map, Value};
+use tokio::sync::Mutex;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::McpStdioServer;
+use crate::error::McpError;
+use crate::session::Session;
+use crate::stderr::StderrTail;
+use crate::tool::{McpTool, McpToolInfo, call_outcome};
+
+/// A connection to one MCP server over a child process's stdio.
+///
+/// Clones share the server. The server stops when the last clone and every tool taken from it
+/// are dropped, or at [`McpConnection::shutdown`]. If the server dies, the next call starts it
+/// again (handshake, tools listed again) up to [`McpStdioServer::max_restarts`] times; a call in
+/// progress when it died fails, since it may have had effects already.
+#[derive(Clone)]
+pub struct McpConnection {
+    inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    pub(crate) config: McpStdioServer,
+    state: Mutex<State>,
+}
+
+struct State {
+    session: Option<Arc<Session>>,
+    restarts: u32,
+    shut_down: bool,
+    /// The stderr tail of the last server that died, for the error once restarts are used up
+    /// (the dead session itself is dropped to reap it).
+    last_stderr: StderrTail,
+}
+
+/// What a call reached: the tool's result, or why it has none.
+pub(crate) enum CallError {
+    Mcp(McpError),
+    Cancelled,
+}
+
+impl McpConnection {
+    /// Starts the server and lists its tools, within the config's start timeout.
+    pub async fn connect_stdio(config: McpStdioServer) -> Result<McpConnection, McpError> {
+        let session = Session::start(&config).await?;
+        Ok(McpConnection {
+            inner: Arc::new(Inner {
+                config,
+                state: Mutex::new(State {
+                    session: Some(Arc::new(session)),
+                    restarts: 0,
+                    shut_down: false,
+                    last_stderr: StderrTail::default(),
+                }),
+            }),
+        })
+    }
+
+    /// The server's configuration.
+    pub fn config(&self) -> &McpStdioServer {
+        &self.inner.config
+    }
+
+    /// The tools the server lists now, as it describes them.
+    pub async fn tool_listing(&self) -> Result<Vec<McpToolInfo>, McpError> {
+        let session = self.inner.live_session().await?;
+        Ok(session.tools.iter().map(McpToolInfo::from_listed).collect())
+    }
+
+    /// Every listed tool as a crewai tool named as the server names it.
+    pub async fn tools(&self) -> Result<Vec<crewai_tools::ToolHandle>, McpError> {
+        Ok(self
+            .tool_listing()
+            .await?
+            .into_iter()
+            .map(|info| crewai_tools::ToolHandle::from_tool(McpTool::new(self.inner.clone(), info)))
+            .collect())
+    }
+
+    /// One listed tool, by the name the server gives it.
+    pub async fn tool(&self, name: &str) -> Result<Option<McpTool>, McpError> {
+        Ok(self
+            .tool_listing()
+            .await?
+            .into_iter()
+            .find(|info| info.name == name)
+            .map(|info| McpTool::new(self.inner.clone(), info)))
+    }
+
+    /// The server process's id while it runs (for diagnostics and tests).
+    pub async fn server_pid(&self) -> Option<u32> {
+        let state = self.inner.state.lock().await;
+        state.session.as_ref().and_then(|session| session.pid())
+    }
+
+    /// How many times the server has been started again.
+    pub async fn restarts(&self) -> u32 {
+        self.inner.state.lock().await.restarts
+    }
+
+    /// Stops the server and waits until it has exited (bounded: closing its stdin, then
+    /// SIGTERM, then killing its process group). Later calls fail with
+    /// [`McpError::ShutDown`].
+    pub async fn shutdown(&self) {
+        let session = {
+            let mut state = self.inner.state.lock().await;
+            state.shut_down = true;
+            state.session.take()
+        };
+        if let Some(session) = session {
+            match Arc::try_unwrap(session) {
+                Ok(session) => session.shutdown().await,
+                // A call still holds it: end the MCP session now (the call fails at once and
+                // lets go of it; the last holder's drop kills the process group).
+                Err(shared) => shared.close_now(),
+            }
+        }
+    }
+}
+
+impl Inner {
+    /// The running session, starting the server again if it died and restarts are left.
+    pub(crate) async fn live_session(&self) -> Result<Arc<Session>, McpError> {
+        let mut state = self.state.lock().await;
+        if state.shut_down {
+            return Err(McpError::ShutDown {
+                server: self.config.name.clone(),
+            });
+        }
+        if let Some(session) = &state.session
+            && session.is_alive()
+        {
+            return Ok(Arc::clone(session));
+        }
+        if let Some(dead) = state.session.take() {
+            // Dropping the dead session kills what is left of its process group and reaps it.
+            state.last_stderr = dead.stderr_tail();
+        }
+        if state.restarts >= self.config.max_restarts {
+            return Err(McpError::RestartsExhausted {
+                server: self.config.name.clone(),
+                restarts: state.restarts,
+                stderr: state.last_stderr.clone(),
+            });
+        }
+        state.restarts += 1;
+        tracing::warn!(
+            server = %self.config.name,
+            restart = state.restarts,
+            "the MCP server stopped; starting it again"
+        );
+        let session = Arc::new(Session::start(&self.config).await?);
+        state.session = Some(Arc::clone(&session));
+        Ok(session)
+    }
+
+    /// Calls `tool` with `arguments` under the call timeout and `cancellation`.
+    pub(crate) async fn call(
+        &self,
+        tool: &str,
+        arguments: Map<String, Value>,
+        cancellation: &CancellationToken,
+    ) -> Result<crate::tool::CallOutcome, CallError> {
+        let session = self.live_session().await.map_err(CallError::Mcp)?;
+        if !session.tools.iter().any(|listed| listed.name == tool) {
+            return Err(CallError::Mcp(McpError::ToolGone {
+                server: self.config.name.clone(),
+                tool: tool.to_string(),
+            }));
+        }
+        let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
+        // Dropping the request future (timeout, cancellation) sends `notifications/cancelled`.
+        let call = tokio::time::timeout(
+            self.config.call_timeout,
+            session.service().call_tool(params),
+        );
+        let result = tokio::select! {
+            biased;
+            () = cancellation.cancelled() => return Err(CallError::Cancelled),
+            result = call => result,
+        };
+        match result {
+            Err(_elapsed) => Err(CallError::Mcp(McpError::CallTimeout {
+                server: self.config.name.clone(),
+                tool: tool.to_string(),
+                timeout: self.config.call_timeout,
+            })),
+            Ok(Ok(result)) => Ok(call_outcome(result)),
+            Ok(Err(source @ (ServiceError::McpError(_) | ServiceError::UnexpectedResponse))) => {
+                Err(CallError::Mcp(McpError::CallRefused {
+                    server: self.config.name.clone(),
+                    tool: tool.to_string(),
+                    source,
+                }))
+            }
+            Ok(Err(source)) => Err(CallError::Mcp(McpError::ServerStopped {
+                server: self.config.name.clone(),
+                tool: tool.to_string(),
+                stderr: session.final_stderr_tail().await,
+                source,
+            })),
+        }
+    }
+}
