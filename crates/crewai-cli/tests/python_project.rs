@@ -94,7 +94,10 @@ fn crewai_run_at_the_project_root_uses_main_py_inputs_the_python_tool_and_the_mo
     // The topic came from main.py's inputs.
     assert_contains(&requests[0].body.to_string(), "AI agents Researcher");
     assert!(
-        requests[0].tool_names().iter().any(|name| name == "word_counter"),
+        requests[0]
+            .tool_names()
+            .iter()
+            .any(|name| name == "word_counter"),
         "the custom tool is offered: {:?}",
         requests[0].tool_names()
     );
@@ -139,6 +142,33 @@ fn a_missing_python_is_an_error_naming_the_tools_that_need_it() {
     assert_eq!(server.request_count(), 0, "no model was called");
 }
 
+fn a_python_flow_project_is_refused_with_what_runs_instead() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    support::write(
+        dir.path(),
+        &[
+            (
+                "pyproject.toml",
+                "[project]\nname = \"poem_flow\"\n\n[tool.crewai]\ntype = \"flow\"\n",
+            ),
+            (
+                "src/poem_flow/main.py",
+                "from crewai.flow import Flow, start\n\nclass PoemFlow(Flow):\n    @start()\n    def begin(self):\n        return 1\n",
+            ),
+        ],
+    );
+    let mut command = crewai(&["run"]);
+    command.current_dir(dir.path());
+    let out = run(command);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_contains(
+        &stderr,
+        "pyproject.toml says this is a CrewAI flow (`[tool.crewai] type = \"flow\"`), written in Python (src/poem_flow/main.py)",
+    );
+    assert_contains(&stderr, "schema: crewai.flow/v1");
+}
+
 fn main() -> std::process::ExitCode {
     let python = python_with_pydantic();
     Suite::new()
@@ -150,6 +180,10 @@ fn main() -> std::process::ExitCode {
             "crewai_run_at_the_project_root_uses_main_py_inputs_the_python_tool_and_the_model",
             &[&python],
             crewai_run_at_the_project_root_uses_main_py_inputs_the_python_tool_and_the_model,
+        )
+        .test(
+            "a_python_flow_project_is_refused_with_what_runs_instead",
+            a_python_flow_project_is_refused_with_what_runs_instead,
         )
         .test(
             "a_missing_python_is_an_error_naming_the_tools_that_need_it",
