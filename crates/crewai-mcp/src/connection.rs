@@ -160,51 +160,56 @@ impl Inner {
         Ok(session)
     }
 
-    /// Calls `tool` with `arguments` under the call timeout and `cancellation`.
+    /// Calls `tool` with `arguments` under the call timeout and `cancellation` (which also
+    /// ends a wait for a restart).
     pub(crate) async fn call(
         &self,
         tool: &str,
         arguments: Map<String, Value>,
         cancellation: &CancellationToken,
     ) -> Result<crate::tool::CallOutcome, CallError> {
-        let session = self.live_session().await.map_err(CallError::Mcp)?;
+        tokio::select! {
+            biased;
+            () = cancellation.cancelled() => Err(CallError::Cancelled),
+            outcome = self.call_uncancelled(tool, arguments) => outcome.map_err(CallError::Mcp),
+        }
+    }
+
+    async fn call_uncancelled(
+        &self,
+        tool: &str,
+        arguments: Map<String, Value>,
+    ) -> Result<crate::tool::CallOutcome, McpError> {
+        let session = self.live_session().await?;
         if !session.tools.iter().any(|listed| listed.name == tool) {
-            return Err(CallError::Mcp(McpError::ToolGone {
+            return Err(McpError::ToolGone {
                 server: self.config.name.clone(),
                 tool: tool.to_string(),
-            }));
+            });
         }
         let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
         // Dropping the request future (timeout, cancellation) sends `notifications/cancelled`.
-        let call = tokio::time::timeout(
-            self.config.call_timeout,
-            session.service().call_tool(params),
-        );
-        let result = tokio::select! {
-            biased;
-            () = cancellation.cancelled() => return Err(CallError::Cancelled),
-            result = call => result,
-        };
-        match result {
-            Err(_elapsed) => Err(CallError::Mcp(McpError::CallTimeout {
+        let call = session.service().call_tool(params);
+        match tokio::time::timeout(self.config.call_timeout, call).await {
+            Err(_elapsed) => Err(McpError::CallTimeout {
                 server: self.config.name.clone(),
                 tool: tool.to_string(),
                 timeout: self.config.call_timeout,
-            })),
+            }),
             Ok(Ok(result)) => Ok(call_outcome(result)),
             Ok(Err(source @ (ServiceError::McpError(_) | ServiceError::UnexpectedResponse))) => {
-                Err(CallError::Mcp(McpError::CallRefused {
+                Err(McpError::CallRefused {
                     server: self.config.name.clone(),
                     tool: tool.to_string(),
                     source,
-                }))
+                })
             }
-            Ok(Err(source)) => Err(CallError::Mcp(McpError::ServerStopped {
+            Ok(Err(source)) => Err(McpError::ServerStopped {
                 server: self.config.name.clone(),
                 tool: tool.to_string(),
                 stderr: session.final_stderr_tail().await,
                 source,
-            })),
+            }),
         }
     }
 }

@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use crewai_mcp::{McpConnection, McpError, McpStdioServer};
 use crewai_testkit::prereq::{Prerequisite, Suite};
+use crewai_testkit::process::{is_reaped, wait_until};
 use crewai_tools::{ToolContext, ToolError, ToolHandle};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -48,20 +49,11 @@ async fn run(tool: &ToolHandle, args: serde_json::Value) -> Result<String, ToolE
         .map(|output| output.to_text())
 }
 
-/// Whether a process is gone and reaped (no `/proc` entry at all, not even a zombie).
-fn reaped(pid: u32) -> bool {
-    !std::path::Path::new(&format!("/proc/{pid}")).exists()
-}
-
 async fn wait_until_reaped(pid: u32, within: Duration) {
-    let deadline = Instant::now() + within;
-    while !reaped(pid) {
-        if Instant::now() > deadline {
-            let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-            panic!("process {pid} still exists after {within:?}: {state}");
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    wait_until(&format!("process {pid} is still there"), within, || {
+        is_reaped(pid)
+    })
+    .await;
 }
 
 fn chain(error: &ToolError) -> String {
@@ -179,7 +171,7 @@ async fn dropping_the_connection_and_its_tools_kills_and_reaps_the_server() {
     let connection = connect(sdk_server()).await;
     let tools = connection.tools().await.unwrap();
     let pid = connection.server_pid().await.unwrap();
-    assert!(!reaped(pid));
+    assert!(!is_reaped(pid));
     drop(tools);
     drop(connection);
     wait_until_reaped(pid, Duration::from_secs(10)).await;

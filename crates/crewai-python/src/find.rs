@@ -29,18 +29,29 @@ fn find_python_on(
     path_var: Option<&std::ffi::OsStr>,
 ) -> Result<PathBuf, PythonError> {
     if let Some(explicit) = explicit {
-        return if is_executable(explicit) {
-            Ok(explicit.to_path_buf())
-        } else {
-            Err(PythonError::ExplicitPythonUnusable {
-                path: explicit.to_path_buf(),
-                problem: if explicit.exists() {
-                    "it is not an executable file".into()
-                } else {
-                    "there is no such file".into()
-                },
-            })
-        };
+        if is_executable(explicit) {
+            return Ok(explicit.to_path_buf());
+        }
+        // A bare name (`--python python3.12`) is looked up on PATH, as a shell would.
+        let bare_name = explicit.parent() == Some(Path::new(""));
+        if let Some(found) = explicit
+            .to_str()
+            .filter(|_| bare_name)
+            .zip(path_var)
+            .and_then(|(name, paths)| on_path(name, paths))
+        {
+            return Ok(found);
+        }
+        return Err(PythonError::ExplicitPythonUnusable {
+            path: explicit.to_path_buf(),
+            problem: if explicit.exists() {
+                "it is not an executable file".into()
+            } else if bare_name {
+                "there is no such file, and no such program on PATH".into()
+            } else {
+                "there is no such file".into()
+            },
+        });
     }
     let venv = venv_python(project_root);
     if is_executable(&venv) {
@@ -67,7 +78,7 @@ fn venv_python(project_root: &Path) -> PathBuf {
 }
 
 fn on_path(program: &str, paths: &std::ffi::OsStr) -> Option<PathBuf> {
-    let name = if cfg!(windows) {
+    let name = if cfg!(windows) && !program.ends_with(".exe") {
         OsString::from(format!("{program}.exe"))
     } else {
         OsString::from(program)
@@ -117,6 +128,27 @@ mod tests {
         executable(&dir.path().join(".venv/bin/python"));
         let found = find_python_on(Some(&chosen), dir.path(), &[], None).unwrap();
         assert_eq!(found, chosen);
+
+        executable(&dir.path().join("bin/python3.12"));
+        let bin = dir.path().join("bin");
+        let by_name = find_python_on(
+            Some(Path::new("python3.12")),
+            dir.path(),
+            &[],
+            Some(bin.as_os_str()),
+        );
+        assert_eq!(by_name.unwrap(), bin.join("python3.12"));
+        let error = find_python_on(
+            Some(Path::new("python9")),
+            dir.path(),
+            &[],
+            Some(bin.as_os_str()),
+        )
+        .unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "--python python9: there is no such file, and no such program on PATH"
+        );
 
         let missing = dir.path().join("nope");
         let error = find_python_on(Some(&missing), dir.path(), &[], None).unwrap_err();

@@ -30,6 +30,8 @@ KNOWN_PROTOCOLS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+INTERNAL_ERROR = -32603
 
 
 # --- The protocol channel -------------------------------------------------------------------
@@ -263,19 +265,37 @@ def _build_tool(spec):
     raise TypeError(spec["attr"] + " is neither a tool class, a tool object nor a function")
 
 
-def _load_tools(specs):
+def _load_tools(specs, shim_problem):
     loaded, failures = {}, []
     for spec in specs:
         try:
             loaded[spec["key"]] = _build_tool(spec)
         except BaseException as error:  # noqa: BLE001 -- a tool's import may raise anything
+            text = _user_traceback(error)
+            hint = _missing_module_hint(error, shim_problem)
             failures.append({
                 "key": spec["key"],
                 "module": spec["module"],
                 "attr": spec["attr"],
-                "error": _user_traceback(error),
+                "error": text.rstrip("\n") + "\n" + hint if hint else text,
             })
     return loaded, failures
+
+
+def _missing_module_hint(error, shim_problem):
+    """What to do about a module that is not installed, said after Python's own error."""
+    if not isinstance(error, ModuleNotFoundError) or not error.name:
+        return None
+    top = error.name.split(".")[0]
+    if top == "crewai" and shim_problem:
+        return shim_problem
+    if top in sys.modules or top == "crewai":
+        return None  # a package that is there but lacks a submodule: Python's error says it
+    return (
+        "the module '" + top + "' is not installed for " + sys.executable + "; install it into "
+        "the project's environment (`" + sys.executable + " -m pip install " + top + "`), or "
+        "pass --python with the interpreter that has it"
+    )
 
 
 # --- Describing a tool ----------------------------------------------------------------------
@@ -302,11 +322,18 @@ def _signature_schema(function):
 def _input_schema(tool):
     schema_model = getattr(tool, "args_schema", None)
     if schema_model is not None:
-        if hasattr(schema_model, "model_json_schema"):
-            schema = schema_model.model_json_schema()
-        elif hasattr(schema_model, "schema"):
-            schema = schema_model.schema()
-        else:
+        try:
+            if hasattr(schema_model, "model_json_schema"):
+                schema = schema_model.model_json_schema()
+            elif hasattr(schema_model, "schema"):
+                schema = schema_model.schema()
+            else:
+                schema = None
+        except Exception as error:  # noqa: BLE001 -- a field type pydantic cannot render
+            sys.stderr.write(
+                "crewai-rs worker: the args_schema of " + str(getattr(tool, "name", "?"))
+                + " has no JSON schema (" + str(error) + "); using _run's signature instead\n"
+            )
             schema = None
         if isinstance(schema, dict):
             schema.setdefault("type", "object")
@@ -436,8 +463,14 @@ class Server:
             except (UnicodeDecodeError, ValueError) as error:
                 self.channel.error(None, PARSE_ERROR, "not JSON: " + str(error))
                 continue
-            if isinstance(message, dict):
+            if not isinstance(message, dict):
+                self.channel.error(None, INVALID_REQUEST, "expected one JSON-RPC message object")
+                continue
+            try:
                 self.dispatch(message)
+            except Exception as error:  # noqa: BLE001 -- the worker must keep serving
+                if message.get("id") is not None:
+                    self.channel.error(message["id"], INTERNAL_ERROR, _user_traceback(error))
 
     def dispatch(self, message):
         method = message.get("method")
@@ -519,16 +552,18 @@ def main():
     for path in (root, os.path.join(root, "src")):
         if path not in sys.path:
             sys.path.insert(0, path)
+    shim_problem = None
     if not _crewai_importable():
         try:
             _install_crewai_shim()
         except ImportError as error:
-            sys.stderr.write(
-                "crewai-rs worker: CrewAI is not installed and the stand-in for crewai.tools "
-                "needs pydantic (" + str(error) + "); install it with `" + sys.executable
-                + " -m pip install pydantic`\n"
+            shim_problem = (
+                "CrewAI is not installed for " + sys.executable + ", and the stand-in for "
+                "crewai.tools that crewai-rs provides needs pydantic, which is not either ("
+                + str(error) + "); install it with `" + sys.executable + " -m pip install "
+                "pydantic`, or install crewai"
             )
-    tools, failures = _load_tools(spec["tools"])
+    tools, failures = _load_tools(spec["tools"], shim_problem)
     if failures:
         with open(spec["load_report"], "w", encoding="utf-8") as report:
             json.dump(failures, report)

@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 
 use crewai_python::{PythonError, PythonToolConfig, PythonToolSpec, PythonTools, find_python};
 use crewai_testkit::prereq::{Prerequisite, Suite};
+use crewai_testkit::process::{is_reaped, is_running, wait_until};
 use crewai_tools::{ToolContext, ToolError, ToolHandle};
 use serde_json::{Map, Value, json};
 
@@ -75,28 +76,6 @@ async fn run(tool: &ToolHandle, args: Value) -> Result<String, ToolError> {
         .run(args, &ToolContext::new())
         .await
         .map(|output| output.to_text())
-}
-
-fn reaped(pid: u32) -> bool {
-    !std::path::Path::new(&format!("/proc/{pid}")).exists()
-}
-
-/// Gone, or a zombie waiting for its reaper (a grandchild is not ours to reap).
-fn not_running(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => true,
-        Ok(stat) => stat
-            .rsplit_once(')')
-            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
-    }
-}
-
-async fn wait_for(what: &str, within: Duration, done: impl Fn() -> bool) {
-    let deadline = Instant::now() + within;
-    while !done() {
-        assert!(Instant::now() < deadline, "{what} after {within:?}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }
 
 fn chain(error: &ToolError) -> String {
@@ -237,6 +216,48 @@ async fn a_call_past_the_timeout_fails_and_the_worker_serves_the_next_one() {
     tools.shutdown().await;
 }
 
+async fn calls_run_concurrently_and_a_cancelled_one_does_not_disturb_the_worker() {
+    let tools = start(config(vec![
+        class("SleepyTool", "SleepyTool"),
+        class("PidTool", "PidTool"),
+    ]))
+    .await;
+    let sleepy = handle(&tools, "SleepyTool");
+    let started = Instant::now();
+    let (first, second) = tokio::join!(
+        run(&sleepy, json!({"seconds": 1.0})),
+        run(&sleepy, json!({"seconds": 1.0}))
+    );
+    assert_eq!(first.unwrap(), "slept 1.0");
+    assert_eq!(second.unwrap(), "slept 1.0");
+    assert!(
+        started.elapsed() < Duration::from_millis(1900),
+        "took {:?}",
+        started.elapsed()
+    );
+
+    let token = tokio_util::sync::CancellationToken::new();
+    let ctx = ToolContext::new().with_cancellation(token.clone());
+    let cancel = async {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        token.cancel();
+    };
+    let (cancelled, ()) = tokio::join!(sleepy.tool().run(json!({"seconds": 2.0}), &ctx), cancel);
+    assert!(
+        matches!(cancelled, Err(ToolError::Cancelled)),
+        "{cancelled:?}"
+    );
+    // The abandoned call finishes in the worker and its answer is dropped there.
+    tokio::time::sleep(Duration::from_millis(2200)).await;
+    let pid = tools.worker_pid().await.unwrap();
+    assert_eq!(
+        run(&handle(&tools, "PidTool"), json!({})).await.unwrap(),
+        pid.to_string()
+    );
+    assert_eq!(tools.restarts().await, 0);
+    tools.shutdown().await;
+}
+
 async fn a_worker_killed_mid_call_is_restarted_once() {
     let tools = start(config(vec![
         class("SleepyTool", "SleepyTool"),
@@ -298,17 +319,17 @@ async fn dropping_the_tools_leaves_no_process_behind() {
     let worker = tools.worker_pid().await.unwrap();
     let spawn = handle(&tools, "SpawnTool");
     let grandchild: u32 = run(&spawn, json!({})).await.unwrap().parse().unwrap();
-    assert!(!not_running(grandchild));
+    assert!(is_running(grandchild));
     drop(spawn);
     drop(tools);
-    wait_for("the worker is still there", Duration::from_secs(10), || {
-        reaped(worker)
+    wait_until("the worker is still there", Duration::from_secs(10), || {
+        is_reaped(worker)
     })
     .await;
-    wait_for(
+    wait_until(
         "the tool's own child is still running",
         Duration::from_secs(10),
-        || not_running(grandchild),
+        || !is_running(grandchild),
     )
     .await;
 }
@@ -336,7 +357,43 @@ async fn a_tool_that_does_not_import_is_an_error_naming_module_class_and_cause()
         "{text}"
     );
     assert!(
-        text.ends_with("ModuleNotFoundError: No module named 'a_module_that_does_not_exist'"),
+        text.contains("ModuleNotFoundError: No module named 'a_module_that_does_not_exist'\nthe module 'a_module_that_does_not_exist' is not installed for "),
+        "{text}"
+    );
+    assert!(
+        text.ends_with("-m pip install a_module_that_does_not_exist`), or pass --python with the interpreter that has it"),
+        "{text}"
+    );
+}
+
+/// An interpreter without CrewAI and pydantic: `python3 -S` (no site-packages) behind a script.
+async fn without_crewai_and_pydantic_the_load_error_says_what_to_install() {
+    let dir = tempfile::tempdir().unwrap();
+    let wrapper = dir.path().join("bare-python");
+    let real = config(Vec::new()).python;
+    std::fs::write(
+        &wrapper,
+        format!("#!/bin/sh\nexec '{}' -S \"$@\"\n", real.display()),
+    )
+    .unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let mut config = config(vec![class("WordCountTool", "WordCountTool")]);
+    config.python = wrapper;
+    let error = PythonTools::start(config).await.err().unwrap();
+    let text = error.to_string();
+    assert!(
+        text.contains("ModuleNotFoundError: No module named 'crewai'"),
+        "{text}"
+    );
+    assert!(
+        text.contains("and the stand-in for crewai.tools that crewai-rs provides needs pydantic, which is not either"),
+        "{text}"
+    );
+    assert!(
+        text.contains("-m pip install pydantic`, or install crewai"),
         "{text}"
     );
 }
@@ -408,6 +465,11 @@ fn main() -> std::process::ExitCode {
             a_call_past_the_timeout_fails_and_the_worker_serves_the_next_one,
         )
         .async_test_needing(
+            "calls_run_concurrently_and_a_cancelled_one_does_not_disturb_the_worker",
+            &needs,
+            calls_run_concurrently_and_a_cancelled_one_does_not_disturb_the_worker,
+        )
+        .async_test_needing(
             "a_worker_killed_mid_call_is_restarted_once",
             &needs,
             a_worker_killed_mid_call_is_restarted_once,
@@ -431,6 +493,11 @@ fn main() -> std::process::ExitCode {
             "a_module_level_tool_object_and_a_module_loaded_from_its_file_run",
             &needs,
             a_module_level_tool_object_and_a_module_loaded_from_its_file_run,
+        )
+        .async_test_needing(
+            "without_crewai_and_pydantic_the_load_error_says_what_to_install",
+            &needs,
+            without_crewai_and_pydantic_the_load_error_says_what_to_install,
         )
         .async_test_needing(
             "a_missing_class_and_misused_kwargs_are_load_errors",

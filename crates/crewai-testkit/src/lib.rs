@@ -8,12 +8,15 @@
 //!
 //! [`fixtures`] holds data several crates' tests share (a structured-output schema).
 //!
+//! [`process`] checks that a test's child processes are gone (reaped, or no longer running).
+//!
 //! [`prereq`] is the harness for test binaries that need something from outside the repository
 //! (a model file, shared fixtures, a program): skipped locally when it is missing, failed under CI.
 
 pub mod fault;
 pub mod fixtures;
 pub mod prereq;
+pub mod process;
 pub mod replay;
 pub mod scripted;
 mod serve;
