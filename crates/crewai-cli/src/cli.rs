@@ -136,6 +136,10 @@ pub struct ProjectArgs {
     /// Print the crew's output as one JSON line, last on stdout.
     #[arg(long)]
     pub json: bool,
+    /// The Python that runs the project's own tools (`tools/*.py`); default: the project's
+    /// `.venv`, else `python3` on `PATH`.
+    #[arg(long, value_name = "PATH")]
+    pub python: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Args)]

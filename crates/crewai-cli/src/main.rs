@@ -12,6 +12,7 @@ mod models;
 mod observe;
 mod outcome;
 mod progress;
+mod python_tools;
 mod run;
 mod stored;
 mod traces;

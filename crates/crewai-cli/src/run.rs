@@ -120,6 +120,7 @@ pub async fn run(args: RunArgs) -> Result<(), Failure> {
     if let Some(outcome) = crate::flow_cmd::run_declared_flow(&args).await {
         return outcome;
     }
+    refuse_python_flow(&dir)?;
     let given =
         inputs::gather(&args.inputs, args.inputs_file.as_deref()).map_err(Failure::config)?;
     if is_rust_project(&dir) && !args.dry_run {
@@ -150,6 +151,35 @@ pub async fn run(args: RunArgs) -> Result<(), Failure> {
         return print_out(&text);
     }
     kickoff_and_record(&project, &given, registry, &args.common).await
+}
+
+/// A CrewAI project whose `pyproject.toml` says it is a flow, and which holds no declarative
+/// flow file (those ran above), is a flow written as a Python `Flow` class: its methods are
+/// Python code, which crewai-rs does not run.
+fn refuse_python_flow(dir: &Path) -> Result<(), Failure> {
+    let package = crewai_pysource::find_crewai_package(dir)
+        .map_err(|error| Failure::config(anyhow!(error)))?;
+    match package {
+        Some(package) if package.kind == Some(crewai_pysource::ProjectKind::Flow) => {
+            let code = package
+                .main_py()
+                .map(|main| {
+                    main.strip_prefix(dir)
+                        .unwrap_or(&main)
+                        .display()
+                        .to_string()
+                })
+                .unwrap_or_else(|| format!("src/{}/", package.name));
+            Err(Failure::config(anyhow!(
+                "{} says this is a CrewAI flow (`[tool.crewai] type = \"flow\"`), written in Python ({code}); crewai-rs runs crews and declarative flows, not Python `Flow` classes",
+                package.pyproject.strip_prefix(dir).unwrap_or(&package.pyproject).display()
+            ))
+            .with_hint(
+                "write the flow as a declarative flow (flow.yaml with `schema: crewai.flow/v1`, see examples/research-declarative-flow) and run that",
+            ))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// How a journaled run of the CLI begins.
@@ -237,6 +267,12 @@ async fn run_journaled(
     run_id: String,
     start: Start,
 ) -> Result<(), Failure> {
+    let mut registry = registry;
+    // The project's Python tools run in one worker for the whole run; it is stopped below, and
+    // on an early return its drop kills and reaps the process.
+    let python =
+        crate::python_tools::ProjectPython::start(project, common.python.as_deref(), &mut registry)
+            .await?;
     let (crew, store, progress, observers) =
         build(project, build_inputs, registry, common, &run_id).await?;
     let crew = crew.with_run_journal(Arc::new(store.clone()));
@@ -278,6 +314,7 @@ async fn run_journaled(
     };
     progress.finish();
     observers.finish().await;
+    python.shutdown().await;
     report(&store, &run_id, result, interrupted, common.json).await
 }
 

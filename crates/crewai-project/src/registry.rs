@@ -174,6 +174,12 @@ impl ToolRegistry {
     /// Adds a tool with its usage options, such as what a `#[tool]` function's `*_tool()` returns.
     pub fn register_handle(&mut self, handle: ToolHandle) -> &mut Self {
         let name = handle.original_name().to_string();
+        self.register_handle_as(&name, handle)
+    }
+
+    /// Adds a tool under a name of the caller's choosing rather than its own, such as the key a
+    /// project's Python tool has in its `tools:` lists (`python:MarketDataTool`).
+    pub fn register_handle_as(&mut self, name: &str, handle: ToolHandle) -> &mut Self {
         let factory: ToolFactory = Arc::new(move |args: &Map<String, Value>| {
             if args.is_empty() {
                 Ok(handle.clone())
@@ -185,7 +191,7 @@ impl ToolRegistry {
                 .into())
             }
         });
-        self.register_factory(&name, factory)
+        self.register_factory(name, factory)
     }
 
     /// Adds a tool made from the arguments written beside its name.
