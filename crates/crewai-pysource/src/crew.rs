@@ -465,7 +465,25 @@ impl<'m> Reader<'m> {
             (_, "llm" | "function_calling_llm" | "manager_llm" | "planning_llm" | "chat_llm") => {
                 match self.llm(scope, value, 0) {
                     Ok(llm) => Some(ArgValue::Json(llm)),
-                    Err(why) => refuse(self, why),
+                    // A model chosen in code (a helper method, an environment variable) is
+                    // common in real projects, and one is always there to fall back on: the
+                    // YAML's `llm:` or the run's default model. Said, not dropped in silence.
+                    Err(why) => {
+                        self.warning(
+                            file,
+                            line,
+                            format!(
+                                "{owner} argument `{name}=`: {why}, so it is not read; the {} is used instead",
+                                if name == "llm" {
+                                    "`llm:` of its YAML entry, or the default model,"
+                                } else {
+                                    "default"
+                                }
+                            ),
+                            Some(kind.override_hint(method, name)),
+                        );
+                        None
+                    }
                 }
             }
             (Kind::Task, "agent") | (Kind::Crew, "manager_agent") => match self_call(value) {

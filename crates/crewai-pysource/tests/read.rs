@@ -239,7 +239,13 @@ class Odd:
         .diagnostics
         .iter()
         .map(|d| {
-            assert_eq!(d.severity, Severity::Error);
+            // A model chosen in code falls back to the YAML's (a warning); the rest cannot.
+            let expected = if d.line == 21 {
+                Severity::Warning
+            } else {
+                Severity::Error
+            };
+            assert_eq!(d.severity, expected, "{}", d.message);
             format!(
                 "{}: {}; {}",
                 d.line,
@@ -260,7 +266,7 @@ class Odd:
         "{}",
         shown[1]
     );
-    assert!(shown[2].starts_with("21: agent 'c' argument `llm=`: LLM argument `model=` is not a literal (`os.getenv(\"MODEL\")`)"), "{}", shown[2]);
+    assert!(shown[2].starts_with("21: agent 'c' argument `llm=`: LLM argument `model=` is not a literal (`os.getenv(\"MODEL\")`), so it is not read; the `llm:` of its YAML entry, or the default model, is used instead"), "{}", shown[2]);
     assert!(
         shown[2].contains("config/crew.yaml under `agents: c: llm:`"),
         "{}",
