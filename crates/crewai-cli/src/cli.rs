@@ -110,12 +110,17 @@ pub enum ModelsAction {
 
 #[derive(Debug, Subcommand)]
 pub enum CreateKind {
-    /// A Rust crew project: Cargo.toml, src/main.rs, src/tools.rs, config/*.yaml.
+    /// A crew project: a Rust one (Cargo.toml, src/main.rs, src/tools.rs, config/*.yaml), or
+    /// CrewAI's Python layout with `--classic`.
     Crew {
         name: String,
         /// The folder to create it in (default: the current folder).
         #[arg(short = 'o', long = "output-dir")]
         output_dir: Option<PathBuf>,
+        /// CrewAI's own Python layout (`pyproject.toml`, `src/<name>/crew.py`, `main.py`,
+        /// `config/*.yaml`, `tools/custom_tool.py`), which CrewAI and this `crewai run` both run.
+        #[arg(long)]
+        classic: bool,
     },
     /// A flow project: flow.yaml with a router and a crew in crews/.
     Flow { name: String },

@@ -1,4 +1,5 @@
-//! `crewai create crew NAME`: a Rust crew project that builds and runs.
+//! `crewai create crew NAME`: a Rust crew project that builds and runs (and the helpers every
+//! scaffold shares).
 
 use std::path::{Path, PathBuf};
 
@@ -55,8 +56,9 @@ fn dependency_lines() -> Vec<minijinja::Value> {
         .collect()
 }
 
-/// Writes the project; returns its folder.
-pub fn scaffold(name: &str, parent: &Path) -> anyhow::Result<PathBuf> {
+/// The folder a new project named `name` gets under `parent`, checked: a valid name, not there
+/// yet.
+pub(crate) fn new_project_dir(name: &str, parent: &Path) -> anyhow::Result<(String, PathBuf)> {
     let folder = folder_name(name);
     if folder.is_empty() || !folder.chars().all(|c| c.is_alphanumeric() || c == '_') {
         bail!("'{name}' cannot name a project: use letters, digits, spaces, '-' or '_'");
@@ -73,7 +75,34 @@ pub fn scaffold(name: &str, parent: &Path) -> anyhow::Result<PathBuf> {
             dir.display()
         );
     }
-    let env = Environment::new();
+    Ok((folder, dir))
+}
+
+/// Writes `files` (paths relative to `dir`), creating their folders.
+pub(crate) fn write_files(dir: &Path, files: Vec<(&str, String)>) -> anyhow::Result<()> {
+    for (relative, text) in files {
+        let path = dir.join(relative);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("cannot create {}", parent.display()))?;
+        }
+        std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    Ok(())
+}
+
+/// Renders a template with `vars`, ending the text with one newline (minijinja drops a
+/// template's final newline; files should end with one).
+pub(crate) fn render(template: &str, vars: &minijinja::Value) -> anyhow::Result<String> {
+    Environment::new()
+        .render_str(template, vars)
+        .map(|text| format!("{}\n", text.trim_end_matches('\n')))
+        .context("a project template failed to render")
+}
+
+/// Writes the project; returns its folder.
+pub fn scaffold(name: &str, parent: &Path) -> anyhow::Result<PathBuf> {
+    let (folder, dir) = new_project_dir(name, parent)?;
     let year = chrono_year();
     let vars = context! {
         name => name.trim(),
@@ -81,12 +110,7 @@ pub fn scaffold(name: &str, parent: &Path) -> anyhow::Result<PathBuf> {
         crewai_deps => dependency_lines(),
         current_year => year,
     };
-    // minijinja drops a template's final newline; files should end with one.
-    let render = |template: &str| {
-        env.render_str(template, &vars)
-            .map(|text| format!("{}\n", text.trim_end_matches('\n')))
-            .context("a project template failed to render")
-    };
+    let render = |template: &str| render(template, &vars);
     let files: Vec<(&str, String)> = vec![
         ("Cargo.toml", render(CARGO_TOML)?),
         ("src/main.rs", render(MAIN_RS)?),
@@ -99,30 +123,27 @@ pub fn scaffold(name: &str, parent: &Path) -> anyhow::Result<PathBuf> {
         (".gitignore", GITIGNORE.to_string()),
         ("knowledge/user_preference.txt", USER_PREFERENCE.to_string()),
     ];
-    for (relative, text) in files {
-        let path = dir.join(relative);
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent)
-                .with_context(|| format!("cannot create {}", parent.display()))?;
-        }
-        std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
-    }
+    write_files(&dir, files)?;
     Ok(dir)
 }
 
 /// The scaffold's default `current_year` input, as CrewAI's main.py computes it.
-fn chrono_year() -> String {
+pub(crate) fn chrono_year() -> String {
     chrono::Utc::now().format("%Y").to_string()
 }
 
-pub fn create_crew(name: &str, output_dir: Option<&Path>) -> Result<(), Failure> {
-    let parent = match output_dir {
-        Some(dir) => dir.to_path_buf(),
+/// `output_dir`, else the current folder.
+pub(crate) fn parent_dir(output_dir: Option<&Path>) -> Result<PathBuf, Failure> {
+    match output_dir {
+        Some(dir) => Ok(dir.to_path_buf()),
         None => std::env::current_dir()
             .context("cannot read the current folder")
-            .map_err(Failure::config)?,
-    };
-    let dir = scaffold(name, &parent).map_err(Failure::config)?;
+            .map_err(Failure::config),
+    }
+}
+
+pub fn create_crew(name: &str, output_dir: Option<&Path>) -> Result<(), Failure> {
+    let dir = scaffold(name, &parent_dir(output_dir)?).map_err(Failure::config)?;
     print_created(
         &dir,
         &[

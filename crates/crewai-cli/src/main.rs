@@ -6,6 +6,7 @@
 
 mod cli;
 mod create;
+mod create_classic;
 mod flow_cmd;
 mod inputs;
 mod models;
@@ -101,8 +102,16 @@ async fn dispatch(cli: Cli) -> Result<(), Failure> {
     match cli.command {
         Command::Run(args) => run::run(args).await,
         Command::Create {
-            kind: CreateKind::Crew { name, output_dir },
-        } => create::create_crew(&name, output_dir.as_deref()),
+            kind:
+                CreateKind::Crew {
+                    name,
+                    output_dir,
+                    classic,
+                },
+        } => match classic {
+            true => create_classic::create_classic_crew(&name, output_dir.as_deref()),
+            false => create::create_crew(&name, output_dir.as_deref()),
+        },
         Command::Create {
             kind: CreateKind::Flow { name },
         } => flow_cmd::create_flow(&name),

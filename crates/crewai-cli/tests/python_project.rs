@@ -169,6 +169,48 @@ fn a_python_flow_project_is_refused_with_what_runs_instead() {
     assert_contains(&stderr, "schema: crewai.flow/v1");
 }
 
+fn the_classic_template_runs_as_crewai_writes_it() {
+    let parent = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let out = run(crewai(&[
+        "create",
+        "crew",
+        "Latest AI",
+        "--classic",
+        "--output-dir",
+        parent.path().to_str().unwrap_or_default(),
+    ]));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let root = parent.path().join("latest_ai");
+    for file in [
+        "pyproject.toml",
+        "src/latest_ai/crew.py",
+        "src/latest_ai/main.py",
+        "src/latest_ai/config/agents.yaml",
+        "src/latest_ai/config/tasks.yaml",
+        "src/latest_ai/tools/custom_tool.py",
+    ] {
+        assert!(root.join(file).is_file(), "{file} was not written");
+    }
+    let crew_py = std::fs::read_to_string(root.join("src/latest_ai/crew.py")).unwrap_or_default();
+    assert_contains(&crew_py, "class LatestAi:");
+
+    let server = ScriptedServer::start_blocking();
+    server.push_text("1. Agents got better at tools.");
+    server.push_text("# Report\n\nAgents got better at tools.");
+    let mut command = with_server(crewai(&["run", "--inputs", "current_year=2026"]), &server);
+    command.current_dir(&root);
+    let out = run(command);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_contains(&text(&out.stdout), "Agents got better at tools.");
+    // main.py's topic reached the prompt, and the task's output_file was written.
+    assert_contains(
+        &server.requests()[0].body.to_string(),
+        "AI LLMs Senior Data Researcher",
+    );
+    let report = std::fs::read_to_string(root.join("report.md")).unwrap_or_default();
+    assert_contains(&report, "# Report");
+}
+
 fn main() -> std::process::ExitCode {
     let python = python_with_pydantic();
     Suite::new()
@@ -180,6 +222,10 @@ fn main() -> std::process::ExitCode {
             "crewai_run_at_the_project_root_uses_main_py_inputs_the_python_tool_and_the_model",
             &[&python],
             crewai_run_at_the_project_root_uses_main_py_inputs_the_python_tool_and_the_model,
+        )
+        .test(
+            "the_classic_template_runs_as_crewai_writes_it",
+            the_classic_template_runs_as_crewai_writes_it,
         )
         .test(
             "a_python_flow_project_is_refused_with_what_runs_instead",
