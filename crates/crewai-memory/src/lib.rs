@@ -18,7 +18,8 @@
 //!
 //! Modules: `record` (scopes, records, filters), `store` (the trait), `sqlite` (the default
 //! store), `memory` (the type and its writes), `recall`, `browse` (listings), `scoring`,
-//! `prompts` (what the memory's model is asked) and `events`.
+//! `prompts` (what the memory's model is asked), `events` and `tools` (the agent tools
+//! `search_memory` and `save_to_memory`).
 
 mod browse;
 mod error;
@@ -30,6 +31,7 @@ mod record;
 mod scoring;
 mod sqlite;
 mod store;
+mod tools;
 
 pub use browse::{MemoryInfo, RecordQuery, ScopeTree};
 pub use error::MemoryError;
@@ -40,3 +42,4 @@ pub use record::{CollectionInfo, MemoryRecord, RecordFilter, ScopeCount, ScopePa
 pub use scoring::{MatchReason, MemoryConfig, MemoryMatch};
 pub use sqlite::{MEMORY_DB_FILE, MEMORY_DIR, SqliteMemoryStore};
 pub use store::{MemoryStore, VectorHit};
+pub use tools::{SAVE_TO_MEMORY_TOOL, SEARCH_MEMORY_TOOL, memory_tools};

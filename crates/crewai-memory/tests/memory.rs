@@ -398,3 +398,43 @@ async fn lists_scopes_categories_and_the_tree() {
     let store_view: Arc<dyn MemoryStore> = Arc::new(SqliteMemoryStore::in_memory().unwrap());
     assert!(store_view.collections().await.unwrap().is_empty());
 }
+
+#[tokio::test]
+async fn agent_tools_save_and_search() {
+    let memory = memory().scope("/crew/demo").unwrap();
+    let tools = crewai_memory::memory_tools(&memory, Some("Researcher".into()));
+    let names: Vec<String> = tools.iter().map(|t| t.name().to_string()).collect();
+    assert_eq!(names, ["search_memory", "save_to_memory"]);
+    let ctx = crewai_tools::ToolContext::default();
+    let saved = tools[1]
+        .run(
+            serde_json::json!({"memories": ["The Q3 report is due on October 3", ""]}),
+            &ctx,
+        )
+        .await
+        .unwrap();
+    assert_eq!(saved.to_text(), "Saved 1 memory.");
+    let listed = memory.list_records(&RecordQuery::default()).await.unwrap();
+    assert_eq!(listed[0].source.as_deref(), Some("Researcher"));
+    let found = tools[0]
+        .run(
+            serde_json::json!({"queries": "when is the Q3 report due"}),
+            &ctx,
+        )
+        .await
+        .unwrap()
+        .to_text();
+    assert!(
+        found.starts_with("Query: when is the Q3 report due\n- (score="),
+        "{found}"
+    );
+    assert!(
+        found.contains("The Q3 report is due on October 3"),
+        "{found}"
+    );
+    let refused = tools[0]
+        .run(serde_json::json!({"queries": []}), &ctx)
+        .await
+        .unwrap_err();
+    assert!(refused.to_string().contains("queries"), "{refused}");
+}
