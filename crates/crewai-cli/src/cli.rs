@@ -60,6 +60,8 @@ pub enum Command {
     Runs(RunsArgs),
     /// Forget stored data: kickoff outputs, memory, knowledge.
     ResetMemories(ResetArgs),
+    /// List or search the project's memory (`.crewai/memory.db`).
+    Memory(MemoryArgs),
     /// Show the version.
     Version {
         /// Also list the built-in tools.
@@ -222,6 +224,49 @@ pub struct ResetArgs {
     /// Everything.
     #[arg(short = 'a', long)]
     pub all: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct MemoryArgs {
+    #[command(subcommand)]
+    pub action: MemoryAction,
+    /// The project folder.
+    #[arg(long, short = 'p', default_value = ".", global = true)]
+    pub project: PathBuf,
+    /// The memory database (default: `<project>/.crewai/memory.db`).
+    #[arg(long, global = true)]
+    pub storage_path: Option<PathBuf>,
+    /// Only this scope and the scopes below it (`/crew/research`).
+    #[arg(long, default_value = "/", global = true)]
+    pub scope: String,
+    /// Include private records.
+    #[arg(long, global = true)]
+    pub include_private: bool,
+    /// How many records to show.
+    #[arg(long, default_value_t = 20, global = true)]
+    pub limit: usize,
+    /// Print JSON.
+    #[arg(long, global = true)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum MemoryAction {
+    /// The records, newest first.
+    List,
+    /// The records that best match a query (shallow recall: vectors and words, no model call).
+    Search {
+        query: String,
+        /// The embedder the memory was written with (`openai`, `ollama`, `hash`, ...); by
+        /// default the one the collection recorded, when it needs no settings.
+        #[arg(long)]
+        embedder_provider: Option<String>,
+        #[arg(long)]
+        embedder_model: Option<String>,
+        /// The embedder's settings as JSON (CrewAI's `embedder.config`).
+        #[arg(long)]
+        embedder_config: Option<String>,
+    },
 }
 
 #[derive(Debug, Clone, Args)]

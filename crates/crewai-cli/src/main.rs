@@ -9,6 +9,7 @@ mod create;
 mod create_classic;
 mod flow_cmd;
 mod inputs;
+mod memory_cmd;
 mod models;
 mod observe;
 mod outcome;
@@ -122,6 +123,7 @@ async fn dispatch(cli: Cli) -> Result<(), Failure> {
         Command::Replay(args) => run::replay(args).await,
         Command::Runs(args) => stored::runs(&args).await,
         Command::ResetMemories(args) => stored::reset_memories(&args).await,
+        Command::Memory(args) => memory_cmd::memory(&args).await,
         Command::Version { tools } => {
             println!("crewai {}", env!("CARGO_PKG_VERSION"));
             if tools {

@@ -129,7 +129,7 @@ pub async fn runs(args: &RunsArgs) -> Result<(), Failure> {
     print_out(&listing)
 }
 
-/// `crewai reset-memories`: clears the kickoff outputs; memory and knowledge are not stored yet.
+/// `crewai reset-memories`: clears the kickoff outputs and memory; knowledge is not stored yet.
 pub async fn reset_memories(args: &ResetArgs) -> Result<(), Failure> {
     if !(args.all || args.memory || args.knowledge || args.agent_knowledge || args.kickoff_outputs)
     {
@@ -146,7 +146,7 @@ pub async fn reset_memories(args: &ResetArgs) -> Result<(), Failure> {
         println!("Latest kickoff outputs reset.");
     }
     if args.all || args.memory {
-        println!("Memory: nothing is stored yet (crew memory is not supported yet).");
+        crate::memory_cmd::reset(&args.project).await?;
     }
     if args.all || args.knowledge || args.agent_knowledge {
         println!("Knowledge: nothing is stored yet (knowledge is not supported yet).");

@@ -1,0 +1,144 @@
+//! `crewai memory list|search` and `crewai reset-memories -m` on a memory database written by
+//! crewai-memory, as a crew run writes it.
+
+mod support;
+
+use std::sync::Arc;
+
+use crewai_llm::embeddings::HashEmbedder;
+use crewai_memory::{Memory, RememberOptions, ScopePath, SqliteMemoryStore};
+use serde_json::Value;
+use support::{assert_contains, crewai, run, run_ok, text};
+
+fn remember_all(project: &std::path::Path, items: &[(&str, &str, bool)]) {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let store = SqliteMemoryStore::open_project(project).unwrap();
+        let memory = Memory::builder(Arc::new(store), Arc::new(HashEmbedder::new(128))).build();
+        for (scope, content, private) in items {
+            memory
+                .remember(
+                    content,
+                    RememberOptions::default()
+                        .scope(ScopePath::parse(scope).unwrap())
+                        .private(*private),
+                )
+                .await
+                .unwrap();
+        }
+    });
+}
+
+#[test]
+fn lists_searches_and_resets_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().to_str().unwrap();
+    let empty = run_ok(crewai(&["memory", "list", "--project", project]));
+    assert_contains(&text(&empty.stdout), "No memory stored yet");
+    assert!(!dir.path().join(".crewai/memory.db").exists());
+
+    remember_all(
+        dir.path(),
+        &[
+            (
+                "/crew/demo/agent/researcher",
+                "The survey closes on Friday",
+                false,
+            ),
+            (
+                "/crew/demo/agent/writer",
+                "Reports use British spelling",
+                false,
+            ),
+            ("/crew/other", "Other crew secret plan", true),
+        ],
+    );
+    let listed: Value = serde_json::from_slice(
+        &run_ok(crewai(&["memory", "list", "--project", project, "--json"])).stdout,
+    )
+    .unwrap();
+    assert_eq!(listed.as_array().unwrap().len(), 2, "{listed}");
+    let with_private: Value = serde_json::from_slice(
+        &run_ok(crewai(&[
+            "memory",
+            "list",
+            "--project",
+            project,
+            "--json",
+            "--include-private",
+        ]))
+        .stdout,
+    )
+    .unwrap();
+    assert_eq!(with_private.as_array().unwrap().len(), 3);
+    let scoped = text(
+        &run_ok(crewai(&[
+            "memory",
+            "list",
+            "--project",
+            project,
+            "--scope",
+            "/crew/demo/agent/writer",
+        ]))
+        .stdout,
+    );
+    assert_contains(&scoped, "Reports use British spelling");
+    assert!(!scoped.contains("survey"), "{scoped}");
+
+    let found: Value = serde_json::from_slice(
+        &run_ok(crewai(&[
+            "memory",
+            "search",
+            "when does the survey close",
+            "--project",
+            project,
+            "--json",
+            "--limit",
+            "1",
+        ]))
+        .stdout,
+    )
+    .unwrap();
+    assert_eq!(found[0]["record"]["content"], "The survey closes on Friday");
+    assert!(found[0]["score"].as_f64().unwrap() > 0.0);
+    assert_eq!(found[0]["match_reasons"][0], "semantic");
+    let shown = text(
+        &run_ok(crewai(&[
+            "memory",
+            "search",
+            "British spelling",
+            "--project",
+            project,
+        ]))
+        .stdout,
+    );
+    assert_contains(&shown, "- (score=");
+    assert_contains(&shown, "scope: /crew/demo/agent/writer");
+
+    let bad_scope = run(crewai(&[
+        "memory",
+        "list",
+        "--project",
+        project,
+        "--scope",
+        "/a/../b",
+    ]));
+    assert!(!bad_scope.status.success());
+    assert_contains(&text(&bad_scope.stderr), "`..`");
+
+    let reset = run_ok(crewai(&["reset-memories", "--project", project, "-m"]));
+    assert_contains(&text(&reset.stdout), "Memory reset (3 records deleted)");
+    let after: Value = serde_json::from_slice(
+        &run_ok(crewai(&[
+            "memory",
+            "list",
+            "--project",
+            project,
+            "--json",
+            "--include-private",
+        ]))
+        .stdout,
+    )
+    .unwrap();
+    assert_eq!(after, serde_json::json!([]));
+}

@@ -1,0 +1,45 @@
+//! # crewai-memory
+//!
+//! CrewAI's unified memory: one [`Memory`] that remembers statements in a `/`-separated scope
+//! hierarchy with categories, metadata, importance, a source and a private flag, and recalls them
+//! by a composite score (0.5 · similarity + 0.3 · 0.5^(age_days / 30) + 0.2 · importance, weights
+//! configurable in [`MemoryConfig`]) over vector and full-text candidates fused by reciprocal
+//! rank.
+//!
+//! Storage is behind the async, batched [`MemoryStore`] trait; every call names its collection
+//! and carries a [`RecordFilter`] that the storage itself applies, so a scope is enforced where
+//! the data lives. [`SqliteMemoryStore`] is the default: one SQLite file
+//! (`<project>/.crewai/memory.db`), with cosine distance from sqlite-vec and an FTS5 index, all of
+//! it run on tokio's blocking pool.
+//!
+//! Embeddings come from any [`crewai_llm::embeddings::Embedder`]; the collection records the
+//! embedding model and size the first time and refuses a different size later, naming
+//! `crewai reset-memories -m`.
+//!
+//! Modules: `record` (scopes, records, filters), `store` (the trait), `sqlite` (the default
+//! store), `memory` (the type and its writes), `recall`, `browse` (listings), `scoring`,
+//! `prompts` (what the memory's model is asked), `events` and `tools` (the agent tools
+//! `search_memory` and `save_to_memory`).
+
+mod browse;
+mod error;
+mod events;
+mod memory;
+mod prompts;
+mod recall;
+mod record;
+mod scoring;
+mod sqlite;
+mod store;
+mod tools;
+
+pub use browse::{MemoryInfo, RecordQuery, ScopeTree};
+pub use error::MemoryError;
+pub use events::{MemoryEvent, MemoryObserver};
+pub use memory::{DEFAULT_COLLECTION, Memory, MemoryBuilder, MemoryUpdate, RememberOptions};
+pub use recall::{RecallDepth, RecallQuery};
+pub use record::{CollectionInfo, MemoryRecord, RecordFilter, ScopeCount, ScopePath};
+pub use scoring::{MatchReason, MemoryConfig, MemoryMatch};
+pub use sqlite::{MEMORY_DB_FILE, MEMORY_DIR, SqliteMemoryStore};
+pub use store::{MemoryStore, VectorHit};
+pub use tools::{SAVE_TO_MEMORY_TOOL, SEARCH_MEMORY_TOOL, memory_tools};
