@@ -18,7 +18,7 @@ pub enum SkillSource {
         level: DisclosureLevel,
     },
     /// A skill value (inline, or loaded by the caller).
-    Skill(Skill),
+    Skill(Box<Skill>),
     /// A CrewAI registry reference (`@org/name`): refused by [`resolve`].
     Registry(String),
 }
@@ -38,7 +38,7 @@ impl SkillSource {
         if text.starts_with('@') {
             Ok(SkillSource::Registry(text.to_string()))
         } else if text.trim_start_matches('\u{feff}').starts_with("---") {
-            Skill::from_markdown(text, origin).map(SkillSource::Skill)
+            Skill::from_markdown(text, origin).map(SkillSource::from)
         } else {
             Ok(SkillSource::path(text))
         }
@@ -47,7 +47,7 @@ impl SkillSource {
 
 impl From<Skill> for SkillSource {
     fn from(skill: Skill) -> Self {
-        SkillSource::Skill(skill)
+        SkillSource::Skill(Box::new(skill))
     }
 }
 
@@ -110,7 +110,7 @@ pub fn resolve(sources: &[SkillSource]) -> Result<Resolution, SkillError> {
                     reference: reference.clone(),
                 });
             }
-            SkillSource::Skill(skill) => add(&mut resolution, skill.clone())?,
+            SkillSource::Skill(skill) => add(&mut resolution, (**skill).clone())?,
             SkillSource::Path { path, level } => {
                 if !path.exists() {
                     return Err(SkillError::NotFound { path: path.clone() });

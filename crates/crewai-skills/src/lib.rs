@@ -16,7 +16,7 @@
 //!     "inline skill",
 //! )?;
 //! assert_eq!(inline.name(), "haiku");
-//! let resolution = resolve(&[SkillSource::Skill(inline.with_level(DisclosureLevel::Instructions))])?;
+//! let resolution = resolve(&[SkillSource::from(inline.with_level(DisclosureLevel::Instructions))])?;
 //! assert_eq!(resolution.skills[0].instructions(), "Three lines: 5, 7, 5 syllables.");
 //! # Ok::<(), crewai_skills::SkillError>(())
 //! ```
