@@ -46,7 +46,10 @@ pub(crate) fn skill_sources(
         } else {
             origin.child(index)
         };
-        match source(root, owner, entry, &at) {
+        match source(root, owner, entry, &at).and_then(|source| {
+            // Each entry is loaded on its own first, so a problem is reported at its own line.
+            loaded(owner, &source, &at, warnings).map(|()| source)
+        }) {
             Ok(source) => sources.push(source),
             Err(diagnostic) => {
                 errors.push(diagnostic);
@@ -57,29 +60,40 @@ pub(crate) fn skill_sources(
     if !ok {
         return None;
     }
+    // Together, the entries must not name two different skills the same.
     match resolve(&sources) {
-        Ok(resolution) => {
-            for step in &resolution.steps {
-                if let ResolveStep::LoadFailed { error, .. } = step {
-                    warnings.push(origin.diagnostic(format!(
-                        "{owner} field 'skills': a skill is left out because it does not load: {}",
-                        error_chain(error.as_ref())
-                    )));
-                }
-            }
-            Some(sources)
-        }
+        Ok(_) => Some(sources),
         Err(error) => {
             errors.push(
-                origin
-                    .diagnostic(format!("{owner} field 'skills': {}", error_chain(&error)))
-                    .with_hint(Some(
-                        "skill paths are relative to the project folder".into(),
-                    )),
+                origin.diagnostic(format!("{owner} field 'skills': {}", error_chain(&error))),
             );
             None
         }
     }
+}
+
+/// Loads one entry's skills; a skill left out of a searched folder is a warning.
+fn loaded(
+    owner: &str,
+    source: &SkillSource,
+    at: &Origin,
+    warnings: &mut Vec<Diagnostic>,
+) -> Result<(), Diagnostic> {
+    let resolution = resolve(std::slice::from_ref(source)).map_err(|error| {
+        at.diagnostic(format!("{owner} field 'skills': {}", error_chain(&error)))
+            .with_hint(Some(
+                "skill paths are relative to the project folder".into(),
+            ))
+    })?;
+    for step in &resolution.steps {
+        if let ResolveStep::LoadFailed { error, .. } = step {
+            warnings.push(at.diagnostic(format!(
+                "{owner} field 'skills': a skill is left out because it does not load: {}",
+                error_chain(error.as_ref())
+            )));
+        }
+    }
+    Ok(())
 }
 
 fn source(root: &Path, owner: &str, entry: &Value, at: &Origin) -> Result<SkillSource, Diagnostic> {
