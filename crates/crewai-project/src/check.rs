@@ -59,12 +59,11 @@ pub(crate) fn check(root: &Path, loaded: &mut Loaded) -> Checked {
             }
         }
     }
-    if let (Some(value), Some(origin)) = (&loaded.crew.skills, loaded.crew.origin("skills")) {
-        if let Some(sources) =
+    if let (Some(value), Some(origin)) = (&loaded.crew.skills, loaded.crew.origin("skills"))
+        && let Some(sources) =
             skill_sources(root, "crew", value, origin, &mut errors, &mut warnings)
-        {
-            skills.crew = sources;
-        }
+    {
+        skills.crew = sources;
     }
     let agent_keys: Vec<&str> = loaded.agents.iter().map(|a| a.key.as_str()).collect();
     let manager = loaded.crew.manager_agent.clone();
