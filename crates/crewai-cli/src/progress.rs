@@ -255,6 +255,22 @@ impl Progress {
                     Self::line(state, &format!("  error: {error}"));
                 }
             }
+            EventKind::SkillActivated {
+                agent_role,
+                skill_name,
+                ..
+            } => {
+                let who = agent_role.as_deref().map(str::trim).unwrap_or("agent");
+                Self::line(state, &format!("  ↳ {who} uses skill {skill_name}"));
+            }
+            EventKind::SkillLoadFailed {
+                skill_name, error, ..
+            } => {
+                Self::line(
+                    state,
+                    &format!("  ✗ skill {skill_name} could not be loaded: {error}"),
+                );
+            }
             // Not shown: the crew's and agents' own start and end are what the task lines
             // already say, a call's start and chunks are what the spinner's timer shows, a
             // failed call that matters fails its task, and flows have their own output.
@@ -278,7 +294,12 @@ impl Progress {
             | EventKind::FlowFinished { .. }
             | EventKind::MethodExecutionStarted { .. }
             | EventKind::MethodExecutionFinished { .. }
-            | EventKind::MethodExecutionFailed { .. } => {}
+            | EventKind::MethodExecutionFailed { .. }
+            // A skill's discovery and loading are setup; its activation is the line that matters.
+            | EventKind::SkillDiscoveryStarted { .. }
+            | EventKind::SkillDiscoveryCompleted { .. }
+            | EventKind::SkillLoaded { .. }
+            | EventKind::SkillUsed { .. } => {}
         }
     }
 

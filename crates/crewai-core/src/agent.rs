@@ -41,6 +41,7 @@ use crate::kickoff::KickoffOptions;
 use crate::llm_stack::CallPurpose;
 use crate::prompts::agent as agent_prompts;
 use crate::setters::required;
+use crate::skills::{self, SkillScope, SkillSource};
 use crate::usage::UsageTracker;
 
 /// One step of an agent's work, as `step_callback` sees it.
@@ -153,6 +154,7 @@ pub(crate) struct AgentConfig {
     pub(crate) verbose: bool,
     pub(crate) hooks: Hooks,
     pub(crate) event_bus: Option<EventBus>,
+    pub(crate) skills: Vec<SkillSource>,
 }
 
 /// An agent (cheap to clone: the configuration is shared).
@@ -264,6 +266,10 @@ impl Agent {
     pub fn event_bus(&self) -> Option<&EventBus> {
         self.config.event_bus.as_ref()
     }
+    /// Where its skills come from (its own, then its crew's; resolved when an execution starts).
+    pub fn skills(&self) -> &[SkillSource] {
+        &self.config.skills
+    }
 
     fn modified(&self, change: impl FnOnce(&mut AgentConfig)) -> Agent {
         let mut config = (*self.config).clone();
@@ -291,6 +297,11 @@ impl Agent {
     /// A copy with other tools.
     pub fn with_tools(&self, tools: Vec<ToolHandle>) -> Agent {
         self.modified(|c| c.tools = tools)
+    }
+
+    /// A copy with `skills` after its own (a crew's skills, which apply to every agent).
+    pub fn with_more_skills(&self, skills: &[SkillSource]) -> Agent {
+        self.modified(|c| c.skills.extend(skills.iter().cloned()))
     }
 
     /// A copy with another model (a crew's `manager_llm`, a project override).
@@ -334,6 +345,7 @@ pub struct AgentBuilder {
     verbose: bool,
     hooks: Hooks,
     event_bus: Option<EventBus>,
+    skills: Vec<SkillSource>,
 }
 
 impl AgentBuilder {
@@ -393,6 +405,10 @@ impl AgentBuilder {
         pub fn verbose(verbose: bool) => verbose = verbose;
         /// Where `kickoff` reports its events.
         pub fn event_bus(bus: EventBus) => event_bus = Some(bus);
+        /// Its skills (CrewAI's `skills`): folders holding `SKILL.md`, folders of them, or skill
+        /// values ([`crate::skills`]).
+        pub fn skills(skills: Vec<SkillSource>) => skills = skills;
+        pub fn skill(skill: impl Into<SkillSource>) => |b| b.skills.push(skill.into());
         /// The agent's own hooks (they run after the crew's). Layers added with
         /// [`AgentBuilder::llm_layer`] are kept.
         pub fn hooks(hooks: Hooks) => |b| b.hooks = hooks.replacing(std::mem::take(&mut b.hooks));
@@ -470,19 +486,34 @@ impl AgentBuilder {
                 verbose: self.verbose,
                 hooks: self.hooks,
                 event_bus: self.event_bus,
+                skills: self.skills,
             }),
         })
     }
 }
 
 impl Agent {
-    fn execution(
+    /// An execution with the agent's skills loaded: their events are reported under `parent`,
+    /// and their tools join `tools`.
+    async fn execution(
         &self,
         services: RunServices,
-        tools: ToolSet,
+        mut tools: ToolSet,
         kind: RunKind,
+        parent: Option<Uuid>,
+        task_name: Option<&str>,
     ) -> Result<Execution, AgentError> {
-        Ok(Execution::new(self, self.llm()?, services, tools, kind))
+        let llm = self.llm()?;
+        let scope = SkillScope {
+            events: &services.events,
+            parent,
+            task_name,
+            crew_skills: &services.skills,
+        };
+        let skills = skills::prepare(self, scope, &mut tools).await?;
+        let mut execution = Execution::new(self, llm, services, tools, kind);
+        execution.skills = skills;
+        Ok(execution)
     }
 
     /// Runs one task the task/crew layer prepared: emits `agent_execution_started` (under the
@@ -500,7 +531,15 @@ impl Agent {
             tool_failure_policy,
             services,
         } = request;
-        let mut execution = self.execution(services, tools, RunKind::Task)?;
+        let mut execution = self
+            .execution(
+                services,
+                tools,
+                RunKind::Task,
+                parent_event_id,
+                task_name.as_deref(),
+            )
+            .await?;
         execution.response_format = response_format;
         execution.task_tool_failure_policy = tool_failure_policy;
         execution.task_name = task_name;
@@ -604,11 +643,15 @@ impl Agent {
             run_id: _,
         } = options;
         let services = self.kickoff_services(events, cancellation, usage);
-        let mut execution = self.execution(
-            services,
-            ToolSet::from(self.tools().to_vec()),
-            RunKind::Kickoff,
-        )?;
+        let mut execution = self
+            .execution(
+                services,
+                ToolSet::from(self.tools().to_vec()),
+                RunKind::Kickoff,
+                parent_event_id,
+                None,
+            )
+            .await?;
         let input = match (&input, &format) {
             (KickoffInput::Text(text), Some(format)) => KickoffInput::Text(format!(
                 "{text}{}",

@@ -75,6 +75,8 @@ pub(crate) struct RunServices {
     pub stream: bool,
     /// A deadline for agents without `max_execution_time` (a crew-wide default).
     pub default_timeout: Option<Duration>,
+    /// The crew's skills, which every agent of the run gets after its own.
+    pub skills: Vec<crate::skills::SkillSource>,
 }
 
 impl fmt::Debug for RunServices {

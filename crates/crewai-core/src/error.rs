@@ -106,6 +106,14 @@ pub enum AgentError {
         source: Box<crate::guardrail::GuardrailError>,
     },
 
+    /// The agent's skills could not be loaded (a skill path that does not exist, a `SKILL.md`
+    /// that breaks the format, two skills of one name).
+    #[error("agent '{role}': its skills could not be loaded")]
+    Skills {
+        role: String,
+        source: crewai_skills::SkillError,
+    },
+
     /// The run was cancelled from outside.
     #[error("agent '{role}': the run was cancelled")]
     Cancelled { role: String },
@@ -152,6 +160,7 @@ impl AgentError {
             | AgentError::GuardrailFailed { role, .. }
             | AgentError::Guardrail { role, .. }
             | AgentError::Cancelled { role }
+            | AgentError::Skills { role, .. }
             | AgentError::BudgetExceeded { role, .. } => Some(role),
         }
     }

@@ -70,6 +70,7 @@ pub mod preview;
 pub(crate) mod process;
 pub(crate) mod prompts;
 pub mod react;
+pub mod skills;
 pub mod store;
 pub mod task;
 pub mod usage;

@@ -437,6 +437,25 @@ fn describe_mark(mark: &Event) -> String {
             let wait = i64::try_from(*wait_ms).unwrap_or(i64::MAX);
             format!("rate limit · waited {}{limit}", format_ms(wait))
         }
+        EventKind::SkillDiscoveryStarted { search_path, .. } => {
+            format!("skills · searching {}", one_line(search_path, 120))
+        }
+        EventKind::SkillDiscoveryCompleted { skill_names, .. } => {
+            format!("skills · found {}", one_line(&skill_names.join(", "), 120))
+        }
+        EventKind::SkillLoaded {
+            skill_name,
+            disclosure_level,
+            ..
+        } => format!("skill '{skill_name}' loaded (level {disclosure_level})"),
+        EventKind::SkillActivated { skill_name, .. } => format!("skill '{skill_name}' activated"),
+        EventKind::SkillUsed { skill_name, .. } => format!("skill '{skill_name}' used"),
+        EventKind::SkillLoadFailed {
+            skill_name, error, ..
+        } => format!(
+            "! skill '{skill_name}' could not be loaded: {}",
+            one_line(error, 120)
+        ),
         // Marks are the kinds spans::role_of marks; another kind still shows by its name.
         other => other.type_name().to_string(),
     }

@@ -474,7 +474,13 @@ impl SpanShape {
             | K::FlowFinished { .. }
             | K::MethodExecutionFinished { .. }
             | K::MethodExecutionFailed { .. }
-            | K::PanicCaught { .. } => (
+            | K::PanicCaught { .. }
+            | K::SkillDiscoveryStarted { .. }
+            | K::SkillDiscoveryCompleted { .. }
+            | K::SkillLoaded { .. }
+            | K::SkillActivated { .. }
+            | K::SkillLoadFailed { .. }
+            | K::SkillUsed { .. } => (
                 format!("{} {label}", span_kind_name(record.kind)),
                 OtelSpanKind::Internal,
             ),
@@ -565,6 +571,39 @@ impl SpanShape {
                 attributes.value(
                     "crewai.rate_limit.wait_ms",
                     i64::try_from(*wait_ms).unwrap_or(i64::MAX),
+                );
+            }
+            EventKind::SkillLoaded {
+                skill_name,
+                disclosure_level,
+                ..
+            }
+            | EventKind::SkillActivated {
+                skill_name,
+                disclosure_level,
+                ..
+            }
+            | EventKind::SkillUsed {
+                skill_name,
+                disclosure_level,
+                ..
+            } => {
+                attributes.text("crewai.skill.name", Some(skill_name));
+                attributes.value(
+                    "crewai.skill.disclosure_level",
+                    i64::from(*disclosure_level),
+                );
+            }
+            EventKind::SkillLoadFailed {
+                skill_name, error, ..
+            } => {
+                attributes.text("crewai.skill.name", Some(skill_name));
+                attributes.text("crewai.skill.error", Some(error));
+            }
+            EventKind::SkillDiscoveryCompleted { skills_found, .. } => {
+                attributes.value(
+                    "crewai.skill.found",
+                    i64::try_from(*skills_found).unwrap_or(i64::MAX),
                 );
             }
             // Another kind of mark is still an event on the span, with its name only.

@@ -214,7 +214,16 @@ fn role_of(kind: &EventKind) -> Role {
         K::MethodExecutionFailed {
             method_name, error, ..
         } => closes(SpanKind::Method, method_name, Some(error)),
-        K::PanicCaught { .. } | K::RateLimitWaitStarted { .. } => Role::Marks,
+        // A skill's discovery, loading and use are moments of the agent's (or the
+        // `load_skill` tool's) span, not work of their own.
+        K::PanicCaught { .. }
+        | K::RateLimitWaitStarted { .. }
+        | K::SkillDiscoveryStarted { .. }
+        | K::SkillDiscoveryCompleted { .. }
+        | K::SkillLoaded { .. }
+        | K::SkillActivated { .. }
+        | K::SkillLoadFailed { .. }
+        | K::SkillUsed { .. } => Role::Marks,
         K::LlmStreamChunk { .. } => Role::Inside,
     }
 }

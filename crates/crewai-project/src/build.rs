@@ -168,7 +168,9 @@ impl Project {
     ) -> Result<Crew, ProjectError> {
         let parts = self.parts(prepared, options, Scope::Crew)?;
         let manager_key = self.manager_key();
-        let mut builder = Crew::builder().name(self.name());
+        let mut builder = Crew::builder()
+            .name(self.name())
+            .skills(self.crew_skills().to_vec());
         let mut manager = None;
         let mut members = Vec::new();
         for (key, agent) in parts.agents {
@@ -397,6 +399,7 @@ impl Project {
         if let Some(tools) = prepared.tools.agents.get(&entry.key) {
             builder = builder.tools(tools.clone());
         }
+        builder = builder.skills(self.agent_skills(&entry.key).to_vec());
         if let Some(v) = s.max_rpm {
             builder = builder.max_rpm(v);
             let owner = RateLimitOwner::Agent {

@@ -6,8 +6,11 @@ use std::path::Path;
 
 use serde_json::Value;
 
+use crewai_core::skills::SkillSource;
+
 use crate::error::{Diagnostic, did_you_mean};
 use crate::load::{AgentEntry, Loaded, TaskEntry};
+use crate::skills::skill_sources;
 use crate::spec::{
     AGENT_UNSUPPORTED, CREW_UNSUPPORTED, Origin, ProcessSpec, SchemaRef, TASK_UNSUPPORTED,
     is_requested,
@@ -31,13 +34,36 @@ pub struct OutputSchema {
 
 pub(crate) struct Checked {
     pub schemas: BTreeMap<String, OutputSchema>,
+    pub skills: ProjectSkills,
+}
+
+/// The skills of the project's agents (by key) and of its crew, checked.
+#[derive(Debug, Clone, Default)]
+pub struct ProjectSkills {
+    pub agents: BTreeMap<String, Vec<SkillSource>>,
+    pub crew: Vec<SkillSource>,
 }
 
 pub(crate) fn check(root: &Path, loaded: &mut Loaded) -> Checked {
     let mut errors = Vec::new();
     let mut warnings = Vec::new();
+    let mut skills = ProjectSkills::default();
     for agent in &loaded.agents {
         check_agent(agent, &mut errors, &mut warnings);
+        if let (Some(value), Some(origin)) = (&agent.spec.skills, agent.spec.origin("skills")) {
+            let owner = format!("agent '{}'", agent.key);
+            if let Some(sources) =
+                skill_sources(root, &owner, value, origin, &mut errors, &mut warnings)
+            {
+                skills.agents.insert(agent.key.clone(), sources);
+            }
+        }
+    }
+    if let (Some(value), Some(origin)) = (&loaded.crew.skills, loaded.crew.origin("skills"))
+        && let Some(sources) =
+            skill_sources(root, "crew", value, origin, &mut errors, &mut warnings)
+    {
+        skills.crew = sources;
     }
     let agent_keys: Vec<&str> = loaded.agents.iter().map(|a| a.key.as_str()).collect();
     let manager = loaded.crew.manager_agent.clone();
@@ -61,7 +87,7 @@ pub(crate) fn check(root: &Path, loaded: &mut Loaded) -> Checked {
     );
     loaded.diagnostics.extend(errors);
     loaded.warnings.extend(warnings);
-    Checked { schemas }
+    Checked { schemas, skills }
 }
 
 fn unsupported<'a>(
@@ -166,7 +192,6 @@ fn agent_values(spec: &crate::spec::AgentSpec) -> BTreeMap<&'static str, (Value,
     put("memory", spec.memory.clone());
     put("apps", spec.apps.clone());
     put("mcps", spec.mcps.clone());
-    put("skills", spec.skills.clone());
     put("a2a", spec.a2a.clone());
     put("checkpoint", spec.checkpoint.clone());
     put("from_repository", spec.from_repository.clone());
@@ -463,7 +488,6 @@ fn check_crew(
             "after_kickoff_callbacks",
             crew.after_kickoff_callbacks.clone(),
         ),
-        ("skills", crew.skills.clone()),
         ("checkpoint", crew.checkpoint.clone()),
         ("tracing", crew.tracing.map(Value::Bool)),
         ("share_crew", crew.share_crew.map(Value::Bool)),

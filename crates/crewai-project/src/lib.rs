@@ -39,6 +39,7 @@ mod plan;
 mod python;
 mod registry;
 mod resolve;
+mod skills;
 mod source;
 mod spec;
 mod values;
@@ -47,11 +48,12 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crewai_core::interpolate::{Inputs, placeholders};
+use crewai_core::skills::SkillSource;
 use crewai_llm::error_chain;
 use crewai_tools::ToolHandle;
 
 pub use build::Parts;
-pub use check::{OutputKind, OutputSchema};
+pub use check::{OutputKind, OutputSchema, ProjectSkills};
 pub use error::{Diagnostic, ProjectError, closest, did_you_mean};
 pub use load::{AgentEntry, Entry, Layout, ProjectFiles, TaskEntry};
 pub use options::{BuildOptions, LlmFactory, RateLimitOwner, RateLimiterFactory};
@@ -87,6 +89,7 @@ pub struct Project {
     /// project's Python worker, which the caller registers under the key.
     pub python_tools: Vec<PythonToolUse>,
     schemas: BTreeMap<String, OutputSchema>,
+    skills: ProjectSkills,
 }
 
 /// One `{placeholder}` use: the name, and the field it is written in.
@@ -193,6 +196,7 @@ impl Project {
             warnings: loaded.warnings,
             python_tools: loaded.python_tools,
             schemas: checked.schemas,
+            skills: checked.skills,
         })
     }
 
@@ -240,6 +244,16 @@ impl Project {
     /// The structured-output schema of a task, read from its file when it names one.
     pub fn output_schema(&self, task_key: &str) -> Option<&OutputSchema> {
         self.schemas.get(task_key)
+    }
+
+    /// The skills an agent's `skills:` names (its own; the crew's come after them at run time).
+    pub fn agent_skills(&self, agent_key: &str) -> &[SkillSource] {
+        self.skills.agents.get(agent_key).map_or(&[], Vec::as_slice)
+    }
+
+    /// The skills the crew's `skills:` names, which every agent of the crew gets.
+    pub fn crew_skills(&self) -> &[SkillSource] {
+        &self.skills.crew
     }
 
     /// `inputs:` of the crew file (defaults the caller's inputs override).

@@ -473,7 +473,6 @@ pub(crate) const AGENT_UNSUPPORTED: &[(&str, bool, &str)] = &[
     ("memory", true, "agent memory is not supported yet"),
     ("apps", true, "platform apps are not supported yet"),
     ("mcps", true, "MCP servers are not supported yet"),
-    ("skills", true, "skills are not supported yet"),
     ("a2a", true, "agent-to-agent (A2A) is not supported yet"),
     ("checkpoint", true, "checkpointing is not supported yet"),
     (
@@ -560,7 +559,6 @@ pub(crate) const CREW_UNSUPPORTED: &[(&str, bool, &str)] = &[
         true,
         "Python callbacks cannot run here; register them from Rust (Crew::builder().after_kickoff)",
     ),
-    ("skills", true, "skills are not supported yet"),
     ("checkpoint", true, "checkpointing is not supported yet"),
     (
         "tracing",

@@ -16,6 +16,7 @@ use crate::hooks::Hooks;
 use crate::interpolate::Inputs;
 use crate::output::{CrewOutput, TaskOutput};
 use crate::process::hierarchical;
+use crate::skills::SkillSource;
 use crate::store::{InMemoryTaskOutputStore, RunJournal, TaskOutputStore};
 use crate::task::{ConsoleInputProvider, InputProvider, Task, TaskCallback, TaskContext};
 use crate::usage::Budget;
@@ -58,6 +59,7 @@ pub struct CrewBuilder {
     kickoff_concurrency: Option<usize>,
     budget: Budget,
     prices: Option<Arc<PriceTable>>,
+    skills: Vec<SkillSource>,
 }
 
 impl CrewBuilder {
@@ -67,6 +69,10 @@ impl CrewBuilder {
         pub fn agents(agents: Vec<Agent>) => agents = agents;
         pub fn agent(agent: Agent) => |b| b.agents.push(agent);
         pub fn tasks(tasks: Vec<Task>) => tasks = tasks;
+        /// Skills every agent of the crew gets after its own (CrewAI's crew `skills`; see
+        /// [`crate::skills`]).
+        pub fn skills(skills: Vec<SkillSource>) => skills = skills;
+        pub fn skill(skill: impl Into<SkillSource>) => |b| b.skills.push(skill.into());
         pub fn task(task: Task) => |b| b.tasks.push(task);
         pub fn process(process: Process) => process = process;
         /// The model of the manager a hierarchical crew creates.
@@ -254,6 +260,7 @@ impl CrewBuilder {
                     .kickoff_concurrency
                     .unwrap_or(DEFAULT_KICKOFF_CONCURRENCY),
                 budget: self.budget,
+                skills: self.skills,
                 prices: self
                     .prices
                     .unwrap_or_else(|| Arc::new(PriceTable::builtin())),

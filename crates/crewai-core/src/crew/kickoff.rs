@@ -212,6 +212,7 @@ impl Crew {
             tool_failure_policy: spec.tool_failure_policy,
             stream,
             default_timeout: spec.task_timeout,
+            skills: spec.skills.clone(),
         };
         let run = RunContext {
             services,

@@ -93,6 +93,8 @@ struct CrewSpec {
     tool_failure_policy: Option<ToolFailurePolicy>,
     kickoff_concurrency: usize,
     budget: Budget,
+    /// Given to every agent after its own skills.
+    skills: Vec<crate::skills::SkillSource>,
     prices: Arc<PriceTable>,
     last_run: Mutex<RunRecord>,
 }
@@ -258,6 +260,7 @@ impl Crew {
             max_delegation_depth: s.max_delegation_depth,
             kickoff_concurrency: s.kickoff_concurrency,
             budget: s.budget,
+            skills: s.skills.clone(),
             prices: s.prices.clone(),
             last_run: Mutex::new(RunRecord::default()),
         }

@@ -175,6 +175,29 @@ fn console_line(event: &Event) -> Option<String> {
             message,
             ..
         } => format!("💥 {site} '{name}' panicked (caught): {message}"),
+        EventKind::SkillDiscoveryCompleted {
+            search_path,
+            skill_names,
+            ..
+        } => format!(
+            "🧩 Skills found in {search_path}: {}",
+            if skill_names.is_empty() {
+                "none".to_string()
+            } else {
+                skill_names.join(", ")
+            }
+        ),
+        EventKind::SkillLoadFailed {
+            skill_name, error, ..
+        } => format!("⚠️  Skill '{skill_name}' could not be loaded: {error}"),
+        EventKind::SkillActivated { skill_name, .. } => {
+            format!("🧩 Skill '{skill_name}' activated")
+        }
+        // Left out: the discovery's start and each loaded skill are summed up by its end, and a
+        // use repeats the activation.
+        EventKind::SkillDiscoveryStarted { .. }
+        | EventKind::SkillLoaded { .. }
+        | EventKind::SkillUsed { .. } => return None,
         // Left out: the model calls and their chunks are noise next to the agent's blocks, the
         // delegation's result is the coworker's answer shown already, and a flow's methods are
         // shown only when they fail.

@@ -213,6 +213,52 @@ pub enum EventKind {
         output: String,
     },
 
+    /// A folder of skills is searched for the agent (CrewAI's skill events; paths are as given).
+    SkillDiscoveryStarted {
+        agent_role: Option<String>,
+        search_path: String,
+    },
+    SkillDiscoveryCompleted {
+        agent_role: Option<String>,
+        search_path: String,
+        skills_found: usize,
+        skill_names: Vec<String>,
+    },
+    /// A skill is ready for the agent at `disclosure_level` (1 metadata, 2 instructions, 3
+    /// resources); `skill_path` is none for an inline skill.
+    SkillLoaded {
+        agent_role: Option<String>,
+        skill_name: String,
+        skill_path: Option<String>,
+        disclosure_level: u8,
+    },
+    /// A skill's instructions are disclosed to the agent: in its system prompt, or the first
+    /// time its `load_skill` tool returns them in an execution.
+    SkillActivated {
+        agent_role: Option<String>,
+        task_name: Option<String>,
+        skill_name: String,
+        skill_path: Option<String>,
+        disclosure_level: u8,
+    },
+    /// A skill could not be loaded: a skill folder inside a searched folder (left out, the run
+    /// goes on) or a skill the agent was given (the run fails with the same error).
+    SkillLoadFailed {
+        agent_role: Option<String>,
+        skill_name: String,
+        skill_path: Option<String>,
+        error: String,
+    },
+    /// An execution uses a skill: its instructions are in the system prompt, or the model
+    /// called `load_skill` for it.
+    SkillUsed {
+        agent_role: Option<String>,
+        task_name: Option<String>,
+        skill_name: String,
+        skill_path: Option<String>,
+        disclosure_level: u8,
+    },
+
     // Reserved for the flow engine, with CrewAI's names.
     FlowStarted {
         flow_name: String,
@@ -375,7 +421,21 @@ impl EventKind {
                 agent_role,
                 task_name,
                 ..
+            }
+            | K::SkillActivated {
+                agent_role,
+                task_name,
+                ..
+            }
+            | K::SkillUsed {
+                agent_role,
+                task_name,
+                ..
             } => (agent_role.as_deref(), task_name.as_deref()),
+            K::SkillDiscoveryStarted { agent_role, .. }
+            | K::SkillDiscoveryCompleted { agent_role, .. }
+            | K::SkillLoaded { agent_role, .. }
+            | K::SkillLoadFailed { agent_role, .. } => (agent_role.as_deref(), None),
             K::AgentExecutionStarted {
                 agent_role,
                 task_name,
@@ -431,6 +491,42 @@ impl EventKind {
                 crew_name: text(),
                 crew_id: None,
                 inputs: None,
+            },
+            EventType::SkillDiscoveryStarted => K::SkillDiscoveryStarted {
+                agent_role: None,
+                search_path: text(),
+            },
+            EventType::SkillDiscoveryCompleted => K::SkillDiscoveryCompleted {
+                agent_role: None,
+                search_path: text(),
+                skills_found: 0,
+                skill_names: Vec::new(),
+            },
+            EventType::SkillLoaded => K::SkillLoaded {
+                agent_role: None,
+                skill_name: text(),
+                skill_path: None,
+                disclosure_level: 0,
+            },
+            EventType::SkillActivated => K::SkillActivated {
+                agent_role: None,
+                task_name: None,
+                skill_name: text(),
+                skill_path: None,
+                disclosure_level: 0,
+            },
+            EventType::SkillLoadFailed => K::SkillLoadFailed {
+                agent_role: None,
+                skill_name: text(),
+                skill_path: None,
+                error: text(),
+            },
+            EventType::SkillUsed => K::SkillUsed {
+                agent_role: None,
+                task_name: None,
+                skill_name: text(),
+                skill_path: None,
+                disclosure_level: 0,
             },
             EventType::CrewKickoffCompleted => K::CrewKickoffCompleted {
                 crew_name: text(),

@@ -7,12 +7,16 @@ use crate::agent::KickoffInput;
 use crate::prompts::agent as prompts;
 
 impl Execution {
-    /// The system prompt: role, goal and backstory; the ReAct instructions in text mode; the date.
+    /// The system prompt: role, goal and backstory; the ReAct instructions in text mode; the
+    /// skills; the date. Nothing in it changes between the steps of an execution.
     pub(crate) fn system_prompt(&self) -> String {
         let agent = &self.agent;
         let mut system = prompts::role_playing(agent.role(), agent.backstory(), agent.goal());
         if self.mode == LoopMode::React {
             system.push_str(&self.react_instructions());
+        }
+        if let Some(skills) = &self.skills {
+            system.push_str(&skills.system_block());
         }
         if agent.config.inject_date {
             let date = chrono::Local::now()

@@ -98,6 +98,8 @@ pub(crate) struct Execution {
     pub(crate) event_id: Option<Uuid>,
     /// Cancelled when the execution ends by timeout or from outside, so tools can stop.
     pub(crate) cancellation: CancellationToken,
+    /// The skills its system prompt discloses (their tools are in `tools`).
+    pub(crate) skills: Option<crate::skills::ActiveSkills>,
     stack: OnceLock<ExecutionStack>,
     tool_errors: AtomicU32,
 }
@@ -131,6 +133,7 @@ impl Execution {
             task_id: None,
             task_tool_failure_policy: None,
             event_id: None,
+            skills: None,
             stack: OnceLock::new(),
             tool_errors: AtomicU32::new(0),
         }
