@@ -44,7 +44,7 @@
 //! ```
 //! use std::sync::Arc;
 //! use crewai_llm::BuildOptions;
-//! use crewai_llm::embeddings::{EmbedderConfig, build_embedder_from};
+//! use crewai_llm::embeddings::{Embedder, EmbedderConfig, build_embedder_from};
 //! let options = BuildOptions::new().with_embedder_provider("local", Arc::new(crewai_local::build_embedder));
 //! let embedder = build_embedder_from(&EmbedderConfig::new("local"), &options).unwrap();
 //! assert_eq!((embedder.model(), embedder.dimensions()), ("all-minilm-l6-v2", Some(384)));
