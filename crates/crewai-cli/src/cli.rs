@@ -72,7 +72,8 @@ pub enum Command {
     Chat(ChatArgs),
     /// List the recorded runs (`.crewai/traces/`), show one as a tree, or write its timeline page.
     Traces(TracesArgs),
-    /// Manage the local models the embedded provider runs (`local/...`).
+    /// Manage the local models that run in the process: chat models (`local/...`) and the offline
+    /// embedder (`embedder: {provider: local}`).
     Models {
         #[command(subcommand)]
         action: ModelsAction,
@@ -100,7 +101,8 @@ pub enum Command {
 
 #[derive(Debug, Subcommand)]
 pub enum ModelsAction {
-    /// Download a local model (default: smollm2-135m) into the models folder.
+    /// Download a local model (default: smollm2-135m; `minilm` is the offline embedder
+    /// all-MiniLM-L6-v2) into the models folder.
     Pull { name: Option<String> },
     /// Show the models folder and which models are downloaded.
     List {

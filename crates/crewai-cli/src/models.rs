@@ -121,14 +121,21 @@ fn needs_default(project: &Project) -> bool {
             && unnamed(project.crew.manager_llm.as_ref()))
 }
 
-/// Model-building options with every provider this binary has (the embedded one with `local`).
+/// Model-building options with every provider this binary has (with `local`: the embedded chat
+/// model, and the offline embedder for `embedder: {provider: local}`, which
+/// `crewai_llm::embeddings::build_embedder_from` builds with these options).
 pub fn llm_build_options() -> crewai_llm::BuildOptions {
     let options = crewai_llm::BuildOptions::new();
     #[cfg(feature = "local")]
-    let options = options.with_provider(
-        crewai_llm::LOCAL_PROVIDER,
-        std::sync::Arc::new(crewai_local::build),
-    );
+    let options = options
+        .with_provider(
+            crewai_llm::LOCAL_PROVIDER,
+            std::sync::Arc::new(crewai_local::build),
+        )
+        .with_embedder_provider(
+            crewai_llm::embeddings::LOCAL_EMBEDDER_PROVIDER,
+            std::sync::Arc::new(crewai_local::build_embedder),
+        );
     options
 }
 
@@ -223,7 +230,13 @@ pub async fn pull(name: Option<&str>) -> Result<(), Failure> {
     let name = name.unwrap_or(crewai_local::DEFAULT_LOCAL_MODEL);
     let name = name.strip_prefix("local/").unwrap_or(name);
     let known = crewai_local::cache::known_model(name).ok_or_else(|| {
-        let names: Vec<&str> = crewai_local::KNOWN_MODELS.iter().map(|m| m.name).collect();
+        let names: Vec<String> = crewai_local::KNOWN_MODELS
+            .iter()
+            .map(|m| match m.aliases.first() {
+                Some(alias) => format!("{} ({alias})", m.name),
+                None => m.name.to_string(),
+            })
+            .collect();
         Failure::config(anyhow!(
             "unknown model '{name}'; crewai can pull: {}",
             names.join(", ")
@@ -232,9 +245,26 @@ pub async fn pull(name: Option<&str>) -> Result<(), Failure> {
     pull_known(known).await
 }
 
+/// How a known model is named where it is used: `local/<name>` for a chat model's `llm:`, the
+/// bare name for an embedder's `model`.
+#[cfg(feature = "local")]
+fn usage_name(known: &crewai_local::KnownModel) -> String {
+    match known.kind {
+        crewai_local::ModelKind::Chat => format!("local/{}", known.name),
+        crewai_local::ModelKind::Embedding => known.name.to_string(),
+    }
+}
+
+/// The name `crewai models pull` is shortest given for a known model.
+#[cfg(feature = "local")]
+fn pull_name(known: &crewai_local::KnownModel) -> &'static str {
+    known.aliases.first().copied().unwrap_or(known.name)
+}
+
 /// `crewai models list`.
 #[cfg(feature = "local")]
 pub fn list(json: bool) -> Result<(), Failure> {
+    use crewai_local::ModelKind;
     let dir = crewai_local::models_dir();
     let cached = crewai_local::cache::list(&dir);
     let others = cached.iter().filter(|m| m.known.is_none());
@@ -242,11 +272,23 @@ pub fn list(json: bool) -> Result<(), Failure> {
         let known: Vec<_> = crewai_local::KNOWN_MODELS
             .iter()
             .map(|known| {
-                serde_json::json!({
-                    "model": format!("local/{}", known.name),
+                let mut entry = serde_json::json!({
+                    "model": usage_name(known),
+                    "kind": match known.kind {
+                        ModelKind::Chat => "chat",
+                        ModelKind::Embedding => "embedding",
+                    },
                     "description": known.description,
-                    "downloaded": known.path_in(&dir).is_file(),
-                })
+                    "downloaded": known.is_pulled(&dir),
+                    "pull": format!("crewai models pull {}", pull_name(known)),
+                });
+                if known.kind == ModelKind::Embedding {
+                    entry["embedder"] = serde_json::json!({
+                        "provider": crewai_llm::embeddings::LOCAL_EMBEDDER_PROVIDER,
+                        "config": {"model": known.name},
+                    });
+                }
+                entry
             })
             .collect();
         let others: Vec<_> = others
@@ -267,19 +309,20 @@ pub fn list(json: bool) -> Result<(), Failure> {
         dir.display()
     )];
     for known in crewai_local::KNOWN_MODELS {
-        let state = if known.path_in(&dir).is_file() {
-            "downloaded"
+        let state = if known.is_pulled(&dir) {
+            "downloaded".to_string()
         } else {
-            "not downloaded: `crewai models pull`"
+            format!("not downloaded: `crewai models pull {}`", pull_name(known))
         };
-        lines.push(format!(
-            "local/{:<16} {state}  {}",
-            known.name, known.description
-        ));
+        let label = match known.kind {
+            ModelKind::Chat => format!("llm: {}", usage_name(known)),
+            ModelKind::Embedding => format!("embedder: local {}", usage_name(known)),
+        };
+        lines.push(format!("{label:<32} {state}  {}", known.description));
     }
     for other in others {
         lines.push(format!(
-            "local/{}  {} MB",
+            "llm: local/{}  {} MB",
             other.path.display(),
             other.size_bytes / 1_000_000
         ));

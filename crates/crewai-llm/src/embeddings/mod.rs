@@ -37,7 +37,10 @@ mod openai;
 mod retry;
 
 pub use client::{EmbeddingApi, HttpEmbedder};
-pub use config::{EmbedderConfig, EmbedderSettings, build_embedder, build_embedder_with};
+pub use config::{
+    EmbedderConfig, EmbedderFactory, EmbedderSettings, LOCAL_EMBEDDER_PROVIDER, build_embedder,
+    build_embedder_from, build_embedder_with, normalise_provider,
+};
 pub use gemini::{GEMINI_DEFAULT_MODEL, GeminiEmbedder, GeminiEmbeddings};
 pub use hash::{HASH_DEFAULT_DIMENSIONS, HashEmbedder};
 pub use ollama::{OLLAMA_DEFAULT_HOST, OLLAMA_DEFAULT_MODEL, OllamaEmbedder, OllamaEmbeddings};
@@ -92,7 +95,7 @@ pub fn known_dimensions(model: &str) -> Option<usize> {
         "text-embedding-3-large" | "gemini-embedding-001" => 3072,
         "text-embedding-004" | "embedding-001" | "nomic-embed-text" => 768,
         "mxbai-embed-large" => 1024,
-        "all-minilm" => 384,
+        "all-minilm" | "all-minilm-l6-v2" | "all-MiniLM-L6-v2" => 384,
         _ => return None,
     })
 }
