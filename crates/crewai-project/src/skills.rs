@@ -85,6 +85,16 @@ fn loaded(
                 "skill paths are relative to the project folder".into(),
             ))
     })?;
+    for skill in &resolution.skills {
+        let allowed = &skill.frontmatter().allowed_tools;
+        if !allowed.is_empty() {
+            warnings.push(at.diagnostic(format!(
+                "{owner} field 'skills': skill '{}' lists allowed-tools ({}), which crewai-rs does not enforce yet: the agent keeps the tools it is given",
+                skill.name(),
+                allowed.join(", ")
+            )));
+        }
+    }
     for step in &resolution.steps {
         if let ResolveStep::LoadFailed { error, .. } = step {
             warnings.push(at.diagnostic(format!(

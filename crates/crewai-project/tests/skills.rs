@@ -280,3 +280,25 @@ class Notes:
     assert_eq!(project.agent_skills("writer").len(), 1);
     assert_eq!(project.crew_skills().len(), 1);
 }
+
+#[test]
+fn allowed_tools_that_are_not_enforced_are_said_at_load() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_skill(dir.path(), "skills", "release-notes");
+    write(
+        dir.path(),
+        &[
+            (
+                "config/agents.yaml",
+                &agents("\n    - skills/release-notes\n"),
+            ),
+            ("config/tasks.yaml", TASKS),
+        ],
+    );
+    let project = Project::load(dir.path()).unwrap_or_else(|e| panic!("{e}"));
+    let warnings: Vec<String> = project.warnings.iter().map(ToString::to_string).collect();
+    assert!(
+        warnings.iter().any(|w| w.starts_with("config/agents.yaml:6: agent 'writer' field 'skills': skill 'release-notes' lists allowed-tools (read_skill_resource), which crewai-rs does not enforce yet")),
+        "{warnings:?}"
+    );
+}
