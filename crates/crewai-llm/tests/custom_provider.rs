@@ -199,3 +199,136 @@ async fn a_known_prefix_keeps_the_slashes_of_the_rest() {
     assert_eq!(request.body["model"], "meta-llama/llama-3-70b");
     assert_eq!(request.header("authorization"), Some("Bearer sk-or"));
 }
+
+/// Each hosted OpenAI-compatible service: its prefix routes to it, its key variable (LiteLLM's
+/// name) is sent as the bearer token, its endpoint variable moves it, and the model goes without
+/// the prefix.
+#[tokio::test]
+async fn every_hosted_openai_compatible_provider_routes_with_its_own_variables() {
+    for (model, provider, key_env, base_env, sent_model) in [
+        (
+            "mistral/mistral-small-latest",
+            "mistral",
+            "MISTRAL_API_KEY",
+            "MISTRAL_API_BASE",
+            "mistral-small-latest",
+        ),
+        (
+            "together_ai/meta-llama/Llama-3.3-70B-Instruct-Turbo",
+            "together_ai",
+            "TOGETHERAI_API_KEY",
+            "TOGETHERAI_API_BASE",
+            "meta-llama/Llama-3.3-70B-Instruct-Turbo",
+        ),
+        (
+            "fireworks_ai/accounts/fireworks/models/llama-v3p1-8b-instruct",
+            "fireworks_ai",
+            "FIREWORKS_AI_API_KEY",
+            "FIREWORKS_AI_API_BASE",
+            "accounts/fireworks/models/llama-v3p1-8b-instruct",
+        ),
+        (
+            "cerebras/llama3.1-8b",
+            "cerebras",
+            "CEREBRAS_API_KEY",
+            "CEREBRAS_API_BASE",
+            "llama3.1-8b",
+        ),
+        (
+            "xai/grok-3-mini",
+            "xai",
+            "XAI_API_KEY",
+            "XAI_API_BASE",
+            "grok-3-mini",
+        ),
+        (
+            "perplexity/sonar",
+            "perplexity",
+            "PERPLEXITYAI_API_KEY",
+            "PERPLEXITY_API_BASE",
+            "sonar",
+        ),
+        (
+            "nvidia_nim/meta/llama3-8b-instruct",
+            "nvidia_nim",
+            "NVIDIA_NIM_API_KEY",
+            "NVIDIA_NIM_API_BASE",
+            "meta/llama3-8b-instruct",
+        ),
+        (
+            "sambanova/Meta-Llama-3.1-8B-Instruct",
+            "sambanova",
+            "SAMBANOVA_API_KEY",
+            "SAMBANOVA_API_BASE",
+            "Meta-Llama-3.1-8B-Instruct",
+        ),
+        (
+            "dashscope/qwen-turbo",
+            "dashscope",
+            "DASHSCOPE_API_KEY",
+            "DASHSCOPE_API_BASE",
+            "qwen-turbo",
+        ),
+        (
+            "huggingface/meta-llama/Llama-3.1-8B-Instruct",
+            "huggingface",
+            "HF_TOKEN",
+            "HUGGINGFACE_API_BASE",
+            "meta-llama/Llama-3.1-8B-Instruct",
+        ),
+        (
+            "deepinfra/meta-llama/Meta-Llama-3.1-8B-Instruct",
+            "deepinfra",
+            "DEEPINFRA_API_KEY",
+            "DEEPINFRA_API_BASE",
+            "meta-llama/Meta-Llama-3.1-8B-Instruct",
+        ),
+        (
+            "cohere/command-r",
+            "cohere",
+            "COHERE_API_KEY",
+            "COHERE_API_BASE",
+            "command-r",
+        ),
+        (
+            "together/x/y",
+            "together_ai",
+            "TOGETHER_API_KEY",
+            "TOGETHER_API_BASE",
+            "x/y",
+        ),
+    ] {
+        let server = ScriptedServer::start().await;
+        server.push_text("hosted");
+        let base = format!("{}/v9", server.root_url());
+        let options = options(&[(key_env, "sk-hosted"), (base_env, base.as_str())]);
+        let llm = build_llm_with(&LlmConfig::new(model), &options)
+            .unwrap_or_else(|e| panic!("{model}: {e}"));
+        assert_eq!(llm.provider(), provider, "{model}");
+        assert_eq!(
+            ask(llm.as_ref())
+                .await
+                .unwrap_or_else(|e| panic!("{model}: {e}")),
+            "hosted"
+        );
+        let request = &server.requests()[0];
+        assert_eq!(request.path, "/v9/chat/completions", "{model}");
+        assert_eq!(request.body["model"], sent_model, "{model}");
+        assert_eq!(
+            request.header("authorization"),
+            Some("Bearer sk-hosted"),
+            "{model}"
+        );
+    }
+}
+
+#[test]
+fn a_hosted_provider_without_its_key_names_the_variables_to_set() {
+    match build_llm_with(&LlmConfig::new("together_ai/some-model"), &options(&[])) {
+        Err(error) => {
+            let message = error.to_string();
+            assert!(message.contains("TOGETHERAI_API_KEY"), "{message}");
+        }
+        Ok(llm) => panic!("built {} without a key", llm.provider()),
+    }
+}

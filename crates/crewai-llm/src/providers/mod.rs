@@ -71,6 +71,7 @@ pub mod deepseek;
 mod descriptor;
 pub mod gemini;
 pub mod groq;
+mod hosted;
 pub mod local;
 pub mod ollama;
 pub mod openai;
@@ -254,6 +255,9 @@ static BUILTIN: LazyLock<ProviderRegistry> = LazyLock::new(|| {
     registry.register(openrouter::provider());
     registry.register(deepseek::provider());
     registry.register(groq::provider());
+    for provider in hosted::providers() {
+        registry.register(provider);
+    }
     registry.register(openai_compatible::provider());
     registry.register(bedrock::provider());
     registry.register(local::provider());
