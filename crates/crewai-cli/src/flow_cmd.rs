@@ -43,9 +43,10 @@ pub struct FlowPlotArgs {
     /// The folder holding flow.yaml (or flow.json), or the flow file itself.
     #[arg(long, short = 'p', default_value = ".")]
     pub project: PathBuf,
-    /// The file to write.
+    /// The file to write; default `crew_flow.html` in the current folder, as CrewAI's
+    /// `flow plot` writes (`crew_flow.mmd` with `--mermaid`).
     #[arg(long, short = 'o')]
-    pub output: PathBuf,
+    pub output: Option<PathBuf>,
     /// Write mermaid text instead of HTML.
     #[arg(long)]
     pub mermaid: bool,
@@ -155,10 +156,17 @@ fn plot(args: FlowPlotArgs) -> Result<(), Failure> {
     } else {
         built.plot_html()
     };
-    std::fs::write(&args.output, text)
-        .with_context(|| format!("cannot write {}", args.output.display()))
+    let output = args.output.unwrap_or_else(|| {
+        PathBuf::from(if args.mermaid {
+            "crew_flow.mmd"
+        } else {
+            "crew_flow.html"
+        })
+    });
+    std::fs::write(&output, text)
+        .with_context(|| format!("cannot write {}", output.display()))
         .map_err(Failure::run)?;
-    println!("Wrote {}", args.output.display());
+    println!("Wrote {}", output.display());
     Ok(())
 }
 

@@ -7,7 +7,7 @@ use std::process::Command;
 mod support;
 
 use crewai_testkit::scripted::{Reply, ScriptedServer};
-use support::{assert_contains, crewai, examples, last_json_line, run, run_ok, with_server};
+use support::{assert_contains, crewai, examples, last_json_line, run, run_ok, text, with_server};
 
 fn triage_example() -> PathBuf {
     examples().join("support-triage-flow")
@@ -64,6 +64,18 @@ fn plot_writes_html_and_mermaid() {
         mermaid.starts_with("flowchart TD") && mermaid.contains("|\"billing\"|"),
         "{mermaid}"
     );
+}
+
+#[test]
+fn plot_without_an_output_writes_crew_flow_html_here_as_crewai_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let example = triage_example();
+    let mut command = crewai(&["flow", "plot", "--project", example.to_str().unwrap()]);
+    command.current_dir(dir.path());
+    let out = run_ok(command);
+    assert!(text(&out.stdout).contains("Wrote crew_flow.html"));
+    let html = std::fs::read_to_string(dir.path().join("crew_flow.html")).unwrap();
+    assert!(html.contains("<svg"), "{html}");
 }
 
 #[test]
