@@ -14,6 +14,12 @@ use crate::outcome::{Failure, print_out};
 /// The model strings the embedded fallback uses.
 pub const EMBEDDED_MODEL: &str = "local/smollm2-135m";
 
+/// The variables CrewAI reads the default model from, first set wins.
+const MODEL_ENV: &[&str] = &["MODEL", "MODEL_NAME", "OPENAI_MODEL_NAME"];
+
+/// The variables CrewAI reads the default model's endpoint from, first set wins.
+const BASE_URL_ENV: &[&str] = &["BASE_URL", "API_BASE"];
+
 /// The model chosen for agents that name none, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Choice {
@@ -44,7 +50,10 @@ impl Choice {
         match self {
             Choice::Flag(_) => format!("model: {model} (from --llm, for every agent)"),
             Choice::EnvModel(_) => {
-                format!("model: {model} (from MODEL, for agents that name no llm)")
+                format!(
+                    "model: {model} (from {}, for agents that name no llm)",
+                    MODEL_ENV.join("/")
+                )
             }
             Choice::ProviderKey { env_var, .. } => {
                 format!("model: {model} ({env_var} is set; agents that name no llm use it)")
@@ -77,7 +86,8 @@ pub fn choose(
     if let Some(model) = flag.map(str::trim).filter(|m| !m.is_empty()) {
         return Choice::Flag(model.to_string());
     }
-    if let Some(model) = set("MODEL") {
+    // CrewAI's names for the default model, newest first.
+    if let Some(model) = MODEL_ENV.iter().find_map(|name| set(name)) {
         return Choice::EnvModel(model);
     }
     for descriptor in providers.descriptors() {
@@ -180,8 +190,25 @@ pub async fn with_chosen_default(
     ensure_pulled(&choice.model()).await?;
     Ok(match choice {
         Choice::Flag(model) => options.with_llm(LlmConfig::new(model)),
+        Choice::EnvModel(model) => {
+            options.with_default_llm(env_model_config(model, &|name| std::env::var(name).ok()))
+        }
         other => options.with_default_llm(LlmConfig::new(other.model())),
     })
+}
+
+/// The default model named by `MODEL` (or `MODEL_NAME`, `OPENAI_MODEL_NAME`), at the endpoint
+/// `BASE_URL` (or `API_BASE`) names when one does, as CrewAI's default `LLM` reads them.
+fn env_model_config(model: String, env: &dyn Fn(&str) -> Option<String>) -> LlmConfig {
+    let config = LlmConfig::new(model);
+    match BASE_URL_ENV.iter().find_map(|name| {
+        env(name)
+            .map(|v| v.trim().to_string())
+            .filter(|v| !v.is_empty())
+    }) {
+        Some(base_url) => config.with_base_url(base_url),
+        None => config,
+    }
 }
 
 /// Downloads a known local model named by `model` (`local/<name>`) if it is not there yet.
@@ -356,6 +383,31 @@ mod tests {
         };
         let ollama = |_: &str| ollama.map(str::to_string);
         choose(flag, &env, &ollama, llm_build_options().providers())
+    }
+
+    #[test]
+    fn crewai_s_other_model_variables_and_base_url_are_read() {
+        assert_eq!(
+            pick(
+                None,
+                &[("MODEL_NAME", "groq/a"), ("OPENAI_MODEL_NAME", "b")],
+                None
+            ),
+            Choice::EnvModel("groq/a".into())
+        );
+        assert_eq!(
+            pick(
+                None,
+                &[("OPENAI_MODEL_NAME", "gpt-4o"), ("OPENAI_API_KEY", "k")],
+                None
+            ),
+            Choice::EnvModel("gpt-4o".into())
+        );
+        let env = |name: &str| (name == "API_BASE").then(|| "http://127.0.0.1:9/v1".to_string());
+        let config = env_model_config("my-model".into(), &env);
+        assert_eq!(config.model, "my-model");
+        assert_eq!(config.base_url.as_deref(), Some("http://127.0.0.1:9/v1"));
+        assert_eq!(env_model_config("m".into(), &|_| None).base_url, None);
     }
 
     #[test]
