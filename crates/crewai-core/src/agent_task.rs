@@ -15,6 +15,7 @@ use uuid::Uuid;
 use crate::agent::StepCallback;
 use crate::events::EventBus;
 use crate::hooks::Hooks;
+use crate::mcp::McpSessions;
 use crate::usage::UsageTracker;
 
 /// The delegation chain of a run: the roles that handed this work down, outermost first.
@@ -75,6 +76,8 @@ pub(crate) struct RunServices {
     pub stream: bool,
     /// A deadline for agents without `max_execution_time` (a crew-wide default).
     pub default_timeout: Option<Duration>,
+    /// The kickoff's sessions with its agents' MCP servers.
+    pub mcp: McpSessions,
 }
 
 impl fmt::Debug for RunServices {

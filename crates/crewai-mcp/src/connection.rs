@@ -10,9 +10,10 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::McpStdioServer;
 use crate::error::McpError;
+use crate::server::{McpServer, McpTransport};
 use crate::session::Session;
 use crate::stderr::StderrTail;
-use crate::tool::{McpTool, McpToolInfo, call_outcome};
+use crate::tool::{DEFAULT_MAX_RESULT_BYTES, McpTool, McpToolInfo, call_outcome};
 
 /// A connection to one MCP server over a child process's stdio.
 ///
@@ -27,6 +28,10 @@ pub struct McpConnection {
 
 pub(crate) struct Inner {
     pub(crate) config: McpStdioServer,
+    /// The agent's server entry this connection was opened for: where a kept listing lives.
+    server: Option<McpServer>,
+    /// The longest tool result kept, in bytes; longer results are cut with a note.
+    pub(crate) max_result_bytes: usize,
     state: Mutex<State>,
 }
 
@@ -48,9 +53,35 @@ pub(crate) enum CallError {
 impl McpConnection {
     /// Starts the server and lists its tools, within the config's start timeout.
     pub async fn connect_stdio(config: McpStdioServer) -> Result<McpConnection, McpError> {
-        let session = Session::start(&config).await?;
+        McpConnection::connect_with(config, None).await
+    }
+
+    /// Connects to an agent's server entry; its tool listing is taken from (and kept in) the
+    /// entry when it has `cache_tools_list`.
+    pub async fn connect_server(server: &McpServer) -> Result<McpConnection, McpError> {
+        match &server.transport {
+            McpTransport::Stdio(config) => {
+                McpConnection::connect_with(config.clone(), Some(server.clone())).await
+            }
+        }
+    }
+
+    async fn connect_with(
+        config: McpStdioServer,
+        server: Option<McpServer>,
+    ) -> Result<McpConnection, McpError> {
+        let cached = server.as_ref().and_then(McpServer::cached_listing);
+        let session = Session::start(&config, cached).await?;
+        if let Some(server) = &server {
+            server.keep_listing(&session.tools);
+        }
+        let max_result_bytes = server
+            .as_ref()
+            .map_or(DEFAULT_MAX_RESULT_BYTES, |server| server.max_result_bytes);
         Ok(McpConnection {
             inner: Arc::new(Inner {
+                server,
+                max_result_bytes,
                 config,
                 state: Mutex::new(State {
                     session: Some(Arc::new(session)),
@@ -81,6 +112,11 @@ impl McpConnection {
             .into_iter()
             .map(|info| crewai_tools::ToolHandle::from_tool(McpTool::new(self.inner.clone(), info)))
             .collect())
+    }
+
+    /// The listed tool `info` as a crewai tool of this connection.
+    pub fn tool_from(&self, info: McpToolInfo) -> McpTool {
+        McpTool::new(self.inner.clone(), info)
     }
 
     /// One listed tool, by the name the server gives it.
@@ -155,7 +191,8 @@ impl Inner {
             restart = state.restarts,
             "the MCP server stopped; starting it again"
         );
-        let session = Arc::new(Session::start(&self.config).await?);
+        let cached = self.server.as_ref().and_then(McpServer::cached_listing);
+        let session = Arc::new(Session::start(&self.config, cached).await?);
         state.session = Some(Arc::clone(&session));
         Ok(session)
     }
@@ -196,7 +233,7 @@ impl Inner {
                 tool: tool.to_string(),
                 timeout: self.config.call_timeout,
             }),
-            Ok(Ok(result)) => Ok(call_outcome(result)),
+            Ok(Ok(result)) => Ok(call_outcome(result, self.max_result_bytes)),
             Ok(Err(source @ (ServiceError::McpError(_) | ServiceError::UnexpectedResponse))) => {
                 Err(McpError::CallRefused {
                     server: self.config.name.clone(),

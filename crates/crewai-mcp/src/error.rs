@@ -83,6 +83,18 @@ pub enum McpError {
     /// After a restart the server no longer lists a tool it listed before.
     #[error("MCP server '{server}' no longer lists the tool '{tool}' after it was restarted")]
     ToolGone { server: String, tool: String },
+    /// An agent's `tool_filter` names tools the server does not list.
+    #[error(
+        "MCP server '{server}' does not list the tool(s) {missing:?} named in tool_filter; it lists {listed:?}"
+    )]
+    FilteredToolMissing {
+        server: String,
+        missing: Vec<String>,
+        listed: Vec<String>,
+    },
+    /// An `mcps:` entry cannot be used as written.
+    #[error("{0}")]
+    InvalidServer(String),
     /// The connection was shut down.
     #[error("the connection to MCP server '{server}' is shut down")]
     ShutDown { server: String },

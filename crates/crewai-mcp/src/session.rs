@@ -36,7 +36,11 @@ pub(crate) struct Session {
 impl Session {
     /// Spawns the server, completes the handshake and lists its tools, all within the config's
     /// start timeout.
-    pub(crate) async fn start(config: &McpStdioServer) -> Result<Session, McpError> {
+    /// `listing`, when given, is the tool listing of an earlier session, used instead of asking.
+    pub(crate) async fn start(
+        config: &McpStdioServer,
+        listing: Option<Vec<rmcp::model::Tool>>,
+    ) -> Result<Session, McpError> {
         let mut command = CommandWrap::with_new(&config.command, |command| {
             command.args(&config.args);
             command.envs(config.env.iter().map(|(k, v)| (k, v)));
@@ -65,10 +69,13 @@ impl Session {
                 .serve(transport)
                 .await
                 .map_err(|error| StartFailure::Handshake(Box::new(error)))?;
-            let tools = service
-                .list_all_tools()
-                .await
-                .map_err(StartFailure::ListTools)?;
+            let tools = match listing {
+                Some(tools) => tools,
+                None => service
+                    .list_all_tools()
+                    .await
+                    .map_err(StartFailure::ListTools)?,
+            };
             Ok::<_, StartFailure>((service, tools))
         })
         .await;

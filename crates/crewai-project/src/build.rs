@@ -397,6 +397,11 @@ impl Project {
         if let Some(tools) = prepared.tools.agents.get(&entry.key) {
             builder = builder.tools(tools.clone());
         }
+        if let (Some(mcps), Some(origin)) = (&s.mcps, s.origin("mcps")) {
+            let servers =
+                crate::mcp::read_mcps(mcps, origin, &self.root).map_err(ProjectError::Invalid)?;
+            builder = builder.mcps(servers);
+        }
         if let Some(v) = s.max_rpm {
             builder = builder.max_rpm(v);
             let owner = RateLimitOwner::Agent {
