@@ -27,7 +27,7 @@ pub struct McpConnection {
 }
 
 pub(crate) struct Inner {
-    pub(crate) config: McpStdioServer,
+    pub(crate) config: McpTransport,
     /// The agent's server entry this connection was opened for: where a kept listing lives.
     server: Option<McpServer>,
     /// The longest tool result kept, in bytes; longer results are cut with a note.
@@ -53,21 +53,17 @@ pub(crate) enum CallError {
 impl McpConnection {
     /// Starts the server and lists its tools, within the config's start timeout.
     pub async fn connect_stdio(config: McpStdioServer) -> Result<McpConnection, McpError> {
-        McpConnection::connect_with(config, None).await
+        McpConnection::connect_with(McpTransport::Stdio(config), None).await
     }
 
     /// Connects to an agent's server entry; its tool listing is taken from (and kept in) the
     /// entry when it has `cache_tools_list`.
     pub async fn connect_server(server: &McpServer) -> Result<McpConnection, McpError> {
-        match &server.transport {
-            McpTransport::Stdio(config) => {
-                McpConnection::connect_with(config.clone(), Some(server.clone())).await
-            }
-        }
+        McpConnection::connect_with(server.transport.clone(), Some(server.clone())).await
     }
 
     async fn connect_with(
-        config: McpStdioServer,
+        config: McpTransport,
         server: Option<McpServer>,
     ) -> Result<McpConnection, McpError> {
         let cached = server.as_ref().and_then(McpServer::cached_listing);
@@ -93,8 +89,8 @@ impl McpConnection {
         })
     }
 
-    /// The server's configuration.
-    pub fn config(&self) -> &McpStdioServer {
+    /// How the server is reached.
+    pub fn config(&self) -> &McpTransport {
         &self.inner.config
     }
 
@@ -166,7 +162,7 @@ impl Inner {
         let mut state = self.state.lock().await;
         if state.shut_down {
             return Err(McpError::ShutDown {
-                server: self.config.name.clone(),
+                server: self.config.name().to_string(),
             });
         }
         if let Some(session) = &state.session
@@ -178,16 +174,16 @@ impl Inner {
             // Dropping the dead session kills what is left of its process group and reaps it.
             state.last_stderr = dead.stderr_tail();
         }
-        if state.restarts >= self.config.max_restarts {
+        if state.restarts >= self.config.max_restarts() {
             return Err(McpError::RestartsExhausted {
-                server: self.config.name.clone(),
+                server: self.config.name().to_string(),
                 restarts: state.restarts,
                 stderr: state.last_stderr.clone(),
             });
         }
         state.restarts += 1;
         tracing::warn!(
-            server = %self.config.name,
+            server = %self.config.name(),
             restart = state.restarts,
             "the MCP server stopped; starting it again"
         );
@@ -220,29 +216,29 @@ impl Inner {
         let session = self.live_session().await?;
         if !session.tools.iter().any(|listed| listed.name == tool) {
             return Err(McpError::ToolGone {
-                server: self.config.name.clone(),
+                server: self.config.name().to_string(),
                 tool: tool.to_string(),
             });
         }
         let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
         // Dropping the request future (timeout, cancellation) sends `notifications/cancelled`.
         let call = session.service().call_tool(params);
-        match tokio::time::timeout(self.config.call_timeout, call).await {
+        match tokio::time::timeout(self.config.call_timeout(), call).await {
             Err(_elapsed) => Err(McpError::CallTimeout {
-                server: self.config.name.clone(),
+                server: self.config.name().to_string(),
                 tool: tool.to_string(),
-                timeout: self.config.call_timeout,
+                timeout: self.config.call_timeout(),
             }),
             Ok(Ok(result)) => Ok(call_outcome(result, self.max_result_bytes)),
             Ok(Err(source @ (ServiceError::McpError(_) | ServiceError::UnexpectedResponse))) => {
                 Err(McpError::CallRefused {
-                    server: self.config.name.clone(),
+                    server: self.config.name().to_string(),
                     tool: tool.to_string(),
                     source,
                 })
             }
             Ok(Err(source)) => Err(McpError::ServerStopped {
-                server: self.config.name.clone(),
+                server: self.config.name().to_string(),
                 tool: tool.to_string(),
                 stderr: session.final_stderr_tail().await,
                 source,

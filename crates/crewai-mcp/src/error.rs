@@ -92,6 +92,13 @@ pub enum McpError {
         missing: Vec<String>,
         listed: Vec<String>,
     },
+    /// An HTTP server could not be reached, or its event stream did not open as it should.
+    #[error("MCP server '{server}' at {url} could not be reached: {detail}")]
+    Connect {
+        server: String,
+        url: String,
+        detail: String,
+    },
     /// An `mcps:` entry cannot be used as written.
     #[error("{0}")]
     InvalidServer(String),

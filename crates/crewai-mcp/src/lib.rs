@@ -33,10 +33,11 @@ mod connection;
 mod error;
 mod server;
 mod session;
+mod sse;
 mod stderr;
 mod tool;
 
-pub use config::McpStdioServer;
+pub use config::{McpRemoteServer, McpStdioServer};
 pub use connection::McpConnection;
 pub use error::McpError;
 pub use server::{DEFAULT_MCP_TIMEOUT, McpServer, McpTransport};

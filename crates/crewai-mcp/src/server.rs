@@ -4,7 +4,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::config::McpStdioServer;
+use crate::config::{McpRemoteServer, McpStdioServer};
 use crate::error::McpError;
 use crate::tool::McpToolInfo;
 
@@ -16,6 +16,10 @@ pub const DEFAULT_MCP_TIMEOUT: Duration = Duration::from_secs(30);
 pub enum McpTransport {
     /// A child process speaking over its stdin and stdout.
     Stdio(McpStdioServer),
+    /// Streamable HTTP (MCP 2025-03-26 and later), on rmcp's client.
+    Http(McpRemoteServer),
+    /// The older HTTP+SSE protocol (MCP 2024-11-05), on a transport of this crate's own.
+    Sse(McpRemoteServer),
 }
 
 impl McpTransport {
@@ -23,6 +27,38 @@ impl McpTransport {
     pub fn kind(&self) -> &'static str {
         match self {
             McpTransport::Stdio(_) => "stdio",
+            McpTransport::Http(_) => "streamable_http",
+            McpTransport::Sse(_) => "sse",
+        }
+    }
+
+    /// The server's name in messages and events.
+    pub fn name(&self) -> &str {
+        match self {
+            McpTransport::Stdio(config) => &config.name,
+            McpTransport::Http(config) | McpTransport::Sse(config) => &config.name,
+        }
+    }
+
+    /// The command line or the URL (never a header or an environment value).
+    pub fn location(&self) -> String {
+        match self {
+            McpTransport::Stdio(config) => config.command_line(),
+            McpTransport::Http(config) | McpTransport::Sse(config) => config.url.clone(),
+        }
+    }
+
+    pub fn call_timeout(&self) -> Duration {
+        match self {
+            McpTransport::Stdio(config) => config.call_timeout,
+            McpTransport::Http(config) | McpTransport::Sse(config) => config.call_timeout,
+        }
+    }
+
+    pub fn max_restarts(&self) -> u32 {
+        match self {
+            McpTransport::Stdio(config) => config.max_restarts,
+            McpTransport::Http(config) | McpTransport::Sse(config) => config.max_restarts,
         }
     }
 }
@@ -81,6 +117,56 @@ impl McpServer {
         ))
     }
 
+    /// A server at `url` over streamable HTTP (`sse: false`) or HTTP+SSE (`sse: true`), named
+    /// as CrewAI names it: the host with `.` made `_`, then the path with `/` made `_`.
+    ///
+    /// ```
+    /// use crewai_mcp::McpServer;
+    /// let server = McpServer::http("https://api.example.com/v1/mcp", false)?
+    ///     .header("Authorization", "Bearer secret");
+    /// assert_eq!(server.server_name(), "api_example_com_v1_mcp");
+    /// assert!(!format!("{server:?}").contains("secret"));
+    /// # Ok::<(), crewai_mcp::McpError>(())
+    /// ```
+    pub fn http(url: &str, sse: bool) -> Result<Self, McpError> {
+        let parsed = reqwest::Url::parse(url).map_err(|error| {
+            McpError::InvalidServer(format!("'{url}' is not a server URL: {error}"))
+        })?;
+        if !matches!(parsed.scheme(), "http" | "https") {
+            return Err(McpError::InvalidServer(format!(
+                "'{url}' is not an http:// or https:// URL"
+            )));
+        }
+        let host = parsed.host_str().unwrap_or_default().replace('.', "_");
+        let path = parsed.path().trim_matches('/').replace('/', "_");
+        let port = parsed
+            .port()
+            .map(|port| format!("_{port}"))
+            .unwrap_or_default();
+        let name = name_part(&if path.is_empty() {
+            format!("{host}{port}")
+        } else {
+            format!("{host}{port}_{path}")
+        });
+        let config = McpRemoteServer::new(name, url)
+            .start_timeout(DEFAULT_MCP_TIMEOUT)
+            .call_timeout(DEFAULT_MCP_TIMEOUT);
+        Ok(McpServer::new(if sse {
+            McpTransport::Sse(config)
+        } else {
+            McpTransport::Http(config)
+        }))
+    }
+
+    /// Sends `name: value` with every request to an HTTP or SSE server (a stdio server has
+    /// no headers: this does nothing to it).
+    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        if let McpTransport::Http(config) | McpTransport::Sse(config) = &mut self.transport {
+            config.headers.push((name.into(), value.into()));
+        }
+        self
+    }
+
     crewai_llm::setters! {
         pub fn cache_tools_list(cache: bool) => cache_tools_list = cache;
         pub fn max_result_bytes(max: usize) => max_result_bytes = max;
@@ -100,6 +186,9 @@ impl McpServer {
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
         match &mut self.transport {
             McpTransport::Stdio(config) => config.start_timeout = timeout,
+            McpTransport::Http(config) | McpTransport::Sse(config) => {
+                config.start_timeout = timeout;
+            }
         }
         self
     }
@@ -108,23 +197,22 @@ impl McpServer {
     pub fn call_timeout(mut self, timeout: Duration) -> Self {
         match &mut self.transport {
             McpTransport::Stdio(config) => config.call_timeout = timeout,
+            McpTransport::Http(config) | McpTransport::Sse(config) => {
+                config.call_timeout = timeout;
+            }
         }
         self
     }
 
     /// The server's name: the prefix of its tools' names, and what messages and events call it.
     pub fn server_name(&self) -> &str {
-        match &self.transport {
-            McpTransport::Stdio(config) => &config.name,
-        }
+        self.transport.name()
     }
 
     /// Where the server is, for events: the command line or the URL, never a header or an
     /// environment value.
     pub fn location(&self) -> String {
-        match &self.transport {
-            McpTransport::Stdio(config) => config.command_line(),
-        }
+        self.transport.location()
     }
 
     /// The name the model sees for the server's tool `tool`: `{server_name}_{tool}`.
@@ -234,5 +322,15 @@ mod tests {
         assert!(server.allows("anything"));
         let filtered = server.tool_filter(["add"]);
         assert!(filtered.allows("add") && !filtered.allows("sub"));
+    }
+
+    #[test]
+    fn url_servers_are_named_after_host_and_path() {
+        let server = McpServer::http("http://127.0.0.1:8123/mcp/", false).unwrap();
+        assert_eq!(server.server_name(), "127_0_0_1_8123_mcp");
+        assert_eq!(server.transport.kind(), "streamable_http");
+        let sse = McpServer::http("https://tools.example.org/sse", true).unwrap();
+        assert_eq!(sse.tool_name("echo"), "tools_example_org_sse_echo");
+        assert!(McpServer::http("ftp://x", false).is_err());
     }
 }

@@ -177,29 +177,44 @@ fn stdio_server(
         Some(other) => return Err(format!("`args` is a list, not {}", describe(other))),
     };
     let mut server = McpServer::stdio(command.clone(), args);
+    let env = string_map(fields, "env")?;
     if let McpTransport::Stdio(config) = &mut server.transport {
         config.cwd = Some(root.to_path_buf());
-        for (key, value) in string_map(fields, "env")? {
-            config.env.push((key.into(), value.into()));
-        }
+        config.env.extend(
+            env.into_iter()
+                .map(|(key, value)| (key.into(), value.into())),
+        );
     }
     Ok(server)
 }
 
 fn http_server(
     url: &str,
-    _headers: Vec<(String, String)>,
-    _streamable: bool,
+    headers: Vec<(String, String)>,
+    streamable: bool,
 ) -> Result<McpServer, String> {
-    Err(format!(
-        "the server at '{url}' is reached over HTTP, which crewai-rs's MCP client does not speak yet; run it over stdio (`command`)"
-    ))
+    if !streamable {
+        return Err(
+            "`streamable: false` asks for the older HTTP+SSE protocol: write `transport: sse` (with the server's /sse URL) instead"
+                .into(),
+        );
+    }
+    remote_server(url, headers, false)
 }
 
-fn sse_server(url: &str, _headers: Vec<(String, String)>) -> Result<McpServer, String> {
-    Err(format!(
-        "the server at '{url}' is reached over SSE, which crewai-rs's MCP client does not speak yet; run it over stdio (`command`)"
-    ))
+fn sse_server(url: &str, headers: Vec<(String, String)>) -> Result<McpServer, String> {
+    remote_server(url, headers, true)
+}
+
+fn remote_server(
+    url: &str,
+    headers: Vec<(String, String)>,
+    sse: bool,
+) -> Result<McpServer, String> {
+    let server = McpServer::http(url, sse).map_err(|error| error.to_string())?;
+    Ok(headers
+        .into_iter()
+        .fold(server, |server, (name, value)| server.header(name, value)))
 }
 
 fn common_fields(mut server: McpServer, fields: &Map<String, Value>) -> Result<McpServer, String> {
