@@ -17,6 +17,8 @@
 //! ```
 
 use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -70,7 +72,7 @@ impl McpSessions {
                 Arc::clone(sessions.entry(server.entry_id()).or_default())
             };
             let open = cell
-                .get_or_try_init(|| open_server(server, events, requester))
+                .get_or_try_init(|| opening(server, events, requester))
                 .await?;
             for tool in &open.tools {
                 tools.insert(tool.clone());
@@ -88,6 +90,16 @@ impl McpSessions {
             }
         }
     }
+}
+
+/// [`open_server`] behind a trait object: the transports' futures are deep, and erasing the
+/// type here keeps every future that awaits an agent's run (`Send` checks, layouts) shallow.
+fn opening<'a>(
+    server: &'a McpServer,
+    events: &'a EventBus,
+    requester: &'a McpRequester<'a>,
+) -> Pin<Box<dyn Future<Output = Result<OpenServer, McpError>> + Send + 'a>> {
+    Box::pin(open_server(server, events, requester))
 }
 
 async fn open_server(

@@ -234,14 +234,14 @@ impl Inner {
                 Err(McpError::CallRefused {
                     server: self.config.name().to_string(),
                     tool: tool.to_string(),
-                    source,
+                    source: Box::new(source),
                 })
             }
             Ok(Err(source)) => Err(McpError::ServerStopped {
                 server: self.config.name().to_string(),
                 tool: tool.to_string(),
                 stderr: session.final_stderr_tail().await,
-                source,
+                source: Box::new(source),
             }),
         }
     }

@@ -43,7 +43,7 @@ pub enum McpError {
         server: String,
         stderr: StderrTail,
         #[source]
-        source: ServiceError,
+        source: Box<ServiceError>,
     },
     /// A `tools/call` took longer than the call timeout; it was cancelled on the server.
     #[error(
@@ -61,7 +61,7 @@ pub enum McpError {
         tool: String,
         stderr: StderrTail,
         #[source]
-        source: ServiceError,
+        source: Box<ServiceError>,
     },
     /// The server answered the call with a protocol error (an unknown tool, bad parameters).
     #[error("MCP server '{server}' refused the call to '{tool}'")]
@@ -69,7 +69,7 @@ pub enum McpError {
         server: String,
         tool: String,
         #[source]
-        source: ServiceError,
+        source: Box<ServiceError>,
     },
     /// The server died again after using up its restarts.
     #[error(

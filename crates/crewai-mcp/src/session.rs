@@ -265,7 +265,7 @@ impl StartFailure {
             StartFailure::ListTools(source) => McpError::ListTools {
                 server: server.to_string(),
                 stderr,
-                source,
+                source: Box::new(source),
             },
         }
     }
