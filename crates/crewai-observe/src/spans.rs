@@ -595,7 +595,7 @@ mod tests {
                 "nothing closes a {kind:?} span"
             );
         }
-        assert_eq!(opened.len(), 10, "{opened:?}");
+        assert_eq!(opened.len(), 12, "{opened:?}");
     }
 
     #[test]
