@@ -218,6 +218,28 @@ impl Progress {
                     }
                 }
             }
+            EventKind::McpConnectionCompleted {
+                server_name,
+                transport_type,
+                tool_count,
+                connection_duration_ms,
+                ..
+            } => {
+                Self::line(
+                    state,
+                    &format!(
+                        "  ↳ MCP server {server_name} connected over {transport_type}: {tool_count} tools ({connection_duration_ms} ms)"
+                    ),
+                );
+            }
+            EventKind::McpConnectionFailed {
+                server_name, error, ..
+            } => {
+                Self::line(
+                    state,
+                    &format!("  ✗ MCP server {server_name} could not be used: {error}"),
+                );
+            }
             EventKind::AgentDelegationStarted {
                 from_agent,
                 to_agent,
@@ -287,6 +309,11 @@ impl Progress {
             | EventKind::LlmCallFailed { .. }
             | EventKind::LlmStreamChunk { .. }
             | EventKind::ToolUsageFinished { .. }
+            // An MCP tool's call is shown by its tool_usage_* lines already.
+            | EventKind::McpConnectionStarted { .. }
+            | EventKind::McpToolExecutionStarted { .. }
+            | EventKind::McpToolExecutionCompleted { .. }
+            | EventKind::McpToolExecutionFailed { .. }
             | EventKind::LlmGuardrailStarted { .. }
             | EventKind::LlmGuardrailCompleted { .. }
             | EventKind::AgentDelegationCompleted { .. }

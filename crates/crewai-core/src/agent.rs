@@ -39,6 +39,7 @@ use crate::guardrail::{Guardrail, GuardrailContext};
 use crate::hooks::Hooks;
 use crate::kickoff::KickoffOptions;
 use crate::llm_stack::CallPurpose;
+use crate::mcp::{McpRequester, McpServer};
 use crate::prompts::agent as agent_prompts;
 use crate::setters::required;
 use crate::skills::{self, SkillScope, SkillSource};
@@ -133,6 +134,8 @@ pub(crate) struct AgentConfig {
     pub(crate) llm: Result<Arc<dyn Llm>, Arc<LlmError>>,
     pub(crate) function_calling_llm: Option<Arc<dyn Llm>>,
     pub(crate) tools: Vec<ToolHandle>,
+    /// MCP servers whose tools the agent gets in each run (`mcps:`).
+    pub(crate) mcps: Vec<McpServer>,
     pub(crate) max_iter: u32,
     pub(crate) max_rpm: Option<u32>,
     pub(crate) rate_limiter: Option<Arc<RateLimiter>>,
@@ -214,6 +217,10 @@ impl Agent {
     }
     pub fn tools(&self) -> &[ToolHandle] {
         &self.config.tools
+    }
+    /// The MCP servers whose tools the agent gets in each run, besides [`Agent::tools`].
+    pub fn mcps(&self) -> &[McpServer] {
+        &self.config.mcps
     }
     pub fn max_iter(&self) -> u32 {
         self.config.max_iter
@@ -324,6 +331,7 @@ pub struct AgentBuilder {
     llm: Option<Result<Arc<dyn Llm>, LlmError>>,
     function_calling_llm: Option<Arc<dyn Llm>>,
     tools: Vec<ToolHandle>,
+    mcps: Vec<McpServer>,
     max_iter: Option<u32>,
     max_rpm: Option<u32>,
     rate_limiter: Option<Arc<RateLimiter>>,
@@ -363,6 +371,11 @@ impl AgentBuilder {
         pub fn function_calling_llm(llm: Arc<dyn Llm>) => function_calling_llm = Some(llm);
         pub fn tools(tools: Vec<ToolHandle>) => tools = tools;
         pub fn tool(tool: ToolHandle) => |b| b.tools.push(tool);
+        /// Gives the agent the tools of an MCP server (CrewAI's `mcps`), named
+        /// `{server_name}_{tool}`; the session is opened when a run first needs it and closed
+        /// at the end of the kickoff.
+        pub fn mcp(server: McpServer) => |b| b.mcps.push(server);
+        pub fn mcps(servers: Vec<McpServer>) => mcps = servers;
         /// Tool rounds before the agent must answer (default 25).
         pub fn max_iter(max_iter: u32) => max_iter = Some(max_iter);
         /// The agent's own requests-per-minute limit (wins over the crew's).
@@ -461,6 +474,7 @@ impl AgentBuilder {
                 llm,
                 function_calling_llm: self.function_calling_llm,
                 tools: self.tools,
+                mcps: self.mcps,
                 max_iter: self.max_iter.unwrap_or(25),
                 max_rpm: self
                     .max_rpm
@@ -516,6 +530,34 @@ impl Agent {
         Ok(execution)
     }
 
+    /// `tools` with the tools of the agent's MCP servers added, from the run's sessions
+    /// (opened now when this is the run's first need of them).
+    async fn with_mcp_tools(
+        &self,
+        mut tools: ToolSet,
+        services: &RunServices,
+        task_name: Option<&str>,
+        parent: Option<Uuid>,
+    ) -> Result<ToolSet, AgentError> {
+        if self.config.mcps.is_empty() {
+            return Ok(tools);
+        }
+        let requester = McpRequester {
+            agent_role: self.role(),
+            task_name,
+            parent,
+        };
+        services
+            .mcp
+            .add_tools(&self.config.mcps, &mut tools, &services.events, &requester)
+            .await
+            .map_err(|source| AgentError::Mcp {
+                role: self.role().to_string(),
+                source: Box::new(source),
+            })?;
+        Ok(tools)
+    }
+
     /// Runs one task the task/crew layer prepared: emits `agent_execution_started` (under the
     /// request's parent event), runs the loop the model and tools call for, and emits
     /// `agent_execution_completed` (or `agent_execution_error` for each failed attempt).
@@ -531,6 +573,9 @@ impl Agent {
             tool_failure_policy,
             services,
         } = request;
+        let tools = self
+            .with_mcp_tools(tools, &services, task_name.as_deref(), parent_event_id)
+            .await?;
         let mut execution = self
             .execution(
                 services,
@@ -643,14 +688,17 @@ impl Agent {
             run_id: _,
         } = options;
         let services = self.kickoff_services(events, cancellation, usage);
-        let mut execution = self
-            .execution(
-                services,
+        // The run's MCP sessions end with it: dropping the services kills and reaps them.
+        let tools = self
+            .with_mcp_tools(
                 ToolSet::from(self.tools().to_vec()),
-                RunKind::Kickoff,
-                parent_event_id,
+                &services,
                 None,
+                parent_event_id,
             )
+            .await?;
+        let mut execution = self
+            .execution(services, tools, RunKind::Kickoff, parent_event_id, None)
             .await?;
         let input = match (&input, &format) {
             (KickoffInput::Text(text), Some(format)) => KickoffInput::Text(format!(

@@ -15,6 +15,7 @@ use uuid::Uuid;
 use crate::agent::StepCallback;
 use crate::events::EventBus;
 use crate::hooks::Hooks;
+use crate::mcp::McpSessions;
 use crate::usage::UsageTracker;
 
 /// The delegation chain of a run: the roles that handed this work down, outermost first.
@@ -77,6 +78,8 @@ pub(crate) struct RunServices {
     pub default_timeout: Option<Duration>,
     /// The crew's skills, which every agent of the run gets after its own.
     pub skills: Vec<crate::skills::SkillSource>,
+    /// The kickoff's sessions with its agents' MCP servers.
+    pub mcp: McpSessions,
 }
 
 impl fmt::Debug for RunServices {

@@ -31,6 +31,14 @@ pub enum AgentError {
         source: std::sync::Arc<LlmError>,
     },
 
+    /// An MCP server of the agent's `mcps:` could not be reached or did not list its tools.
+    #[error("agent '{role}': its MCP server could not be used")]
+    Mcp {
+        role: String,
+        #[source]
+        source: Box<crewai_mcp::McpError>,
+    },
+
     /// The model call failed (after the LLM layer's own retries and fallbacks).
     #[error("agent '{role}': the LLM call failed")]
     Llm { role: String, source: LlmError },
@@ -151,6 +159,7 @@ impl AgentError {
             AgentError::Config { role, .. } => role.as_deref(),
             AgentError::NoLlm { role, .. }
             | AgentError::Llm { role, .. }
+            | AgentError::Mcp { role, .. }
             | AgentError::LlmCallBlocked { role, .. }
             | AgentError::ContextWindowExceeded { role, .. }
             | AgentError::Timeout { role, .. }

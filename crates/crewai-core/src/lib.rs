@@ -65,6 +65,7 @@ pub mod hooks;
 pub mod interpolate;
 pub mod kickoff;
 pub mod llm_stack;
+pub mod mcp;
 pub mod output;
 pub mod preview;
 pub(crate) mod process;

@@ -91,3 +91,58 @@ impl McpStdioServer {
             .join(" ")
     }
 }
+
+/// An MCP server reached over HTTP: streamable HTTP ([`crate::McpTransport::Http`]) or the
+/// older HTTP+SSE protocol ([`crate::McpTransport::Sse`]). Header values are secrets: they are
+/// sent, never shown (`Debug` prints their names only).
+#[derive(Clone)]
+pub struct McpRemoteServer {
+    /// What the server is called in messages.
+    pub name: String,
+    /// The endpoint: the MCP URL for streamable HTTP, the `/sse` URL for HTTP+SSE.
+    pub url: String,
+    /// Sent with every request (`Authorization`, API keys).
+    pub headers: Vec<(String, String)>,
+    /// How long connecting may take: the first request, the handshake and listing the tools.
+    pub start_timeout: Duration,
+    /// How long one `tools/call` may take.
+    pub call_timeout: Duration,
+    /// How many times a session that ended is opened again, over the connection's life.
+    pub max_restarts: u32,
+}
+
+impl McpRemoteServer {
+    /// A server at `url`; 30 s to connect, 30 s per call, one reconnection.
+    pub fn new(name: impl Into<String>, url: impl Into<String>) -> Self {
+        McpRemoteServer {
+            name: name.into(),
+            url: url.into(),
+            headers: Vec::new(),
+            start_timeout: Duration::from_secs(30),
+            call_timeout: Duration::from_secs(30),
+            max_restarts: 1,
+        }
+    }
+
+    crewai_llm::setters! {
+        /// Sends `name: value` with every request.
+        pub fn header(name: impl Into<String>, value: impl Into<String>) => |server| server.headers.push((name.into(), value.into()));
+        pub fn start_timeout(start_timeout: Duration) => start_timeout = start_timeout;
+        pub fn call_timeout(call_timeout: Duration) => call_timeout = call_timeout;
+        pub fn max_restarts(max_restarts: u32) => max_restarts = max_restarts;
+    }
+}
+
+impl std::fmt::Debug for McpRemoteServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let header_names: Vec<&str> = self.headers.iter().map(|(name, _)| name.as_str()).collect();
+        f.debug_struct("McpRemoteServer")
+            .field("name", &self.name)
+            .field("url", &self.url)
+            .field("headers", &header_names)
+            .field("start_timeout", &self.start_timeout)
+            .field("call_timeout", &self.call_timeout)
+            .field("max_restarts", &self.max_restarts)
+            .finish()
+    }
+}

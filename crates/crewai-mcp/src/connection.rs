@@ -10,9 +10,10 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::McpStdioServer;
 use crate::error::McpError;
+use crate::server::{McpServer, McpTransport};
 use crate::session::Session;
 use crate::stderr::StderrTail;
-use crate::tool::{McpTool, McpToolInfo, call_outcome};
+use crate::tool::{DEFAULT_MAX_RESULT_BYTES, McpTool, McpToolInfo, call_outcome};
 
 /// A connection to one MCP server over a child process's stdio.
 ///
@@ -26,7 +27,11 @@ pub struct McpConnection {
 }
 
 pub(crate) struct Inner {
-    pub(crate) config: McpStdioServer,
+    pub(crate) config: McpTransport,
+    /// The agent's server entry this connection was opened for: where a kept listing lives.
+    server: Option<McpServer>,
+    /// The longest tool result kept, in bytes; longer results are cut with a note.
+    pub(crate) max_result_bytes: usize,
     state: Mutex<State>,
 }
 
@@ -48,9 +53,31 @@ pub(crate) enum CallError {
 impl McpConnection {
     /// Starts the server and lists its tools, within the config's start timeout.
     pub async fn connect_stdio(config: McpStdioServer) -> Result<McpConnection, McpError> {
-        let session = Session::start(&config).await?;
+        McpConnection::connect_with(McpTransport::Stdio(config), None).await
+    }
+
+    /// Connects to an agent's server entry; its tool listing is taken from (and kept in) the
+    /// entry when it has `cache_tools_list`.
+    pub async fn connect_server(server: &McpServer) -> Result<McpConnection, McpError> {
+        McpConnection::connect_with(server.transport.clone(), Some(server.clone())).await
+    }
+
+    async fn connect_with(
+        config: McpTransport,
+        server: Option<McpServer>,
+    ) -> Result<McpConnection, McpError> {
+        let cached = server.as_ref().and_then(McpServer::cached_listing);
+        let session = Session::start(&config, cached).await?;
+        if let Some(server) = &server {
+            server.keep_listing(&session.tools);
+        }
+        let max_result_bytes = server
+            .as_ref()
+            .map_or(DEFAULT_MAX_RESULT_BYTES, |server| server.max_result_bytes);
         Ok(McpConnection {
             inner: Arc::new(Inner {
+                server,
+                max_result_bytes,
                 config,
                 state: Mutex::new(State {
                     session: Some(Arc::new(session)),
@@ -62,8 +89,8 @@ impl McpConnection {
         })
     }
 
-    /// The server's configuration.
-    pub fn config(&self) -> &McpStdioServer {
+    /// How the server is reached.
+    pub fn config(&self) -> &McpTransport {
         &self.inner.config
     }
 
@@ -81,6 +108,11 @@ impl McpConnection {
             .into_iter()
             .map(|info| crewai_tools::ToolHandle::from_tool(McpTool::new(self.inner.clone(), info)))
             .collect())
+    }
+
+    /// The listed tool `info` as a crewai tool of this connection.
+    pub fn tool_from(&self, info: McpToolInfo) -> McpTool {
+        McpTool::new(self.inner.clone(), info)
     }
 
     /// One listed tool, by the name the server gives it.
@@ -130,7 +162,7 @@ impl Inner {
         let mut state = self.state.lock().await;
         if state.shut_down {
             return Err(McpError::ShutDown {
-                server: self.config.name.clone(),
+                server: self.config.name().to_string(),
             });
         }
         if let Some(session) = &state.session
@@ -142,20 +174,21 @@ impl Inner {
             // Dropping the dead session kills what is left of its process group and reaps it.
             state.last_stderr = dead.stderr_tail();
         }
-        if state.restarts >= self.config.max_restarts {
+        if state.restarts >= self.config.max_restarts() {
             return Err(McpError::RestartsExhausted {
-                server: self.config.name.clone(),
+                server: self.config.name().to_string(),
                 restarts: state.restarts,
                 stderr: state.last_stderr.clone(),
             });
         }
         state.restarts += 1;
         tracing::warn!(
-            server = %self.config.name,
+            server = %self.config.name(),
             restart = state.restarts,
             "the MCP server stopped; starting it again"
         );
-        let session = Arc::new(Session::start(&self.config).await?);
+        let cached = self.server.as_ref().and_then(McpServer::cached_listing);
+        let session = Arc::new(Session::start(&self.config, cached).await?);
         state.session = Some(Arc::clone(&session));
         Ok(session)
     }
@@ -183,32 +216,32 @@ impl Inner {
         let session = self.live_session().await?;
         if !session.tools.iter().any(|listed| listed.name == tool) {
             return Err(McpError::ToolGone {
-                server: self.config.name.clone(),
+                server: self.config.name().to_string(),
                 tool: tool.to_string(),
             });
         }
         let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
         // Dropping the request future (timeout, cancellation) sends `notifications/cancelled`.
         let call = session.service().call_tool(params);
-        match tokio::time::timeout(self.config.call_timeout, call).await {
+        match tokio::time::timeout(self.config.call_timeout(), call).await {
             Err(_elapsed) => Err(McpError::CallTimeout {
-                server: self.config.name.clone(),
+                server: self.config.name().to_string(),
                 tool: tool.to_string(),
-                timeout: self.config.call_timeout,
+                timeout: self.config.call_timeout(),
             }),
-            Ok(Ok(result)) => Ok(call_outcome(result)),
+            Ok(Ok(result)) => Ok(call_outcome(result, self.max_result_bytes)),
             Ok(Err(source @ (ServiceError::McpError(_) | ServiceError::UnexpectedResponse))) => {
                 Err(McpError::CallRefused {
-                    server: self.config.name.clone(),
+                    server: self.config.name().to_string(),
                     tool: tool.to_string(),
-                    source,
+                    source: Box::new(source),
                 })
             }
             Ok(Err(source)) => Err(McpError::ServerStopped {
-                server: self.config.name.clone(),
+                server: self.config.name().to_string(),
                 tool: tool.to_string(),
                 stderr: session.final_stderr_tail().await,
-                source,
+                source: Box::new(source),
             }),
         }
     }

@@ -43,7 +43,7 @@ pub enum McpError {
         server: String,
         stderr: StderrTail,
         #[source]
-        source: ServiceError,
+        source: Box<ServiceError>,
     },
     /// A `tools/call` took longer than the call timeout; it was cancelled on the server.
     #[error(
@@ -61,7 +61,7 @@ pub enum McpError {
         tool: String,
         stderr: StderrTail,
         #[source]
-        source: ServiceError,
+        source: Box<ServiceError>,
     },
     /// The server answered the call with a protocol error (an unknown tool, bad parameters).
     #[error("MCP server '{server}' refused the call to '{tool}'")]
@@ -69,7 +69,7 @@ pub enum McpError {
         server: String,
         tool: String,
         #[source]
-        source: ServiceError,
+        source: Box<ServiceError>,
     },
     /// The server died again after using up its restarts.
     #[error(
@@ -83,6 +83,25 @@ pub enum McpError {
     /// After a restart the server no longer lists a tool it listed before.
     #[error("MCP server '{server}' no longer lists the tool '{tool}' after it was restarted")]
     ToolGone { server: String, tool: String },
+    /// An agent's `tool_filter` names tools the server does not list.
+    #[error(
+        "MCP server '{server}' does not list the tool(s) {missing:?} named in tool_filter; it lists {listed:?}"
+    )]
+    FilteredToolMissing {
+        server: String,
+        missing: Vec<String>,
+        listed: Vec<String>,
+    },
+    /// An HTTP server could not be reached, or its event stream did not open as it should.
+    #[error("MCP server '{server}' at {url} could not be reached: {detail}")]
+    Connect {
+        server: String,
+        url: String,
+        detail: String,
+    },
+    /// An `mcps:` entry cannot be used as written.
+    #[error("{0}")]
+    InvalidServer(String),
     /// The connection was shut down.
     #[error("the connection to MCP server '{server}' is shut down")]
     ShutDown { server: String },

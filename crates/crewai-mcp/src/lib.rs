@@ -31,12 +31,15 @@
 mod config;
 mod connection;
 mod error;
+mod server;
 mod session;
+mod sse;
 mod stderr;
 mod tool;
 
-pub use config::McpStdioServer;
+pub use config::{McpRemoteServer, McpStdioServer};
 pub use connection::McpConnection;
 pub use error::McpError;
+pub use server::{DEFAULT_MCP_TIMEOUT, McpServer, McpTransport};
 pub use stderr::StderrTail;
-pub use tool::{McpTool, McpToolInfo};
+pub use tool::{DEFAULT_MAX_RESULT_BYTES, McpTool, McpToolInfo};

@@ -11,8 +11,10 @@ use rmcp::service::{ClientInitializeError, RoleClient, RunningService, ServiceEr
 use rmcp::transport::TokioChildProcess;
 use tokio::task::JoinHandle;
 
-use crate::config::McpStdioServer;
+use crate::config::{McpRemoteServer, McpStdioServer};
 use crate::error::McpError;
+use crate::server::McpTransport;
+use crate::sse;
 use crate::stderr::{StderrRing, StderrTail};
 
 /// How long a session's shutdown may take: rmcp closes the child's stdin, waits, sends SIGTERM,
@@ -28,15 +30,89 @@ const STDERR_SETTLE: Duration = Duration::from_millis(500);
 pub(crate) struct Session {
     service: RunningService<RoleClient, ClientConfig>,
     stderr: Arc<StderrRing>,
-    stderr_reader: JoinHandle<()>,
+    /// What runs beside the MCP service for this session (the stderr reader, an SSE
+    /// transport's reader and writer); stopped with it.
+    tasks: Vec<JoinHandle<()>>,
     pid: Option<u32>,
     pub(crate) tools: Vec<rmcp::model::Tool>,
 }
 
 impl Session {
+    /// Starts a session over `transport`: the handshake and the tool listing (`listing`, when
+    /// given, is an earlier session's, used instead of asking), within the start timeout.
+    pub(crate) async fn start(
+        transport: &McpTransport,
+        listing: Option<Vec<rmcp::model::Tool>>,
+    ) -> Result<Session, McpError> {
+        match transport {
+            McpTransport::Stdio(config) => Session::start_stdio(config, listing).await,
+            McpTransport::Http(config) => {
+                let transport = streamable_http(config)?;
+                Session::start_remote(config, transport, Vec::new(), listing).await
+            }
+            McpTransport::Sse(config) => {
+                let connected = tokio::time::timeout(config.start_timeout, sse::connect(config))
+                    .await
+                    .map_err(|_elapsed| McpError::StartTimeout {
+                        server: config.name.clone(),
+                        command: config.url.clone(),
+                        timeout: config.start_timeout,
+                        stderr: StderrTail::default(),
+                    })??;
+                let sse::SseTransport {
+                    outgoing,
+                    incoming,
+                    tasks,
+                } = connected;
+                Session::start_remote(config, (outgoing, incoming), tasks, listing).await
+            }
+        }
+    }
+
+    /// A session with a server over HTTP; `tasks` carry its transport and stop with it.
+    async fn start_remote<T, E, A>(
+        config: &McpRemoteServer,
+        transport: T,
+        tasks: Vec<JoinHandle<()>>,
+        listing: Option<Vec<rmcp::model::Tool>>,
+    ) -> Result<Session, McpError>
+    where
+        T: rmcp::transport::IntoTransport<RoleClient, E, A>,
+        E: std::error::Error + Send + Sync + 'static,
+    {
+        let started =
+            tokio::time::timeout(config.start_timeout, initialize(transport, listing)).await;
+        let failure = match started {
+            Ok(Ok((service, tools))) => {
+                return Ok(Session {
+                    service,
+                    stderr: StderrRing::new(0),
+                    tasks,
+                    pid: None,
+                    tools,
+                });
+            }
+            Ok(Err(failure)) => failure,
+            Err(_elapsed) => {
+                tasks.iter().for_each(JoinHandle::abort);
+                return Err(McpError::StartTimeout {
+                    server: config.name.clone(),
+                    command: config.url.clone(),
+                    timeout: config.start_timeout,
+                    stderr: StderrTail::default(),
+                });
+            }
+        };
+        tasks.iter().for_each(JoinHandle::abort);
+        Err(failure.into_error(&config.name, &config.url, StderrTail::default()))
+    }
+
     /// Spawns the server, completes the handshake and lists its tools, all within the config's
     /// start timeout.
-    pub(crate) async fn start(config: &McpStdioServer) -> Result<Session, McpError> {
+    async fn start_stdio(
+        config: &McpStdioServer,
+        listing: Option<Vec<rmcp::model::Tool>>,
+    ) -> Result<Session, McpError> {
         let mut command = CommandWrap::with_new(&config.command, |command| {
             command.args(&config.args);
             command.envs(config.env.iter().map(|(k, v)| (k, v)));
@@ -60,24 +136,14 @@ impl Session {
             Some(stderr) => ring.collect(config.name.clone(), stderr),
             None => tokio::spawn(async {}),
         };
-        let started = tokio::time::timeout(config.start_timeout, async {
-            let service = client_info()
-                .serve(transport)
-                .await
-                .map_err(|error| StartFailure::Handshake(Box::new(error)))?;
-            let tools = service
-                .list_all_tools()
-                .await
-                .map_err(StartFailure::ListTools)?;
-            Ok::<_, StartFailure>((service, tools))
-        })
-        .await;
+        let started =
+            tokio::time::timeout(config.start_timeout, initialize(transport, listing)).await;
         let failure = match started {
             Ok(Ok((service, tools))) => {
                 return Ok(Session {
                     service,
                     stderr: ring,
-                    stderr_reader,
+                    tasks: vec![stderr_reader],
                     pid,
                     tools,
                 });
@@ -95,20 +161,9 @@ impl Session {
         };
         let stderr = ring.settled_tail(STDERR_SETTLE).await;
         stderr_reader.abort();
-        Err(match failure {
-            StartFailure::Handshake(source) => McpError::Handshake {
-                server: config.name.clone(),
-                command: config.command_line(),
-                stderr,
-                source,
-            },
-            StartFailure::ListTools(source) => McpError::ListTools {
-                server: config.name.clone(),
-                stderr,
-                source,
-            },
-        })
+        Err(failure.into_error(&config.name, &config.command_line(), stderr))
     }
+
     pub(crate) fn service(&self) -> &RunningService<RoleClient, ClientConfig> {
         &self.service
     }
@@ -151,7 +206,7 @@ impl Session {
         if let Some(pgid) = self.pid.take() {
             kill_process_group(pgid);
         }
-        self.stderr_reader.abort();
+        self.tasks.iter().for_each(JoinHandle::abort);
     }
 }
 
@@ -162,7 +217,7 @@ impl Drop for Session {
         if let Some(pgid) = self.pid.take() {
             kill_process_group(pgid);
         }
-        self.stderr_reader.abort();
+        self.tasks.iter().for_each(JoinHandle::abort);
     }
 }
 
@@ -196,4 +251,77 @@ fn client_info() -> ClientConfig {
 enum StartFailure {
     Handshake(Box<ClientInitializeError>),
     ListTools(ServiceError),
+}
+
+impl StartFailure {
+    fn into_error(self, server: &str, command: &str, stderr: StderrTail) -> McpError {
+        match self {
+            StartFailure::Handshake(source) => McpError::Handshake {
+                server: server.to_string(),
+                command: command.to_string(),
+                stderr,
+                source,
+            },
+            StartFailure::ListTools(source) => McpError::ListTools {
+                server: server.to_string(),
+                stderr,
+                source: Box::new(source),
+            },
+        }
+    }
+}
+
+/// The MCP handshake over `transport`, then the tool listing unless one is given.
+async fn initialize<T, E, A>(
+    transport: T,
+    listing: Option<Vec<rmcp::model::Tool>>,
+) -> Result<
+    (
+        RunningService<RoleClient, ClientConfig>,
+        Vec<rmcp::model::Tool>,
+    ),
+    StartFailure,
+>
+where
+    T: rmcp::transport::IntoTransport<RoleClient, E, A>,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    let service = client_info()
+        .serve(transport)
+        .await
+        .map_err(|error| StartFailure::Handshake(Box::new(error)))?;
+    let tools = match listing {
+        Some(tools) => tools,
+        None => service
+            .list_all_tools()
+            .await
+            .map_err(StartFailure::ListTools)?,
+    };
+    Ok((service, tools))
+}
+
+/// rmcp's streamable HTTP client for `config`, its headers marked sensitive.
+fn streamable_http(
+    config: &McpRemoteServer,
+) -> Result<rmcp::transport::StreamableHttpClientTransport<reqwest::Client>, McpError> {
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    let headers = sse::header_map(config)?;
+    let client = reqwest::Client::builder()
+        .connect_timeout(config.start_timeout)
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .map_err(|error| McpError::Connect {
+            server: config.name.clone(),
+            url: config.url.clone(),
+            detail: crewai_llm::error_chain(&error),
+        })?;
+    let mut transport_config = StreamableHttpClientTransportConfig::with_uri(config.url.as_str());
+    transport_config.custom_headers = headers
+        .into_iter()
+        .filter_map(|(name, value)| Some((name?, value)))
+        .collect();
+    Ok(rmcp::transport::StreamableHttpClientTransport::with_client(
+        client,
+        transport_config,
+    ))
 }

@@ -124,9 +124,13 @@ pub(crate) enum CallOutcome {
     ToolFailed(String),
 }
 
+/// The longest tool result given to the model by default, in bytes (64 KiB).
+pub const DEFAULT_MAX_RESULT_BYTES: usize = 64 * 1024;
+
 /// Turns a result into text: the text blocks joined by newlines, embedded text resources as
 /// their text, other blocks described; the structured content as JSON when there is no text.
-pub(crate) fn call_outcome(result: CallToolResult) -> CallOutcome {
+/// A result longer than `max_bytes` is cut there, with a note saying how much was left out.
+pub(crate) fn call_outcome(result: CallToolResult, max_bytes: usize) -> CallOutcome {
     let failed = result.is_error == Some(true);
     let structured = result.structured_content.clone();
     let blocks = serde_json::to_value(&result.content).unwrap_or(Value::Null);
@@ -139,13 +143,37 @@ pub(crate) fn call_outcome(result: CallToolResult) -> CallOutcome {
         return CallOutcome::ToolFailed(if text.is_empty() {
             "the tool reported an error and gave no text".to_string()
         } else {
-            text
+            capped(text, max_bytes)
         });
     }
     match (parts.is_empty(), structured) {
-        (true, Some(value)) => CallOutcome::Output(ToolOutput::Json(value)),
-        _ => CallOutcome::Output(ToolOutput::Text(parts.join("\n"))),
+        (true, Some(value)) => {
+            let text = value.to_string();
+            if text.len() > max_bytes {
+                CallOutcome::Output(ToolOutput::Text(capped(text, max_bytes)))
+            } else {
+                CallOutcome::Output(ToolOutput::Json(value))
+            }
+        }
+        _ => CallOutcome::Output(ToolOutput::Text(capped(parts.join("\n"), max_bytes))),
     }
+}
+
+/// `text` cut to at most `max_bytes` (on a character boundary) with a note, when it is longer.
+fn capped(mut text: String, max_bytes: usize) -> String {
+    if text.len() <= max_bytes {
+        return text;
+    }
+    let total = text.len();
+    let mut cut = max_bytes;
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    text.truncate(cut);
+    text.push_str(&format!(
+        "\n[the tool's result was truncated: {cut} of {total} bytes shown; ask for less]"
+    ));
+    text
 }
 
 fn describe_block(block: &Value) -> String {
@@ -186,11 +214,43 @@ mod tests {
     #[test]
     fn text_blocks_are_joined_and_errors_keep_their_text() {
         let ok = CallToolResult::success(vec![ContentBlock::text("a"), ContentBlock::text("b")]);
-        assert_eq!(text_of(call_outcome(ok)), Ok("a\nb".to_string()));
+        assert_eq!(
+            text_of(call_outcome(ok, DEFAULT_MAX_RESULT_BYTES)),
+            Ok("a\nb".to_string())
+        );
         let failed = CallToolResult::error(vec![ContentBlock::text("Traceback: boom")]);
         assert_eq!(
-            text_of(call_outcome(failed)),
+            text_of(call_outcome(failed, DEFAULT_MAX_RESULT_BYTES)),
             Err("Traceback: boom".to_string())
+        );
+    }
+
+    #[test]
+    fn an_oversized_result_is_cut_with_a_note() {
+        let long = "é".repeat(100);
+        let result = CallToolResult::success(vec![ContentBlock::text(long)]);
+        let text = text_of(call_outcome(result, 51)).unwrap();
+        assert!(text.starts_with(&"é".repeat(25)), "{text}");
+        assert!(
+            text.ends_with(
+                "[the tool's result was truncated: 50 of 200 bytes shown; ask for less]"
+            ),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn images_and_resources_are_described() {
+        let blocks: Vec<ContentBlock> = serde_json::from_value(serde_json::json!([
+            {"type": "image", "data": "aGk=", "mimeType": "image/png"},
+            {"type": "resource", "resource": {"uri": "file:///a.txt", "text": "inside"}},
+            {"type": "resource", "resource": {"uri": "file:///b.bin", "blob": "AA=="}},
+        ]))
+        .unwrap();
+        let result = CallToolResult::success(blocks);
+        assert_eq!(
+            text_of(call_outcome(result, DEFAULT_MAX_RESULT_BYTES)).unwrap(),
+            "[image content: image/png]\ninside\n[binary resource: file:///b.bin]"
         );
     }
 
@@ -199,7 +259,7 @@ mod tests {
         let result = CallToolResult::structured(serde_json::json!({"sum": 3}));
         let mut result = result;
         result.content.clear();
-        match call_outcome(result) {
+        match call_outcome(result, DEFAULT_MAX_RESULT_BYTES) {
             CallOutcome::Output(ToolOutput::Json(value)) => assert_eq!(value["sum"], 3),
             _ => panic!("expected the structured content as JSON"),
         }

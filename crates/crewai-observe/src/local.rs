@@ -560,6 +560,8 @@ fn kind_label(kind: SpanKind) -> &'static str {
         SpanKind::Guardrail => "guardrail",
         SpanKind::Flow => "flow",
         SpanKind::Method => "method",
+        SpanKind::McpConnection => "mcp connect",
+        SpanKind::McpToolCall => "mcp tool",
     }
 }
 
@@ -569,7 +571,7 @@ fn kind_class(kind: SpanKind) -> &'static str {
         SpanKind::Task | SpanKind::Method => "task",
         SpanKind::Agent => "agent",
         SpanKind::LlmCall | SpanKind::Guardrail => "llm",
-        SpanKind::ToolCall => "tool",
+        SpanKind::ToolCall | SpanKind::McpConnection | SpanKind::McpToolCall => "tool",
         SpanKind::Delegation => "delegation",
     }
 }

@@ -444,6 +444,28 @@ impl SpanShape {
                 }
                 (format!("delegate {label}"), OtelSpanKind::Internal)
             }
+            K::McpConnectionStarted {
+                server_url,
+                transport_type,
+                ..
+            } => {
+                attributes.text("mcp.server.name", Some(label));
+                attributes.text("mcp.server.url", Some(server_url));
+                attributes.text("mcp.transport", Some(transport_type));
+                (format!("mcp_connect {label}"), OtelSpanKind::Client)
+            }
+            K::McpToolExecutionStarted {
+                server_name,
+                tool_args,
+                ..
+            } => {
+                attributes.text("mcp.server.name", Some(server_name));
+                attributes.text("mcp.tool.name", Some(label));
+                if content {
+                    attributes.text("mcp.tool.arguments", Some(&json_text(tool_args)));
+                }
+                (format!("mcp_tool {label}"), OtelSpanKind::Client)
+            }
             K::LlmGuardrailStarted { .. } => (format!("guardrail {label}"), OtelSpanKind::Internal),
             K::FlowStarted { flow_name, .. } => {
                 attributes.text("crewai.flow.name", Some(flow_name));
@@ -469,6 +491,10 @@ impl SpanShape {
             | K::LlmStreamChunk { .. }
             | K::ToolUsageFinished { .. }
             | K::ToolUsageError { .. }
+            | K::McpConnectionCompleted { .. }
+            | K::McpConnectionFailed { .. }
+            | K::McpToolExecutionCompleted { .. }
+            | K::McpToolExecutionFailed { .. }
             | K::LlmGuardrailCompleted { .. }
             | K::AgentDelegationCompleted { .. }
             | K::FlowFinished { .. }
@@ -629,6 +655,8 @@ fn span_kind_name(kind: SpanKind) -> &'static str {
         SpanKind::Guardrail => "guardrail",
         SpanKind::Flow => "flow",
         SpanKind::Method => "method",
+        SpanKind::McpConnection => "mcp_connection",
+        SpanKind::McpToolCall => "mcp_tool_call",
     }
 }
 

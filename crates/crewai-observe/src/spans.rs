@@ -28,6 +28,10 @@ pub enum SpanKind {
     Guardrail,
     Flow,
     Method,
+    /// Opening a session with an MCP server.
+    McpConnection,
+    /// A call to an MCP server's tool (inside the tool call that made it).
+    McpToolCall,
 }
 
 /// One finished span.
@@ -194,6 +198,46 @@ fn role_of(kind: &EventKind) -> Role {
         } => closes(
             SpanKind::ToolCall,
             &tool_key(tool_name, tool_args),
+            Some(error),
+        ),
+        K::McpConnectionStarted { server_name, .. } => {
+            opens(SpanKind::McpConnection, server_name, server_name)
+        }
+        K::McpConnectionCompleted { server_name, .. } => {
+            closes(SpanKind::McpConnection, server_name, None)
+        }
+        K::McpConnectionFailed {
+            server_name, error, ..
+        } => closes(SpanKind::McpConnection, server_name, Some(error)),
+        K::McpToolExecutionStarted {
+            server_name,
+            tool_name,
+            tool_args,
+            ..
+        } => opens(
+            SpanKind::McpToolCall,
+            tool_name,
+            &tool_key(&format!("{server_name}\u{1f}{tool_name}"), tool_args),
+        ),
+        K::McpToolExecutionCompleted {
+            server_name,
+            tool_name,
+            tool_args,
+            ..
+        } => closes(
+            SpanKind::McpToolCall,
+            &tool_key(&format!("{server_name}\u{1f}{tool_name}"), tool_args),
+            None,
+        ),
+        K::McpToolExecutionFailed {
+            server_name,
+            tool_name,
+            tool_args,
+            error,
+            ..
+        } => closes(
+            SpanKind::McpToolCall,
+            &tool_key(&format!("{server_name}\u{1f}{tool_name}"), tool_args),
             Some(error),
         ),
         K::AgentDelegationStarted { to_agent, .. } => opens(SpanKind::Delegation, to_agent, ""),
@@ -560,7 +604,7 @@ mod tests {
                 "nothing closes a {kind:?} span"
             );
         }
-        assert_eq!(opened.len(), 10, "{opened:?}");
+        assert_eq!(opened.len(), 12, "{opened:?}");
     }
 
     #[test]

@@ -400,6 +400,11 @@ impl Project {
             builder = builder.tools(tools.clone());
         }
         builder = builder.skills(self.agent_skills(&entry.key).to_vec());
+        if let (Some(mcps), Some(origin)) = (&s.mcps, s.origin("mcps")) {
+            let servers =
+                crate::mcp::read_mcps(mcps, origin, &self.root).map_err(ProjectError::Invalid)?;
+            builder = builder.mcps(servers);
+        }
         if let Some(v) = s.max_rpm {
             builder = builder.max_rpm(v);
             let owner = RateLimitOwner::Agent {

@@ -155,6 +155,11 @@ fn check_agent(agent: &AgentEntry, errors: &mut Vec<Diagnostic>, warnings: &mut 
                 .with_hint(Some("remove `id`".into())),
         );
     }
+    if let (Some(mcps), Some(origin)) = (&spec.mcps, spec.origin("mcps"))
+        && let Err(problems) = crate::mcp::read_mcps(mcps, origin, std::path::Path::new("."))
+    {
+        errors.extend(problems);
+    }
     // A guardrail written as a mapping and `step_callback` name code: they are resolved (or
     // refused) when the crew is built, by `Project::resolve_code`.
     let values = agent_values(spec);
@@ -191,7 +196,6 @@ fn agent_values(spec: &crate::spec::AgentSpec) -> BTreeMap<&'static str, (Value,
     put("embedder", spec.embedder.clone());
     put("memory", spec.memory.clone());
     put("apps", spec.apps.clone());
-    put("mcps", spec.mcps.clone());
     put("a2a", spec.a2a.clone());
     put("checkpoint", spec.checkpoint.clone());
     put("from_repository", spec.from_repository.clone());

@@ -34,6 +34,7 @@ mod error;
 pub mod flow_v1;
 pub mod flow_yaml;
 mod load;
+mod mcp;
 mod options;
 mod plan;
 mod python;

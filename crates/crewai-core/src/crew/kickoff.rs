@@ -14,6 +14,7 @@ use uuid::Uuid;
 use crate::agent::{Agent, DelegationChain, RunServices};
 use crate::events::EventKind;
 use crate::interpolate::{Filler, Inputs, InterpolationError};
+use crate::mcp::McpSessions;
 use crate::output::{CrewOutput, TaskOutput};
 use crate::process::RunContext;
 use crate::store::{RunEnd, RunParent, RunStatus, StoreError};
@@ -213,6 +214,7 @@ impl Crew {
             stream,
             default_timeout: spec.task_timeout,
             skills: spec.skills.clone(),
+            mcp: McpSessions::default(),
         };
         let run = RunContext {
             services,
@@ -249,6 +251,7 @@ impl Crew {
         };
         // Whatever still runs for this kickoff (a coworker, a pending call) stops now.
         cancellation.cancel();
+        run.services.mcp.shutdown().await;
         self.record().usage = usage.summary();
         let total_usage = journaled.run_total();
         match result {

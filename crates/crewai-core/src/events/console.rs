@@ -144,6 +144,15 @@ fn console_line(event: &Event) -> Option<String> {
         EventKind::ToolUsageError {
             tool_name, error, ..
         } => format!("🔧 Tool {tool_name} failed: {error}"),
+        EventKind::McpConnectionCompleted {
+            server_name,
+            transport_type,
+            tool_count,
+            ..
+        } => format!("🔌 MCP server {server_name} connected over {transport_type} ({tool_count} tools)"),
+        EventKind::McpConnectionFailed {
+            server_name, error, ..
+        } => format!("🔌 MCP server {server_name} could not be used: {error}"),
         EventKind::LlmGuardrailStarted {
             guardrail,
             retry_count,
@@ -206,6 +215,12 @@ fn console_line(event: &Event) -> Option<String> {
         | EventKind::LlmCallFailed { .. }
         | EventKind::LlmStreamChunk { .. }
         | EventKind::AgentDelegationCompleted { .. }
+        // The tool_usage_* lines already show an MCP tool's call; a connection is shown once
+        // it is made (or fails).
+        | EventKind::McpConnectionStarted { .. }
+        | EventKind::McpToolExecutionStarted { .. }
+        | EventKind::McpToolExecutionCompleted { .. }
+        | EventKind::McpToolExecutionFailed { .. }
         | EventKind::MethodExecutionStarted { .. }
         | EventKind::MethodExecutionFinished { .. } => return None,
     };

@@ -181,6 +181,58 @@ pub enum EventKind {
         error: String,
     },
 
+    /// A session with an agent's MCP server is being opened (once per server per kickoff).
+    /// `server_url` is its command line or URL, never a header or an environment value.
+    McpConnectionStarted {
+        server_name: String,
+        server_url: String,
+        transport_type: String,
+        agent_role: Option<String>,
+        task_name: Option<String>,
+    },
+    McpConnectionCompleted {
+        server_name: String,
+        server_url: String,
+        transport_type: String,
+        agent_role: Option<String>,
+        task_name: Option<String>,
+        connection_duration_ms: u64,
+        tool_count: u32,
+    },
+    McpConnectionFailed {
+        server_name: String,
+        server_url: String,
+        transport_type: String,
+        agent_role: Option<String>,
+        task_name: Option<String>,
+        error: String,
+    },
+    /// `tool_name` is the server's name for the tool (the model sees `{server_name}_{tool_name}`).
+    McpToolExecutionStarted {
+        server_name: String,
+        tool_name: String,
+        tool_args: Value,
+        agent_role: Option<String>,
+        task_name: Option<String>,
+    },
+    McpToolExecutionCompleted {
+        server_name: String,
+        tool_name: String,
+        tool_args: Value,
+        agent_role: Option<String>,
+        task_name: Option<String>,
+        result: String,
+        execution_duration_ms: u64,
+    },
+    McpToolExecutionFailed {
+        server_name: String,
+        tool_name: String,
+        tool_args: Value,
+        agent_role: Option<String>,
+        task_name: Option<String>,
+        error: String,
+    },
+
     /// A guardrail check starts; `guardrail` is the description of an LLM guardrail or the name of a
     /// function guardrail; `retry_count` counts the retries before this check.
     LlmGuardrailStarted {
@@ -403,6 +455,36 @@ impl EventKind {
                 ..
             }
             | K::ToolUsageError {
+                agent_role,
+                task_name,
+                ..
+            }
+            | K::McpConnectionStarted {
+                agent_role,
+                task_name,
+                ..
+            }
+            | K::McpConnectionCompleted {
+                agent_role,
+                task_name,
+                ..
+            }
+            | K::McpConnectionFailed {
+                agent_role,
+                task_name,
+                ..
+            }
+            | K::McpToolExecutionStarted {
+                agent_role,
+                task_name,
+                ..
+            }
+            | K::McpToolExecutionCompleted {
+                agent_role,
+                task_name,
+                ..
+            }
+            | K::McpToolExecutionFailed {
                 agent_role,
                 task_name,
                 ..
@@ -642,6 +724,54 @@ impl EventKind {
                 from_cache: false,
             },
             EventType::ToolUsageError => K::ToolUsageError {
+                tool_name: text(),
+                tool_args: Value::Null,
+                agent_role: None,
+                task_name: None,
+                error: text(),
+            },
+            EventType::McpConnectionStarted => K::McpConnectionStarted {
+                server_name: text(),
+                server_url: text(),
+                transport_type: text(),
+                agent_role: None,
+                task_name: None,
+            },
+            EventType::McpConnectionCompleted => K::McpConnectionCompleted {
+                server_name: text(),
+                server_url: text(),
+                transport_type: text(),
+                agent_role: None,
+                task_name: None,
+                connection_duration_ms: 0,
+                tool_count: 0,
+            },
+            EventType::McpConnectionFailed => K::McpConnectionFailed {
+                server_name: text(),
+                server_url: text(),
+                transport_type: text(),
+                agent_role: None,
+                task_name: None,
+                error: text(),
+            },
+            EventType::McpToolExecutionStarted => K::McpToolExecutionStarted {
+                server_name: text(),
+                tool_name: text(),
+                tool_args: Value::Null,
+                agent_role: None,
+                task_name: None,
+            },
+            EventType::McpToolExecutionCompleted => K::McpToolExecutionCompleted {
+                server_name: text(),
+                tool_name: text(),
+                tool_args: Value::Null,
+                agent_role: None,
+                task_name: None,
+                result: text(),
+                execution_duration_ms: 0,
+            },
+            EventType::McpToolExecutionFailed => K::McpToolExecutionFailed {
+                server_name: text(),
                 tool_name: text(),
                 tool_args: Value::Null,
                 agent_role: None,
