@@ -77,6 +77,8 @@ pub(crate) struct RunServices {
     pub default_timeout: Option<Duration>,
     /// The crew's skills, which every agent of the run gets after its own.
     pub skills: Vec<crate::skills::SkillSource>,
+    /// The crew's memory (rooted at the crew's scope), for agents without their own.
+    pub memory: Option<crewai_memory::Memory>,
 }
 
 impl fmt::Debug for RunServices {
