@@ -654,6 +654,16 @@ impl Agent {
         options: KickoffOptions,
     ) -> Result<AgentOutput, AgentError> {
         let input = input.into();
+        if self.memory().is_some() {
+            return Err(AgentError::Config {
+                role: Some(self.role().to_string()),
+                message:
+                    "an agent's own memory works in crews (and `run_task`) only: a standalone \
+                          kickoff does not recall or save yet (crewai-core agent.rs kickoff_with); \
+                          run it in a crew, or build the agent without `memory`"
+                        .to_string(),
+            });
+        }
         if let Some(message) = options.refused_by_an_agent() {
             return Err(AgentError::Config {
                 role: Some(self.role().to_string()),
