@@ -77,7 +77,9 @@ fn the_embedder_is_configured_else_openai_with_a_key_else_offline() {
 fn a_malformed_embedder_is_an_error_at_its_line() {
     let (_dir, project) =
         project_with("memory: true\nembedder:\n  provider: hash\n  colour: blue\n");
-    let error = project.err().expect("the project is refused");
+    let Err(error) = project else {
+        panic!("the project is refused")
+    };
     let found: Vec<String> = error
         .diagnostics()
         .iter()
