@@ -136,3 +136,37 @@ async fn the_second_kickoff_recalls_what_the_first_saved() {
         other => panic!("unexpected {other:?}"),
     }
 }
+
+#[tokio::test]
+async fn a_failed_extraction_saves_the_whole_result() {
+    let server = server().await;
+    let memory = Memory::builder(
+        Arc::new(SqliteMemoryStore::in_memory().unwrap()),
+        Arc::new(HashEmbedder::new(64)),
+    )
+    .build();
+    let bus = EventBus::new();
+    server.push_text("Launch on May 4.");
+    server.push(Reply::error(500, "the extraction broke"));
+    crew_with(&memory, openai(&server), &bus)
+        .kickoff(Default::default())
+        .await
+        .unwrap();
+    let saved = memory.list_records(&RecordQuery::default()).await.unwrap();
+    assert_eq!(saved.len(), 1, "{saved:?}");
+    assert_eq!(saved[0].content, "Launch on May 4.");
+}
+
+#[tokio::test]
+async fn a_standalone_kickoff_of_an_agent_with_memory_is_refused() {
+    let server = server().await;
+    let memory = Memory::builder(
+        Arc::new(SqliteMemoryStore::in_memory().unwrap()),
+        Arc::new(HashEmbedder::new(64)),
+    )
+    .build();
+    let agent = agent_with(openai(&server)).memory(memory).build().unwrap();
+    let error = agent.kickoff("Plan it").await.unwrap_err().to_string();
+    assert!(error.contains("works in crews"), "{error}");
+    assert_eq!(server.request_count(), 0);
+}
