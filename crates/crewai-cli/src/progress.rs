@@ -293,6 +293,26 @@ impl Progress {
                     &format!("  ✗ skill {skill_name} could not be loaded: {error}"),
                 );
             }
+            EventKind::MemorySaveCompleted {
+                agent_role, saved, ..
+            } => {
+                let who = agent_role.as_deref().map(str::trim).unwrap_or("agent");
+                Self::line(state, &format!("  ↳ memory: saved {saved} from {who}"));
+            }
+            EventKind::MemoryQueryCompleted {
+                agent_role,
+                results,
+                ..
+            } if *results > 0 => {
+                let who = agent_role.as_deref().map(str::trim).unwrap_or("agent");
+                Self::line(state, &format!("  ↳ memory: {results} recalled for {who}"));
+            }
+            EventKind::MemorySaveFailed { error, .. } => {
+                Self::line(state, &format!("  ✗ memory could not save: {error}"));
+            }
+            EventKind::MemoryQueryFailed { error, .. } => {
+                Self::line(state, &format!("  ✗ memory could not be searched: {error}"));
+            }
             // Not shown: the crew's and agents' own start and end are what the task lines
             // already say, a call's start and chunks are what the spinner's timer shows, a
             // failed call that matters fails its task, and flows have their own output.
@@ -326,7 +346,11 @@ impl Progress {
             | EventKind::SkillDiscoveryStarted { .. }
             | EventKind::SkillDiscoveryCompleted { .. }
             | EventKind::SkillLoaded { .. }
-            | EventKind::SkillUsed { .. } => {}
+            | EventKind::SkillUsed { .. }
+            // A save's start is summed up by its end; an empty recall says nothing.
+            | EventKind::MemorySaveStarted { .. }
+            | EventKind::MemoryQueryStarted { .. }
+            | EventKind::MemoryQueryCompleted { .. } => {}
         }
     }
 

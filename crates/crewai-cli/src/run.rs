@@ -341,6 +341,17 @@ async fn build(
         .with_task_output_store(Arc::new(store.clone()))
         .with_event_bus(bus.clone());
     options = crate::models::configure(project, options, common.llm.as_deref()).await?;
+    if let Some((embedder, why)) = project.memory_embedder(&options).map_err(Failure::from)? {
+        let model = embedder
+            .config
+            .model
+            .as_deref()
+            .unwrap_or("its default model");
+        eprintln!(
+            "Memory: on, embedding with {} ({model}) — {why}",
+            embedder.provider
+        );
+    }
     if common.verbose {
         options = options.with_verbose(true);
     }

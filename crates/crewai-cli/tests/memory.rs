@@ -7,8 +7,9 @@ use std::sync::Arc;
 
 use crewai_llm::embeddings::HashEmbedder;
 use crewai_memory::{Memory, RememberOptions, ScopePath, SqliteMemoryStore};
+use crewai_testkit::scripted::ScriptedServer;
 use serde_json::Value;
-use support::{assert_contains, crewai, run, run_ok, text};
+use support::{assert_contains, crewai, project, run, run_ok, text, with_server};
 
 fn remember_all(project: &std::path::Path, items: &[(&str, &str, bool)]) {
     let runtime = tokio::runtime::Runtime::new().unwrap();
@@ -141,4 +142,56 @@ fn lists_searches_and_resets_memory() {
     )
     .unwrap();
     assert_eq!(after, serde_json::json!([]));
+}
+
+/// A crew with `memory: true`, run twice: the first run saves what its task's result is worth
+/// remembering (the model's extraction), the second run's task prompt carries it.
+#[test]
+fn a_memory_crew_recalls_in_its_second_run_what_the_first_saved() {
+    let dir = project(&[
+        (
+            "config/agents.yaml",
+            "planner:\n  role: Planner\n  goal: Plan launches\n  backstory: Careful.\n",
+        ),
+        (
+            "config/tasks.yaml",
+            "plan:\n  description: Plan the product launch\n  expected_output: A plan\n  agent: planner\n",
+        ),
+        (
+            "config/crew.yaml",
+            "name: launch\nmemory: true\nembedder:\n  provider: hash\n  config: {dimensions: 256}\n",
+        ),
+    ]);
+    let path = dir.path().to_str().unwrap();
+    let server = ScriptedServer::start_blocking();
+    server.push_text("Launch on May 4 in Lisbon.");
+    server.push_text("{\"memories\": [\"The product launches on May 4 in Lisbon\"]}");
+    let first = run_ok(with_server(crewai(&["run", "--project", path]), &server));
+    assert_contains(
+        &text(&first.stderr),
+        "Memory: on, embedding with hash (its default model) — the crew's `embedder:`",
+    );
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    assert!(!requests[0].body.to_string().contains("May 4"));
+
+    server.push_text("Same plan.");
+    server.push_text("{\"memories\": []}");
+    run_ok(with_server(crewai(&["run", "--project", path]), &server));
+    assert_eq!(server.remaining(), 0);
+    let second = server.requests()[2].body.to_string();
+    assert_contains(&second, "Plan the product launch");
+    assert_contains(&second, "The product launches on May 4 in Lisbon");
+
+    // What the first run saved is under the crew's scope, the agent's part of it.
+    let listed: Value = serde_json::from_slice(
+        &run_ok(crewai(&["memory", "list", "--project", path, "--json"])).stdout,
+    )
+    .unwrap();
+    let records = listed.as_array().unwrap();
+    assert_eq!(records.len(), 1, "{listed}");
+    assert_eq!(
+        records[0]["scope"], "/crew/launch/agent/planner",
+        "{listed}"
+    );
 }

@@ -31,6 +31,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
+use crate::agent_memory::TaskMemory;
 use crate::converter::{ConversionError, OutputSchema};
 use crate::error::AgentError;
 use crate::events::{ConsoleListener, EventBus, EventKind};
@@ -158,6 +159,7 @@ pub(crate) struct AgentConfig {
     pub(crate) hooks: Hooks,
     pub(crate) event_bus: Option<EventBus>,
     pub(crate) skills: Vec<SkillSource>,
+    pub(crate) memory: Option<crewai_memory::Memory>,
 }
 
 /// An agent (cheap to clone: the configuration is shared).
@@ -306,6 +308,11 @@ impl Agent {
         self.modified(|c| c.tools = tools)
     }
 
+    /// Its own memory (CrewAI's agent `memory`), which wins over its crew's.
+    pub fn memory(&self) -> Option<&crewai_memory::Memory> {
+        self.config.memory.as_ref()
+    }
+
     /// A copy with `skills` after its own (a crew's skills, which apply to every agent).
     pub fn with_more_skills(&self, skills: &[SkillSource]) -> Agent {
         self.modified(|c| c.skills.extend(skills.iter().cloned()))
@@ -354,6 +361,7 @@ pub struct AgentBuilder {
     hooks: Hooks,
     event_bus: Option<EventBus>,
     skills: Vec<SkillSource>,
+    memory: Option<crewai_memory::Memory>,
 }
 
 impl AgentBuilder {
@@ -422,6 +430,9 @@ impl AgentBuilder {
         /// values ([`crate::skills`]).
         pub fn skills(skills: Vec<SkillSource>) => skills = skills;
         pub fn skill(skill: impl Into<SkillSource>) => |b| b.skills.push(skill.into());
+        /// Its own memory: recalled into each task's prompt, searched and written by its memory
+        /// tools, and given each task's result (see [`crate::crew::CrewBuilder::memory`]).
+        pub fn memory(memory: crewai_memory::Memory) => memory = Some(memory);
         /// The agent's own hooks (they run after the crew's). Layers added with
         /// [`AgentBuilder::llm_layer`] are kept.
         pub fn hooks(hooks: Hooks) => |b| b.hooks = hooks.replacing(std::mem::take(&mut b.hooks));
@@ -501,6 +512,7 @@ impl AgentBuilder {
                 hooks: self.hooks,
                 event_bus: self.event_bus,
                 skills: self.skills,
+                memory: self.memory,
             }),
         })
     }
@@ -576,6 +588,13 @@ impl Agent {
         let tools = self
             .with_mcp_tools(tools, &services, task_name.as_deref(), parent_event_id)
             .await?;
+        let llm = self.llm()?;
+        let memory =
+            TaskMemory::prepare(self, &llm, &services, parent_event_id, task_name.as_deref());
+        let mut tools = tools;
+        for tool in memory.iter().flat_map(TaskMemory::tools) {
+            tools.insert(tool);
+        }
         let mut execution = self
             .execution(
                 services,
@@ -601,15 +620,22 @@ impl Agent {
             },
         );
         execution.event_id = Some(started);
-        let task_text = match context.as_deref().filter(|c| !c.trim().is_empty()) {
-            Some(context) => agent_prompts::with_context(&task_prompt, context),
+        let prompt = match &memory {
+            Some(memory) => memory.with_recalled(&task_prompt, &task_prompt).await,
             None => task_prompt.clone(),
+        };
+        let task_text = match context.as_deref().filter(|c| !c.trim().is_empty()) {
+            Some(context) => agent_prompts::with_context(&prompt, context),
+            None => prompt,
         };
         let messages = execution.opening_messages(&KickoffInput::Text(task_text));
         let outcome = execution
             .run(&messages, &execution.work_label(&task_prompt))
             .await?;
         execution.emit_completed(parent_event_id, &outcome.output);
+        if let Some(memory) = &memory {
+            memory.save_result(&outcome.output).await;
+        }
         Ok(AgentTaskResult {
             raw: outcome.output,
             typed: outcome.typed,
@@ -673,6 +699,16 @@ impl Agent {
         options: KickoffOptions,
     ) -> Result<AgentOutput, AgentError> {
         let input = input.into();
+        if self.memory().is_some() {
+            return Err(AgentError::Config {
+                role: Some(self.role().to_string()),
+                message:
+                    "an agent's own memory works in crews (and `run_task`) only: a standalone \
+                          kickoff does not recall or save yet (crewai-core agent.rs kickoff_with); \
+                          run it in a crew, or build the agent without `memory`"
+                        .to_string(),
+            });
+        }
         if let Some(message) = options.refused_by_an_agent() {
             return Err(AgentError::Config {
                 role: Some(self.role().to_string()),

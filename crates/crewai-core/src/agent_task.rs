@@ -80,6 +80,8 @@ pub(crate) struct RunServices {
     pub skills: Vec<crate::skills::SkillSource>,
     /// The kickoff's sessions with its agents' MCP servers.
     pub mcp: McpSessions,
+    /// The crew's memory (rooted at the crew's scope), for agents without their own.
+    pub memory: Option<crewai_memory::Memory>,
 }
 
 impl fmt::Debug for RunServices {

@@ -106,6 +106,9 @@ pub enum CallPurpose {
     Guardrail,
     /// The structured-output converter.
     Conversion,
+    /// Memory's own work for the agent: extracting what a task's result is worth remembering,
+    /// consolidating it with what is stored.
+    Memory,
 }
 
 /// Who makes a model call and what the run around it provides: the request extension the run's

@@ -26,13 +26,11 @@ type PendingWrite = JoinHandle<Result<Vec<MemoryRecord>, MemoryError>>;
 pub(crate) struct Shared {
     pub(crate) store: Arc<dyn MemoryStore>,
     pub(crate) embedder: Arc<dyn Embedder>,
-    pub(crate) llm: Option<Arc<dyn Llm>>,
     pub(crate) config: MemoryConfig,
     pub(crate) collection: String,
     /// The collection's model and size once opened (cleared when a reset drops it).
     opened: Mutex<Option<CollectionInfo>>,
     writes: Mutex<Vec<PendingWrite>>,
-    observer: Option<Arc<dyn MemoryObserver>>,
 }
 
 /// CrewAI's unified memory: statements with a scope, categories, importance and a source,
@@ -63,6 +61,11 @@ pub(crate) struct Shared {
 pub struct Memory {
     pub(crate) shared: Arc<Shared>,
     pub(crate) root: ScopePath,
+    /// Per view, so a crew can lend each agent's model (under its run's layers) to the same
+    /// store, background writes and events.
+    pub(crate) llm: Option<Arc<dyn Llm>>,
+    /// Per view too, so each run reports on its own event bus.
+    pub(crate) observer: Option<Arc<dyn MemoryObserver>>,
 }
 
 impl std::fmt::Debug for Memory {
@@ -71,10 +74,7 @@ impl std::fmt::Debug for Memory {
             .field("root", &self.root.to_string())
             .field("collection", &self.shared.collection)
             .field("embedder", &self.shared.embedder.model())
-            .field(
-                "llm",
-                &self.shared.llm.as_ref().map(|llm| llm.model().to_string()),
-            )
+            .field("llm", &self.llm.as_ref().map(|llm| llm.model().to_string()))
             .finish()
     }
 }
@@ -108,14 +108,14 @@ impl MemoryBuilder {
             shared: Arc::new(Shared {
                 store: self.store,
                 embedder: self.embedder,
-                llm: self.llm,
                 config: self.config,
                 collection: self.collection,
                 opened: Mutex::new(None),
                 writes: Mutex::new(Vec::new()),
-                observer: self.observer,
             }),
             root: self.root,
+            llm: self.llm,
+            observer: self.observer,
         }
     }
 }
@@ -174,7 +174,27 @@ impl Memory {
         Ok(Memory {
             shared: self.shared.clone(),
             root: self.root.join(&ScopePath::parse(path)?),
+            llm: self.llm.clone(),
+            observer: self.observer.clone(),
         })
+    }
+
+    /// The same memory (store, background writes) with `llm` as its model: what a crew does to
+    /// extract and consolidate with an agent's model under the run's layers.
+    pub fn with_llm(&self, llm: Arc<dyn Llm>) -> Memory {
+        Memory {
+            llm: Some(llm),
+            ..self.clone()
+        }
+    }
+
+    /// The same memory reporting its events (this view's, and its background writes') to
+    /// `observer` instead: what a crew does to put them on the run's event bus.
+    pub fn with_observer(&self, observer: Arc<dyn MemoryObserver>) -> Memory {
+        Memory {
+            observer: Some(observer),
+            ..self.clone()
+        }
     }
 
     /// This view's root, from the store's root.
@@ -189,7 +209,7 @@ impl Memory {
     /// Whether this memory has a model (needed by `extract_memories`, deep recall of long
     /// queries and consolidation).
     pub fn has_llm(&self) -> bool {
-        self.shared.llm.is_some()
+        self.llm.is_some()
     }
 
     pub(crate) fn absolute(&self, scope: &ScopePath) -> ScopePath {
@@ -203,7 +223,7 @@ impl Memory {
     }
 
     pub(crate) fn emit(&self, event: MemoryEvent) {
-        if let Some(observer) = &self.shared.observer {
+        if let Some(observer) = &self.observer {
             observer.on_event(&event);
         }
     }
@@ -291,11 +311,7 @@ impl Memory {
         system: &str,
         input: String,
     ) -> Result<String, MemoryError> {
-        let llm = self
-            .shared
-            .llm
-            .as_ref()
-            .ok_or(MemoryError::NoLlm { operation })?;
+        let llm = self.llm.as_ref().ok_or(MemoryError::NoLlm { operation })?;
         let request = LlmRequest::new(vec![Message::system(system), Message::user(input)]);
         let response = llm
             .call(request)
@@ -483,7 +499,7 @@ impl Memory {
                 .await?;
             return Ok(existing);
         }
-        if neighbours.is_empty() || self.shared.llm.is_none() {
+        if neighbours.is_empty() || self.llm.is_none() {
             store
                 .insert(collection, std::slice::from_ref(&record))
                 .await?;

@@ -456,6 +456,20 @@ fn describe_mark(mark: &Event) -> String {
             "! skill '{skill_name}' could not be loaded: {}",
             one_line(error, 120)
         ),
+        EventKind::MemorySaveCompleted { scope, saved, .. } => {
+            format!("memory · saved {saved} under {scope}")
+        }
+        EventKind::MemoryQueryCompleted { query, results, .. } => {
+            format!("memory · {results} recalled for '{}'", one_line(query, 80))
+        }
+        EventKind::MemorySaveFailed { scope, error, .. } => format!(
+            "! memory could not save under {scope}: {}",
+            one_line(error, 120)
+        ),
+        EventKind::MemoryQueryFailed { scope, error, .. } => format!(
+            "! memory could not be searched under {scope}: {}",
+            one_line(error, 120)
+        ),
         // Marks are the kinds spans::role_of marks; another kind still shows by its name.
         other => other.type_name().to_string(),
     }

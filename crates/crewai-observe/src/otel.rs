@@ -506,7 +506,13 @@ impl SpanShape {
             | K::SkillLoaded { .. }
             | K::SkillActivated { .. }
             | K::SkillLoadFailed { .. }
-            | K::SkillUsed { .. } => (
+            | K::SkillUsed { .. }
+            | K::MemorySaveStarted { .. }
+            | K::MemorySaveCompleted { .. }
+            | K::MemorySaveFailed { .. }
+            | K::MemoryQueryStarted { .. }
+            | K::MemoryQueryCompleted { .. }
+            | K::MemoryQueryFailed { .. } => (
                 format!("{} {label}", span_kind_name(record.kind)),
                 OtelSpanKind::Internal,
             ),
@@ -631,6 +637,52 @@ impl SpanShape {
                     "crewai.skill.found",
                     i64::try_from(*skills_found).unwrap_or(i64::MAX),
                 );
+            }
+            EventKind::MemorySaveStarted {
+                scope, statements, ..
+            } => {
+                attributes.text("crewai.memory.scope", Some(scope));
+                attributes.value(
+                    "crewai.memory.statements",
+                    i64::try_from(*statements).unwrap_or(i64::MAX),
+                );
+            }
+            EventKind::MemorySaveCompleted {
+                scope,
+                saved,
+                elapsed_ms,
+                ..
+            } => {
+                attributes.text("crewai.memory.scope", Some(scope));
+                attributes.value(
+                    "crewai.memory.saved",
+                    i64::try_from(*saved).unwrap_or(i64::MAX),
+                );
+                attributes.value(
+                    "crewai.memory.elapsed_ms",
+                    i64::try_from(*elapsed_ms).unwrap_or(i64::MAX),
+                );
+            }
+            EventKind::MemoryQueryCompleted {
+                scope,
+                results,
+                elapsed_ms,
+                ..
+            } => {
+                attributes.text("crewai.memory.scope", Some(scope));
+                attributes.value(
+                    "crewai.memory.results",
+                    i64::try_from(*results).unwrap_or(i64::MAX),
+                );
+                attributes.value(
+                    "crewai.memory.elapsed_ms",
+                    i64::try_from(*elapsed_ms).unwrap_or(i64::MAX),
+                );
+            }
+            EventKind::MemorySaveFailed { scope, error, .. }
+            | EventKind::MemoryQueryFailed { scope, error, .. } => {
+                attributes.text("crewai.memory.scope", Some(scope));
+                attributes.text("crewai.memory.error", Some(error));
             }
             // Another kind of mark is still an event on the span, with its name only.
             _ => {}

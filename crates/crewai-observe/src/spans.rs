@@ -258,8 +258,8 @@ fn role_of(kind: &EventKind) -> Role {
         K::MethodExecutionFailed {
             method_name, error, ..
         } => closes(SpanKind::Method, method_name, Some(error)),
-        // A skill's discovery, loading and use are moments of the agent's (or the
-        // `load_skill` tool's) span, not work of their own.
+        // A skill's discovery, loading and use, and memory's recalls and saves, are moments of
+        // the agent's (or the task's, or a tool's) span, not work of their own.
         K::PanicCaught { .. }
         | K::RateLimitWaitStarted { .. }
         | K::SkillDiscoveryStarted { .. }
@@ -267,7 +267,13 @@ fn role_of(kind: &EventKind) -> Role {
         | K::SkillLoaded { .. }
         | K::SkillActivated { .. }
         | K::SkillLoadFailed { .. }
-        | K::SkillUsed { .. } => Role::Marks,
+        | K::SkillUsed { .. }
+        | K::MemorySaveStarted { .. }
+        | K::MemorySaveCompleted { .. }
+        | K::MemorySaveFailed { .. }
+        | K::MemoryQueryStarted { .. }
+        | K::MemoryQueryCompleted { .. }
+        | K::MemoryQueryFailed { .. } => Role::Marks,
         K::LlmStreamChunk { .. } => Role::Inside,
     }
 }

@@ -248,6 +248,9 @@ impl Project {
         if let Some(bus) = &options.event_bus {
             builder = builder.event_bus(bus.clone());
         }
+        if let Some(memory) = self.crew_memory(options)? {
+            builder = builder.memory(memory);
+        }
         if let Some(hooks) = &options.hooks {
             builder = builder.hooks(hooks.clone());
         }

@@ -422,6 +422,15 @@ fn check_crew(
     warnings: &mut Vec<Diagnostic>,
 ) {
     let crew = &loaded.crew;
+    if let (Some(embedder), Some(origin)) = (&crew.embedder, crew.origin("embedder")) {
+        match crate::memory::configured_embedder(embedder) {
+            Err(error) => errors.push(origin.diagnostic(crate::memory::embedder_message(&error))),
+            Ok(_) if crew.memory != Some(true) => warnings.push(origin.diagnostic(
+                "`embedder` has no effect without `memory: true` (knowledge is not supported yet)",
+            )),
+            Ok(_) => {}
+        }
+    }
     if process == ProcessSpec::Hierarchical && crew.manager_llm.is_none() && manager.is_none() {
         let origin = crew.origin("process");
         let diagnostic = match origin {
@@ -473,7 +482,6 @@ fn check_crew(
     }
     let mut values: BTreeMap<&str, (Value, &Origin)> = BTreeMap::new();
     for (field, value) in [
-        ("memory", crew.memory.map(Value::Bool)),
         ("planning", crew.planning.map(Value::Bool)),
         (
             "planning_llm",
@@ -481,7 +489,6 @@ fn check_crew(
                 .as_ref()
                 .map(|l| Value::String(l.model.clone())),
         ),
-        ("embedder", crew.embedder.clone()),
         ("knowledge_sources", crew.knowledge_sources.clone()),
         ("prompt_file", crew.prompt_file.clone()),
         (

@@ -526,17 +526,11 @@ pub(crate) const TASK_UNSUPPORTED: &[(&str, bool, &str)] = &[
 ];
 
 pub(crate) const CREW_UNSUPPORTED: &[(&str, bool, &str)] = &[
-    ("memory", true, "crew memory is not supported yet"),
     ("planning", true, "crew planning is not supported yet"),
     (
         "planning_llm",
         false,
         "crew planning is not supported yet, so planning_llm has no effect",
-    ),
-    (
-        "embedder",
-        true,
-        "embedders (knowledge, memory) are not supported yet",
     ),
     (
         "knowledge_sources",

@@ -39,7 +39,6 @@ pub struct CrewBuilder {
     max_rpm: Option<u32>,
     rate_limiter: Option<Arc<RateLimiter>>,
     cache: bool,
-    memory: bool,
     planning: bool,
     stream: bool,
     verbose: bool,
@@ -60,6 +59,7 @@ pub struct CrewBuilder {
     budget: Budget,
     prices: Option<Arc<PriceTable>>,
     skills: Vec<SkillSource>,
+    memory: Option<crewai_memory::Memory>,
 }
 
 impl CrewBuilder {
@@ -73,6 +73,13 @@ impl CrewBuilder {
         /// [`crate::skills`]).
         pub fn skills(skills: Vec<SkillSource>) => skills = skills;
         pub fn skill(skill: impl Into<SkillSource>) => |b| b.skills.push(skill.into());
+        /// The crew's memory (CrewAI's `memory=True`), for every agent without its own: before
+        /// each task the five memories closest to it are recalled into its prompt; the agents
+        /// get `search_memory` and `save_to_memory`; after each task (a delegated answer
+        /// excepted) what its result is worth remembering is saved under `/agent/<role>`, in
+        /// the background, all of it written before the kickoff returns. Root it at the crew's
+        /// scope (`/crew/<name>`) with [`crewai_memory::MemoryBuilder::root_scope`].
+        pub fn memory(memory: crewai_memory::Memory) => memory = Some(memory);
         pub fn task(task: Task) => |b| b.tasks.push(task);
         pub fn process(process: Process) => process = process;
         /// The model of the manager a hierarchical crew creates.
@@ -89,8 +96,6 @@ impl CrewBuilder {
         /// Share tool results between the crew's agents (opt-in; agents with `cache: false` stay
         /// out).
         pub fn cache(cache: bool) => cache = cache;
-        /// Not supported yet: `true` is rejected at build.
-        pub fn memory(memory: bool) => memory = memory;
         /// Not supported yet: `true` is rejected at build.
         pub fn planning(planning: bool) => planning = planning;
         /// Stream model replies (chunks appear as `llm_stream_chunk` events; see
@@ -162,12 +167,6 @@ impl CrewBuilder {
             return Err(CrewError::Unsupported {
                 crew: name,
                 feature: "planning",
-            });
-        }
-        if self.memory {
-            return Err(CrewError::Unsupported {
-                crew: name,
-                feature: "memory",
             });
         }
         if self.tasks.is_empty() {
@@ -261,6 +260,7 @@ impl CrewBuilder {
                     .unwrap_or(DEFAULT_KICKOFF_CONCURRENCY),
                 budget: self.budget,
                 skills: self.skills,
+                memory: self.memory,
                 prices: self
                     .prices
                     .unwrap_or_else(|| Arc::new(PriceTable::builtin())),

@@ -215,6 +215,7 @@ impl Crew {
             default_timeout: spec.task_timeout,
             skills: spec.skills.clone(),
             mcp: McpSessions::default(),
+            memory: spec.memory.clone(),
         };
         let run = RunContext {
             services,
@@ -249,6 +250,17 @@ impl Crew {
             }),
             other => other,
         };
+        // The next task or kickoff must see every memory this one saved, not half of them.
+        if let Some(memory) = &spec.memory
+            && let Err(error) = memory.drain_writes().await
+        {
+            // Each failed write was reported on the bus (`memory_save_failed`).
+            tracing::warn!(
+                crew = %spec.name,
+                error = crewai_llm::error_chain(&error),
+                "some memories of this run could not be saved"
+            );
+        }
         // Whatever still runs for this kickoff (a coworker, a pending call) stops now.
         cancellation.cancel();
         run.services.mcp.shutdown().await;

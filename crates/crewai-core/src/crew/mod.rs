@@ -95,6 +95,7 @@ struct CrewSpec {
     budget: Budget,
     /// Given to every agent after its own skills.
     skills: Vec<crate::skills::SkillSource>,
+    memory: Option<crewai_memory::Memory>,
     prices: Arc<PriceTable>,
     last_run: Mutex<RunRecord>,
 }
@@ -261,6 +262,7 @@ impl Crew {
             kickoff_concurrency: s.kickoff_concurrency,
             budget: s.budget,
             skills: s.skills.clone(),
+            memory: s.memory.clone(),
             prices: s.prices.clone(),
             last_run: Mutex::new(RunRecord::default()),
         }

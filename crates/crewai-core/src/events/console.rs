@@ -202,6 +202,20 @@ fn console_line(event: &Event) -> Option<String> {
         EventKind::SkillActivated { skill_name, .. } => {
             format!("🧩 Skill '{skill_name}' activated")
         }
+        EventKind::MemorySaveFailed { scope, error, .. } => {
+            format!("⚠️  Memory could not save under {scope}: {error}")
+        }
+        EventKind::MemoryQueryFailed { scope, error, .. } => {
+            format!("⚠️  Memory could not be searched under {scope}: {error}")
+        }
+        EventKind::MemorySaveCompleted { scope, saved, .. } => {
+            format!("🧠 Memory saved {saved} under {scope}")
+        }
+        // Left out: a save's start is summed up by its end, and recalls happen before every
+        // task (a failed one is shown).
+        EventKind::MemorySaveStarted { .. }
+        | EventKind::MemoryQueryStarted { .. }
+        | EventKind::MemoryQueryCompleted { .. } => return None,
         // Left out: the discovery's start and each loaded skill are summed up by its end, and a
         // use repeats the activation.
         EventKind::SkillDiscoveryStarted { .. }

@@ -311,6 +311,51 @@ pub enum EventKind {
         disclosure_level: u8,
     },
 
+    /// Memory stores statements (CrewAI's memory events; scopes are full paths in the store).
+    /// `agent_role` and `task_name` name the work that caused it.
+    MemorySaveStarted {
+        agent_role: Option<String>,
+        task_name: Option<String>,
+        scope: String,
+        statements: usize,
+    },
+    MemorySaveCompleted {
+        agent_role: Option<String>,
+        task_name: Option<String>,
+        scope: String,
+        saved: usize,
+        elapsed_ms: u64,
+    },
+    MemorySaveFailed {
+        agent_role: Option<String>,
+        task_name: Option<String>,
+        scope: String,
+        error: String,
+    },
+    /// Memory is searched (before a task, or by the `search_memory` tool).
+    MemoryQueryStarted {
+        agent_role: Option<String>,
+        task_name: Option<String>,
+        query: String,
+        scope: String,
+        limit: usize,
+    },
+    MemoryQueryCompleted {
+        agent_role: Option<String>,
+        task_name: Option<String>,
+        query: String,
+        scope: String,
+        results: usize,
+        elapsed_ms: u64,
+    },
+    MemoryQueryFailed {
+        agent_role: Option<String>,
+        task_name: Option<String>,
+        query: String,
+        scope: String,
+        error: String,
+    },
+
     // Reserved for the flow engine, with CrewAI's names.
     FlowStarted {
         flow_name: String,
@@ -513,6 +558,36 @@ impl EventKind {
                 agent_role,
                 task_name,
                 ..
+            }
+            | K::MemorySaveStarted {
+                agent_role,
+                task_name,
+                ..
+            }
+            | K::MemorySaveCompleted {
+                agent_role,
+                task_name,
+                ..
+            }
+            | K::MemorySaveFailed {
+                agent_role,
+                task_name,
+                ..
+            }
+            | K::MemoryQueryStarted {
+                agent_role,
+                task_name,
+                ..
+            }
+            | K::MemoryQueryCompleted {
+                agent_role,
+                task_name,
+                ..
+            }
+            | K::MemoryQueryFailed {
+                agent_role,
+                task_name,
+                ..
             } => (agent_role.as_deref(), task_name.as_deref()),
             K::SkillDiscoveryStarted { agent_role, .. }
             | K::SkillDiscoveryCompleted { agent_role, .. }
@@ -573,6 +648,47 @@ impl EventKind {
                 crew_name: text(),
                 crew_id: None,
                 inputs: None,
+            },
+            EventType::MemorySaveStarted => K::MemorySaveStarted {
+                agent_role: None,
+                task_name: None,
+                scope: text(),
+                statements: 0,
+            },
+            EventType::MemorySaveCompleted => K::MemorySaveCompleted {
+                agent_role: None,
+                task_name: None,
+                scope: text(),
+                saved: 0,
+                elapsed_ms: 0,
+            },
+            EventType::MemorySaveFailed => K::MemorySaveFailed {
+                agent_role: None,
+                task_name: None,
+                scope: text(),
+                error: text(),
+            },
+            EventType::MemoryQueryStarted => K::MemoryQueryStarted {
+                agent_role: None,
+                task_name: None,
+                query: text(),
+                scope: text(),
+                limit: 0,
+            },
+            EventType::MemoryQueryCompleted => K::MemoryQueryCompleted {
+                agent_role: None,
+                task_name: None,
+                query: text(),
+                scope: text(),
+                results: 0,
+                elapsed_ms: 0,
+            },
+            EventType::MemoryQueryFailed => K::MemoryQueryFailed {
+                agent_role: None,
+                task_name: None,
+                query: text(),
+                scope: text(),
+                error: text(),
             },
             EventType::SkillDiscoveryStarted => K::SkillDiscoveryStarted {
                 agent_role: None,

@@ -4,6 +4,7 @@
 //! - [`agent`]: what one agent sees: the role-playing system prompt, tool and ReAct format
 //!   instructions, the task prompt with its expected output and context, the forced final answer,
 //!   observations for tool problems, context-window summarisation, templates and the date block.
+//! - [`memory`]: the memories recalled for a task, added to its prompt.
 //! - [`skills`]: the skills block of the system prompt and what `load_skill` returns.
 //! - [`crew`]: what crews add: delegation tool descriptions, the default manager, guardrail retry
 //!   feedback, the LLM guardrail judge, structured-output conversion, human feedback.
@@ -13,4 +14,5 @@
 
 pub mod agent;
 pub mod crew;
+pub mod memory;
 pub mod skills;

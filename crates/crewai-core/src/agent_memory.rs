@@ -1,0 +1,214 @@
+//! What memory does around one task (CrewAI's `memory=True`): before it, the memories closest
+//! to the task are recalled into its prompt; during it, the agent has `search_memory` and
+//! `save_to_memory`; after it, what the result is worth remembering is saved in the background
+//! under `/agent/<role>` (the crew drains those writes before its kickoff returns).
+//!
+//! The memory's model calls (extraction, consolidation) are the agent's model under the run's
+//! layers ([`CallPurpose::Memory`]), so they count in the run's usage and budget; its events go
+//! to the run's bus as `memory_*` events under the task.
+
+use std::sync::Arc;
+
+use crewai_llm::{Llm, error_chain};
+use crewai_memory::{
+    Memory, MemoryEvent, MemoryObserver, RecallQuery, RememberOptions, ScopePath, memory_tools,
+};
+use crewai_tools::ToolHandle;
+use uuid::Uuid;
+
+use crate::agent::Agent;
+use crate::agent_task::RunServices;
+use crate::events::{EventBus, EventKind};
+use crate::llm_stack::{self, CallPurpose, CallScope};
+use crate::prompts::memory as prompts;
+
+/// How many memories a task's prompt gets (CrewAI recalls five, shallow).
+pub(crate) const RECALL_LIMIT: usize = 5;
+
+/// The memory one task works with: the agent's own, else its crew's, reporting on the run's bus
+/// and thinking with the agent's model.
+pub(crate) struct TaskMemory {
+    memory: Memory,
+    role: String,
+    /// A delegated answer is not saved (the delegating agent's result holds what matters).
+    delegated: bool,
+}
+
+/// Puts a memory's events on the run's bus, under the task, naming the agent and task.
+struct BusObserver {
+    events: EventBus,
+    parent: Option<Uuid>,
+    agent_role: String,
+    task_name: Option<String>,
+}
+
+impl MemoryObserver for BusObserver {
+    fn on_event(&self, event: &MemoryEvent) {
+        let agent_role = Some(self.agent_role.clone());
+        let task_name = self.task_name.clone();
+        let millis =
+            |elapsed: &std::time::Duration| elapsed.as_millis().try_into().unwrap_or(u64::MAX);
+        let kind = match event.clone() {
+            MemoryEvent::SaveStarted { scope, statements } => EventKind::MemorySaveStarted {
+                agent_role,
+                task_name,
+                scope,
+                statements,
+            },
+            MemoryEvent::SaveCompleted {
+                scope,
+                saved,
+                elapsed,
+            } => EventKind::MemorySaveCompleted {
+                agent_role,
+                task_name,
+                scope,
+                saved,
+                elapsed_ms: millis(&elapsed),
+            },
+            MemoryEvent::SaveFailed { scope, error } => EventKind::MemorySaveFailed {
+                agent_role,
+                task_name,
+                scope,
+                error,
+            },
+            MemoryEvent::QueryStarted {
+                query,
+                scope,
+                limit,
+            } => EventKind::MemoryQueryStarted {
+                agent_role,
+                task_name,
+                query,
+                scope,
+                limit,
+            },
+            MemoryEvent::QueryCompleted {
+                query,
+                scope,
+                results,
+                elapsed,
+            } => EventKind::MemoryQueryCompleted {
+                agent_role,
+                task_name,
+                query,
+                scope,
+                results,
+                elapsed_ms: millis(&elapsed),
+            },
+            MemoryEvent::QueryFailed {
+                query,
+                scope,
+                error,
+            } => EventKind::MemoryQueryFailed {
+                agent_role,
+                task_name,
+                query,
+                scope,
+                error,
+            },
+        };
+        self.events.emit(self.parent, kind);
+    }
+}
+
+impl TaskMemory {
+    /// The task's memory, or `None` when neither the agent nor its crew has one.
+    pub(crate) fn prepare(
+        agent: &Agent,
+        llm: &Arc<dyn Llm>,
+        services: &RunServices,
+        parent: Option<Uuid>,
+        task_name: Option<&str>,
+    ) -> Option<TaskMemory> {
+        let memory = agent.memory().or(services.memory.as_ref())?;
+        let scope = CallScope::new(agent, services, CallPurpose::Memory)
+            .with_task(task_name)
+            .with_parent(parent)
+            .with_cancellation(services.cancellation.clone());
+        let observer = BusObserver {
+            events: services.events.clone(),
+            parent,
+            agent_role: agent.role().to_string(),
+            task_name: task_name.map(str::to_string),
+        };
+        let memory = memory
+            .with_llm(llm_stack::stack(llm.clone(), Arc::new(scope)))
+            .with_observer(Arc::new(observer));
+        Some(TaskMemory {
+            memory,
+            role: agent.role().to_string(),
+            delegated: services.delegation.depth() > 0,
+        })
+    }
+
+    /// `search_memory` and `save_to_memory` for the agent (its saves carry its role).
+    pub(crate) fn tools(&self) -> Vec<ToolHandle> {
+        memory_tools(&self.memory, Some(self.role.clone()))
+    }
+
+    /// The task prompt with what memory recalls for `query` (the task's description) after
+    /// it. A failed recall is reported on the bus (`memory_query_failed`) and the task runs
+    /// without memories, as CrewAI does.
+    pub(crate) async fn with_recalled(&self, task_prompt: &str, query: &str) -> String {
+        let recalled = self
+            .memory
+            .recall(RecallQuery::new(query).shallow().limit(RECALL_LIMIT))
+            .await;
+        match recalled {
+            Ok(matches) => {
+                let lines: Vec<String> = matches.iter().map(|m| m.format()).collect();
+                format!("{task_prompt}{}", prompts::recalled_block(&lines))
+            }
+            Err(error) => {
+                tracing::warn!(
+                    agent = %self.role,
+                    error = error_chain(&error),
+                    "memory recall failed; the task runs without memories"
+                );
+                task_prompt.to_string()
+            }
+        }
+    }
+
+    /// Saves what `result` is worth remembering under `/agent/<role>`, in the background:
+    /// the statements the agent's model extracts, or the whole result as one when extraction
+    /// fails.
+    /// A delegated answer is not saved.
+    pub(crate) async fn save_result(&self, result: &str) {
+        if self.delegated || result.trim().is_empty() {
+            return;
+        }
+        let statements = match self.memory.extract_memories(result).await {
+            // The model found nothing worth keeping.
+            Ok(statements) if statements.is_empty() => return,
+            Ok(statements) => statements,
+            Err(error) => {
+                tracing::warn!(
+                    agent = %self.role,
+                    error = error_chain(&error),
+                    "memory extraction failed; the whole result is saved as one memory"
+                );
+                vec![result.to_string()]
+            }
+        };
+        let scope = ScopePath::parse("agent")
+            .map(|agent| agent.join(&ScopePath::segment_from_name(&self.role)));
+        let options = match scope {
+            Ok(scope) => RememberOptions::default()
+                .scope(scope)
+                .source(self.role.clone()),
+            Err(error) => {
+                tracing::warn!(error = error_chain(&error), "memory scope refused");
+                return;
+            }
+        };
+        if let Err(error) = self.memory.remember_background(statements, options) {
+            tracing::warn!(
+                agent = %self.role,
+                error = error_chain(&error),
+                "the task's result could not be queued for memory"
+            );
+        }
+    }
+}
