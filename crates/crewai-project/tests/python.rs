@@ -287,3 +287,58 @@ fn unfollowable_python_and_missing_config_keys_are_errors() {
         "{error}"
     );
 }
+
+/// The task and crew arguments the other tests do not use, each read into its field at its
+/// crew.py line: `async_execution`, `human_input`, a guardrail in words, `output_json`,
+/// `manager_agent=self.x()`, `planning`, `memory`, `output_log_file`, `function_calling_llm`
+/// and a crewai-tools constructor with a file argument.
+#[test]
+fn the_remaining_task_and_crew_arguments_reach_their_fields() {
+    let crew_py = format!(
+        "{HEADER}from crewai_tools import FileReadTool\nfrom pydantic import BaseModel\n\nclass Notes(BaseModel):\n    points: list[str]\n\n@CrewBase\nclass MarketBrief:\n    @agent\n    def researcher(self) -> Agent:\n        return Agent(config=self.agents_config['researcher'], function_calling_llm='openai/gpt-4o-mini', tools=[FileReadTool(file_path='notes.txt')])\n\n    @agent\n    def reporting_analyst(self) -> Agent:\n        return Agent(config=self.agents_config['reporting_analyst'])\n\n    def lead(self) -> Agent:\n        return Agent(role='Lead', goal='Lead the crew', backstory='Leads.', allow_delegation=True)\n\n    @task\n    def research_task(self) -> Task:\n        return Task(config=self.tasks_config['research_task'], async_execution=True, output_json=Notes)\n\n    @task\n    def reporting_task(self) -> Task:\n        return Task(config=self.tasks_config['reporting_task'], human_input=True, guardrail='The report cites the research')\n\n    @crew\n    def crew(self) -> Crew:\n        return Crew(agents=self.agents, tasks=self.tasks, process=Process.hierarchical, manager_agent=self.lead(), planning=False, memory=True, output_log_file='crew_log.txt')\n"
+    );
+    let dir = variant(&crew_py, None);
+    let project = Project::load(dir.path()).unwrap_or_else(|e| panic!("{e}"));
+    let research = &project.tasks[0].spec;
+    assert_eq!(research.async_execution, Some(true));
+    assert!(
+        matches!(&research.output_json, Some(SchemaRef::Inline(schema)) if schema["properties"]["points"]["type"] == "array"),
+        "{:?}",
+        research.output_json
+    );
+    assert_eq!(line_of(research.origin("async_execution")).1, Some(25));
+    let report = &project.tasks[1].spec;
+    assert_eq!(report.human_input, Some(true));
+    assert_eq!(
+        report.guardrail,
+        Some(crewai_project::GuardrailSpec::Rule(
+            "The report cites the research".into()
+        ))
+    );
+    assert_eq!(line_of(report.origin("guardrail")).1, Some(29));
+    let crew = &project.crew;
+    assert_eq!(crew.manager_agent.as_deref(), Some("lead"));
+    assert_eq!(crew.planning, Some(false));
+    assert_eq!(crew.memory, Some(true));
+    assert_eq!(line_of(crew.origin("memory")).1, Some(33));
+    assert!(
+        format!("{:?}", crew.output_log_file).contains("crew_log.txt"),
+        "{:?}",
+        crew.output_log_file
+    );
+    let researcher = &project.agents[0].spec;
+    assert_eq!(
+        researcher
+            .function_calling_llm
+            .as_ref()
+            .map(|l| l.model.as_str()),
+        Some("openai/gpt-4o-mini")
+    );
+    let file_tool = &researcher.tools.as_ref().unwrap()[0];
+    assert_eq!(
+        (file_tool.name.as_str(), &file_tool.args["file_path"]),
+        ("FileReadTool", &json!("notes.txt"))
+    );
+    // The manager is an agent of its own, read from the undecorated method.
+    assert!(project.agents.iter().any(|a| a.key == "lead"));
+}
