@@ -37,6 +37,7 @@
 //! assert!(events[0].emission_sequence < events[1].emission_sequence);
 //! ```
 
+mod blank;
 mod bus;
 mod channel;
 mod console;
