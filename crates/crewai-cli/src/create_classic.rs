@@ -21,17 +21,7 @@ const ENV: &str = include_str!("../templates/classic/env.j2");
 
 /// The crew class CrewAI names after the project: `my_crew` → `MyCrew`.
 fn class_name(package: &str) -> String {
-    package
-        .split('_')
-        .filter(|part| !part.is_empty())
-        .map(|part| {
-            let mut chars = part.chars();
-            chars
-                .next()
-                .map(|first| first.to_uppercase().chain(chars).collect::<String>())
-                .unwrap_or_default()
-        })
-        .collect()
+    heck::ToUpperCamelCase::to_upper_camel_case(package)
 }
 
 /// Writes the project; returns its folder.

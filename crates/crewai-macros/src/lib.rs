@@ -342,17 +342,7 @@ fn returns_result(output: &ReturnType) -> bool {
 }
 
 fn camel_case(snake: &str) -> String {
-    snake
-        .split('_')
-        .filter(|part| !part.is_empty())
-        .map(|part| {
-            let mut chars = part.chars();
-            chars
-                .next()
-                .map(|first| first.to_uppercase().chain(chars).collect::<String>())
-                .unwrap_or_default()
-        })
-        .collect()
+    heck::ToUpperCamelCase::to_upper_camel_case(snake)
 }
 
 fn expand(
