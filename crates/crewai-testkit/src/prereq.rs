@@ -212,6 +212,19 @@ impl Prerequisite {
         })
     }
 
+    /// The program `bin` of the npm package `package` (`name@version`), installed by `.ci/run`
+    /// into [`npm_dir`]; the path is [`npm_bin`]`(bin)`.
+    pub fn npm_package(package: &str, bin: &str) -> Self {
+        Self::file(
+            format!("the npm package {package}"),
+            npm_bin(bin),
+            format!(
+                "npm install --prefix \"{}\" {package} (.ci/run does)",
+                npm_dir().display()
+            ),
+        )
+    }
+
     /// What is needed, in words.
     pub fn name(&self) -> &str {
         &self.inner.name
@@ -234,6 +247,20 @@ impl Prerequisite {
                 provided_by: self.inner.provided_by.clone(),
             })
     }
+}
+
+/// Where `.ci/run` installs the npm packages the tests use: `CREWAI_NPM_DIR`, else
+/// `$HOME/.cache/crewai/npm`.
+pub fn npm_dir() -> PathBuf {
+    match std::env::var_os("CREWAI_NPM_DIR").filter(|dir| !dir.is_empty()) {
+        Some(dir) => PathBuf::from(dir),
+        None => PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/crewai/npm"),
+    }
+}
+
+/// The program `bin` an npm package installed in [`npm_dir`] provides.
+pub fn npm_bin(bin: &str) -> PathBuf {
+    npm_dir().join("node_modules/.bin").join(bin)
 }
 
 /// A prerequisite that is not there.
