@@ -83,6 +83,10 @@ pub struct McpServer {
     pub cache_tools_list: bool,
     /// The longest tool result given to the model, in bytes; longer ones are cut with a note.
     pub max_result_bytes: usize,
+    /// Offer the tools as `{server_name}_{tool}` (an agent's `mcps`, the default) or under the
+    /// server's own names (what crewai-tools' `MCPServerAdapter`, behind `@CrewBase`'s
+    /// `get_mcp_tools`, does).
+    pub prefix_tool_names: bool,
     /// The listing kept when `cache_tools_list` is set; shared by clones of this value.
     listing: Arc<Mutex<Option<Vec<rmcp::model::Tool>>>>,
 }
@@ -95,6 +99,7 @@ impl McpServer {
             tool_filter: None,
             cache_tools_list: false,
             max_result_bytes: crate::tool::DEFAULT_MAX_RESULT_BYTES,
+            prefix_tool_names: true,
             listing: Arc::default(),
         }
     }
@@ -170,6 +175,7 @@ impl McpServer {
     crewai_llm::setters! {
         pub fn cache_tools_list(cache: bool) => cache_tools_list = cache;
         pub fn max_result_bytes(max: usize) => max_result_bytes = max;
+        pub fn prefix_tool_names(prefix: bool) => prefix_tool_names = prefix;
     }
 
     /// Gives the agent only these tools (the server's names).
@@ -215,9 +221,14 @@ impl McpServer {
         self.transport.location()
     }
 
-    /// The name the model sees for the server's tool `tool`: `{server_name}_{tool}`.
+    /// The name the model sees for the server's tool `tool`: `{server_name}_{tool}`, or `tool`
+    /// itself without [`McpServer::prefix_tool_names`].
     pub fn tool_name(&self, tool: &str) -> String {
-        format!("{}_{}", self.server_name(), tool)
+        if self.prefix_tool_names {
+            format!("{}_{}", self.server_name(), tool)
+        } else {
+            tool.to_string()
+        }
     }
 
     /// Whether the agent gets the server's tool `tool`.
@@ -331,6 +342,7 @@ mod tests {
         assert_eq!(server.transport.kind(), "streamable_http");
         let sse = McpServer::http("https://tools.example.org/sse", true).unwrap();
         assert_eq!(sse.tool_name("echo"), "tools_example_org_sse_echo");
+        assert_eq!(sse.prefix_tool_names(false).tool_name("echo"), "echo");
         assert!(McpServer::http("ftp://x", false).is_err());
     }
 }

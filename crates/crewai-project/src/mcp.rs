@@ -1,7 +1,9 @@
 //! An agent's `mcps:` as written in a project, read into [`McpServer`]s: URL strings
 //! (`https://host/path`, `...#tool` for one tool) and mappings for stdio (`command`, `args`,
 //! `env`), streamable HTTP (`url`, `headers`, `streamable`) and SSE (`url`, `transport: sse`),
-//! each with `tool_filter`, `cache_tools_list`, `connect_timeout` and `call_timeout`.
+//! each with `tool_filter`, `cache_tools_list`, `connect_timeout`, `call_timeout`,
+//! `max_result_bytes` and `prefix_tool_names` (`false`: the server's own tool names, as
+//! crew.py's `get_mcp_tools()` gives them).
 
 use std::path::Path;
 use std::time::Duration;
@@ -26,6 +28,7 @@ const FIELDS: &[&str] = &[
     "connect_timeout",
     "call_timeout",
     "max_result_bytes",
+    "prefix_tool_names",
 ];
 
 /// Reads `mcps` (written at `origin`); stdio servers run in `root`. Every problem is reported,
@@ -87,6 +90,12 @@ fn read_url_string(text: &str) -> Result<McpServer, String> {
 }
 
 fn read_mapping(fields: &Map<String, Value>, root: &Path) -> Result<McpServer, String> {
+    if fields.contains_key("auth") {
+        return Err(
+            "`auth` (OAuth) is not supported: crewai-rs does not run the OAuth flow for MCP servers; get a token yourself and send it with `headers: {Authorization: \"Bearer <token>\"}`"
+                .into(),
+        );
+    }
     if let Some(unknown) = fields.keys().find(|key| !FIELDS.contains(&key.as_str())) {
         return Err(format!(
             "unknown field `{unknown}`; an MCP server takes {}",
@@ -246,6 +255,16 @@ fn common_fields(mut server: McpServer, fields: &Map<String, Value>) -> Result<M
         Some(other) => {
             return Err(format!(
                 "`cache_tools_list` is true or false, not {}",
+                describe(other)
+            ));
+        }
+    }
+    match fields.get("prefix_tool_names") {
+        None => {}
+        Some(Value::Bool(flag)) => server = server.prefix_tool_names(*flag),
+        Some(other) => {
+            return Err(format!(
+                "`prefix_tool_names` is true or false, not {}",
                 describe(other)
             ));
         }

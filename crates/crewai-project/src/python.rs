@@ -169,12 +169,15 @@ pub(crate) fn apply(
             let mut path = base.clone();
             path.push(Seg::Key(arg.name.clone()));
             source.record_line(path.clone(), arg.line);
-            if let ArgValue::Tools(tools) = &arg.value {
-                for (i, tool) in tools.iter().enumerate() {
-                    let mut at = path.clone();
-                    at.push(Seg::Index(i));
-                    source.record_line(at, tool.line);
-                }
+            let item_lines: Vec<usize> = match &arg.value {
+                ArgValue::Tools(tools) => tools.iter().map(|tool| tool.line).collect(),
+                ArgValue::Mcps(servers) => servers.iter().map(|server| server.line).collect(),
+                _ => Vec::new(),
+            };
+            for (i, line) in item_lines.into_iter().enumerate() {
+                let mut at = path.clone();
+                at.push(Seg::Index(i));
+                source.record_line(at, line);
             }
         }
     }
@@ -411,6 +414,9 @@ impl Overlay<'_> {
         let value = match &arg.value {
             ArgValue::Json(value) => value.clone(),
             ArgValue::Schema(schema) => schema.schema.clone(),
+            ArgValue::Mcps(servers) => {
+                Value::Array(servers.iter().map(|server| server.value.clone()).collect())
+            }
             ArgValue::Tools(tools) => {
                 let origin = base.child(arg.name.as_str());
                 Value::Array(

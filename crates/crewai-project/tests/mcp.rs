@@ -192,6 +192,10 @@ fn mcps_written_wrong_are_refused_at_their_line() {
             "`call_timeout` is a number of seconds",
         ),
         ("    - 42\n", "not a number"),
+        (
+            "    - {url: 'https://x.example/mcp', auth: {client_id: app}}\n",
+            "`auth` (OAuth) is not supported",
+        ),
     ];
     for (mcps, expected) in cases {
         let dir = tempfile::tempdir().unwrap();

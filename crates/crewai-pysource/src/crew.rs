@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use crate::error::{PyDiagnostic, PySourceError, Severity};
 use crate::eval::{NotStatic, Scope, Symbol, literal_kwargs, self_call};
+use crate::mcps::get_mcp_tools_call;
 use crate::model::{Arg, ArgValue, CrewPy, MethodDef, Spanned};
 use crate::module::{Modules, PyFile, dotted, is_decorator, single_binding};
 
@@ -307,6 +308,7 @@ impl<'m> Reader<'m> {
         };
         let what = format!("@{} method '{}'", kind.class().to_lowercase(), def.name);
         let mut returned = None;
+        let mut mcp_tools = None;
         for stmt in &function.body {
             match stmt {
                 ast::Stmt::Expr(expr) if matches!(&*expr.value, ast::Expr::Constant(_)) => {}
@@ -374,11 +376,57 @@ impl<'m> Reader<'m> {
                 def.config_key = self.config_key(scope, &keyword.value, kind, &what);
                 continue;
             }
+            if kind == Kind::Agent && name == "tools" {
+                mcp_tools = self.mcp_tools_in(scope, &keyword.value).or(mcp_tools);
+                if get_mcp_tools_call(&keyword.value).is_some() {
+                    def.args.push(Arg {
+                        name,
+                        line,
+                        value: ArgValue::Tools(Vec::new()),
+                    });
+                    continue;
+                }
+            }
             if let Some(value) = self.arg_value(scope, &def.name, kind, &name, &keyword.value) {
                 def.args.push(Arg { name, line, value });
             }
         }
+        if let Some((line, servers)) = mcp_tools {
+            match def.args.iter_mut().find(|arg| arg.name == "mcps") {
+                Some(Arg {
+                    value: ArgValue::Mcps(listed),
+                    ..
+                }) => listed.extend(servers),
+                // An `mcps=` that could not be read is reported already.
+                Some(_) => {}
+                None => def.args.push(Arg {
+                    name: "mcps".into(),
+                    line,
+                    value: ArgValue::Mcps(servers),
+                }),
+            }
+        }
         def
+    }
+
+    /// The servers behind `tools=self.get_mcp_tools(...)` or `tools=[..., *self.get_mcp_tools(...)]`
+    /// (with the line of the first call), from the class's `mcp_server_params`.
+    fn mcp_tools_in(
+        &mut self,
+        scope: Scope<'m>,
+        tools: &'m ast::Expr,
+    ) -> Option<(usize, Vec<Spanned<Value>>)> {
+        let calls: Vec<&'m ast::ExprCall> = match tools {
+            ast::Expr::List(list) => list.elts.iter().filter_map(get_mcp_tools_call).collect(),
+            ast::Expr::Tuple(tuple) => tuple.elts.iter().filter_map(get_mcp_tools_call).collect(),
+            single => get_mcp_tools_call(single).into_iter().collect(),
+        };
+        let line = scope.file.line(*calls.first()?);
+        let mut servers = Vec::new();
+        for call in calls {
+            servers.extend(self.mcp_server_params(scope, call)?);
+        }
+        Some((line, servers))
     }
 
     /// The returned call must construct CrewAI's own class: a subclass defined in the project
@@ -462,6 +510,7 @@ impl<'m> Reader<'m> {
         match (kind, name) {
             // A tool that cannot be followed is reported by `tools` itself.
             (_, "tools") => self.tools(scope, method, kind, value).map(ArgValue::Tools),
+            (Kind::Agent, "mcps") => self.mcps(scope, method, value).map(ArgValue::Mcps),
             (_, "llm" | "function_calling_llm" | "manager_llm" | "planning_llm" | "chat_llm") => {
                 match self.llm(scope, value, 0) {
                     Ok(llm) => Some(ArgValue::Json(llm)),

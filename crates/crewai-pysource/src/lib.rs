@@ -38,6 +38,7 @@ mod crew;
 mod error;
 mod eval;
 mod main_py;
+mod mcps;
 mod model;
 mod module;
 mod pyproject;

@@ -81,6 +81,9 @@ pub enum ArgValue {
     Json(Value),
     /// `tools=[...]`.
     Tools(Vec<ToolUse>),
+    /// `mcps=[...]` (and the `mcp_server_params` servers `tools=self.get_mcp_tools()` uses):
+    /// each server as the entry an `mcps:` list of the YAML takes, at its line.
+    Mcps(Vec<Spanned<Value>>),
     /// `output_pydantic=Model` / `output_json=Model`: the model's JSON schema.
     Schema(ModelSchema),
     /// Python that is an object, not a value (a function, a knowledge source, a variable):

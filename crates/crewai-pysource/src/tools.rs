@@ -40,7 +40,11 @@ impl<'m> Reader<'m> {
         };
         let mut tools = Vec::new();
         let mut complete = true;
-        for item in items {
+        // `*self.get_mcp_tools(...)` are MCP servers, read with the agent's `mcps`.
+        for item in items
+            .iter()
+            .filter(|item| crate::mcps::get_mcp_tools_call(item).is_none())
+        {
             match self.tool_use(list_scope, item, 0) {
                 Ok(tool) => tools.push(ToolUse {
                     line: file.line(value).max(line_in(file, list_scope.file, item)),
