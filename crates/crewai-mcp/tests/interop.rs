@@ -125,7 +125,10 @@ async fn fastmcp_tools_work(server: McpServer) {
             "additionalProperties": false
         })
     );
-    assert_eq!(text(&tools, "multiply", json!({"a": 6, "b": 7})).await, "42");
+    assert_eq!(
+        text(&tools, "multiply", json!({"a": 6, "b": 7})).await,
+        "42"
+    );
     let forecast: Value =
         serde_json::from_str(&text(&tools, "forecast", json!({"city": "Oslo"})).await)
             .unwrap_or_else(|error| panic!("the forecast is not JSON: {error}"));
@@ -213,7 +216,10 @@ async fn echo_and_sum(tools: &[McpTool]) {
 }
 
 fn everything_stdio() -> McpServer {
-    McpServer::stdio(npm_bin("mcp-server-everything").display().to_string(), ["stdio"])
+    McpServer::stdio(
+        npm_bin("mcp-server-everything").display().to_string(),
+        ["stdio"],
+    )
 }
 
 async fn server_everything_over_stdio() {
@@ -235,7 +241,12 @@ async fn server_everything_over_stdio() {
 async fn server_everythings_rich_results_are_mapped_to_text() {
     let (connection, tools) = open_when_up(&everything_stdio()).await;
     let weather: Value = serde_json::from_str(
-        &text(&tools, "get-structured-content", json!({"location": "Chicago"})).await,
+        &text(
+            &tools,
+            "get-structured-content",
+            json!({"location": "Chicago"}),
+        )
+        .await,
     )
     .unwrap_or_else(|error| panic!("the structured result is not JSON: {error}"));
     assert!(weather["temperature"].is_number() && weather["conditions"].is_string());

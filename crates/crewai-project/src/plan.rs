@@ -36,6 +36,9 @@ pub struct PlannedAgent {
     /// (`search_the_internet_with_serper (SerperDevTool, n_results=5)`).
     pub tool_labels: Vec<String>,
     pub allow_delegation: bool,
+    /// The agent's MCP servers (`python3_server_py (stdio: python3 server.py; tools add)`),
+    /// which a kickoff starts and a dry run does not.
+    pub mcp_servers: Vec<String>,
     /// The rendered system prompt.
     pub system_prompt: String,
 }
@@ -240,6 +243,7 @@ impl Project {
                 tools: agent_tools.0,
                 tool_labels: agent_tools.1,
                 allow_delegation: s.allow_delegation.unwrap_or(false),
+                mcp_servers: mcp_labels(s, &self.root),
             });
         }
         let mut tasks = Vec::new();
@@ -386,6 +390,13 @@ impl fmt::Display for Plan {
                     ""
                 }
             )?;
+            if !agent.mcp_servers.is_empty() {
+                writeln!(
+                    f,
+                    "    MCP servers (started at kickoff, not in a dry run): {}",
+                    agent.mcp_servers.join(", ")
+                )?;
+            }
         }
         writeln!(f, "\nTasks:")?;
         for (i, task) in self.tasks.iter().enumerate() {
@@ -438,4 +449,30 @@ impl fmt::Display for Plan {
         }
         Ok(())
     }
+}
+
+/// How the plan shows an agent's `mcps:` (already checked when the project loaded): the name
+/// its tools are prefixed with, the transport and where (never a header or an `env` value),
+/// and the tools it keeps.
+fn mcp_labels(spec: &crate::spec::AgentSpec, root: &std::path::Path) -> Vec<String> {
+    let (Some(mcps), Some(origin)) = (&spec.mcps, spec.origin("mcps")) else {
+        return Vec::new();
+    };
+    let servers = crate::mcp::read_mcps(mcps, origin, root).unwrap_or_default();
+    servers
+        .iter()
+        .map(|server| {
+            let tools = server
+                .tool_filter
+                .as_ref()
+                .map(|names| format!("; tools {}", names.join(", ")))
+                .unwrap_or_default();
+            format!(
+                "{} ({}: {}{tools})",
+                server.server_name(),
+                server.transport.kind(),
+                server.location()
+            )
+        })
+        .collect()
 }

@@ -98,7 +98,10 @@ fn get_mcp_tools_reads_the_classs_mcp_server_params() {
         mcps_of(&project),
         json!([{"command": "python3", "args": ["server.py"], "env": {"MODE": "test"}, "prefix_tool_names": false, "tool_filter": ["add", "pid"], "connect_timeout": 45}])
     );
-    assert_eq!(project.agents[0].spec.tools.as_deref().map(<[_]>::len), Some(0));
+    assert_eq!(
+        project.agents[0].spec.tools.as_deref().map(<[_]>::len),
+        Some(0)
+    );
 
     // A dict entry, next to other tools in the list.
     let body = format!(
@@ -120,7 +123,9 @@ fn mcps_crew_py_cannot_give_are_refused_at_their_line() {
             "crew.py:12: agent 'clerk' MCP server `MCPServerStdio(command='python3', env={**os.environ})`: `env=` is computed",
         ),
         (
-            agent_method("mcps=[MCPServerStdio(command='python3', tool_filter=lambda ctx, tool: True)]"),
+            agent_method(
+                "mcps=[MCPServerStdio(command='python3', tool_filter=lambda ctx, tool: True)]",
+            ),
             "is a filter function, which cannot run here",
         ),
         (

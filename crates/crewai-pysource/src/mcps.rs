@@ -28,7 +28,13 @@ const SERVER_CLASSES: &[ServerClass] = &[
     },
     ServerClass {
         name: "MCPServerHTTP",
-        fields: &["url", "headers", "streamable", "tool_filter", "cache_tools_list"],
+        fields: &[
+            "url",
+            "headers",
+            "streamable",
+            "tool_filter",
+            "cache_tools_list",
+        ],
         implied: None,
     },
     ServerClass {
@@ -83,7 +89,10 @@ impl<'m> Reader<'m> {
                     self.error(
                         file,
                         file.line(item),
-                        format!("agent '{method}' MCP server `{}`: {why}", first_line(&file.source_of(item))),
+                        format!(
+                            "agent '{method}' MCP server `{}`: {why}",
+                            first_line(&file.source_of(item))
+                        ),
                         Some(HINT.into()),
                     );
                 }
@@ -98,7 +107,9 @@ impl<'m> Reader<'m> {
             return Ok(Value::String(url));
         }
         let ast::Expr::Call(call) = item else {
-            return Err("is neither a URL string nor MCPServerStdio/MCPServerHTTP/MCPServerSSE(...)".into());
+            return Err(
+                "is neither a URL string nor MCPServerStdio/MCPServerHTTP/MCPServerSSE(...)".into(),
+            );
         };
         let callee = dotted(&call.func).unwrap_or_default();
         let class_name = match self.modules.symbol_dotted(scope.file, &callee) {
@@ -253,7 +264,10 @@ impl<'m> Reader<'m> {
                     self.error(
                         file,
                         file.line(item),
-                        format!("mcp_server_params entry `{}`: {why}", first_line(&file.source_of(item))),
+                        format!(
+                            "mcp_server_params entry `{}`: {why}",
+                            first_line(&file.source_of(item))
+                        ),
                         Some(HINT.into()),
                     );
                     return None;

@@ -254,7 +254,9 @@ impl Prerequisite {
 pub fn npm_dir() -> PathBuf {
     match std::env::var_os("CREWAI_NPM_DIR").filter(|dir| !dir.is_empty()) {
         Some(dir) => PathBuf::from(dir),
-        None => PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/crewai/npm"),
+        None => {
+            PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/crewai/npm")
+        }
     }
 }
 
