@@ -92,6 +92,11 @@ pub enum Command {
         #[arg(short = 'm', long)]
         model: Option<String>,
     },
+    /// Serve the project's crew (or flow) as an MCP tool (`crewai mcp serve`).
+    Mcp {
+        #[command(subcommand)]
+        action: crate::mcp_cmd::McpAction,
+    },
     /// Print a shell completion script (`crewai completions bash > /etc/bash_completion.d/crewai`).
     Completions {
         /// bash, zsh, fish, elvish or powershell.

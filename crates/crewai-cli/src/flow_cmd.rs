@@ -9,7 +9,8 @@ use crewai_core::interpolate::Inputs;
 use crewai_project::flow_v1::AnyFlow;
 use crewai_project::flow_yaml::{FLOW_FILE, FlowProject};
 use crewai_project::{BuildOptions, ToolRegistry};
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
+use tokio_util::sync::CancellationToken;
 
 use crate::cli::RunArgs;
 use crate::outcome::{Failure, print_out};
@@ -98,7 +99,7 @@ async fn run_flow(args: &RunArgs) -> Result<(), Failure> {
     kickoff(&flow, &inputs, args.common.llm.as_deref(), args.common.json).await
 }
 
-fn load(path: &Path) -> Result<AnyFlow, Failure> {
+pub(crate) fn load(path: &Path) -> Result<AnyFlow, Failure> {
     let dir = if path.is_dir() {
         path
     } else {
@@ -118,34 +119,55 @@ fn options(flow: &AnyFlow) -> BuildOptions {
         .with_llm_build(crate::models::llm_build_options())
 }
 
-/// Kicks `flow` off with `given` laid over its state and prints the result. A flow's crews are
-/// loaded as its methods run, so which agents name no model is not known up front: the default
-/// is always chosen (and said on stderr), as `crewai run` would.
+/// Kicks `flow` off with `given` laid over its state and prints the result.
 async fn kickoff(
     flow: &AnyFlow,
     given: &Inputs,
     llm: Option<&str>,
     as_json: bool,
 ) -> Result<(), Failure> {
-    let inputs = flow.kickoff_inputs(given)?;
-    let options = crate::models::with_chosen_default(options(flow), llm).await?;
-    let built = flow.build(&options)?;
-    let output = built.kickoff(inputs).await.map_err(Failure::run)?;
+    let output = flow_output(flow, given, llm, CancellationToken::new()).await?;
     if as_json {
         let line = json!({ "result": output.result, "state": output.state, "method_outputs": output.method_outputs, "usage": output.usage.total });
         println!("{line}");
     } else {
-        // A crew's or an agent's output (a declaration's last method) prints as its text.
-        let raw = output.result.as_ref().and_then(|r| r.get("raw"));
-        match (&output.result, raw) {
-            (Some(Value::String(text)), _) | (Some(_), Some(Value::String(text))) => {
-                println!("{text}")
-            }
-            (Some(other), _) => println!("{other}"),
-            (None, _) => println!("(the flow produced no output)"),
-        }
+        println!("{}", result_text(&output.result));
     }
     Ok(())
+}
+
+/// One kickoff of `flow` with `given` laid over its state, ended early by `cancellation`
+/// (`flow kickoff`, `run` on a flow and `mcp serve` share it). A flow's crews are loaded as its
+/// methods run, so which agents name no model is not known up front: the default is always
+/// chosen (and said on stderr), as `crewai run` would.
+pub(crate) async fn flow_output(
+    flow: &AnyFlow,
+    given: &Inputs,
+    llm: Option<&str>,
+    cancellation: CancellationToken,
+) -> Result<crewai::flow::FlowOutput<Map<String, Value>>, Failure> {
+    let inputs = flow.kickoff_inputs(given)?;
+    let options = crate::models::with_chosen_default(options(flow), llm).await?;
+    let built = flow.build(&options)?;
+    built
+        .kickoff_with(
+            crewai::flow::Kickoff::new()
+                .inputs(inputs)
+                .cancellation(cancellation),
+        )
+        .await
+        .map_err(Failure::run)
+}
+
+/// A flow's result as text: a crew's or an agent's output (a declaration's last method) as its
+/// raw text, anything else as JSON.
+pub(crate) fn result_text(result: &Option<Value>) -> String {
+    let raw = result.as_ref().and_then(|r| r.get("raw"));
+    match (result, raw) {
+        (Some(Value::String(text)), _) | (Some(_), Some(Value::String(text))) => text.clone(),
+        (Some(other), _) => other.to_string(),
+        (None, _) => "(the flow produced no output)".to_string(),
+    }
 }
 
 fn plot(args: FlowPlotArgs) -> Result<(), Failure> {

@@ -9,6 +9,7 @@ mod create;
 mod create_classic;
 mod flow_cmd;
 mod inputs;
+mod mcp_cmd;
 mod memory_cmd;
 mod models;
 mod observe;
@@ -144,6 +145,7 @@ async fn dispatch(cli: Cli) -> Result<(), Failure> {
         } => models::list(json),
         Command::Train { .. } => Err(Failure::not_supported("`crewai train`")),
         Command::Test { .. } => Err(Failure::not_supported("`crewai test`")),
+        Command::Mcp { action } => mcp_cmd::mcp(action).await,
         Command::Completions { shell } => {
             let mut command = Cli::command();
             clap_complete::generate(shell, &mut command, "crewai", &mut std::io::stdout());

@@ -2,6 +2,7 @@
 
 use std::io::{BufRead, Write};
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, LazyLock};
 
 use anyhow::{Context, anyhow};
@@ -24,7 +25,7 @@ use crate::outcome::{Failure, print_out};
 use crate::progress::Progress;
 
 /// Loads `<project>/.env` without overriding variables already set.
-fn load_env(dir: &Path) -> Result<(), Failure> {
+pub(crate) fn load_env(dir: &Path) -> Result<(), Failure> {
     let path = dir.join(".env");
     if !path.is_file() {
         return Ok(());
@@ -94,7 +95,7 @@ impl Tool for DeclaredTool {
     }
 }
 
-fn registry_for(project: &Project, dir: &Path) -> ToolRegistry {
+pub(crate) fn registry_for(project: &Project, dir: &Path) -> ToolRegistry {
     let mut registry = ToolRegistry::with_builtins(&project.root);
     for name in declared_rust_tools(dir) {
         registry.register_handle(ToolHandle::new(Arc::new(DeclaredTool { name })));
@@ -108,7 +109,7 @@ fn print_warnings(project: &Project) {
     }
 }
 
-fn load(dir: &Path) -> Result<Project, Failure> {
+pub(crate) fn load(dir: &Path) -> Result<Project, Failure> {
     let project = Project::load(dir)?;
     print_warnings(&project);
     Ok(project)
@@ -183,7 +184,7 @@ fn refuse_python_flow(dir: &Path) -> Result<(), Failure> {
 }
 
 /// How a journaled run of the CLI begins.
-enum Start {
+pub(crate) enum Start {
     Kickoff(Inputs),
     Resume,
     Fork { from_run: String, from_task: String },
@@ -267,6 +268,46 @@ async fn run_journaled(
     run_id: String,
     start: Start,
 ) -> Result<(), Failure> {
+    let cancellation = CancellationToken::new();
+    let interrupted = Arc::new(AtomicBool::new(false));
+    let watch_ctrl_c = tokio::spawn({
+        let (cancellation, interrupted) = (cancellation.clone(), interrupted.clone());
+        async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                interrupted.store(true, Ordering::SeqCst);
+                // The kickoff stops its calls and journals itself as cancelled.
+                cancellation.cancel();
+            }
+        }
+    });
+    let finished = journaled_kickoff(
+        project,
+        build_inputs,
+        registry,
+        common,
+        &run_id,
+        start,
+        cancellation,
+    )
+    .await;
+    watch_ctrl_c.abort();
+    let (store, result) = finished?;
+    let interrupted = interrupted.load(Ordering::SeqCst);
+    report(&store, &run_id, result, interrupted, common.json).await
+}
+
+/// One journaled kickoff as `crewai run` makes it (the project's Python tools in a worker, the
+/// project's store, progress and traces), ended early by `cancellation`; what `run` and
+/// `mcp serve` share. The result is the crew's, for the caller to report.
+pub(crate) async fn journaled_kickoff(
+    project: &Project,
+    build_inputs: &Inputs,
+    registry: ToolRegistry,
+    common: &ProjectArgs,
+    run_id: &str,
+    start: Start,
+    cancellation: CancellationToken,
+) -> Result<(crewai_store::Store, Result<CrewOutput, CrewError>), Failure> {
     let mut registry = registry;
     // The project's Python tools run in one worker for the whole run; it is stopped below, and
     // on an early return its drop kills and reaps the process.
@@ -274,7 +315,7 @@ async fn run_journaled(
         crate::python_tools::ProjectPython::start(project, common.python.as_deref(), &mut registry)
             .await?;
     let (crew, store, progress, observers) =
-        build(project, build_inputs, registry, common, &run_id).await?;
+        build(project, build_inputs, registry, common, run_id).await?;
     let crew = crew.with_run_journal(Arc::new(store.clone()));
     match &start {
         Start::Resume => eprintln!("Resuming run {run_id}"),
@@ -286,36 +327,22 @@ async fn run_journaled(
         }
         Start::Kickoff(_) | Start::Replay { .. } => eprintln!("Run {run_id}"),
     }
-    let cancellation = CancellationToken::new();
     let options = KickoffOptions::new()
-        .cancellation(cancellation.clone())
-        .run_id(run_id.clone());
-    let work = async {
-        match start {
-            Start::Kickoff(inputs) => crew.kickoff_with(inputs, options).await,
-            Start::Resume => crew.resume_with(&run_id, options).await,
-            Start::Fork {
-                from_run,
-                from_task,
-            } => crew.fork_with(&from_run, &from_task, options).await,
-            Start::Replay { task, inputs } => crew.replay_with(&task, Some(inputs), options).await,
-        }
-    };
-    tokio::pin!(work);
-    let mut interrupted = false;
-    let result = tokio::select! {
-        result = &mut work => result,
-        _ = tokio::signal::ctrl_c() => {
-            interrupted = true;
-            // The kickoff stops its calls and journals itself as cancelled.
-            cancellation.cancel();
-            work.await
-        }
+        .cancellation(cancellation)
+        .run_id(run_id.to_string());
+    let result = match start {
+        Start::Kickoff(inputs) => crew.kickoff_with(inputs, options).await,
+        Start::Resume => crew.resume_with(run_id, options).await,
+        Start::Fork {
+            from_run,
+            from_task,
+        } => crew.fork_with(&from_run, &from_task, options).await,
+        Start::Replay { task, inputs } => crew.replay_with(&task, Some(inputs), options).await,
     };
     progress.finish();
     observers.finish().await;
     python.shutdown().await;
-    report(&store, &run_id, result, interrupted, common.json).await
+    Ok((store, result))
 }
 
 /// Builds the crew with the CLI's options: event bus, the project's store, `--llm`, `--verbose`.

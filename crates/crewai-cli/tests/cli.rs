@@ -55,7 +55,12 @@ fn usage_error(out: std::process::Output) -> String {
 
 #[test]
 fn every_example_dry_runs_offline() {
-    for name in ["research-and-report", "trip-planner", "content-team"] {
+    for name in [
+        "research-and-report",
+        "trip-planner",
+        "content-team",
+        "mcp-and-skill",
+    ] {
         let out = dry_run(&examples().join(name), &[]);
         let stdout = text(&out.stdout);
         assert!(
