@@ -245,6 +245,55 @@ fn the_mcp_inspector_cli_lists_and_calls_the_crew() {
     assert_eq!(called["content"][0]["text"], "Zig, briefly.", "{called}");
 }
 
+/// A flow project is served as one tool too: a declaration's state schema is its input schema
+/// (fields with a default not required), and a call runs the flow.
+fn flows_are_served_with_their_state_as_the_input_schema() {
+    let listed = inspector_cli(&[
+        env!("CARGO_BIN_EXE_crewai"),
+        "mcp",
+        "serve",
+        "--project",
+        &examples()
+            .join("research-declarative-flow")
+            .display()
+            .to_string(),
+        "--method",
+        "tools/list",
+    ]);
+    let tool = &listed["tools"][0];
+    assert_eq!(tool["name"], "ResearchBriefFlow", "{listed}");
+    assert_eq!(
+        tool["inputSchema"]["properties"]["audience"],
+        json!({"type": "string", "default": "engineering leads"})
+    );
+    assert_eq!(tool["inputSchema"]["required"], json!([]), "{listed}");
+
+    let model = ScriptedServer::start_blocking();
+    let dir = project(&[(
+        "flow.yaml",
+        "name: greeter\nmethods:\n  greet:\n    start: true\n    set: { greeting: hello }\n",
+    )]);
+    let project_dir = dir.path().display().to_string();
+    let crewai_bin = env!("CARGO_BIN_EXE_crewai");
+    let out = python_client(
+        json!({"name": "Ada"}),
+        &[
+            "stdio",
+            crewai_bin,
+            "mcp",
+            "serve",
+            "--project",
+            &project_dir,
+        ],
+        &model,
+    );
+    assert_eq!(out["tools"][0]["name"], "greeter");
+    assert_eq!(
+        out["result"]["structuredContent"],
+        json!({"greeting": "hello"})
+    );
+}
+
 /// The client's `notifications/cancelled` (sent by crewai-mcp's rmcp client when its caller
 /// gives up) cancels the kickoff, which the journal records as cancelled.
 async fn a_cancelled_call_cancels_the_kickoff() {
@@ -384,6 +433,11 @@ fn main() -> std::process::ExitCode {
             "the_mcp_inspector_cli_lists_and_calls_the_crew",
             &[&inspector],
             the_mcp_inspector_cli_lists_and_calls_the_crew,
+        )
+        .test_needing(
+            "flows_are_served_with_their_state_as_the_input_schema",
+            &[&mcp, &inspector],
+            flows_are_served_with_their_state_as_the_input_schema,
         )
         .async_test(
             "a_cancelled_call_cancels_the_kickoff",
