@@ -17,7 +17,9 @@ mod progress;
 mod python_tools;
 mod run;
 mod stored;
+mod test_cmd;
 mod traces;
+mod train_cmd;
 
 use std::io::IsTerminal;
 
@@ -142,8 +144,8 @@ async fn dispatch(cli: Cli) -> Result<(), Failure> {
         Command::Models {
             action: ModelsAction::List { json },
         } => models::list(json),
-        Command::Train { .. } => Err(Failure::not_supported("`crewai train`")),
-        Command::Test { .. } => Err(Failure::not_supported("`crewai test`")),
+        Command::Train(args) => train_cmd::train(args).await,
+        Command::Test(args) => test_cmd::test(args).await,
         Command::Completions { shell } => {
             let mut command = Cli::command();
             clap_complete::generate(shell, &mut command, "crewai", &mut std::io::stdout());

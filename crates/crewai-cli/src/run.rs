@@ -24,7 +24,7 @@ use crate::outcome::{Failure, print_out};
 use crate::progress::Progress;
 
 /// Loads `<project>/.env` without overriding variables already set.
-fn load_env(dir: &Path) -> Result<(), Failure> {
+pub(crate) fn load_env(dir: &Path) -> Result<(), Failure> {
     let path = dir.join(".env");
     if !path.is_file() {
         return Ok(());
@@ -46,7 +46,7 @@ fn load_env(dir: &Path) -> Result<(), Failure> {
 }
 
 /// A scaffolded Rust project: a Cargo manifest with a binary.
-fn is_rust_project(dir: &Path) -> bool {
+pub(crate) fn is_rust_project(dir: &Path) -> bool {
     let manifest = dir.join("Cargo.toml");
     manifest.is_file()
         && (dir.join("src/main.rs").is_file()
@@ -94,7 +94,7 @@ impl Tool for DeclaredTool {
     }
 }
 
-fn registry_for(project: &Project, dir: &Path) -> ToolRegistry {
+pub(crate) fn registry_for(project: &Project, dir: &Path) -> ToolRegistry {
     let mut registry = ToolRegistry::with_builtins(&project.root);
     for name in declared_rust_tools(dir) {
         registry.register_handle(ToolHandle::new(Arc::new(DeclaredTool { name })));
@@ -108,7 +108,7 @@ fn print_warnings(project: &Project) {
     }
 }
 
-fn load(dir: &Path) -> Result<Project, Failure> {
+pub(crate) fn load(dir: &Path) -> Result<Project, Failure> {
     let project = Project::load(dir)?;
     print_warnings(&project);
     Ok(project)
@@ -319,7 +319,7 @@ async fn run_journaled(
 }
 
 /// Builds the crew with the CLI's options: event bus, the project's store, `--llm`, `--verbose`.
-async fn build(
+pub(crate) async fn build(
     project: &Project,
     given: &Inputs,
     registry: ToolRegistry,
@@ -354,6 +354,9 @@ async fn build(
     }
     if common.verbose {
         options = options.with_verbose(true);
+    }
+    if let Some(trained) = crate::train_cmd::trained_agents_for_run(&project.root).await? {
+        options = options.with_trained_agents(trained);
     }
     let crew = project.build(given, &options).map_err(|err| match &err {
         ProjectError::Llm { source: LlmError::MissingApiKey { env_var, .. }, .. } => {
