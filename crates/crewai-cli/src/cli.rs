@@ -78,20 +78,11 @@ pub enum Command {
         #[command(subcommand)]
         action: ModelsAction,
     },
-    /// Train the crew (not supported yet).
-    Train {
-        #[arg(short = 'n', long = "n-iterations", default_value_t = 5)]
-        n_iterations: u32,
-        #[arg(short = 'f', long)]
-        filename: Option<String>,
-    },
-    /// Evaluate the crew (not supported yet).
-    Test {
-        #[arg(short = 'n', long = "n-iterations", default_value_t = 3)]
-        n_iterations: u32,
-        #[arg(short = 'm', long)]
-        model: Option<String>,
-    },
+    /// Train the crew: N runs asking for your feedback on every task, then each agent's lessons
+    /// saved to the trained-agents file, which later runs follow.
+    Train(TrainArgs),
+    /// Test the crew: N runs, each task's output scored from 1 to 10 by a judge model.
+    Test(TestArgs),
     /// Serve the project's crew (or flow) as an MCP tool (`crewai mcp serve`).
     Mcp {
         #[command(subcommand)]
@@ -182,6 +173,43 @@ pub struct RunArgs {
     /// The task (its name) a `--fork` runs again from.
     #[arg(long, value_name = "TASK", requires = "fork")]
     pub from_task: Option<String>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct TrainArgs {
+    #[command(flatten)]
+    pub common: ProjectArgs,
+    /// How many runs to train on.
+    #[arg(short = 'n', long = "n-iterations", default_value_t = 5)]
+    pub n_iterations: u32,
+    /// The trained-agents file to write (JSON; default: `CREWAI_TRAINED_AGENTS_FILE`, else the
+    /// project's `trained_agents_data.json`).
+    #[arg(short = 'f', long, value_name = "FILE")]
+    pub filename: Option<PathBuf>,
+    /// An input for `{placeholders}`, as NAME=VALUE or a JSON object; repeatable.
+    #[arg(long = "inputs", short = 'i', value_name = "NAME=VALUE|JSON")]
+    pub inputs: Vec<String>,
+    /// Inputs from a JSON or YAML file (a mapping); `--inputs` wins.
+    #[arg(long = "inputs-file", value_name = "FILE")]
+    pub inputs_file: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct TestArgs {
+    #[command(flatten)]
+    pub common: ProjectArgs,
+    /// How many runs to score.
+    #[arg(short = 'n', long = "n-iterations", default_value_t = 3)]
+    pub n_iterations: u32,
+    /// The judge's model (default: `--llm`, else the model agents without one get).
+    #[arg(short = 'm', long, value_name = "MODEL")]
+    pub model: Option<String>,
+    /// An input for `{placeholders}`, as NAME=VALUE or a JSON object; repeatable.
+    #[arg(long = "inputs", short = 'i', value_name = "NAME=VALUE|JSON")]
+    pub inputs: Vec<String>,
+    /// Inputs from a JSON or YAML file (a mapping); `--inputs` wins.
+    #[arg(long = "inputs-file", value_name = "FILE")]
+    pub inputs_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -18,7 +18,9 @@ mod progress;
 mod python_tools;
 mod run;
 mod stored;
+mod test_cmd;
 mod traces;
+mod train_cmd;
 
 use std::io::IsTerminal;
 
@@ -143,8 +145,8 @@ async fn dispatch(cli: Cli) -> Result<(), Failure> {
         Command::Models {
             action: ModelsAction::List { json },
         } => models::list(json),
-        Command::Train { .. } => Err(Failure::not_supported("`crewai train`")),
-        Command::Test { .. } => Err(Failure::not_supported("`crewai test`")),
+        Command::Train(args) => train_cmd::train(args).await,
+        Command::Test(args) => test_cmd::test(args).await,
         Command::Mcp { action } => mcp_cmd::mcp(action).await,
         Command::Completions { shell } => {
             let mut command = Cli::command();

@@ -129,6 +129,7 @@ fn needs_default(project: &Project) -> bool {
         || (project.crew.process == Some(crewai_project::ProcessSpec::Hierarchical)
             && project.crew.manager_agent.is_none()
             && unnamed(project.crew.manager_llm.as_ref()))
+        || (project.crew.planning == Some(true) && unnamed(project.crew.planning_llm.as_ref()))
 }
 
 /// Model-building options with every provider this binary has (with `local`: the embedded chat

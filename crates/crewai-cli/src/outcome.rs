@@ -47,6 +47,8 @@ impl Failure {
         }
     }
 
+    /// Only the commands a build without the `local` feature lacks say this.
+    #[cfg(not(feature = "local"))]
     pub fn not_supported(what: &str) -> Self {
         Failure::config(anyhow::anyhow!("{what} is not supported yet"))
     }

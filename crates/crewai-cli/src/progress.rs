@@ -310,6 +310,28 @@ impl Progress {
             EventKind::MemorySaveFailed { error, .. } => {
                 Self::line(state, &format!("  ✗ memory could not save: {error}"));
             }
+            EventKind::CrewPlanningStarted { tasks, .. } => {
+                Self::line(state, &format!("  planning {tasks} task(s)…"));
+            }
+            EventKind::CrewPlanningCompleted {
+                planned, missing, ..
+            } => {
+                let text = match missing.is_empty() {
+                    true => format!("  ↳ plans added to {planned} task(s)"),
+                    false => format!(
+                        "  ⚠ plans added to {planned} task(s); none for task(s) {}",
+                        missing
+                            .iter()
+                            .map(usize::to_string)
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                };
+                Self::line(state, &text);
+            }
+            EventKind::CrewPlanningFailed { error, .. } => {
+                Self::line(state, &format!("  ✗ planning failed: {error}"));
+            }
             EventKind::MemoryQueryFailed { error, .. } => {
                 Self::line(state, &format!("  ✗ memory could not be searched: {error}"));
             }
@@ -319,6 +341,12 @@ impl Progress {
             EventKind::CrewKickoffStarted { .. }
             | EventKind::CrewKickoffCompleted { .. }
             | EventKind::CrewKickoffFailed { .. }
+            // `crewai test` and `crewai train` print their own summaries.
+            | EventKind::CrewTestStarted { .. }
+            | EventKind::CrewTestCompleted { .. }
+            | EventKind::CrewTestResult { .. }
+            | EventKind::CrewTrainStarted { .. }
+            | EventKind::CrewTrainCompleted { .. }
             | EventKind::AgentExecutionStarted { .. }
             | EventKind::AgentExecutionCompleted { .. }
             | EventKind::AgentExecutionError { .. }

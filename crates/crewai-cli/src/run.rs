@@ -47,7 +47,7 @@ pub(crate) fn load_env(dir: &Path) -> Result<(), Failure> {
 }
 
 /// A scaffolded Rust project: a Cargo manifest with a binary.
-fn is_rust_project(dir: &Path) -> bool {
+pub(crate) fn is_rust_project(dir: &Path) -> bool {
     let manifest = dir.join("Cargo.toml");
     manifest.is_file()
         && (dir.join("src/main.rs").is_file()
@@ -346,7 +346,7 @@ pub(crate) async fn journaled_kickoff(
 }
 
 /// Builds the crew with the CLI's options: event bus, the project's store, `--llm`, `--verbose`.
-async fn build(
+pub(crate) async fn build(
     project: &Project,
     given: &Inputs,
     registry: ToolRegistry,
@@ -381,6 +381,9 @@ async fn build(
     }
     if common.verbose {
         options = options.with_verbose(true);
+    }
+    if let Some(trained) = crate::train_cmd::trained_agents_for_run(&project.root).await? {
+        options = options.with_trained_agents(trained);
     }
     let crew = project.build(given, &options).map_err(|err| match &err {
         ProjectError::Llm { source: LlmError::MissingApiKey { env_var, .. }, .. } => {

@@ -60,6 +60,7 @@ fn every_example_dry_runs_offline() {
         "trip-planner",
         "content-team",
         "mcp-and-skill",
+        "planned-brief",
     ] {
         let out = dry_run(&examples().join(name), &[]);
         let stdout = text(&out.stdout);
@@ -330,12 +331,18 @@ fn create_crew_scaffolds_a_project_that_dry_runs() {
 }
 
 #[test]
-fn version_and_unsupported_commands() {
+fn version_and_usage_errors() {
     let out = run(crewai(&["version"]));
     assert!(out.status.success());
     assert!(text(&out.stdout).starts_with("crewai "));
-    for command in [&["train"][..], &["test"][..]] {
-        assert_contains(&usage_error(run(crewai(command))), "is not supported yet");
+    let empty = tempfile::tempdir().unwrap();
+    let empty = empty.path().to_str().unwrap();
+    for command in ["train", "test"] {
+        usage_error(run(crewai(&[command, "--project", empty])));
+        assert_contains(
+            &usage_error(run(crewai(&[command, "-n", "0", "--project", empty]))),
+            "-n must be at least 1",
+        );
     }
     usage_error(run(crewai(&["run", "--bogus"])));
     usage_error(run(crewai(&["reset-memories"])));

@@ -150,6 +150,8 @@ pub(crate) struct AgentConfig {
     pub(crate) respect_context_window: bool,
     pub(crate) inject_date: bool,
     pub(crate) date_format: String,
+    /// What training taught the agent (`crewai train`): followed in every task prompt.
+    pub(crate) trained_suggestions: Vec<String>,
     pub(crate) step_callback: Option<StepCallback>,
     pub(crate) guardrail: Option<Guardrail>,
     pub(crate) guardrail_max_retries: u32,
@@ -303,6 +305,21 @@ impl Agent {
         })
     }
 
+    /// What training taught the agent (see [`AgentBuilder::trained_suggestions`]).
+    pub fn trained_suggestions(&self) -> &[String] {
+        &self.config.trained_suggestions
+    }
+
+    /// A copy with `suggestions` from training (they replace any it had).
+    pub fn with_trained_suggestions(&self, suggestions: Vec<String>) -> Agent {
+        self.modified(|c| c.trained_suggestions = suggestions)
+    }
+
+    /// A copy that may or may not delegate (training turns delegation off).
+    pub fn with_allow_delegation(&self, allow: bool) -> Agent {
+        self.modified(|c| c.allow_delegation = allow)
+    }
+
     /// A copy with other tools.
     pub fn with_tools(&self, tools: Vec<ToolHandle>) -> Agent {
         self.modified(|c| c.tools = tools)
@@ -352,6 +369,7 @@ pub struct AgentBuilder {
     respect_context_window: Option<bool>,
     inject_date: bool,
     date_format: Option<String>,
+    trained_suggestions: Vec<String>,
     step_callback: Option<StepCallback>,
     guardrail: Option<Guardrail>,
     guardrail_max_retries: Option<u32>,
@@ -414,6 +432,10 @@ impl AgentBuilder {
         pub fn inject_date(inject: bool) => inject_date = inject;
         /// The date's strftime format (default `%Y-%m-%d`).
         pub fn date_format(format: impl Into<String>) => date_format = Some(format.into());
+        /// What training taught the agent (the suggestions `crewai train` saved under its
+        /// role): appended to each of its task prompts as instructions to follow, as CrewAI
+        /// does with a trained agent.
+        pub fn trained_suggestions(suggestions: Vec<String>) => trained_suggestions = suggestions;
         pub fn step_callback(callback: impl Fn(&AgentStep) + Send + Sync + 'static)
             => step_callback = Some(Arc::new(callback));
         /// Checks `kickoff`'s answer (tasks have their own guardrails).
@@ -503,6 +525,7 @@ impl AgentBuilder {
                 respect_context_window: self.respect_context_window.unwrap_or(true),
                 inject_date: self.inject_date,
                 date_format,
+                trained_suggestions: self.trained_suggestions,
                 step_callback: self.step_callback,
                 guardrail: self.guardrail,
                 guardrail_max_retries: self.guardrail_max_retries.unwrap_or(3),
@@ -624,10 +647,16 @@ impl Agent {
             Some(memory) => memory.with_recalled(&task_prompt, &task_prompt).await,
             None => task_prompt.clone(),
         };
-        let task_text = match context.as_deref().filter(|c| !c.trim().is_empty()) {
+        let mut task_text = match context.as_deref().filter(|c| !c.trim().is_empty()) {
             Some(context) => agent_prompts::with_context(&prompt, context),
             None => prompt,
         };
+        // Last, as CrewAI puts a trained agent's instructions after everything else.
+        if !self.config.trained_suggestions.is_empty() {
+            task_text.push_str(&crate::prompts::evaluation::trained_instructions(
+                &self.config.trained_suggestions,
+            ));
+        }
         let messages = execution.opening_messages(&KickoffInput::Text(task_text));
         let outcome = execution
             .run(&messages, &execution.work_label(&task_prompt))
@@ -722,6 +751,8 @@ impl Agent {
             events,
             response_format: format,
             run_id: _,
+            // Only `Crew::train` sets it, for its own kickoffs.
+            training: _,
         } = options;
         let services = self.kickoff_services(events, cancellation, usage);
         // The run's MCP sessions end with it: dropping the services kills and reaps them.

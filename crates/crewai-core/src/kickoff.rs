@@ -35,6 +35,8 @@ pub struct KickoffOptions {
     pub(crate) run_id: Option<String>,
     pub(crate) events: Option<EventBus>,
     pub(crate) response_format: Option<ResponseFormat>,
+    /// Set by `Crew::train` for its kickoffs.
+    pub(crate) training: Option<crate::training::TrainingRun>,
 }
 
 impl KickoffOptions {

@@ -59,6 +59,7 @@ pub mod converter;
 pub mod crew;
 pub mod delegation;
 pub mod error;
+pub mod evaluate;
 pub mod events;
 pub(crate) mod executor;
 pub mod guardrail;
@@ -74,7 +75,9 @@ pub(crate) mod prompts;
 pub mod react;
 pub mod skills;
 pub mod store;
+mod structured_task;
 pub mod task;
+pub mod training;
 pub mod usage;
 
 pub use agent::{

@@ -23,6 +23,7 @@ use chrono::{DateTime, Utc};
 use crewai_llm::Usage;
 use serde::{Deserialize, Serialize};
 
+use crate::crew::CrewPlan;
 use crate::error::BoxedCause;
 use crate::interpolate::Inputs;
 use crate::output::TaskOutput;
@@ -353,6 +354,10 @@ pub struct StoredRun {
     /// What the run used over all its attempts, as of its latest journal write: each finished
     /// task updates it, so a killed attempt's spending up to its last finished task is kept.
     pub usage: Option<Usage>,
+    /// The crew planner's answer (`planning: true`), once it was made: a resumed run appends
+    /// the same plans and does not plan again.
+    #[serde(default)]
+    pub plan: Option<CrewPlan>,
     /// The attempt running it (`None` once it ended).
     pub owner: Option<RunOwner>,
     pub started_at: DateTime<Utc>,
@@ -385,6 +390,14 @@ pub trait RunJournal: Send + Sync {
         &self,
         run_id: &str,
         task: &StoredTaskOutput,
+        usage: &Usage,
+    ) -> Result<(), StoreError>;
+    /// Records the crew planner's answer for a started run (`planning: true`), with what the
+    /// run has used so far over all its attempts (the planner's calls included).
+    async fn plan_made(
+        &self,
+        run_id: &str,
+        plan: &CrewPlan,
         usage: &Usage,
     ) -> Result<(), StoreError>;
     /// Records how the run ended and releases its owner.
@@ -475,6 +488,7 @@ impl RunJournal for InMemoryRunJournal {
                 output: None,
                 error: None,
                 usage: None,
+                plan: None,
                 owner: None,
                 started_at: Utc::now(),
                 finished_at: None,
@@ -514,6 +528,18 @@ impl RunJournal for InMemoryRunJournal {
     ) -> Result<(), StoreError> {
         self.with_run(run_id, |run| {
             run.tasks.insert(task.task_index, task.clone());
+            run.usage = Some(*usage);
+        })
+    }
+
+    async fn plan_made(
+        &self,
+        run_id: &str,
+        plan: &CrewPlan,
+        usage: &Usage,
+    ) -> Result<(), StoreError> {
+        self.with_run(run_id, |run| {
+            run.plan = Some(plan.clone());
             run.usage = Some(*usage);
         })
     }

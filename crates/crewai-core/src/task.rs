@@ -127,6 +127,11 @@ pub enum TaskError {
         task: String,
         source: std::io::Error,
     },
+    #[error("task '{task}': the training iteration could not be kept")]
+    TrainingLog {
+        task: String,
+        source: crate::store::StoreError,
+    },
     #[error(transparent)]
     Interpolation(#[from] InterpolationError),
 }
@@ -292,6 +297,20 @@ impl Task {
             ));
         }
         prompt
+    }
+
+    /// A copy with the crew planner's `plan` appended to the description (for one run).
+    pub(crate) fn with_plan(&self, plan: &str) -> Task {
+        let mut task = self.clone();
+        task.description = prompts::planning::description_with_plan(&self.description, plan);
+        task
+    }
+
+    /// A copy that asks for human feedback or not (training asks on every task).
+    pub(crate) fn with_human_input(&self, human_input: bool) -> Task {
+        let mut task = self.clone();
+        task.human_input = human_input;
+        task
     }
 
     /// A copy with a different agent.

@@ -512,7 +512,15 @@ impl SpanShape {
             | K::MemorySaveFailed { .. }
             | K::MemoryQueryStarted { .. }
             | K::MemoryQueryCompleted { .. }
-            | K::MemoryQueryFailed { .. } => (
+            | K::MemoryQueryFailed { .. }
+            | K::CrewPlanningStarted { .. }
+            | K::CrewPlanningCompleted { .. }
+            | K::CrewPlanningFailed { .. }
+            | K::CrewTestStarted { .. }
+            | K::CrewTestCompleted { .. }
+            | K::CrewTestResult { .. }
+            | K::CrewTrainStarted { .. }
+            | K::CrewTrainCompleted { .. } => (
                 format!("{} {label}", span_kind_name(record.kind)),
                 OtelSpanKind::Internal,
             ),

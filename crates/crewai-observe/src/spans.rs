@@ -260,7 +260,17 @@ fn role_of(kind: &EventKind) -> Role {
         } => closes(SpanKind::Method, method_name, Some(error)),
         // A skill's discovery, loading and use, and memory's recalls and saves, are moments of
         // the agent's (or the task's, or a tool's) span, not work of their own.
-        K::PanicCaught { .. }
+        // Planning, test scores and training are moments of the crew's span (the planner's own
+        // calls are spans under the crew's).
+        K::CrewPlanningStarted { .. }
+        | K::CrewPlanningCompleted { .. }
+        | K::CrewPlanningFailed { .. }
+        | K::CrewTestStarted { .. }
+        | K::CrewTestCompleted { .. }
+        | K::CrewTestResult { .. }
+        | K::CrewTrainStarted { .. }
+        | K::CrewTrainCompleted { .. }
+        | K::PanicCaught { .. }
         | K::RateLimitWaitStarted { .. }
         | K::SkillDiscoveryStarted { .. }
         | K::SkillDiscoveryCompleted { .. }

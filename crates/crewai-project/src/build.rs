@@ -203,6 +203,17 @@ impl Project {
                 }
             }
         }
+        if crew.planning == Some(true) {
+            // The planner's model: `planning_llm`, else the default model (CrewAI's rule for
+            // a planner without one); `--llm` overrides it as it does every model.
+            let config = options.llm_override.as_ref().or(crew.planning_llm.as_ref());
+            builder = builder.planning(true).planning_llm(make_llm(
+                config,
+                "the crew's planning_llm",
+                crew.origin("planning_llm"),
+                options,
+            )?);
+        }
         if let Some(config) = &crew.function_calling_llm {
             builder = builder.function_calling_llm(make_llm(
                 Some(config),
@@ -253,6 +264,9 @@ impl Project {
         }
         if let Some(hooks) = &options.hooks {
             builder = builder.hooks(hooks.clone());
+        }
+        if let Some(trained) = &options.trained_agents {
+            builder = builder.trained_agents(trained.clone());
         }
         if let Some(store) = &options.task_output_store {
             builder = builder.task_output_store(std::sync::Arc::clone(store));

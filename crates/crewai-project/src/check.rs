@@ -431,6 +431,11 @@ fn check_crew(
             Ok(_) => {}
         }
     }
+    if crew.planning != Some(true)
+        && let Some(origin) = crew.origin("planning_llm")
+    {
+        warnings.push(origin.diagnostic("`planning_llm` has no effect without `planning: true`"));
+    }
     if process == ProcessSpec::Hierarchical && crew.manager_llm.is_none() && manager.is_none() {
         let origin = crew.origin("process");
         let diagnostic = match origin {
@@ -482,13 +487,6 @@ fn check_crew(
     }
     let mut values: BTreeMap<&str, (Value, &Origin)> = BTreeMap::new();
     for (field, value) in [
-        ("planning", crew.planning.map(Value::Bool)),
-        (
-            "planning_llm",
-            crew.planning_llm
-                .as_ref()
-                .map(|l| Value::String(l.model.clone())),
-        ),
         ("knowledge_sources", crew.knowledge_sources.clone()),
         ("prompt_file", crew.prompt_file.clone()),
         (

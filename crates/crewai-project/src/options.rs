@@ -68,6 +68,9 @@ pub struct BuildOptions {
     /// Supplies what the files can only name: guardrails written as mappings, conditions,
     /// callbacks. Without one, such fields are refused with their place.
     pub code_resolver: Option<Arc<dyn CodeResolver>>,
+    /// What training taught the agents (the trained-agents file): each agent whose role has an
+    /// entry ends its task prompts with its suggestions.
+    pub trained_agents: Option<crewai_core::training::TrainedAgents>,
 }
 
 impl BuildOptions {
@@ -84,6 +87,7 @@ impl BuildOptions {
             llm_factory: None,
             rate_limiters: None,
             code_resolver: None,
+            trained_agents: None,
         }
     }
     crewai_llm::setters! {
@@ -103,6 +107,7 @@ impl BuildOptions {
         pub fn with_hooks(hooks: Hooks) => hooks = Some(hooks);
         /// Supplies what the files can only name (see [`BuildOptions::code_resolver`]).
         pub fn with_code_resolver(code_resolver: Arc<dyn CodeResolver>) => code_resolver = Some(code_resolver);
+        pub fn with_trained_agents(trained: crewai_core::training::TrainedAgents) => trained_agents = Some(trained);
     }
     pub fn with_llm_factory(
         mut self,
@@ -145,6 +150,10 @@ impl std::fmt::Debug for BuildOptions {
             .field("llm_factory", &self.llm_factory.is_some())
             .field("rate_limiters", &self.rate_limiters.is_some())
             .field("code_resolver", &self.code_resolver.is_some())
+            .field(
+                "trained_agents",
+                &self.trained_agents.as_ref().map(|t| t.agents.len()),
+            )
             .finish()
     }
 }

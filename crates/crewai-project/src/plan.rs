@@ -72,6 +72,9 @@ pub struct Plan {
     pub process: &'static str,
     /// The manager of a hierarchical crew: an agent key, or `manager_llm: <model>`.
     pub manager: Option<String>,
+    /// `planning: true`: the planner's model (`None`: the default model). The planner is one
+    /// model call before the first task; its plans are appended to the task descriptions.
+    pub planning: Option<Option<String>>,
     pub inputs: Inputs,
     pub agents: Vec<PlannedAgent>,
     pub tasks: Vec<PlannedTask>,
@@ -331,10 +334,13 @@ impl Project {
                     .map(|l| format!("manager_llm: {}", l.model))
             }),
         };
+        let planning = (self.crew.planning == Some(true))
+            .then(|| self.crew.planning_llm.as_ref().map(|l| l.model.clone()));
         Ok(Plan {
             crew: self.name(),
             process: process_name(process),
             manager,
+            planning,
             inputs: inputs.clone(),
             agents,
             tasks,
@@ -362,6 +368,13 @@ impl fmt::Display for Plan {
         )?;
         if let Some(manager) = &self.manager {
             writeln!(f, "Manager: {manager}")?;
+        }
+        if let Some(model) = &self.planning {
+            writeln!(
+                f,
+                "Planning: first, one call to the planner [llm: {}] for a plan per task, appended to each task's description",
+                model.as_deref().unwrap_or("default")
+            )?;
         }
         if !self.inputs.is_empty() {
             let shown: Vec<String> = self

@@ -526,12 +526,6 @@ pub(crate) const TASK_UNSUPPORTED: &[(&str, bool, &str)] = &[
 ];
 
 pub(crate) const CREW_UNSUPPORTED: &[(&str, bool, &str)] = &[
-    ("planning", true, "crew planning is not supported yet"),
-    (
-        "planning_llm",
-        false,
-        "crew planning is not supported yet, so planning_llm has no effect",
-    ),
     (
         "knowledge_sources",
         true,

@@ -252,3 +252,69 @@ fn tool_failure_policies_reach_the_crew_its_agents_and_its_tasks() {
         .collect();
     assert_eq!(by_task, [None, Some(ToolFailurePolicy::Raise)]);
 }
+
+#[test]
+fn planning_gets_its_planning_llm_or_else_the_default_model() {
+    let crew_yaml = |extra: &str| format!("name: planned\nplanning: true\n{extra}");
+    for (extra, model) in [
+        (
+            "planning_llm: {model: openai/gpt-4o, api_key: k}\n",
+            "openai/gpt-4o",
+        ),
+        ("", "openai/gpt-4.1-nano"),
+    ] {
+        let (dir, project) = load(&[
+            ("config/agents.yaml", &agents()),
+            ("config/tasks.yaml", TASKS),
+            ("config/crew.yaml", &crew_yaml(extra)),
+        ]);
+        let options = BuildOptions::new(ToolRegistry::with_builtins(dir.path()))
+            .with_default_llm(crewai_llm::LlmConfig::new("openai/gpt-4.1-nano").with_api_key("k"));
+        let crew = project
+            .build(&[("topic".to_string(), "AI".into())].into(), &options)
+            .unwrap();
+        let planner = crew.planner().expect("planning: true makes a planner");
+        assert_eq!(planner.role(), "Task Execution Planner");
+        assert_eq!(
+            planner.llm().unwrap().model(),
+            model.trim_start_matches("openai/")
+        );
+        let plan = project
+            .plan_with(&[("topic".to_string(), "AI".into())].into(), &options)
+            .unwrap();
+        let shown = plan.to_string();
+        let expected = match extra.is_empty() {
+            true => "Planning: first, one call to the planner [llm: default]".to_string(),
+            false => format!("Planning: first, one call to the planner [llm: {model}]"),
+        };
+        assert!(shown.contains(&expected), "{shown}");
+    }
+}
+
+#[test]
+fn planning_llm_without_planning_is_a_warning() {
+    let (dir, project) = load(&[
+        ("config/agents.yaml", &agents()),
+        ("config/tasks.yaml", TASKS),
+        (
+            "config/crew.yaml",
+            "planning_llm: openai/gpt-4o\ninputs: {topic: AI}\n",
+        ),
+    ]);
+    let crew = project
+        .build(
+            &Default::default(),
+            &BuildOptions::new(ToolRegistry::with_builtins(dir.path())),
+        )
+        .unwrap();
+    assert!(crew.planner().is_none());
+    assert!(
+        project
+            .warnings
+            .iter()
+            .any(|w| w.to_string().contains("config/crew.yaml:1")
+                && w.to_string().contains("`planning_llm` has no effect")),
+        "{:?}",
+        project.warnings
+    );
+}

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use async_trait::async_trait;
 use chrono::Utc;
+use crewai_core::crew::CrewPlan;
 use crewai_core::store::{
     RunEnd, RunJournal, RunOwner, RunStart, RunStatus, StoreError as CoreStoreError, StoredRun,
     StoredTaskOutput,
@@ -190,6 +191,44 @@ impl Store {
         Ok(())
     }
 
+    /// Records the crew planner's answer for a started run, and what the run has used so far.
+    pub fn record_run_plan(
+        &self,
+        run_id: &str,
+        plan: &CrewPlan,
+        usage: &Usage,
+    ) -> Result<(), StoreError> {
+        let plan = self.to_json("plan", plan)?;
+        let usage = self.to_json("usage", usage)?;
+        let changed = self
+            .conn()?
+            .execute(
+                "UPDATE runs SET plan = ?1, token_usage = ?2 WHERE run_id = ?3",
+                params![plan, usage, run_id],
+            )
+            .map_err(|e| self.sql(e))?;
+        if changed == 0 {
+            return Err(self.corrupt(format!("no run with id {run_id}")));
+        }
+        Ok(())
+    }
+
+    /// The journaled plan of a run, if it has one.
+    fn run_plan(&self, conn: &Connection, run_id: &str) -> Result<Option<CrewPlan>, StoreError> {
+        let text: Option<String> = conn
+            .query_row(
+                "SELECT plan FROM runs WHERE run_id = ?1",
+                params![run_id],
+                |r| r.get(0),
+            )
+            .map_err(|e| self.sql(e))?;
+        text.map(|text| {
+            serde_json::from_str(&text)
+                .map_err(|e| self.corrupt_json(format!("run {run_id}: its journaled plan"), e))
+        })
+        .transpose()
+    }
+
     /// Records how a run ended and releases its owner; an end without usage keeps the usage its
     /// tasks journaled.
     pub fn finish_run(&self, run_id: &str, end: &RunEnd) -> Result<(), StoreError> {
@@ -228,6 +267,7 @@ impl Store {
             return Ok(None);
         };
         let owner = self.owner_of(&conn, run_id)?;
+        let plan = self.run_plan(&conn, run_id)?;
         let sql = format!(
             "SELECT {TASK_COLUMNS}, finished_at AS at FROM run_task_outputs
              WHERE run_id = ?1 ORDER BY task_index"
@@ -253,6 +293,7 @@ impl Store {
                 .as_deref()
                 .map(|usage| self.parse_json::<Usage>(&row, "token_usage", usage))
                 .transpose()?,
+            plan,
             owner,
             started_at: self.parse_started(&row)?,
             finished_at: row.finished_at.as_deref().and_then(parse_time),
@@ -283,6 +324,17 @@ impl RunJournal for Store {
     ) -> Result<(), CoreStoreError> {
         let (run_id, task, usage) = (run_id.to_string(), task.clone(), *usage);
         self.for_engine(move |store| store.record_run_task(&run_id, &task, &usage))
+            .await
+    }
+
+    async fn plan_made(
+        &self,
+        run_id: &str,
+        plan: &CrewPlan,
+        usage: &Usage,
+    ) -> Result<(), CoreStoreError> {
+        let (run_id, plan, usage) = (run_id.to_string(), plan.clone(), *usage);
+        self.for_engine(move |store| store.record_run_plan(&run_id, &plan, &usage))
             .await
     }
 
@@ -351,6 +403,37 @@ mod tests {
         assert_eq!(
             journal.load("r").await.unwrap().unwrap().status,
             RunStatus::Running
+        );
+    }
+
+    #[tokio::test]
+    async fn a_plan_is_journaled_with_the_run_and_read_back() {
+        use crewai_core::crew::TaskPlan;
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_project(dir.path()).unwrap();
+        let journal: Arc<dyn RunJournal> = Arc::new(store.clone());
+        journal.start(&start("r", Vec::new())).await.unwrap();
+        assert_eq!(journal.load("r").await.unwrap().unwrap().plan, None);
+        let plan = CrewPlan {
+            list_of_plans_per_task: vec![TaskPlan {
+                task_number: 1,
+                task: "research".into(),
+                plan: "Look it up.".into(),
+            }],
+        };
+        journal.plan_made("r", &plan, &spent(4)).await.unwrap();
+        assert!(journal.plan_made("nope", &plan, &spent(4)).await.is_err());
+        drop((journal, store));
+        let run = Store::open_project(dir.path())
+            .unwrap()
+            .load_run("r")
+            .unwrap()
+            .unwrap();
+        assert_eq!(run.plan, Some(plan));
+        assert_eq!(
+            run.usage.unwrap().total_tokens,
+            4,
+            "the planner's spending counts"
         );
     }
 

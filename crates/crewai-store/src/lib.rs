@@ -10,6 +10,9 @@
 //!   keys, status, final output or error, usage, the run it was forked from) and one row per
 //!   finished task of a run, written as the task finishes. [`Store`] implements crewai-core's
 //!   [`RunJournal`](crewai_core::store::RunJournal), so `Crew::resume` continues a run whose process was killed.
+//! - `training_examples`: every iteration of `crewai train` (the first answer, the person's
+//!   feedback, the improved answer), as it happens. [`Store`] implements crewai-core's
+//!   [`TrainingLog`](crewai_core::training::TrainingLog) (CrewAI keeps these in a pickle).
 //!
 //! The database runs in WAL mode with `synchronous = NORMAL`: each write is one short
 //! transaction, committed when the call returns, and survives the process being killed (a power
@@ -34,6 +37,7 @@ mod journal;
 mod migrate;
 mod runs;
 mod task_outputs;
+mod training;
 
 pub use error::StoreError;
 pub use runs::RunRecord;

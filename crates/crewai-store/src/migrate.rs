@@ -36,10 +36,21 @@ CREATE TABLE IF NOT EXISTS run_task_outputs (
     finished_at TEXT NOT NULL,
     PRIMARY KEY (run_id, task_index)
 );
+CREATE TABLE IF NOT EXISTS training_examples (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    crew TEXT NOT NULL,
+    iteration INTEGER NOT NULL,
+    agent_role TEXT NOT NULL,
+    task TEXT NOT NULL,
+    initial_output TEXT NOT NULL,
+    human_feedback TEXT NOT NULL,
+    improved_output TEXT NOT NULL,
+    recorded_at TEXT NOT NULL
+);
 ";
 
 /// Columns the run journal added to `runs`, with their types (added to older databases).
-const RUN_JOURNAL_COLUMNS: [(&str, &str); 8] = [
+const RUN_JOURNAL_COLUMNS: [(&str, &str); 9] = [
     ("run_id", "TEXT"),
     ("task_keys", "JSON"),
     ("parent_run_id", "TEXT"),
@@ -49,6 +60,8 @@ const RUN_JOURNAL_COLUMNS: [(&str, &str); 8] = [
     ("owner_token", "TEXT"),
     ("owner_since", "TEXT"),
     ("owner_heartbeat", "TEXT"),
+    // The crew planner's answer (`planning: true`), so a resume does not plan again.
+    ("plan", "JSON"),
 ];
 
 /// Adds the run journal's columns to a `runs` table made before them.

@@ -40,6 +40,8 @@ pub struct CrewBuilder {
     rate_limiter: Option<Arc<RateLimiter>>,
     cache: bool,
     planning: bool,
+    planning_llm: Option<Arc<dyn Llm>>,
+    trained: crate::training::TrainedAgents,
     stream: bool,
     verbose: bool,
     events: Option<EventBus>,
@@ -96,8 +98,17 @@ impl CrewBuilder {
         /// Share tool results between the crew's agents (opt-in; agents with `cache: false` stay
         /// out).
         pub fn cache(cache: bool) => cache = cache;
-        /// Not supported yet: `true` is rejected at build.
+        /// Plan before the tasks run (CrewAI's `planning=True`): a planner agent gets a
+        /// summary of every task and answers with one plan per task, appended to the task's
+        /// description for the run (see [`super::CrewPlan`]). One model call per kickoff (more
+        /// when its answer needs converting), counted in the run's usage and budget.
         pub fn planning(planning: bool) => planning = planning;
+        /// The planner's model (default: the default model, as for an agent without `llm`).
+        pub fn planning_llm(llm: Arc<dyn Llm>) => planning_llm = Some(llm);
+        /// What training taught the agents (the trained-agents file, [`Crew::train`]): an
+        /// agent whose role, after interpolation, has an entry ends each task prompt with its
+        /// suggestions, as CrewAI does with a trained agent.
+        pub fn trained_agents(trained: crate::training::TrainedAgents) => trained = trained;
         /// Stream model replies (chunks appear as `llm_stream_chunk` events; see
         /// `Crew::kickoff_stream`).
         pub fn stream(stream: bool) => stream = stream;
@@ -163,12 +174,6 @@ impl CrewBuilder {
             crew: name.clone(),
             message,
         };
-        if self.planning {
-            return Err(CrewError::Unsupported {
-                crew: name,
-                feature: "planning",
-            });
-        }
         if self.tasks.is_empty() {
             return Err(config("a crew needs at least one task".into()));
         }
@@ -211,6 +216,13 @@ impl CrewBuilder {
                 )
             }
         };
+        let planner = match self.planning {
+            true => Some(
+                super::planning::planner_agent(self.planning_llm)
+                    .map_err(|e| config(format!("cannot set up the planner: {e}")))?,
+            ),
+            false => None,
+        };
         let events = self.events.unwrap_or_default();
         if self.verbose {
             ConsoleListener::stdout().attach(&events);
@@ -231,6 +243,8 @@ impl CrewBuilder {
                 tasks: self.tasks,
                 process: self.process,
                 manager,
+                planner,
+                trained: Arc::new(self.trained),
                 function_calling_llm: self.function_calling_llm,
                 rate_limiter: self
                     .rate_limiter

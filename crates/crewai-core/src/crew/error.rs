@@ -17,10 +17,6 @@ use crate::usage::BudgetExceeded;
 pub enum CrewError {
     #[error("crew '{crew}' is misconfigured: {message}")]
     Config { crew: String, message: String },
-    #[error(
-        "crew '{crew}': `{feature}: true` is not supported yet; remove it (it is never silently ignored)"
-    )]
-    Unsupported { crew: String, feature: &'static str },
     #[error("crew '{crew}': cannot set up the manager")]
     Manager { crew: String, source: ManagerError },
     #[error(transparent)]
@@ -32,6 +28,21 @@ pub enum CrewError {
         crew: String,
         task: String,
         message: String,
+    },
+    /// `planning: true`: the planner gave no usable plan, so no task ran.
+    #[error("crew '{crew}': planning the tasks failed")]
+    Planning {
+        crew: String,
+        #[source]
+        source: Box<super::PlanningError>,
+    },
+    /// `Crew::test` or `Crew::train`: the judge could not evaluate `task` (or an agent).
+    #[error("crew '{crew}': evaluating '{task}' failed")]
+    Evaluation {
+        crew: String,
+        task: String,
+        #[source]
+        source: crate::error::BoxedCause,
     },
     #[error(transparent)]
     Store(#[from] StoreError),

@@ -98,6 +98,7 @@ impl Crew {
                     .collect(),
                 origin: RunOrigin::Resume,
                 prior_usage: stored.usage.unwrap_or_default(),
+                crew_plan: stored.plan,
             },
             stream: self.spec.stream,
             claim: None,
@@ -153,6 +154,8 @@ impl Crew {
                     from_task_index: index,
                 }),
                 prior_usage: Usage::default(),
+                // The copied outputs were made with the stored run's plans: the fork keeps them.
+                crew_plan: stored.plan,
             },
             stream: self.spec.stream,
             claim: None,
@@ -348,6 +351,16 @@ impl TaskRecorder {
             was_replayed: self.replaying,
             timestamp: Utc::now(),
         }
+    }
+
+    /// Journals the planner's answer, so a resume of the run does not plan again.
+    pub(super) async fn record_plan(&self, plan: &super::CrewPlan) -> Result<(), CrewError> {
+        if let Some((journal, run_id)) = &self.journal {
+            journal
+                .plan_made(run_id, plan, &self.spending.total())
+                .await?;
+        }
+        Ok(())
     }
 
     pub(super) async fn record(

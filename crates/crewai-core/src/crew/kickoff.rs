@@ -44,6 +44,8 @@ pub(super) struct RunPlan {
     pub(super) origin: RunOrigin,
     /// What earlier attempts of a resumed run used.
     pub(super) prior_usage: Usage,
+    /// The journaled plan of a resumed run (`planning: true`): applied again, not asked again.
+    pub(super) crew_plan: Option<super::CrewPlan>,
 }
 
 #[derive(Default)]
@@ -223,10 +225,11 @@ impl Crew {
             task_callback: spec.task_callback.clone(),
             input_provider: spec.input_provider.clone(),
             task_timeout: spec.task_timeout,
+            training: options.training.clone(),
         };
 
         let result = tokio::select! {
-            result = self.execute_tasks(&run, &prepared, started, plan.restored, &recorder) => result,
+            result = self.plan_and_execute(&run, prepared, started, plan.restored, plan.crew_plan, &recorder) => result,
             _ = cancellation.cancelled() => Err(CrewError::Cancelled { crew: spec.name.clone() }),
             taken_over = journaled.keep_alive() => Err(CrewError::Store(taken_over)),
         };
@@ -330,6 +333,9 @@ impl Crew {
         let spec = &self.spec;
         let adapt = |agent: &Agent| -> Result<Agent, InterpolationError> {
             let mut agent = interpolate_agent(agent, inputs)?;
+            if let Some(suggestions) = spec.trained.suggestions_for(agent.role()) {
+                agent = agent.with_trained_suggestions(suggestions.to_vec());
+            }
             if agent.function_calling_llm().is_none()
                 && let Some(llm) = &spec.function_calling_llm
             {

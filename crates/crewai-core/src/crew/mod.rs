@@ -10,14 +10,22 @@ mod error;
 mod execute;
 mod journal;
 mod kickoff;
+mod planning;
 mod replay;
 mod stream;
+mod testing;
+mod training;
 
 pub use crate::kickoff::KickoffOptions;
 pub use crate::process::hierarchical::ManagerError;
 pub use builder::CrewBuilder;
 pub use error::CrewError;
+pub use planning::{
+    CrewPlan, PLANNER_SCHEMA_NAME, PLANNING_TASK_NAME, PlanningError, TaskPlan, planner_prompt,
+};
 pub use stream::{CrewStream, StreamChunk, StreamChunkType, StreamToolCall};
+pub use testing::{TEST_EVALUATION_SCHEMA_NAME, TaskScores, TestReport};
+pub use training::{TRAINING_EVALUATION_SCHEMA_NAME, TrainingReport};
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -73,6 +81,10 @@ struct CrewSpec {
     tasks: Vec<Task>,
     process: Process,
     manager: Option<Agent>,
+    /// The planner of a crew with `planning: true`.
+    planner: Option<Agent>,
+    /// What training taught agents, by role: applied to each kickoff's interpolated agents.
+    trained: Arc<crate::training::TrainedAgents>,
     function_calling_llm: Option<Arc<dyn Llm>>,
     rate_limiter: Option<Arc<RateLimiter>>,
     /// The crew's shared tool-result cache (`cache: true`); copies get their own.
@@ -180,6 +192,10 @@ impl Crew {
     pub fn manager(&self) -> Option<&Agent> {
         self.spec.manager.as_ref()
     }
+    /// The planner agent of a crew with `planning: true`.
+    pub fn planner(&self) -> Option<&Agent> {
+        self.spec.planner.as_ref()
+    }
     /// The bus this crew reports to.
     pub fn event_bus(&self) -> &EventBus {
         &self.spec.events
@@ -243,6 +259,8 @@ impl Crew {
             tasks: s.tasks.clone(),
             process: s.process,
             manager: s.manager.clone(),
+            planner: s.planner.clone(),
+            trained: s.trained.clone(),
             function_calling_llm: s.function_calling_llm.clone(),
             rate_limiter: s.rate_limiter.clone(),
             tool_cache: s.tool_cache.as_ref().map(|_| ToolCache::new()),

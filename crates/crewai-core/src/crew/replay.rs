@@ -57,6 +57,8 @@ impl Crew {
                 restored,
                 origin: RunOrigin::Replay,
                 prior_usage: Usage::default(),
+                // CrewAI plans a replayed run again.
+                crew_plan: None,
             },
             stream: self.spec.stream,
             claim: None,

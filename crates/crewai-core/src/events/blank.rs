@@ -115,6 +115,47 @@ impl EventKind {
                 crew_id: None,
                 error: text(),
             },
+            EventType::CrewPlanningStarted => K::CrewPlanningStarted {
+                crew_name: text(),
+                tasks: 0,
+            },
+            EventType::CrewPlanningCompleted => K::CrewPlanningCompleted {
+                crew_name: text(),
+                planned: 0,
+                missing: Vec::new(),
+            },
+            EventType::CrewPlanningFailed => K::CrewPlanningFailed {
+                crew_name: text(),
+                error: text(),
+            },
+            EventType::CrewTestStarted => K::CrewTestStarted {
+                crew_name: text(),
+                n_iterations: 0,
+                model: text(),
+            },
+            EventType::CrewTestCompleted => K::CrewTestCompleted {
+                crew_name: text(),
+                n_iterations: 0,
+                quality: 0.0,
+            },
+            EventType::CrewTestResult => K::CrewTestResult {
+                crew_name: text(),
+                agent_role: None,
+                task_name: None,
+                iteration: 0,
+                quality: 0.0,
+                execution_duration: 0.0,
+                model: text(),
+            },
+            EventType::CrewTrainStarted => K::CrewTrainStarted {
+                crew_name: text(),
+                n_iterations: 0,
+            },
+            EventType::CrewTrainCompleted => K::CrewTrainCompleted {
+                crew_name: text(),
+                n_iterations: 0,
+                trained_agents: Vec::new(),
+            },
             EventType::TaskStarted => K::TaskStarted {
                 task_name: None,
                 task_id: None,

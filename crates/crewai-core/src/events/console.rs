@@ -83,6 +83,49 @@ fn console_line(event: &Event) -> Option<String> {
         EventKind::CrewKickoffFailed {
             crew_name, error, ..
         } => format!("❌ Crew '{crew_name}' failed: {error}"),
+        EventKind::CrewPlanningStarted { crew_name, tasks } => {
+            format!("🗺️  Crew '{crew_name}' is planning its {tasks} task(s)")
+        }
+        EventKind::CrewPlanningCompleted {
+            planned, missing, ..
+        } => match missing.is_empty() {
+            true => format!("🗺️  Plans added to {planned} task(s)"),
+            false => format!(
+                "⚠️  Plans added to {planned} task(s); the planner gave none for task(s) {}",
+                missing
+                    .iter()
+                    .map(usize::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        },
+        EventKind::CrewPlanningFailed {
+            crew_name, error, ..
+        } => format!("❌ Crew '{crew_name}' could not plan: {error}"),
+        EventKind::CrewTestStarted {
+            crew_name,
+            n_iterations,
+            model,
+        } => format!("🧪 Testing crew '{crew_name}': {n_iterations} run(s), judged by {model}"),
+        EventKind::CrewTestCompleted {
+            crew_name, quality, ..
+        } => format!("🧪 Crew '{crew_name}' tested: average quality {quality:.1}/10"),
+        EventKind::CrewTestResult {
+            task_name,
+            iteration,
+            quality,
+            ..
+        } => format!(
+            "🧪 Run {iteration}, task '{}': quality {quality:.1}/10",
+            optional(task_name)
+        ),
+        EventKind::CrewTrainStarted {
+            crew_name,
+            n_iterations,
+        } => format!("🎓 Training crew '{crew_name}': {n_iterations} run(s) with your feedback"),
+        EventKind::CrewTrainCompleted {
+            trained_agents, ..
+        } => format!("🎓 Trained: {}", trained_agents.join(", ")),
         EventKind::TaskStarted {
             task_name,
             agent_role,

@@ -60,6 +60,60 @@ pub enum EventKind {
         error: String,
     },
 
+    /// The crew's planner (`planning: true`) is asked for a plan per task, before the first task
+    /// runs (a resumed run whose plan is journaled is not planned again).
+    CrewPlanningStarted {
+        crew_name: String,
+        /// How many tasks the planner is given.
+        tasks: usize,
+    },
+    /// The plans were appended to their tasks' descriptions; `missing` holds the (1-based)
+    /// numbers of the tasks the planner gave no plan for.
+    CrewPlanningCompleted {
+        crew_name: String,
+        planned: usize,
+        missing: Vec<usize>,
+    },
+    CrewPlanningFailed {
+        crew_name: String,
+        error: String,
+    },
+
+    /// `Crew::test` (`crewai test`) starts its `n_iterations` kickoffs, judged by `model`.
+    CrewTestStarted {
+        crew_name: String,
+        n_iterations: u32,
+        model: String,
+    },
+    /// Every run of a test is done and judged; `quality` is the crew's average score (1-10).
+    CrewTestCompleted {
+        crew_name: String,
+        n_iterations: u32,
+        quality: f64,
+    },
+    /// The judge scored one task of one test run (CrewAI's `CrewTestResultEvent`):
+    /// `execution_duration` is the task's time in seconds.
+    CrewTestResult {
+        crew_name: String,
+        agent_role: Option<String>,
+        task_name: Option<String>,
+        iteration: u32,
+        quality: f64,
+        execution_duration: f64,
+        model: String,
+    },
+    /// `Crew::train` (`crewai train`) starts its `n_iterations` kickoffs with human feedback.
+    CrewTrainStarted {
+        crew_name: String,
+        n_iterations: u32,
+    },
+    /// Training ended: every agent in `trained_agents` (roles) has its suggestions saved.
+    CrewTrainCompleted {
+        crew_name: String,
+        n_iterations: u32,
+        trained_agents: Vec<String>,
+    },
+
     TaskStarted {
         task_name: Option<String>,
         task_id: Option<String>,
@@ -584,6 +638,11 @@ impl EventKind {
                 task_name,
                 ..
             }
+            | K::CrewTestResult {
+                agent_role,
+                task_name,
+                ..
+            }
             | K::MemoryQueryFailed {
                 agent_role,
                 task_name,
@@ -620,6 +679,13 @@ impl EventKind {
             K::CrewKickoffStarted { .. }
             | K::CrewKickoffCompleted { .. }
             | K::CrewKickoffFailed { .. }
+            | K::CrewPlanningStarted { .. }
+            | K::CrewPlanningCompleted { .. }
+            | K::CrewPlanningFailed { .. }
+            | K::CrewTestStarted { .. }
+            | K::CrewTestCompleted { .. }
+            | K::CrewTrainStarted { .. }
+            | K::CrewTrainCompleted { .. }
             | K::AgentDelegationStarted { .. }
             | K::AgentDelegationCompleted { .. }
             | K::FlowStarted { .. }

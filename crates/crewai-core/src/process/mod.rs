@@ -35,6 +35,8 @@ pub struct RunContext {
     pub input_provider: Arc<dyn InputProvider>,
     /// The deadline of a task whose agent has no `max_execution_time`.
     pub task_timeout: Option<Duration>,
+    /// Set by `Crew::train`: one round of human feedback per task, kept in the training log.
+    pub(crate) training: Option<crate::training::TrainingRun>,
 }
 
 impl RunContext {
@@ -46,6 +48,7 @@ impl RunContext {
             task_callback: None,
             input_provider: Arc::new(ConsoleInputProvider),
             task_timeout: None,
+            training: None,
         }
     }
 
@@ -207,7 +210,39 @@ impl TaskRun<'_> {
         };
         let mut output = attempt(None).await?;
 
-        if task.human_input() {
+        if let (true, Some(training)) = (task.human_input(), &run.training) {
+            // Training: one round of feedback, and the iteration kept (CrewAI's training mode).
+            let question = prompts::human_feedback_request(task.description(), &output.raw);
+            let feedback = run.input_provider.ask(&question).await.map_err(|source| {
+                TaskError::HumanInput {
+                    task: task.key(),
+                    source,
+                }
+            })?;
+            let initial_output = output.raw.clone();
+            if !feedback.trim().is_empty() {
+                output = attempt(Some(prompts::human_feedback_context(
+                    feedback.trim(),
+                    &output.raw,
+                )))
+                .await?;
+            }
+            let example = crate::training::TrainingExample {
+                iteration: training.iteration,
+                agent_role: agent.role().to_string(),
+                task: task.key(),
+                initial_output,
+                human_feedback: feedback.trim().to_string(),
+                improved_output: output.raw.clone(),
+            };
+            training
+                .record(example)
+                .await
+                .map_err(|source| TaskError::TrainingLog {
+                    task: task.key(),
+                    source,
+                })?;
+        } else if task.human_input() {
             loop {
                 let question = prompts::human_feedback_request(task.description(), &output.raw);
                 let feedback = run.input_provider.ask(&question).await.map_err(|source| {

@@ -1,0 +1,122 @@
+//! `crewai train`: the crew run N times asking for feedback on every task (on stdin), each
+//! iteration kept in the project's store (`.crewai/crewai.db`), then every agent's lessons
+//! saved under its role in the trained-agents file, which `crewai run` reads.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::anyhow;
+use crewai_core::training::{
+    DEFAULT_TRAINED_AGENTS_FILE, TRAINED_AGENTS_FILE_ENV, TrainedAgents, TrainedAgentsError,
+};
+use serde_json::json;
+
+use crate::cli::TrainArgs;
+use crate::outcome::{Failure, print_out};
+use crate::{inputs, run};
+
+/// The trained-agents file: `-f`, else `CREWAI_TRAINED_AGENTS_FILE`, else the project's
+/// `trained_agents_data.json`.
+pub(crate) fn trained_agents_path(project_root: &Path, flag: Option<&Path>) -> PathBuf {
+    flag.map(Path::to_path_buf)
+        .or_else(|| std::env::var_os(TRAINED_AGENTS_FILE_ENV).map(PathBuf::from))
+        .unwrap_or_else(|| project_root.join(DEFAULT_TRAINED_AGENTS_FILE))
+}
+
+/// What `crewai run` (and every command that builds the crew) gives its agents: the
+/// trained-agents file's entries, when it has any. A CrewAI pickle named by
+/// `CREWAI_TRAINED_AGENTS_FILE` is an error; one left in the project beside no JSON file is a
+/// warning that says how to convert it.
+pub(crate) async fn trained_agents_for_run(
+    project_root: &Path,
+) -> Result<Option<TrainedAgents>, Failure> {
+    let path = trained_agents_path(project_root, None);
+    let trained = TrainedAgents::load(&path).await.map_err(Failure::config)?;
+    if trained.agents.is_empty() {
+        let pickle = project_root.join("trained_agents_data.pkl");
+        if !path.exists() && pickle.is_file() {
+            eprintln!(
+                "warning: {} is not used: {}",
+                pickle.display(),
+                TrainedAgentsError::Pickle {
+                    path: pickle.clone()
+                }
+            );
+        }
+        return Ok(None);
+    }
+    let roles: Vec<&str> = trained.agents.keys().map(String::as_str).collect();
+    eprintln!("Trained agents ({}): {}", path.display(), roles.join(", "));
+    Ok(Some(trained))
+}
+
+pub async fn train(args: TrainArgs) -> Result<(), Failure> {
+    let dir = args.common.project.clone();
+    run::load_env(&dir)?;
+    if run::is_rust_project(&dir) {
+        return Err(Failure::config(anyhow!(
+            "`crewai train` works on YAML/JSON projects; a Rust project trains through `Crew::train` in its own code"
+        )));
+    }
+    if args.n_iterations == 0 {
+        return Err(Failure::config(anyhow!("-n must be at least 1")));
+    }
+    let given =
+        inputs::gather(&args.inputs, args.inputs_file.as_deref()).map_err(Failure::config)?;
+    let project = run::load(&dir)?;
+    let file = trained_agents_path(&project.root, args.filename.as_deref());
+    // Before any model is called: a file that cannot be read (a pickle) stops here.
+    let earlier = TrainedAgents::load(&file).await.map_err(Failure::config)?;
+    let mut registry = run::registry_for(&project, &dir);
+    let python = crate::python_tools::ProjectPython::start(
+        &project,
+        args.common.python.as_deref(),
+        &mut registry,
+    )
+    .await?;
+    let run_id = uuid::Uuid::new_v4().to_string();
+    let (crew, store, progress, observers) =
+        run::build(&project, &given, registry, &args.common, &run_id).await?;
+    eprintln!(
+        "Training crew '{}' over {} run(s): give feedback on each answer (Enter accepts it).",
+        crew.name(),
+        args.n_iterations
+    );
+    let inputs = project.effective_inputs(&given);
+    let result = crew
+        .train(args.n_iterations, inputs, Arc::new(store.clone()))
+        .await;
+    progress.finish();
+    observers.finish().await;
+    python.shutdown().await;
+    let report = result.map_err(Failure::run)?;
+    let iterations = report.examples.len();
+    let trained = earlier.merged(report.trained.clone());
+    trained.save(&file).await.map_err(Failure::run)?;
+    if args.common.json {
+        let value = json!({
+            "file": file.display().to_string(),
+            "iterations": iterations,
+            "trained_agents": report.trained,
+        });
+        return print_out(&value.to_string());
+    }
+    let mut text = format!(
+        "Kept {iterations} iteration(s) in {}.\nSaved the trained agents to {}:",
+        store
+            .path()
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|| "the project's store".into()),
+        file.display()
+    );
+    for (role, agent) in &report.trained.agents {
+        text.push_str(&format!(
+            "\n\n{role} (quality {:.1}/10): {}",
+            agent.quality, agent.final_summary
+        ));
+        for suggestion in &agent.suggestions {
+            text.push_str(&format!("\n  - {suggestion}"));
+        }
+    }
+    print_out(&text)
+}
