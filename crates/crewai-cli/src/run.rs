@@ -24,7 +24,7 @@ use crate::outcome::{Failure, print_out};
 use crate::progress::Progress;
 
 /// Loads `<project>/.env` without overriding variables already set.
-fn load_env(dir: &Path) -> Result<(), Failure> {
+pub(crate) fn load_env(dir: &Path) -> Result<(), Failure> {
     let path = dir.join(".env");
     if !path.is_file() {
         return Ok(());
@@ -94,7 +94,7 @@ impl Tool for DeclaredTool {
     }
 }
 
-fn registry_for(project: &Project, dir: &Path) -> ToolRegistry {
+pub(crate) fn registry_for(project: &Project, dir: &Path) -> ToolRegistry {
     let mut registry = ToolRegistry::with_builtins(&project.root);
     for name in declared_rust_tools(dir) {
         registry.register_handle(ToolHandle::new(Arc::new(DeclaredTool { name })));
@@ -108,7 +108,7 @@ fn print_warnings(project: &Project) {
     }
 }
 
-fn load(dir: &Path) -> Result<Project, Failure> {
+pub(crate) fn load(dir: &Path) -> Result<Project, Failure> {
     let project = Project::load(dir)?;
     print_warnings(&project);
     Ok(project)
@@ -183,7 +183,7 @@ fn refuse_python_flow(dir: &Path) -> Result<(), Failure> {
 }
 
 /// How a journaled run of the CLI begins.
-enum Start {
+pub(crate) enum Start {
     Kickoff(Inputs),
     Resume,
     Fork { from_run: String, from_task: String },
@@ -267,15 +267,9 @@ async fn run_journaled(
     run_id: String,
     start: Start,
 ) -> Result<(), Failure> {
-    let mut registry = registry;
-    // The project's Python tools run in one worker for the whole run; it is stopped below, and
-    // on an early return its drop kills and reaps the process.
-    let python =
-        crate::python_tools::ProjectPython::start(project, common.python.as_deref(), &mut registry)
-            .await?;
-    let (crew, store, progress, observers) =
-        build(project, build_inputs, registry, common, &run_id).await?;
-    let crew = crew.with_run_journal(Arc::new(store.clone()));
+    let prepared =
+        JournaledRun::prepare(project, build_inputs, registry, common, run_id, true).await?;
+    let run_id = prepared.run_id.clone();
     match &start {
         Start::Resume => eprintln!("Resuming run {run_id}"),
         Start::Fork {
@@ -287,35 +281,109 @@ async fn run_journaled(
         Start::Kickoff(_) | Start::Replay { .. } => eprintln!("Run {run_id}"),
     }
     let cancellation = CancellationToken::new();
-    let options = KickoffOptions::new()
-        .cancellation(cancellation.clone())
-        .run_id(run_id.clone());
-    let work = async {
+    let mut interrupted = false;
+    let result = {
+        let work = prepared.execute(start, cancellation.clone());
+        tokio::pin!(work);
+        tokio::select! {
+            result = &mut work => result,
+            _ = tokio::signal::ctrl_c() => {
+                interrupted = true;
+                // The kickoff stops its calls and journals itself as cancelled.
+                cancellation.cancel();
+                work.await
+            }
+        }
+    };
+    let store = prepared.finish().await;
+    report(&store, &run_id, result, interrupted, common.json).await
+}
+
+/// A crew built for one journaled run, with what the run needs around it: the project's store,
+/// the Python worker of its own tools, progress and trace listeners on its bus. `crewai run`,
+/// `replay`, `chat` and each task of `crewai a2a serve` run through it.
+pub(crate) struct JournaledRun {
+    crew: Crew,
+    store: crewai_store::Store,
+    progress: Option<Progress>,
+    observers: RunObservers,
+    python: crate::python_tools::ProjectPython,
+    bus: EventBus,
+    pub(crate) run_id: String,
+}
+
+impl JournaledRun {
+    /// Starts the Python worker (when the project has Python tools) and builds the crew;
+    /// `show_progress` puts the terminal's progress lines on the run's bus.
+    pub(crate) async fn prepare(
+        project: &Project,
+        build_inputs: &Inputs,
+        registry: ToolRegistry,
+        common: &ProjectArgs,
+        run_id: String,
+        show_progress: bool,
+    ) -> Result<JournaledRun, Failure> {
+        let mut registry = registry;
+        // The project's Python tools run in one worker for the whole run; it is stopped by
+        // `finish`, and on an early return its drop kills and reaps the process.
+        let python = crate::python_tools::ProjectPython::start(
+            project,
+            common.python.as_deref(),
+            &mut registry,
+        )
+        .await?;
+        let (crew, store, progress, observers, bus) =
+            build(project, build_inputs, registry, common, &run_id, show_progress).await?;
+        let crew = crew.with_run_journal(Arc::new(store.clone()));
+        Ok(JournaledRun {
+            crew,
+            store,
+            progress,
+            observers,
+            python,
+            bus,
+            run_id,
+        })
+    }
+
+    /// The run's event bus.
+    pub(crate) fn bus(&self) -> &EventBus {
+        &self.bus
+    }
+
+    /// Runs the crew as `start` says; cancelling `cancellation` stops it (journaled as
+    /// cancelled).
+    pub(crate) async fn execute(
+        &self,
+        start: Start,
+        cancellation: CancellationToken,
+    ) -> Result<CrewOutput, CrewError> {
+        let run_id = &self.run_id;
+        let options = KickoffOptions::new()
+            .cancellation(cancellation)
+            .run_id(run_id.clone());
         match start {
-            Start::Kickoff(inputs) => crew.kickoff_with(inputs, options).await,
-            Start::Resume => crew.resume_with(&run_id, options).await,
+            Start::Kickoff(inputs) => self.crew.kickoff_with(inputs, options).await,
+            Start::Resume => self.crew.resume_with(run_id, options).await,
             Start::Fork {
                 from_run,
                 from_task,
-            } => crew.fork_with(&from_run, &from_task, options).await,
-            Start::Replay { task, inputs } => crew.replay_with(&task, Some(inputs), options).await,
+            } => self.crew.fork_with(&from_run, &from_task, options).await,
+            Start::Replay { task, inputs } => {
+                self.crew.replay_with(&task, Some(inputs), options).await
+            }
         }
-    };
-    tokio::pin!(work);
-    let mut interrupted = false;
-    let result = tokio::select! {
-        result = &mut work => result,
-        _ = tokio::signal::ctrl_c() => {
-            interrupted = true;
-            // The kickoff stops its calls and journals itself as cancelled.
-            cancellation.cancel();
-            work.await
+    }
+
+    /// Stops the listeners and the Python worker; the store stays for the report.
+    pub(crate) async fn finish(self) -> crewai_store::Store {
+        if let Some(progress) = &self.progress {
+            progress.finish();
         }
-    };
-    progress.finish();
-    observers.finish().await;
-    python.shutdown().await;
-    report(&store, &run_id, result, interrupted, common.json).await
+        self.observers.finish().await;
+        self.python.shutdown().await;
+        self.store
+    }
 }
 
 /// Builds the crew with the CLI's options: event bus, the project's store, `--llm`, `--verbose`.
@@ -325,17 +393,31 @@ async fn build(
     registry: ToolRegistry,
     common: &ProjectArgs,
     run_id: &str,
-) -> Result<(Crew, crewai_store::Store, Progress, RunObservers), Failure> {
+    show_progress: bool,
+) -> Result<
+    (
+        Crew,
+        crewai_store::Store,
+        Option<Progress>,
+        RunObservers,
+        EventBus,
+    ),
+    Failure,
+> {
     let store = crate::stored::open(&project.root)?;
     let bus = EventBus::new();
-    let progress = Progress::new();
     // A verbose crew prints every step itself; spinners would only garble it.
     let verbose = common.verbose || project.crew.verbose == Some(true);
-    if verbose {
+    let progress = if verbose {
         crate::observe::print_call_costs(&bus);
-    } else {
+        None
+    } else if show_progress {
+        let progress = Progress::new();
         progress.attach(&bus);
-    }
+        Some(progress)
+    } else {
+        None
+    };
 
     let mut options = BuildOptions::new(registry)
         .with_task_output_store(Arc::new(store.clone()))
@@ -363,7 +445,7 @@ async fn build(
         _ => Failure::from(err),
     })?;
     let observers = RunObservers::start(&project.root, &bus, run_id)?;
-    Ok((crew, store, progress, observers))
+    Ok((crew, store, progress, observers, bus))
 }
 
 /// Prints the output (the raw text, or one JSON line with `--json`), or the error with how to

@@ -57,6 +57,7 @@ mod agent_memory;
 mod agent_task;
 pub mod converter;
 pub mod crew;
+pub mod a2a;
 pub mod delegation;
 pub mod error;
 pub mod events;
