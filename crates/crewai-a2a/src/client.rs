@@ -48,7 +48,9 @@ impl A2aClient {
                 if card_url.path().ends_with(crate::AGENT_CARD_PATH) =>
             {
                 let mut legacy = card_url.clone();
-                let path = card_url.path().replace(crate::AGENT_CARD_PATH, LEGACY_AGENT_CARD_PATH);
+                let path = card_url
+                    .path()
+                    .replace(crate::AGENT_CARD_PATH, LEGACY_AGENT_CARD_PATH);
                 legacy.set_path(&path);
                 fetch_card(&http, &legacy, config).await?
             }
@@ -214,7 +216,8 @@ async fn fetch_card(
 fn rpc_endpoint(card: &AgentCard, card_url: &Url) -> Result<Url, A2aError> {
     let speaks_03 =
         |version: Option<&str>| version.is_none_or(|v| v == "0.3" || v.starts_with("0.3."));
-    let jsonrpc = |transport: Option<&str>| transport.is_none_or(|t| t.eq_ignore_ascii_case("JSONRPC"));
+    let jsonrpc =
+        |transport: Option<&str>| transport.is_none_or(|t| t.eq_ignore_ascii_case("JSONRPC"));
     let candidate = card
         .url
         .as_deref()
@@ -223,11 +226,14 @@ fn rpc_endpoint(card: &AgentCard, card_url: &Url) -> Result<Url, A2aError> {
                 && jsonrpc(card.preferred_transport.as_deref())
         })
         .or_else(|| {
-            card.supported_interfaces.iter().flatten().find_map(|interface| {
-                (speaks_03(interface.protocol_version.as_deref())
-                    && jsonrpc(Some(interface.protocol_binding.as_str())))
-                .then_some(interface.url.as_str())
-            })
+            card.supported_interfaces
+                .iter()
+                .flatten()
+                .find_map(|interface| {
+                    (speaks_03(interface.protocol_version.as_deref())
+                        && jsonrpc(Some(interface.protocol_binding.as_str())))
+                    .then_some(interface.url.as_str())
+                })
         });
     let Some(url) = candidate else {
         let mut offered: Vec<String> = card
@@ -259,14 +265,17 @@ fn rpc_endpoint(card: &AgentCard, card_url: &Url) -> Result<Url, A2aError> {
             },
         });
     };
-    card_url
-        .join(url)
-        .map_err(|error| A2aError::Config(format!("the agent card's endpoint '{url}' is not a URL: {error}")))
+    card_url.join(url).map_err(|error| {
+        A2aError::Config(format!(
+            "the agent card's endpoint '{url}' is not a URL: {error}"
+        ))
+    })
 }
 
 fn auth_headers(auth: Option<&A2aAuth>) -> Result<HeaderMap, A2aError> {
     let mut headers = HeaderMap::new();
-    let invalid = |what: &str| A2aError::Config(format!("the {what} cannot be sent in an HTTP header"));
+    let invalid =
+        |what: &str| A2aError::Config(format!("the {what} cannot be sent in an HTTP header"));
     match auth {
         None => {}
         Some(A2aAuth::Bearer(token)) => {
@@ -440,13 +449,19 @@ mod tests {
         let base = Url::parse("http://h:1/.well-known/agent-card.json").unwrap();
         let legacy = card(json!({"name": "a", "description": "d", "version": "1",
             "url": "/rpc", "protocolVersion": "0.3.0"}));
-        assert_eq!(rpc_endpoint(&legacy, &base).unwrap().as_str(), "http://h:1/rpc");
+        assert_eq!(
+            rpc_endpoint(&legacy, &base).unwrap().as_str(),
+            "http://h:1/rpc"
+        );
         let mixed = card(json!({"name": "a", "description": "d", "version": "1",
-            "supportedInterfaces": [
-                {"url": "http://h:1/v1", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
-                {"url": "http://h:1/v03", "protocolBinding": "JSONRPC", "protocolVersion": "0.3"}
-            ]}));
-        assert_eq!(rpc_endpoint(&mixed, &base).unwrap().as_str(), "http://h:1/v03");
+        "supportedInterfaces": [
+            {"url": "http://h:1/v1", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
+            {"url": "http://h:1/v03", "protocolBinding": "JSONRPC", "protocolVersion": "0.3"}
+        ]}));
+        assert_eq!(
+            rpc_endpoint(&mixed, &base).unwrap().as_str(),
+            "http://h:1/v03"
+        );
         let only_v1 = card(json!({"name": "a", "description": "d", "version": "1",
             "supportedInterfaces": [{"url": "http://h:1/v1", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}]}));
         let error = rpc_endpoint(&only_v1, &base).unwrap_err().to_string();

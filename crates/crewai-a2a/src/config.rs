@@ -39,19 +39,14 @@ impl fmt::Debug for A2aAuth {
 }
 
 /// How the client follows a task to its end (CrewAI's `updates`).
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub enum A2aUpdates {
     /// `message/stream`, reading the SSE events; agents whose card says they cannot stream are
     /// polled instead.
+    #[default]
     Streaming,
     /// `message/send` without blocking, then `tasks/get` every `interval` until the task ends.
     Polling { interval: Duration },
-}
-
-impl Default for A2aUpdates {
-    fn default() -> Self {
-        A2aUpdates::Streaming
-    }
 }
 
 /// One remote agent an agent may delegate to.
@@ -132,7 +127,10 @@ mod tests {
             "http://127.0.0.1:9/agents/one/.well-known/agent-card.json"
         );
         let card = A2aClientConfig::new("https://x.example/.well-known/agent.json").unwrap();
-        assert_eq!(card.card_url().as_str(), "https://x.example/.well-known/agent.json");
+        assert_eq!(
+            card.card_url().as_str(),
+            "https://x.example/.well-known/agent.json"
+        );
         assert!(A2aClientConfig::new("grpc://x:1").is_err());
         assert!(A2aClientConfig::new("not a url").is_err());
     }

@@ -132,7 +132,11 @@ impl Conversation {
         if let Some(id) = task_id {
             let cancelled = tokio::time::timeout(CANCEL_GRACE, self.client.cancel_task(&id)).await;
             if !matches!(cancelled, Ok(Ok(_))) {
-                tracing::warn!(agent = self.agent_name(), task = id, "the remote task could not be cancelled");
+                tracing::warn!(
+                    agent = self.agent_name(),
+                    task = id,
+                    "the remote task could not be cancelled"
+                );
             }
         }
     }
@@ -142,7 +146,10 @@ impl Conversation {
             A2aUpdates::Streaming if self.client.can_stream() => {
                 self.follow_stream(message, tracker).await
             }
-            A2aUpdates::Streaming => self.follow_polls(message, DEFAULT_POLL_INTERVAL, tracker).await,
+            A2aUpdates::Streaming => {
+                self.follow_polls(message, DEFAULT_POLL_INTERVAL, tracker)
+                    .await
+            }
             A2aUpdates::Polling { interval } => self.follow_polls(message, interval, tracker).await,
         }
     }

@@ -65,7 +65,9 @@ pub enum A2aError {
     #[error("A2A agent at {url}: the event stream broke: {detail}")]
     Stream { url: String, detail: String },
     /// The stream ended before the task reached a final state.
-    #[error("A2A agent at {url} closed the event stream before the task finished (last state: {last})")]
+    #[error(
+        "A2A agent at {url} closed the event stream before the task finished (last state: {last})"
+    )]
     StreamEndedEarly { url: String, last: String },
     /// The remote task ended without an answer (failed, rejected, canceled, auth-required).
     #[error("the remote agent '{agent}' ended the task as {}{}", state.as_str(), detail(.message))]
@@ -75,7 +77,9 @@ pub enum A2aError {
         message: Option<String>,
     },
     /// The conversation with the remote agent used up its turns.
-    #[error("the conversation with the remote agent '{agent}' reached its {max_turns} turns (`max_turns`)")]
+    #[error(
+        "the conversation with the remote agent '{agent}' reached its {max_turns} turns (`max_turns`)"
+    )]
     MaxTurns { agent: String, max_turns: u32 },
     /// The caller's run was cancelled; the remote task was asked to cancel too.
     #[error("the call to the remote agent '{agent}' was cancelled")]

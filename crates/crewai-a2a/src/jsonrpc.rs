@@ -108,9 +108,10 @@ mod tests {
         let wrong: Result<Response, _> =
             serde_json::from_value(json!({"jsonrpc": "1.0", "id": 1, "result": {}}));
         assert!(wrong.is_err());
-        let right: Response =
-            serde_json::from_value(json!({"jsonrpc": "2.0", "id": "a", "error": {"code": -32001, "message": "gone"}}))
-                .unwrap();
+        let right: Response = serde_json::from_value(
+            json!({"jsonrpc": "2.0", "id": "a", "error": {"code": -32001, "message": "gone"}}),
+        )
+        .unwrap();
         assert_eq!(right.error.unwrap().code, code::TASK_NOT_FOUND);
     }
 }

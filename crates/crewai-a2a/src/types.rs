@@ -482,8 +482,9 @@ mod tests {
             serde_json::to_value(&task).unwrap(),
             json!({"kind": "task", "id": "t", "contextId": "c", "status": {"state": "completed"}})
         );
-        let wrong: Result<Task, _> =
-            serde_json::from_value(json!({"kind": "message", "id": "t", "contextId": "c", "status": {"state": "completed"}}));
+        let wrong: Result<Task, _> = serde_json::from_value(
+            json!({"kind": "message", "id": "t", "contextId": "c", "status": {"state": "completed"}}),
+        );
         assert!(wrong.is_err(), "the kind tag is checked");
     }
 }

@@ -39,7 +39,12 @@ pub struct ServeArgs {
     #[arg(long)]
     pub host: Option<IpAddr>,
     /// Callers must send `Authorization: Bearer <TOKEN>`.
-    #[arg(long, env = "CREWAI_A2A_TOKEN", hide_env_values = true, value_name = "TOKEN")]
+    #[arg(
+        long,
+        env = "CREWAI_A2A_TOKEN",
+        hide_env_values = true,
+        value_name = "TOKEN"
+    )]
     pub token: Option<String>,
     /// The URL the agent card gives for the JSON-RPC endpoint (default `http://HOST:PORT/`),
     /// for a server behind a proxy.
@@ -104,8 +109,8 @@ async fn serve(args: ServeArgs) -> Result<(), Failure> {
         project: Arc::new(project),
         common,
     };
-    let mut server = A2aServer::new(card, inputs, Arc::new(runner))
-        .max_request_bytes(args.max_request_bytes);
+    let mut server =
+        A2aServer::new(card, inputs, Arc::new(runner)).max_request_bytes(args.max_request_bytes);
     match &token {
         Some(token) => server = server.bearer_token(token.clone()),
         None => eprintln!(
@@ -113,7 +118,10 @@ async fn serve(args: ServeArgs) -> Result<(), Failure> {
         ),
     }
     // The address line is what scripts wait for: its format is kept stable.
-    eprintln!("A2A agent listening on http://{bound}/ (card: http://{bound}{})", crewai_a2a::AGENT_CARD_PATH);
+    eprintln!(
+        "A2A agent listening on http://{bound}/ (card: http://{bound}{})",
+        crewai_a2a::AGENT_CARD_PATH
+    );
     axum::serve(listener, server.router())
         .with_graceful_shutdown(async {
             // An error here means no signal handler could be installed: serve until killed.

@@ -332,8 +332,15 @@ impl JournaledRun {
             &mut registry,
         )
         .await?;
-        let (crew, store, progress, observers, bus) =
-            build(project, build_inputs, registry, common, &run_id, show_progress).await?;
+        let (crew, store, progress, observers, bus) = build(
+            project,
+            build_inputs,
+            registry,
+            common,
+            &run_id,
+            show_progress,
+        )
+        .await?;
         let crew = crew.with_run_journal(Arc::new(store.clone()));
         Ok(JournaledRun {
             crew,

@@ -34,11 +34,11 @@ use serde_json::{Value, json};
 use tokio::sync::{Mutex, OnceCell};
 use uuid::Uuid;
 
+use crewai_a2a::types::TaskState;
 pub use crewai_a2a::{
     A2aAuth, A2aClientConfig, A2aError, A2aUpdates, Conversation, DEFAULT_A2A_TIMEOUT,
     DEFAULT_MAX_TURNS, DEFAULT_POLL_INTERVAL, PROTOCOL_VERSION, Reply,
 };
-use crewai_a2a::types::TaskState;
 
 use crate::events::{EventBus, EventKind};
 
@@ -46,8 +46,14 @@ use crate::events::{EventBus, EventKind};
 /// without `fail_fast` that could not be reached, which the agent works without.
 #[derive(Clone, Default)]
 pub(crate) struct A2aSessions {
-    remotes: Arc<Mutex<HashMap<(Uuid, usize), Arc<OnceCell<Option<Arc<Conversation>>>>>>>,
+    remotes: Arc<Mutex<Remotes>>,
 }
+
+/// The kickoff's remote agents by (agent id, index in its `a2a:` list).
+type Remotes = HashMap<(Uuid, usize), Arc<RemoteSlot>>;
+
+/// One remote agent's conversation in a kickoff, made by the first task that needs it.
+type RemoteSlot = OnceCell<Option<Arc<Conversation>>>;
 
 /// Who is asking for the remote agents, for the events.
 pub(crate) struct A2aRequester<'a> {
@@ -210,8 +216,7 @@ impl Tool for RemoteAgentTool {
                         turn_number: reply.turn,
                         agent_role: ctx.agent_role.clone(),
                         task_name: ctx.task_name.clone(),
-                        duration_ms: u64::try_from(clock.elapsed().as_millis())
-                            .unwrap_or(u64::MAX),
+                        duration_ms: u64::try_from(clock.elapsed().as_millis()).unwrap_or(u64::MAX),
                     });
                 self.observation(reply)
             }

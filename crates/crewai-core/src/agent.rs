@@ -31,6 +31,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
+use crate::a2a::{A2aClientConfig, A2aRequester};
 use crate::agent_memory::TaskMemory;
 use crate::converter::{ConversionError, OutputSchema};
 use crate::error::AgentError;
@@ -40,7 +41,6 @@ use crate::guardrail::{Guardrail, GuardrailContext};
 use crate::hooks::Hooks;
 use crate::kickoff::KickoffOptions;
 use crate::llm_stack::CallPurpose;
-use crate::a2a::{A2aClientConfig, A2aRequester};
 use crate::mcp::{McpRequester, McpServer};
 use crate::prompts::agent as agent_prompts;
 use crate::setters::required;

@@ -52,12 +52,12 @@ extern crate crewai_llm;
 
 mod setters;
 
+pub mod a2a;
 pub mod agent;
 mod agent_memory;
 mod agent_task;
 pub mod converter;
 pub mod crew;
-pub mod a2a;
 pub mod delegation;
 pub mod error;
 pub mod events;

@@ -623,7 +623,7 @@ mod tests {
                 "nothing closes a {kind:?} span"
             );
         }
-        assert_eq!(opened.len(), 12, "{opened:?}");
+        assert_eq!(opened.len(), 13, "{opened:?}");
     }
 
     #[test]

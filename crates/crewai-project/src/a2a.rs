@@ -33,10 +33,7 @@ const REFUSED: &[(&str, &str)] = &[
         "client_extensions",
         "A2A client extensions are not supported",
     ),
-    (
-        "signing_config",
-        "agent card signing is not supported",
-    ),
+    ("signing_config", "agent card signing is not supported"),
     (
         "push_notifications",
         "push notifications are not supported; use `updates: streaming` or `updates: polling`",
@@ -62,7 +59,9 @@ pub(crate) fn read_a2a(
     for (index, (entry, at)) in entries.into_iter().enumerate() {
         match read_entry(entry) {
             Ok(remote) => remotes.push(remote),
-            Err(message) if many => problems.push(at.diagnostic(format!("a2a[{index}]: {message}"))),
+            Err(message) if many => {
+                problems.push(at.diagnostic(format!("a2a[{index}]: {message}")))
+            }
             Err(message) => problems.push(at.diagnostic(format!("a2a: {message}"))),
         }
     }
@@ -114,7 +113,9 @@ fn read_mapping(fields: &Map<String, Value>) -> Result<A2aClientConfig, String> 
     let endpoint = match fields.get("endpoint") {
         Some(Value::String(url)) => url,
         Some(other) => return Err(format!("`endpoint` is a URL, not {}", describe(other))),
-        None => return Err("a remote A2A agent needs `endpoint` (its URL or its card's URL)".into()),
+        None => {
+            return Err("a remote A2A agent needs `endpoint` (its URL or its card's URL)".into());
+        }
     };
     let mut remote = A2aClientConfig::new(endpoint).map_err(|e| e.to_string())?;
     if let Some(auth) = fields.get("auth").filter(|v| !v.is_null()) {
@@ -142,7 +143,8 @@ fn read_mapping(fields: &Map<String, Value>) -> Result<A2aClientConfig, String> 
 }
 
 fn read_updates(value: &Value) -> Result<A2aUpdates, String> {
-    let push = "push notifications are not supported; use `updates: streaming` or `updates: polling`";
+    let push =
+        "push notifications are not supported; use `updates: streaming` or `updates: polling`";
     match value {
         Value::String(mode) => match mode.as_str() {
             "streaming" => Ok(A2aUpdates::Streaming),
@@ -208,9 +210,7 @@ fn read_auth(value: &Value) -> Result<A2aAuth, String> {
     };
     let kind = match fields.get("type") {
         Some(Value::String(kind)) => kind.to_ascii_lowercase(),
-        None if fields.contains_key("token") || fields.contains_key("token_env") => {
-            "bearer".into()
-        }
+        None if fields.contains_key("token") || fields.contains_key("token_env") => "bearer".into(),
         _ => return Err("`auth.type` is `bearer`, `basic`, `header` or `api_key`".into()),
     };
     let allowed: &[&str] = match kind.as_str() {
@@ -303,7 +303,9 @@ fn positive(fields: &Map<String, Value>, name: &str) -> Result<Option<u64>, Stri
         None | Some(Value::Null) => Ok(None),
         Some(value) => match value.as_u64().filter(|n| *n > 0) {
             Some(n) => Ok(Some(n)),
-            None => Err(format!("`{name}` is a whole number above zero, not {value}")),
+            None => Err(format!(
+                "`{name}` is a whole number above zero, not {value}"
+            )),
         },
     }
 }
@@ -312,7 +314,10 @@ fn flag(fields: &Map<String, Value>, name: &str) -> Result<Option<bool>, String>
     match fields.get(name) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::Bool(flag)) => Ok(Some(*flag)),
-        Some(other) => Err(format!("`{name}` is true or false, not {}", describe(other))),
+        Some(other) => Err(format!(
+            "`{name}` is true or false, not {}",
+            describe(other)
+        )),
     }
 }
 
@@ -350,11 +355,26 @@ mod tests {
     #[test]
     fn refuses_what_is_not_built() {
         for (value, words) in [
-            (json!({"endpoint": "http://h", "updates": "push"}), "push notifications"),
-            (json!({"endpoint": "http://h", "transport": "GRPC"}), "JSON-RPC transport"),
-            (json!({"endpoint": "http://h", "response_model": "X"}), "response model"),
-            (json!({"endpoint": "http://h", "auth": {"type": "oauth2"}}), "not supported"),
-            (json!({"endpoint": "http://h", "skills": []}), "unknown field `skills`"),
+            (
+                json!({"endpoint": "http://h", "updates": "push"}),
+                "push notifications",
+            ),
+            (
+                json!({"endpoint": "http://h", "transport": "GRPC"}),
+                "JSON-RPC transport",
+            ),
+            (
+                json!({"endpoint": "http://h", "response_model": "X"}),
+                "response model",
+            ),
+            (
+                json!({"endpoint": "http://h", "auth": {"type": "oauth2"}}),
+                "not supported",
+            ),
+            (
+                json!({"endpoint": "http://h", "skills": []}),
+                "unknown field `skills`",
+            ),
             (json!({"timeout": 3}), "needs `endpoint`"),
         ] {
             let error = read(value.clone()).unwrap_err();
@@ -364,8 +384,10 @@ mod tests {
 
     #[test]
     fn a_secret_from_the_environment_is_not_shown_when_missing() {
-        let error = read(json!({"endpoint": "http://h", "auth": {"token_env": "CREWAI_A2A_TEST_UNSET_VAR"}}))
-            .unwrap_err();
+        let error = read(
+            json!({"endpoint": "http://h", "auth": {"token_env": "CREWAI_A2A_TEST_UNSET_VAR"}}),
+        )
+        .unwrap_err();
         assert!(error.contains("CREWAI_A2A_TEST_UNSET_VAR"), "{error}");
     }
 }

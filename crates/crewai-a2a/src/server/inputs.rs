@@ -114,6 +114,10 @@ mod tests {
             .unwrap();
         assert_eq!(Value::Object(inputs), json!({"year": 2025, "topic": "AI"}));
         let json_text = Message::new_text(Role::User, r#"{"topic": "x", "year": "1"}"#);
-        assert!(spec(&["topic", "year"], json!({})).inputs_from(&json_text).is_ok());
+        assert!(
+            spec(&["topic", "year"], json!({}))
+                .inputs_from(&json_text)
+                .is_ok()
+        );
     }
 }

@@ -22,7 +22,7 @@ use axum::response::{IntoResponse, Json, Response};
 use axum::routing::{get, post};
 use bytes::Bytes;
 use futures::future::BoxFuture;
-use futures::{Stream, StreamExt};
+use futures::{FutureExt, Stream, StreamExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
@@ -118,7 +118,10 @@ impl A2aServer {
                     .unwrap_or_default(),
             );
             card.security = Some(vec![
-                json!({"bearer": []}).as_object().cloned().unwrap_or_default(),
+                json!({"bearer": []})
+                    .as_object()
+                    .cloned()
+                    .unwrap_or_default(),
             ]);
         }
         let card = Arc::new(card);
@@ -183,7 +186,10 @@ async fn rpc(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes)
     };
     let (id, method, params) = match envelope_parts(value) {
         Ok(parts) => parts,
-        Err((id, error)) => return failure(&id, error),
+        Err(refused) => {
+            let (id, error) = *refused;
+            return failure(&id, error);
+        }
     };
     match method.as_str() {
         jsonrpc::method::SEND => match parse_params::<MessageSendParams>(params) {
@@ -236,12 +242,14 @@ async fn rpc(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes)
 }
 
 /// The id, method and params of a JSON-RPC request, or the error for a malformed one.
-fn envelope_parts(value: Value) -> Result<(RequestId, String, Value), (RequestId, ErrorObject)> {
+fn envelope_parts(
+    value: Value,
+) -> Result<(RequestId, String, Value), Box<(RequestId, ErrorObject)>> {
     let Value::Object(mut object) = value else {
-        return Err((
+        return Err(Box::new((
             RequestId::Null,
             ErrorObject::new(code::INVALID_REQUEST, "a JSON-RPC request is an object"),
-        ));
+        )));
     };
     let id = match object.remove("id") {
         None | Some(Value::Null) => RequestId::Null,
@@ -250,31 +258,30 @@ fn envelope_parts(value: Value) -> Result<(RequestId, String, Value), (RequestId
             RequestId::Number(number.as_i64().unwrap_or_default())
         }
         Some(_) => {
-            return Err((
+            return Err(Box::new((
                 RequestId::Null,
                 ErrorObject::new(code::INVALID_REQUEST, "`id` is a string or an integer"),
-            ));
+            )));
         }
     };
     if object.get("jsonrpc") != Some(&Value::String("2.0".into())) {
-        return Err((
+        return Err(Box::new((
             id,
             ErrorObject::new(code::INVALID_REQUEST, "`jsonrpc` must be \"2.0\""),
-        ));
+        )));
     }
     let Some(Value::String(method)) = object.remove("method") else {
-        return Err((
+        return Err(Box::new((
             id,
             ErrorObject::new(code::INVALID_REQUEST, "`method` is missing or not text"),
-        ));
+        )));
     };
     Ok((id, method, object.remove("params").unwrap_or(Value::Null)))
 }
 
 fn parse_params<P: DeserializeOwned>(params: Value) -> Result<P, ErrorObject> {
-    serde_json::from_value(params).map_err(|error| {
-        ErrorObject::new(code::INVALID_PARAMS, format!("invalid params: {error}"))
-    })
+    serde_json::from_value(params)
+        .map_err(|error| ErrorObject::new(code::INVALID_PARAMS, format!("invalid params: {error}")))
 }
 
 fn task_not_found(id: &str) -> ErrorObject {
@@ -350,6 +357,16 @@ async fn drive(shared: Arc<Shared>, entry: Arc<TaskEntry>, inputs: Map<String, V
         progress: Progress(sender),
         cancellation: entry.cancellation.clone(),
     });
+    // A runner that panics fails its task: a waiting `message/send` must not wait forever.
+    let run = std::panic::AssertUnwindSafe(run)
+        .catch_unwind()
+        .map(|outcome| {
+            outcome.unwrap_or_else(|_| {
+                Err(RunFailure::Failed(
+                    "the kickoff crashed (it panicked)".into(),
+                ))
+            })
+        });
     tokio::pin!(run);
     let outcome = loop {
         tokio::select! {
@@ -383,10 +400,7 @@ async fn send(shared: &Arc<Shared>, id: &RequestId, params: MessageSendParams) -
         .as_ref()
         .and_then(|c| c.blocking)
         .unwrap_or(true);
-    let history_length = params
-        .configuration
-        .as_ref()
-        .and_then(|c| c.history_length);
+    let history_length = params.configuration.as_ref().and_then(|c| c.history_length);
     match start(shared, params) {
         Ok((entry, _)) => {
             if blocking {
@@ -419,7 +433,9 @@ fn stream(shared: &Arc<Shared>, id: RequestId, params: MessageSendParams) -> Res
         });
         Ok::<_, Infallible>(Event::default().data(frame))
     });
-    Sse::new(frames).keep_alive(KeepAlive::default()).into_response()
+    Sse::new(frames)
+        .keep_alive(KeepAlive::default())
+        .into_response()
 }
 
 /// `first`, then the task's updates up to the final one.
@@ -470,7 +486,10 @@ async fn cancel(shared: &Arc<Shared>, id: &RequestId, task_id: &str) -> Response
         .await
         .is_err()
     {
-        tracing::warn!(task = task_id, "the kickoff did not stop within {CANCEL_WAIT:?} of its cancel");
+        tracing::warn!(
+            task = task_id,
+            "the kickoff did not stop within {CANCEL_WAIT:?} of its cancel"
+        );
     }
     success(id, entry.snapshot(None))
 }
@@ -492,10 +511,14 @@ mod tests {
 
     #[test]
     fn malformed_envelopes_are_named() {
-        let (_, error) = envelope_parts(json!([1])).unwrap_err();
+        let (_, error) = *envelope_parts(json!([1])).unwrap_err();
         assert_eq!(error.code, code::INVALID_REQUEST);
-        let (id, error) = envelope_parts(json!({"id": 3, "jsonrpc": "1.0", "method": "x"})).unwrap_err();
-        assert_eq!((id, error.code), (RequestId::Number(3), code::INVALID_REQUEST));
+        let (id, error) =
+            *envelope_parts(json!({"id": 3, "jsonrpc": "1.0", "method": "x"})).unwrap_err();
+        assert_eq!(
+            (id, error.code),
+            (RequestId::Number(3), code::INVALID_REQUEST)
+        );
         let (_, method, _) =
             envelope_parts(json!({"id": "a", "jsonrpc": "2.0", "method": "tasks/get"})).unwrap();
         assert_eq!(method, "tasks/get");

@@ -32,7 +32,9 @@ impl TaskEntry {
     fn lock(&self) -> MutexGuard<'_, Task> {
         // A panic while the lock was held leaves a task that is still whole (each update is one
         // assignment), so a poisoned lock is used as it is.
-        self.task.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.task
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     pub(crate) fn snapshot(&self, history_length: Option<u32>) -> Task {
@@ -79,7 +81,9 @@ impl TaskEntry {
                 message
             });
             if let Some(message) = &message {
-                task.history.get_or_insert_with(Vec::new).push(message.clone());
+                task.history
+                    .get_or_insert_with(Vec::new)
+                    .push(message.clone());
             }
             task.status = TaskStatus::now(state, message);
             TaskStatusUpdateEvent {
