@@ -41,6 +41,11 @@ pub enum Command {
         #[command(subcommand)]
         kind: CreateKind,
     },
+    /// Serve the project's crew as an A2A agent (agent-to-agent protocol 0.3.0).
+    A2a {
+        #[command(subcommand)]
+        action: crate::a2a_cmd::A2aAction,
+    },
     /// Run or draw a declarative flow (flow.yaml).
     Flow {
         #[command(subcommand)]

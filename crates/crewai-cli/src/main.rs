@@ -4,6 +4,7 @@
 //! Exit codes: 0 success, 1 the run failed, 2 usage or configuration error, 130 interrupted
 //! (Ctrl-C; the run is journaled as cancelled and can be resumed).
 
+mod a2a_cmd;
 mod cli;
 mod create;
 mod create_classic;
@@ -120,6 +121,7 @@ async fn dispatch(cli: Cli) -> Result<(), Failure> {
             kind: CreateKind::Flow { name },
         } => flow_cmd::create_flow(&name),
         Command::Flow { action } => flow_cmd::flow(action).await,
+        Command::A2a { action } => a2a_cmd::a2a(action).await,
         Command::LogTasksOutputs { project, json } => {
             stored::log_tasks_outputs(&project, json).await
         }

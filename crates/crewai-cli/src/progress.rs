@@ -362,6 +362,10 @@ impl Progress {
             | EventKind::McpToolExecutionStarted { .. }
             | EventKind::McpToolExecutionCompleted { .. }
             | EventKind::McpToolExecutionFailed { .. }
+            // So is an A2A delegation's turn.
+            | EventKind::A2aDelegationStarted { .. }
+            | EventKind::A2aDelegationCompleted { .. }
+            | EventKind::A2aDelegationFailed { .. }
             | EventKind::LlmGuardrailStarted { .. }
             | EventKind::LlmGuardrailCompleted { .. }
             | EventKind::AgentDelegationCompleted { .. }

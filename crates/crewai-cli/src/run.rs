@@ -2,7 +2,6 @@
 
 use std::io::{BufRead, Write};
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, LazyLock};
 
 use anyhow::{Context, anyhow};
@@ -268,55 +267,9 @@ async fn run_journaled(
     run_id: String,
     start: Start,
 ) -> Result<(), Failure> {
-    let cancellation = CancellationToken::new();
-    let interrupted = Arc::new(AtomicBool::new(false));
-    let watch_ctrl_c = tokio::spawn({
-        let (cancellation, interrupted) = (cancellation.clone(), interrupted.clone());
-        async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                interrupted.store(true, Ordering::SeqCst);
-                // The kickoff stops its calls and journals itself as cancelled.
-                cancellation.cancel();
-            }
-        }
-    });
-    let finished = journaled_kickoff(
-        project,
-        build_inputs,
-        registry,
-        common,
-        &run_id,
-        start,
-        cancellation,
-    )
-    .await;
-    watch_ctrl_c.abort();
-    let (store, result) = finished?;
-    let interrupted = interrupted.load(Ordering::SeqCst);
-    report(&store, &run_id, result, interrupted, common.json).await
-}
-
-/// One journaled kickoff as `crewai run` makes it (the project's Python tools in a worker, the
-/// project's store, progress and traces), ended early by `cancellation`; what `run` and
-/// `mcp serve` share. The result is the crew's, for the caller to report.
-pub(crate) async fn journaled_kickoff(
-    project: &Project,
-    build_inputs: &Inputs,
-    registry: ToolRegistry,
-    common: &ProjectArgs,
-    run_id: &str,
-    start: Start,
-    cancellation: CancellationToken,
-) -> Result<(crewai_store::Store, Result<CrewOutput, CrewError>), Failure> {
-    let mut registry = registry;
-    // The project's Python tools run in one worker for the whole run; it is stopped below, and
-    // on an early return its drop kills and reaps the process.
-    let python =
-        crate::python_tools::ProjectPython::start(project, common.python.as_deref(), &mut registry)
-            .await?;
-    let (crew, store, progress, observers) =
-        build(project, build_inputs, registry, common, run_id).await?;
-    let crew = crew.with_run_journal(Arc::new(store.clone()));
+    let prepared =
+        JournaledRun::prepare(project, build_inputs, registry, common, run_id, true).await?;
+    let run_id = prepared.run_id.clone();
     match &start {
         Start::Resume => eprintln!("Resuming run {run_id}"),
         Start::Fork {
@@ -327,22 +280,142 @@ pub(crate) async fn journaled_kickoff(
         }
         Start::Kickoff(_) | Start::Replay { .. } => eprintln!("Run {run_id}"),
     }
-    let options = KickoffOptions::new()
-        .cancellation(cancellation)
-        .run_id(run_id.to_string());
-    let result = match start {
-        Start::Kickoff(inputs) => crew.kickoff_with(inputs, options).await,
-        Start::Resume => crew.resume_with(run_id, options).await,
-        Start::Fork {
-            from_run,
-            from_task,
-        } => crew.fork_with(&from_run, &from_task, options).await,
-        Start::Replay { task, inputs } => crew.replay_with(&task, Some(inputs), options).await,
+    let cancellation = CancellationToken::new();
+    let mut interrupted = false;
+    let result = {
+        let work = prepared.execute(start, cancellation.clone());
+        tokio::pin!(work);
+        tokio::select! {
+            result = &mut work => result,
+            _ = tokio::signal::ctrl_c() => {
+                interrupted = true;
+                // The kickoff stops its calls and journals itself as cancelled.
+                cancellation.cancel();
+                work.await
+            }
+        }
     };
-    progress.finish();
-    observers.finish().await;
-    python.shutdown().await;
-    Ok((store, result))
+    let store = prepared.finish().await;
+    report(&store, &run_id, result, interrupted, common.json).await
+}
+
+/// One journaled kickoff from start to finish, ended early by `cancellation`: what each call of
+/// `crewai mcp serve` runs. The result is the crew's, for the caller to report.
+pub(crate) async fn journaled_kickoff(
+    project: &Project,
+    build_inputs: &Inputs,
+    registry: ToolRegistry,
+    common: &ProjectArgs,
+    run_id: &str,
+    start: Start,
+    cancellation: CancellationToken,
+) -> Result<(crewai_store::Store, Result<CrewOutput, CrewError>), Failure> {
+    let prepared = JournaledRun::prepare(
+        project,
+        build_inputs,
+        registry,
+        common,
+        run_id.to_string(),
+        true,
+    )
+    .await?;
+    let result = prepared.execute(start, cancellation).await;
+    Ok((prepared.finish().await, result))
+}
+
+/// A crew built for one journaled run, with what the run needs around it: the project's store,
+/// the Python worker of its own tools, progress and trace listeners on its bus. `crewai run`,
+/// `replay`, `chat`, each call of `crewai mcp serve` and each task of `crewai a2a serve` run
+/// through it.
+pub(crate) struct JournaledRun {
+    crew: Crew,
+    store: crewai_store::Store,
+    progress: Option<Progress>,
+    observers: RunObservers,
+    python: crate::python_tools::ProjectPython,
+    bus: EventBus,
+    pub(crate) run_id: String,
+}
+
+impl JournaledRun {
+    /// Starts the Python worker (when the project has Python tools) and builds the crew;
+    /// `show_progress` puts the terminal's progress lines on the run's bus.
+    pub(crate) async fn prepare(
+        project: &Project,
+        build_inputs: &Inputs,
+        registry: ToolRegistry,
+        common: &ProjectArgs,
+        run_id: String,
+        show_progress: bool,
+    ) -> Result<JournaledRun, Failure> {
+        let mut registry = registry;
+        // The project's Python tools run in one worker for the whole run; it is stopped by
+        // `finish`, and on an early return its drop kills and reaps the process.
+        let python = crate::python_tools::ProjectPython::start(
+            project,
+            common.python.as_deref(),
+            &mut registry,
+        )
+        .await?;
+        let (crew, store, progress, observers, bus) = build(
+            project,
+            build_inputs,
+            registry,
+            common,
+            &run_id,
+            show_progress,
+        )
+        .await?;
+        let crew = crew.with_run_journal(Arc::new(store.clone()));
+        Ok(JournaledRun {
+            crew,
+            store,
+            progress,
+            observers,
+            python,
+            bus,
+            run_id,
+        })
+    }
+
+    /// The run's event bus.
+    pub(crate) fn bus(&self) -> &EventBus {
+        &self.bus
+    }
+
+    /// Runs the crew as `start` says; cancelling `cancellation` stops it (journaled as
+    /// cancelled).
+    pub(crate) async fn execute(
+        &self,
+        start: Start,
+        cancellation: CancellationToken,
+    ) -> Result<CrewOutput, CrewError> {
+        let run_id = &self.run_id;
+        let options = KickoffOptions::new()
+            .cancellation(cancellation)
+            .run_id(run_id.clone());
+        match start {
+            Start::Kickoff(inputs) => self.crew.kickoff_with(inputs, options).await,
+            Start::Resume => self.crew.resume_with(run_id, options).await,
+            Start::Fork {
+                from_run,
+                from_task,
+            } => self.crew.fork_with(&from_run, &from_task, options).await,
+            Start::Replay { task, inputs } => {
+                self.crew.replay_with(&task, Some(inputs), options).await
+            }
+        }
+    }
+
+    /// Stops the listeners and the Python worker; the store stays for the report.
+    pub(crate) async fn finish(self) -> crewai_store::Store {
+        if let Some(progress) = &self.progress {
+            progress.finish();
+        }
+        self.observers.finish().await;
+        self.python.shutdown().await;
+        self.store
+    }
 }
 
 /// Builds the crew with the CLI's options: event bus, the project's store, `--llm`, `--verbose`.
@@ -352,17 +425,31 @@ pub(crate) async fn build(
     registry: ToolRegistry,
     common: &ProjectArgs,
     run_id: &str,
-) -> Result<(Crew, crewai_store::Store, Progress, RunObservers), Failure> {
+    show_progress: bool,
+) -> Result<
+    (
+        Crew,
+        crewai_store::Store,
+        Option<Progress>,
+        RunObservers,
+        EventBus,
+    ),
+    Failure,
+> {
     let store = crate::stored::open(&project.root)?;
     let bus = EventBus::new();
-    let progress = Progress::new();
     // A verbose crew prints every step itself; spinners would only garble it.
     let verbose = common.verbose || project.crew.verbose == Some(true);
-    if verbose {
+    let progress = if verbose {
         crate::observe::print_call_costs(&bus);
-    } else {
+        None
+    } else if show_progress {
+        let progress = Progress::new();
         progress.attach(&bus);
-    }
+        Some(progress)
+    } else {
+        None
+    };
 
     let mut options = BuildOptions::new(registry)
         .with_task_output_store(Arc::new(store.clone()))
@@ -393,7 +480,7 @@ pub(crate) async fn build(
         _ => Failure::from(err),
     })?;
     let observers = RunObservers::start(&project.root, &bus, run_id)?;
-    Ok((crew, store, progress, observers))
+    Ok((crew, store, progress, observers, bus))
 }
 
 /// Prints the output (the raw text, or one JSON line with `--json`), or the error with how to

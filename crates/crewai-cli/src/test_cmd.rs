@@ -46,8 +46,8 @@ pub async fn test(args: TestArgs) -> Result<(), Failure> {
     )
     .await?;
     let run_id = uuid::Uuid::new_v4().to_string();
-    let (crew, _store, progress, observers) =
-        run::build(&project, &given, registry, &args.common, &run_id).await?;
+    let (crew, _store, progress, observers, _bus) =
+        run::build(&project, &given, registry, &args.common, &run_id, true).await?;
     eprintln!(
         "Testing crew '{}' over {} run(s), judged by {}",
         crew.name(),
@@ -56,7 +56,9 @@ pub async fn test(args: TestArgs) -> Result<(), Failure> {
     );
     let inputs = project.effective_inputs(&given);
     let result = crew.test(args.n_iterations, judge, inputs).await;
-    progress.finish();
+    if let Some(progress) = &progress {
+        progress.finish();
+    }
     observers.finish().await;
     python.shutdown().await;
     let report = result.map_err(Failure::run)?;

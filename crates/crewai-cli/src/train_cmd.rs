@@ -75,8 +75,8 @@ pub async fn train(args: TrainArgs) -> Result<(), Failure> {
     )
     .await?;
     let run_id = uuid::Uuid::new_v4().to_string();
-    let (crew, store, progress, observers) =
-        run::build(&project, &given, registry, &args.common, &run_id).await?;
+    let (crew, store, progress, observers, _bus) =
+        run::build(&project, &given, registry, &args.common, &run_id, true).await?;
     eprintln!(
         "Training crew '{}' over {} run(s): give feedback on each answer (Enter accepts it).",
         crew.name(),
@@ -86,7 +86,9 @@ pub async fn train(args: TrainArgs) -> Result<(), Failure> {
     let result = crew
         .train(args.n_iterations, inputs, Arc::new(store.clone()))
         .await;
-    progress.finish();
+    if let Some(progress) = &progress {
+        progress.finish();
+    }
     observers.finish().await;
     python.shutdown().await;
     let report = result.map_err(Failure::run)?;

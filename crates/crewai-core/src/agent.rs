@@ -31,6 +31,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
+use crate::a2a::{A2aClientConfig, A2aRequester};
 use crate::agent_memory::TaskMemory;
 use crate::converter::{ConversionError, OutputSchema};
 use crate::error::AgentError;
@@ -137,6 +138,8 @@ pub(crate) struct AgentConfig {
     pub(crate) tools: Vec<ToolHandle>,
     /// MCP servers whose tools the agent gets in each run (`mcps:`).
     pub(crate) mcps: Vec<McpServer>,
+    /// Remote A2A agents the agent may delegate to (`a2a:`), each a tool.
+    pub(crate) a2a: Vec<A2aClientConfig>,
     pub(crate) max_iter: u32,
     pub(crate) max_rpm: Option<u32>,
     pub(crate) rate_limiter: Option<Arc<RateLimiter>>,
@@ -225,6 +228,10 @@ impl Agent {
     /// The MCP servers whose tools the agent gets in each run, besides [`Agent::tools`].
     pub fn mcps(&self) -> &[McpServer] {
         &self.config.mcps
+    }
+    /// The remote A2A agents the agent may delegate to, each a tool in its runs.
+    pub fn a2a(&self) -> &[A2aClientConfig] {
+        &self.config.a2a
     }
     pub fn max_iter(&self) -> u32 {
         self.config.max_iter
@@ -356,6 +363,7 @@ pub struct AgentBuilder {
     function_calling_llm: Option<Arc<dyn Llm>>,
     tools: Vec<ToolHandle>,
     mcps: Vec<McpServer>,
+    a2a: Vec<A2aClientConfig>,
     max_iter: Option<u32>,
     max_rpm: Option<u32>,
     rate_limiter: Option<Arc<RateLimiter>>,
@@ -402,6 +410,10 @@ impl AgentBuilder {
         /// at the end of the kickoff.
         pub fn mcp(server: McpServer) => |b| b.mcps.push(server);
         pub fn mcps(servers: Vec<McpServer>) => mcps = servers;
+        /// Lets the agent delegate to a remote A2A agent (CrewAI's `a2a`): a tool named and
+        /// described from the remote agent's card, fetched when a run first needs it.
+        pub fn a2a(remote: A2aClientConfig) => |b| b.a2a.push(remote);
+        pub fn a2a_agents(remotes: Vec<A2aClientConfig>) => a2a = remotes;
         /// Tool rounds before the agent must answer (default 25).
         pub fn max_iter(max_iter: u32) => max_iter = Some(max_iter);
         /// The agent's own requests-per-minute limit (wins over the crew's).
@@ -508,6 +520,7 @@ impl AgentBuilder {
                 function_calling_llm: self.function_calling_llm,
                 tools: self.tools,
                 mcps: self.mcps,
+                a2a: self.a2a,
                 max_iter: self.max_iter.unwrap_or(25),
                 max_rpm: self
                     .max_rpm
@@ -593,6 +606,35 @@ impl Agent {
         Ok(tools)
     }
 
+    /// `tools` with a delegation tool for each of the agent's remote A2A agents, from the
+    /// run's conversations (their cards fetched now when this is the run's first need).
+    async fn with_remote_agents(
+        &self,
+        mut tools: ToolSet,
+        services: &RunServices,
+        task_name: Option<&str>,
+        parent: Option<Uuid>,
+    ) -> Result<ToolSet, AgentError> {
+        if self.config.a2a.is_empty() {
+            return Ok(tools);
+        }
+        let requester = A2aRequester {
+            agent_id: self.id(),
+            agent_role: self.role(),
+            task_name,
+            parent,
+        };
+        services
+            .a2a
+            .add_tools(&self.config.a2a, &mut tools, &services.events, &requester)
+            .await
+            .map_err(|source| AgentError::A2a {
+                role: self.role().to_string(),
+                source: Box::new(source),
+            })?;
+        Ok(tools)
+    }
+
     /// Runs one task the task/crew layer prepared: emits `agent_execution_started` (under the
     /// request's parent event), runs the loop the model and tools call for, and emits
     /// `agent_execution_completed` (or `agent_execution_error` for each failed attempt).
@@ -610,6 +652,9 @@ impl Agent {
         } = request;
         let tools = self
             .with_mcp_tools(tools, &services, task_name.as_deref(), parent_event_id)
+            .await?;
+        let tools = self
+            .with_remote_agents(tools, &services, task_name.as_deref(), parent_event_id)
             .await?;
         let llm = self.llm()?;
         let memory =
@@ -763,6 +808,9 @@ impl Agent {
                 None,
                 parent_event_id,
             )
+            .await?;
+        let tools = self
+            .with_remote_agents(tools, &services, None, parent_event_id)
             .await?;
         let mut execution = self
             .execution(services, tools, RunKind::Kickoff, parent_event_id, None)

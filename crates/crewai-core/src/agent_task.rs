@@ -80,6 +80,8 @@ pub(crate) struct RunServices {
     pub skills: Vec<crate::skills::SkillSource>,
     /// The kickoff's sessions with its agents' MCP servers.
     pub mcp: McpSessions,
+    /// The kickoff's conversations with its agents' remote A2A agents.
+    pub a2a: crate::a2a::A2aSessions,
     /// The crew's memory (rooted at the crew's scope), for agents without their own.
     pub memory: Option<crewai_memory::Memory>,
 }

@@ -39,6 +39,14 @@ pub enum AgentError {
         source: Box<crewai_mcp::McpError>,
     },
 
+    /// A remote A2A agent of the agent's `a2a:` (with `fail_fast`) could not be reached.
+    #[error("agent '{role}': its remote A2A agent could not be reached")]
+    A2a {
+        role: String,
+        #[source]
+        source: Box<crewai_a2a::A2aError>,
+    },
+
     /// The model call failed (after the LLM layer's own retries and fallbacks).
     #[error("agent '{role}': the LLM call failed")]
     Llm { role: String, source: LlmError },
@@ -160,6 +168,7 @@ impl AgentError {
             AgentError::NoLlm { role, .. }
             | AgentError::Llm { role, .. }
             | AgentError::Mcp { role, .. }
+            | AgentError::A2a { role, .. }
             | AgentError::LlmCallBlocked { role, .. }
             | AgentError::ContextWindowExceeded { role, .. }
             | AgentError::Timeout { role, .. }

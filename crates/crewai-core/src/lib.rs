@@ -52,6 +52,7 @@ extern crate crewai_llm;
 
 mod setters;
 
+pub mod a2a;
 pub mod agent;
 mod agent_memory;
 mod agent_task;

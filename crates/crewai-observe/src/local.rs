@@ -576,6 +576,7 @@ fn kind_label(kind: SpanKind) -> &'static str {
         SpanKind::Method => "method",
         SpanKind::McpConnection => "mcp connect",
         SpanKind::McpToolCall => "mcp tool",
+        SpanKind::A2aDelegation => "a2a delegate to",
     }
 }
 
@@ -586,7 +587,7 @@ fn kind_class(kind: SpanKind) -> &'static str {
         SpanKind::Agent => "agent",
         SpanKind::LlmCall | SpanKind::Guardrail => "llm",
         SpanKind::ToolCall | SpanKind::McpConnection | SpanKind::McpToolCall => "tool",
-        SpanKind::Delegation => "delegation",
+        SpanKind::Delegation | SpanKind::A2aDelegation => "delegation",
     }
 }
 

@@ -466,6 +466,16 @@ impl SpanShape {
                 }
                 (format!("mcp_tool {label}"), OtelSpanKind::Client)
             }
+            K::A2aDelegationStarted {
+                endpoint, message, ..
+            } => {
+                attributes.text("a2a.agent.name", Some(label));
+                attributes.text("a2a.endpoint", Some(endpoint));
+                if content {
+                    attributes.text("a2a.message", Some(message));
+                }
+                (format!("a2a_delegate {label}"), OtelSpanKind::Client)
+            }
             K::LlmGuardrailStarted { .. } => (format!("guardrail {label}"), OtelSpanKind::Internal),
             K::FlowStarted { flow_name, .. } => {
                 attributes.text("crewai.flow.name", Some(flow_name));
@@ -495,6 +505,8 @@ impl SpanShape {
             | K::McpConnectionFailed { .. }
             | K::McpToolExecutionCompleted { .. }
             | K::McpToolExecutionFailed { .. }
+            | K::A2aDelegationCompleted { .. }
+            | K::A2aDelegationFailed { .. }
             | K::LlmGuardrailCompleted { .. }
             | K::AgentDelegationCompleted { .. }
             | K::FlowFinished { .. }
@@ -717,6 +729,7 @@ fn span_kind_name(kind: SpanKind) -> &'static str {
         SpanKind::Method => "method",
         SpanKind::McpConnection => "mcp_connection",
         SpanKind::McpToolCall => "mcp_tool_call",
+        SpanKind::A2aDelegation => "a2a_delegation",
     }
 }
 

@@ -32,6 +32,8 @@ pub enum SpanKind {
     McpConnection,
     /// A call to an MCP server's tool (inside the tool call that made it).
     McpToolCall,
+    /// One turn of a conversation with a remote A2A agent (inside the tool call that made it).
+    A2aDelegation,
 }
 
 /// One finished span.
@@ -240,6 +242,17 @@ fn role_of(kind: &EventKind) -> Role {
             &tool_key(&format!("{server_name}\u{1f}{tool_name}"), tool_args),
             Some(error),
         ),
+        K::A2aDelegationStarted {
+            endpoint,
+            a2a_agent_name,
+            ..
+        } => opens(SpanKind::A2aDelegation, a2a_agent_name, endpoint),
+        K::A2aDelegationCompleted { endpoint, .. } => {
+            closes(SpanKind::A2aDelegation, endpoint, None)
+        }
+        K::A2aDelegationFailed {
+            endpoint, error, ..
+        } => closes(SpanKind::A2aDelegation, endpoint, Some(error)),
         K::AgentDelegationStarted { to_agent, .. } => opens(SpanKind::Delegation, to_agent, ""),
         K::AgentDelegationCompleted { .. } => closes(SpanKind::Delegation, "", None),
         K::LlmGuardrailStarted { guardrail, .. } => opens(SpanKind::Guardrail, guardrail, ""),
@@ -620,7 +633,7 @@ mod tests {
                 "nothing closes a {kind:?} span"
             );
         }
-        assert_eq!(opened.len(), 12, "{opened:?}");
+        assert_eq!(opened.len(), 13, "{opened:?}");
     }
 
     #[test]

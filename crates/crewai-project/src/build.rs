@@ -422,6 +422,10 @@ impl Project {
                 crate::mcp::read_mcps(mcps, origin, &self.root).map_err(ProjectError::Invalid)?;
             builder = builder.mcps(servers);
         }
+        if let (Some(a2a), Some(origin)) = (&s.a2a, s.origin("a2a")) {
+            let remotes = crate::a2a::read_a2a(a2a, origin).map_err(ProjectError::Invalid)?;
+            builder = builder.a2a_agents(remotes);
+        }
         if let Some(v) = s.max_rpm {
             builder = builder.max_rpm(v);
             let owner = RateLimitOwner::Agent {

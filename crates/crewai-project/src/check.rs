@@ -160,6 +160,11 @@ fn check_agent(agent: &AgentEntry, errors: &mut Vec<Diagnostic>, warnings: &mut 
     {
         errors.extend(problems);
     }
+    if let (Some(a2a), Some(origin)) = (&spec.a2a, spec.origin("a2a"))
+        && let Err(problems) = crate::a2a::read_a2a(a2a, origin)
+    {
+        errors.extend(problems);
+    }
     // A guardrail written as a mapping and `step_callback` name code: they are resolved (or
     // refused) when the crew is built, by `Project::resolve_code`.
     let values = agent_values(spec);
@@ -196,7 +201,6 @@ fn agent_values(spec: &crate::spec::AgentSpec) -> BTreeMap<&'static str, (Value,
     put("embedder", spec.embedder.clone());
     put("memory", spec.memory.clone());
     put("apps", spec.apps.clone());
-    put("a2a", spec.a2a.clone());
     put("checkpoint", spec.checkpoint.clone());
     put("from_repository", spec.from_repository.clone());
     put(

@@ -28,6 +28,7 @@
 //! # Ok::<(), crewai_project::ProjectError>(())
 //! ```
 
+mod a2a;
 mod build;
 mod check;
 mod error;

@@ -472,7 +472,6 @@ pub(crate) const AGENT_UNSUPPORTED: &[(&str, bool, &str)] = &[
     ),
     ("memory", true, "agent memory is not supported yet"),
     ("apps", true, "platform apps are not supported yet"),
-    ("a2a", true, "agent-to-agent (A2A) is not supported yet"),
     ("checkpoint", true, "checkpointing is not supported yet"),
     (
         "from_repository",

@@ -217,6 +217,7 @@ impl Crew {
             default_timeout: spec.task_timeout,
             skills: spec.skills.clone(),
             mcp: McpSessions::default(),
+            a2a: crate::a2a::A2aSessions::default(),
             memory: spec.memory.clone(),
         };
         let run = RunContext {

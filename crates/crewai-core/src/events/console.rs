@@ -278,6 +278,10 @@ fn console_line(event: &Event) -> Option<String> {
         | EventKind::McpToolExecutionStarted { .. }
         | EventKind::McpToolExecutionCompleted { .. }
         | EventKind::McpToolExecutionFailed { .. }
+        // Likewise an A2A delegation's turn: its tool_usage_* lines show it.
+        | EventKind::A2aDelegationStarted { .. }
+        | EventKind::A2aDelegationCompleted { .. }
+        | EventKind::A2aDelegationFailed { .. }
         | EventKind::MethodExecutionStarted { .. }
         | EventKind::MethodExecutionFinished { .. } => return None,
     };

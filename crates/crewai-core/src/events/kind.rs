@@ -287,6 +287,39 @@ pub enum EventKind {
         error: String,
     },
 
+    /// An agent sends a message to a remote A2A agent (one turn of the conversation);
+    /// `endpoint` is the remote's JSON-RPC URL, never a credential.
+    A2aDelegationStarted {
+        endpoint: String,
+        a2a_agent_name: String,
+        message: String,
+        agent_role: Option<String>,
+        task_name: Option<String>,
+    },
+    /// The remote agent answered: `state` is `completed` or `input-required` (its question is
+    /// the `result`).
+    A2aDelegationCompleted {
+        endpoint: String,
+        a2a_agent_name: String,
+        context_id: Option<String>,
+        state: String,
+        result: String,
+        turn_number: u32,
+        agent_role: Option<String>,
+        task_name: Option<String>,
+        duration_ms: u64,
+    },
+    /// A turn gave no answer, or the remote agent's card could not be fetched
+    /// (`a2a_agent_name` unknown, `turn_number` 0).
+    A2aDelegationFailed {
+        endpoint: String,
+        a2a_agent_name: Option<String>,
+        turn_number: u32,
+        agent_role: Option<String>,
+        task_name: Option<String>,
+        error: String,
+    },
+
     /// A guardrail check starts; `guardrail` is the description of an LLM guardrail or the name of a
     /// function guardrail; `retry_count` counts the retries before this check.
     LlmGuardrailStarted {
@@ -584,6 +617,21 @@ impl EventKind {
                 ..
             }
             | K::McpToolExecutionFailed {
+                agent_role,
+                task_name,
+                ..
+            }
+            | K::A2aDelegationStarted {
+                agent_role,
+                task_name,
+                ..
+            }
+            | K::A2aDelegationCompleted {
+                agent_role,
+                task_name,
+                ..
+            }
+            | K::A2aDelegationFailed {
                 agent_role,
                 task_name,
                 ..
