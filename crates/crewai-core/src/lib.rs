@@ -58,6 +58,7 @@ mod agent_task;
 pub mod converter;
 pub mod crew;
 pub mod delegation;
+mod embedder_stack;
 pub mod error;
 pub mod events;
 pub(crate) mod executor;
