@@ -166,20 +166,23 @@ fn a_memory_crew_recalls_in_its_second_run_what_the_first_saved() {
     let server = ScriptedServer::start_blocking();
     server.push_text("Launch on May 4 in Lisbon.");
     server.push_text("{\"memories\": [\"The product launches on May 4 in Lisbon\"]}");
+    server.push_text(
+        r#"{"memories": [{"scope": "/", "categories": ["launch"], "importance": 0.8}]}"#,
+    );
     let first = run_ok(with_server(crewai(&["run", "--project", path]), &server));
     assert_contains(
         &text(&first.stderr),
         "Memory: on, embedding with hash (its default model) — the crew's `embedder:`",
     );
     let requests = server.requests();
-    assert_eq!(requests.len(), 2);
+    assert_eq!(requests.len(), 3);
     assert!(!requests[0].body.to_string().contains("May 4"));
 
     server.push_text("Same plan.");
     server.push_text("{\"memories\": []}");
     run_ok(with_server(crewai(&["run", "--project", path]), &server));
     assert_eq!(server.remaining(), 0);
-    let second = server.requests()[2].body.to_string();
+    let second = server.requests()[3].body.to_string();
     assert_contains(&second, "Plan the product launch");
     assert_contains(&second, "The product launches on May 4 in Lisbon");
 

@@ -464,8 +464,11 @@ impl AgentBuilder {
         /// values ([`crate::skills`]).
         pub fn skills(skills: Vec<SkillSource>) => skills = skills;
         pub fn skill(skill: impl Into<SkillSource>) => |b| b.skills.push(skill.into());
-        /// Its own memory: recalled into each task's prompt, searched and written by its memory
-        /// tools, and given each task's result (see [`crate::crew::CrewBuilder::memory`]).
+        /// Its own memory, which wins over its crew's: recalled into each task's prompt,
+        /// searched and written by its memory tools, and given each task's result, saved at the
+        /// memory's root (a crew's memory keeps them under `agent/<role>`; see
+        /// [`crate::crew::CrewBuilder::memory`]). Root it where the agent's memories belong, as
+        /// a project does at `/agent/<role>`.
         pub fn memory(memory: crewai_memory::Memory) => memory = Some(memory);
         /// The agent's own hooks (they run after the crew's). Layers added with
         /// [`AgentBuilder::llm_layer`] are kept.

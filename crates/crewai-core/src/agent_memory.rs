@@ -1,11 +1,13 @@
 //! What memory does around one task (CrewAI's `memory=True`): before it, the memories closest
 //! to the task are recalled into its prompt; during it, the agent has `search_memory` and
-//! `save_to_memory`; after it, what the result is worth remembering is saved in the background
-//! under `/agent/<role>` (the crew drains those writes before its kickoff returns).
+//! `save_to_memory`; after it, what the result is worth remembering is saved in the background,
+//! under `agent/<role>` of the crew's memory or at the root of the agent's own (the crew drains
+//! those writes before its kickoff returns).
 //!
-//! The memory's model calls (extraction, consolidation) are the agent's model under the run's
-//! layers ([`CallPurpose::Memory`]), so they count in the run's usage and budget; its events go
-//! to the run's bus as `memory_*` events under the task.
+//! The memory's model calls (extraction, analysis, consolidation) are the agent's model under
+//! the run's layers ([`CallPurpose::Memory`]) and its embedding calls go through
+//! [`embedder_stack::metered`], so both count in the run's usage and budget; its events go to
+//! the run's bus as `memory_*` events under the task.
 
 use std::sync::Arc;
 
@@ -18,6 +20,7 @@ use uuid::Uuid;
 
 use crate::agent::Agent;
 use crate::agent_task::RunServices;
+use crate::embedder_stack;
 use crate::events::{EventBus, EventKind};
 use crate::llm_stack::{self, CallPurpose, CallScope};
 use crate::prompts::memory as prompts;
@@ -29,6 +32,8 @@ pub(crate) const RECALL_LIMIT: usize = 5;
 /// and thinking with the agent's model.
 pub(crate) struct TaskMemory {
     memory: Memory,
+    /// The agent's own memory keeps its results at its root; a crew's, under `agent/<role>`.
+    own: bool,
     role: String,
     /// A delegated answer is not saved (the delegating agent's result holds what matters).
     delegated: bool,
@@ -121,7 +126,10 @@ impl TaskMemory {
         parent: Option<Uuid>,
         task_name: Option<&str>,
     ) -> Option<TaskMemory> {
-        let memory = agent.memory().or(services.memory.as_ref())?;
+        let (memory, own) = match agent.memory() {
+            Some(own) => (own, true),
+            None => (services.memory.as_ref()?, false),
+        };
         let scope = CallScope::new(agent, services, CallPurpose::Memory)
             .with_task(task_name)
             .with_parent(parent)
@@ -132,11 +140,23 @@ impl TaskMemory {
             agent_role: agent.role().to_string(),
             task_name: task_name.map(str::to_string),
         };
+        let scope = Arc::new(scope);
+        let embedder = embedder_stack::metered(memory.embedder().clone(), scope.clone());
+        let memory = match memory.with_embedder(embedder) {
+            Ok(metered) => metered,
+            Err(error) => {
+                // The layer keeps the model's name, so this cannot fail; if it ever did, the
+                // task would run without memory rather than with uncounted embeddings.
+                tracing::warn!(error = error_chain(&error), "memory is off for this task");
+                return None;
+            }
+        };
         let memory = memory
-            .with_llm(llm_stack::stack(llm.clone(), Arc::new(scope)))
+            .with_llm(llm_stack::stack(llm.clone(), scope))
             .with_observer(Arc::new(observer));
         Some(TaskMemory {
             memory,
+            own,
             role: agent.role().to_string(),
             delegated: services.delegation.depth() > 0,
         })
@@ -171,7 +191,8 @@ impl TaskMemory {
         }
     }
 
-    /// Saves what `result` is worth remembering under `/agent/<role>`, in the background:
+    /// Saves what `result` is worth remembering (under `agent/<role>` of a crew's memory, at the
+    /// root of the agent's own), in the background:
     /// the statements the agent's model extracts, or the whole result as one when extraction
     /// fails.
     /// A delegated answer is not saved.
@@ -192,8 +213,12 @@ impl TaskMemory {
                 vec![result.to_string()]
             }
         };
-        let scope = ScopePath::parse("agent")
-            .map(|agent| agent.join(&ScopePath::segment_from_name(&self.role)));
+        let scope = if self.own {
+            Ok(ScopePath::root())
+        } else {
+            ScopePath::parse("agent")
+                .map(|agent| agent.join(&ScopePath::segment_from_name(&self.role)))
+        };
         let options = match scope {
             Ok(scope) => RememberOptions::default()
                 .scope(scope)

@@ -59,6 +59,7 @@ mod agent_task;
 pub mod converter;
 pub mod crew;
 pub mod delegation;
+mod embedder_stack;
 pub mod error;
 pub mod evaluate;
 pub mod events;

@@ -290,7 +290,7 @@ impl CallScope {
             .take()
     }
 
-    fn record(&self, model: &str, usage: &Usage) -> Usage {
+    pub(crate) fn record(&self, model: &str, usage: &Usage) -> Usage {
         let priced = self.services.usage.record_call(
             model,
             &self.agent_role,

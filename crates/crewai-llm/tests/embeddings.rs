@@ -165,6 +165,56 @@ async fn ollama_uses_api_embed_and_crewai_url_key() {
     );
 }
 
+/// What each API says a batch cost reaches `embed_counted`, summed over the batches; a reply
+/// without a count leaves it unknown.
+#[tokio::test]
+async fn the_reported_input_tokens_are_counted() {
+    let reply = json_status(
+        200,
+        &json!({"data": [{"index": 0, "embedding": [1.0]}], "usage": {"prompt_tokens": 7, "total_tokens": 7}}),
+    );
+    let server = answering_at("/v1/embeddings", reply).await;
+    let config = EmbedderConfig::new("openai-compatible")
+        .with_model("bge-small")
+        .with_base_url(format!("{}/v1", server.uri()));
+    let counted = built(&config, &fast_retries())
+        .embed_counted(&texts(&["seven tokens"]))
+        .await
+        .expect("embeds");
+    assert_eq!(counted.prompt_tokens, Some(7));
+    assert_eq!(counted.vectors, vec![vec![1.0]]);
+
+    let ollama = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/api/embed"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_json(json!({"embeddings": [[0.5]], "prompt_eval_count": 3})),
+        )
+        .mount(&ollama)
+        .await;
+    let counted = OllamaEmbedder::new("m", &ollama.uri())
+        .expect("builds")
+        .embed_counted(&texts(&["abc"]))
+        .await
+        .expect("embeds");
+    assert_eq!(counted.prompt_tokens, Some(3));
+
+    let silent = answering_at(
+        "/v1/embeddings",
+        openai_vectors(json!([{"index": 0, "embedding": [2.0]}])),
+    )
+    .await;
+    let config = EmbedderConfig::new("openai-compatible")
+        .with_model("m")
+        .with_base_url(format!("{}/v1", silent.uri()));
+    let counted = built(&config, &RetryPolicy::none())
+        .embed_counted(&texts(&["x"]))
+        .await
+        .expect("embeds");
+    assert_eq!(counted.prompt_tokens, None);
+}
+
 #[tokio::test]
 async fn openai_compatible_servers_need_only_a_base_url() {
     let reply = openai_vectors(json!([{"index": 0, "embedding": [2.0]}]));

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use crewai_llm::embeddings::{Embedder, EmbedderConfig, known_dimensions};
+use crewai_llm::embeddings::{Embedded, Embedder, EmbedderConfig, known_dimensions};
 use crewai_llm::{LlmError, async_trait};
 use tokio::sync::OnceCell;
 
@@ -161,16 +161,20 @@ impl LocalEmbedder {
         Ok(encoder.clone())
     }
 
-    async fn embed_all(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, LlmError> {
+    async fn embed_all(&self, texts: &[String]) -> Result<Embedded, LlmError> {
         let encoder = self.encoder().await?;
         let texts = texts.to_vec();
         let stop = StopOnDrop::default();
         let flag = stop.0.clone();
-        let vectors = tokio::task::spawn_blocking(move || encoder.encode(&texts, &flag))
-            .await
-            .map_err(|e| LocalError::inference_from("the embedder stopped", e))??;
+        let (vectors, tokens) =
+            tokio::task::spawn_blocking(move || encoder.encode_counted(&texts, &flag))
+                .await
+                .map_err(|e| LocalError::inference_from("the embedder stopped", e))??;
         drop(stop);
-        Ok(vectors)
+        Ok(Embedded {
+            vectors,
+            prompt_tokens: Some(tokens),
+        })
     }
 }
 
@@ -205,8 +209,13 @@ fn load(model: &'static KnownModel, dir: &Path) -> Result<SentenceEncoder, Local
 #[async_trait]
 impl Embedder for LocalEmbedder {
     async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, LlmError> {
+        Ok(self.embed_counted(texts).await?.vectors)
+    }
+
+    /// The tokens are the model's own (its tokenizer's count, special tokens included).
+    async fn embed_counted(&self, texts: &[String]) -> Result<Embedded, LlmError> {
         if texts.is_empty() {
-            return Ok(Vec::new());
+            return Ok(Embedded::default());
         }
         match self.timeout {
             None => self.embed_all(texts).await,

@@ -111,6 +111,16 @@ impl SentenceEncoder {
     /// The unit-length embedding of each text, in order. `stop` is read before each batch: once
     /// it is raised the work ends with [`LocalError::Stopped`].
     pub fn encode(&self, texts: &[String], stop: &AtomicBool) -> Result<Vec<Vec<f32>>, LocalError> {
+        Ok(self.encode_counted(texts, stop)?.0)
+    }
+
+    /// [`encode`](SentenceEncoder::encode), with the number of tokens the model read (each
+    /// text's, special tokens included, after truncation to the model's window).
+    pub fn encode_counted(
+        &self,
+        texts: &[String],
+        stop: &AtomicBool,
+    ) -> Result<(Vec<Vec<f32>>, u64), LocalError> {
         let mut tokens = Vec::with_capacity(texts.len());
         for text in texts {
             let encoding = self
@@ -133,7 +143,8 @@ impl SentenceEncoder {
                 vectors[index] = vector;
             }
         }
-        Ok(vectors)
+        let read = tokens.iter().map(|ids| ids.len() as u64).sum();
+        Ok((vectors, read))
     }
 
     /// One model run over texts already tokenized: pads them to the longest, then pools.

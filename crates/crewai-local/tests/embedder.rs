@@ -191,4 +191,10 @@ fn the_registered_local_provider_builds_the_embedder() {
         COSINE_GUITAR_INSTRUMENT,
         "through the provider",
     );
+    // The tokens a run's usage counts are the model's own: [CLS] hello world [SEP], then
+    // [CLS] hello [SEP].
+    let counted = runtime()
+        .block_on(embedder.embed_counted(&["hello world".into(), "hello".into()]))
+        .unwrap_or_else(|e| panic!("{}", crewai_llm::error_chain(&e)));
+    assert_eq!(counted.prompt_tokens, Some(7));
 }

@@ -16,11 +16,17 @@
 //! embedding model and size the first time and refuses a different size later, naming
 //! `crewai reset-memories -m`.
 //!
+//! With a model ([`MemoryBuilder::llm`]), a save that leaves the scope, categories or
+//! importance open has the model propose them (one call per batch, as structured output), near
+//! duplicates are consolidated by it, and long deep recalls are planned by it.
+//!
 //! Modules: `record` (scopes, records, filters), `store` (the trait), `sqlite` (the default
-//! store), `memory` (the type and its writes), `recall`, `browse` (listings), `scoring`,
-//! `prompts` (what the memory's model is asked), `events` and `tools` (the agent tools
-//! `search_memory` and `save_to_memory`).
+//! store), `memory` (the type and its writes), `analysis` (filing statements saved without a
+//! scope, categories or importance), `recall`, `browse` (listings), `slice` (a view over
+//! several scopes), `scoring`, `prompts` (what the memory's model is asked), `events` and
+//! `tools` (the agent tools `search_memory` and `save_to_memory`).
 
+mod analysis;
 mod browse;
 mod error;
 mod events;
@@ -29,6 +35,7 @@ mod prompts;
 mod recall;
 mod record;
 mod scoring;
+mod slice;
 mod sqlite;
 mod store;
 mod tools;
@@ -40,6 +47,7 @@ pub use memory::{DEFAULT_COLLECTION, Memory, MemoryBuilder, MemoryUpdate, Rememb
 pub use recall::{RecallDepth, RecallQuery};
 pub use record::{CollectionInfo, MemoryRecord, RecordFilter, ScopeCount, ScopePath};
 pub use scoring::{MatchReason, MemoryConfig, MemoryMatch};
+pub use slice::MemorySlice;
 pub use sqlite::{MEMORY_DB_FILE, MEMORY_DIR, SqliteMemoryStore};
 pub use store::{MemoryStore, VectorHit};
 pub use tools::{SAVE_TO_MEMORY_TOOL, SEARCH_MEMORY_TOOL, memory_tools};

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use chrono::Utc;
 use crewai_llm::embeddings::Embedder;
-use crewai_llm::{Llm, LlmRequest, Message};
+use crewai_llm::{Llm, LlmRequest, Message, ResponseFormat};
 use serde_json::{Map, Value};
 use tokio::task::JoinHandle;
 
@@ -25,7 +25,6 @@ type PendingWrite = JoinHandle<Result<Vec<MemoryRecord>, MemoryError>>;
 
 pub(crate) struct Shared {
     pub(crate) store: Arc<dyn MemoryStore>,
-    pub(crate) embedder: Arc<dyn Embedder>,
     pub(crate) config: MemoryConfig,
     pub(crate) collection: String,
     /// The collection's model and size once opened (cleared when a reset drops it).
@@ -61,6 +60,9 @@ pub(crate) struct Shared {
 pub struct Memory {
     pub(crate) shared: Arc<Shared>,
     pub(crate) root: ScopePath,
+    /// Per view, so a run can count the view's embedding calls (a layer around the same
+    /// model; see [`Memory::with_embedder`]).
+    pub(crate) embedder: Arc<dyn Embedder>,
     /// Per view, so a crew can lend each agent's model (under its run's layers) to the same
     /// store, background writes and events.
     pub(crate) llm: Option<Arc<dyn Llm>>,
@@ -73,7 +75,7 @@ impl std::fmt::Debug for Memory {
         f.debug_struct("Memory")
             .field("root", &self.root.to_string())
             .field("collection", &self.shared.collection)
-            .field("embedder", &self.shared.embedder.model())
+            .field("embedder", &self.embedder.model())
             .field("llm", &self.llm.as_ref().map(|llm| llm.model().to_string()))
             .finish()
     }
@@ -107,13 +109,13 @@ impl MemoryBuilder {
         Memory {
             shared: Arc::new(Shared {
                 store: self.store,
-                embedder: self.embedder,
                 config: self.config,
                 collection: self.collection,
                 opened: Mutex::new(None),
                 writes: Mutex::new(Vec::new()),
             }),
             root: self.root,
+            embedder: self.embedder,
             llm: self.llm,
             observer: self.observer,
         }
@@ -174,6 +176,7 @@ impl Memory {
         Ok(Memory {
             shared: self.shared.clone(),
             root: self.root.join(&ScopePath::parse(path)?),
+            embedder: self.embedder.clone(),
             llm: self.llm.clone(),
             observer: self.observer.clone(),
         })
@@ -195,6 +198,31 @@ impl Memory {
             observer: Some(observer),
             ..self.clone()
         }
+    }
+
+    /// The same memory embedding through `embedder`, a layer around this view's embedder (a
+    /// run wraps it to count the calls in its usage and budget). It must be the same model: one
+    /// of another name is refused, so a collection never mixes two models' vectors.
+    pub fn with_embedder(&self, embedder: Arc<dyn Embedder>) -> Result<Memory, MemoryError> {
+        if embedder.model() != self.embedder.model() {
+            return Err(MemoryError::InvalidInput {
+                field: "embedder",
+                reason: format!(
+                    "this memory embeds with {:?}; a view cannot switch it to {:?}",
+                    self.embedder.model(),
+                    embedder.model()
+                ),
+            });
+        }
+        Ok(Memory {
+            embedder,
+            ..self.clone()
+        })
+    }
+
+    /// The embedder this view embeds with.
+    pub fn embedder(&self) -> &Arc<dyn Embedder> {
+        &self.embedder
     }
 
     /// This view's root, from the store's root.
@@ -241,18 +269,14 @@ impl Memory {
         if let Some(info) = self.opened_collection()? {
             return Ok(info);
         }
-        let dimensions = match self.shared.embedder.dimensions() {
+        let dimensions = match self.embedder.dimensions() {
             Some(n) => n,
             None => self.embed(&["dimension probe".to_string()]).await?[0].len(),
         };
         let info = self
             .shared
             .store
-            .open_collection(
-                &self.shared.collection,
-                self.shared.embedder.model(),
-                dimensions,
-            )
+            .open_collection(&self.shared.collection, self.embedder.model(), dimensions)
             .await?;
         *self
             .shared
@@ -273,10 +297,9 @@ impl Memory {
 
     /// One vector per text, checked against the collection's size.
     pub(crate) async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, MemoryError> {
-        let model = self.shared.embedder.model().to_string();
+        let model = self.embedder.model().to_string();
         let vectors =
-            self.shared
-                .embedder
+            self.embedder
                 .embed(texts)
                 .await
                 .map_err(|source| MemoryError::Embedding {
@@ -305,14 +328,18 @@ impl Memory {
     }
 
     /// One call to the memory's model with these instructions and this input; the reply's text.
+    /// The reply is asked for as JSON of `format`'s schema (the provider's structured output;
+    /// the in-process model decodes under it).
     pub(crate) async fn ask(
         &self,
         operation: &'static str,
         system: &str,
         input: String,
+        format: ResponseFormat,
     ) -> Result<String, MemoryError> {
         let llm = self.llm.as_ref().ok_or(MemoryError::NoLlm { operation })?;
-        let request = LlmRequest::new(vec![Message::system(system), Message::user(input)]);
+        let request = LlmRequest::new(vec![Message::system(system), Message::user(input)])
+            .with_response_format(format);
         let response = llm
             .call(request)
             .await
@@ -330,6 +357,7 @@ impl Memory {
                 "memory extraction",
                 prompts::EXTRACT_SYSTEM,
                 text.to_string(),
+                prompts::extract_format(),
             )
             .await?;
         let extracted: Extracted = prompts::parse_reply("memory extraction", &reply)?;
@@ -425,18 +453,18 @@ impl Memory {
                 batch.push((content, vector));
             }
         }
+        let kept: Vec<String> = batch.iter().map(|(content, _)| content.clone()).collect();
+        let filings = self.file(&kept, options, &scope).await;
         let now = Utc::now();
         let mut saved = Vec::new();
-        for (content, embedding) in batch {
+        for ((content, embedding), filing) in batch.into_iter().zip(filings) {
             let record = MemoryRecord {
                 id: uuid::Uuid::new_v4().to_string(),
                 content,
-                scope: scope.clone(),
-                categories: options.categories.clone(),
+                scope: filing.scope,
+                categories: filing.categories,
                 metadata: options.metadata.clone(),
-                importance: options
-                    .importance
-                    .unwrap_or(self.shared.config.default_importance),
+                importance: filing.importance,
                 created_at: now,
                 last_accessed: now,
                 source: options.source.clone(),
@@ -525,6 +553,7 @@ impl Memory {
                 "memory consolidation",
                 prompts::CONSOLIDATE_SYSTEM,
                 input.to_string(),
+                prompts::consolidation_format(),
             )
             .await?;
         let plan: ConsolidationPlan = prompts::parse_reply("memory consolidation", &reply)?;

@@ -1,6 +1,8 @@
 //! The instructions memory gives its model, and the JSON replies it reads back.
 
+use crewai_llm::ResponseFormat;
 use serde::Deserialize;
+use serde_json::{Value, json};
 
 use crate::error::MemoryError;
 
@@ -28,6 +30,84 @@ whether the new statement should still be stored on its own. Reply with JSON onl
 {\"actions\": [{\"id\": \"...\", \"action\": \"keep|update|delete\", \"content\": \"...\"}], \
 \"insert_new\": true|false}.";
 
+/// Placing statements that are saved without a scope, categories or importance.
+pub(crate) const ANALYZE_SAVE_SYSTEM: &str = "You file statements in a memory store. For each \
+statement, in the order given, propose: \"scope\", the path it belongs under (reuse one of the \
+existing scopes when it fits, else a short new path such as /project/launch; \"/\" when none \
+fits), \"categories\" (one to three short lower-case topic words; reuse existing ones when \
+they fit) and \"importance\" (0.0 trivial to 1.0 critical: decisions, deadlines and \
+preferences rank high, passing remarks low). Reply with JSON only: {\"memories\": [{\"scope\": \
+\"/...\", \"categories\": [\"...\"], \"importance\": 0.5}, ...]}, one entry per statement.";
+
+/// A strict JSON schema of one object with these required properties.
+fn object(properties: Value) -> Value {
+    let required: Vec<Value> = properties
+        .as_object()
+        .map(|p| p.keys().map(|k| Value::String(k.clone())).collect())
+        .unwrap_or_default();
+    json!({"type": "object", "properties": properties, "required": required, "additionalProperties": false})
+}
+
+fn format(name: &str, schema: Value) -> ResponseFormat {
+    ResponseFormat {
+        name: name.to_string(),
+        schema,
+        strict: true,
+    }
+}
+
+/// The reply [`EXTRACT_SYSTEM`] asks for, as the provider's structured-output schema.
+pub(crate) fn extract_format() -> ResponseFormat {
+    format(
+        "memory_extraction",
+        object(json!({"memories": {"type": "array", "items": {"type": "string"}}})),
+    )
+}
+
+/// The reply [`ANALYZE_SYSTEM`] asks for.
+pub(crate) fn query_analysis_format() -> ResponseFormat {
+    let strings = json!({"type": "array", "items": {"type": "string"}});
+    format(
+        "memory_query_analysis",
+        object(json!({
+            "keywords": strings,
+            "suggested_scopes": strings,
+            "complexity": {"type": "string", "enum": ["simple", "complex"]},
+            "recall_queries": strings,
+            "time_filter": {"type": ["string", "null"]},
+        })),
+    )
+}
+
+/// The reply [`CONSOLIDATE_SYSTEM`] asks for.
+pub(crate) fn consolidation_format() -> ResponseFormat {
+    let action = object(json!({
+        "id": {"type": "string"},
+        "action": {"type": "string", "enum": ["keep", "update", "delete"]},
+        "content": {"type": ["string", "null"]},
+    }));
+    format(
+        "memory_consolidation",
+        object(json!({
+            "actions": {"type": "array", "items": action},
+            "insert_new": {"type": "boolean"},
+        })),
+    )
+}
+
+/// The reply [`ANALYZE_SAVE_SYSTEM`] asks for.
+pub(crate) fn save_analysis_format() -> ResponseFormat {
+    let placement = object(json!({
+        "scope": {"type": "string"},
+        "categories": {"type": "array", "items": {"type": "string"}},
+        "importance": {"type": "number"},
+    }));
+    format(
+        "memory_save_analysis",
+        object(json!({"memories": {"type": "array", "items": placement}})),
+    )
+}
+
 #[derive(Debug, Deserialize)]
 pub(crate) struct Extracted {
     #[serde(default)]
@@ -42,6 +122,20 @@ pub(crate) struct QueryAnalysis {
     pub complexity: Option<String>,
     pub recall_queries: Vec<String>,
     pub time_filter: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct SaveAnalysis {
+    pub memories: Vec<Placement>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct Placement {
+    pub scope: Option<String>,
+    pub categories: Vec<String>,
+    pub importance: Option<f64>,
 }
 
 #[derive(Debug, Deserialize)]

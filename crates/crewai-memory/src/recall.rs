@@ -207,6 +207,7 @@ impl Memory {
                 "memory query analysis",
                 prompts::ANALYZE_SYSTEM,
                 input.to_string(),
+                prompts::query_analysis_format(),
             )
             .await?;
         let analysis: QueryAnalysis = prompts::parse_reply("memory query analysis", &reply)?;

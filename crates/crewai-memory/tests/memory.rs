@@ -106,10 +106,13 @@ async fn consolidation_follows_the_models_plan() {
         )
         .await
         .unwrap();
-    let llm = ScriptedLlm::new("memory-model").then_text(format!(
-        r#"{{"actions":[{{"id":"{}","action":"update","content":"The team meets on Tuesday mornings"}},{{"id":"not-shown","action":"delete"}}],"insert_new":false}}"#,
-        old.id
-    ));
+    // The save's analysis (it keeps the root), then the consolidation plan.
+    let llm = ScriptedLlm::new("memory-model")
+        .then_text(r#"{"memories":[{"scope":"/","categories":["meetings"],"importance":0.5}]}"#)
+        .then_text(format!(
+            r#"{{"actions":[{{"id":"{}","action":"update","content":"The team meets on Tuesday mornings"}},{{"id":"not-shown","action":"delete"}}],"insert_new":false}}"#,
+            old.id
+        ));
     let memory = Memory::builder(Arc::new(store), Arc::new(HashEmbedder::new(256)))
         .llm(Arc::new(llm.clone()))
         .config(MemoryConfig::default().consolidation_threshold(0.5))
@@ -125,8 +128,170 @@ async fn consolidation_follows_the_models_plan() {
     assert_eq!(merged.content, "The team meets on Tuesday mornings");
     let all = memory.list_records(&RecordQuery::default()).await.unwrap();
     assert_eq!(all.len(), 1);
-    let request = &llm.requests()[0];
+    let request = &llm.requests()[1];
     assert!(request.messages[1].text().contains(&old.id));
+    assert_eq!(
+        request.response_format.as_ref().map(|f| f.name.as_str()),
+        Some("memory_consolidation")
+    );
+}
+
+#[tokio::test]
+async fn the_model_files_what_a_save_leaves_open_below_the_views_root() {
+    let store = SqliteMemoryStore::in_memory().unwrap();
+    let plain = memory_on(store.clone());
+    plain
+        .remember(
+            "The staging server runs Debian",
+            RememberOptions::default()
+                .scope(scope("/tenant/1/infra"))
+                .category("servers"),
+        )
+        .await
+        .unwrap();
+    let llm = ScriptedLlm::new("m").then_text(
+        r#"{"memories":[
+            {"scope":"/infra","categories":["Servers","Deploys"],"importance":0.9},
+            {"scope":"/../../tenant/2","categories":[],"importance":7}
+        ]}"#,
+    );
+    let memory = Memory::builder(Arc::new(store), Arc::new(HashEmbedder::new(256)))
+        .llm(Arc::new(llm.clone()))
+        .build();
+    let tenant = memory.scope("/tenant/1").unwrap();
+    let saved = tenant
+        .remember_many(
+            &[
+                "Deploys to staging happen at noon".to_string(),
+                "Coffee is in the kitchen".to_string(),
+            ],
+            RememberOptions::default(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(saved[0].scope.to_string(), "/infra");
+    assert_eq!(saved[0].categories, ["servers", "deploys"]);
+    assert_eq!(saved[0].importance, 0.9);
+    // A scope that does not parse stays at the view's root; importance is kept in 0..1.
+    assert_eq!(saved[1].scope.to_string(), "/");
+    assert_eq!(saved[1].importance, 1.0);
+    let request = &llm.requests()[0];
+    assert_eq!(
+        request.response_format.as_ref().map(|f| f.name.as_str()),
+        Some("memory_save_analysis")
+    );
+    // The model saw the tenant's scopes and categories, from the tenant's root.
+    let asked = request.messages[1].text();
+    assert!(
+        asked.contains("\"/infra\"") && asked.contains("servers"),
+        "{asked}"
+    );
+    assert!(!asked.contains("tenant"), "{asked}");
+
+    // Everything given: no model call.
+    tenant
+        .remember(
+            "Backups run at midnight",
+            RememberOptions::default()
+                .scope(scope("/infra"))
+                .category("backups")
+                .importance(0.4),
+        )
+        .await
+        .unwrap();
+    assert_eq!(llm.requests().len(), 1);
+    // A failed analysis files with the defaults.
+    let failing = Memory::builder(
+        Arc::new(SqliteMemoryStore::in_memory().unwrap()),
+        Arc::new(HashEmbedder::new(64)),
+    )
+    .llm(Arc::new(ScriptedLlm::new("m").then_text("not json")))
+    .build();
+    let kept = failing
+        .remember("A plain fact", RememberOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        (kept.scope.to_string().as_str(), kept.importance),
+        ("/", 0.5)
+    );
+}
+
+#[tokio::test]
+async fn a_slice_recalls_across_its_scopes_and_writes_only_inside_them() {
+    let memory = memory();
+    let at = |path: &str| RememberOptions::default().scope(scope(path));
+    for (path, text) in [
+        ("/agent/writer", "The writer prefers short sentences"),
+        ("/team/docs", "Docs use British spelling"),
+        ("/team/docsecret", "The docs budget is secret"),
+        ("/hr", "Salaries are reviewed in June"),
+    ] {
+        memory.remember(text, at(path)).await.unwrap();
+    }
+    let view = memory
+        .slice(&["/agent/writer", "/team/docs"], Vec::new(), true)
+        .unwrap();
+    let found = view
+        .recall(
+            RecallQuery::new("how should the docs be written: sentences spelling budget salaries")
+                .shallow(),
+        )
+        .await
+        .unwrap();
+    let mut scopes: Vec<String> = found.iter().map(|m| m.record.scope.to_string()).collect();
+    scopes.sort();
+    assert_eq!(scopes, ["/agent/writer", "/team/docs"]);
+    assert_eq!(
+        view.list_scopes().await.unwrap().len(),
+        0,
+        "no scopes below them"
+    );
+    let refused = view
+        .remember("Use Oxford commas", at("/team/docs"))
+        .await
+        .unwrap_err();
+    assert!(matches!(refused, MemoryError::ReadOnly { .. }), "{refused}");
+
+    let writable = memory
+        .slice(
+            &["/agent/writer", "/team/docs"],
+            vec!["style".into()],
+            false,
+        )
+        .unwrap();
+    let saved = writable
+        .remember(
+            "Use Oxford commas",
+            at("/team/docs/style").category("style"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(saved.scope.to_string(), "/team/docs/style");
+    let outside = writable
+        .remember("Leak", at("/team/docsecret"))
+        .await
+        .unwrap_err();
+    assert!(
+        outside.to_string().contains("outside the slice"),
+        "{outside}"
+    );
+    // Its recalls keep to its categories.
+    let styled = writable
+        .recall(RecallQuery::new("writing style commas").shallow())
+        .await
+        .unwrap();
+    assert_eq!(styled.len(), 1);
+    assert_eq!(styled[0].record.content, "Use Oxford commas");
+    assert_eq!(
+        writable.list_categories().await.unwrap(),
+        [("style".to_string(), 1)]
+    );
+    assert_eq!(
+        writable.list_scopes().await.unwrap(),
+        [scope("/team/docs/style")]
+    );
+    assert!(memory.slice(&["/a/../b"], Vec::new(), true).is_err());
 }
 
 #[tokio::test]

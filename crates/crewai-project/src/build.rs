@@ -471,6 +471,9 @@ impl Project {
         if let Some(v) = s.tool_failure_policy {
             builder = builder.tool_failure_policy(policy(v));
         }
+        if let Some(memory) = self.agent_memory(&entry.key, s, options)? {
+            builder = builder.memory(memory);
+        }
         if scope == Scope::Standalone {
             if let Some(bus) = &options.event_bus {
                 builder = builder.event_bus(bus.clone());

@@ -50,6 +50,12 @@ pub(crate) fn check(root: &Path, loaded: &mut Loaded) -> Checked {
     let mut skills = ProjectSkills::default();
     for agent in &loaded.agents {
         check_agent(agent, &mut errors, &mut warnings);
+        check_agent_memory(
+            agent,
+            loaded.crew.memory == Some(true),
+            &mut errors,
+            &mut warnings,
+        );
         if let (Some(value), Some(origin)) = (&agent.spec.skills, agent.spec.origin("skills")) {
             let owner = format!("agent '{}'", agent.key);
             if let Some(sources) =
@@ -177,6 +183,46 @@ fn check_agent(agent: &AgentEntry, errors: &mut Vec<Diagnostic>, warnings: &mut 
     );
 }
 
+/// An agent's `memory:` (true or false: a memory object cannot come from configuration) and
+/// `embedder:` (CrewAI's `{provider, config}`, which needs memory on the agent or its crew).
+fn check_agent_memory(
+    agent: &AgentEntry,
+    crew_memory: bool,
+    errors: &mut Vec<Diagnostic>,
+    warnings: &mut Vec<Diagnostic>,
+) {
+    let spec = &agent.spec;
+    if let (Some(memory), Some(origin)) = (&spec.memory, spec.origin("memory"))
+        && !memory.is_boolean()
+    {
+        errors.push(
+            origin
+                .diagnostic(format!(
+                    "agent '{}' `memory` must be true or false here; a Memory, MemoryScope or \
+                     MemorySlice object cannot be built from configuration",
+                    agent.key
+                ))
+                .with_hint(Some(
+                    "write `memory: true` (the agent's memory under /agent/<role>) and, for \
+                     another embedder, `embedder: {provider: ..., config: {...}}`"
+                        .into(),
+                )),
+        );
+    }
+    if let (Some(embedder), Some(origin)) = (&spec.embedder, spec.origin("embedder")) {
+        let own_memory = spec.memory == Some(Value::Bool(true));
+        match crate::memory::configured_embedder(embedder) {
+            Err(error) => errors.push(origin.diagnostic(crate::memory::embedder_message(&error))),
+            Ok(_) if !own_memory && !crew_memory => warnings.push(origin.diagnostic(format!(
+                "agent '{}' `embedder` has no effect without `memory: true` on the agent or \
+                 its crew (knowledge is not supported yet)",
+                agent.key
+            ))),
+            Ok(_) => {}
+        }
+    }
+}
+
 /// The raw values of the agent fields that take arbitrary values (for the unsupported table).
 fn agent_values(spec: &crate::spec::AgentSpec) -> BTreeMap<&'static str, (Value, &Origin)> {
     let mut values = BTreeMap::new();
@@ -198,8 +244,6 @@ fn agent_values(spec: &crate::spec::AgentSpec) -> BTreeMap<&'static str, (Value,
     put("knowledge_sources", spec.knowledge_sources.clone());
     put("knowledge_storage", spec.knowledge_storage.clone());
     put("knowledge_config", spec.knowledge_config.clone());
-    put("embedder", spec.embedder.clone());
-    put("memory", spec.memory.clone());
     put("apps", spec.apps.clone());
     put("checkpoint", spec.checkpoint.clone());
     put("from_repository", spec.from_repository.clone());

@@ -1,14 +1,16 @@
-//! `memory: true` on the crew (CrewAI's crew memory): one store per project
-//! (`<project>/.crewai/memory.db`), the crew's memories under `/crew/<name>`, embedded by the
-//! crew's `embedder:` (CrewAI's `{provider, config}`) or, when it names none, by OpenAI's
-//! embeddings when `OPENAI_API_KEY` is set and else by the offline `local` model.
+//! `memory: true` on the crew (CrewAI's crew memory) and on agents: one store per project
+//! (`<project>/.crewai/memory.db`), the crew's memories under `/crew/<name>`, an agent's own
+//! under `/agent/<role>`, embedded by the agent's or the crew's `embedder:` (CrewAI's
+//! `{provider, config}`) or, when neither names one, by OpenAI's embeddings when
+//! `OPENAI_API_KEY` is set and else by the offline `local` model.
 
 use std::fmt;
 use std::sync::Arc;
 
 use crewai_llm::embeddings::{EmbedderConfig, build_embedder_from};
-use crewai_memory::{Memory, ScopePath, SqliteMemoryStore};
+use crewai_memory::{DEFAULT_COLLECTION, Memory, ScopePath, SqliteMemoryStore};
 
+use crate::spec::{AgentSpec, is_requested};
 use crate::{BuildOptions, Project, ProjectError};
 
 /// Why the memory's embedder is the one it is.
@@ -60,19 +62,27 @@ impl Project {
         if !self.memory_enabled() {
             return Ok(None);
         }
+        self.crew_embedder(options).map(Some)
+    }
+
+    /// The crew's `embedder:`, else the default rule (OpenAI's with a key, else the offline one).
+    fn crew_embedder(
+        &self,
+        options: &BuildOptions,
+    ) -> Result<(EmbedderConfig, EmbedderChoice), ProjectError> {
         if let Some(value) = &self.crew.embedder {
             let config = configured_embedder(value).map_err(|error| {
                 ProjectError::build(format!("crew '{}' embedder", self.name()), error)
             })?;
-            return Ok(Some((config, EmbedderChoice::Configured)));
+            return Ok((config, EmbedderChoice::Configured));
         }
         let has_key =
             (options.llm_build.env())("OPENAI_API_KEY").is_some_and(|key| !key.trim().is_empty());
-        Ok(Some(if has_key {
+        Ok(if has_key {
             (EmbedderConfig::new("openai"), EmbedderChoice::OpenAiKey)
         } else {
             (EmbedderConfig::new("local"), EmbedderChoice::Offline)
-        }))
+        })
     }
 
     /// The crew's memory (`None` without `memory: true`), on the project's store.
@@ -83,18 +93,85 @@ impl Project {
         let Some((config, _)) = self.memory_embedder(options)? else {
             return Ok(None);
         };
-        let context = format!("crew '{}' memory", self.name());
-        let embedder = build_embedder_from(&config, &options.llm_build)
+        let root = ScopePath::parse("crew")
+            .map(|crew| crew.join(&ScopePath::segment_from_name(&self.name())))
+            .map_err(|error| {
+                ProjectError::build(format!("crew '{}' memory", self.name()), error)
+            })?;
+        self.memory_at(
+            &format!("crew '{}' memory", self.name()),
+            &config,
+            DEFAULT_COLLECTION,
+            root,
+            options,
+        )
+        .map(Some)
+    }
+
+    /// An agent's own memory (CrewAI's agent `memory`), or `None` when it uses its crew's (or
+    /// none):
+    /// - `memory: true` gives the agent a memory of its own, rooted at `/agent/<role>`, even in
+    ///   a crew without memory;
+    /// - an agent `embedder:` in a crew with memory gives it its own memory in the crew's place
+    ///   for it (`/crew/<name>/agent/<role>`), embedded by that embedder.
+    ///
+    /// The agent's embedder is its own `embedder:`, else the crew's, else the default rule. A
+    /// memory embedding with another embedder than the crew's keeps its own collection in the
+    /// store (`memory-agent-<key>`), so two models' vectors never mix.
+    pub(crate) fn agent_memory(
+        &self,
+        key: &str,
+        spec: &AgentSpec,
+        options: &BuildOptions,
+    ) -> Result<Option<Memory>, ProjectError> {
+        let context = format!("agent '{key}' memory");
+        let own = spec.memory == Some(serde_json::Value::Bool(true));
+        let embedder = spec.embedder.as_ref().filter(|v| is_requested(v));
+        if !own && !(embedder.is_some() && self.memory_enabled()) {
+            return Ok(None);
+        }
+        let crew_config = self.crew_embedder(options)?.0;
+        let config = match embedder {
+            Some(value) => configured_embedder(value)
+                .map_err(|error| ProjectError::build(format!("agent '{key}' embedder"), error))?,
+            None => crew_config.clone(),
+        };
+        let collection = if config == crew_config {
+            DEFAULT_COLLECTION.to_string()
+        } else {
+            format!("memory-agent-{key}")
+        };
+        let role = ScopePath::segment_from_name(spec.role.as_deref().unwrap_or(key));
+        let parse = |path: &str| {
+            ScopePath::parse(path).map_err(|error| ProjectError::build(context.clone(), error))
+        };
+        let root = if own {
+            parse("agent")?.join(&role)
+        } else {
+            parse("crew")?
+                .join(&ScopePath::segment_from_name(&self.name()))
+                .join(&parse("agent")?)
+                .join(&role)
+        };
+        self.memory_at(&context, &config, &collection, root, options)
+            .map(Some)
+    }
+
+    fn memory_at(
+        &self,
+        context: &str,
+        config: &EmbedderConfig,
+        collection: &str,
+        root: ScopePath,
+        options: &BuildOptions,
+    ) -> Result<Memory, ProjectError> {
+        let embedder = build_embedder_from(config, &options.llm_build)
             .map_err(|error| ProjectError::build(format!("{context} embedder"), error))?;
         let store = SqliteMemoryStore::open_project(&self.root)
-            .map_err(|error| ProjectError::build(context.clone(), error))?;
-        let root = ScopePath::parse("crew")
-            .map_err(|error| ProjectError::build(context, error))?
-            .join(&ScopePath::segment_from_name(&self.name()));
-        Ok(Some(
-            Memory::builder(Arc::new(store), embedder)
-                .root_scope(root)
-                .build(),
-        ))
+            .map_err(|error| ProjectError::build(context.to_string(), error))?;
+        Ok(Memory::builder(Arc::new(store), embedder)
+            .collection(collection)
+            .root_scope(root)
+            .build())
     }
 }

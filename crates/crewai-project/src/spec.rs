@@ -465,12 +465,6 @@ pub(crate) const AGENT_UNSUPPORTED: &[(&str, bool, &str)] = &[
         "knowledge storage is not supported yet",
     ),
     ("knowledge_config", true, "knowledge is not supported yet"),
-    (
-        "embedder",
-        true,
-        "embedders (knowledge, memory) are not supported yet",
-    ),
-    ("memory", true, "agent memory is not supported yet"),
     ("apps", true, "platform apps are not supported yet"),
     ("checkpoint", true, "checkpointing is not supported yet"),
     (

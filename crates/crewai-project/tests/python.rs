@@ -342,3 +342,23 @@ fn the_remaining_task_and_crew_arguments_reach_their_fields() {
     // The manager is an agent of its own, read from the undecorated method.
     assert!(project.agents.iter().any(|a| a.key == "lead"));
 }
+
+/// `Agent(memory=True, embedder={...})` in crew.py: the agent's own memory, as in YAML.
+#[test]
+fn an_agents_memory_and_embedder_in_crew_py_reach_its_fields() {
+    let crew_py = format!(
+        "{HEADER}\n@CrewBase\nclass MarketBrief:\n{}\n    @crew\n    def crew(self) -> Crew:\n        return Crew(agents=self.agents, tasks=self.tasks)\n",
+        TWO_AGENTS.replace(
+            "return Agent(config=self.agents_config['researcher'])",
+            "return Agent(config=self.agents_config['researcher'], memory=True, embedder={'provider': 'hash', 'config': {'dimensions': 64}})"
+        )
+    );
+    let dir = variant(&crew_py, None);
+    let project = Project::load(dir.path()).unwrap_or_else(|e| panic!("{e}"));
+    let researcher = &project.agents[0].spec;
+    assert_eq!(researcher.memory, Some(serde_json::Value::Bool(true)));
+    assert_eq!(
+        researcher.embedder.as_ref().map(|e| e["provider"].clone()),
+        Some(serde_json::json!("hash"))
+    );
+}

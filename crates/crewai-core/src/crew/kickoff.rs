@@ -254,16 +254,23 @@ impl Crew {
             }),
             other => other,
         };
-        // The next task or kickoff must see every memory this one saved, not half of them.
-        if let Some(memory) = &spec.memory
-            && let Err(error) = memory.drain_writes().await
-        {
-            // Each failed write was reported on the bus (`memory_save_failed`).
-            tracing::warn!(
-                crew = %spec.name,
-                error = crewai_llm::error_chain(&error),
-                "some memories of this run could not be saved"
-            );
+        // The next task or kickoff must see every memory this one saved, not half of them: the
+        // crew's, and those of agents with their own (the manager's too).
+        let memories = spec
+            .memory
+            .iter()
+            .chain(spec.agents.iter().filter_map(Agent::memory))
+            .chain(spec.tasks.iter().filter_map(|t| t.agent()?.memory()))
+            .chain(spec.manager.as_ref().and_then(Agent::memory));
+        for memory in memories {
+            if let Err(error) = memory.drain_writes().await {
+                // Each failed write was reported on the bus (`memory_save_failed`).
+                tracing::warn!(
+                    crew = %spec.name,
+                    error = crewai_llm::error_chain(&error),
+                    "some memories of this run could not be saved"
+                );
+            }
         }
         // Whatever still runs for this kickoff (a coworker, a pending call) stops now.
         cancellation.cancel();

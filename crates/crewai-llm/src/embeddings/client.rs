@@ -7,7 +7,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::Value;
 
-use super::{DEFAULT_TIMEOUT, Embedder, known_dimensions};
+use super::{DEFAULT_TIMEOUT, Embedded, Embedder, known_dimensions};
 use crate::config::LlmConfig;
 use crate::error::LlmError;
 use crate::http::{ErrorContext, HttpClient, Transport};
@@ -25,6 +25,11 @@ pub trait EmbeddingApi: std::fmt::Debug + Clone + Send + Sync + 'static {
     /// The vectors of a reply, in the order of the texts sent. A reply without them is an
     /// [`LlmError::MalformedResponse`] of `provider`.
     fn vectors(&self, provider: &str, reply: &Value) -> Result<Vec<Vec<f32>>, LlmError>;
+
+    /// The input tokens a reply says the batch cost, when the API reports them.
+    fn prompt_tokens(&self, _reply: &Value) -> Option<u64> {
+        None
+    }
 }
 
 /// A remote embedder: posts batches of texts to one endpoint in the JSON of its [`EmbeddingApi`].
@@ -106,8 +111,14 @@ impl<A: EmbeddingApi> HttpEmbedder<A> {
 #[async_trait]
 impl<A: EmbeddingApi> Embedder for HttpEmbedder<A> {
     async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, LlmError> {
+        Ok(self.embed_counted(texts).await?.vectors)
+    }
+
+    async fn embed_counted(&self, texts: &[String]) -> Result<Embedded, LlmError> {
         let provider = &self.http.context().provider;
         let mut all = Vec::with_capacity(texts.len());
+        // Known only when every batch's reply says it.
+        let mut tokens = Some(0u64);
         for batch in texts.chunks(A::BATCH) {
             let body = self.api.body(&self.model, self.dimensions, batch);
             let reply = self.http.post_json(&self.url, &self.headers, &body).await?;
@@ -123,8 +134,14 @@ impl<A: EmbeddingApi> Embedder for HttpEmbedder<A> {
                 ));
             }
             all.extend(vectors);
+            tokens = tokens
+                .zip(self.api.prompt_tokens(&reply))
+                .map(|(a, b)| a + b);
         }
-        Ok(all)
+        Ok(Embedded {
+            vectors: all,
+            prompt_tokens: tokens.filter(|_| !texts.is_empty()),
+        })
     }
 
     fn dimensions(&self) -> Option<usize> {

@@ -65,16 +65,43 @@ pub use retry::RetryEmbedder;
 pub trait Embedder: Send + Sync {
     /// One vector per text, in order. An empty slice makes no request.
     async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, LlmError>;
+    /// [`embed`](Embedder::embed) with the input tokens the texts cost, for usage and budgets.
+    /// Embedders that know the count (a provider's reply, an in-process tokenizer) override it;
+    /// the default says nothing (`None`) and the caller estimates.
+    async fn embed_counted(&self, texts: &[String]) -> Result<Embedded, LlmError> {
+        Ok(Embedded {
+            vectors: self.embed(texts).await?,
+            prompt_tokens: None,
+        })
+    }
     /// The vectors' length, when known before the first call.
     fn dimensions(&self) -> Option<usize>;
     /// The embedding model's name.
     fn model(&self) -> &str;
 }
 
+/// The vectors of one [`Embedder::embed_counted`] call and what they cost.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Embedded {
+    pub vectors: Vec<Vec<f32>>,
+    /// Input tokens as the provider reported them (or the in-process model counted them);
+    /// `None` when the embedder does not know.
+    pub prompt_tokens: Option<u64>,
+}
+
+/// The tokens `texts` are estimated to cost when an embedder does not report them: four
+/// characters a token, as prompts are estimated for budgets.
+pub fn estimate_embedding_tokens(texts: &[String]) -> u64 {
+    texts.iter().map(|t| (t.len() as u64).div_ceil(4)).sum()
+}
+
 #[async_trait]
 impl<T: Embedder + ?Sized> Embedder for Arc<T> {
     async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, LlmError> {
         (**self).embed(texts).await
+    }
+    async fn embed_counted(&self, texts: &[String]) -> Result<Embedded, LlmError> {
+        (**self).embed_counted(texts).await
     }
     fn dimensions(&self) -> Option<usize> {
         (**self).dimensions()

@@ -36,6 +36,10 @@ impl EmbeddingApi for OllamaEmbeddings {
             .map(|e| vector(provider, e))
             .collect()
     }
+
+    fn prompt_tokens(&self, reply: &Value) -> Option<u64> {
+        reply.get("prompt_eval_count").and_then(Value::as_u64)
+    }
 }
 
 impl HttpEmbedder<OllamaEmbeddings> {

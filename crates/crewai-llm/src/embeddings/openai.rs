@@ -56,6 +56,12 @@ impl EmbeddingApi for OpenAiEmbeddings {
         indexed.sort_by_key(|(index, _)| *index);
         Ok(indexed.into_iter().map(|(_, v)| v).collect())
     }
+
+    fn prompt_tokens(&self, reply: &Value) -> Option<u64> {
+        reply
+            .pointer("/usage/prompt_tokens")
+            .and_then(Value::as_u64)
+    }
 }
 
 fn bearer(key: &str) -> (String, String) {

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use super::Embedder;
+use super::{Embedded, Embedder};
 use crate::error::LlmError;
 use crate::retry::RetryPolicy;
 
@@ -28,6 +28,15 @@ impl Embedder for RetryEmbedder {
         self.policy
             .run(&format!("embeddings ({model})"), model, || {
                 self.inner.embed(texts)
+            })
+            .await
+    }
+
+    async fn embed_counted(&self, texts: &[String]) -> Result<Embedded, LlmError> {
+        let model = self.inner.model();
+        self.policy
+            .run(&format!("embeddings ({model})"), model, || {
+                self.inner.embed_counted(texts)
             })
             .await
     }
