@@ -82,6 +82,8 @@ pub(crate) struct RunServices {
     pub mcp: McpSessions,
     /// The crew's memory (rooted at the crew's scope), for agents without their own.
     pub memory: Option<crewai_memory::Memory>,
+    /// The crew's knowledge, searched after each agent's own before every task.
+    pub knowledge: Option<crewai_knowledge::Knowledge>,
 }
 
 impl fmt::Debug for RunServices {

@@ -53,6 +53,7 @@ extern crate crewai_llm;
 mod setters;
 
 pub mod agent;
+mod agent_knowledge;
 mod agent_memory;
 mod agent_task;
 pub mod converter;

@@ -216,6 +216,7 @@ impl Crew {
             skills: spec.skills.clone(),
             mcp: McpSessions::default(),
             memory: spec.memory.clone(),
+            knowledge: spec.knowledge.clone(),
         };
         let run = RunContext {
             services,
@@ -226,7 +227,10 @@ impl Crew {
         };
 
         let result = tokio::select! {
-            result = self.execute_tasks(&run, &prepared, started, plan.restored, &recorder) => result,
+            result = async {
+                self.ingest_knowledge().await?;
+                self.execute_tasks(&run, &prepared, started, plan.restored, &recorder).await
+            } => result,
             _ = cancellation.cancelled() => Err(CrewError::Cancelled { crew: spec.name.clone() }),
             taken_over = journaled.keep_alive() => Err(CrewError::Store(taken_over)),
         };
