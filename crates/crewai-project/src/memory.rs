@@ -60,19 +60,28 @@ impl Project {
         if !self.memory_enabled() {
             return Ok(None);
         }
+        self.crew_embedder(options).map(Some)
+    }
+
+    /// The embedder of the crew's memory and knowledge, and why: the crew's `embedder:`, else
+    /// OpenAI's when `OPENAI_API_KEY` is set, else the offline model.
+    pub(crate) fn crew_embedder(
+        &self,
+        options: &BuildOptions,
+    ) -> Result<(EmbedderConfig, EmbedderChoice), ProjectError> {
         if let Some(value) = &self.crew.embedder {
             let config = configured_embedder(value).map_err(|error| {
                 ProjectError::build(format!("crew '{}' embedder", self.name()), error)
             })?;
-            return Ok(Some((config, EmbedderChoice::Configured)));
+            return Ok((config, EmbedderChoice::Configured));
         }
         let has_key =
             (options.llm_build.env())("OPENAI_API_KEY").is_some_and(|key| !key.trim().is_empty());
-        Ok(Some(if has_key {
+        Ok(if has_key {
             (EmbedderConfig::new("openai"), EmbedderChoice::OpenAiKey)
         } else {
             (EmbedderConfig::new("local"), EmbedderChoice::Offline)
-        }))
+        })
     }
 
     /// The crew's memory (`None` without `memory: true`), on the project's store.
