@@ -9,6 +9,7 @@ mod create;
 mod create_classic;
 mod flow_cmd;
 mod inputs;
+mod knowledge_cmd;
 mod memory_cmd;
 mod models;
 mod observe;
