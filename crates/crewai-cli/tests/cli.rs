@@ -343,7 +343,7 @@ fn version_and_unsupported_commands() {
         "-akn",
         "-m",
     ]));
-    assert_contains(&text(&out.stdout), "Knowledge: nothing is stored yet");
+    assert_contains(&text(&out.stdout), "Knowledge: nothing stored.");
 }
 
 #[test]

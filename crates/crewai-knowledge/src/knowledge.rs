@@ -174,6 +174,9 @@ struct Inner {
     folder: PathBuf,
     sources: Vec<KnowledgeSource>,
     web: HttpGetTool,
+    /// One ingestion at a time (concurrent kickoffs of one crew would otherwise both replace a
+    /// changed document and store its chunks twice).
+    ingesting: tokio::sync::Mutex<()>,
 }
 
 /// CrewAI's `Knowledge`: an owner's sources, chunked and embedded into the owner's collection
@@ -247,6 +250,7 @@ impl KnowledgeBuilder {
                 folder: self.folder,
                 sources: self.sources,
                 web: self.web,
+                ingesting: tokio::sync::Mutex::new(()),
             }),
         }
     }
@@ -298,6 +302,7 @@ impl Knowledge {
     /// Reads, chunks, embeds and stores every source whose content changed since it was last
     /// stored (see the type's documentation).
     pub async fn ingest(&self) -> Result<IngestReport, KnowledgeError> {
+        let _one_at_a_time = self.inner.ingesting.lock().await;
         let mut report = IngestReport::default();
         let owner = &self.inner.owner;
         if let Some(dimensions) = self.inner.embedder.dimensions() {

@@ -366,7 +366,7 @@ async fn web_pages_to_private_addresses_are_refused_unless_allowed() {
     .source(KnowledgeSource::files([url.clone()]))
     .web_fetcher(HttpGetTool::new().allow_private_network(true))
     .build();
-    assert_eq!(allowed.ingest().await.unwrap().ingested, [url.clone()]);
+    assert_eq!(allowed.ingest().await.unwrap().ingested, [url]);
     let stored = chunks(&store, "knowledge:crew").await;
     assert!(stored[0].1.contains("Tins cost 12 euros."), "{stored:?}");
     assert!(!stored[0].1.contains("<p>"), "{stored:?}");

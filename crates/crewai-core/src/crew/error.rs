@@ -42,7 +42,7 @@ pub enum CrewError {
     Knowledge {
         crew: String,
         #[source]
-        source: crewai_knowledge::KnowledgeError,
+        source: Box<crewai_knowledge::KnowledgeError>,
     },
     #[error("crew '{crew}': the kickoff was cancelled")]
     Cancelled { crew: String },

@@ -24,7 +24,7 @@ impl Crew {
     fn knowledge_error(&self, source: crewai_knowledge::KnowledgeError) -> CrewError {
         CrewError::Knowledge {
             crew: self.spec.name.clone(),
-            source,
+            source: Box::new(source),
         }
     }
 
