@@ -65,7 +65,7 @@ pub enum Command {
     Runs(RunsArgs),
     /// Forget stored data: kickoff outputs, memory, knowledge.
     ResetMemories(ResetArgs),
-    /// List or search the project's memory (`.crewai/memory.db`).
+    /// List or search the project's memory, list its knowledge collections (`.crewai/memory.db`).
     Memory(MemoryArgs),
     /// Show the version.
     Version {
@@ -294,6 +294,9 @@ pub struct MemoryArgs {
 pub enum MemoryAction {
     /// The records, newest first.
     List,
+    /// Every collection of the database: memory's, and the crew's, agents' and tools' knowledge,
+    /// with its embedder and record count.
+    Collections,
     /// The records that best match a query (shallow recall: vectors and words, no model call).
     Search {
         query: String,

@@ -10,6 +10,7 @@ mod create;
 mod create_classic;
 mod flow_cmd;
 mod inputs;
+mod knowledge_cmd;
 mod mcp_cmd;
 mod memory_cmd;
 mod models;

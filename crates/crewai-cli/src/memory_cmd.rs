@@ -1,4 +1,4 @@
-//! `crewai memory list|search` and the memory part of `crewai reset-memories`.
+//! `crewai memory list|search|collections` and the memory part of `crewai reset-memories`.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -16,7 +16,7 @@ use crate::outcome::{Failure, print_out};
 /// The embedding model name the hashing embedder records (it needs no settings to rebuild).
 const HASH_MODEL: &str = "feature-hash";
 
-fn database(project: &Path, storage_path: Option<&Path>) -> PathBuf {
+pub(crate) fn database(project: &Path, storage_path: Option<&Path>) -> PathBuf {
     storage_path.map_or_else(
         || {
             project
@@ -29,7 +29,7 @@ fn database(project: &Path, storage_path: Option<&Path>) -> PathBuf {
 
 /// The memory database, when there is one (a project that never used memory has none, and
 /// listing it should not create one).
-fn open_existing(path: &Path) -> Result<Option<SqliteMemoryStore>, Failure> {
+pub(crate) fn open_existing(path: &Path) -> Result<Option<SqliteMemoryStore>, Failure> {
     if !path.exists() {
         return Ok(None);
     }
@@ -56,6 +56,7 @@ pub async fn memory(args: &MemoryArgs) -> Result<(), Failure> {
         };
     };
     match &args.action {
+        MemoryAction::Collections => crate::knowledge_cmd::collections(&store, args.json).await,
         MemoryAction::List => {
             let filter = RecordFilter {
                 include_private: args.include_private,
@@ -137,7 +138,7 @@ fn record_line(record: &MemoryRecord) -> String {
     line
 }
 
-fn print_json(value: &impl serde::Serialize) -> Result<(), Failure> {
+pub(crate) fn print_json(value: &impl serde::Serialize) -> Result<(), Failure> {
     let text = serde_json::to_string(value)
         .context("cannot encode the memory records")
         .map_err(Failure::run)?;
@@ -195,7 +196,8 @@ async fn search_embedder(
     .map_err(Failure::config)
 }
 
-/// The memory part of `crewai reset-memories`: drops every collection of the memory database.
+/// The memory part of `crewai reset-memories`: drops every memory collection of the database
+/// (knowledge's are `-kn`'s and `-akn`'s).
 pub async fn reset(project: &Path) -> Result<(), Failure> {
     let path = database(project, None);
     let Some(store) = open_existing(&path)? else {
@@ -209,6 +211,9 @@ pub async fn reset(project: &Path) -> Result<(), Failure> {
         .map_err(Failure::run)?;
     let mut deleted = 0;
     for collection in collections {
+        if crewai_knowledge::collection_kind(&collection.name).is_some() {
+            continue;
+        }
         deleted += store
             .drop_collection(&collection.name)
             .await

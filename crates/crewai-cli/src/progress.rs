@@ -335,6 +335,18 @@ impl Progress {
             EventKind::MemoryQueryFailed { error, .. } => {
                 Self::line(state, &format!("  ✗ memory could not be searched: {error}"));
             }
+            EventKind::KnowledgeRetrievalCompleted {
+                agent_role,
+                results,
+                ..
+            } if *results > 0 => {
+                let who = agent_role.as_deref().map(str::trim).unwrap_or("agent");
+                Self::line(state, &format!("  ↳ knowledge: {results} snippets for {who}"));
+            }
+            EventKind::KnowledgeQueryFailed { error, .. }
+            | EventKind::KnowledgeSearchQueryFailed { error, .. } => {
+                Self::line(state, &format!("  ✗ knowledge could not be searched: {error}"));
+            }
             // Not shown: the crew's and agents' own start and end are what the task lines
             // already say, a call's start and chunks are what the spinner's timer shows, a
             // failed call that matters fails its task, and flows have their own output.
@@ -382,7 +394,12 @@ impl Progress {
             // A save's start is summed up by its end; an empty recall says nothing.
             | EventKind::MemorySaveStarted { .. }
             | EventKind::MemoryQueryStarted { .. }
-            | EventKind::MemoryQueryCompleted { .. } => {}
+            | EventKind::MemoryQueryCompleted { .. }
+            // A search's steps are summed up by its end; an empty one says nothing.
+            | EventKind::KnowledgeRetrievalStarted { .. }
+            | EventKind::KnowledgeRetrievalCompleted { .. }
+            | EventKind::KnowledgeQueryStarted { .. }
+            | EventKind::KnowledgeQueryCompleted { .. } => {}
         }
     }
 

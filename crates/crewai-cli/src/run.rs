@@ -455,16 +455,30 @@ pub(crate) async fn build(
         .with_task_output_store(Arc::new(store.clone()))
         .with_event_bus(bus.clone());
     options = crate::models::configure(project, options, common.llm.as_deref()).await?;
-    if let Some((embedder, why)) = project.memory_embedder(&options).map_err(Failure::from)? {
-        let model = embedder
-            .config
-            .model
-            .as_deref()
-            .unwrap_or("its default model");
-        eprintln!(
-            "Memory: on, embedding with {} ({model}) — {why}",
-            embedder.provider
-        );
+    let announced = [
+        (
+            "Memory",
+            project.memory_embedder(&options).map_err(Failure::from)?,
+        ),
+        (
+            "Knowledge",
+            project
+                .knowledge_embedder(&options)
+                .map_err(Failure::from)?,
+        ),
+    ];
+    for (what, chosen) in announced {
+        if let Some((embedder, why)) = chosen {
+            let model = embedder
+                .config
+                .model
+                .as_deref()
+                .unwrap_or("its default model");
+            eprintln!(
+                "{what}: on, embedding with {} ({model}) — {why}",
+                embedder.provider
+            );
+        }
     }
     if common.verbose {
         options = options.with_verbose(true);

@@ -129,7 +129,8 @@ pub async fn runs(args: &RunsArgs) -> Result<(), Failure> {
     print_out(&listing)
 }
 
-/// `crewai reset-memories`: clears the kickoff outputs and memory; knowledge is not stored yet.
+/// `crewai reset-memories`: clears the kickoff outputs, memory, and the crew's or agents'
+/// knowledge.
 pub async fn reset_memories(args: &ResetArgs) -> Result<(), Failure> {
     if !(args.all || args.memory || args.knowledge || args.agent_knowledge || args.kickoff_outputs)
     {
@@ -149,7 +150,12 @@ pub async fn reset_memories(args: &ResetArgs) -> Result<(), Failure> {
         crate::memory_cmd::reset(&args.project).await?;
     }
     if args.all || args.knowledge || args.agent_knowledge {
-        println!("Knowledge: nothing is stored yet (knowledge is not supported yet).");
+        crate::knowledge_cmd::reset(
+            &args.project,
+            args.all || args.knowledge,
+            args.all || args.agent_knowledge,
+        )
+        .await?;
     }
     Ok(())
 }

@@ -355,7 +355,7 @@ fn version_and_usage_errors() {
         "-akn",
         "-m",
     ]));
-    assert_contains(&text(&out.stdout), "Knowledge: nothing is stored yet");
+    assert_contains(&text(&out.stdout), "Knowledge: nothing stored.");
 }
 
 #[test]

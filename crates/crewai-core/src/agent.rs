@@ -32,6 +32,7 @@ use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use crate::a2a::{A2aClientConfig, A2aRequester};
+use crate::agent_knowledge::TaskKnowledge;
 use crate::agent_memory::TaskMemory;
 use crate::converter::{ConversionError, OutputSchema};
 use crate::error::AgentError;
@@ -165,6 +166,8 @@ pub(crate) struct AgentConfig {
     pub(crate) event_bus: Option<EventBus>,
     pub(crate) skills: Vec<SkillSource>,
     pub(crate) memory: Option<crewai_memory::Memory>,
+    pub(crate) knowledge: Option<crewai_knowledge::Knowledge>,
+    pub(crate) knowledge_config: crewai_knowledge::KnowledgeConfig,
 }
 
 /// An agent (cheap to clone: the configuration is shared).
@@ -336,6 +339,16 @@ impl Agent {
     pub fn memory(&self) -> Option<&crewai_memory::Memory> {
         self.config.memory.as_ref()
     }
+    /// Its own knowledge (CrewAI's agent `knowledge_sources`), searched before each task
+    /// together with its crew's.
+    pub fn knowledge(&self) -> Option<&crewai_knowledge::Knowledge> {
+        self.config.knowledge.as_ref()
+    }
+    /// How many knowledge snippets a task gets and how close they must be (its own and its
+    /// crew's knowledge alike).
+    pub fn knowledge_config(&self) -> crewai_knowledge::KnowledgeConfig {
+        self.config.knowledge_config
+    }
 
     /// A copy with `skills` after its own (a crew's skills, which apply to every agent).
     pub fn with_more_skills(&self, skills: &[SkillSource]) -> Agent {
@@ -388,6 +401,8 @@ pub struct AgentBuilder {
     event_bus: Option<EventBus>,
     skills: Vec<SkillSource>,
     memory: Option<crewai_memory::Memory>,
+    knowledge: Option<crewai_knowledge::Knowledge>,
+    knowledge_config: Option<crewai_knowledge::KnowledgeConfig>,
 }
 
 impl AgentBuilder {
@@ -470,6 +485,11 @@ impl AgentBuilder {
         /// [`crate::crew::CrewBuilder::memory`]). Root it where the agent's memories belong, as
         /// a project does at `/agent/<role>`.
         pub fn memory(memory: crewai_memory::Memory) => memory = Some(memory);
+        /// Its own knowledge (built with [`crewai_knowledge::KnowledgeOwner::Agent`]): ingested
+        /// when a crew kicks off, searched before each of its tasks.
+        pub fn knowledge(knowledge: crewai_knowledge::Knowledge) => knowledge = Some(knowledge);
+        /// CrewAI's `knowledge_config` (default 5 results, similarity 0.6).
+        pub fn knowledge_config(config: crewai_knowledge::KnowledgeConfig) => knowledge_config = Some(config);
         /// The agent's own hooks (they run after the crew's). Layers added with
         /// [`AgentBuilder::llm_layer`] are kept.
         pub fn hooks(hooks: Hooks) => |b| b.hooks = hooks.replacing(std::mem::take(&mut b.hooks));
@@ -552,6 +572,8 @@ impl AgentBuilder {
                 event_bus: self.event_bus,
                 skills: self.skills,
                 memory: self.memory,
+                knowledge: self.knowledge,
+                knowledge_config: self.knowledge_config.unwrap_or_default(),
             }),
         })
     }
@@ -662,6 +684,8 @@ impl Agent {
         let llm = self.llm()?;
         let memory =
             TaskMemory::prepare(self, &llm, &services, parent_event_id, task_name.as_deref());
+        let knowledge =
+            TaskKnowledge::prepare(self, &llm, &services, parent_event_id, task_name.as_deref());
         let mut tools = tools;
         for tool in memory.iter().flat_map(TaskMemory::tools) {
             tools.insert(tool);
@@ -694,6 +718,10 @@ impl Agent {
         let prompt = match &memory {
             Some(memory) => memory.with_recalled(&task_prompt, &task_prompt).await,
             None => task_prompt.clone(),
+        };
+        let prompt = match &knowledge {
+            Some(knowledge) => knowledge.with_snippets(&prompt).await,
+            None => prompt,
         };
         let mut task_text = match context.as_deref().filter(|c| !c.trim().is_empty()) {
             Some(context) => agent_prompts::with_context(&prompt, context),
@@ -776,6 +804,16 @@ impl Agent {
         options: KickoffOptions,
     ) -> Result<AgentOutput, AgentError> {
         let input = input.into();
+        if self.knowledge().is_some() {
+            return Err(AgentError::Config {
+                role: Some(self.role().to_string()),
+                message: "an agent's own knowledge works in crews (and `run_task`) only: a \
+                          standalone kickoff does not ingest or search it yet (crewai-core \
+                          agent.rs kickoff_with); run it in a crew, or build the agent without \
+                          `knowledge`"
+                    .to_string(),
+            });
+        }
         if self.memory().is_some() {
             return Err(AgentError::Config {
                 role: Some(self.role().to_string()),

@@ -84,6 +84,8 @@ pub(crate) struct RunServices {
     pub a2a: crate::a2a::A2aSessions,
     /// The crew's memory (rooted at the crew's scope), for agents without their own.
     pub memory: Option<crewai_memory::Memory>,
+    /// The crew's knowledge, searched after each agent's own before every task.
+    pub knowledge: Option<crewai_knowledge::Knowledge>,
 }
 
 impl fmt::Debug for RunServices {

@@ -54,6 +54,7 @@ mod setters;
 
 pub mod a2a;
 pub mod agent;
+mod agent_knowledge;
 mod agent_memory;
 mod agent_task;
 pub mod converter;

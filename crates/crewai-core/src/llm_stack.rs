@@ -109,6 +109,8 @@ pub enum CallPurpose {
     /// Memory's own work for the agent: extracting what a task's result is worth remembering,
     /// consolidating it with what is stored.
     Memory,
+    /// Knowledge's search query: the task rewritten by the agent's model before a search.
+    Knowledge,
 }
 
 /// Who makes a model call and what the run around it provides: the request extension the run's

@@ -532,7 +532,13 @@ impl SpanShape {
             | K::CrewTestCompleted { .. }
             | K::CrewTestResult { .. }
             | K::CrewTrainStarted { .. }
-            | K::CrewTrainCompleted { .. } => (
+            | K::CrewTrainCompleted { .. }
+            | K::KnowledgeRetrievalStarted { .. }
+            | K::KnowledgeRetrievalCompleted { .. }
+            | K::KnowledgeQueryStarted { .. }
+            | K::KnowledgeQueryCompleted { .. }
+            | K::KnowledgeQueryFailed { .. }
+            | K::KnowledgeSearchQueryFailed { .. } => (
                 format!("{} {label}", span_kind_name(record.kind)),
                 OtelSpanKind::Internal,
             ),
@@ -703,6 +709,26 @@ impl SpanShape {
             | EventKind::MemoryQueryFailed { scope, error, .. } => {
                 attributes.text("crewai.memory.scope", Some(scope));
                 attributes.text("crewai.memory.error", Some(error));
+            }
+            EventKind::KnowledgeRetrievalCompleted {
+                query,
+                results,
+                elapsed_ms,
+                ..
+            } => {
+                attributes.text("crewai.knowledge.query", Some(query));
+                attributes.value(
+                    "crewai.knowledge.results",
+                    i64::try_from(*results).unwrap_or(i64::MAX),
+                );
+                attributes.value(
+                    "crewai.knowledge.elapsed_ms",
+                    i64::try_from(*elapsed_ms).unwrap_or(i64::MAX),
+                );
+            }
+            EventKind::KnowledgeQueryFailed { error, .. }
+            | EventKind::KnowledgeSearchQueryFailed { error, .. } => {
+                attributes.text("crewai.knowledge.error", Some(error));
             }
             // Another kind of mark is still an event on the span, with its name only.
             _ => {}

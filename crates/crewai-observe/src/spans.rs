@@ -271,7 +271,7 @@ fn role_of(kind: &EventKind) -> Role {
         K::MethodExecutionFailed {
             method_name, error, ..
         } => closes(SpanKind::Method, method_name, Some(error)),
-        // A skill's discovery, loading and use, and memory's recalls and saves, are moments of
+        // A skill's discovery, loading and use, memory's recalls and saves, and knowledge searches, are moments of
         // the agent's (or the task's, or a tool's) span, not work of their own.
         // Planning, test scores and training are moments of the crew's span (the planner's own
         // calls are spans under the crew's).
@@ -296,7 +296,13 @@ fn role_of(kind: &EventKind) -> Role {
         | K::MemorySaveFailed { .. }
         | K::MemoryQueryStarted { .. }
         | K::MemoryQueryCompleted { .. }
-        | K::MemoryQueryFailed { .. } => Role::Marks,
+        | K::MemoryQueryFailed { .. }
+        | K::KnowledgeRetrievalStarted { .. }
+        | K::KnowledgeRetrievalCompleted { .. }
+        | K::KnowledgeQueryStarted { .. }
+        | K::KnowledgeQueryCompleted { .. }
+        | K::KnowledgeQueryFailed { .. }
+        | K::KnowledgeSearchQueryFailed { .. } => Role::Marks,
         K::LlmStreamChunk { .. } => Role::Inside,
     }
 }

@@ -49,6 +49,8 @@ enum Scope {
 struct Prepared {
     tools: ResolvedTools,
     code: ResolvedCode,
+    /// The store and embedder of the crew's and agents' knowledge, when there is any.
+    knowledge: Option<crate::knowledge::KnowledgeBase>,
 }
 
 fn policy(spec: ToolFailurePolicySpec) -> ToolFailurePolicy {
@@ -123,7 +125,12 @@ impl Project {
                 ResolvedCode::default()
             });
         if diagnostics.is_empty() {
-            Ok(Prepared { tools, code })
+            let knowledge = self.knowledge_base(options)?;
+            Ok(Prepared {
+                tools,
+                code,
+                knowledge,
+            })
         } else {
             Err(ProjectError::Invalid(diagnostics))
         }
@@ -261,6 +268,9 @@ impl Project {
         }
         if let Some(memory) = self.crew_memory(options)? {
             builder = builder.memory(memory);
+        }
+        if let Some(knowledge) = self.crew_knowledge(prepared.knowledge.as_ref())? {
+            builder = builder.knowledge(knowledge);
         }
         if let Some(hooks) = &options.hooks {
             builder = builder.hooks(hooks.clone());
@@ -473,6 +483,19 @@ impl Project {
         }
         if let Some(memory) = self.agent_memory(&entry.key, s, options)? {
             builder = builder.memory(memory);
+        }
+        if let Some(config) = s.knowledge_config.or(self.crew.knowledge_config) {
+            builder = builder.knowledge_config(config);
+        }
+        match self.agent_knowledge(entry, prepared.knowledge.as_ref())? {
+            Some(knowledge) if scope == Scope::Crew => builder = builder.knowledge(knowledge),
+            Some(_) => {
+                let at = s.origin("knowledge_sources").unwrap_or(&entry.origin);
+                return Err(ProjectError::Invalid(vec![at.diagnostic(format!(
+                    "{owner} has knowledge_sources, which are ingested and searched when it runs in its crew, not on its own"
+                )).with_hint(Some("run the crew (`crewai run`), or remove `knowledge_sources` for a standalone run".into()))]));
+            }
+            None => {}
         }
         if scope == Scope::Standalone {
             if let Some(bus) = &options.event_bus {

@@ -161,6 +161,16 @@ fn check_agent(agent: &AgentEntry, errors: &mut Vec<Diagnostic>, warnings: &mut 
                 .with_hint(Some("remove `id`".into())),
         );
     }
+    if let Some(sources) = &spec.knowledge_sources
+        && let Err(problems) = crate::knowledge::read_sources(
+            sources,
+            spec.origin("knowledge_sources"),
+            "config/agents.yaml",
+            &owner,
+        )
+    {
+        errors.extend(problems);
+    }
     if let (Some(mcps), Some(origin)) = (&spec.mcps, spec.origin("mcps"))
         && let Err(problems) = crate::mcp::read_mcps(mcps, origin, std::path::Path::new("."))
     {
@@ -241,9 +251,7 @@ fn agent_values(spec: &crate::spec::AgentSpec) -> BTreeMap<&'static str, (Value,
     );
     put("planning", spec.planning.map(Value::Bool));
     put("planning_config", spec.planning_config.clone());
-    put("knowledge_sources", spec.knowledge_sources.clone());
     put("knowledge_storage", spec.knowledge_storage.clone());
-    put("knowledge_config", spec.knowledge_config.clone());
     put("apps", spec.apps.clone());
     put("checkpoint", spec.checkpoint.clone());
     put("from_repository", spec.from_repository.clone());
@@ -470,12 +478,20 @@ fn check_crew(
     warnings: &mut Vec<Diagnostic>,
 ) {
     let crew = &loaded.crew;
+    let has_sources = |value: &Option<Value>| value.as_ref().is_some_and(crate::spec::is_requested);
+    let has_knowledge = has_sources(&crew.knowledge_sources)
+        || loaded
+            .agents
+            .iter()
+            .any(|a| has_sources(&a.spec.knowledge_sources));
     if let (Some(embedder), Some(origin)) = (&crew.embedder, crew.origin("embedder")) {
         match crate::memory::configured_embedder(embedder) {
             Err(error) => errors.push(origin.diagnostic(crate::memory::embedder_message(&error))),
-            Ok(_) if crew.memory != Some(true) => warnings.push(origin.diagnostic(
-                "`embedder` has no effect without `memory: true` (knowledge is not supported yet)",
-            )),
+            Ok(_) if crew.memory != Some(true) && !has_knowledge => {
+                warnings.push(origin.diagnostic(
+                    "`embedder` has no effect without `memory: true` or `knowledge_sources`",
+                ))
+            }
             Ok(_) => {}
         }
     }
@@ -483,6 +499,16 @@ fn check_crew(
         && let Some(origin) = crew.origin("planning_llm")
     {
         warnings.push(origin.diagnostic("`planning_llm` has no effect without `planning: true`"));
+    }
+    if let Some(sources) = &crew.knowledge_sources
+        && let Err(problems) = crate::knowledge::read_sources(
+            sources,
+            crew.origin("knowledge_sources"),
+            "config/crew.yaml",
+            "crew",
+        )
+    {
+        errors.extend(problems);
     }
     if process == ProcessSpec::Hierarchical && crew.manager_llm.is_none() && manager.is_none() {
         let origin = crew.origin("process");
@@ -535,7 +561,6 @@ fn check_crew(
     }
     let mut values: BTreeMap<&str, (Value, &Origin)> = BTreeMap::new();
     for (field, value) in [
-        ("knowledge_sources", crew.knowledge_sources.clone()),
         ("prompt_file", crew.prompt_file.clone()),
         (
             "before_kickoff_callbacks",

@@ -34,6 +34,7 @@ mod check;
 mod error;
 pub mod flow_v1;
 pub mod flow_yaml;
+mod knowledge;
 mod load;
 mod mcp;
 mod memory;

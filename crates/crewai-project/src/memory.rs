@@ -65,8 +65,9 @@ impl Project {
         self.crew_embedder(options).map(Some)
     }
 
-    /// The crew's `embedder:`, else the default rule (OpenAI's with a key, else the offline one).
-    fn crew_embedder(
+    /// The embedder of the crew's memory and knowledge, and why: the crew's `embedder:`, else
+    /// OpenAI's when `OPENAI_API_KEY` is set, else the offline model.
+    pub(crate) fn crew_embedder(
         &self,
         options: &BuildOptions,
     ) -> Result<(EmbedderConfig, EmbedderChoice), ProjectError> {

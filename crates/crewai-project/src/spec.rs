@@ -312,9 +312,11 @@ spec_struct! {
         max_reasoning_attempts: u32;
         planning: bool;
         planning_config: Value;
+        /// Files of the project's `knowledge/` folder, web pages and text (see
+        /// `crewai_knowledge::KnowledgeSource::from_value` for the form).
         knowledge_sources: Value;
         knowledge_storage: Value;
-        knowledge_config: Value;
+        knowledge_config: crewai_knowledge::KnowledgeConfig;
         embedder: Value;
         memory: Value;
         apps: Value;
@@ -385,6 +387,9 @@ spec_struct! {
         chat_llm: LlmConfig;
         embedder: Value;
         knowledge_sources: Value;
+        /// The agents' `knowledge_config` when they set none (a crewai-rs addition; CrewAI sets
+        /// it per agent only).
+        knowledge_config: crewai_knowledge::KnowledgeConfig;
         prompt_file: Value;
         before_kickoff_callbacks: Value;
         after_kickoff_callbacks: Value;
@@ -455,16 +460,10 @@ pub(crate) const AGENT_UNSUPPORTED: &[(&str, bool, &str)] = &[
         "agent planning is not supported yet",
     ),
     (
-        "knowledge_sources",
-        true,
-        "knowledge sources are not supported yet",
-    ),
-    (
         "knowledge_storage",
         true,
-        "knowledge storage is not supported yet",
+        "custom knowledge storage is not supported yet; knowledge is stored in the project's .crewai/memory.db",
     ),
-    ("knowledge_config", true, "knowledge is not supported yet"),
     ("apps", true, "platform apps are not supported yet"),
     ("checkpoint", true, "checkpointing is not supported yet"),
     (
@@ -519,11 +518,6 @@ pub(crate) const TASK_UNSUPPORTED: &[(&str, bool, &str)] = &[
 ];
 
 pub(crate) const CREW_UNSUPPORTED: &[(&str, bool, &str)] = &[
-    (
-        "knowledge_sources",
-        true,
-        "knowledge sources are not supported yet",
-    ),
     (
         "prompt_file",
         true,

@@ -448,7 +448,9 @@ b:
 
 #[test]
 fn unsupported_fields_that_change_behaviour_are_errors_others_warnings() {
-    let agents = format!("{AGENTS}  knowledge_sources: [docs.pdf]\n  allow_code_execution: true\n");
+    let agents = format!(
+        "{AGENTS}  knowledge_storage: {{provider: qdrant}}\n  allow_code_execution: true\n"
+    );
     let errs = errors(&[
         ("config/agents.yaml", &agents),
         ("config/tasks.yaml", TASKS),
@@ -456,7 +458,7 @@ fn unsupported_fields_that_change_behaviour_are_errors_others_warnings() {
     assert_eq!(
         errs,
         [
-            "config/agents.yaml:10: agent 'writer' field 'knowledge_sources' is not supported yet: knowledge sources are not supported yet; remove `knowledge_sources` to run without it"
+            "config/agents.yaml:10: agent 'writer' field 'knowledge_storage' is not supported yet: custom knowledge storage is not supported yet; knowledge is stored in the project's .crewai/memory.db; remove `knowledge_storage` to run without it"
         ]
     );
     let agents = format!("{AGENTS}  allow_code_execution: true\n");

@@ -251,20 +251,30 @@ fn crew_yaml_overrides_crew_py() {
 }
 
 #[test]
-fn knowledge_sources_and_kickoff_hooks_are_refused_at_their_line() {
+fn kickoff_hooks_are_refused_at_their_line_and_knowledge_sources_are_read() {
     let crew_py = format!(
-        "{HEADER}\n@CrewBase\nclass MarketBrief:\n    @before_kickoff\n    def prepare(self, inputs):\n        return inputs\n\n{TWO_AGENTS}\n    @crew\n    def crew(self) -> Crew:\n        return Crew(agents=self.agents, tasks=self.tasks, knowledge_sources=[PDFKnowledgeSource(file_paths=['a.pdf'])])\n"
+        "{HEADER}\n@CrewBase\nclass MarketBrief:\n    @before_kickoff\n    def prepare(self, inputs):\n        return inputs\n\n{TWO_AGENTS}\n    @crew\n    def crew(self) -> Crew:\n        return Crew(agents=self.agents, tasks=self.tasks, knowledge_sources=[PDFKnowledgeSource(file_paths=['a.pdf'], chunk_size=500)])\n"
     );
     let dir = variant(&crew_py, None);
     let error = Project::load(dir.path()).unwrap_err().to_string();
-    assert!(
-        error.contains("src/market_brief/crew.py:29: crew field 'knowledge_sources' is not supported yet: knowledge sources are not supported yet"),
-        "{error}"
-    );
+    assert!(!error.contains("knowledge_sources"), "{error}");
     assert!(
         error.contains("src/market_brief/crew.py:8: crew field 'before_kickoff_callbacks' is not supported yet: Python callbacks cannot run here"),
         "{error}"
     );
+    let without_hook = crew_py.replace(
+        "    @before_kickoff\n    def prepare(self, inputs):\n        return inputs\n\n",
+        "",
+    );
+    let dir = variant(&without_hook, None);
+    let project = Project::load(dir.path()).unwrap();
+    assert_eq!(
+        project.crew.knowledge_sources,
+        Some(
+            serde_json::json!([{"type": "PDFKnowledgeSource", "file_paths": ["a.pdf"], "chunk_size": 500}])
+        )
+    );
+    assert!(project.knowledge_enabled());
 }
 
 #[test]

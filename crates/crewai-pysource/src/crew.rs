@@ -511,6 +511,14 @@ impl<'m> Reader<'m> {
             // A tool that cannot be followed is reported by `tools` itself.
             (_, "tools") => self.tools(scope, method, kind, value).map(ArgValue::Tools),
             (Kind::Agent, "mcps") => self.mcps(scope, method, value).map(ArgValue::Mcps),
+            (_, "knowledge_sources") => match self.knowledge_sources(scope, value) {
+                Ok(sources) => Some(ArgValue::Json(sources)),
+                Err(why) => refuse(self, why),
+            },
+            (_, "knowledge_config") => match self.knowledge_config(scope, value) {
+                Ok(config) => Some(ArgValue::Json(config)),
+                Err(why) => refuse(self, why),
+            },
             (_, "llm" | "function_calling_llm" | "manager_llm" | "planning_llm" | "chat_llm") => {
                 match self.llm(scope, value, 0) {
                     Ok(llm) => Some(ArgValue::Json(llm)),

@@ -37,6 +37,7 @@
 mod crew;
 mod error;
 mod eval;
+mod knowledge;
 mod main_py;
 mod mcps;
 mod model;

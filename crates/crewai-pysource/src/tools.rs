@@ -196,7 +196,7 @@ impl<'m> Reader<'m> {
 }
 
 /// The items of a literal list or tuple, following a name bound to one.
-fn list_items<'m>(
+pub(crate) fn list_items<'m>(
     reader: &Reader<'m>,
     scope: Scope<'m>,
     value: &'m ast::Expr,

@@ -274,3 +274,68 @@ class Odd:
     );
     assert!(shown[3].starts_with("26: @agent method 'd' runs code this reader cannot follow (`for i in range(3): agents.append(i)`)"), "{}", shown[3]);
 }
+
+#[test]
+fn knowledge_sources_and_config_become_their_mapping_form() {
+    let dir = tempfile::tempdir().unwrap();
+    let pkg = dir.path().join("src/tea");
+    std::fs::create_dir_all(&pkg).unwrap();
+    std::fs::write(
+        pkg.join("crew.py"),
+        r#"from crewai import Agent, Crew, Task
+from crewai.knowledge.knowledge_config import KnowledgeConfig
+from crewai.knowledge.source.pdf_knowledge_source import PDFKnowledgeSource
+from crewai.knowledge.source.string_knowledge_source import StringKnowledgeSource
+from crewai.project import CrewBase, agent, crew
+
+policy = StringKnowledgeSource(content="Refunds take five days.", metadata={"kind": "policy"})
+
+@CrewBase
+class Tea:
+    @agent
+    def expert(self) -> Agent:
+        return Agent(
+            config=self.agents_config["expert"],
+            knowledge_sources=[PDFKnowledgeSource(file_paths=["tea.pdf"], chunk_size=800, chunk_overlap=50)],
+            knowledge_config=KnowledgeConfig(results_limit=2, score_threshold=0.4),
+        )
+
+    @agent
+    def clerk(self) -> Agent:
+        return Agent(config=self.agents_config["clerk"], knowledge_sources=[open("x.txt").read()])
+
+    @crew
+    def crew(self) -> Crew:
+        return Crew(agents=self.agents, tasks=self.tasks, knowledge_sources=[policy])
+"#,
+    )
+    .unwrap();
+    let crew = read_crew_py(&pkg.join("crew.py"), &dir.path().join("src")).unwrap();
+    let expert = &crew.agents[0];
+    assert_eq!(
+        json_arg(&expert.arg("knowledge_sources").unwrap().value),
+        &json!([{"type": "PDFKnowledgeSource", "file_paths": ["tea.pdf"], "chunk_size": 800, "chunk_overlap": 50}])
+    );
+    assert_eq!(
+        json_arg(&expert.arg("knowledge_config").unwrap().value),
+        &json!({"results_limit": 2, "score_threshold": 0.4})
+    );
+    let crew_def = crew.crew.as_ref().unwrap();
+    assert_eq!(
+        json_arg(&crew_def.arg("knowledge_sources").unwrap().value),
+        &json!([{"type": "StringKnowledgeSource", "content": "Refunds take five days.", "metadata": {"kind": "policy"}}])
+    );
+    assert_eq!(crew.diagnostics.len(), 1, "{:#?}", crew.diagnostics);
+    let refused = &crew.diagnostics[0];
+    assert_eq!(refused.line, 21);
+    assert!(
+        refused
+            .message
+            .contains("agent 'clerk' argument `knowledge_sources=`")
+            && refused
+                .message
+                .contains("is not a call of StringKnowledgeSource"),
+        "{}",
+        refused.message
+    );
+}

@@ -62,6 +62,7 @@ pub struct CrewBuilder {
     prices: Option<Arc<PriceTable>>,
     skills: Vec<SkillSource>,
     memory: Option<crewai_memory::Memory>,
+    knowledge: Option<crewai_knowledge::Knowledge>,
 }
 
 impl CrewBuilder {
@@ -82,6 +83,11 @@ impl CrewBuilder {
         /// the background, all of it written before the kickoff returns. Root it at the crew's
         /// scope (`/crew/<name>`) with [`crewai_memory::MemoryBuilder::root_scope`].
         pub fn memory(memory: crewai_memory::Memory) => memory = Some(memory);
+        /// The crew's knowledge (CrewAI's crew `knowledge_sources`; build it with
+        /// [`crewai_knowledge::KnowledgeOwner::Crew`]): ingested at each kickoff (unchanged
+        /// documents are skipped), searched before every task after the agent's own, and by
+        /// [`Crew::query_knowledge`](super::Crew::query_knowledge).
+        pub fn knowledge(knowledge: crewai_knowledge::Knowledge) => knowledge = Some(knowledge);
         pub fn task(task: Task) => |b| b.tasks.push(task);
         pub fn process(process: Process) => process = process;
         /// The model of the manager a hierarchical crew creates.
@@ -275,6 +281,7 @@ impl CrewBuilder {
                 budget: self.budget,
                 skills: self.skills,
                 memory: self.memory,
+                knowledge: self.knowledge,
                 prices: self
                     .prices
                     .unwrap_or_else(|| Arc::new(PriceTable::builtin())),

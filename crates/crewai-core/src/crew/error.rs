@@ -48,6 +48,13 @@ pub enum CrewError {
     Store(#[from] StoreError),
     #[error("{0}")]
     Replay(String),
+    /// The crew's or an agent's knowledge could not be ingested or searched.
+    #[error("crew '{crew}': knowledge failed")]
+    Knowledge {
+        crew: String,
+        #[source]
+        source: Box<crewai_knowledge::KnowledgeError>,
+    },
     #[error("crew '{crew}': the kickoff was cancelled")]
     Cancelled { crew: String },
     /// [`Crew::resume`](super::Crew::resume) or [`Crew::fork`](super::Crew::fork) cannot use the

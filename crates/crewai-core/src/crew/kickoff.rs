@@ -219,6 +219,7 @@ impl Crew {
             mcp: McpSessions::default(),
             a2a: crate::a2a::A2aSessions::default(),
             memory: spec.memory.clone(),
+            knowledge: spec.knowledge.clone(),
         };
         let run = RunContext {
             services,
@@ -230,7 +231,10 @@ impl Crew {
         };
 
         let result = tokio::select! {
-            result = self.plan_and_execute(&run, prepared, started, plan.restored, plan.crew_plan, &recorder) => result,
+            result = async {
+                self.ingest_knowledge().await?;
+                self.plan_and_execute(&run, prepared, started, plan.restored, plan.crew_plan, &recorder).await
+            } => result,
             _ = cancellation.cancelled() => Err(CrewError::Cancelled { crew: spec.name.clone() }),
             taken_over = journaled.keep_alive() => Err(CrewError::Store(taken_over)),
         };

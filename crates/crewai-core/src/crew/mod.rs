@@ -10,6 +10,7 @@ mod error;
 mod execute;
 mod journal;
 mod kickoff;
+mod knowledge;
 mod planning;
 mod replay;
 mod stream;
@@ -20,6 +21,7 @@ pub use crate::kickoff::KickoffOptions;
 pub use crate::process::hierarchical::ManagerError;
 pub use builder::CrewBuilder;
 pub use error::CrewError;
+pub use knowledge::{QUERY_KNOWLEDGE_LIMIT, QUERY_KNOWLEDGE_THRESHOLD};
 pub use planning::{
     CrewPlan, PLANNER_SCHEMA_NAME, PLANNING_TASK_NAME, PlanningError, TaskPlan, planner_prompt,
 };
@@ -108,6 +110,7 @@ struct CrewSpec {
     /// Given to every agent after its own skills.
     skills: Vec<crate::skills::SkillSource>,
     memory: Option<crewai_memory::Memory>,
+    knowledge: Option<crewai_knowledge::Knowledge>,
     prices: Arc<PriceTable>,
     last_run: Mutex<RunRecord>,
 }
@@ -281,6 +284,7 @@ impl Crew {
             budget: s.budget,
             skills: s.skills.clone(),
             memory: s.memory.clone(),
+            knowledge: s.knowledge.clone(),
             prices: s.prices.clone(),
             last_run: Mutex::new(RunRecord::default()),
         }

@@ -68,6 +68,39 @@ impl EventKind {
                 scope: text(),
                 error: text(),
             },
+            EventType::KnowledgeRetrievalStarted => K::KnowledgeRetrievalStarted {
+                agent_role: None,
+                task_name: None,
+            },
+            EventType::KnowledgeRetrievalCompleted => K::KnowledgeRetrievalCompleted {
+                agent_role: None,
+                task_name: None,
+                query: text(),
+                retrieved_knowledge: text(),
+                results: 0,
+                elapsed_ms: 0,
+            },
+            EventType::KnowledgeQueryStarted => K::KnowledgeQueryStarted {
+                agent_role: None,
+                task_name: None,
+                task_prompt: text(),
+            },
+            EventType::KnowledgeQueryCompleted => K::KnowledgeQueryCompleted {
+                agent_role: None,
+                task_name: None,
+                query: text(),
+            },
+            EventType::KnowledgeQueryFailed => K::KnowledgeQueryFailed {
+                agent_role: None,
+                task_name: None,
+                error: text(),
+            },
+            EventType::KnowledgeSearchQueryFailed => K::KnowledgeSearchQueryFailed {
+                agent_role: None,
+                task_name: None,
+                query: text(),
+                error: text(),
+            },
             EventType::SkillDiscoveryStarted => K::SkillDiscoveryStarted {
                 agent_role: None,
                 search_path: text(),

@@ -254,11 +254,24 @@ fn console_line(event: &Event) -> Option<String> {
         EventKind::MemorySaveCompleted { scope, saved, .. } => {
             format!("🧠 Memory saved {saved} under {scope}")
         }
-        // Left out: a save's start is summed up by its end, and recalls happen before every
-        // task (a failed one is shown).
+        EventKind::KnowledgeRetrievalCompleted { results, .. } if *results > 0 => {
+            format!("📚 Knowledge found {results} snippets")
+        }
+        EventKind::KnowledgeQueryFailed { error, .. } => {
+            format!("⚠️  Knowledge query could not be written: {error}")
+        }
+        EventKind::KnowledgeSearchQueryFailed { error, .. } => {
+            format!("⚠️  Knowledge could not be searched: {error}")
+        }
+        // Left out: a save's start is summed up by its end, and recalls and knowledge
+        // searches happen before every task (a failed one is shown).
         EventKind::MemorySaveStarted { .. }
         | EventKind::MemoryQueryStarted { .. }
-        | EventKind::MemoryQueryCompleted { .. } => return None,
+        | EventKind::MemoryQueryCompleted { .. }
+        | EventKind::KnowledgeRetrievalStarted { .. }
+        | EventKind::KnowledgeRetrievalCompleted { .. }
+        | EventKind::KnowledgeQueryStarted { .. }
+        | EventKind::KnowledgeQueryCompleted { .. } => return None,
         // Left out: the discovery's start and each loaded skill are summed up by its end, and a
         // use repeats the activation.
         EventKind::SkillDiscoveryStarted { .. }

@@ -443,6 +443,46 @@ pub enum EventKind {
         error: String,
     },
 
+    /// An agent searches its and its crew's knowledge before a task (CrewAI's knowledge
+    /// events): retrieval spans the whole search, the query events its model's rewrite of the
+    /// task into a search query.
+    KnowledgeRetrievalStarted {
+        agent_role: Option<String>,
+        task_name: Option<String>,
+    },
+    KnowledgeRetrievalCompleted {
+        agent_role: Option<String>,
+        task_name: Option<String>,
+        query: String,
+        /// The snippets as the prompt gets them (empty when none passed the threshold).
+        retrieved_knowledge: String,
+        results: usize,
+        elapsed_ms: u64,
+    },
+    KnowledgeQueryStarted {
+        agent_role: Option<String>,
+        task_name: Option<String>,
+        task_prompt: String,
+    },
+    KnowledgeQueryCompleted {
+        agent_role: Option<String>,
+        task_name: Option<String>,
+        query: String,
+    },
+    /// The model could not rewrite the task into a query; the task runs without knowledge.
+    KnowledgeQueryFailed {
+        agent_role: Option<String>,
+        task_name: Option<String>,
+        error: String,
+    },
+    /// The search itself failed (embedder, store); the task runs without knowledge.
+    KnowledgeSearchQueryFailed {
+        agent_role: Option<String>,
+        task_name: Option<String>,
+        query: String,
+        error: String,
+    },
+
     // Reserved for the flow engine, with CrewAI's names.
     FlowStarted {
         flow_name: String,
@@ -692,6 +732,36 @@ impl EventKind {
                 ..
             }
             | K::MemoryQueryFailed {
+                agent_role,
+                task_name,
+                ..
+            }
+            | K::KnowledgeRetrievalStarted {
+                agent_role,
+                task_name,
+                ..
+            }
+            | K::KnowledgeRetrievalCompleted {
+                agent_role,
+                task_name,
+                ..
+            }
+            | K::KnowledgeQueryStarted {
+                agent_role,
+                task_name,
+                ..
+            }
+            | K::KnowledgeQueryCompleted {
+                agent_role,
+                task_name,
+                ..
+            }
+            | K::KnowledgeQueryFailed {
+                agent_role,
+                task_name,
+                ..
+            }
+            | K::KnowledgeSearchQueryFailed {
                 agent_role,
                 task_name,
                 ..

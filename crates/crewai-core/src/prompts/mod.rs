@@ -5,6 +5,7 @@
 //!   instructions, the task prompt with its expected output and context, the forced final answer,
 //!   observations for tool problems, context-window summarisation, templates and the date block.
 //! - [`memory`]: the memories recalled for a task, added to its prompt.
+//! - [`knowledge`]: the search query a task becomes, and the snippets found for it.
 //! - [`skills`]: the skills block of the system prompt and what `load_skill` returns.
 //! - [`crew`]: what crews add: delegation tool descriptions, the default manager, guardrail retry
 //!   feedback, the LLM guardrail judge, structured-output conversion, human feedback.
@@ -17,6 +18,7 @@
 pub mod agent;
 pub mod crew;
 pub mod evaluation;
+pub mod knowledge;
 pub mod memory;
 pub mod planning;
 pub mod skills;

@@ -230,12 +230,9 @@ pub(crate) fn parse_http_url(raw: &str) -> Result<reqwest::Url, ToolError> {
 }
 
 impl HttpGetTool {
-    /// Fetches `raw_url` and returns its readable text, stopping when the run is cancelled.
-    pub(crate) async fn fetch_text(
-        &self,
-        raw_url: &str,
-        ctx: &ToolContext,
-    ) -> Result<String, ToolError> {
+    /// Fetches `raw_url` and returns its readable text, stopping when the run is cancelled
+    /// (what the web tools return, and what knowledge's web sources ingest).
+    pub async fn fetch_text(&self, raw_url: &str, ctx: &ToolContext) -> Result<String, ToolError> {
         let url = parse_http_url(raw_url)?;
         tokio::select! {
             result = self.fetch(url) => result,

@@ -70,7 +70,7 @@ pub const KNOWLEDGE_TOOLS: &[&str] = &[
 #[derive(Debug, thiserror::Error)]
 pub enum CatalogError {
     #[error(
-        "{class} is recognised (a crewai-tools knowledge search tool) but needs the knowledge feature, which crewai-rs does not have yet; remove it, or give the agent a tool that reads the source directly (FileReadTool, ScrapeWebsiteTool)"
+        "{class} is recognised (a crewai-tools knowledge search tool) but needs the knowledge feature's search tools, which crewai-rs does not have yet; remove it, and give the agent `knowledge_sources:` with the same files (searched before each task) or a tool that reads the source directly (FileReadTool, ScrapeWebsiteTool)"
     )]
     NeedsKnowledge { class: String },
     /// The constructor arguments do not fit the class.
