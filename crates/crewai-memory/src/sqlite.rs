@@ -375,10 +375,13 @@ fn filter_sql(collection: &str, filter: &RecordFilter, values: &mut Vec<SqlValue
         bind(collection.to_string().into())
     )];
     if !filter.scope.is_root() {
+        // Every path below `/a` lies in ["/a/", "/a0"): `0` follows `/` in byte order. A range
+        // the (collection, scope) index can seek, where a prefix function reads every row.
         let scope = bind(filter.scope.to_string().into());
         let below = bind(format!("{}/", filter.scope).into());
+        let after = bind(format!("{}0", filter.scope).into());
         conditions.push(format!(
-            "(m.scope = {scope} OR substr(m.scope, 1, length({below})) = {below})"
+            "(m.scope = {scope} OR (m.scope >= {below} AND m.scope < {after}))"
         ));
     }
     if !filter.categories.is_empty() {
@@ -609,10 +612,16 @@ impl MemoryStore for SqliteMemoryStore {
             let vector = values.len();
             values.push(to_i64(limit).into());
             let mut statement = conn
+                // Ranked on the row id alone, then joined for the columns: the sort carries
+                // (rowid, distance, time) for every candidate instead of whole records.
                 .prepare(&format!(
-                    "SELECT {RECORD_COLUMNS}, vec_distance_cosine(m.embedding, ?{vector}) AS distance
-                     FROM memory_records m WHERE {condition}
-                     ORDER BY distance ASC, m.created_at DESC LIMIT ?{}",
+                    "SELECT {RECORD_COLUMNS}, top.distance FROM (
+                         SELECT m.rowid AS rowid, m.created_at AS created_at,
+                                vec_distance_cosine(m.embedding, ?{vector}) AS distance
+                         FROM memory_records m WHERE {condition}
+                         ORDER BY distance ASC, m.created_at DESC LIMIT ?{}
+                     ) top JOIN memory_records m ON m.rowid = top.rowid
+                     ORDER BY top.distance ASC, top.created_at DESC",
                     vector + 1
                 ))
                 .map_err(|e| store.sql(e))?;
@@ -657,9 +666,13 @@ impl MemoryStore for SqliteMemoryStore {
             store.records(
                 conn,
                 &format!(
-                    "SELECT {RECORD_COLUMNS} FROM memory_fts f JOIN memory_records m ON m.rowid = f.rowid
-                     WHERE memory_fts MATCH ?{fts} AND {condition}
-                     ORDER BY bm25(memory_fts) ASC LIMIT ?{}",
+                    "SELECT {RECORD_COLUMNS} FROM (
+                         SELECT f.rowid AS rowid, bm25(memory_fts) AS rank
+                         FROM memory_fts f JOIN memory_records m ON m.rowid = f.rowid
+                         WHERE memory_fts MATCH ?{fts} AND {condition}
+                         ORDER BY rank ASC LIMIT ?{}
+                     ) top JOIN memory_records m ON m.rowid = top.rowid
+                     ORDER BY top.rank ASC",
                     fts + 1
                 ),
                 values,

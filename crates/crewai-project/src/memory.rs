@@ -128,7 +128,8 @@ impl Project {
         let context = format!("agent '{key}' memory");
         let own = spec.memory == Some(serde_json::Value::Bool(true));
         let embedder = spec.embedder.as_ref().filter(|v| is_requested(v));
-        if !own && !(embedder.is_some() && self.memory_enabled()) {
+        let overrides_crews = embedder.is_some() && self.memory_enabled();
+        if !(own || overrides_crews) {
             return Ok(None);
         }
         let crew_config = self.crew_embedder(options)?.0;
