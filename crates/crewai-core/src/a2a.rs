@@ -24,14 +24,12 @@
 //! tool errors naming the state and the remote's message, as are timeouts, a peer outside the
 //! protocol and the end of `max_turns`.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
 use async_trait::async_trait;
 use crewai_tools::{Tool, ToolContext, ToolError, ToolHandle, ToolOutput, ToolSet};
 use serde_json::{Value, json};
-use tokio::sync::{Mutex, OnceCell};
 use uuid::Uuid;
 
 use crewai_a2a::types::TaskState;
@@ -41,19 +39,14 @@ pub use crewai_a2a::{
 };
 
 use crate::events::{EventBus, EventKind};
+use crate::kickoff_slots::KickoffSlots;
 
 /// The kickoff's conversations, by (agent, entry of its `a2a:` list). `None`: a remote agent
 /// without `fail_fast` that could not be reached, which the agent works without.
 #[derive(Clone, Default)]
 pub(crate) struct A2aSessions {
-    remotes: Arc<Mutex<Remotes>>,
+    remotes: KickoffSlots<(Uuid, usize), Option<Arc<Conversation>>>,
 }
-
-/// The kickoff's remote agents by (agent id, index in its `a2a:` list).
-type Remotes = HashMap<(Uuid, usize), Arc<RemoteSlot>>;
-
-/// One remote agent's conversation in a kickoff, made by the first task that needs it.
-type RemoteSlot = OnceCell<Option<Arc<Conversation>>>;
 
 /// Who is asking for the remote agents, for the events.
 pub(crate) struct A2aRequester<'a> {
@@ -74,14 +67,13 @@ impl A2aSessions {
         requester: &A2aRequester<'_>,
     ) -> Result<(), A2aError> {
         for (index, config) in remotes.iter().enumerate() {
-            let cell = {
-                let mut known = self.remotes.lock().await;
-                Arc::clone(known.entry((requester.agent_id, index)).or_default())
-            };
-            let connected = cell
-                .get_or_try_init(|| connect(config, events, requester))
+            let connected = self
+                .remotes
+                .get_or_open((requester.agent_id, index), || {
+                    connect(config, events, requester)
+                })
                 .await?;
-            if let Some(conversation) = connected {
+            if let Some(conversation) = connected.as_ref() {
                 let tool = RemoteAgentTool::new(Arc::clone(conversation), events.clone());
                 tools.insert(
                     ToolHandle::from_tool(tool)

@@ -69,6 +69,7 @@ pub mod guardrail;
 pub mod hooks;
 pub mod interpolate;
 pub mod kickoff;
+mod kickoff_slots;
 pub mod llm_stack;
 pub mod mcp;
 pub mod output;

@@ -16,16 +16,13 @@
 //! # drop(agent); Ok(()) }
 //! ```
 
-use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::time::Instant;
 
 use async_trait::async_trait;
 use crewai_tools::{Tool, ToolContext, ToolError, ToolHandle, ToolOutput, ToolSet};
 use serde_json::Value;
-use tokio::sync::{Mutex, OnceCell};
 use uuid::Uuid;
 
 pub use crewai_mcp::{
@@ -34,11 +31,12 @@ pub use crewai_mcp::{
 };
 
 use crate::events::{EventBus, EventKind};
+use crate::kickoff_slots::KickoffSlots;
 
 /// The sessions of one kickoff, by server entry. Clones share them.
 #[derive(Clone, Default)]
 pub(crate) struct McpSessions {
-    sessions: Arc<Mutex<HashMap<usize, Arc<OnceCell<OpenServer>>>>>,
+    sessions: KickoffSlots<usize, OpenServer>,
 }
 
 /// A server's session in this kickoff and the tools the agent gets from it.
@@ -67,12 +65,9 @@ impl McpSessions {
         requester: &McpRequester<'_>,
     ) -> Result<(), McpError> {
         for server in servers {
-            let cell = {
-                let mut sessions = self.sessions.lock().await;
-                Arc::clone(sessions.entry(server.entry_id()).or_default())
-            };
-            let open = cell
-                .get_or_try_init(|| opening(server, events, requester))
+            let open = self
+                .sessions
+                .get_or_open(server.entry_id(), || opening(server, events, requester))
                 .await?;
             for tool in &open.tools {
                 tools.insert(tool.clone());
@@ -83,11 +78,8 @@ impl McpSessions {
 
     /// Closes every session (bounded; see [`McpConnection::shutdown`]).
     pub(crate) async fn shutdown(&self) {
-        let sessions: Vec<_> = self.sessions.lock().await.drain().collect();
-        for (_, cell) in sessions {
-            if let Some(open) = cell.get() {
-                open.connection.shutdown().await;
-            }
+        for open in self.sessions.drain().await {
+            open.connection.shutdown().await;
         }
     }
 }
