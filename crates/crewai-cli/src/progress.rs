@@ -7,7 +7,7 @@ use std::io::{IsTerminal, Write};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crewai_core::events::{Event, EventBus, EventKind};
+use crewai_core::events::{Event, EventBus, EventKind, plans_added};
 use crewai_observe::local::format_cost;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::Value;
@@ -316,17 +316,8 @@ impl Progress {
             EventKind::CrewPlanningCompleted {
                 planned, missing, ..
             } => {
-                let text = match missing.is_empty() {
-                    true => format!("  ↳ plans added to {planned} task(s)"),
-                    false => format!(
-                        "  ⚠ plans added to {planned} task(s); none for task(s) {}",
-                        missing
-                            .iter()
-                            .map(usize::to_string)
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ),
-                };
+                let mark = if missing.is_empty() { "↳" } else { "⚠" };
+                let text = format!("  {mark} {}", plans_added(*planned, missing));
                 Self::line(state, &text);
             }
             EventKind::CrewPlanningFailed { error, .. } => {

@@ -114,6 +114,30 @@ pub(crate) fn load(dir: &Path) -> Result<Project, Failure> {
     Ok(project)
 }
 
+/// What `crewai test` and `crewai train` start from: the project's `.env`, the project (a
+/// YAML/JSON one: a Rust project calls `Crew::{method}` itself) and the inputs, with `-n`
+/// checked to be at least 1.
+pub(crate) fn load_for_repeated_runs(
+    command: &str,
+    method: &str,
+    dir: &Path,
+    iterations: u32,
+    given_inputs: &[String],
+    inputs_file: Option<&Path>,
+) -> Result<(Project, Inputs), Failure> {
+    load_env(dir)?;
+    if is_rust_project(dir) {
+        return Err(Failure::config(anyhow!(
+            "`crewai {command}` works on YAML/JSON projects; a Rust project calls `Crew::{method}` in its own code"
+        )));
+    }
+    if iterations == 0 {
+        return Err(Failure::config(anyhow!("-n must be at least 1")));
+    }
+    let given = inputs::gather(given_inputs, inputs_file).map_err(Failure::config)?;
+    Ok((load(dir)?, given))
+}
+
 pub async fn run(args: RunArgs) -> Result<(), Failure> {
     let dir = args.common.project.clone();
     load_env(&dir)?;

@@ -7,22 +7,18 @@ use crewai_project::{BuildOptions, ToolRegistry};
 
 use crate::cli::TestArgs;
 use crate::outcome::{Failure, print_out};
-use crate::{inputs, models, run};
+use crate::{models, run};
 
 pub async fn test(args: TestArgs) -> Result<(), Failure> {
     let dir = args.common.project.clone();
-    run::load_env(&dir)?;
-    if run::is_rust_project(&dir) {
-        return Err(Failure::config(anyhow!(
-            "`crewai test` works on YAML/JSON projects; a Rust project tests through `Crew::test` in its own code"
-        )));
-    }
-    if args.n_iterations == 0 {
-        return Err(Failure::config(anyhow!("-n must be at least 1")));
-    }
-    let given =
-        inputs::gather(&args.inputs, args.inputs_file.as_deref()).map_err(Failure::config)?;
-    let project = run::load(&dir)?;
+    let (project, given) = run::load_for_repeated_runs(
+        "test",
+        "test",
+        &dir,
+        args.n_iterations,
+        &args.inputs,
+        args.inputs_file.as_deref(),
+    )?;
     // The judge: `-m`, else `--llm`, else the model agents without one get.
     let judge_flag = args.model.as_deref().or(args.common.llm.as_deref());
     let judge_options = models::with_chosen_default(

@@ -5,7 +5,6 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use anyhow::anyhow;
 use crewai_core::training::{
     DEFAULT_TRAINED_AGENTS_FILE, TRAINED_AGENTS_FILE_ENV, TrainedAgents, TrainedAgentsError,
 };
@@ -13,7 +12,7 @@ use serde_json::json;
 
 use crate::cli::TrainArgs;
 use crate::outcome::{Failure, print_out};
-use crate::{inputs, run};
+use crate::run;
 
 /// The trained-agents file: `-f`, else `CREWAI_TRAINED_AGENTS_FILE`, else the project's
 /// `trained_agents_data.json`.
@@ -52,18 +51,14 @@ pub(crate) async fn trained_agents_for_run(
 
 pub async fn train(args: TrainArgs) -> Result<(), Failure> {
     let dir = args.common.project.clone();
-    run::load_env(&dir)?;
-    if run::is_rust_project(&dir) {
-        return Err(Failure::config(anyhow!(
-            "`crewai train` works on YAML/JSON projects; a Rust project trains through `Crew::train` in its own code"
-        )));
-    }
-    if args.n_iterations == 0 {
-        return Err(Failure::config(anyhow!("-n must be at least 1")));
-    }
-    let given =
-        inputs::gather(&args.inputs, args.inputs_file.as_deref()).map_err(Failure::config)?;
-    let project = run::load(&dir)?;
+    let (project, given) = run::load_for_repeated_runs(
+        "train",
+        "train",
+        &dir,
+        args.n_iterations,
+        &args.inputs,
+        args.inputs_file.as_deref(),
+    )?;
     let file = trained_agents_path(&project.root, args.filename.as_deref());
     // Before any model is called: a file that cannot be read (a pickle) stops here.
     let earlier = TrainedAgents::load(&file).await.map_err(Failure::config)?;

@@ -53,7 +53,7 @@ use uuid::Uuid;
 
 pub use bus::{EventBus, ListenerId};
 pub use channel::{DroppedEvents, EventChannel};
-pub use console::ConsoleListener;
+pub use console::{ConsoleListener, plans_added};
 pub use jsonl::{
     DEFAULT_QUEUE_CAPACITY, EventLogError, JsonLinesReport, JsonLinesWriter, ListenerGuard,
 };

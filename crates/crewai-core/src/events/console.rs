@@ -89,15 +89,8 @@ fn console_line(event: &Event) -> Option<String> {
         EventKind::CrewPlanningCompleted {
             planned, missing, ..
         } => match missing.is_empty() {
-            true => format!("🗺️  Plans added to {planned} task(s)"),
-            false => format!(
-                "⚠️  Plans added to {planned} task(s); the planner gave none for task(s) {}",
-                missing
-                    .iter()
-                    .map(usize::to_string)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
+            true => format!("🗺️  {}", plans_added(*planned, missing)),
+            false => format!("⚠️  {}", plans_added(*planned, missing)),
         },
         EventKind::CrewPlanningFailed {
             crew_name, error, ..
@@ -299,6 +292,19 @@ fn console_line(event: &Event) -> Option<String> {
         | EventKind::MethodExecutionFinished { .. } => return None,
     };
     Some(text)
+}
+
+/// What a crew's planning did, as the console and the CLI's progress show it: how many tasks got
+/// a plan, and which task numbers the planner left without one.
+pub fn plans_added(planned: usize, missing: &[usize]) -> String {
+    if missing.is_empty() {
+        return format!("plans added to {planned} task(s)");
+    }
+    let numbers: Vec<String> = missing.iter().map(usize::to_string).collect();
+    format!(
+        "plans added to {planned} task(s); the planner gave none for task(s) {}",
+        numbers.join(", ")
+    )
 }
 
 #[cfg(test)]
