@@ -104,6 +104,8 @@ async fn serve(args: ServeArgs) -> Result<(), Failure> {
         verbose: args.verbose,
         json: false,
         python: args.python.clone(),
+        // A served crew keeps the strict rule: a budget over an unpriced model stops at start.
+        allow_unpriced: false,
     };
     let runner = ProjectRunner {
         project: Arc::new(project),

@@ -150,6 +150,10 @@ pub struct ProjectArgs {
     /// `.venv`, else `python3` on `PATH`.
     #[arg(long, value_name = "PATH")]
     pub python: Option<PathBuf>,
+    /// Run a crew with `max_cost_usd` even when one of its models has no price (its calls count
+    /// as $0); without it such a crew stops before its first call, naming the model.
+    #[arg(long)]
+    pub allow_unpriced: bool,
 }
 
 #[derive(Debug, Clone, Args)]

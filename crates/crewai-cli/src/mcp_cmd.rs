@@ -74,6 +74,8 @@ async fn serve(args: McpServeArgs) -> Result<(), Failure> {
         verbose: false,
         json: false,
         python: args.python.clone(),
+        // A served crew keeps the strict rule: a budget over an unpriced model stops at start.
+        allow_unpriced: false,
     };
     let served = Served::load(common)?;
     let tool_name = served.tool.name.to_string();

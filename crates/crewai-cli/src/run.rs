@@ -477,7 +477,8 @@ pub(crate) async fn build(
 
     let mut options = BuildOptions::new(registry)
         .with_task_output_store(Arc::new(store.clone()))
-        .with_event_bus(bus.clone());
+        .with_event_bus(bus.clone())
+        .with_allow_unpriced(common.allow_unpriced);
     options = crate::models::configure(project, options, common.llm.as_deref()).await?;
     let announced = [
         (

@@ -238,3 +238,37 @@ fn spans_go_to_the_collector_named_by_the_environment() {
         "{seen:?}"
     );
 }
+
+#[test]
+fn a_cost_budget_over_an_unpriced_model_needs_allow_unpriced() {
+    let dir = support::project(&[
+        (
+            "config/agents.yaml",
+            "researcher:\n  role: Researcher\n  goal: Research {topic}\n  backstory: Curious.\n  llm: openai/our-own-finetune-7\n",
+        ),
+        (
+            "config/tasks.yaml",
+            "research:\n  description: Research {topic}\n  expected_output: Notes\n  agent: researcher\n",
+        ),
+        ("config/crew.yaml", "inputs:\n  topic: Rust\nmax_cost_usd: 0.5\n"),
+    ]);
+    let root = dir.path().to_str().unwrap();
+    let server = ScriptedServer::start_blocking();
+    server.push(Reply::text("Rust notes").with_usage(100, 10));
+
+    let refused = run(crewai_at(&["run", "--project", root], &server));
+    assert_eq!(refused.status.code(), Some(2), "a configuration error");
+    let stderr = text(&refused.stderr);
+    assert!(
+        stderr.contains("our-own-finetune-7") && stderr.contains("--allow-unpriced"),
+        "{stderr}"
+    );
+    assert_eq!(server.request_count(), 0, "refused before any call");
+
+    let output = last_json_line(&run(crewai_at(
+        &["run", "--project", root, "--allow-unpriced", "--json"],
+        &server,
+    )));
+    assert_eq!(output["raw"], "Rust notes");
+    assert_eq!(server.request_count(), 1);
+}

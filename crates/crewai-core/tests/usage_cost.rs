@@ -7,6 +7,7 @@ mod crew_support;
 use crew_support::{BudgetStop, budget_stop};
 
 use crew_support::{agent, crew_builder, task};
+use crewai_core::agent::Agent;
 use crewai_core::crew::{Crew, CrewError};
 use crewai_core::events::{EventBus, EventKind, EventRecorder};
 use crewai_core::interpolate::Inputs;
@@ -247,4 +248,47 @@ async fn budgets_must_be_positive() {
         build(Crew::builder().max_tokens(0)),
         Err(CrewError::Config { .. })
     ));
+}
+
+#[tokio::test]
+async fn a_cost_budget_on_a_model_without_a_price_is_refused_unless_allowed() {
+    let server = ScriptedServer::start().await;
+    let unpriced = crewai_llm::build_llm(
+        &crewai_llm::LlmConfig::new("openai/our-own-finetune-7")
+            .with_base_url(server.base_url())
+            .with_api_key("sk-test"),
+    )
+    .unwrap();
+    let researcher = Agent::builder()
+        .role("Researcher")
+        .goal("Find facts")
+        .backstory("Careful.")
+        .llm(unpriced)
+        .build()
+        .unwrap();
+    let budgeted = || {
+        Crew::builder()
+            .agents(vec![researcher.clone()])
+            .tasks(vec![task("research", "Find facts", &researcher)])
+            .max_cost_usd(1.0)
+    };
+
+    let Err(CrewError::Config { message, .. }) = budgeted().build() else {
+        panic!("a budget over an unpriced model must be refused");
+    };
+    assert!(message.contains("'Researcher'"), "{message}");
+    assert!(message.contains("our-own-finetune-7"), "{message}");
+    assert!(message.contains("--allow-unpriced"), "{message}");
+
+    assert!(budgeted().allow_unpriced(true).build().is_ok());
+    // A model the generated LiteLLM table prices needs no allowance.
+    let priced = agent("Researcher", &server);
+    assert!(
+        Crew::builder()
+            .agents(vec![priced.clone()])
+            .tasks(vec![task("research", "Find facts", &priced)])
+            .max_cost_usd(1.0)
+            .build()
+            .is_ok()
+    );
 }

@@ -9,6 +9,7 @@
 //! assert_eq!(context_window_size("gpt-4.1-mini-2025-04-14"), 1_047_576);
 //! ```
 
+use crate::litellm_models::LitellmModels;
 use crate::providers::ProviderRegistry;
 
 /// The size used for a model no table knows.
@@ -21,9 +22,12 @@ pub fn context_window_size(model: &str) -> u64 {
 }
 
 /// The context window of `model` if a built-in provider declares it (the longest matching
-/// model-name prefix over all of them wins).
+/// model-name prefix over all of them wins), else LiteLLM's `max_input_tokens` for it
+/// ([`crate::litellm_models`]).
 pub fn known_context_window(model: &str) -> Option<u64> {
-    ProviderRegistry::builtin_ref().known_context_window(model)
+    ProviderRegistry::builtin_ref()
+        .known_context_window(model)
+        .or_else(|| LitellmModels::get().context_window(model))
 }
 
 #[cfg(test)]

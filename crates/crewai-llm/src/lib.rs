@@ -104,6 +104,7 @@ pub mod fallback;
 pub mod gemini;
 pub mod http;
 pub mod layer;
+pub mod litellm_models;
 pub mod openai;
 pub mod openai_responses;
 pub mod pricing;

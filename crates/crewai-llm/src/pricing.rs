@@ -24,6 +24,7 @@ use std::sync::{LazyLock, Mutex, PoisonError};
 
 use serde::{Deserialize, Serialize};
 
+use crate::litellm_models::{self, LitellmModels};
 use crate::types::Usage;
 
 /// The built-in price list, as written in the crate.
@@ -137,6 +138,10 @@ pub struct PriceTable {
     prices: BTreeMap<String, ModelPrice>,
     #[serde(skip)]
     reported_unpriced: Mutex<BTreeSet<String>>,
+    /// Whether models missing from `prices` are looked up in the generated LiteLLM table
+    /// ([`crate::litellm_models`]); only the built-in table (and what is built on it) does.
+    #[serde(skip)]
+    with_litellm: bool,
 }
 
 impl Clone for PriceTable {
@@ -144,6 +149,7 @@ impl Clone for PriceTable {
         PriceTable {
             prices: self.prices.clone(),
             reported_unpriced: Mutex::new(self.reported().clone()),
+            with_litellm: self.with_litellm,
         }
     }
 }
@@ -156,11 +162,13 @@ impl PartialEq for PriceTable {
 }
 
 impl PriceTable {
-    /// The prices shipped with the crate (OpenAI, Anthropic and Gemini models).
+    /// The prices shipped with the crate: `data/prices.yaml` (kept by hand), then for every
+    /// other model the table generated from LiteLLM's ([`crate::litellm_models`]).
     pub fn builtin() -> Self {
         PriceTable {
             prices: BUILTIN.clone(),
             reported_unpriced: Mutex::default(),
+            with_litellm: true,
         }
     }
 
@@ -216,20 +224,14 @@ impl PriceTable {
     }
 
     /// The price of `model`: its own entry, else the longest entry it starts with followed by `-`
-    /// (a dated or suffixed variant), ignoring case and a `provider/` prefix.
+    /// (a dated or suffixed variant), ignoring case and a `provider/` prefix; then, in the
+    /// built-in table, LiteLLM's price for it.
     pub fn lookup(&self, model: &str) -> Option<&ModelPrice> {
-        let name = normalise(model);
-        if let Some(price) = self.prices.get(&name) {
-            return Some(price);
-        }
-        self.prices
-            .iter()
-            .filter(|(known, _)| {
-                name.strip_prefix(known.as_str())
-                    .is_some_and(|rest| rest.starts_with('-'))
-            })
-            .max_by_key(|(known, _)| known.len())
-            .map(|(_, price)| price)
+        litellm_models::longest_stem(&self.prices, &normalise(model)).or_else(|| {
+            self.with_litellm
+                .then(|| LitellmModels::get().price(model))
+                .flatten()
+        })
     }
 
     /// What `usage` on `model` cost, in USD; `None` when the model has no price.

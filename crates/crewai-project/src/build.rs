@@ -239,6 +239,7 @@ impl Project {
             }
         }
         carry_over!(builder, crew, [max_cost_usd, max_tokens, cache, stream]);
+        builder = builder.allow_unpriced(options.allow_unpriced);
         if let Some(prices) = &crew.pricing {
             let overrides = crewai_llm::PriceTable::from_prices(prices.clone()).map_err(|err| {
                 ProjectError::build(format!("crew '{}' pricing", self.name()), err)

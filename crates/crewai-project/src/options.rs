@@ -71,6 +71,9 @@ pub struct BuildOptions {
     /// What training taught the agents (the trained-agents file): each agent whose role has an
     /// entry ends its task prompts with its suggestions.
     pub trained_agents: Option<crewai_core::training::TrainedAgents>,
+    /// Lets a crew with `max_cost_usd` use models without a price (`--allow-unpriced`; see
+    /// `CrewBuilder::allow_unpriced`).
+    pub allow_unpriced: bool,
 }
 
 impl BuildOptions {
@@ -88,6 +91,7 @@ impl BuildOptions {
             rate_limiters: None,
             code_resolver: None,
             trained_agents: None,
+            allow_unpriced: false,
         }
     }
     crewai_llm::setters! {
@@ -108,6 +112,8 @@ impl BuildOptions {
         /// Supplies what the files can only name (see [`BuildOptions::code_resolver`]).
         pub fn with_code_resolver(code_resolver: Arc<dyn CodeResolver>) => code_resolver = Some(code_resolver);
         pub fn with_trained_agents(trained: crewai_core::training::TrainedAgents) => trained_agents = Some(trained);
+        /// Lets a budgeted crew use models without a price (see [`BuildOptions::allow_unpriced`]).
+        pub fn with_allow_unpriced(allow: bool) => allow_unpriced = allow;
     }
     pub fn with_llm_factory(
         mut self,
@@ -154,6 +160,7 @@ impl std::fmt::Debug for BuildOptions {
                 "trained_agents",
                 &self.trained_agents.as_ref().map(|t| t.agents.len()),
             )
+            .field("allow_unpriced", &self.allow_unpriced)
             .finish()
     }
 }

@@ -60,6 +60,7 @@ pub struct CrewBuilder {
     kickoff_concurrency: Option<usize>,
     budget: Budget,
     prices: Option<Arc<PriceTable>>,
+    allow_unpriced: bool,
     skills: Vec<SkillSource>,
     memory: Option<crewai_memory::Memory>,
     knowledge: Option<crewai_knowledge::Knowledge>,
@@ -158,6 +159,10 @@ impl CrewBuilder {
         pub fn max_tokens(tokens: u64) => budget.max_tokens = Some(tokens);
         /// The prices calls are priced with (default [`PriceTable::builtin`]).
         pub fn prices(prices: PriceTable) => prices = Some(Arc::new(prices));
+        /// Lets a crew with `max_cost_usd` use models the price table does not know (their
+        /// calls count as $0, so the budget does not see them). Without it such a crew is a
+        /// configuration error at build time, naming the model.
+        pub fn allow_unpriced(allow: bool) => allow_unpriced = allow;
         /// The crew's hooks (they run before each agent's). Layers added with
         /// [`CrewBuilder::llm_layer`] are kept.
         pub fn hooks(hooks: Hooks) => |b| b.hooks = hooks.replacing(std::mem::take(&mut b.hooks));
@@ -229,6 +234,25 @@ impl CrewBuilder {
             ),
             false => None,
         };
+        let prices = self
+            .prices
+            .unwrap_or_else(|| Arc::new(PriceTable::builtin()));
+        if self.budget.max_cost_usd.is_some() && !self.allow_unpriced {
+            let callers = self
+                .agents
+                .iter()
+                .chain(self.tasks.iter().filter_map(Task::agent))
+                .chain(&manager)
+                .chain(&planner);
+            if let Some((role, model)) = first_unpriced(callers, &prices) {
+                return Err(config(format!(
+                    "`max_cost_usd` is set, but agent '{role}' uses model '{model}', which has no \
+                     price: its calls would count as $0 and the budget would not hold. Add its \
+                     price under `pricing:` in crew.yaml (or `CrewBuilder::prices`), or accept \
+                     it with `crewai run --allow-unpriced` (`CrewBuilder::allow_unpriced`)"
+                )));
+            }
+        }
         let events = self.events.unwrap_or_default();
         if self.verbose {
             ConsoleListener::stdout().attach(&events);
@@ -282,13 +306,31 @@ impl CrewBuilder {
                 skills: self.skills,
                 memory: self.memory,
                 knowledge: self.knowledge,
-                prices: self
-                    .prices
-                    .unwrap_or_else(|| Arc::new(PriceTable::builtin())),
+                prices,
                 last_run: Mutex::new(RunRecord::default()),
             }),
         })
     }
+}
+
+/// The first of `agents` whose model (or function-calling model) `prices` has no price for:
+/// its role and the model's name. An agent without a model of its own is skipped: the crew
+/// cannot know what it will be given.
+fn first_unpriced<'a>(
+    mut agents: impl Iterator<Item = &'a Agent>,
+    prices: &PriceTable,
+) -> Option<(String, String)> {
+    agents.find_map(|agent| {
+        let models = agent
+            .llm()
+            .ok()
+            .into_iter()
+            .chain(agent.function_calling_llm().cloned());
+        models
+            .map(|llm| llm.model().to_string())
+            .find(|model| prices.lookup(model).is_none())
+            .map(|model| (agent.role().to_string(), model))
+    })
 }
 
 /// CrewAI's task-list rules, plus a check that context names exist.
