@@ -17,3 +17,11 @@ pub use queue::{
     QueueConfig, Submitted, WorkerIdentity,
 };
 pub use sqlite_queue::SqliteQueue;
+mod api;
+pub mod openapi;
+mod runner;
+pub mod workers;
+
+pub use api::{DEFAULT_MAX_REQUEST_BYTES, KickoffApi};
+pub use runner::{KickoffJob, KickoffRunner, ProgressSink};
+pub use workers::{WorkerConfig, run_workers};
