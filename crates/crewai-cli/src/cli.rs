@@ -88,6 +88,11 @@ pub enum Command {
     Train(TrainArgs),
     /// Test the crew: N runs, each task's output scored from 1 to 10 by a judge model.
     Test(TestArgs),
+    /// Serve the crew's kickoff API (POST /kickoff, GET /status/{id}, events, cancel, resume)
+    /// with its own workers.
+    Serve(crate::serve_cmd::ServeArgs),
+    /// Run queued kickoffs of `crewai serve` (claimed under a lease, resumed if a worker dies).
+    Worker(crate::serve_cmd::WorkerArgs),
     /// Serve the project's crew (or flow) as an MCP tool (`crewai mcp serve`).
     Mcp {
         #[command(subcommand)]

@@ -19,6 +19,7 @@ mod outcome;
 mod progress;
 mod python_tools;
 mod run;
+mod serve_cmd;
 mod stored;
 mod test_cmd;
 mod traces;
@@ -151,6 +152,8 @@ async fn dispatch(cli: Cli) -> Result<(), Failure> {
         Command::Train(args) => train_cmd::train(args).await,
         Command::Test(args) => test_cmd::test(args).await,
         Command::Mcp { action } => mcp_cmd::mcp(action).await,
+        Command::Serve(args) => serve_cmd::serve(args).await,
+        Command::Worker(args) => serve_cmd::worker(args).await,
         Command::Completions { shell } => {
             let mut command = Cli::command();
             clap_complete::generate(shell, &mut command, "crewai", &mut std::io::stdout());

@@ -407,6 +407,11 @@ impl JournaledRun {
         &self.bus
     }
 
+    /// The project's store, which journals the run.
+    pub(crate) fn store(&self) -> &crewai_store::Store {
+        &self.store
+    }
+
     /// Runs the crew as `start` says; cancelling `cancellation` stops it (journaled as
     /// cancelled).
     pub(crate) async fn execute(

@@ -1,0 +1,521 @@
+//! `crewai serve` and `crewai worker` as a client sees them, against the scripted model server:
+//! the AMP routes, typed 4xx answers to bad input, idempotent submission, the event stream, the
+//! OpenAPI document walked against the running server, concurrent submissions, and a worker
+//! SIGKILLed mid-run whose kickoffs another worker resumes without re-running finished tasks
+//! (counted on the model server's requests).
+
+mod support;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use crewai_testkit::process::{Announced, ListeningChild};
+use crewai_testkit::scripted::{Reply, ScriptedServer};
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use support::{crewai_at, project};
+
+const TOKEN: &str = "s3cret-token";
+const MARKERS: [&str; 3] = ["ALPHA-TASK", "BETA-TASK", "GAMMA-TASK"];
+
+const FILES: &[(&str, &str)] = &[
+    (
+        "config/agents.yaml",
+        "worker:\n  role: Worker\n  goal: Work on {topic}\n  backstory: Diligent.\n",
+    ),
+    (
+        "config/tasks.yaml",
+        "alpha:\n  description: ALPHA-TASK facts about {topic}\n  expected_output: Facts\n  agent: worker\nbeta:\n  description: BETA-TASK questions about {topic}\n  expected_output: Questions\n  agent: worker\ngamma:\n  description: GAMMA-TASK conclude on {topic}\n  expected_output: A conclusion\n  agent: worker\n",
+    ),
+];
+
+fn address_port(line: &str) -> Option<u16> {
+    let rest = line.strip_prefix("Kickoff API listening on http://")?;
+    rest.split('/').next()?.rsplit(':').next()?.parse().ok()
+}
+
+fn serve(dir: &Path, server: &ScriptedServer, extra: &[&str]) -> ListeningChild {
+    let project = dir.to_string_lossy();
+    let mut args = vec!["serve", "--project", &project, "--port", "0"];
+    args.extend_from_slice(extra);
+    let mut command = crewai_at(&args, server);
+    command.env("CREWAI_SERVE_TOKEN", TOKEN);
+    ListeningChild::start(
+        command,
+        Announced::Stderr,
+        Duration::from_secs(60),
+        address_port,
+    )
+}
+
+struct Api {
+    client: reqwest::Client,
+    base: String,
+}
+
+impl Api {
+    fn new(port: u16) -> Api {
+        Api {
+            client: reqwest::Client::builder()
+                .timeout(Duration::from_secs(30))
+                .build()
+                .unwrap(),
+            base: format!("http://127.0.0.1:{port}"),
+        }
+    }
+
+    fn get(&self, path: &str) -> reqwest::RequestBuilder {
+        self.client
+            .get(format!("{}{path}", self.base))
+            .bearer_auth(TOKEN)
+    }
+
+    fn post(&self, path: &str) -> reqwest::RequestBuilder {
+        self.client
+            .post(format!("{}{path}", self.base))
+            .bearer_auth(TOKEN)
+    }
+
+    async fn kickoff(&self, inputs: Value) -> String {
+        let response = self
+            .post("/kickoff")
+            .json(&json!({"inputs": inputs}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), StatusCode::ACCEPTED);
+        let body: Value = response.json().await.unwrap();
+        body["kickoff_id"].as_str().unwrap().to_string()
+    }
+
+    async fn status(&self, id: &str) -> Value {
+        self.get(&format!("/status/{id}"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap()
+    }
+
+    async fn wait_final(&self, id: &str, within: Duration) -> Value {
+        let deadline = Instant::now() + within;
+        loop {
+            let status = self.status(id).await;
+            let state = status["state"].as_str().unwrap_or("").to_string();
+            if !["queued", "running"].contains(&state.as_str()) {
+                return status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "kickoff {id} did not end: {status}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+/// The status and error code of an answer.
+async fn error_of(response: reqwest::Response) -> (StatusCode, String, Value) {
+    let status = response.status();
+    let body: Value = response.json().await.unwrap_or(Value::Null);
+    (
+        status,
+        body["error"]["code"].as_str().unwrap_or("").to_string(),
+        body,
+    )
+}
+
+fn answers(server: &ScriptedServer, count: usize, delay: Duration) {
+    for i in 0..count {
+        server.push(Reply::text(format!("answer {i}")).delayed(delay));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_api_answers_amp_routes_refuses_bad_input_and_streams_progress() {
+    let server = ScriptedServer::start().await;
+    let dir = project(FILES);
+    let child = tokio::task::block_in_place(|| serve(dir.path(), &server, &["--workers", "2"]));
+    let api = Api::new(child.port);
+
+    // Authentication: missing and wrong tokens are 401; the document is public.
+    let url = format!("{}/inputs", api.base);
+    let (status, code, _) = error_of(api.client.get(&url).send().await.unwrap()).await;
+    assert_eq!(
+        (status, code.as_str()),
+        (StatusCode::UNAUTHORIZED, "unauthorized")
+    );
+    let wrong = api
+        .client
+        .get(&url)
+        .bearer_auth("s3cret-tokem")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(wrong.status(), StatusCode::UNAUTHORIZED);
+    let inputs: Value = api
+        .get("/inputs")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(inputs["inputs"], json!(["topic"]));
+
+    // Bad input: typed 4xx answers.
+    let bad = [
+        (
+            api.post("/kickoff")
+                .header("content-type", "application/json")
+                .body("{\"inputs\": {"),
+            StatusCode::BAD_REQUEST,
+            "malformed_json",
+        ),
+        (
+            api.post("/kickoff")
+                .json(&json!({"inputs": {"topic": "x"}, "extra": 1})),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_request",
+        ),
+        (
+            api.post("/kickoff").json(&json!({"inputs": ["topic"]})),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_request",
+        ),
+        (
+            api.post("/kickoff").json(&json!({"inputs": {"topc": "x"}})),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "missing_inputs",
+        ),
+        (
+            api.post("/kickoff").body("{\"inputs\": {}}"),
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "not_json",
+        ),
+        (
+            api.post("/kickoff")
+                .header("content-type", "application/json")
+                .body(format!(
+                    "{{\"inputs\": {{\"topic\": \"{}\"}}}}",
+                    "x".repeat(2 * 1024 * 1024)
+                )),
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "body_too_large",
+        ),
+        (
+            api.post("/kickoff")
+                .header("idempotency-key", "")
+                .json(&json!({"inputs": {"topic": "x"}})),
+            StatusCode::BAD_REQUEST,
+            "invalid_idempotency_key",
+        ),
+        (
+            api.get("/status/no-such-kickoff"),
+            StatusCode::NOT_FOUND,
+            "unknown_kickoff",
+        ),
+        (
+            api.post("/runs/no-such-kickoff/cancel"),
+            StatusCode::NOT_FOUND,
+            "unknown_kickoff",
+        ),
+        (api.get("/nowhere"), StatusCode::NOT_FOUND, "not_found"),
+    ];
+    for (request, expected, expected_code) in bad {
+        let (status, code, body) = error_of(request.send().await.unwrap()).await;
+        assert_eq!((status, code.as_str()), (expected, expected_code), "{body}");
+        assert!(
+            body["error"]["message"]
+                .as_str()
+                .is_some_and(|m| !m.is_empty()),
+            "{body}"
+        );
+    }
+    // The missing input is named as `crewai run` names it, with the hint.
+    let (_, _, body) = error_of(
+        api.post("/kickoff")
+            .json(&json!({"inputs": {"topc": "x"}}))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("{topic}") && message.contains("config/"),
+        "{message}"
+    );
+    // Nothing was queued by any of them.
+    assert_eq!(server.request_count(), 0);
+
+    // An idempotent kickoff: the repeat returns the first id, other inputs under the key are 409.
+    answers(&server, 3, Duration::ZERO);
+    let first = api
+        .post("/kickoff")
+        .header("idempotency-key", "order-1")
+        .json(&json!({"inputs": {"topic": "T0"}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(first.status(), StatusCode::ACCEPTED);
+    let id = first.json::<Value>().await.unwrap()["kickoff_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let again = api
+        .post("/kickoff")
+        .header("idempotency-key", "order-1")
+        .json(&json!({"inputs": {"topic": "T0"}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(again.status(), StatusCode::OK);
+    assert_eq!(
+        again.json::<Value>().await.unwrap()["kickoff_id"],
+        json!(id)
+    );
+    let (status, code, _) = error_of(
+        api.post("/kickoff")
+            .header("idempotency-key", "order-1")
+            .json(&json!({"inputs": {"topic": "T1"}}))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (status, code.as_str()),
+        (StatusCode::CONFLICT, "idempotency_conflict")
+    );
+
+    let done = api.wait_final(&id, Duration::from_secs(60)).await;
+    assert_eq!(done["state"], "completed", "{done}");
+    assert_eq!(done["result"], "answer 2");
+    assert_eq!(done["usage"]["total_tokens"], 45);
+    let tasks: Vec<&str> = done["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["state"].as_str().unwrap())
+        .collect();
+    assert_eq!(tasks, ["completed"; 3]);
+    // The event stream replays the kickoff's events and ends with it.
+    let stream = api.get(&format!("/runs/{id}/events")).send().await.unwrap();
+    assert_eq!(stream.headers()["content-type"], "text/event-stream");
+    let text = stream.text().await.unwrap();
+    assert_eq!(text.matches("event: task_completed").count(), 3, "{text}");
+    assert!(text.contains("event: kickoff_completed"), "{text}");
+    // Resuming a completed kickoff is refused.
+    let (status, code, _) = error_of(
+        api.post(&format!("/runs/{id}/resume"))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (status, code.as_str()),
+        (StatusCode::CONFLICT, "not_resumable")
+    );
+
+    // Every path and method the OpenAPI document lists is served.
+    let document: Value = api
+        .client
+        .get(format!("{}/openapi.json", api.base))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let paths = document["paths"].as_object().unwrap();
+    assert_eq!(paths.len(), 7);
+    for (path, methods) in paths {
+        for method in methods.as_object().unwrap().keys() {
+            let path = path.replace("{id}", &id);
+            let request = match method.as_str() {
+                "get" => api.get(&path),
+                "post" => api.post(&path).json(&json!({"inputs": {"topic": "doc"}})),
+                other => panic!("the document lists {other} {path}"),
+            };
+            let response = request.send().await.unwrap();
+            assert_ne!(
+                response.status(),
+                StatusCode::METHOD_NOT_ALLOWED,
+                "{method} {path}"
+            );
+            let (status, code, _) = error_of(response).await;
+            assert!(code != "not_found", "{method} {path}: {status}");
+        }
+    }
+    // The document's POST /kickoff queued one more: let it finish before the next part.
+    answers(&server, 3, Duration::ZERO);
+
+    // Many concurrent submissions: each gets its own kickoff, and each completes once.
+    const MANY: usize = 200;
+    answers(&server, MANY * 3, Duration::ZERO);
+    let submissions = (0..MANY).map(|i| {
+        let request = api
+            .post("/kickoff")
+            .json(&json!({"inputs": {"topic": format!("many-{i}")}}));
+        async move { request.send().await.unwrap() }
+    });
+    let responses = futures::future::join_all(submissions).await;
+    let mut ids = BTreeSet::new();
+    for response in responses {
+        assert_eq!(response.status(), StatusCode::ACCEPTED);
+        ids.insert(
+            response.json::<Value>().await.unwrap()["kickoff_id"]
+                .as_str()
+                .unwrap()
+                .to_string(),
+        );
+    }
+    assert_eq!(ids.len(), MANY);
+    for id in &ids {
+        let done = api.wait_final(id, Duration::from_secs(180)).await;
+        assert_eq!(done["state"], "completed", "{done}");
+        assert_eq!(done["attempts"], 1, "{done}");
+    }
+    drop(child);
+}
+
+/// The model requests per (topic, task marker).
+fn requests_per_task(server: &ScriptedServer) -> BTreeMap<(String, String), usize> {
+    let mut counts = BTreeMap::new();
+    for request in server.requests() {
+        let text = request.body["messages"].to_string();
+        let Some(marker) = MARKERS.iter().find(|m| text.contains(*m)) else {
+            continue;
+        };
+        let Some(topic) = text
+            .split("about ")
+            .nth(1)
+            .or_else(|| text.split("conclude on ").nth(1))
+        else {
+            continue;
+        };
+        let topic: String = topic
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
+            .collect();
+        *counts.entry((topic, marker.to_string())).or_insert(0) += 1;
+    }
+    counts
+}
+
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_workers_kickoffs_complete_once_on_another_without_rerunning_finished_tasks() {
+    const KICKOFFS: usize = 8;
+    let server = ScriptedServer::start().await;
+    // Every reply takes a while, so kickoffs are mid-run when the worker is killed; enough for
+    // every task twice.
+    answers(&server, KICKOFFS * 3 * 2, Duration::from_millis(300));
+    let dir = project(FILES);
+    let project_dir = dir.path().to_string_lossy().to_string();
+    let child = tokio::task::block_in_place(|| {
+        serve(
+            dir.path(),
+            &server,
+            &["--workers", "0", "--lease-seconds", "2"],
+        )
+    });
+    let api = Api::new(child.port);
+    let start_worker = || {
+        let args = [
+            "worker",
+            "--project",
+            &project_dir,
+            "--concurrency",
+            "2",
+            "--lease-seconds",
+            "2",
+        ];
+        let command = crewai_at(&args, &server);
+        ListeningChild::start(
+            command,
+            Announced::Stderr,
+            Duration::from_secs(60),
+            |line| line.starts_with("Worker ").then_some(1),
+        )
+    };
+    let victim = tokio::task::block_in_place(start_worker);
+    let topics: Vec<String> = (0..KICKOFFS).map(|i| format!("topic-{i}")).collect();
+    let mut ids = Vec::new();
+    for topic in &topics {
+        ids.push(api.kickoff(json!({"topic": topic})).await);
+    }
+    // Kill the only worker once one of its kickoffs has a finished task and another is running.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let finished_at_kill = loop {
+        let mut finished = BTreeSet::new();
+        for (id, topic) in ids.iter().zip(&topics) {
+            let status = api.status(id).await;
+            for (task, marker) in status["tasks"].as_array().unwrap().iter().zip(MARKERS) {
+                if task["state"] == "completed" {
+                    finished.insert((topic.clone(), marker.to_string()));
+                }
+            }
+        }
+        if !finished.is_empty() {
+            break finished;
+        }
+        assert!(Instant::now() < deadline, "no task finished");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let pid = i32::try_from(victim.pid()).unwrap();
+    // SAFETY: signalling the worker process this test started.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
+    drop(victim);
+    let _rescuer = tokio::task::block_in_place(start_worker);
+
+    let mut reclaimed = 0;
+    for id in &ids {
+        let done = api.wait_final(id, Duration::from_secs(120)).await;
+        assert_eq!(done["state"], "completed", "{done}");
+        let events = api
+            .get(&format!("/runs/{id}/events"))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        if done["attempts"].as_u64() > Some(1) {
+            reclaimed += 1;
+        }
+        assert_eq!(
+            events.matches("event: kickoff_completed").count(),
+            1,
+            "{events}"
+        );
+    }
+    // The killed worker's kickoffs were claimed again once their leases lapsed.
+    assert!(reclaimed >= 1, "no kickoff was re-claimed after the kill");
+    let counts = requests_per_task(&server);
+    eprintln!("finished at the kill: {finished_at_kill:?}; re-claimed kickoffs: {reclaimed}");
+    for topic in &topics {
+        for marker in MARKERS {
+            let key = (topic.clone(), marker.to_string());
+            let asked = counts.get(&key).copied().unwrap_or(0);
+            if finished_at_kill.contains(&key) {
+                assert_eq!(
+                    asked, 1,
+                    "{key:?} was finished before the kill and ran again"
+                );
+            } else {
+                assert!(
+                    (1..=2).contains(&asked),
+                    "{key:?} asked the model {asked} times"
+                );
+            }
+        }
+    }
+    let reruns: usize = counts.values().filter(|n| **n > 1).count();
+    // Only what the killed worker had in flight is asked twice: a task of each kickoff it held.
+    assert!(reruns <= reclaimed, "{counts:?}");
+}

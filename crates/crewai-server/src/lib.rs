@@ -1,0 +1,27 @@
+//! # crewai-server
+//!
+//! `crewai serve`'s kickoff API in the shape of CrewAI AMP (`GET /inputs`, `POST /kickoff`,
+//! `GET /status/{id}`), plus live progress as Server-Sent Events, cancel and resume, and the
+//! OpenAPI document. Kickoffs go through a durable [`KickoffQueue`] ([`SqliteQueue`] on one
+//! machine) and are run by [`workers`] that claim them under leases; the crew itself is run by
+//! the caller's [`KickoffRunner`] (the CLI runs each kickoff through its journaled run path, so
+//! a kickoff whose worker died resumes without re-running finished tasks).
+
+mod error;
+mod queue;
+mod sqlite_queue;
+
+pub use error::{QueueError, ServerError};
+pub use queue::{
+    AttemptEnd, Claimed, KickoffEvent, KickoffQueue, KickoffRecord, KickoffState, Lease,
+    QueueConfig, Submitted, WorkerIdentity,
+};
+pub use sqlite_queue::SqliteQueue;
+mod api;
+pub mod openapi;
+mod runner;
+pub mod workers;
+
+pub use api::{DEFAULT_MAX_REQUEST_BYTES, KickoffApi};
+pub use runner::{KickoffJob, KickoffRunner, ProgressSink};
+pub use workers::{WorkerConfig, run_workers};
