@@ -98,15 +98,12 @@ async fn serve(args: ServeArgs) -> Result<(), Failure> {
         names: project.required_inputs(),
         defaults: project.default_inputs().into_iter().collect(),
     };
-    let common = ProjectArgs {
-        project: args.project.clone(),
-        llm: args.llm.clone(),
-        verbose: args.verbose,
-        json: false,
-        python: args.python.clone(),
-        // A served crew keeps the strict rule: a budget over an unpriced model stops at start.
-        allow_unpriced: false,
-    };
+    let common = ProjectArgs::served(
+        args.project.clone(),
+        args.llm.clone(),
+        args.verbose,
+        args.python.clone(),
+    );
     let runner = ProjectRunner {
         project: Arc::new(project),
         common,

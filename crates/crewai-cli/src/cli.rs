@@ -161,6 +161,27 @@ pub struct ProjectArgs {
     pub allow_unpriced: bool,
 }
 
+impl ProjectArgs {
+    /// The options of a crew that a server runs per request (`a2a serve`, `mcp serve`,
+    /// `serve`, `worker`): no `--json` line, and the strict budget rule (a budget over an
+    /// unpriced model stops at start).
+    pub fn served(
+        project: PathBuf,
+        llm: Option<String>,
+        verbose: bool,
+        python: Option<PathBuf>,
+    ) -> Self {
+        ProjectArgs {
+            project,
+            llm,
+            verbose,
+            json: false,
+            python,
+            allow_unpriced: false,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Args)]
 pub struct RunArgs {
     #[command(flatten)]

@@ -68,15 +68,13 @@ pub async fn mcp(action: McpAction) -> Result<(), Failure> {
 
 async fn serve(args: McpServeArgs) -> Result<(), Failure> {
     crate::run::load_env(&args.project)?;
-    let common = ProjectArgs {
-        project: args.project.clone(),
-        llm: args.llm.clone(),
-        verbose: false,
-        json: false,
-        python: args.python.clone(),
-        // A served crew keeps the strict rule: a budget over an unpriced model stops at start.
-        allow_unpriced: false,
-    };
+    // Not verbose: stdout is the MCP channel.
+    let common = ProjectArgs::served(
+        args.project.clone(),
+        args.llm.clone(),
+        false,
+        args.python.clone(),
+    );
     let served = Served::load(common)?;
     let tool_name = served.tool.name.to_string();
     let server = CrewServer {

@@ -143,13 +143,12 @@ fn redact(url: &str) -> String {
 fn runner(args: &QueueArgs) -> Result<Arc<ProjectRunner>, Failure> {
     load_env(&args.project)?;
     let project = load(&args.project)?;
-    let common = ProjectArgs {
-        project: args.project.clone(),
-        llm: args.llm.clone(),
-        verbose: args.verbose,
-        json: false,
-        python: args.python.clone(),
-    };
+    let common = ProjectArgs::served(
+        args.project.clone(),
+        args.llm.clone(),
+        args.verbose,
+        args.python.clone(),
+    );
     Ok(Arc::new(ProjectRunner {
         project: Arc::new(project),
         common,

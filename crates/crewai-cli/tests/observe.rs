@@ -250,7 +250,10 @@ fn a_cost_budget_over_an_unpriced_model_needs_allow_unpriced() {
             "config/tasks.yaml",
             "research:\n  description: Research {topic}\n  expected_output: Notes\n  agent: researcher\n",
         ),
-        ("config/crew.yaml", "inputs:\n  topic: Rust\nmax_cost_usd: 0.5\n"),
+        (
+            "config/crew.yaml",
+            "inputs:\n  topic: Rust\nmax_cost_usd: 0.5\n",
+        ),
     ]);
     let root = dir.path().to_str().unwrap();
     let server = ScriptedServer::start_blocking();
