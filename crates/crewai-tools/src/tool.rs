@@ -24,9 +24,12 @@ pub struct ToolContext {
     pub embedding_layer: Option<EmbeddingLayer>,
 }
 
+/// A function wrapping an embedder in another.
+type WrapEmbedder = dyn Fn(Arc<dyn Embedder>) -> Arc<dyn Embedder> + Send + Sync;
+
 /// Wraps an embedder in the caller's accounting (see [`ToolContext::embedding_layer`]).
 #[derive(Clone)]
-pub struct EmbeddingLayer(Arc<dyn Fn(Arc<dyn Embedder>) -> Arc<dyn Embedder> + Send + Sync>);
+pub struct EmbeddingLayer(Arc<WrapEmbedder>);
 
 impl EmbeddingLayer {
     pub fn new(
