@@ -309,6 +309,11 @@ pub struct MemoryArgs {
     /// Only this scope and the scopes below it (`/crew/research`).
     #[arg(long, default_value = "/", global = true)]
     pub scope: String,
+    /// The collection to list or search: memory's (`memory`), an agent's own
+    /// (`memory-agent-<key>`) or knowledge's (`knowledge:crew`, ...); `crewai memory collections`
+    /// names them.
+    #[arg(long, default_value = crewai_memory::DEFAULT_COLLECTION, global = true)]
+    pub collection: String,
     /// Include private records.
     #[arg(long, global = true)]
     pub include_private: bool,

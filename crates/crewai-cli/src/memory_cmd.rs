@@ -55,6 +55,20 @@ pub async fn memory(args: &MemoryArgs) -> Result<(), Failure> {
             ))
         };
     };
+    let collection = args.collection.as_str();
+    if !matches!(args.action, MemoryAction::Collections) && collection != DEFAULT_COLLECTION {
+        let known = store
+            .collection(collection)
+            .await
+            .context("cannot read the memory collections")
+            .map_err(Failure::run)?;
+        if known.is_none() {
+            return Err(Failure::config(anyhow::anyhow!(
+                "{} has no collection {collection:?}; `crewai memory collections` lists them",
+                path.display()
+            )));
+        }
+    }
     match &args.action {
         MemoryAction::Collections => crate::knowledge_cmd::collections(&store, args.json).await,
         MemoryAction::List => {
@@ -63,7 +77,7 @@ pub async fn memory(args: &MemoryArgs) -> Result<(), Failure> {
                 ..RecordFilter::scope(scope)
             };
             let records = store
-                .list(DEFAULT_COLLECTION, &filter, args.limit, 0)
+                .list(collection, &filter, args.limit, 0)
                 .await
                 .context("cannot list the memory records")
                 .map_err(Failure::run)?;
@@ -84,12 +98,15 @@ pub async fn memory(args: &MemoryArgs) -> Result<(), Failure> {
         } => {
             let embedder = search_embedder(
                 &store,
+                collection,
                 embedder_provider.as_deref(),
                 embedder_model.as_deref(),
                 embedder_config.as_deref(),
             )
             .await?;
-            let memory = Memory::builder(Arc::new(store), embedder).build();
+            let memory = Memory::builder(Arc::new(store), embedder)
+                .collection(collection)
+                .build();
             let found = memory
                 .recall(
                     RecallQuery::new(query.clone())
@@ -150,12 +167,13 @@ pub(crate) fn print_json(value: &impl serde::Serialize) -> Result<(), Failure> {
 /// embedded by another model would be compared with vectors it does not share a space with.
 async fn search_embedder(
     store: &SqliteMemoryStore,
+    collection: &str,
     provider: Option<&str>,
     model: Option<&str>,
     config: Option<&str>,
 ) -> Result<Arc<dyn crewai_llm::embeddings::Embedder>, Failure> {
-    let collection = store
-        .collection(DEFAULT_COLLECTION)
+    let recorded = store
+        .collection(collection)
         .await
         .context("cannot read the memory collection")
         .map_err(Failure::run)?;
@@ -168,7 +186,7 @@ async fn search_embedder(
     if let Some(model) = model {
         settings.model = Some(model.to_string());
     }
-    let provider = match (provider, &collection) {
+    let provider = match (provider, &recorded) {
         (Some(provider), _) => provider.to_string(),
         (None, Some(info)) if info.model == HASH_MODEL => {
             settings.dimensions = settings.dimensions.or(Some(info.dimensions));
@@ -176,8 +194,8 @@ async fn search_embedder(
         }
         (None, Some(info)) => {
             return Err(Failure::config(anyhow::anyhow!(
-                "memory was written with the embedding model {:?}; name its provider with \
-                 --embedder-provider (and --embedder-model {:?})",
+                "collection {collection:?} was written with the embedding model {:?}; name its \
+                 provider with --embedder-provider (and --embedder-model {:?})",
                 info.model,
                 info.model
             )));

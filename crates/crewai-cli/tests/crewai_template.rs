@@ -38,14 +38,17 @@ fn the_dry_run_shows_every_task_with_its_agent_and_tools() {
 }
 
 #[test]
-fn a_knowledge_tool_stops_the_run_before_any_model_call() {
+fn a_knowledge_tool_crewai_rs_lacks_stops_the_run_before_any_model_call() {
     let dir = tempfile::tempdir().unwrap();
     copy_dir(&example(), dir.path());
     let crew = dir.path().join(CREW_YAML);
     let yaml = std::fs::read_to_string(&crew).unwrap();
     std::fs::write(
         &crew,
-        yaml.replace("      - ScrapeWebsiteTool\n", "      - PDFSearchTool\n"),
+        yaml.replace(
+            "      - ScrapeWebsiteTool\n",
+            "      - YoutubeVideoSearchTool\n",
+        ),
     )
     .unwrap();
     let server = ScriptedServer::start_blocking();
@@ -56,7 +59,7 @@ fn a_knowledge_tool_stops_the_run_before_any_model_call() {
     assert!(!out.status.success(), "{}", text(&out.stdout));
     assert_contains(
         &stderr,
-        "crew.yaml:22: agent 'researcher' names tool 'PDFSearchTool': PDFSearchTool is recognised (a crewai-tools knowledge search tool) but needs the knowledge feature",
+        "crew.yaml:22: agent 'researcher' names tool 'YoutubeVideoSearchTool': YoutubeVideoSearchTool is recognised (a crewai-tools knowledge search tool) but crewai-rs does not provide it yet",
     );
     assert_eq!(server.request_count(), 0);
 }

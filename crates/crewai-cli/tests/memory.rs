@@ -116,6 +116,47 @@ fn lists_searches_and_resets_memory() {
     assert_contains(&shown, "- (score=");
     assert_contains(&shown, "scope: /crew/demo/agent/writer");
 
+    // Another collection by name: an agent's own memory, written with its own embedder.
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let store = SqliteMemoryStore::open_project(dir.path()).unwrap();
+        Memory::builder(Arc::new(store), Arc::new(HashEmbedder::new(64)))
+            .collection("memory-agent-writer")
+            .build()
+            .remember(
+                "The writer's own note on tone",
+                RememberOptions::default().scope(ScopePath::parse("/agent/writer").unwrap()),
+            )
+            .await
+            .unwrap();
+    });
+    for action in [&["list"][..], &["search", "tone"][..]] {
+        let mut args = vec!["memory"];
+        args.extend_from_slice(action);
+        args.extend_from_slice(&[
+            "--project",
+            project,
+            "--collection",
+            "memory-agent-writer",
+            "--json",
+        ]);
+        let own: Value = serde_json::from_slice(&run_ok(crewai(&args)).stdout).unwrap();
+        let own = own.as_array().unwrap();
+        assert_eq!(own.len(), 1, "{action:?}: {own:?}");
+        let content = own[0].get("record").unwrap_or(&own[0])["content"].clone();
+        assert_eq!(content, "The writer's own note on tone", "{action:?}");
+    }
+    let missing = run(crewai(&[
+        "memory",
+        "list",
+        "--project",
+        project,
+        "--collection",
+        "nope",
+    ]));
+    assert!(!missing.status.success());
+    assert_contains(&text(&missing.stderr), "no collection \"nope\"");
+
     let bad_scope = run(crewai(&[
         "memory",
         "list",
@@ -128,7 +169,7 @@ fn lists_searches_and_resets_memory() {
     assert_contains(&text(&bad_scope.stderr), "`..`");
 
     let reset = run_ok(crewai(&["reset-memories", "--project", project, "-m"]));
-    assert_contains(&text(&reset.stdout), "Memory reset (3 records deleted)");
+    assert_contains(&text(&reset.stdout), "Memory reset (4 records deleted)");
     let after: Value = serde_json::from_slice(
         &run_ok(crewai(&[
             "memory",

@@ -16,6 +16,7 @@ use uuid::Uuid;
 
 use crate::agent::Agent;
 use crate::agent_task::RunServices;
+use crate::embedder_stack;
 use crate::events::{EventBus, EventKind};
 use crate::llm_stack::{self, CallPurpose, CallScope};
 use crate::prompts::knowledge as prompts;
@@ -42,23 +43,47 @@ impl TaskKnowledge {
         parent: Option<Uuid>,
         task_name: Option<&str>,
     ) -> Option<TaskKnowledge> {
-        let searched: Vec<Knowledge> = agent
+        let owned: Vec<&Knowledge> = agent
             .knowledge()
             .into_iter()
             .chain(services.knowledge.as_ref())
-            .cloned()
             .collect();
-        if searched.is_empty() {
+        if owned.is_empty() {
             return None;
         }
-        let scope = CallScope::new(agent, services, CallPurpose::Knowledge)
-            .with_task(task_name)
-            .with_parent(parent)
-            .with_cancellation(services.cancellation.clone());
+        let scope = Arc::new(
+            CallScope::new(agent, services, CallPurpose::Knowledge)
+                .with_task(task_name)
+                .with_parent(parent)
+                .with_cancellation(services.cancellation.clone()),
+        );
+        // The search's embeddings count in the run's usage and budget, as memory's do.
+        let metered = |knowledge: &Knowledge| {
+            knowledge.with_embedder(embedder_stack::metered(
+                knowledge.embedder().clone(),
+                scope.clone(),
+            ))
+        };
+        let searched = match owned
+            .into_iter()
+            .map(metered)
+            .collect::<Result<Vec<_>, _>>()
+        {
+            Ok(searched) => searched,
+            Err(error) => {
+                // The layer keeps the model's name, so this cannot fail; if it ever did, the
+                // task would run without knowledge rather than with uncounted embeddings.
+                tracing::warn!(
+                    error = error_chain(&error),
+                    "knowledge is off for this task"
+                );
+                return None;
+            }
+        };
         Some(TaskKnowledge {
             searched,
             config: agent.knowledge_config(),
-            llm: llm_stack::stack(llm.clone(), Arc::new(scope)),
+            llm: llm_stack::stack(llm.clone(), scope),
             events: services.events.clone(),
             parent,
             agent_role: agent.role().to_string(),

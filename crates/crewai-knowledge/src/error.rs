@@ -25,7 +25,7 @@ pub enum KnowledgeError {
     },
     /// A file whose extension names no reader.
     #[error(
-        "knowledge file {} has no reader for its extension: use .txt, .md, .mdx, .pdf, .csv, .xlsx, .xlsm, .xls, .ods, .json or .docx, or give `type:`",
+        "knowledge file {} has no reader for its extension: use .txt, .md, .mdx, .pdf, .csv, .xlsx, .xlsm, .xls, .ods, .json, .docx or .xml, or give `type:`",
         path.display()
     )]
     UnknownExtension { path: PathBuf },
@@ -58,6 +58,12 @@ pub enum KnowledgeError {
         path: PathBuf,
         #[source]
         source: DocxError,
+    },
+    #[error("knowledge file {} is not well-formed XML", path.display())]
+    Xml {
+        path: PathBuf,
+        #[source]
+        source: quick_xml::Error,
     },
     /// A file whose text is not UTF-8 (text, Markdown, CSV and JSON sources are read as UTF-8).
     #[error("knowledge file {} is not UTF-8 text", path.display())]
@@ -99,6 +105,11 @@ pub enum KnowledgeError {
     /// The store under the knowledge collections failed.
     #[error("the knowledge store failed")]
     Store(#[source] crewai_memory::MemoryError),
+    /// A view of a knowledge with an embedder of another model than its own.
+    #[error(
+        "knowledge embeds with {expected:?}; a layer over {given:?} would mix two models' vectors"
+    )]
+    EmbedderModel { expected: String, given: String },
     #[error("a knowledge background task failed")]
     Background(#[source] tokio::task::JoinError),
 }

@@ -169,7 +169,6 @@ pub struct IngestReport {
 
 struct Inner {
     store: Arc<dyn MemoryStore>,
-    embedder: Arc<dyn Embedder>,
     owner: KnowledgeOwner,
     folder: PathBuf,
     sources: Vec<KnowledgeSource>,
@@ -206,6 +205,9 @@ struct Inner {
 #[derive(Clone)]
 pub struct Knowledge {
     inner: Arc<Inner>,
+    /// Outside `inner`, so a view can embed through a layer of the same model
+    /// ([`Knowledge::with_embedder`]) and still share one ingestion lock.
+    embedder: Arc<dyn Embedder>,
 }
 
 impl std::fmt::Debug for Knowledge {
@@ -214,7 +216,7 @@ impl std::fmt::Debug for Knowledge {
             .field("owner", &self.inner.owner)
             .field("folder", &self.inner.folder)
             .field("sources", &self.inner.sources.len())
-            .field("embedder", &self.inner.embedder.model())
+            .field("embedder", &self.embedder.model())
             .finish()
     }
 }
@@ -243,9 +245,9 @@ impl KnowledgeBuilder {
 
     pub fn build(self) -> Knowledge {
         Knowledge {
+            embedder: self.embedder,
             inner: Arc::new(Inner {
                 store: self.store,
-                embedder: self.embedder,
                 owner: self.owner,
                 folder: self.folder,
                 sources: self.sources,
@@ -280,9 +282,30 @@ impl Knowledge {
         &self.inner.sources
     }
 
+    /// The embedder chunks and queries are embedded with.
+    pub fn embedder(&self) -> &Arc<dyn Embedder> {
+        &self.embedder
+    }
+
     /// The embedding model's name.
     pub fn embedder_model(&self) -> &str {
-        self.inner.embedder.model()
+        self.embedder.model()
+    }
+
+    /// The same knowledge (sources, store, ingestion lock) embedding through `embedder`: a layer
+    /// over its own model, such as a run's accounting. Another model is refused, since its
+    /// vectors would not compare with the stored ones.
+    pub fn with_embedder(&self, embedder: Arc<dyn Embedder>) -> Result<Knowledge, KnowledgeError> {
+        if embedder.model() != self.embedder.model() {
+            return Err(KnowledgeError::EmbedderModel {
+                expected: self.embedder.model().to_string(),
+                given: embedder.model().to_string(),
+            });
+        }
+        Ok(Knowledge {
+            inner: self.inner.clone(),
+            embedder,
+        })
     }
 
     /// The collections this knowledge writes and searches: the owner's first, then those of
@@ -305,7 +328,7 @@ impl Knowledge {
         let _one_at_a_time = self.inner.ingesting.lock().await;
         let mut report = IngestReport::default();
         let owner = &self.inner.owner;
-        if let Some(dimensions) = self.inner.embedder.dimensions() {
+        if let Some(dimensions) = self.embedder.dimensions() {
             for collection in self.collections() {
                 self.open(&collection, dimensions).await?;
             }
@@ -444,14 +467,14 @@ impl Knowledge {
     async fn open(&self, collection: &str, dimensions: usize) -> Result<(), KnowledgeError> {
         self.inner
             .store
-            .open_collection(collection, self.inner.embedder.model(), dimensions)
+            .open_collection(collection, self.embedder.model(), dimensions)
             .await
             .map(|_| ())
             .map_err(|e| self.store_error(e))
     }
 
     async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, KnowledgeError> {
-        let embedder = &self.inner.embedder;
+        let embedder = &self.embedder;
         let mut vectors = Vec::with_capacity(texts.len());
         for batch in texts.chunks(EMBED_BATCH) {
             let embedded =

@@ -1,7 +1,7 @@
 //! # crewai-knowledge
 //!
 //! CrewAI's knowledge: sources (inline text, text and Markdown files, PDF, CSV, Excel
-//! workbooks, JSON, DOCX, web pages) read into text, cut into overlapping character windows
+//! workbooks, JSON, DOCX, XML, web pages) read into text, cut into overlapping character windows
 //! (CrewAI's 4,000 / 200 by default), embedded, and stored as a collection of the memory store,
 //! then searched by meaning.
 //!
@@ -17,16 +17,18 @@
 //! collection is [`KnowledgeError::DimensionMismatch`], naming `crewai reset-memories -kn`
 //! (or `-akn` for an agent's).
 //!
-//! A search tool over files is a [`Knowledge`] with [`KnowledgeOwner::Tool`], its files as a
-//! source, ingested once and queried with the model's question.
+//! crewai-tools' RAG search tools (`PDFSearchTool`, `WebsiteSearchTool`, ...) are
+//! [`KnowledgeSearchTool`]: a [`Knowledge`] with [`KnowledgeOwner::Tool`] per source searched,
+//! ingested on first use and queried with the model's question.
 //!
 //! Modules: `source` (sources and their project-file form), `read` (file readers), `chunk`,
-//! `knowledge` (ingestion and search), `error`.
+//! `knowledge` (ingestion and search), `search_tool` (the RAG search tools), `error`.
 
 mod chunk;
 mod error;
 mod knowledge;
 mod read;
+mod search_tool;
 mod source;
 
 pub use chunk::{ChunkSettings, DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE};
@@ -35,5 +37,9 @@ pub use knowledge::{
     COLLECTION_PREFIX, CONTENT_HASH_KEY, CollectionKind, IngestReport, KNOWLEDGE_DIR, Knowledge,
     KnowledgeBuilder, KnowledgeConfig, KnowledgeOwner, KnowledgeSnippet, collection_kind,
     knowledge_store_error, reset_command,
+};
+pub use search_tool::{
+    DEFAULT_SEARCH_LIMIT, DEFAULT_SIMILARITY_THRESHOLD, KnowledgeSearchTool, SearchToolClass,
+    SearchToolConfig,
 };
 pub use source::{KnowledgeSource, Reader, SourceContent};

@@ -4,7 +4,7 @@
 //! What each gives: text and Markdown as written; a PDF's text (pdf-extract); CSV rows with
 //! their fields joined by spaces, one row a line (as CrewAI's CSV source); every sheet of a
 //! workbook as CSV under a `Sheet: <name>` line; JSON as indented `key: value` lines; a DOCX
-//! document's paragraphs, one a line.
+//! document's paragraphs, one a line; an XML document's text nodes, one a line.
 
 use std::io::Read;
 use std::path::Path;
@@ -44,6 +44,10 @@ pub(crate) fn read_text(
             Ok(text)
         }
         Reader::Docx => docx_text(&bytes).map_err(|source| KnowledgeError::Docx {
+            path: path.to_path_buf(),
+            source,
+        }),
+        Reader::Xml => xml_text(&utf8(bytes)?).map_err(|source| KnowledgeError::Xml {
             path: path.to_path_buf(),
             source,
         }),
@@ -188,24 +192,58 @@ fn docx_text(bytes: &[u8]) -> Result<String, DocxError> {
             Event::Text(run) if in_run_text => text.push_str(&run.xml10_content()),
             Event::CData(run) if in_run_text => text.push_str(&run.into_inner()),
             Event::GeneralRef(reference) if in_run_text => {
-                let resolved = match reference.resolve_char_ref() {
-                    Ok(Some(c)) => Some(c),
-                    Ok(None) => match reference.xml10_content().as_ref() {
-                        "lt" => Some('<'),
-                        "gt" => Some('>'),
-                        "amp" => Some('&'),
-                        "quot" => Some('"'),
-                        "apos" => Some('\''),
-                        _ => None,
-                    },
-                    Err(error) => return Err(DocxError::Xml(error)),
-                };
-                text.extend(resolved);
+                text.extend(resolve_reference(&reference).map_err(DocxError::Xml)?);
             }
             Event::Eof => break,
             _ => {}
         }
     }
+    Ok(text)
+}
+
+/// The character an entity or character reference stands for (`None` for an entity XML does
+/// not define, which is left out).
+fn resolve_reference(
+    reference: &quick_xml::events::BytesRef<'_>,
+) -> Result<Option<char>, quick_xml::Error> {
+    Ok(match reference.resolve_char_ref()? {
+        Some(c) => Some(c),
+        None => match reference.xml10_content().as_ref() {
+            "lt" => Some('<'),
+            "gt" => Some('>'),
+            "amp" => Some('&'),
+            "quot" => Some('"'),
+            "apos" => Some('\''),
+            _ => None,
+        },
+    })
+}
+
+/// An XML document's text: each element's text (references resolved, CDATA kept) on a line of
+/// its own, blank runs between elements left out.
+fn xml_text(xml: &str) -> Result<String, quick_xml::Error> {
+    let mut reader = quick_xml::Reader::from_str(xml);
+    let mut text = String::new();
+    let mut line = String::new();
+    let end_line = |line: &mut String, text: &mut String| {
+        let trimmed = line.trim();
+        if !trimmed.is_empty() {
+            text.push_str(trimmed);
+            text.push('\n');
+        }
+        line.clear();
+    };
+    loop {
+        match reader.read_event()? {
+            Event::Start(_) | Event::End(_) | Event::Empty(_) => end_line(&mut line, &mut text),
+            Event::Text(run) => line.push_str(&run.xml10_content()),
+            Event::CData(run) => line.push_str(&run.into_inner()),
+            Event::GeneralRef(reference) => line.extend(resolve_reference(&reference)?),
+            Event::Eof => break,
+            _ => {}
+        }
+    }
+    end_line(&mut line, &mut text);
     Ok(text)
 }
 
@@ -222,6 +260,16 @@ mod tests {
             text,
             "name: Ada\ntags:\n  - math\n  -\n    k: 1\nok: true\n"
         );
+    }
+
+    #[test]
+    fn xml_reads_as_its_text_nodes() {
+        let text = xml_text(
+            "<?xml version=\"1.0\"?><shop><item id=\"1\">Green tea &amp; mint</item>\n  <item><![CDATA[Oolong <aged>]]></item><empty/></shop>",
+        )
+        .unwrap();
+        assert_eq!(text, "Green tea & mint\nOolong <aged>\n");
+        assert!(xml_text("<a><b></a>").is_err());
     }
 
     #[test]

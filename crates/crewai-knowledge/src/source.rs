@@ -37,6 +37,7 @@ pub enum Reader {
     Excel,
     Json,
     Docx,
+    Xml,
     Web,
 }
 
@@ -53,12 +54,13 @@ impl Reader {
             "excel" | "xlsx" | "ExcelKnowledgeSource" => Reader::Excel,
             "json" | "JSONKnowledgeSource" => Reader::Json,
             "docx" => Reader::Docx,
+            "xml" => Reader::Xml,
             "web" | "url" => Reader::Web,
             // Docling reads whatever it is given, by its extension or address.
             "auto" | "CrewDoclingSource" => Reader::Auto,
             other => {
                 return Err(format!(
-                    "unknown knowledge source type {other:?}; use string, text, markdown, pdf, csv, excel, json, docx, web or auto (or CrewAI's class names such as PDFKnowledgeSource)"
+                    "unknown knowledge source type {other:?}; use string, text, markdown, pdf, csv, excel, json, docx, xml, web or auto (or CrewAI's class names such as PDFKnowledgeSource)"
                 ));
             }
         }))
@@ -75,6 +77,7 @@ impl Reader {
             "xlsx" | "xlsm" | "xls" | "xlsb" | "ods" => Reader::Excel,
             "json" => Reader::Json,
             "docx" => Reader::Docx,
+            "xml" => Reader::Xml,
             _ => return None,
         })
     }
@@ -90,6 +93,7 @@ impl Reader {
             Reader::Excel => "excel",
             Reader::Json => "json",
             Reader::Docx => "docx",
+            Reader::Xml => "xml",
             Reader::Web => "web",
         }
     }

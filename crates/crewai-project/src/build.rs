@@ -107,7 +107,15 @@ impl Project {
             Some(inputs) => self.check_inputs(&self.effective_inputs(inputs)),
             None => Vec::new(),
         };
-        let tools = match self.resolve_tools(&options.tools) {
+        // The search tools are made over knowledge's store and embedder, so those come first
+        // when `tools:` names one.
+        let search_base = if self.names_search_tools() {
+            self.knowledge_base(options)?
+        } else {
+            None
+        };
+        let registry = self.registry_with_search(&options.tools, search_base.as_ref());
+        let tools = match self.resolve_tools(&registry) {
             Ok(resolved) => {
                 diagnostics.extend(self.check_tool_env(&resolved));
                 resolved
@@ -125,7 +133,10 @@ impl Project {
                 ResolvedCode::default()
             });
         if diagnostics.is_empty() {
-            let knowledge = self.knowledge_base(options)?;
+            let knowledge = match search_base {
+                Some(base) => Some(base),
+                None => self.knowledge_base(options)?,
+            };
             Ok(Prepared {
                 tools,
                 code,

@@ -483,13 +483,21 @@ fn check_crew(
         || loaded
             .agents
             .iter()
-            .any(|a| has_sources(&a.spec.knowledge_sources));
+            .any(|a| has_sources(&a.spec.knowledge_sources))
+        || loaded
+            .agents
+            .iter()
+            .any(|a| crate::knowledge::names_search_tool(&a.spec.tools))
+        || loaded
+            .tasks
+            .iter()
+            .any(|t| crate::knowledge::names_search_tool(&t.spec.tools));
     if let (Some(embedder), Some(origin)) = (&crew.embedder, crew.origin("embedder")) {
         match crate::memory::configured_embedder(embedder) {
             Err(error) => errors.push(origin.diagnostic(crate::memory::embedder_message(&error))),
             Ok(_) if crew.memory != Some(true) && !has_knowledge => {
                 warnings.push(origin.diagnostic(
-                    "`embedder` has no effect without `memory: true` or `knowledge_sources`",
+                    "`embedder` has no effect without `memory: true`, `knowledge_sources` or a knowledge search tool",
                 ))
             }
             Ok(_) => {}

@@ -1,16 +1,21 @@
 //! `knowledge_sources` on the crew and its agents (CrewAI's knowledge): files of the project's
 //! `knowledge/` folder, web pages and inline text, stored in the project's
 //! `.crewai/memory.db` beside memory and embedded by the crew's `embedder:` (else OpenAI's when
-//! `OPENAI_API_KEY` is set, else the offline model: the rule memory follows).
+//! `OPENAI_API_KEY` is set, else the offline model: the rule memory follows). The knowledge
+//! search tools a `tools:` list names (`PDFSearchTool`, ...) are made over the same store and
+//! embedder, their files read inside the project folder.
 
 use std::sync::Arc;
 
-use crewai_knowledge::{KNOWLEDGE_DIR, Knowledge, KnowledgeOwner, KnowledgeSource};
+use crewai_knowledge::{
+    KNOWLEDGE_DIR, Knowledge, KnowledgeOwner, KnowledgeSource, SearchToolClass,
+};
 use crewai_llm::embeddings::{Embedder, EmbedderConfig, build_embedder_from};
 use crewai_memory::{MemoryStore, SqliteMemoryStore};
 use serde_json::Value;
 
 use crate::error::Diagnostic;
+use crate::registry::{SearchToolBase, ToolRegistry};
 use crate::spec::Origin;
 use crate::{AgentEntry, BuildOptions, EmbedderChoice, Project, ProjectError};
 
@@ -44,12 +49,59 @@ pub(crate) fn read_sources(
     })
 }
 
+/// Whether `tools` names a knowledge search tool (which embeds with the crew's embedder).
+pub(crate) fn names_search_tool(tools: &Option<Vec<crate::spec::ToolRef>>) -> bool {
+    tools
+        .iter()
+        .flatten()
+        .any(|tool| SearchToolClass::from_name(&tool.name).is_some())
+}
+
+impl KnowledgeBase {
+    /// What the project's knowledge search tools are made over: this store and embedder, files
+    /// read inside the project folder.
+    pub(crate) fn search_tools(&self, root: &std::path::Path) -> SearchToolBase {
+        SearchToolBase {
+            store: self.store.clone(),
+            embedder: self.embedder.clone(),
+            root: root.to_path_buf(),
+        }
+    }
+}
+
 impl Project {
-    /// Whether the crew or one of its agents has `knowledge_sources`.
+    /// Whether the crew or one of its agents has `knowledge_sources`, or a `tools:` list names
+    /// a knowledge search tool (`PDFSearchTool`, ...).
     pub fn knowledge_enabled(&self) -> bool {
         let has = |value: &Option<Value>| value.as_ref().is_some_and(crate::spec::is_requested);
         has(&self.crew.knowledge_sources)
             || self.agents.iter().any(|a| has(&a.spec.knowledge_sources))
+            || self.names_search_tools()
+    }
+
+    /// Whether an agent's or a task's `tools:` names a knowledge search tool.
+    pub fn names_search_tools(&self) -> bool {
+        self.agents.iter().any(|a| names_search_tool(&a.spec.tools))
+            || self.tasks.iter().any(|t| names_search_tool(&t.spec.tools))
+    }
+
+    /// `registry` able to make the knowledge search tools, over `base`, when the project names
+    /// one and the registry has no base of its own.
+    pub(crate) fn registry_with_search<'r>(
+        &self,
+        registry: &'r ToolRegistry,
+        base: Option<&KnowledgeBase>,
+    ) -> std::borrow::Cow<'r, ToolRegistry> {
+        match base {
+            Some(base) if self.names_search_tools() && !registry.has_search_base() => {
+                std::borrow::Cow::Owned(
+                    registry
+                        .clone()
+                        .with_search_base(base.search_tools(&self.root)),
+                )
+            }
+            _ => std::borrow::Cow::Borrowed(registry),
+        }
     }
 
     /// The embedder knowledge uses and why (`None` without knowledge sources).

@@ -64,7 +64,9 @@ pub use memory::EmbedderChoice;
 pub use options::{BuildOptions, LlmFactory, RateLimitOwner, RateLimiterFactory};
 pub use plan::{ContextPlan, Plan, PlannedAgent, PlannedTask};
 pub use python::PythonToolUse;
-pub use registry::{BUILTIN_TOOLS, FactoryError, ToolFactory, ToolLookupError, ToolRegistry};
+pub use registry::{
+    BUILTIN_TOOLS, FactoryError, SearchToolBase, ToolFactory, ToolLookupError, ToolRegistry,
+};
 pub use resolve::CodeResolver;
 pub use source::{DocPath, Format, Seg, SourceFile, strip_jsonc};
 pub use spec::{

@@ -169,7 +169,13 @@ impl Project {
         if let Err(list) = self.resolve_code(options.code_resolver.as_deref()) {
             diagnostics.extend(list);
         }
-        let resolved = match self.resolve_tools_with(&options.tools, true) {
+        let search_base = if self.names_search_tools() {
+            self.knowledge_base(options)?
+        } else {
+            None
+        };
+        let registry = self.registry_with_search(&options.tools, search_base.as_ref());
+        let resolved = match self.resolve_tools_with(&registry, true) {
             Ok(resolved) => Some(resolved),
             Err(ProjectError::Invalid(list)) => {
                 diagnostics.extend(list);

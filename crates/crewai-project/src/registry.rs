@@ -5,6 +5,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crewai_knowledge::{KnowledgeSearchTool, SearchToolClass, SearchToolConfig};
+use crewai_llm::embeddings::Embedder;
+use crewai_memory::MemoryStore;
 use crewai_tools::catalog::{CatalogError, name_key};
 use crewai_tools::{Tool, ToolHandle};
 use serde_json::{Map, Value};
@@ -31,7 +34,7 @@ const BUILTIN_ALIASES: &[(&str, &str)] = &[
 ];
 
 /// crewai-tools classes that CrewAI projects name and that are not available here yet (the
-/// knowledge search tools are told apart: see `crewai_tools::catalog::KNOWLEDGE_TOOLS`).
+/// knowledge search tools are told apart: see `crewai_tools::catalog::KNOWLEDGE_TOOLS_NOT_YET`).
 const CREWAI_TOOLS_NOT_YET: &[&str] = &[
     "CodeInterpreterTool",
     "DallETool",
@@ -56,10 +59,25 @@ pub type FactoryError = Box<dyn std::error::Error + Send + Sync>;
 pub type ToolFactory =
     Arc<dyn Fn(&Map<String, Value>) -> Result<ToolHandle, FactoryError> + Send + Sync>;
 
+/// What the knowledge search tools (`PDFSearchTool`, ...) are made over: the store their
+/// collections live in, the embedder, and the folder their files are read in.
+#[derive(Clone)]
+pub struct SearchToolBase {
+    pub store: Arc<dyn MemoryStore>,
+    pub embedder: Arc<dyn Embedder>,
+    pub root: PathBuf,
+}
+
 #[derive(Clone)]
 struct Registered {
     name: String,
     factory: ToolFactory,
+}
+
+/// What makes the tool a name finds.
+enum Maker<'a> {
+    Registered(&'a Registered),
+    Search(SearchToolClass),
 }
 
 /// Why a named tool could not be provided.
@@ -105,6 +123,8 @@ pub enum ToolLookupError {
 #[derive(Clone, Default)]
 pub struct ToolRegistry {
     tools: BTreeMap<String, Registered>,
+    /// Where the knowledge search tools are made (`None`: naming one is an error saying so).
+    search: Option<SearchToolBase>,
 }
 
 impl std::fmt::Debug for ToolRegistry {
@@ -158,6 +178,45 @@ impl ToolRegistry {
         registry
     }
 
+    /// The knowledge search tools (`PDFSearchTool`, `WebsiteSearchTool`, ...) made over `base`.
+    /// A project's build gives its registry one (the project's store and the crew's embedder)
+    /// when its `tools:` name a search tool.
+    pub fn with_search_base(mut self, base: SearchToolBase) -> Self {
+        self.search = Some(base);
+        self
+    }
+
+    /// Whether the registry makes knowledge search tools.
+    pub fn has_search_base(&self) -> bool {
+        self.search.is_some()
+    }
+
+    /// The search tool `class` (named `written`) from its constructor arguments.
+    fn search_tool(
+        &self,
+        class: SearchToolClass,
+        written: &str,
+        args: &Map<String, Value>,
+    ) -> Result<ToolHandle, ToolLookupError> {
+        let config = SearchToolConfig::from_args(class, args).map_err(|why| {
+            ToolLookupError::Construction {
+                name: written.to_string(),
+                source: why.into(),
+            }
+        })?;
+        let base = self.search.as_ref().ok_or_else(|| {
+            ToolLookupError::NeedsKnowledge(CatalogError::NeedsStore {
+                class: written.to_string(),
+            })
+        })?;
+        Ok(ToolHandle::new(Arc::new(KnowledgeSearchTool::new(
+            config,
+            base.store.clone(),
+            base.embedder.clone(),
+            base.root.clone(),
+        ))))
+    }
+
     /// Whether `name` is a crewai-tools class that is known but not provided here yet.
     pub fn is_crewai_tool_not_yet_available(name: &str) -> bool {
         let key = lookup_key(name);
@@ -206,9 +265,10 @@ impl ToolRegistry {
         self
     }
 
-    /// Whether some tool answers to `name`.
+    /// Whether some tool answers to `name` (the knowledge search tools always do; making one
+    /// needs [`ToolRegistry::with_search_base`]).
     pub fn contains(&self, name: &str) -> bool {
-        self.tools.contains_key(&lookup_key(name))
+        self.tools.contains_key(&lookup_key(name)) || SearchToolClass::from_name(name).is_some()
     }
 
     /// The registered names, sorted.
@@ -223,18 +283,25 @@ impl ToolRegistry {
     /// Makes the tool a `tools:` entry names. `result_as_answer` and `max_usage_count` given
     /// beside the name apply to any tool, as they do to every CrewAI tool.
     pub fn resolve(&self, tool: &ToolRef) -> Result<ToolHandle, ToolLookupError> {
-        let Some(found) = self.tools.get(&lookup_key(&tool.name)) else {
-            if crewai_tools::catalog::is_knowledge_tool(&tool.name) {
+        let maker = match (
+            self.tools.get(&lookup_key(&tool.name)),
+            SearchToolClass::from_name(&tool.name),
+        ) {
+            (Some(found), _) => Maker::Registered(found),
+            (None, Some(class)) => Maker::Search(class),
+            (None, None) if crewai_tools::catalog::is_knowledge_tool(&tool.name) => {
                 return Err(ToolLookupError::NeedsKnowledge(
                     CatalogError::NeedsKnowledge {
                         class: tool.name.clone(),
                     },
                 ));
             }
-            return Err(ToolLookupError::Unknown {
-                name: tool.name.clone(),
-                nearest: self.nearest(&tool.name),
-            });
+            (None, None) => {
+                return Err(ToolLookupError::Unknown {
+                    name: tool.name.clone(),
+                    nearest: self.nearest(&tool.name),
+                });
+            }
         };
         let construction = |source: FactoryError| ToolLookupError::Construction {
             name: tool.name.clone(),
@@ -261,7 +328,10 @@ impl ToolRegistry {
                 ));
             }
         };
-        let mut handle = (found.factory)(&args).map_err(construction)?;
+        let mut handle = match maker {
+            Maker::Registered(found) => (found.factory)(&args).map_err(construction)?,
+            Maker::Search(class) => self.search_tool(class, &tool.name, &args)?,
+        };
         if let Some(flag) = result_as_answer {
             handle = handle.with_result_as_answer(flag);
         }

@@ -819,19 +819,28 @@ fn crewai_tool_class_names_resolve_with_their_constructor_arguments() {
 
 #[test]
 fn knowledge_tools_and_missing_tools_fail_before_the_crew_starts() {
-    let (_dir, p) = writer_with_tools(
-        "\n    - PDFSearchTool\n    - {name: website_search_tool, website: 'https://x'}\n    - TavilySearchTool\n    - {name: ScrapeWebsiteTool, website_url: 'ftp://x', headers: {}}\n",
+    // A search tool embeds with the crew's embedder, so the crew names one.
+    let agents = format!(
+        "{AGENTS}  tools:\n    - GithubSearchTool\n    - {{name: website_search_tool, website: 'https://x', config: {{llm: {{}}}}}}\n    - TavilySearchTool\n    - {{name: ScrapeWebsiteTool, website_url: 'ftp://x', headers: {{}}}}\n"
     );
+    let (_dir, p) = ok(&[
+        ("config/agents.yaml", &agents),
+        ("config/tasks.yaml", TASKS),
+        (
+            "config/crew.yaml",
+            "embedder: {provider: ollama, config: {model: nomic-embed-text}}\n",
+        ),
+    ]);
     let registry = ToolRegistry::with_builtins(&p.root);
     let err = p.plan(&inputs(&[("topic", "AI")]), &registry).unwrap_err();
     let errs = texts(&err);
     assert_eq!(errs.len(), 4, "{errs:#?}");
     assert!(
-        errs[0].starts_with("config/agents.yaml:11: agent 'writer' names tool 'PDFSearchTool': PDFSearchTool is recognised (a crewai-tools knowledge search tool) but needs the knowledge feature"),
+        errs[0].starts_with("config/agents.yaml:11: agent 'writer' names tool 'GithubSearchTool': GithubSearchTool is recognised (a crewai-tools knowledge search tool) but crewai-rs does not provide it yet"),
         "{errs:#?}"
     );
     assert!(
-        errs[1].starts_with("config/agents.yaml:12: agent 'writer' names tool 'website_search_tool': website_search_tool is recognised"),
+        errs[1].starts_with("config/agents.yaml:12: agent 'writer': tool 'website_search_tool' could not be created: a search tool's own `config`"),
         "{errs:#?}"
     );
     assert!(

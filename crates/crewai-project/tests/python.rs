@@ -372,3 +372,32 @@ fn an_agents_memory_and_embedder_in_crew_py_reach_its_fields() {
         Some(serde_json::json!("hash"))
     );
 }
+
+/// crewai-tools' knowledge search tools in crew.py become the crewai-rs search tools with their
+/// constructor arguments (not Python tools for the worker).
+#[test]
+fn crew_py_search_tools_are_read_as_crewai_rs_search_tools() {
+    let crew_py = format!(
+        "{HEADER}from crewai_tools import PDFSearchTool, CSVSearchTool\n\n@CrewBase\nclass MarketBrief:\n    @agent\n    def researcher(self) -> Agent:\n        return Agent(config=self.agents_config['researcher'], tools=[PDFSearchTool(pdf='manual.pdf'), CSVSearchTool(limit=3)])\n\n    @agent\n    def reporting_analyst(self) -> Agent:\n        return Agent(config=self.agents_config['reporting_analyst'])\n\n    @task\n    def research_task(self) -> Task:\n        return Task(config=self.tasks_config['research_task'])\n\n    @task\n    def reporting_task(self) -> Task:\n        return Task(config=self.tasks_config['reporting_task'])\n\n    @crew\n    def crew(self) -> Crew:\n        return Crew(agents=self.agents, tasks=self.tasks)\n"
+    );
+    let dir = variant(&crew_py, None);
+    let project = Project::load(dir.path()).unwrap_or_else(|e| panic!("{e}"));
+    let tools = project.agents[0].spec.tools.as_ref().unwrap();
+    let written: Vec<(&str, serde_json::Value)> = tools
+        .iter()
+        .map(|t| (t.name.as_str(), json!(t.args)))
+        .collect();
+    assert_eq!(
+        written,
+        [
+            ("PDFSearchTool", json!({"pdf": "manual.pdf"})),
+            ("CSVSearchTool", json!({"limit": 3})),
+        ]
+    );
+    assert!(
+        project.python_tools.is_empty(),
+        "{:?}",
+        project.python_tools
+    );
+    assert!(project.names_search_tools());
+}

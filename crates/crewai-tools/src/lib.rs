@@ -62,7 +62,7 @@ pub use name::{MAX_TOOL_NAME_LEN, field_title, sanitize_tool_name, similarity_ra
 pub use repair::repair_json;
 pub use schema::{schema_for, strict_parameters};
 pub use set::ToolSet;
-pub use tool::{EnvVar, Tool, ToolContext, ToolError, ToolOutput};
+pub use tool::{EmbeddingLayer, EnvVar, Tool, ToolContext, ToolError, ToolOutput};
 pub use typed::{TypedTool, panic_message};
 
 /// What `#[tool]` expands to refers to; not a public API.

@@ -1,6 +1,9 @@
 //! The `Tool` trait and the values a tool run receives and returns.
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
+use crewai_llm::embeddings::Embedder;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
@@ -16,6 +19,34 @@ pub struct ToolContext {
     /// The id of the event that announced this call (`tool_usage_started`), so that work the tool
     /// causes (a delegated coworker's run) is reported under it.
     pub parent_event_id: Option<String>,
+    /// The run's accounting around an embedder: a tool that embeds (the knowledge search
+    /// tools) wraps its embedder with it, so its embeddings count in the run's usage and budget.
+    pub embedding_layer: Option<EmbeddingLayer>,
+}
+
+/// A function wrapping an embedder in another.
+type WrapEmbedder = dyn Fn(Arc<dyn Embedder>) -> Arc<dyn Embedder> + Send + Sync;
+
+/// Wraps an embedder in the caller's accounting (see [`ToolContext::embedding_layer`]).
+#[derive(Clone)]
+pub struct EmbeddingLayer(Arc<WrapEmbedder>);
+
+impl EmbeddingLayer {
+    pub fn new(
+        layer: impl Fn(Arc<dyn Embedder>) -> Arc<dyn Embedder> + Send + Sync + 'static,
+    ) -> Self {
+        EmbeddingLayer(Arc::new(layer))
+    }
+
+    pub fn apply(&self, embedder: Arc<dyn Embedder>) -> Arc<dyn Embedder> {
+        (self.0)(embedder)
+    }
+}
+
+impl std::fmt::Debug for EmbeddingLayer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("EmbeddingLayer")
+    }
 }
 
 impl ToolContext {
@@ -41,6 +72,15 @@ impl ToolContext {
         pub fn with_crew(crew_id: impl Into<String>) => crew_id = Some(crew_id.into());
         /// Ties the tool run to a caller's token (typically a child of the agent's run token).
         pub fn with_cancellation(cancellation: CancellationToken) => cancellation = cancellation;
+        pub fn with_embedding_layer(layer: EmbeddingLayer) => embedding_layer = Some(layer);
+    }
+
+    /// `embedder` inside the caller's [`EmbeddingLayer`], or as it is when there is none.
+    pub fn embedder(&self, embedder: Arc<dyn Embedder>) -> Arc<dyn Embedder> {
+        match &self.embedding_layer {
+            Some(layer) => layer.apply(embedder),
+            None => embedder,
+        }
     }
 }
 

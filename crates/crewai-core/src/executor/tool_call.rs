@@ -3,21 +3,40 @@
 //! failure under `tool_failure_policy: raise` stops the run.
 
 use crewai_llm::{ToolCall, error_chain};
+use std::sync::Arc;
+
 use crewai_tools::{
-    ToolContext, ToolError, ToolFailurePolicy, ToolHandle, prepare_arguments, usage_limit_message,
+    EmbeddingLayer, ToolContext, ToolError, ToolFailurePolicy, ToolHandle, prepare_arguments,
+    usage_limit_message,
 };
 use futures::{FutureExt, StreamExt};
 use serde_json::Value;
 
 use super::Execution;
 use crate::agent::AgentStep;
+use crate::embedder_stack;
 use crate::error::AgentError;
 use crate::events::{CaughtPanic, EventKind, PanicSite, panic_message};
 use crate::hooks::{CallOrigin, HookDecision, ToolCallContext, blocked_tool_result};
+use crate::llm_stack::{CallPurpose, CallScope};
 use crate::prompts::agent as prompts;
 
 /// Tool calls of one response run at most this many at once (CrewAI's thread-pool size).
 const MAX_PARALLEL_TOOL_CALLS: usize = 8;
+
+impl Execution {
+    /// The run's accounting for the embeddings a tool makes (the knowledge search tools), so
+    /// they count in its usage and budget under this agent and task, as memory's do.
+    fn embedding_layer(&self) -> EmbeddingLayer {
+        let scope = Arc::new(
+            CallScope::new(&self.agent, &self.services, CallPurpose::Knowledge)
+                .with_task(self.task_name.as_deref())
+                .with_parent(self.event_id)
+                .with_cancellation(self.cancellation.clone()),
+        );
+        EmbeddingLayer::new(move |embedder| embedder_stack::metered(embedder, scope.clone()))
+    }
+}
 
 /// What a tool call gives back to the loop.
 #[derive(Debug, Clone, PartialEq)]
@@ -196,6 +215,7 @@ impl Execution {
             crew_id: self.services.crew_id.clone(),
             cancellation: self.cancellation.clone(),
             parent_event_id: Some(started_id.to_string()),
+            embedding_layer: Some(self.embedding_layer()),
         };
         // A tool is user code: a panic in an async tool is caught here (a `#[tool]` function's
         // is caught on the blocking pool) and becomes a tool failure the model reads.

@@ -3,9 +3,12 @@
 //! `SerperDevTool`, `ScrapeWebsiteTool`, `FileReadTool`, `FileWriterTool`, `DirectoryReadTool`,
 //! with the constructor arguments the Python classes take (`website_url`, `file_path`,
 //! `directory`, `n_results`, `country`, `locale`, ...), plus `allow_private_network: true` for a
-//! `ScrapeWebsiteTool` meant to read internal addresses (refused by default). crewai-tools' knowledge search tools
-//! (`PDFSearchTool`, `WebsiteSearchTool`, ...) are recognised and refused with an error saying they
-//! need the knowledge feature, so a project never runs with one silently missing.
+//! `ScrapeWebsiteTool` meant to read internal addresses (refused by default). crewai-tools' knowledge
+//! search tools (`PDFSearchTool`, `WebsiteSearchTool`, ... [`SEARCH_TOOLS`]) need a knowledge store
+//! and an embedder, so they are made by crewai-knowledge's `KnowledgeSearchTool` (a project's
+//! `tools:` get them through crewai-project's registry); [`build`] refuses them with an error saying
+//! so, and the ones crewai-rs does not have ([`KNOWLEDGE_TOOLS_NOT_YET`]) with an error saying that,
+//! so a project never runs with one silently missing.
 //!
 //! ```
 //! use crewai_tools::catalog::{build, CatalogError};
@@ -14,7 +17,8 @@
 //! let tool = build("ScrapeWebsiteTool", args.as_object().unwrap(), &root).unwrap().unwrap();
 //! assert_eq!(tool.name(), "Read website content");
 //! assert!(build("serper_dev_tool", &Default::default(), &root).unwrap().is_some());
-//! assert!(matches!(build("PDFSearchTool", &Default::default(), &root), Err(CatalogError::NeedsKnowledge { .. })));
+//! assert!(matches!(build("PDFSearchTool", &Default::default(), &root), Err(CatalogError::NeedsStore { .. })));
+//! assert!(matches!(build("GithubSearchTool", &Default::default(), &root), Err(CatalogError::NeedsKnowledge { .. })));
 //! assert!(build("NoSuchTool", &Default::default(), &root).unwrap().is_none());
 //! ```
 
@@ -47,8 +51,8 @@ pub const TOOL_CLASSES: &[&str] = &[
     "DirectoryReadTool",
 ];
 
-/// crewai-tools' knowledge (RAG) search tools: recognised, but they need knowledge search.
-pub const KNOWLEDGE_TOOLS: &[&str] = &[
+/// crewai-tools' knowledge (RAG) search tools that crewai-knowledge provides over a store.
+pub const SEARCH_TOOLS: &[&str] = &[
     "JSONSearchTool",
     "CSVSearchTool",
     "WebsiteSearchTool",
@@ -59,6 +63,10 @@ pub const KNOWLEDGE_TOOLS: &[&str] = &[
     "XMLSearchTool",
     "DirectorySearchTool",
     "CodeDocsSearchTool",
+];
+
+/// crewai-tools' knowledge (RAG) search tools that crewai-rs does not provide yet.
+pub const KNOWLEDGE_TOOLS_NOT_YET: &[&str] = &[
     "GithubSearchTool",
     "YoutubeVideoSearchTool",
     "YoutubeChannelSearchTool",
@@ -70,9 +78,14 @@ pub const KNOWLEDGE_TOOLS: &[&str] = &[
 #[derive(Debug, thiserror::Error)]
 pub enum CatalogError {
     #[error(
-        "{class} is recognised (a crewai-tools knowledge search tool) but needs the knowledge feature's search tools, which crewai-rs does not have yet; remove it, and give the agent `knowledge_sources:` with the same files (searched before each task) or a tool that reads the source directly (FileReadTool, ScrapeWebsiteTool)"
+        "{class} is recognised (a crewai-tools knowledge search tool) but crewai-rs does not provide it yet; remove it, and give the agent `knowledge_sources:` with the same content (searched before each task) or a tool that reads the source directly (FileReadTool, ScrapeWebsiteTool)"
     )]
     NeedsKnowledge { class: String },
+    /// A knowledge search tool crewai-knowledge provides: it needs a store and an embedder.
+    #[error(
+        "{class} is a knowledge search tool: it is made over a knowledge store and an embedder (crewai_knowledge::KnowledgeSearchTool; a project's tools: get one through crewai-project's ToolRegistry)"
+    )]
+    NeedsStore { class: String },
     /// The constructor arguments do not fit the class.
     #[error("bad constructor arguments")]
     BadArguments {
@@ -111,10 +124,24 @@ pub fn name_key(name: &str) -> String {
     }
 }
 
-/// Whether `name` is one of crewai-tools' knowledge search tools.
+/// Whether `name` is one of crewai-tools' knowledge search tools (provided or not).
 pub fn is_knowledge_tool(name: &str) -> bool {
+    search_tool_class(name).is_some() || {
+        let key = name_key(name);
+        KNOWLEDGE_TOOLS_NOT_YET
+            .iter()
+            .any(|class| name_key(class) == key)
+    }
+}
+
+/// The class name of the provided knowledge search tool `name` is spelt for
+/// (`pdf_search_tool` → `PDFSearchTool`).
+pub fn search_tool_class(name: &str) -> Option<&'static str> {
     let key = name_key(name);
-    KNOWLEDGE_TOOLS.iter().any(|class| name_key(class) == key)
+    SEARCH_TOOLS
+        .iter()
+        .copied()
+        .find(|class| name_key(class) == key)
 }
 
 fn config<T: DeserializeOwned>(tool: &str, args: &Map<String, Value>) -> Result<T, CatalogError> {
@@ -220,6 +247,11 @@ pub fn build(
             no_config(name, args)?;
             Arc::new(HttpGetTool::new())
         }
+        _ if search_tool_class(name).is_some() => {
+            return Err(CatalogError::NeedsStore {
+                class: name.to_string(),
+            });
+        }
         _ if is_knowledge_tool(name) => {
             return Err(CatalogError::NeedsKnowledge {
                 class: name.to_string(),
@@ -247,16 +279,24 @@ mod tests {
                 "{class}"
             );
         }
-        for class in KNOWLEDGE_TOOLS {
+        for class in SEARCH_TOOLS {
+            let Err(error) = build(class, &Map::new(), &root) else {
+                panic!("{class} was built")
+            };
+            assert!(error.to_string().contains("knowledge store"), "{error}");
+        }
+        for class in KNOWLEDGE_TOOLS_NOT_YET {
             let Err(error) = build(class, &Map::new(), &root) else {
                 panic!("{class} was built")
             };
             assert!(
-                error.to_string().contains("needs the knowledge feature"),
+                error.to_string().contains("does not provide it yet"),
                 "{error}"
             );
         }
         assert!(is_knowledge_tool("json_search_tool"));
+        assert!(is_knowledge_tool("YoutubeVideoSearchTool"));
+        assert_eq!(search_tool_class("pdf_search_tool"), Some("PDFSearchTool"));
     }
 
     #[test]
