@@ -78,9 +78,11 @@ async fn snippets_found_by_the_rewritten_query_reach_the_task_prompt() {
     let crew = crew(&store, openai(&server), &bus);
     let output = crew.kickoff(Default::default()).await.unwrap();
     assert_eq!(output.raw, "Orders ship on Tuesdays and Fridays.");
-    // The rewrite counts in the run's usage.
-    assert_eq!(output.token_usage.total_tokens, 39);
-    assert_eq!(output.token_usage.successful_requests, 2);
+    // The rewrite (9 + 4) and the answer (20 + 6) count in the run's usage, and so do the
+    // search's two embedding calls of the 37-character rewritten query: HashEmbedder reports no
+    // count, so each is the four-characters-a-token estimate, 10 tokens.
+    assert_eq!(output.token_usage.total_tokens, 59);
+    assert_eq!(output.token_usage.successful_requests, 4);
 
     let requests = server.requests();
     assert_eq!(requests.len(), 2);
