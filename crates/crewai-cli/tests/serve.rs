@@ -137,14 +137,16 @@ fn answers(server: &ScriptedServer, count: usize, delay: Duration) {
 async fn the_api_answers_amp_routes_refuses_bad_input_and_streams_progress() {
     let server = ScriptedServer::start().await;
     let dir = project(FILES);
-    let child = tokio::task::block_in_place(|| serve(
+    let child = tokio::task::block_in_place(|| {
+        serve(
             dir.path(),
             &server,
             // A small limit, so the refused body fits in the socket's buffers: the client has
             // sent all of it before the server answers 413 and closes, which a body of
             // megabytes would race (the client would see the connection end mid-write).
             &["--workers", "2", "--max-request-bytes", "16384"],
-        ));
+        )
+    });
     let api = Api::new(child.port);
 
     // Authentication: missing and wrong tokens are 401; the document is public.
