@@ -98,9 +98,11 @@ impl TaskKnowledge {
         );
     }
 
-    /// `task_prompt` with the snippets found for it after it (unchanged when nothing passed
-    /// the threshold, or the rewrite or the search failed).
-    pub(crate) async fn with_snippets(&self, task_prompt: &str) -> String {
+    /// `prompt` with the snippets found for `task_prompt` after it (unchanged when nothing
+    /// passed the threshold, or the rewrite or the search failed). The query is rewritten from
+    /// the task alone: `prompt` may already carry recalled memories, which would steer the
+    /// rewrite away from the task (as in CrewAI, whose query comes from the task prompt).
+    pub(crate) async fn with_snippets(&self, prompt: &str, task_prompt: &str) -> String {
         let started = Instant::now();
         self.emit(
             |agent_role, task_name| EventKind::KnowledgeRetrievalStarted {
@@ -109,7 +111,7 @@ impl TaskKnowledge {
             },
         );
         let Some(query) = self.search_query(task_prompt).await else {
-            return task_prompt.to_string();
+            return prompt.to_string();
         };
         let mut snippets = Vec::new();
         for knowledge in &self.searched {
@@ -133,7 +135,7 @@ impl TaskKnowledge {
                             error,
                         },
                     );
-                    return task_prompt.to_string();
+                    return prompt.to_string();
                 }
             }
         }
@@ -149,7 +151,7 @@ impl TaskKnowledge {
                 elapsed_ms,
             },
         );
-        format!("{task_prompt}{block}")
+        format!("{prompt}{block}")
     }
 
     /// The agent's model's search query for the task (`None`, reported, when the call fails or

@@ -141,7 +141,7 @@ impl Agent {
             None => task_prompt.clone(),
         };
         let prompt = match &knowledge {
-            Some(knowledge) => knowledge.with_snippets(&prompt).await,
+            Some(knowledge) => knowledge.with_snippets(&prompt, &task_prompt).await,
             None => prompt,
         };
         let mut task_text = match context.as_deref().filter(|c| !c.trim().is_empty()) {
