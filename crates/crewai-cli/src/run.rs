@@ -362,9 +362,30 @@ pub(crate) struct JournaledRun {
 }
 
 impl JournaledRun {
-    /// Starts the Python worker (when the project has Python tools) and builds the crew;
-    /// `show_progress` puts the terminal's progress lines on the run's bus.
+    /// Starts the Python worker (when the project has Python tools) and builds the crew, its
+    /// kickoffs journaled in the project's store; `show_progress` puts the terminal's progress
+    /// lines on the run's bus.
     pub(crate) async fn prepare(
+        project: &Project,
+        build_inputs: &Inputs,
+        registry: ToolRegistry,
+        common: &ProjectArgs,
+        run_id: String,
+        show_progress: bool,
+    ) -> Result<JournaledRun, Failure> {
+        let prepared =
+            Self::prepare_unjournaled(project, build_inputs, registry, common, run_id, show_progress)
+                .await?;
+        let journal = Arc::new(prepared.store.clone());
+        Ok(JournaledRun {
+            crew: prepared.crew.with_run_journal(journal),
+            ..prepared
+        })
+    }
+
+    /// [`JournaledRun::prepare`] without the journal: `crewai test` and `crewai train` kick the
+    /// crew off several times, and a resume of one of those iterations means nothing.
+    pub(crate) async fn prepare_unjournaled(
         project: &Project,
         build_inputs: &Inputs,
         registry: ToolRegistry,
@@ -390,7 +411,6 @@ impl JournaledRun {
             show_progress,
         )
         .await?;
-        let crew = crew.with_run_journal(Arc::new(store.clone()));
         Ok(JournaledRun {
             crew,
             store,
@@ -400,6 +420,11 @@ impl JournaledRun {
             bus,
             run_id,
         })
+    }
+
+    /// The crew, for the commands that drive it themselves (`test`, `train`).
+    pub(crate) fn crew(&self) -> &Crew {
+        &self.crew
     }
 
     /// The run's event bus.

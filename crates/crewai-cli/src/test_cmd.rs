@@ -7,7 +7,8 @@ use crewai_project::{BuildOptions, ToolRegistry};
 
 use crate::cli::TestArgs;
 use crate::outcome::{Failure, print_out};
-use crate::{models, run};
+use crate::run::{self, JournaledRun};
+use crate::models;
 
 pub async fn test(args: TestArgs) -> Result<(), Failure> {
     let dir = args.common.project.clone();
@@ -34,29 +35,24 @@ pub async fn test(args: TestArgs) -> Result<(), Failure> {
     let judge = crewai_llm::build_llm_with(&judge_config, &judge_options.llm_build)
         .map_err(|e| Failure::config(anyhow!(e).context("cannot set up the judge's model")))?;
 
-    let mut registry = run::registry_for(&project, &dir);
-    let python = crate::python_tools::ProjectPython::start(
+    let prepared = JournaledRun::prepare_unjournaled(
         &project,
-        args.common.python.as_deref(),
-        &mut registry,
+        &given,
+        run::registry_for(&project, &dir),
+        &args.common,
+        uuid::Uuid::new_v4().to_string(),
+        true,
     )
     .await?;
-    let run_id = uuid::Uuid::new_v4().to_string();
-    let (crew, _store, progress, observers, _bus) =
-        run::build(&project, &given, registry, &args.common, &run_id, true).await?;
     eprintln!(
         "Testing crew '{}' over {} run(s), judged by {}",
-        crew.name(),
+        prepared.crew().name(),
         args.n_iterations,
         judge.model()
     );
     let inputs = project.effective_inputs(&given);
-    let result = crew.test(args.n_iterations, judge, inputs).await;
-    if let Some(progress) = &progress {
-        progress.finish();
-    }
-    observers.finish().await;
-    python.shutdown().await;
+    let result = prepared.crew().test(args.n_iterations, judge, inputs).await;
+    prepared.finish().await;
     let report = result.map_err(Failure::run)?;
     if args.common.json {
         let text = serde_json::to_string(&report)

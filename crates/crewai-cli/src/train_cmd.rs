@@ -12,7 +12,7 @@ use serde_json::json;
 
 use crate::cli::TrainArgs;
 use crate::outcome::{Failure, print_out};
-use crate::run;
+use crate::run::{self, JournaledRun};
 
 /// The trained-agents file: `-f`, else `CREWAI_TRAINED_AGENTS_FILE`, else the project's
 /// `trained_agents_data.json`.
@@ -62,30 +62,24 @@ pub async fn train(args: TrainArgs) -> Result<(), Failure> {
     let file = trained_agents_path(&project.root, args.filename.as_deref());
     // Before any model is called: a file that cannot be read (a pickle) stops here.
     let earlier = TrainedAgents::load(&file).await.map_err(Failure::config)?;
-    let mut registry = run::registry_for(&project, &dir);
-    let python = crate::python_tools::ProjectPython::start(
+    let prepared = JournaledRun::prepare_unjournaled(
         &project,
-        args.common.python.as_deref(),
-        &mut registry,
+        &given,
+        run::registry_for(&project, &dir),
+        &args.common,
+        uuid::Uuid::new_v4().to_string(),
+        true,
     )
     .await?;
-    let run_id = uuid::Uuid::new_v4().to_string();
-    let (crew, store, progress, observers, _bus) =
-        run::build(&project, &given, registry, &args.common, &run_id, true).await?;
     eprintln!(
         "Training crew '{}' over {} run(s): give feedback on each answer (Enter accepts it).",
-        crew.name(),
+        prepared.crew().name(),
         args.n_iterations
     );
     let inputs = project.effective_inputs(&given);
-    let result = crew
-        .train(args.n_iterations, inputs, Arc::new(store.clone()))
-        .await;
-    if let Some(progress) = &progress {
-        progress.finish();
-    }
-    observers.finish().await;
-    python.shutdown().await;
+    let log = Arc::new(prepared.store().clone());
+    let result = prepared.crew().train(args.n_iterations, inputs, log).await;
+    let store = prepared.finish().await;
     let report = result.map_err(Failure::run)?;
     let iterations = report.examples.len();
     let trained = earlier.merged(report.trained.clone());
