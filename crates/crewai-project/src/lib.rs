@@ -31,6 +31,7 @@
 mod a2a;
 mod build;
 mod check;
+mod code_execution;
 mod error;
 pub mod flow_v1;
 pub mod flow_yaml;
@@ -462,11 +463,16 @@ impl Project {
             tools
         };
         for agent in &self.agents {
-            let tools = resolve(
+            let mut tools = resolve(
                 &format!("agent '{}'", agent.key),
                 &agent.spec.tools,
                 agent.spec.origin("tools"),
             );
+            match code_execution::code_tool(agent, registry) {
+                Ok(Some(tool)) => tools.push(tool),
+                Ok(None) => {}
+                Err(problem) => diagnostics.push(problem),
+            }
             resolved.agents.insert(agent.key.clone(), tools);
         }
         for task in &self.tasks {
