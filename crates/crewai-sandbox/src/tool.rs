@@ -57,7 +57,7 @@ impl CodeInterpreterTool {
             .collect();
         let mut description = String::from(
             "Runs Python 3 code in an isolated sandbox and returns what it printed. Use print() \
-             to show results. numpy, pandas, scipy, scikit-learn and matplotlib are available; \
+             to show results. numpy, pandas, scipy and scikit-learn are available; \
              nothing can be installed and there is no network. Files written to the working \
              directory are saved.",
         );

@@ -173,7 +173,10 @@ impl WasiSandbox {
         config
             .wasm_exceptions(true)
             .epoch_interruption(true)
-            .max_wasm_stack(MAX_WASM_STACK);
+            .max_wasm_stack(MAX_WASM_STACK)
+            // wasmtime-wasi enables wasmtime's async support, whose fibre stacks must hold the
+            // wasm stack even though executions here are synchronous.
+            .async_stack_size(2 * MAX_WASM_STACK);
         let engine = Engine::new(&config).map_err(SandboxError::runtime("create the engine"))?;
         std::fs::create_dir_all(cache_dir).map_err(SandboxError::io("create", cache_dir))?;
         let module = load_module(&engine, files, cache_dir)?;
