@@ -394,6 +394,7 @@ impl Project {
         python_pending: bool,
     ) -> Result<ResolvedTools, ProjectError> {
         let mut diagnostics = Vec::new();
+        let mut code_problems = Vec::new();
         let mut resolved = ResolvedTools::default();
         let mut resolve = |owner: &str,
                            list: &Option<Vec<ToolRef>>,
@@ -471,7 +472,7 @@ impl Project {
             match code_execution::code_tool(agent, registry) {
                 Ok(Some(tool)) => tools.push(tool),
                 Ok(None) => {}
-                Err(problem) => diagnostics.push(problem),
+                Err(problem) => code_problems.push(problem),
             }
             resolved.agents.insert(agent.key.clone(), tools);
         }
@@ -483,6 +484,7 @@ impl Project {
             );
             resolved.tasks.insert(task.key.clone(), tools);
         }
+        diagnostics.extend(code_problems);
         if diagnostics.is_empty() {
             Ok(resolved)
         } else {
