@@ -6,6 +6,8 @@
 
 mod a2a_cmd;
 mod cli;
+#[cfg(feature = "sandbox")]
+mod code_tool;
 mod create;
 mod create_classic;
 mod flow_cmd;

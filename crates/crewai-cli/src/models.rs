@@ -279,7 +279,9 @@ pub async fn pull(name: Option<&str>) -> Result<(), Failure> {
 fn usage_name(known: &crewai_local::KnownModel) -> String {
     match known.kind {
         crewai_local::ModelKind::Chat => format!("local/{}", known.name),
-        crewai_local::ModelKind::Embedding => known.name.to_string(),
+        crewai_local::ModelKind::Embedding | crewai_local::ModelKind::Interpreter => {
+            known.name.to_string()
+        }
     }
 }
 
@@ -305,6 +307,7 @@ pub fn list(json: bool) -> Result<(), Failure> {
                     "kind": match known.kind {
                         ModelKind::Chat => "chat",
                         ModelKind::Embedding => "embedding",
+                        ModelKind::Interpreter => "interpreter",
                     },
                     "description": known.description,
                     "downloaded": known.is_pulled(&dir),
@@ -345,6 +348,7 @@ pub fn list(json: bool) -> Result<(), Failure> {
         let label = match known.kind {
             ModelKind::Chat => format!("llm: {}", usage_name(known)),
             ModelKind::Embedding => format!("embedder: local {}", usage_name(known)),
+            ModelKind::Interpreter => format!("code sandbox: {}", usage_name(known)),
         };
         lines.push(format!("{label:<32} {state}  {}", known.description));
     }

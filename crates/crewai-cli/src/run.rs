@@ -96,6 +96,8 @@ impl Tool for DeclaredTool {
 
 pub(crate) fn registry_for(project: &Project, dir: &Path) -> ToolRegistry {
     let mut registry = ToolRegistry::with_builtins(&project.root);
+    #[cfg(feature = "sandbox")]
+    crate::code_tool::register(&mut registry, &project.root);
     for name in declared_rust_tools(dir) {
         registry.register_handle(ToolHandle::new(Arc::new(DeclaredTool { name })));
     }

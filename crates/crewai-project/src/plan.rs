@@ -121,9 +121,10 @@ fn planned_tools(
     handles: Option<&Vec<ToolHandle>>,
     python: impl Fn(&ToolRef) -> Option<(String, String)>,
 ) -> (Vec<String>, Vec<String>) {
-    let (Some(refs), Some(handles)) = (refs, handles) else {
+    let Some(handles) = handles else {
         return (Vec::new(), Vec::new());
     };
+    let refs = refs.map(Vec::as_slice).unwrap_or_default();
     let mut handles = handles.iter();
     let mut names = Vec::new();
     let mut labels = Vec::new();
@@ -149,6 +150,11 @@ fn planned_tools(
             true => handle.name().to_string(),
             false => format!("{} ({})", handle.name(), said.join(", ")),
         });
+    }
+    // Handles no `tools:` entry wrote: the code tool `allow_code_execution` adds.
+    for handle in handles {
+        names.push(handle.name().to_string());
+        labels.push(handle.name().to_string());
     }
     (names, labels)
 }

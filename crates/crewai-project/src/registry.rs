@@ -36,7 +36,6 @@ const BUILTIN_ALIASES: &[(&str, &str)] = &[
 /// crewai-tools classes that CrewAI projects name and that are not available here yet (the
 /// knowledge search tools are told apart: see `crewai_tools::catalog::KNOWLEDGE_TOOLS_NOT_YET`).
 const CREWAI_TOOLS_NOT_YET: &[&str] = &[
-    "CodeInterpreterTool",
     "DallETool",
     "VisionTool",
     "EXASearchTool",

@@ -472,16 +472,6 @@ pub(crate) const AGENT_UNSUPPORTED: &[(&str, bool, &str)] = &[
         "loading agents from a repository is not supported yet",
     ),
     (
-        "allow_code_execution",
-        false,
-        "CrewAI deprecated code execution; it has no effect",
-    ),
-    (
-        "code_execution_mode",
-        false,
-        "CrewAI deprecated code execution; it has no effect",
-    ),
-    (
         "security_config",
         false,
         "security_config (fingerprints) has no effect here",

@@ -448,9 +448,8 @@ b:
 
 #[test]
 fn unsupported_fields_that_change_behaviour_are_errors_others_warnings() {
-    let agents = format!(
-        "{AGENTS}  knowledge_storage: {{provider: qdrant}}\n  allow_code_execution: true\n"
-    );
+    let agents =
+        format!("{AGENTS}  knowledge_storage: {{provider: qdrant}}\n  executor_class: Custom\n");
     let errs = errors(&[
         ("config/agents.yaml", &agents),
         ("config/tasks.yaml", TASKS),
@@ -461,14 +460,14 @@ fn unsupported_fields_that_change_behaviour_are_errors_others_warnings() {
             "config/agents.yaml:10: agent 'writer' field 'knowledge_storage' is not supported yet: custom knowledge storage is not supported yet; knowledge is stored in the project's .crewai/memory.db; remove `knowledge_storage` to run without it"
         ]
     );
-    let agents = format!("{AGENTS}  allow_code_execution: true\n");
+    let agents = format!("{AGENTS}  executor_class: Custom\n");
     let (_dir, p) = ok(&[
         ("config/agents.yaml", &agents),
         ("config/tasks.yaml", TASKS),
     ]);
     assert_eq!(p.warnings.len(), 1);
     assert!(p.warnings[0].to_string().starts_with(
-        "config/agents.yaml:10: agent 'writer' field 'allow_code_execution' is not supported yet"
+        "config/agents.yaml:10: agent 'writer' field 'executor_class' is not supported yet"
     ));
 }
 

@@ -1,0 +1,72 @@
+//! An agent's `allow_code_execution` and `code_execution_mode`: CrewAI gives such an agent its
+//! `CodeInterpreterTool`; here that is the tool the registry provides under that name (the CLI
+//! registers the WASI sandbox's).
+
+use crewai_tools::ToolHandle;
+
+use crate::error::Diagnostic;
+use crate::load::AgentEntry;
+use crate::registry::{ToolLookupError, ToolRegistry};
+use crate::spec::ToolRef;
+
+/// CrewAI's class name for the code tool.
+const CODE_TOOL: &str = "CodeInterpreterTool";
+
+/// The code tool an agent with `allow_code_execution: true` gets, or why it cannot have one.
+pub(crate) fn code_tool(
+    agent: &AgentEntry,
+    registry: &ToolRegistry,
+) -> Result<Option<ToolHandle>, Diagnostic> {
+    let spec = &agent.spec;
+    let origin = spec.origin("allow_code_execution").unwrap_or(&agent.origin);
+    if let (Some(mode), Some(mode_origin)) = (
+        &spec.code_execution_mode,
+        spec.origin("code_execution_mode"),
+    ) {
+        match mode.trim() {
+            "safe" => {}
+            "unsafe" => {
+                return Err(mode_origin
+                    .diagnostic(format!(
+                        "agent '{}' `code_execution_mode: unsafe` (the model's code run by the \
+                         host's Python, unconfined) is not available",
+                        agent.key
+                    ))
+                    .with_hint(Some(
+                        "remove `code_execution_mode` (or write `safe`): the code runs in the \
+                         WASI sandbox"
+                            .into(),
+                    )));
+            }
+            other => {
+                return Err(mode_origin.diagnostic(format!(
+                    "agent '{}' `code_execution_mode` is '{other}'; it must be `safe` or `unsafe`",
+                    agent.key
+                )));
+            }
+        }
+    }
+    if spec.allow_code_execution != Some(true) {
+        return Ok(None);
+    }
+    let tool = ToolRef {
+        name: CODE_TOOL.into(),
+        args: Default::default(),
+    };
+    match registry.resolve(&tool) {
+        Ok(handle) => Ok(Some(handle)),
+        Err(ToolLookupError::Unknown { .. }) => Err(origin
+            .diagnostic(format!(
+                "agent '{}' has `allow_code_execution: true`, but no {CODE_TOOL} is registered",
+                agent.key
+            ))
+            .with_hint(Some(format!(
+                "run the project with the crewai CLI (it provides the sandboxed {CODE_TOOL}), or register one in the ToolRegistry"
+            )))),
+        Err(error) => Err(origin.diagnostic(format!(
+            "agent '{}' `allow_code_execution`: {}",
+            agent.key,
+            crewai_llm::error_chain(&error)
+        ))),
+    }
+}
