@@ -73,7 +73,7 @@ pub enum Command {
         #[arg(long)]
         tools: bool,
     },
-    /// Ask for the crew's inputs, then run it.
+    /// Talk with the crew's `chat_llm`, which runs the crew once it has the inputs.
     Chat(ChatArgs),
     /// List the recorded runs (`.crewai/traces/`), show one as a tree, or write its timeline page.
     Traces(TracesArgs),

@@ -5,6 +5,7 @@
 //! (Ctrl-C; the run is journaled as cancelled and can be resumed).
 
 mod a2a_cmd;
+mod chat_cmd;
 mod cli;
 #[cfg(feature = "sandbox")]
 mod code_tool;
@@ -143,7 +144,7 @@ async fn dispatch(cli: Cli) -> Result<(), Failure> {
             }
             Ok(())
         }
-        Command::Chat(args) => run::chat(args).await,
+        Command::Chat(args) => chat_cmd::chat(args).await,
         Command::Traces(args) => traces::traces(&args),
         Command::Models {
             action: ModelsAction::Pull { name },

@@ -17,7 +17,7 @@ use regex::Regex;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::cli::{ChatArgs, ProjectArgs, ReplayArgs, RunArgs};
+use crate::cli::{ProjectArgs, ReplayArgs, RunArgs};
 use crate::inputs;
 use crate::observe::RunObservers;
 use crate::outcome::{Failure, print_out};
@@ -375,9 +375,15 @@ impl JournaledRun {
         run_id: String,
         show_progress: bool,
     ) -> Result<JournaledRun, Failure> {
-        let prepared =
-            Self::prepare_unjournaled(project, build_inputs, registry, common, run_id, show_progress)
-                .await?;
+        let prepared = Self::prepare_unjournaled(
+            project,
+            build_inputs,
+            registry,
+            common,
+            run_id,
+            show_progress,
+        )
+        .await?;
         let journal = Arc::new(prepared.store.clone());
         Ok(JournaledRun {
             crew: prepared.crew.with_run_journal(journal),
@@ -752,10 +758,9 @@ fn ask_inputs(
     Ok(inputs)
 }
 
-pub async fn chat(args: ChatArgs) -> Result<(), Failure> {
-    let dir = args.common.project.clone();
-    load_env(&dir)?;
-    let project = load(&dir)?;
+/// `crewai chat` for a crew without a chat model: asks for each input at the prompt (Enter keeps
+/// the default), then runs the crew as `crewai run` does.
+pub(crate) async fn ask_and_run(project: &Project, common: &ProjectArgs) -> Result<(), Failure> {
     eprintln!(
         "Crew '{}': {} agents, {} tasks. Give the inputs (Enter keeps the default):",
         project.name(),
@@ -765,10 +770,10 @@ pub async fn chat(args: ChatArgs) -> Result<(), Failure> {
     let given = {
         let stdin = std::io::stdin();
         let mut err = std::io::stderr();
-        ask_inputs(&project, &mut stdin.lock(), &mut err).map_err(Failure::config)?
+        ask_inputs(project, &mut stdin.lock(), &mut err).map_err(Failure::config)?
     };
-    let registry = registry_for(&project, &dir);
-    kickoff_and_record(&project, &given, registry, &args.common).await
+    let registry = registry_for(project, &common.project);
+    kickoff_and_record(project, &given, registry, common).await
 }
 
 #[cfg(test)]

@@ -6,9 +6,9 @@ use anyhow::anyhow;
 use crewai_project::{BuildOptions, ToolRegistry};
 
 use crate::cli::TestArgs;
+use crate::models;
 use crate::outcome::{Failure, print_out};
 use crate::run::{self, JournaledRun};
-use crate::models;
 
 pub async fn test(args: TestArgs) -> Result<(), Failure> {
     let dir = args.common.project.clone();

@@ -5,7 +5,7 @@ use std::process::Stdio;
 mod support;
 
 use crewai_testkit::scripted::{Reply, ScriptedServer};
-use serde_json::Value;
+use serde_json::{Value, json};
 use support::{
     assert_contains, copy_dir, crewai, dry_run, examples, last_json_line, run, run_ok, succeeded,
     text, with_server, write,
@@ -307,6 +307,74 @@ fn chat_asks_for_inputs_then_runs() {
     );
 }
 
+/// With `chat_llm`, `crewai chat` is a conversation: the chat model greets, learns the input,
+/// calls the crew as a function; the crew runs with the conversation appended to its tasks, and
+/// its answer is the function's result the chat model relays.
+#[test]
+fn chat_with_a_chat_llm_runs_the_crew_when_the_model_calls_it() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        &[
+            ("config/agents.yaml", AGENTS),
+            ("config/tasks.yaml", TASKS),
+            (
+                "config/crew.yaml",
+                "name: Research Crew\nchat_llm: openai/gpt-4o-mini\n",
+            ),
+        ],
+    );
+    let server = ScriptedServer::start_blocking();
+    server.push_text("Hello! Which topic should the crew research?");
+    server.push_tool_call("research_crew", json!({"topic": "Zig"}));
+    server.push_text("notes on Zig");
+    server.push_text("the report on Zig");
+    server.push_text("The crew wrote: the report on Zig");
+    let mut command = with_server(
+        crewai(&["chat", "--project", dir.path().to_str().unwrap()]),
+        &server,
+    );
+    command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = command.spawn().unwrap();
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"Zig, please\nexit\n")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{}\n{stdout}", text(&out.stderr));
+    assert_contains(
+        &stdout,
+        "Assistant: Hello! Which topic should the crew research?",
+    );
+    assert_contains(&stdout, "Assistant: The crew wrote: the report on Zig");
+
+    let requests = server.requests();
+    assert_eq!(requests.len(), 5, "greeting, call, two tasks, relay");
+    assert_eq!(requests[0].body["model"], "gpt-4o-mini");
+    assert_eq!(requests[0].tool_names(), ["research_crew"]);
+    let parameters = &requests[0].body["tools"][0]["function"]["parameters"];
+    assert_eq!(parameters["required"], json!(["topic"]), "{parameters}");
+    // The crew's first task: the input from the call, and the conversation appended.
+    let task = requests[2].body.to_string();
+    assert_contains(&task, "Research Zig");
+    assert_contains(&task, "user: Zig, please");
+    // The relay sees the crew's final answer as the function's result.
+    let result = requests[4]
+        .messages()
+        .iter()
+        .find(|message| message["role"] == "tool")
+        .map(|message| message["content"].to_string())
+        .unwrap_or_default();
+    assert_contains(&result, "the report on Zig");
+}
+
 /// `crewai create crew demo` in a new temporary folder: the folder and the project in it.
 fn scaffold_crew() -> (tempfile::TempDir, std::path::PathBuf) {
     let dir = tempfile::tempdir().unwrap();
@@ -391,7 +459,7 @@ fn the_hierarchical_content_team_runs_through_its_manager() {
     let delegate = |coworker: &str, task: &str| {
         Reply::tool_call(
             "delegate_work_to_coworker",
-            serde_json::json!({"task": task, "context": "the brief", "coworker": coworker}),
+            json!({"task": task, "context": "the brief", "coworker": coworker}),
         )
     };
     server.push(delegate("Content Strategist", "Write the outline"));

