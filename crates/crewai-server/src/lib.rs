@@ -3,15 +3,20 @@
 //! `crewai serve`'s kickoff API in the shape of CrewAI AMP (`GET /inputs`, `POST /kickoff`,
 //! `GET /status/{id}`), plus live progress as Server-Sent Events, cancel and resume, and the
 //! OpenAPI document. Kickoffs go through a durable [`KickoffQueue`] ([`SqliteQueue`] on one
-//! machine) and are run by [`workers`] that claim them under leases; the crew itself is run by
+//! machine, [`PgQueue`] with the `postgres` feature for many) and are run by [`workers`] that claim them under leases; the crew itself is run by
 //! the caller's [`KickoffRunner`] (the CLI runs each kickoff through its journaled run path, so
 //! a kickoff whose worker died resumes without re-running finished tasks).
 
 mod error;
+#[cfg(feature = "postgres")]
+mod pg_queue;
 mod queue;
+mod settle;
 mod sqlite_queue;
 
 pub use error::{QueueError, ServerError};
+#[cfg(feature = "postgres")]
+pub use pg_queue::{PgPoolConfig, PgQueue, connect_pool, redact_url};
 pub use queue::{
     AttemptEnd, Claimed, KickoffEvent, KickoffQueue, KickoffRecord, KickoffState, Lease,
     QueueConfig, Submitted, WorkerIdentity,
