@@ -9,14 +9,14 @@
 
 mod error;
 #[cfg(feature = "postgres")]
-mod pg_queue;
+mod pg;
 mod queue;
 mod settle;
 mod sqlite_queue;
 
 pub use error::{QueueError, ServerError};
 #[cfg(feature = "postgres")]
-pub use pg_queue::{PgPoolConfig, PgQueue, connect_pool, redact_url};
+pub use pg::{PgJournal, PgPoolConfig, PgQueue, connect_pool, redact_url};
 pub use queue::{
     AttemptEnd, Claimed, KickoffEvent, KickoffQueue, KickoffRecord, KickoffState, Lease,
     QueueConfig, Submitted, WorkerIdentity,

@@ -8,13 +8,14 @@
 //! appended at once by a worker and by `POST /runs/{id}/cancel` never collide.
 
 use std::future::Future;
-use std::str::FromStr;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
 use serde_json::{Map, Value, json};
-use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
+use sqlx::postgres::PgPool;
 use sqlx::{Postgres, Transaction};
+
+use super::{CallTimedOut, MigrateFailure, Schema, classify};
 
 use crate::error::QueueError;
 use crate::queue::{
@@ -26,9 +27,12 @@ use crate::settle::{
     parse_state, request_hash, settle,
 };
 
-/// Serialises concurrent migrations (every process applies them at start); any constant that
-/// no other application's advisory lock uses.
-const MIGRATION_LOCK: i64 = 0x6372_6577_6169_0001;
+/// The queue's tables, versioned apart from the run journal's.
+const SCHEMA: Schema = Schema {
+    version_table: "crewai_queue_schema",
+    lock: 0x6372_6577_6169_0001,
+    migrations: MIGRATIONS,
+};
 
 /// The schema's versions, applied in order at open; the database records the last one applied.
 const MIGRATIONS: &[&str] = &["
@@ -65,53 +69,6 @@ CREATE TABLE crewai_kickoff_events (
 );
 "];
 
-/// How the connection pool behaves.
-#[derive(Debug, Clone, Copy)]
-pub struct PgPoolConfig {
-    pub max_connections: u32,
-    /// How long a call waits for a connection (the database down answers 503 after this).
-    pub acquire_timeout: Duration,
-    /// The longest one call may take, connection included.
-    pub call_timeout: Duration,
-}
-
-impl Default for PgPoolConfig {
-    fn default() -> Self {
-        PgPoolConfig {
-            max_connections: 16,
-            acquire_timeout: Duration::from_secs(5),
-            call_timeout: Duration::from_secs(30),
-        }
-    }
-}
-
-/// A database URL without its password, for messages.
-pub fn redact_url(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(scheme), Some(at)) if at > scheme => {
-            format!("{}://…@{}", &url[..scheme], &url[at + 1..])
-        }
-        _ => url.to_string(),
-    }
-}
-
-/// A pool for `url` that connects when first used (so a process starts while the database is
-/// briefly away, and reconnects after it comes back). Shared by the queue and the run journal.
-pub fn connect_pool(url: &str, config: &PgPoolConfig) -> Result<PgPool, QueueError> {
-    let options = PgConnectOptions::from_str(url).map_err(|source| QueueError::Database {
-        location: redact_url(url),
-        source: Box::new(source),
-    })?;
-    let statement_timeout = format!("{}ms", config.call_timeout.as_millis());
-    let options = options
-        .application_name("crewai")
-        .options([("statement_timeout", statement_timeout.as_str())]);
-    Ok(PgPoolOptions::new()
-        .max_connections(config.max_connections.max(1))
-        .acquire_timeout(config.acquire_timeout)
-        .connect_lazy_with(options))
-}
-
 /// The kickoff queue in a PostgreSQL database (cheap to clone; clones share the pool).
 #[derive(Clone)]
 pub struct PgQueue {
@@ -129,42 +86,10 @@ impl std::fmt::Debug for PgQueue {
     }
 }
 
-/// Connection failures, timeouts and the server going away are worth retrying (503); a query
-/// the database refuses is not.
-fn classify(location: &str, source: sqlx::Error) -> QueueError {
-    let transient = match &source {
-        sqlx::Error::Io(_)
-        | sqlx::Error::Tls(_)
-        | sqlx::Error::PoolTimedOut
-        | sqlx::Error::PoolClosed
-        | sqlx::Error::WorkerCrashed
-        | sqlx::Error::Protocol(_) => true,
-        sqlx::Error::Database(error) => error.code().is_some_and(|code| {
-            // 08: connection exception; 57P: the server shutting down or starting;
-            // 53300: too many connections; 40001/40P01: serialization failure, deadlock.
-            code.starts_with("08")
-                || code.starts_with("57P")
-                || matches!(code.as_ref(), "53300" | "40001" | "40P01")
-        }),
-        _ => false,
-    };
-    let location = location.to_string();
-    let source = Box::new(source);
-    if transient {
-        QueueError::Unavailable { location, source }
-    } else {
-        QueueError::Database { location, source }
-    }
-}
-
-#[derive(Debug, thiserror::Error)]
-#[error("the call took longer than {0:?}")]
-struct CallTimedOut(Duration);
-
 impl PgQueue {
     /// The queue in the database `pool` reaches, applying the schema's migrations (a schema
     /// newer than this build is refused). `location` names the database in messages (no
-    /// password: see [`redact_url`]).
+    /// password: see [`super::redact_url`]).
     pub async fn open(
         pool: PgPool,
         location: impl Into<String>,
@@ -177,7 +102,18 @@ impl PgQueue {
             config,
             call_timeout,
         };
-        queue.guarded(queue.migrate()).await?;
+        queue
+            .guarded(async {
+                super::migrate(&queue.pool, &SCHEMA)
+                    .await
+                    .map_err(|failure| match failure {
+                        MigrateFailure::Sql(source) => queue.sql(source),
+                        MigrateFailure::TooNew { found, known } => {
+                            QueueError::SchemaTooNew { found, known }
+                        }
+                    })
+            })
+            .await?;
         Ok(queue)
     }
 
@@ -201,43 +137,6 @@ impl PgQueue {
 
     async fn begin(&self) -> Result<Transaction<'static, Postgres>, QueueError> {
         self.pool.begin().await.map_err(|e| self.sql(e))
-    }
-
-    async fn migrate(&self) -> Result<(), QueueError> {
-        let mut tx = self.begin().await?;
-        sqlx::query("SELECT pg_advisory_xact_lock($1)")
-            .bind(MIGRATION_LOCK)
-            .execute(&mut *tx)
-            .await
-            .map_err(|e| self.sql(e))?;
-        sqlx::query("CREATE TABLE IF NOT EXISTS crewai_queue_schema (version BIGINT NOT NULL)")
-            .execute(&mut *tx)
-            .await
-            .map_err(|e| self.sql(e))?;
-        let (applied,): (i64,) =
-            sqlx::query_as("SELECT COALESCE(MAX(version), 0)::bigint FROM crewai_queue_schema")
-                .fetch_one(&mut *tx)
-                .await
-                .map_err(|e| self.sql(e))?;
-        let known = i64::try_from(MIGRATIONS.len()).unwrap_or(i64::MAX);
-        if applied > known {
-            return Err(QueueError::SchemaTooNew {
-                found: applied,
-                known,
-            });
-        }
-        for (version, migration) in (1..).zip(MIGRATIONS).skip_while(|(v, _)| *v <= applied) {
-            sqlx::raw_sql(*migration)
-                .execute(&mut *tx)
-                .await
-                .map_err(|e| self.sql(e))?;
-            sqlx::query("INSERT INTO crewai_queue_schema (version) VALUES ($1)")
-                .bind(version)
-                .execute(&mut *tx)
-                .await
-                .map_err(|e| self.sql(e))?;
-        }
-        tx.commit().await.map_err(|e| self.sql(e))
     }
 
     /// Appends an event to a kickoff whose row the caller may or may not have locked (the
