@@ -16,7 +16,7 @@ mod sqlite_queue;
 
 pub use error::{QueueError, ServerError};
 #[cfg(feature = "postgres")]
-pub use pg::{PgJournal, PgPoolConfig, PgQueue, connect_pool, redact_url};
+pub use pg::{PgJournal, PgPoolConfig, PgQueue, connect_pool};
 pub use queue::{
     AttemptEnd, Claimed, KickoffEvent, KickoffQueue, KickoffRecord, KickoffState, Lease,
     QueueConfig, Submitted, WorkerIdentity,
@@ -30,3 +30,13 @@ pub mod workers;
 pub use api::{DEFAULT_MAX_REQUEST_BYTES, KickoffApi};
 pub use runner::{KickoffJob, KickoffRunner, ProgressSink};
 pub use workers::{WorkerConfig, run_workers};
+
+/// A database URL without its password, for messages.
+pub fn redact_url(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            format!("{}://…@{}", &url[..scheme], &url[at + 1..])
+        }
+        _ => url.to_string(),
+    }
+}

@@ -37,21 +37,11 @@ impl Default for PgPoolConfig {
     }
 }
 
-/// A database URL without its password, for messages.
-pub fn redact_url(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(scheme), Some(at)) if at > scheme => {
-            format!("{}://…@{}", &url[..scheme], &url[at + 1..])
-        }
-        _ => url.to_string(),
-    }
-}
-
 /// A pool for `url` that connects when first used (so a process starts while the database is
 /// briefly away, and reconnects after it comes back). Shared by the queue and the run journal.
 pub fn connect_pool(url: &str, config: &PgPoolConfig) -> Result<PgPool, QueueError> {
     let options = PgConnectOptions::from_str(url).map_err(|source| QueueError::Database {
-        location: redact_url(url),
+        location: crate::redact_url(url),
         source: Box::new(source),
     })?;
     let statement_timeout = format!("{}ms", config.call_timeout.as_millis());

@@ -89,7 +89,7 @@ impl std::fmt::Debug for PgQueue {
 impl PgQueue {
     /// The queue in the database `pool` reaches, applying the schema's migrations (a schema
     /// newer than this build is refused). `location` names the database in messages (no
-    /// password: see [`super::redact_url`]).
+    /// password: see [`crate::redact_url`]).
     pub async fn open(
         pool: PgPool,
         location: impl Into<String>,
