@@ -4,8 +4,9 @@
 Starts the shared scripted model server (../shared/bench/mock_llm.py) at a fixed latency, a
 project with a three-task crew (one agent, no tools), `crewai serve --workers 0` and W workers (each its own
 process), submits N kickoffs at once through POST /kickoff, waits for every GET /status/{id} to
-be completed, and prints one JSON line per worker count: kickoffs/s, and the queue overhead per
-kickoff (submit to its first model request) at p50/p99, read from the mock's request log.
+be completed, and prints one JSON line per worker count: kickoffs/s, and the queue overhead per kickoff
+(submit to its first model request, read from the mock's request log) at p50/p99 over
+--probes kickoffs run one at a time on the idle fleet.
 
   python3 bench/serve_throughput.py --crewai target/debug/crewai --kickoffs 100 \
       [--database postgres://crewai@127.0.0.1:5432/bench] [--latency-ms 200] [--workers 1,2,4]
@@ -119,20 +120,47 @@ def run_once(args, workers, project, mock_port, log_path):
             threads.append(thread)
         for thread in threads:
             thread.join()
-        pending = set(submitted)
-        while pending:
-            for kickoff_id in list(pending):
-                state = request("GET", f"http://{base}/status/{kickoff_id}")["state"]
-                if state not in ("queued", "running"):
-                    if state != "completed":
-                        raise SystemExit(f"kickoff {kickoff_id} ended {state}")
-                    pending.discard(kickoff_id)
-            time.sleep(0.2)
+        wait_all(base, set(submitted))
         elapsed = time.time() - began
+        # Queue overhead on an idle fleet: kickoffs one at a time, so no wait for a free slot.
+        probes = {}
+        for i in range(args.probes):
+            at = time.time()
+            body = request("POST", f"http://{base}/kickoff", {"inputs": {"topic": f"probe-{workers}x{i}"}})
+            probes[body["kickoff_id"]] = (f"probe-{workers}x{i}", at)
+            wait_all(base, {body["kickoff_id"]})
     finally:
         for proc in reversed(procs):
             stop(proc)
-    # Queue overhead: from the submission to the first model request naming the kickoff's topic.
+    overheads = queue_overheads(log_path, probes)
+    return {
+        "workers": workers,
+        "concurrency_per_worker": args.concurrency,
+        "kickoffs": args.kickoffs,
+        "latency_ms": args.latency_ms,
+        "database": "postgres" if args.database else "sqlite",
+        "seconds": round(elapsed, 2),
+        "kickoffs_per_second": round(args.kickoffs / elapsed, 2),
+        "probes": len(overheads),
+        "queue_overhead_ms_p50": percentile(overheads, 50),
+        "queue_overhead_ms_p99": percentile(overheads, 99),
+    }
+
+
+def wait_all(base, pending):
+    while pending:
+        for kickoff_id in list(pending):
+            state = request("GET", f"http://{base}/status/{kickoff_id}")["state"]
+            if state not in ("queued", "running"):
+                if state != "completed":
+                    raise SystemExit(f"kickoff {kickoff_id} ended {state}")
+                pending.discard(kickoff_id)
+        time.sleep(0.05)
+
+
+def queue_overheads(log_path, submitted):
+    """Milliseconds from each kickoff's submission to the first model request naming its topic."""
+    wanted = {topic: at for topic, at in submitted.values()}
     first_request = {}
     with open(log_path) as log:
         for line in log:
@@ -142,25 +170,12 @@ def run_once(args, workers, project, mock_port, log_path):
                 continue
             if "request" not in entry:
                 continue
-            # The log's ts is written when the answer is sent: the request began server_ms before.
-            began_at = entry["ts"] - entry.get("server_ms", 0) / 1000
-            for number in set(re.findall(r"bench-(\d+)\b", json.dumps(entry["request"]))):
-                topic = f"bench-{number}"
-                first_request[topic] = min(first_request.get(topic, began_at), began_at)
-    overheads = [
-        (first_request[topic] - at) * 1000 for topic, at in submitted.values() if topic in first_request
-    ]
-    return {
-        "workers": workers,
-        "concurrency_per_worker": args.concurrency,
-        "kickoffs": args.kickoffs,
-        "latency_ms": args.latency_ms,
-        "database": "postgres" if args.database else "sqlite",
-        "seconds": round(elapsed, 2),
-        "kickoffs_per_second": round(args.kickoffs / elapsed, 2),
-        "queue_overhead_ms_p50": percentile(overheads, 50),
-        "queue_overhead_ms_p99": percentile(overheads, 99),
-    }
+            # The log's ts is when the mock received the request.
+            began_at = entry["ts"]
+            for topic in set(re.findall(r"probe-\d+x\d+", json.dumps(entry["request"]))):
+                if topic in wanted:
+                    first_request[topic] = min(first_request.get(topic, began_at), began_at)
+    return [(first_request[t] - at) * 1000 for t, at in wanted.items() if t in first_request]
 
 
 def main():
@@ -170,6 +185,7 @@ def main():
     parser.add_argument("--latency-ms", type=int, default=200)
     parser.add_argument("--workers", default="1,2,4")
     parser.add_argument("--concurrency", type=int, default=16, help="kickoffs each worker runs at once")
+    parser.add_argument("--probes", type=int, default=20, help="kickoffs run one at a time for the overhead")
     parser.add_argument("--database", help="a Postgres URL (default: a SQLite queue per run)")
     args = parser.parse_args()
     project = tempfile.mkdtemp(prefix="crewai-serve-bench-")
