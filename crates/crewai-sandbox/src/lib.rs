@@ -19,13 +19,25 @@
 //!
 //! wasmtime is not behind a feature: the CLI always offers the tool, and CI runs these tests.
 
+mod backend;
 mod error;
+mod execution;
 mod guest;
+mod host;
 mod outcome;
+mod prelude;
+mod scratch;
+#[cfg(target_os = "linux")]
+mod seccomp;
 mod tool;
 mod wasi;
 
+pub use backend::{Backend, BackendConfig, Sandbox};
 pub use error::SandboxError;
+pub use execution::{Execution, Limits};
+pub use host::HostSandbox;
 pub use outcome::{Artifact, ExecutionOutcome, ExitStatus, LimitHit};
-pub use tool::{CODE_INTERPRETER_TOOL, CodeInterpreterConfig, CodeInterpreterTool};
-pub use wasi::{Execution, InterpreterFiles, Limits, WasiSandbox};
+pub use tool::{
+    CODE_INTERPRETER_TOOL, CodeInterpreterConfig, CodeInterpreterTool, backend_from_args,
+};
+pub use wasi::{InterpreterFiles, WasiSandbox};
