@@ -1086,8 +1086,7 @@ fn code_execution_modes_become_the_code_tools_arguments() {
             ("config/agents.yaml", &agents),
             ("config/tasks.yaml", TASKS),
         ]);
-        let plan = p.plan(&inputs(&[("topic", "AI")]), &registry).unwrap();
-        assert_eq!(plan.agents[1].tools, ["CodeInterpreterTool"], "{mode}");
+        p.resolve_tools(&registry).unwrap();
         let last = made.lock().unwrap().pop();
         assert_eq!(last, Some(expected), "{mode}");
     }
@@ -1096,7 +1095,7 @@ fn code_execution_modes_become_the_code_tools_arguments() {
         ("config/agents.yaml", &agents),
         ("config/tasks.yaml", TASKS),
     ]);
-    let err = p.plan(&inputs(&[("topic", "AI")]), &registry).unwrap_err();
+    let err = p.resolve_tools(&registry).unwrap_err();
     assert!(
         texts(&err)[0].contains("`code_execution_mode` is 'docker'; it must be `safe`"),
         "{:?}",
