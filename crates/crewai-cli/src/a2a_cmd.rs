@@ -7,7 +7,7 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use anyhow::{Context, anyhow};
+use anyhow::Context;
 use clap::{Args, Subcommand};
 use crewai_a2a::server::{A2aServer, CrewRun, CrewRunner, InputSpec, RunFailure};
 use crewai_a2a::types::{AgentCapabilities, AgentCard, AgentSkill};
@@ -74,13 +74,12 @@ async fn serve(args: ServeArgs) -> Result<(), Failure> {
     load_env(&args.project)?;
     let project = load(&args.project)?;
     let host = args.host.unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST));
-    let token = args.token.clone().filter(|t| !t.is_empty());
-    if token.is_none() && !host.is_loopback() {
-        return Err(Failure::config(anyhow!(
-            "refusing to serve on {host} without a token: anyone who reaches it could run the crew"
-        ))
-        .with_hint("set CREWAI_A2A_TOKEN (or --token), or serve on 127.0.0.1"));
-    }
+    let settings = crate::bearer::TokenSettings {
+        token: args.token.as_deref(),
+        token_file: None,
+        how_to_set: "CREWAI_A2A_TOKEN or --token",
+    };
+    let token = crate::bearer::token_for(&settings, host)?;
     let listener = tokio::net::TcpListener::bind(SocketAddr::new(host, args.port))
         .await
         .with_context(|| format!("cannot listen on {host}:{}", args.port))
@@ -110,11 +109,8 @@ async fn serve(args: ServeArgs) -> Result<(), Failure> {
     };
     let mut server =
         A2aServer::new(card, inputs, Arc::new(runner)).max_request_bytes(args.max_request_bytes);
-    match &token {
-        Some(token) => server = server.bearer_token(token.clone()),
-        None => eprintln!(
-            "No token set (CREWAI_A2A_TOKEN or --token): serving on loopback only, without authentication."
-        ),
+    if let Some(token) = token {
+        server = server.bearer_token(token);
     }
     // The address line is what scripts wait for: its format is kept stable.
     eprintln!(

@@ -5,6 +5,7 @@
 //! (Ctrl-C; the run is journaled as cancelled and can be resumed).
 
 mod a2a_cmd;
+mod bearer;
 mod chat_cmd;
 mod cli;
 #[cfg(feature = "sandbox")]

@@ -435,6 +435,13 @@ impl JournaledRun {
         &self.crew
     }
 
+    /// Journals the run in `journal` instead of the project's store (a worker on
+    /// `--database postgres://…` keeps it with the queue).
+    pub(crate) fn with_run_journal(mut self, journal: Arc<dyn RunJournal>) -> Self {
+        self.crew = self.crew.with_run_journal(journal);
+        self
+    }
+
     /// The run's event bus.
     pub(crate) fn bus(&self) -> &EventBus {
         &self.bus

@@ -3,7 +3,7 @@
 //! kickoff's id, so a kickoff re-claimed after its worker died resumes from the journal.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -32,7 +32,8 @@ pub struct QueueArgs {
     /// The project folder.
     #[arg(long, short = 'p', default_value = ".")]
     pub project: PathBuf,
-    /// The queue's database: a SQLite file path or `sqlite://PATH` (default
+    /// The queue's database: `postgres://…` (the queue and the run journal, shared by processes
+    /// on any machine), a SQLite file path or `sqlite://PATH` (default
     /// `<project>/.crewai/queue.db`).
     #[arg(long, env = "CREWAI_DATABASE_URL", value_name = "URL")]
     pub database: Option<String>,
@@ -93,8 +94,25 @@ pub struct WorkerArgs {
     pub concurrency: usize,
 }
 
-/// The queue `--database` names.
-fn open_queue(args: &QueueArgs) -> Result<Arc<dyn KickoffQueue>, Failure> {
+/// Where kickoffs are queued and their runs journaled.
+struct Database {
+    queue: Arc<dyn KickoffQueue>,
+    /// The run journal, when it is not the project's own store (Postgres: shared by every
+    /// worker on every machine).
+    journal: Option<Arc<dyn RunJournal>>,
+}
+
+fn queue_config(args: &QueueArgs) -> QueueConfig {
+    QueueConfig {
+        lease: Duration::from_secs(args.lease_seconds.max(1)),
+        max_attempts: args.max_attempts.max(1),
+        ..QueueConfig::default()
+    }
+}
+
+/// The database `--database` names: a SQLite file (the queue only; runs are journaled in the
+/// project's store), or Postgres (the queue and the run journal).
+async fn open_database(args: &QueueArgs) -> Result<Database, Failure> {
     let path = match args
         .database
         .as_deref()
@@ -103,44 +121,74 @@ fn open_queue(args: &QueueArgs) -> Result<Arc<dyn KickoffQueue>, Failure> {
     {
         None => args.project.join(crewai_store::STORE_DIR).join("queue.db"),
         Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
-            return Err(Failure::config(anyhow!(
-                "--database {}: the queue on Postgres is not built yet; this build keeps it in SQLite",
-                redact(url)
-            ))
-            .with_hint("give a SQLite file (e.g. --database .crewai/queue.db) shared by the processes on this machine"));
+            return open_postgres(url, args).await;
         }
         Some(url) => match url.strip_prefix("sqlite://") {
             Some(path) => PathBuf::from(path),
             None if url.contains("://") => {
                 return Err(Failure::config(anyhow!(
-                    "--database {}: not a database this build knows; give a SQLite file path or sqlite://PATH",
-                    redact(url)
+                    "--database {}: not a database this build knows; give postgres://…, a SQLite file path or sqlite://PATH",
+                    crewai_server::redact_url(url)
                 )));
             }
             None => PathBuf::from(url),
         },
     };
-    let config = QueueConfig {
-        lease: Duration::from_secs(args.lease_seconds.max(1)),
-        max_attempts: args.max_attempts.max(1),
-        ..QueueConfig::default()
+    let queue = SqliteQueue::open(&path, queue_config(args))
+        .map_err(|error| Failure::config(anyhow!(error)))?;
+    Ok(Database {
+        queue: Arc::new(queue),
+        journal: None,
+    })
+}
+
+#[cfg(feature = "postgres")]
+async fn open_postgres(url: &str, args: &QueueArgs) -> Result<Database, Failure> {
+    use crewai_server::{PgJournal, PgPoolConfig, PgQueue, WorkerIdentity};
+    let location = crewai_server::redact_url(url);
+    let pool_config = PgPoolConfig::default();
+    let opened = async {
+        let pool = crewai_server::connect_pool(url, &pool_config)?;
+        let queue = PgQueue::open(
+            pool.clone(),
+            location.clone(),
+            queue_config(args),
+            pool_config.call_timeout,
+        )
+        .await?;
+        let journal = PgJournal::open(
+            pool,
+            location.clone(),
+            WorkerIdentity::this_process().host,
+            pool_config.call_timeout,
+        )
+        .await
+        .map_err(|error| anyhow!(error))?;
+        anyhow::Ok((queue, journal))
     };
-    let queue =
-        SqliteQueue::open(&path, config).map_err(|error| Failure::config(anyhow!(error)))?;
-    Ok(Arc::new(queue))
+    let (queue, journal) = opened
+        .await
+        .with_context(|| format!("--database {location}"))
+        .map_err(Failure::config)?;
+    Ok(Database {
+        queue: Arc::new(queue),
+        journal: Some(Arc::new(journal)),
+    })
 }
 
-/// A database URL without its password, for messages.
-fn redact(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(scheme), Some(at)) if at > scheme => {
-            format!("{}://…@{}", &url[..scheme], &url[at + 1..])
-        }
-        _ => url.to_string(),
-    }
+#[cfg(not(feature = "postgres"))]
+async fn open_postgres(url: &str, _args: &QueueArgs) -> Result<Database, Failure> {
+    Err(Failure::config(anyhow!(
+        "--database {}: this build of crewai has no Postgres support",
+        crewai_server::redact_url(url)
+    ))
+    .with_hint("build crewai with the `postgres` feature (on by default), or give a SQLite file"))
 }
 
-fn runner(args: &QueueArgs) -> Result<Arc<ProjectRunner>, Failure> {
+fn runner(
+    args: &QueueArgs,
+    journal: Option<Arc<dyn RunJournal>>,
+) -> Result<Arc<ProjectRunner>, Failure> {
     load_env(&args.project)?;
     let project = load(&args.project)?;
     let common = ProjectArgs::served(
@@ -152,6 +200,7 @@ fn runner(args: &QueueArgs) -> Result<Arc<ProjectRunner>, Failure> {
     Ok(Arc::new(ProjectRunner {
         project: Arc::new(project),
         common,
+        journal,
     }))
 }
 
@@ -167,39 +216,16 @@ async fn shutdown_signal(token: CancellationToken) {
     token.cancel();
 }
 
-fn token_of(args: &ServeArgs) -> Result<Option<String>, Failure> {
-    let token = match &args.token_file {
-        Some(path) => Some(read_token(path)?),
-        None => args.token.clone(),
-    };
-    Ok(token.filter(|t| !t.is_empty()))
-}
-
-fn read_token(path: &Path) -> Result<String, Failure> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read the token file {}", path.display()))
-        .map_err(Failure::config)?;
-    let token = text.lines().next().unwrap_or("").trim().to_string();
-    if token.is_empty() {
-        return Err(Failure::config(anyhow!(
-            "the token file {} is empty",
-            path.display()
-        )));
-    }
-    Ok(token)
-}
-
 pub async fn serve(args: ServeArgs) -> Result<(), Failure> {
-    let runner = runner(&args.queue)?;
     let host = args.host.unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST));
-    let token = token_of(&args)?;
-    if token.is_none() && !host.is_loopback() {
-        return Err(Failure::config(anyhow!(
-            "refusing to serve on {host} without a token: anyone who reaches it could run the crew"
-        ))
-        .with_hint("set CREWAI_SERVE_TOKEN (or --token / --token-file), or serve on 127.0.0.1"));
-    }
-    let queue = open_queue(&args.queue)?;
+    let settings = crate::bearer::TokenSettings {
+        token: args.token.as_deref(),
+        token_file: args.token_file.as_deref(),
+        how_to_set: "CREWAI_SERVE_TOKEN, --token or --token-file",
+    };
+    let token = crate::bearer::token_for(&settings, host)?;
+    let Database { queue, journal } = open_database(&args.queue).await?;
+    let runner = runner(&args.queue, journal)?;
     let listener = tokio::net::TcpListener::bind(SocketAddr::new(host, args.port))
         .await
         .with_context(|| format!("cannot listen on {host}:{}", args.port))
@@ -210,11 +236,8 @@ pub async fn serve(args: ServeArgs) -> Result<(), Failure> {
         .map_err(Failure::run)?;
     let mut api = KickoffApi::new(Arc::clone(&queue), runner.clone())
         .max_request_bytes(args.max_request_bytes);
-    match token {
-        Some(token) => api = api.bearer_token(token),
-        None => eprintln!(
-            "No token set (CREWAI_SERVE_TOKEN, --token or --token-file): serving on loopback only, without authentication."
-        ),
+    if let Some(token) = token {
+        api = api.bearer_token(token);
     }
     let shutdown = CancellationToken::new();
     let workers = (args.workers > 0).then(|| {
@@ -249,8 +272,8 @@ pub async fn serve(args: ServeArgs) -> Result<(), Failure> {
 }
 
 pub async fn worker(args: WorkerArgs) -> Result<(), Failure> {
-    let runner = runner(&args.queue)?;
-    let queue = open_queue(&args.queue)?;
+    let Database { queue, journal } = open_database(&args.queue).await?;
+    let runner = runner(&args.queue, journal)?;
     let shutdown = CancellationToken::new();
     let config = WorkerConfig {
         concurrency: args.concurrency.max(1),
@@ -274,6 +297,8 @@ pub async fn worker(args: WorkerArgs) -> Result<(), Failure> {
 struct ProjectRunner {
     project: Arc<Project>,
     common: ProjectArgs,
+    /// The run journal when it is not the project's store (`--database postgres://…`).
+    journal: Option<Arc<dyn RunJournal>>,
 }
 
 impl KickoffRunner for ProjectRunner {
@@ -305,6 +330,7 @@ impl KickoffRunner for ProjectRunner {
     fn run(&self, job: KickoffJob) -> BoxFuture<'static, AttemptEnd> {
         let project = Arc::clone(&self.project);
         let common = self.common.clone();
+        let shared_journal = self.journal.clone();
         Box::pin(async move {
             let KickoffJob {
                 kickoff_id,
@@ -315,7 +341,7 @@ impl KickoffRunner for ProjectRunner {
             } = job;
             let inputs: Inputs = inputs.into_iter().collect();
             let registry = registry_for(&project, &common.project);
-            let prepared = match JournaledRun::prepare(
+            let mut prepared = match JournaledRun::prepare(
                 &project,
                 &inputs,
                 registry,
@@ -331,6 +357,13 @@ impl KickoffRunner for ProjectRunner {
                         error: failure.render(),
                     };
                 }
+            };
+            let journal: Arc<dyn RunJournal> = match shared_journal {
+                Some(journal) => {
+                    prepared = prepared.with_run_journal(Arc::clone(&journal));
+                    journal
+                }
+                None => Arc::new(prepared.store().clone()),
             };
             prepared.bus().subscribe(move |event| {
                 let (kind, task, agent, extra) = match &event.kind {
@@ -363,7 +396,7 @@ impl KickoffRunner for ProjectRunner {
             });
             // A run the journal already holds (its worker died, or it is being resumed)
             // continues there: finished tasks are not run again.
-            let start = match RunJournal::load(prepared.store(), &kickoff_id).await {
+            let start = match journal.load(&kickoff_id).await {
                 Ok(Some(_)) => Start::Resume,
                 Ok(None) => Start::Kickoff(project.effective_inputs(&inputs)),
                 Err(error) => {

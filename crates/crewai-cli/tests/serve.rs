@@ -2,16 +2,18 @@
 //! the AMP routes, typed 4xx answers to bad input, idempotent submission, the event stream, the
 //! OpenAPI document walked against the running server, concurrent submissions, and a worker
 //! SIGKILLed mid-run whose kickoffs another worker resumes without re-running finished tasks
-//! (counted on the model server's requests).
+//! (counted on the model server's requests) — on SQLite, and on Postgres with three workers
+//! sharing the database, whose outage the API answers with 503.
 
 mod support;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
 use std::time::{Duration, Instant};
 
+use crewai_testkit::prereq::{Suite, block_on_multi_thread};
 use crewai_testkit::process::{Announced, ListeningChild};
 use crewai_testkit::scripted::{Reply, ScriptedServer};
+use futures::future::BoxFuture;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use support::{crewai_at, project};
@@ -35,18 +37,80 @@ fn address_port(line: &str) -> Option<u16> {
     rest.split('/').next()?.rsplit(':').next()?.parse().ok()
 }
 
-fn serve(dir: &Path, server: &ScriptedServer, extra: &[&str]) -> ListeningChild {
-    let project = dir.to_string_lossy();
-    let mut args = vec!["serve", "--project", &project, "--port", "0"];
-    args.extend_from_slice(extra);
-    let mut command = crewai_at(&args, server);
-    command.env("CREWAI_SERVE_TOKEN", TOKEN);
-    ListeningChild::start(
-        command,
-        Announced::Stderr,
-        Duration::from_secs(60),
-        address_port,
-    )
+/// Where a test's kickoffs are queued and journaled.
+#[derive(Debug, Clone, Copy)]
+enum Backend {
+    /// The default: `<project>/.crewai/queue.db` and the project's store.
+    Sqlite,
+    /// A fresh database on the test PostgreSQL, through `--database postgres://…`.
+    Postgres,
+}
+
+/// One test's setting: the scripted model server, the project, and its database.
+struct Cluster {
+    server: ScriptedServer,
+    dir: tempfile::TempDir,
+    /// The `--database` URL (`None`: the SQLite default).
+    database: Option<String>,
+}
+
+impl Cluster {
+    async fn new(backend: Backend) -> Cluster {
+        let database = match backend {
+            Backend::Sqlite => None,
+            Backend::Postgres => Some(crewai_testkit::postgres::fresh_database().await),
+        };
+        Cluster {
+            server: ScriptedServer::start().await,
+            dir: project(FILES),
+            database,
+        }
+    }
+
+    /// `crewai COMMAND --project DIR [--database URL] EXTRA…`, started and announced.
+    fn start(
+        &self,
+        command: &str,
+        extra: &[&str],
+        announced: fn(&str) -> Option<u16>,
+    ) -> ListeningChild {
+        self.start_on(self.database.as_deref(), command, extra, announced)
+    }
+
+    fn start_on(
+        &self,
+        database: Option<&str>,
+        command: &str,
+        extra: &[&str],
+        announced: fn(&str) -> Option<u16>,
+    ) -> ListeningChild {
+        let project = self.dir.path().to_string_lossy().to_string();
+        let mut args = vec![command, "--project", &project];
+        if let Some(url) = database {
+            args.extend(["--database", url]);
+        }
+        args.extend_from_slice(extra);
+        let mut child = crewai_at(&args, &self.server);
+        child.env("CREWAI_SERVE_TOKEN", TOKEN);
+        tokio::task::block_in_place(|| {
+            ListeningChild::start(child, Announced::Stderr, Duration::from_secs(60), announced)
+        })
+    }
+
+    /// `crewai serve` on a free port; returns it with a client of its API.
+    fn serve(&self, extra: &[&str]) -> (ListeningChild, Api) {
+        let mut args = vec!["--port", "0"];
+        args.extend_from_slice(extra);
+        let child = self.start("serve", &args, address_port);
+        let api = Api::new(child.port);
+        (child, api)
+    }
+
+    fn worker(&self, extra: &[&str]) -> ListeningChild {
+        self.start("worker", extra, |line| {
+            line.starts_with("Worker ").then_some(1)
+        })
+    }
 }
 
 struct Api {
@@ -133,21 +197,12 @@ fn answers(server: &ScriptedServer, count: usize, delay: Duration) {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_api_answers_amp_routes_refuses_bad_input_and_streams_progress() {
-    let server = ScriptedServer::start().await;
-    let dir = project(FILES);
-    let child = tokio::task::block_in_place(|| {
-        serve(
-            dir.path(),
-            &server,
-            // A small limit, so the refused body fits in the socket's buffers: the client has
-            // sent all of it before the server answers 413 and closes, which a body of
-            // megabytes would race (the client would see the connection end mid-write).
-            &["--workers", "2", "--max-request-bytes", "16384"],
-        )
-    });
-    let api = Api::new(child.port);
+async fn the_api_answers_amp_routes_refuses_bad_input_and_streams_progress(cluster: Cluster) {
+    let server = &cluster.server;
+    // A small limit, so the refused body fits in the socket's buffers: the client has sent all
+    // of it before the server answers 413 and closes, which a body of megabytes would race (the
+    // client would see the connection end mid-write).
+    let (child, api) = cluster.serve(&["--workers", "2", "--max-request-bytes", "16384"]);
 
     // Authentication: missing and wrong tokens are 401; the document is public.
     let url = format!("{}/inputs", api.base);
@@ -261,7 +316,7 @@ async fn the_api_answers_amp_routes_refuses_bad_input_and_streams_progress() {
     assert_eq!(server.request_count(), 0);
 
     // An idempotent kickoff: the repeat returns the first id, other inputs under the key are 409.
-    answers(&server, 3, Duration::ZERO);
+    answers(server, 3, Duration::ZERO);
     let first = api
         .post("/kickoff")
         .header("idempotency-key", "order-1")
@@ -361,11 +416,11 @@ async fn the_api_answers_amp_routes_refuses_bad_input_and_streams_progress() {
         }
     }
     // The document's POST /kickoff queued one more: let it finish before the next part.
-    answers(&server, 3, Duration::ZERO);
+    answers(server, 3, Duration::ZERO);
 
     // Many concurrent submissions: each gets its own kickoff, and each completes once.
     const MANY: usize = 200;
-    answers(&server, MANY * 3, Duration::ZERO);
+    answers(server, MANY * 3, Duration::ZERO);
     let submissions = (0..MANY).map(|i| {
         let request = api
             .post("/kickoff")
@@ -416,71 +471,62 @@ fn requests_per_task(server: &ScriptedServer) -> BTreeMap<(String, String), usiz
     counts
 }
 
-#[cfg(unix)]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_killed_workers_kickoffs_complete_once_on_another_without_rerunning_finished_tasks() {
-    const KICKOFFS: usize = 8;
-    let server = ScriptedServer::start().await;
+/// `workers` workers share the kickoffs; one is SIGKILLed once a kickoff it holds has a
+/// finished task, and a replacement starts: every kickoff completes exactly once and no task
+/// finished before the kill asks the model again.
+async fn killed_worker(cluster: Cluster, kickoffs: usize, workers: usize) {
+    let server = &cluster.server;
     // Every reply takes a while, so kickoffs are mid-run when the worker is killed; enough for
     // every task twice.
-    answers(&server, KICKOFFS * 3 * 2, Duration::from_millis(300));
-    let dir = project(FILES);
-    let project_dir = dir.path().to_string_lossy().to_string();
-    let child = tokio::task::block_in_place(|| {
-        serve(
-            dir.path(),
-            &server,
-            &["--workers", "0", "--lease-seconds", "2"],
-        )
-    });
-    let api = Api::new(child.port);
-    let start_worker = || {
-        let args = [
-            "worker",
-            "--project",
-            &project_dir,
-            "--concurrency",
-            "2",
-            "--lease-seconds",
-            "2",
-        ];
-        let command = crewai_at(&args, &server);
-        ListeningChild::start(
-            command,
-            Announced::Stderr,
-            Duration::from_secs(60),
-            |line| line.starts_with("Worker ").then_some(1),
-        )
-    };
-    let victim = tokio::task::block_in_place(start_worker);
-    let topics: Vec<String> = (0..KICKOFFS).map(|i| format!("topic-{i}")).collect();
+    answers(server, kickoffs * 3 * 2, Duration::from_millis(300));
+    let (_api_child, api) = cluster.serve(&["--workers", "0", "--lease-seconds", "2"]);
+    let worker_args = ["--concurrency", "2", "--lease-seconds", "2"];
+    let victim = cluster.worker(&worker_args);
+    let mut others: Vec<ListeningChild> =
+        (1..workers).map(|_| cluster.worker(&worker_args)).collect();
+    let victim_label = format!(":{}", victim.pid());
+    let topics: Vec<String> = (0..kickoffs).map(|i| format!("topic-{i}")).collect();
     let mut ids = Vec::new();
     for topic in &topics {
         ids.push(api.kickoff(json!({"topic": topic})).await);
     }
-    // Kill the only worker once one of its kickoffs has a finished task and another is running.
+    // Kill the victim once a kickoff it holds has a finished task (and so a task in flight).
     let deadline = Instant::now() + Duration::from_secs(60);
-    let finished_at_kill = loop {
-        let mut finished = BTreeSet::new();
-        for (id, topic) in ids.iter().zip(&topics) {
+    loop {
+        let mut held = false;
+        for id in &ids {
             let status = api.status(id).await;
-            for (task, marker) in status["tasks"].as_array().unwrap().iter().zip(MARKERS) {
-                if task["state"] == "completed" {
-                    finished.insert((topic.clone(), marker.to_string()));
-                }
-            }
+            let tasks = status["tasks"].as_array().unwrap();
+            held |= status["worker"]
+                .as_str()
+                .is_some_and(|w| w.ends_with(&victim_label))
+                && tasks.iter().any(|t| t["state"] == "completed")
+                && tasks.iter().any(|t| t["state"] != "completed");
         }
-        if !finished.is_empty() {
-            break finished;
+        if held {
+            break;
         }
-        assert!(Instant::now() < deadline, "no task finished");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+        assert!(
+            Instant::now() < deadline,
+            "the victim never held a half-done kickoff"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     let pid = i32::try_from(victim.pid()).unwrap();
     // SAFETY: signalling the worker process this test started.
     assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
     drop(victim);
-    let _rescuer = tokio::task::block_in_place(start_worker);
+    // What was finished at the kill, read after it: nothing finishes in a dead process.
+    let mut finished_at_kill = BTreeSet::new();
+    for (id, topic) in ids.iter().zip(&topics) {
+        let status = api.status(id).await;
+        for (task, marker) in status["tasks"].as_array().unwrap().iter().zip(MARKERS) {
+            if task["state"] == "completed" {
+                finished_at_kill.insert((topic.clone(), marker.to_string()));
+            }
+        }
+    }
+    others.push(cluster.worker(&worker_args));
 
     let mut reclaimed = 0;
     for id in &ids {
@@ -505,7 +551,7 @@ async fn a_killed_workers_kickoffs_complete_once_on_another_without_rerunning_fi
     }
     // The killed worker's kickoffs were claimed again once their leases lapsed.
     assert!(reclaimed >= 1, "no kickoff was re-claimed after the kill");
-    let counts = requests_per_task(&server);
+    let counts = requests_per_task(server);
     eprintln!("finished at the kill: {finished_at_kill:?}; re-claimed kickoffs: {reclaimed}");
     for topic in &topics {
         for marker in MARKERS {
@@ -527,4 +573,171 @@ async fn a_killed_workers_kickoffs_complete_once_on_another_without_rerunning_fi
     let reruns: usize = counts.values().filter(|n| **n > 1).count();
     // Only what the killed worker had in flight is asked twice: a task of each kickoff it held.
     assert!(reruns <= reclaimed, "{counts:?}");
+
+    if let Some(url) = &cluster.database {
+        // No output is lost: the shared journal holds every task of every kickoff.
+        use sqlx::Connection as _;
+        let mut conn = sqlx::PgConnection::connect(url).await.unwrap();
+        for id in &ids {
+            let (tasks,): (i64,) =
+                sqlx::query_as("SELECT COUNT(*) FROM crewai_run_tasks WHERE run_id = $1")
+                    .bind(id)
+                    .fetch_one(&mut conn)
+                    .await
+                    .unwrap();
+            assert_eq!(tasks, 3, "kickoff {id}");
+        }
+    }
+    drop(others);
+}
+
+/// A TCP forwarder between the server and Postgres that the test can cut and restore: the
+/// database "going away" and coming back, on the real wire.
+struct Proxy {
+    port: u16,
+    target: std::net::SocketAddr,
+    accepting: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Proxy {
+    async fn start(target: std::net::SocketAddr) -> Proxy {
+        let mut proxy = Proxy {
+            port: 0,
+            target,
+            accepting: None,
+        };
+        proxy.restore().await;
+        proxy
+    }
+
+    /// Listens again (on the same port once it has one) and forwards new connections.
+    async fn restore(&mut self) {
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", self.port))
+            .await
+            .unwrap();
+        self.port = listener.local_addr().unwrap().port();
+        let target = self.target;
+        self.accepting = Some(tokio::spawn(async move {
+            // Dropping the set (when this task is aborted) aborts every forwarded connection.
+            let mut connections = tokio::task::JoinSet::new();
+            while let Ok((mut inbound, _)) = listener.accept().await {
+                connections.spawn(async move {
+                    if let Ok(mut outbound) = tokio::net::TcpStream::connect(target).await {
+                        let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                    }
+                });
+            }
+        }));
+    }
+
+    /// Closes the port and every connection through it.
+    async fn cut(&mut self) {
+        if let Some(accepting) = self.accepting.take() {
+            accepting.abort();
+            let _ = accepting.await;
+        }
+    }
+}
+
+/// The URL `url` names, reached through `proxy` instead.
+fn through(url: &str, proxy: &Proxy) -> String {
+    let (scheme_and_auth, rest) = url.rsplit_once('@').unwrap();
+    let (_, path) = rest.split_once('/').unwrap();
+    format!("{scheme_and_auth}@127.0.0.1:{}/{path}", proxy.port)
+}
+
+/// The database going away: the API answers 503 with `Retry-After` while it is away and works
+/// again, with nothing lost, once it is back.
+async fn the_api_answers_503_while_postgres_is_unreachable(cluster: Cluster) {
+    let url = cluster.database.clone().unwrap();
+    let host_port = url.rsplit_once('@').unwrap().1.split('/').next().unwrap();
+    let target: std::net::SocketAddr = host_port.parse().unwrap();
+    let mut proxy = Proxy::start(target).await;
+    let proxied = through(&url, &proxy);
+    let child = cluster.start_on(
+        Some(&proxied),
+        "serve",
+        &["--port", "0", "--workers", "0"],
+        address_port,
+    );
+    let api = Api::new(child.port);
+    let id = api.kickoff(json!({"topic": "outage"})).await;
+
+    proxy.cut().await;
+    let requests = [
+        api.get(&format!("/status/{id}")),
+        api.post("/kickoff")
+            .json(&json!({"inputs": {"topic": "during"}})),
+    ];
+    for request in requests {
+        let response = request.send().await.unwrap();
+        let retry_after = response.headers().get("retry-after").cloned();
+        let (status, code, body) = error_of(response).await;
+        assert_eq!(
+            (status, code.as_str()),
+            (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
+            "{body}"
+        );
+        assert!(
+            retry_after.is_some_and(|v| v.to_str().unwrap().parse::<u64>().is_ok()),
+            "no Retry-After"
+        );
+    }
+
+    proxy.restore().await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let response = api.get(&format!("/status/{id}")).send().await.unwrap();
+        if response.status() == StatusCode::OK {
+            let status: Value = response.json().await.unwrap();
+            assert_eq!(status["state"], "queued", "{status}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "the API did not reconnect");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let after = api.kickoff(json!({"topic": "after"})).await;
+    assert_ne!(after, id);
+    drop(child);
+}
+
+type Test = fn(Cluster) -> BoxFuture<'static, ()>;
+
+fn main() -> std::process::ExitCode {
+    let postgres = crewai_testkit::postgres::prerequisite();
+    let tests: [(&str, Backend, Test); 4] = [
+        (
+            "the_api_answers_amp_routes_refuses_bad_input_and_streams_progress",
+            Backend::Sqlite,
+            |cluster| {
+                Box::pin(the_api_answers_amp_routes_refuses_bad_input_and_streams_progress(cluster))
+            },
+        ),
+        (
+            "a_killed_workers_kickoffs_complete_once_on_another_without_rerunning_finished_tasks",
+            Backend::Sqlite,
+            |cluster| Box::pin(killed_worker(cluster, 8, 1)),
+        ),
+        (
+            "postgres::killed_workers_kickoffs_complete_once_without_rerunning_finished_tasks",
+            Backend::Postgres,
+            |cluster| Box::pin(killed_worker(cluster, 24, 3)),
+        ),
+        (
+            "postgres::the_api_answers_503_while_postgres_is_unreachable",
+            Backend::Postgres,
+            |cluster| Box::pin(the_api_answers_503_while_postgres_is_unreachable(cluster)),
+        ),
+    ];
+    let mut suite = Suite::new();
+    for (name, backend, test) in tests {
+        let needs = match backend {
+            Backend::Sqlite => Vec::new(),
+            Backend::Postgres => vec![&postgres],
+        };
+        suite = suite.test_needing(name, &needs, move || {
+            block_on_multi_thread(2, async move { test(Cluster::new(backend).await).await })
+        });
+    }
+    suite.run()
 }

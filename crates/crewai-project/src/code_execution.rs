@@ -1,6 +1,9 @@
 //! An agent's `allow_code_execution` and `code_execution_mode`: CrewAI gives such an agent its
 //! `CodeInterpreterTool`; here that is the tool the registry provides under that name (the CLI
-//! registers the WASI sandbox's).
+//! registers crewai-sandbox's), made with the arguments the mode stands for: `safe` (the
+//! default: the WASI sandbox) none, `bubblewrap` (the project's own Python, confined)
+//! `backend: bubblewrap`, `unsafe` (the project's own Python, unconfined) `unsafe_mode: true`.
+//! `bubblewrap` is this implementation's: CrewAI knows only `safe` and `unsafe`.
 
 use crewai_tools::ToolHandle;
 
@@ -19,28 +22,24 @@ pub(crate) fn code_tool(
 ) -> Result<Option<ToolHandle>, Diagnostic> {
     let spec = &agent.spec;
     let origin = spec.origin("allow_code_execution").unwrap_or(&agent.origin);
+    let mut args = serde_json::Map::new();
     if let (Some(mode), Some(mode_origin)) = (
         &spec.code_execution_mode,
         spec.origin("code_execution_mode"),
     ) {
         match mode.trim() {
             "safe" => {}
+            "bubblewrap" => {
+                args.insert("backend".into(), "bubblewrap".into());
+            }
             "unsafe" => {
-                return Err(mode_origin
-                    .diagnostic(format!(
-                        "agent '{}' `code_execution_mode: unsafe` (the model's code run by the \
-                         host's Python, unconfined) is not available",
-                        agent.key
-                    ))
-                    .with_hint(Some(
-                        "remove `code_execution_mode` (or write `safe`): the code runs in the \
-                         WASI sandbox"
-                            .into(),
-                    )));
+                args.insert("unsafe_mode".into(), true.into());
             }
             other => {
                 return Err(mode_origin.diagnostic(format!(
-                    "agent '{}' `code_execution_mode` is '{other}'; it must be `safe` or `unsafe`",
+                    "agent '{}' `code_execution_mode` is '{other}'; it must be `safe` (the WASI \
+                     sandbox), `bubblewrap` (the project's Python, confined) or `unsafe` (the \
+                     project's Python, unconfined)",
                     agent.key
                 )));
             }
@@ -51,7 +50,7 @@ pub(crate) fn code_tool(
     }
     let tool = ToolRef {
         name: CODE_TOOL.into(),
-        args: Default::default(),
+        args,
     };
     match registry.resolve(&tool) {
         Ok(handle) => Ok(Some(handle)),

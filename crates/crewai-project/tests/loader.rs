@@ -1049,3 +1049,56 @@ tasks:
         "config/crew.yaml:7: task 'report' has an unknown field 'contxt'; did you mean 'context'?"
     );
 }
+
+/// `code_execution_mode` becomes the arguments the registry's `CodeInterpreterTool` is made
+/// with: `safe` none, `bubblewrap` `backend: bubblewrap`, `unsafe` `unsafe_mode: true`.
+#[test]
+fn code_execution_modes_become_the_code_tools_arguments() {
+    use std::sync::{Arc, Mutex};
+    let made: Arc<Mutex<Vec<serde_json::Value>>> = Arc::default();
+    let mut registry = ToolRegistry::new();
+    let seen = made.clone();
+    registry.register_factory(
+        "CodeInterpreterTool",
+        Arc::new(move |args| {
+            if let Ok(mut seen) = seen.lock() {
+                seen.push(serde_json::Value::Object(args.clone()));
+            }
+            Ok(crewai_tools::ToolHandle::new(Arc::new(Named(
+                "CodeInterpreterTool",
+            ))))
+        }),
+    );
+    for (mode, expected) in [
+        ("", json!({})),
+        ("\n  code_execution_mode: safe", json!({})),
+        (
+            "\n  code_execution_mode: bubblewrap",
+            json!({"backend": "bubblewrap"}),
+        ),
+        (
+            "\n  code_execution_mode: unsafe",
+            json!({"unsafe_mode": true}),
+        ),
+    ] {
+        let agents = format!("{AGENTS}  allow_code_execution: true{mode}\n");
+        let (_dir, p) = ok(&[
+            ("config/agents.yaml", &agents),
+            ("config/tasks.yaml", TASKS),
+        ]);
+        p.resolve_tools(&registry).unwrap();
+        let last = made.lock().unwrap().pop();
+        assert_eq!(last, Some(expected), "{mode}");
+    }
+    let agents = format!("{AGENTS}  allow_code_execution: true\n  code_execution_mode: docker\n");
+    let (_dir, p) = ok(&[
+        ("config/agents.yaml", &agents),
+        ("config/tasks.yaml", TASKS),
+    ]);
+    let err = p.resolve_tools(&registry).unwrap_err();
+    assert!(
+        texts(&err)[0].contains("`code_execution_mode` is 'docker'; it must be `safe`"),
+        "{:?}",
+        texts(&err)
+    );
+}

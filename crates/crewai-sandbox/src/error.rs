@@ -30,6 +30,28 @@ pub enum SandboxError {
     },
     #[error("the sandbox's execution thread stopped without a result")]
     ThreadLost,
+    #[error(
+        "the bubblewrap backend needs `bwrap` on PATH and there is none; install it (`apt-get install bubblewrap`) or use the default WASI backend"
+    )]
+    BubblewrapMissing,
+    #[error(
+        "the bubblewrap backend needs user namespaces, and this kernel refused one (`{bwrap} --unshare-user` said: {stderr}); allow them (sysctl `user.max_user_namespaces` > 0, `kernel.unprivileged_userns_clone=1`, or on Ubuntu `kernel.apparmor_restrict_unprivileged_userns=0`) or use the default WASI backend",
+        bwrap = .bwrap.display()
+    )]
+    NoUserNamespaces { bwrap: PathBuf, stderr: String },
+    #[error("the bubblewrap backend is only built for Linux on x86_64 and aarch64 ({0})")]
+    UnsupportedPlatform(String),
+    /// The project's Python could not be asked where its files are (the folders to bind).
+    #[error("cannot use {} as the sandbox's Python: {problem}", .python.display())]
+    Python { python: PathBuf, problem: String },
+    #[error("cannot build the seccomp filter: {0}")]
+    Seccomp(String),
+    #[error("cannot start {}", .program.display())]
+    Spawn {
+        program: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 impl SandboxError {

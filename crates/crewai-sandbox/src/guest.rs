@@ -1,5 +1,5 @@
-//! The guest's side of one execution: its store state (WASI context, resource limiter, why it
-//! was stopped) and the Python prelude that runs the model's code.
+//! The WASI guest's side of one execution: its store state (WASI context, resource limiter, why
+//! it was stopped) and where it finds the standard library.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -8,30 +8,12 @@ use std::time::Instant;
 use wasmtime::{ResourceLimiter, UpdateDeadline};
 use wasmtime_wasi::p1::WasiP1Ctx;
 
-/// Where the guest finds the standard library zip (as `python315.zip`), its scratch folder and
-/// its granted inputs.
+/// Where the guest finds the standard library zip (as `python315.zip`).
 pub(crate) const GUEST_LIB: &str = "/usr/local/lib";
-pub(crate) const GUEST_SCRATCH: &str = "/scratch";
-pub(crate) const GUEST_TMP: &str = "/tmp";
-pub(crate) const GUEST_INPUTS: &str = "/inputs";
 /// The name CPython 3.15 looks for its zipped standard library under.
 pub(crate) const STDLIB_ZIP_NAME: &str = "python315.zip";
 /// argv[0]: CPython derives its prefix (and so `/usr/local/lib/python315.zip`) from it.
 pub(crate) const GUEST_ARGV0: &str = "/usr/local/bin/python.wasm";
-
-/// Runs the model's code (`sys.argv[1]`) in the scratch folder as `__main__`, after checking
-/// that the modules it says it needs (`sys.argv[2]`, comma-separated) are importable: a missing
-/// one is a clear `ModuleNotFoundError`, not a silent pass.
-pub(crate) const PRELUDE: &str = r#"import os, sys, importlib.util
-os.chdir("/scratch")
-_source, _needed = sys.argv[1], [n for n in sys.argv[2].split(",") if n]
-del sys.argv[1:]
-_missing = [n for n in _needed if importlib.util.find_spec(n.split(".")[0]) is None]
-if _missing:
-    raise ModuleNotFoundError("not available in the sandbox: " + ", ".join(_missing) + "; only the standard library and the bundled packages (numpy, pandas, scipy, scikit-learn, matplotlib, ...) can be imported, nothing can be installed")
-del _missing, _needed
-exec(compile(_source, "<code>", "exec"), {"__name__": "__main__", "__builtins__": __builtins__})
-"#;
 
 /// The store's data for one execution.
 pub(crate) struct GuestState {

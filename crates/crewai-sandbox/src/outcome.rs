@@ -7,9 +7,12 @@ use std::time::Duration;
 pub enum LimitHit {
     /// The wall-clock deadline passed (or the caller cancelled).
     Deadline,
-    /// The guest asked for more memory than the cap; Python saw a `MemoryError`.
+    /// The code asked for more memory than the cap; Python saw a `MemoryError` (WASI: the
+    /// store's limiter refused to grow memory; host: the address-space rlimit, reported when an
+    /// uncaught `MemoryError` ended the code).
     Memory,
-    /// stdout or stderr reached the output cap; later writes failed in the guest.
+    /// stdout or stderr reached the output cap: later writes failed in the WASI guest; the
+    /// host backends stopped the process.
     Output,
 }
 
@@ -59,5 +62,39 @@ impl ExecutionOutcome {
     /// True when the code ran to its end and exited 0 within every limit.
     pub fn succeeded(&self) -> bool {
         self.status == ExitStatus::Exited(0) && self.limit_hit.is_none()
+    }
+}
+
+/// Why a runner stopped the code before it ended by itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Stop {
+    Deadline(Duration),
+    Cancelled,
+    /// The output cap (bytes) was reached: host backends stop the process then.
+    OutputCap(usize),
+}
+
+impl Stop {
+    pub(crate) fn status(self) -> ExitStatus {
+        let reason = match self {
+            Stop::Deadline(deadline) => format!("the deadline of {deadline:?} passed"),
+            Stop::Cancelled => "the run was cancelled".into(),
+            Stop::OutputCap(bytes) => format!("the output cap of {bytes} bytes was reached"),
+        };
+        ExitStatus::Stopped { reason }
+    }
+}
+
+/// The limit an execution hit, in the order they are reported: the deadline, then the output
+/// cap, then memory.
+pub(crate) fn limit_hit(deadline: bool, output: bool, memory: bool) -> Option<LimitHit> {
+    if deadline {
+        Some(LimitHit::Deadline)
+    } else if output {
+        Some(LimitHit::Output)
+    } else if memory {
+        Some(LimitHit::Memory)
+    } else {
+        None
     }
 }

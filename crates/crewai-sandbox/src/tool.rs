@@ -1,4 +1,4 @@
-//! CrewAI's `CodeInterpreterTool` on the WASI sandbox.
+//! CrewAI's `CodeInterpreterTool` on any backend.
 
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
@@ -8,18 +8,20 @@ use crewai_tools::{Tool, ToolContext, ToolError, ToolOutput};
 use serde_json::{Map, Value, json};
 use tokio::sync::OnceCell;
 
+use crate::backend::{self, Backend, BackendConfig, Sandbox};
+use crate::execution::{Execution, Limits};
 use crate::outcome::{ExecutionOutcome, ExitStatus};
-use crate::wasi::{Execution, InterpreterFiles, Limits, WasiSandbox};
 
 /// The tool's name, CrewAI's class name.
 pub const CODE_INTERPRETER_TOOL: &str = "CodeInterpreterTool";
 
-/// Where the tool finds its interpreter and puts what the code leaves behind.
+/// The first line of every observation in unsafe mode.
+const UNSAFE_NOTICE: &str = "UNSAFE MODE: this code ran directly on the host, unconfined.";
+
+/// Which backend runs the code and where the tool puts what the code leaves behind.
 #[derive(Debug, Clone)]
 pub struct CodeInterpreterConfig {
-    pub interpreter: InterpreterFiles,
-    /// Where the compiled interpreter is cached (outside any project).
-    pub cache_dir: PathBuf,
+    pub backend: BackendConfig,
     /// Artifacts of a call are saved under `<artifacts_dir>/<task name>/`.
     pub artifacts_dir: PathBuf,
     /// Files every execution may read (under `/inputs/<file name>`).
@@ -29,13 +31,14 @@ pub struct CodeInterpreterConfig {
     pub limits: Limits,
 }
 
-/// Runs the Python a model writes in the WASI sandbox and returns what it printed, its
+/// Runs the Python a model writes on the configured backend and returns what it printed, its
 /// traceback, the limit that stopped it, and where its files were saved, as the observation.
-/// The interpreter is loaded (compiled on a machine's first use) at the first call.
+/// The backend is loaded at the first call (the WASI interpreter is compiled on a machine's
+/// first use; the bubblewrap backend checks `bwrap` and user namespaces then).
 #[derive(Clone)]
 pub struct CodeInterpreterTool {
     config: Arc<CodeInterpreterConfig>,
-    sandbox: Arc<OnceCell<WasiSandbox>>,
+    sandbox: Arc<OnceCell<Sandbox>>,
     description: String,
 }
 
@@ -49,18 +52,32 @@ impl std::fmt::Debug for CodeInterpreterTool {
 
 impl CodeInterpreterTool {
     pub fn new(config: CodeInterpreterConfig) -> Self {
+        let backend = config.backend.backend();
         let inputs: Vec<String> = config
             .inputs
             .iter()
-            .filter_map(|p| p.file_name())
-            .map(|n| format!("/inputs/{}", n.to_string_lossy()))
+            .map(|input| backend::input_shown_as(backend, input))
             .collect();
-        let mut description = String::from(
-            "Runs Python 3 code in an isolated sandbox and returns what it printed. Use print() \
-             to show results. numpy, pandas, scipy and scikit-learn are available; \
-             nothing can be installed and there is no network. Files written to the working \
-             directory are saved.",
-        );
+        let mut description = String::from(match backend {
+            Backend::Wasi => {
+                "Runs Python 3 code in an isolated sandbox and returns what it printed. Use \
+                 print() to show results. numpy, pandas, scipy and scikit-learn are available; \
+                 nothing can be installed and there is no network. Files written to the working \
+                 directory are saved."
+            }
+            Backend::Bubblewrap => {
+                "Runs Python 3 code with the project's installed packages in an isolated sandbox \
+                 and returns what it printed. Use print() to show results. Nothing can be \
+                 installed, there is no network and no new processes; files written to the \
+                 working directory are saved."
+            }
+            Backend::Unsafe => {
+                "WARNING: unsafe mode, the code runs directly on the host with the same access \
+                 as this program (files, network, processes). Runs Python 3 code with the \
+                 project's installed packages and returns what it printed. Use print() to show \
+                 results. Files written to the working directory are saved."
+            }
+        });
         if !inputs.is_empty() {
             description.push_str(&format!(" Readable input files: {}.", inputs.join(", ")));
         }
@@ -71,52 +88,33 @@ impl CodeInterpreterTool {
         }
     }
 
-    /// The tool as a project file's `tools:` entry makes it: CrewAI's constructor arguments are
-    /// accepted where they mean something here and refused with the reason where they do not.
-    pub fn from_project_args(
-        args: &Map<String, Value>,
-        config: CodeInterpreterConfig,
-    ) -> Result<Self, String> {
-        for (name, value) in args {
-            match name.as_str() {
-                "unsafe_mode" if value == &Value::Bool(false) => {}
-                "unsafe_mode" => {
-                    return Err(
-                        "`unsafe_mode: true` (running code on the host) is not available: code \
-                         runs in the WASI sandbox; remove `unsafe_mode`"
-                            .into(),
-                    );
-                }
-                "user_dockerfile_path" | "user_docker_base_url" | "default_image_tag" => {
-                    return Err(format!(
-                        "`{name}`: there is no Docker backend; code runs in the WASI sandbox with \
-                         its bundled packages (numpy, pandas, scipy, scikit-learn, matplotlib, \
-                         ...); remove `{name}`"
-                    ));
-                }
-                other => {
-                    return Err(format!(
-                        "unknown argument `{other}`; CodeInterpreterTool takes `unsafe_mode: false`"
-                    ));
-                }
-            }
-        }
-        Ok(Self::new(config))
+    /// The backend this tool runs code on.
+    pub fn backend(&self) -> Backend {
+        self.config.backend.backend()
     }
 
-    async fn sandbox(&self) -> Result<&WasiSandbox, ToolError> {
+    /// The tool as a project file's `tools:` entry makes it: CrewAI's constructor arguments are
+    /// accepted where they mean something here and refused with the reason where they do not;
+    /// `config_for` makes the configuration of the backend they ask for.
+    pub fn from_project_args(
+        args: &Map<String, Value>,
+        config_for: impl FnOnce(Backend) -> Result<CodeInterpreterConfig, String>,
+    ) -> Result<Self, String> {
+        let backend = backend_from_args(args)?;
+        Ok(Self::new(config_for(backend)?))
+    }
+
+    async fn sandbox(&self) -> Result<&Sandbox, ToolError> {
         self.sandbox
             .get_or_try_init(|| {
                 let config = self.config.clone();
                 async move {
-                    tokio::task::spawn_blocking(move || {
-                        WasiSandbox::load(&config.interpreter, &config.cache_dir)
-                    })
-                    .await
-                    .map_err(|error| {
-                        ToolError::failed(format!("the sandbox could not start: {error}"))
-                    })?
-                    .map_err(|error| ToolError::failed(crewai_llm::error_chain(&error)))
+                    tokio::task::spawn_blocking(move || Sandbox::load(&config.backend))
+                        .await
+                        .map_err(|error| {
+                            ToolError::failed(format!("the sandbox could not start: {error}"))
+                        })?
+                        .map_err(|error| ToolError::failed(crewai_llm::error_chain(&error)))
                 }
             })
             .await
@@ -166,6 +164,52 @@ impl CodeInterpreterTool {
     }
 }
 
+/// The backend a `tools:` entry's arguments ask for: `backend:` (`wasi`, `bubblewrap`,
+/// `unsafe`) or CrewAI's `unsafe_mode: true`; WASI when neither is given.
+pub fn backend_from_args(args: &Map<String, Value>) -> Result<Backend, String> {
+    let mut named = None;
+    let mut unsafe_mode = false;
+    for (name, value) in args {
+        match (name.as_str(), value) {
+            ("unsafe_mode", Value::Bool(flag)) => unsafe_mode = *flag,
+            ("unsafe_mode", _) => return Err("`unsafe_mode` must be true or false".into()),
+            ("backend", Value::String(text)) => {
+                named = Some(Backend::from_name(text).ok_or_else(|| {
+                    format!(
+                        "`backend: {text}` is not a backend; write `wasi` (the default), \
+                         `bubblewrap` or `unsafe`"
+                    )
+                })?);
+            }
+            ("backend", _) => {
+                return Err("`backend` must be `wasi`, `bubblewrap` or `unsafe`".into());
+            }
+            ("user_dockerfile_path" | "user_docker_base_url" | "default_image_tag", _) => {
+                return Err(format!(
+                    "`{name}`: there is no Docker backend; code runs in the WASI sandbox with \
+                     its bundled packages (numpy, pandas, scipy, scikit-learn, matplotlib, ...), \
+                     or with the project's own Python under `backend: bubblewrap`; remove `{name}`"
+                ));
+            }
+            (other, _) => {
+                return Err(format!(
+                    "unknown argument `{other}`; CodeInterpreterTool takes `backend` (`wasi`, \
+                     `bubblewrap`, `unsafe`) and `unsafe_mode`"
+                ));
+            }
+        }
+    }
+    match (named, unsafe_mode) {
+        (None, false) => Ok(Backend::Wasi),
+        (None, true) | (Some(Backend::Unsafe), _) => Ok(Backend::Unsafe),
+        (Some(backend), false) => Ok(backend),
+        (Some(backend), true) => Err(format!(
+            "`unsafe_mode: true` and `backend: {}` disagree; keep one of them",
+            backend.as_str()
+        )),
+    }
+}
+
 /// A task name as a folder name: letters, digits, `-` and `_`.
 fn folder_name(task: Option<&str>) -> String {
     let name: String = task
@@ -184,12 +228,21 @@ fn folder_name(task: Option<&str>) -> String {
 }
 
 /// The observation the model reads.
-pub(crate) fn observation(outcome: &ExecutionOutcome, saved: &[PathBuf]) -> String {
-    let mut text = match &outcome.status {
+pub(crate) fn observation(
+    backend: Backend,
+    outcome: &ExecutionOutcome,
+    saved: &[PathBuf],
+) -> String {
+    let mut text = if backend == Backend::Unsafe {
+        format!("{UNSAFE_NOTICE}\n")
+    } else {
+        String::new()
+    };
+    text.push_str(&match &outcome.status {
         ExitStatus::Exited(0) => "The code ran to its end (exit status 0).".to_string(),
         ExitStatus::Exited(code) => format!("The code failed (exit status {code})."),
         ExitStatus::Stopped { reason } => format!("The code was stopped: {reason}."),
-    };
+    });
     if let Some(limit) = outcome.limit_hit {
         text.push_str(&format!(" Limit reached: {}.", limit.as_str()));
     }
@@ -284,6 +337,10 @@ impl Tool for CodeInterpreterTool {
             .await
             .map_err(|error| ToolError::failed(crewai_llm::error_chain(&error)))?;
         let saved = self.save_artifacts(&outcome, ctx).await?;
-        Ok(ToolOutput::Text(observation(&outcome, &saved)))
+        Ok(ToolOutput::Text(observation(
+            sandbox.backend(),
+            &outcome,
+            &saved,
+        )))
     }
 }

@@ -12,12 +12,19 @@ use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{FsPerms, I32Exit, WasiCtxBuilder};
 
 use crate::error::SandboxError;
+use crate::execution::Execution;
 use crate::guest::{self, GuestLimiter, GuestState, StopReason};
-use crate::outcome::{Artifact, ExecutionOutcome, ExitStatus, LimitHit};
+use crate::outcome::{self, ExecutionOutcome, ExitStatus, Stop};
+use crate::prelude;
+use crate::scratch::Workspace;
 
 /// The wasmtime release compiled modules are made by; part of the cache key (the workspace pins
 /// it exactly).
 const WASMTIME_VERSION: &str = "48.0.8";
+
+/// What a code that imports a module the interpreter does not bundle is told.
+const MISSING_MODULE_HINT: &str = "only the standard library and the bundled packages (numpy, \
+     pandas, scipy, scikit-learn, matplotlib, ...) can be imported, nothing can be installed";
 
 /// How often the engine's epoch advances: the granularity of deadlines and cancellation.
 const EPOCH_TICK: Duration = Duration::from_millis(10);
@@ -46,53 +53,6 @@ impl InterpreterFiles {
             wasm: dir.join("python.wasm"),
             stdlib_zip: dir.join("python-stdlib.zip"),
             wasm_sha256: wasm_sha256.into(),
-        }
-    }
-}
-
-/// The limits of one execution.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Limits {
-    /// Wall-clock time from the interpreter's start (its own start-up included).
-    pub deadline: Duration,
-    /// The guest's linear memory; growing past it fails in the guest (`MemoryError`).
-    pub memory_bytes: usize,
-    /// Each of stdout and stderr; writes past it fail in the guest.
-    pub output_bytes: usize,
-    /// All artifacts together; files past it are listed in `skipped_artifacts`.
-    pub artifact_bytes: u64,
-}
-
-impl Default for Limits {
-    fn default() -> Self {
-        Limits {
-            deadline: Duration::from_secs(30),
-            memory_bytes: 1 << 30,
-            output_bytes: 1 << 20,
-            artifact_bytes: 32 << 20,
-        }
-    }
-}
-
-/// One piece of code to run and what it is granted.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Execution {
-    pub code: String,
-    /// Modules the code says it imports (CrewAI's `libraries_used`), checked before it runs.
-    pub modules: Vec<String>,
-    /// Host files the guest may read, copied into `/inputs/<file name>` for this execution.
-    pub inputs: Vec<PathBuf>,
-    /// Environment variables the guest sees besides the interpreter's own few; the caller
-    /// decides which (an allow-list), nothing is inherited.
-    pub env: Vec<(String, String)>,
-    pub limits: Limits,
-}
-
-impl Execution {
-    pub fn new(code: impl Into<String>) -> Self {
-        Execution {
-            code: code.into(),
-            ..Execution::default()
         }
     }
 }
@@ -243,20 +203,9 @@ impl WasiSandbox {
         cancelled: &Arc<AtomicBool>,
     ) -> Result<ExecutionOutcome, SandboxError> {
         let started = Instant::now();
-        let scratch = tempfile::Builder::new()
-            .prefix("crewai-sandbox-")
-            .tempdir()
-            .map_err(SandboxError::io(
-                "create a scratch folder in",
-                &std::env::temp_dir(),
-            ))?;
-        let scratch_dir = scratch.path().join("scratch");
-        let tmp_dir = scratch.path().join("tmp");
-        let inputs_dir = scratch.path().join("inputs");
-        for dir in [&scratch_dir, &tmp_dir, &inputs_dir] {
-            std::fs::create_dir(dir).map_err(SandboxError::io("create", dir))?;
-        }
-        copy_inputs(&execution.inputs, &inputs_dir)?;
+        let workspace = Workspace::create(&execution.inputs)?;
+        let (scratch_dir, tmp_dir, inputs_dir) =
+            (workspace.scratch(), workspace.tmp(), workspace.inputs());
 
         let limits = execution.limits;
         let stdout = MemoryOutputPipe::new(limits.output_bytes);
@@ -265,31 +214,29 @@ impl WasiSandbox {
         let mut wasi = WasiCtxBuilder::new();
         wasi.stdout(stdout.clone())
             .stderr(stderr.clone())
-            .args(&[
-                guest::GUEST_ARGV0,
-                "-u",
-                "-c",
-                guest::PRELUDE,
+            .args(&[guest::GUEST_ARGV0, "-u"])
+            .args(&prelude::prelude_args(
+                prelude::SANDBOX_SCRATCH,
                 &execution.code,
                 &modules,
-            ])
-            .env("TMPDIR", guest::GUEST_TMP)
-            .env("HOME", guest::GUEST_SCRATCH)
+                MISSING_MODULE_HINT,
+            ))
             .env("PYTHONTZPATH", "")
-            .env("PYTHONUNBUFFERED", "1")
-            .env("MPLBACKEND", "Agg")
-            .env("MPLCONFIGDIR", guest::GUEST_TMP)
             .allow_tcp(false)
             .allow_udp(false)
             .allow_ip_name_lookup(false);
+        let base = prelude::base_env(prelude::SANDBOX_SCRATCH, prelude::SANDBOX_TMP);
+        for (name, value) in &base {
+            wasi.env(name, value);
+        }
         for (name, value) in &execution.env {
             wasi.env(name, value);
         }
         let preopens = [
             (&self.inner.lib_dir, guest::GUEST_LIB, FsPerms::ReadOnly),
-            (&scratch_dir, guest::GUEST_SCRATCH, FsPerms::ReadWrite),
-            (&tmp_dir, guest::GUEST_TMP, FsPerms::ReadWrite),
-            (&inputs_dir, guest::GUEST_INPUTS, FsPerms::ReadOnly),
+            (&scratch_dir, prelude::SANDBOX_SCRATCH, FsPerms::ReadWrite),
+            (&tmp_dir, prelude::SANDBOX_TMP, FsPerms::ReadWrite),
+            (&inputs_dir, prelude::SANDBOX_INPUTS, FsPerms::ReadOnly),
         ];
         for (host, guest_path, perms) in preopens {
             wasi.preopened_dir(host, guest_path, perms)
@@ -331,13 +278,11 @@ impl WasiSandbox {
             Ok(code) => ExitStatus::Exited(code),
             Err(error) => match error.downcast_ref::<I32Exit>() {
                 Some(exit) => ExitStatus::Exited(exit.0),
-                None => ExitStatus::Stopped {
-                    reason: match stop {
-                        StopReason::Deadline => {
-                            format!("the deadline of {:?} passed", limits.deadline)
-                        }
-                        StopReason::Cancelled => "the run was cancelled".into(),
-                        StopReason::Running => format!("the interpreter trapped: {error:#}"),
+                None => match stop {
+                    StopReason::Deadline => Stop::Deadline(limits.deadline).status(),
+                    StopReason::Cancelled => Stop::Cancelled.status(),
+                    StopReason::Running => ExitStatus::Stopped {
+                        reason: format!("the interpreter trapped: {error:#}"),
                     },
                 },
             },
@@ -346,17 +291,12 @@ impl WasiSandbox {
         drop(store);
 
         let (stdout, stderr) = (stdout.contents(), stderr.contents());
-        let limit_hit = if stop == StopReason::Deadline {
-            Some(LimitHit::Deadline)
-        } else if stdout.len() >= limits.output_bytes || stderr.len() >= limits.output_bytes {
-            Some(LimitHit::Output)
-        } else if memory_denied {
-            Some(LimitHit::Memory)
-        } else {
-            None
-        };
-        let (artifacts, skipped_artifacts) =
-            collect_artifacts(&scratch_dir, limits.artifact_bytes)?;
+        let limit_hit = outcome::limit_hit(
+            stop == StopReason::Deadline,
+            stdout.len() >= limits.output_bytes || stderr.len() >= limits.output_bytes,
+            memory_denied,
+        );
+        let (artifacts, skipped_artifacts) = workspace.artifacts(limits.artifact_bytes)?;
         Ok(ExecutionOutcome {
             status,
             stdout: String::from_utf8_lossy(&stdout).into_owned(),
@@ -426,67 +366,4 @@ fn stdlib_dir(files: &InterpreterFiles, cache_dir: &Path) -> Result<PathBuf, San
             .map_err(SandboxError::io("copy", &files.stdlib_zip))?;
     }
     Ok(dir)
-}
-
-/// Copies each granted input into `dir` under its file name; only regular files are granted.
-fn copy_inputs(inputs: &[PathBuf], dir: &Path) -> Result<(), SandboxError> {
-    for input in inputs {
-        let name = input.file_name().ok_or_else(|| SandboxError::Io {
-            action: "grant",
-            path: input.clone(),
-            source: std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a file name"),
-        })?;
-        let metadata = std::fs::metadata(input).map_err(SandboxError::io("read", input))?;
-        if !metadata.is_file() {
-            return Err(SandboxError::Io {
-                action: "grant",
-                path: input.clone(),
-                source: std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a regular file"),
-            });
-        }
-        let target = dir.join(name);
-        std::fs::copy(input, &target).map_err(SandboxError::io("copy", input))?;
-    }
-    Ok(())
-}
-
-/// The regular files under `scratch` (never following a symlink the guest made), up to
-/// `budget` bytes in all; the rest are named as skipped.
-fn collect_artifacts(
-    scratch: &Path,
-    budget: u64,
-) -> Result<(Vec<Artifact>, Vec<String>), SandboxError> {
-    let mut artifacts = Vec::new();
-    let mut skipped = Vec::new();
-    let mut used = 0u64;
-    let mut pending = vec![scratch.to_path_buf()];
-    while let Some(dir) = pending.pop() {
-        let entries = std::fs::read_dir(&dir).map_err(SandboxError::io("list", &dir))?;
-        for entry in entries {
-            let entry = entry.map_err(SandboxError::io("list", &dir))?;
-            let path = entry.path();
-            let relative = path
-                .strip_prefix(scratch)
-                .unwrap_or(&path)
-                .to_string_lossy()
-                .replace('\\', "/");
-            let metadata =
-                std::fs::symlink_metadata(&path).map_err(SandboxError::io("read", &path))?;
-            if metadata.is_dir() {
-                pending.push(path);
-            } else if metadata.is_file() && used + metadata.len() <= budget {
-                used += metadata.len();
-                let bytes = std::fs::read(&path).map_err(SandboxError::io("read", &path))?;
-                artifacts.push(Artifact {
-                    path: relative,
-                    bytes,
-                });
-            } else {
-                skipped.push(relative);
-            }
-        }
-    }
-    artifacts.sort_by(|a, b| a.path.cmp(&b.path));
-    skipped.sort();
-    Ok((artifacts, skipped))
 }

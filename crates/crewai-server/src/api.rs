@@ -14,11 +14,12 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use futures::Stream;
+use futures::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use crate::error::QueueError;
-use crate::queue::{KickoffEvent, KickoffQueue, KickoffRecord, Submitted};
+use crate::queue::{KickoffEvent, KickoffQueue, KickoffRecord, KickoffState, Submitted};
 use crate::runner::KickoffRunner;
 
 /// Requests larger than this are refused with 413 unless set otherwise.
@@ -326,13 +327,20 @@ async fn status(
     Ok(Json(body))
 }
 
-async fn cancel(
-    State(api): State<KickoffApi>,
-    Path(id): Path<String>,
+/// A queue operation on one kickoff that answers its state after the request (`None`: unknown).
+type KickoffOperation = for<'a> fn(
+    &'a dyn KickoffQueue,
+    &'a str,
+) -> BoxFuture<'a, Result<Option<KickoffState>, QueueError>>;
+
+/// `POST /runs/{id}/cancel` and `POST /runs/{id}/resume`: the operation, then 202 with the
+/// kickoff's state.
+async fn change_state(
+    api: KickoffApi,
+    id: String,
+    operation: KickoffOperation,
 ) -> Result<Response, ApiError> {
-    let state = api
-        .queue
-        .cancel(&id)
+    let state = operation(&*api.queue, &id)
         .await?
         .ok_or_else(|| ApiError::unknown_kickoff(&id))?;
     Ok((
@@ -342,20 +350,18 @@ async fn cancel(
         .into_response())
 }
 
+async fn cancel(
+    State(api): State<KickoffApi>,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    change_state(api, id, |queue, id| queue.cancel(id)).await
+}
+
 async fn resume(
     State(api): State<KickoffApi>,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    let state = api
-        .queue
-        .resume(&id)
-        .await?
-        .ok_or_else(|| ApiError::unknown_kickoff(&id))?;
-    Ok((
-        StatusCode::ACCEPTED,
-        Json(json!({"kickoff_id": id, "state": state})),
-    )
-        .into_response())
+    change_state(api, id, |queue, id| queue.resume(id)).await
 }
 
 async fn events(

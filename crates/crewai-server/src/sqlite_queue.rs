@@ -12,12 +12,15 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use futures::future::BoxFuture;
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use serde_json::{Map, Value, json};
-use sha2::{Digest, Sha256};
 
 use crate::error::QueueError;
 use crate::queue::{
     AttemptEnd, Claimed, KickoffEvent, KickoffQueue, KickoffRecord, KickoffState, Lease,
     QueueConfig, Submitted, WorkerIdentity,
+};
+use crate::settle::{
+    CANCELLED_BEFORE_CLAIM, Settlement, lapsed_on_every_attempt, millis, parse_inputs, parse_json,
+    parse_state, request_hash, settle,
 };
 
 /// The schema's versions, applied in order at open; the database records the last one applied.
@@ -72,31 +75,6 @@ fn now_ms() -> i64 {
         .duration_since(UNIX_EPOCH)
         .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
         .unwrap_or(0)
-}
-
-fn millis(duration: Duration) -> i64 {
-    i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
-}
-
-/// The inputs as text with every object's keys sorted: two bodies that differ only in key order
-/// are the same request.
-fn canonical(value: &Value) -> String {
-    fn sorted(value: &Value) -> Value {
-        match value {
-            Value::Object(map) => {
-                let mut keys: Vec<&String> = map.keys().collect();
-                keys.sort();
-                Value::Object(
-                    keys.into_iter()
-                        .map(|k| (k.clone(), sorted(&map[k])))
-                        .collect(),
-                )
-            }
-            Value::Array(items) => Value::Array(items.iter().map(sorted).collect()),
-            other => other.clone(),
-        }
-    }
-    sorted(value).to_string()
 }
 
 impl SqliteQueue {
@@ -238,13 +216,7 @@ fn state_of(conn: &Connection, ctx: &Ctx, id: &str) -> Result<Option<KickoffStat
         })
         .optional()
         .map_err(|e| ctx.sql(e))?;
-    text.map(|text| {
-        KickoffState::parse(&text).ok_or_else(|| QueueError::Corrupt {
-            kickoff_id: id.to_string(),
-            field: "state",
-        })
-    })
-    .transpose()
+    text.map(|text| parse_state(id, &text)).transpose()
 }
 
 /// Whether `lease_token` holds the running kickoff's lease.
@@ -258,30 +230,6 @@ fn holds_lease(conn: &Connection, ctx: &Ctx, id: &str, token: &str) -> Result<bo
     .map_err(|e| ctx.sql(e))
 }
 
-fn parse_json(
-    id: &str,
-    field: &'static str,
-    text: Option<String>,
-) -> Result<Option<Value>, QueueError> {
-    text.map(|text| {
-        serde_json::from_str(&text).map_err(|_| QueueError::Corrupt {
-            kickoff_id: id.to_string(),
-            field,
-        })
-    })
-    .transpose()
-}
-
-fn parse_inputs(id: &str, text: &str) -> Result<Map<String, Value>, QueueError> {
-    match serde_json::from_str(text) {
-        Ok(Value::Object(map)) => Ok(map),
-        _ => Err(QueueError::Corrupt {
-            kickoff_id: id.to_string(),
-            field: "inputs",
-        }),
-    }
-}
-
 impl KickoffQueue for SqliteQueue {
     fn submit(
         &self,
@@ -290,7 +238,7 @@ impl KickoffQueue for SqliteQueue {
     ) -> BoxFuture<'_, Result<Submitted, QueueError>> {
         self.call(move |conn, ctx| {
             let inputs = Value::Object(inputs);
-            let hash = hex::encode(Sha256::digest(canonical(&inputs).as_bytes()));
+            let hash = request_hash(&inputs);
             let tx = conn
                 .transaction_with_behavior(TransactionBehavior::Immediate)
                 .map_err(|e| ctx.sql(e))?;
@@ -359,10 +307,7 @@ impl KickoffQueue for SqliteQueue {
                     let lapsed = json!({"worker": previous_owner, "attempt": attempts});
                     append_event(&tx, ctx, &id, "kickoff_lease_expired", &lapsed)?;
                     if attempts >= ctx.config.max_attempts {
-                        let error = format!(
-                            "its worker stopped answering on each of {attempts} attempts (last: {})",
-                            previous_owner.as_deref().unwrap_or("unknown")
-                        );
+                        let error = lapsed_on_every_attempt(attempts, previous_owner.as_deref());
                         tx.execute(
                             "UPDATE kickoffs SET state = 'dead_lettered', error = ?2, lease_owner = NULL,
                              lease_token = NULL, lease_until_ms = NULL, updated_at_ms = ?3 WHERE id = ?1",
@@ -457,30 +402,9 @@ impl KickoffQueue for SqliteQueue {
                 .query_row("SELECT attempts FROM kickoffs WHERE id = ?1", [&id], |row| row.get(0))
                 .map_err(|e| ctx.sql(e))?;
             let now = now_ms();
-            let (state, result, error, usage, not_before, event) = match end {
-                AttemptEnd::Completed { result, usage } => (
-                    KickoffState::Completed, Some(result.to_string()), None, Some(usage.to_string()), 0,
-                    json!({"result": result}),
-                ),
-                AttemptEnd::Failed { error, usage } => (
-                    KickoffState::Failed, None, Some(error.clone()), Some(usage.to_string()), 0,
-                    json!({"error": error}),
-                ),
-                AttemptEnd::Cancelled { error } => (
-                    KickoffState::Cancelled, None, Some(error.clone()), None, 0, json!({"error": error}),
-                ),
-                AttemptEnd::Infrastructure { error } if attempts >= ctx.config.max_attempts => (
-                    KickoffState::DeadLettered, None, Some(error.clone()), None, 0,
-                    json!({"error": error, "attempts": attempts}),
-                ),
-                AttemptEnd::Infrastructure { error } => {
-                    let wait = ctx.config.backoff_after(attempts);
-                    (
-                        KickoffState::Queued, None, Some(error.clone()), None, now + millis(wait),
-                        json!({"error": error, "attempt": attempts, "retry_in_ms": millis(wait)}),
-                    )
-                }
-            };
+            let Settlement { state, result, error, usage, retry_in, event_kind, event } =
+                settle(end, attempts, &ctx.config);
+            let not_before = if retry_in.is_zero() { 0 } else { now + millis(retry_in) };
             tx.execute(
                 "UPDATE kickoffs SET state = ?2, result = ?3, error = ?4, usage = COALESCE(?5, usage),
                  not_before_ms = ?6, lease_owner = NULL, lease_token = NULL, lease_until_ms = NULL,
@@ -488,11 +412,7 @@ impl KickoffQueue for SqliteQueue {
                 params![id, state.as_str(), result, error, usage, not_before, now],
             )
             .map_err(|e| ctx.sql(e))?;
-            let kind = match state {
-                KickoffState::Queued => "kickoff_retry_scheduled".to_string(),
-                other => format!("kickoff_{}", other.as_str()),
-            };
-            append_event(&tx, ctx, &id, &kind, &event)?;
+            append_event(&tx, ctx, &id, &event_kind, &event)?;
             tx.commit().map_err(|e| ctx.sql(e))?;
             Ok(Lease::Held { cancel_requested: false })
         })
@@ -517,10 +437,7 @@ impl KickoffQueue for SqliteQueue {
             let Some((state, inputs, attempts, worker, result, error, usage, created, updated)) = row else {
                 return Ok(None);
             };
-            let state = KickoffState::parse(&state).ok_or_else(|| QueueError::Corrupt {
-                kickoff_id: id.clone(),
-                field: "state",
-            })?;
+            let state = parse_state(&id, &state)?;
             Ok(Some(KickoffRecord {
                 inputs: parse_inputs(&id, &inputs)?,
                 state,
@@ -579,11 +496,11 @@ impl KickoffQueue for SqliteQueue {
             match state {
                 Some(KickoffState::Queued) => {
                     tx.execute(
-                        "UPDATE kickoffs SET state = 'cancelled', error = 'cancelled before a worker took it', updated_at_ms = ?2 WHERE id = ?1",
-                        params![id, now],
+                        "UPDATE kickoffs SET state = 'cancelled', error = ?3, updated_at_ms = ?2 WHERE id = ?1",
+                        params![id, now, CANCELLED_BEFORE_CLAIM],
                     )
                     .map_err(|e| ctx.sql(e))?;
-                    append_event(&tx, ctx, &id, "kickoff_cancelled", &json!({"error": "cancelled before a worker took it"}))?;
+                    append_event(&tx, ctx, &id, "kickoff_cancelled", &json!({"error": CANCELLED_BEFORE_CLAIM}))?;
                     tx.commit().map_err(|e| ctx.sql(e))?;
                     Ok(Some(KickoffState::Cancelled))
                 }
@@ -631,6 +548,3 @@ impl KickoffQueue for SqliteQueue {
         })
     }
 }
-
-#[cfg(test)]
-mod tests;

@@ -12,9 +12,13 @@
 //!
 //! [`prereq`] is the harness for test binaries that need something from outside the repository
 //! (a model file, shared fixtures, a program): skipped locally when it is missing, failed under CI.
+//!
+//! [`postgres`] (feature `postgres`) gives each test a fresh database on the test PostgreSQL.
 
 pub mod fault;
 pub mod fixtures;
+#[cfg(feature = "postgres")]
+pub mod postgres;
 pub mod prereq;
 pub mod process;
 pub mod replay;
