@@ -1,7 +1,8 @@
 //! Knowledge through the binary: the example crew with `memory: true` and a `knowledge/` PDF
 //! (`examples/tea-shop-knowledge`), run twice against the shared scripted server
 //! (`shared/bench/mock_llm.py`, whose request log is read back), and on the embedded model with
-//! the offline embedder and no network; relevance with a scripted search query; and
+//! the offline embedder and no network (twice as well, read back from the runs' traces);
+//! relevance with a scripted search query; and
 //! `crewai memory collections` / `crewai reset-memories -kn|-akn|-m` on what the runs stored.
 //!
 //! The mock and local runs need python3 and the shared benchmark, or the embedded model and
@@ -245,31 +246,34 @@ fn the_second_run_sends_the_first_runs_memories_and_the_pdf_snippet() {
     assert_eq!(crew["records"], 1, "{collections}");
 }
 
-fn the_crew_runs_offline_on_the_embedded_model_and_minilm() {
-    let project = example("knowledge_config:\n  results_limit: 1\n  score_threshold: 0.0\n");
-    let path = project.path().to_string_lossy().to_string();
-    let mut command = crewai(&["run", "--project", &path, "--llm", "local/smollm2-135m"]);
-    // No key, no server: every model call and embedding runs in process.
-    command
-        .env("CREWAI_MODELS_DIR", crewai_local::models_dir())
-        .env("OLLAMA_HOST", "127.0.0.1:9");
-    let out = run_ok(command);
-    assert_contains(
-        &text(&out.stderr),
-        "Knowledge: on, embedding with local (its default model) — no `embedder:` and no OPENAI_API_KEY: the offline model",
-    );
-    let traces = project.path().join(".crewai/traces");
-    let trace = std::fs::read_dir(&traces)
-        .unwrap()
-        .filter_map(Result::ok)
-        .map(|e| std::fs::read_to_string(e.path()).unwrap())
-        .collect::<String>();
-    let retrieved: Vec<Value> = trace
-        .lines()
-        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+/// The events of the trace files in `traces` that are not in `before`.
+fn new_trace_events(traces: &Path, before: &[PathBuf]) -> Vec<Value> {
+    trace_files(traces)
+        .into_iter()
+        .filter(|path| !before.contains(path))
+        .flat_map(|path| {
+            std::fs::read_to_string(&path)
+                .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+                .lines()
+                .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+fn trace_files(traces: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(traces)
+        .map(|entries| entries.filter_map(Result::ok).map(|e| e.path()).collect())
+        .unwrap_or_default()
+}
+
+/// The one `knowledge_retrieval_completed` event of a run, which found the PDF's passage.
+fn assert_retrieved_the_passage(events: &[Value]) {
+    let retrieved: Vec<&Value> = events
+        .iter()
         .filter(|event| event["type"] == "knowledge_retrieval_completed")
         .collect();
-    assert_eq!(retrieved.len(), 1, "{trace}");
+    assert_eq!(retrieved.len(), 1, "{events:#?}");
     assert_eq!(retrieved[0]["results"], 1, "{}", retrieved[0]);
     assert_contains(
         retrieved[0]["retrieved_knowledge"]
@@ -277,6 +281,88 @@ fn the_crew_runs_offline_on_the_embedded_model_and_minilm() {
             .unwrap_or_default(),
         SHIPPING,
     );
+}
+
+/// The Done-when's second clause: the same two runs as against the scripted server, on the
+/// embedded model and MiniLM with no key and no server. The model is too small to answer
+/// well, so what is asserted is what the run sends it: the second run's task prompt carries
+/// every memory the first saved and the PDF's passage (read from the runs' traces).
+fn the_crew_runs_offline_on_the_embedded_model_and_minilm() {
+    let project = example("knowledge_config:\n  results_limit: 1\n  score_threshold: 0.0\n");
+    let path = project.path().to_string_lossy().to_string();
+    let offline_run = || {
+        let mut command = crewai(&["run", "--project", &path, "--llm", "local/smollm2-135m"]);
+        // No key, no server: every model call and embedding runs in process.
+        command
+            .env("CREWAI_MODELS_DIR", crewai_local::models_dir())
+            .env("OLLAMA_HOST", "127.0.0.1:9");
+        run_ok(command)
+    };
+    let traces = project.path().join(".crewai/traces");
+    let out = offline_run();
+    assert_contains(
+        &text(&out.stderr),
+        "Knowledge: on, embedding with local (its default model) — no `embedder:` and no OPENAI_API_KEY: the offline model",
+    );
+    let first = new_trace_events(&traces, &[]);
+    assert_retrieved_the_passage(&first);
+
+    let saved: Value = serde_json::from_slice(
+        &run_ok(crewai(&["memory", "list", "--project", &path, "--json"])).stdout,
+    )
+    .unwrap();
+    let memories: Vec<String> = saved
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r["content"].as_str().map(str::to_string))
+        .collect();
+    assert!(!memories.is_empty(), "the first run saved nothing: {saved}");
+
+    let before = trace_files(&traces);
+    offline_run();
+    let second = new_trace_events(&traces, &before);
+    assert_retrieved_the_passage(&second);
+    // The recall before the task (the agent may search memory with its tool after it).
+    let recalled = second
+        .iter()
+        .find(|event| event["type"] == "memory_query_completed")
+        .unwrap_or_else(|| panic!("no recall in the second run: {second:#?}"));
+    assert_eq!(recalled["results"], memories.len(), "{recalled}");
+    // The agent's task prompt: the model call whose last message is the task.
+    let prompts: Vec<String> = second
+        .iter()
+        .filter(|event| event["type"] == "llm_call_started")
+        .filter_map(|event| event["messages"].as_array())
+        .map(|messages| {
+            messages
+                .iter()
+                .map(message_text)
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+        .collect();
+    let task_prompt = prompts
+        .iter()
+        .find(|prompt| prompt.contains("Current Task:"))
+        .unwrap_or_else(|| panic!("no task prompt in the second run: {prompts:#?}"));
+    assert_contains(task_prompt, SHIPPING);
+    for memory in &memories {
+        assert_contains(task_prompt, memory);
+    }
+}
+
+/// A message's text, whether its content is a string or a list of parts (as traces keep it).
+fn message_text(message: &Value) -> String {
+    match &message["content"] {
+        Value::String(text) => text.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|part| part["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
 }
 
 fn the_rewritten_query_picks_the_relevant_chunk_and_resets_are_separate() {

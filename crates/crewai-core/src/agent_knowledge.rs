@@ -1,7 +1,7 @@
 //! What knowledge does around one task (CrewAI's `knowledge_sources`): the agent's model
-//! rewrites the task prompt into a search query, the agent's own knowledge and then its crew's
-//! are searched with it (each up to `results_limit` snippets at `score_threshold` or closer),
-//! and the snippets found are added to the task prompt.
+//! rewrites the task prompt into a search query, embedded once, and the agent's own knowledge
+//! and then its crew's are searched with it (each up to `results_limit` snippets at
+//! `score_threshold` or closer), and the snippets found are added to the task prompt.
 //!
 //! The rewrite is the agent's model under the run's layers ([`CallPurpose::Knowledge`]), so it
 //! counts in the run's usage and budget. Every step is a `knowledge_*` event under the task; a
@@ -10,7 +10,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use crewai_knowledge::{Knowledge, KnowledgeConfig};
+use crewai_knowledge::{EmbeddedQueries, Knowledge, KnowledgeConfig, KnowledgeError};
 use crewai_llm::{Llm, LlmRequest, Message, error_chain};
 use uuid::Uuid;
 
@@ -113,32 +113,22 @@ impl TaskKnowledge {
         let Some(query) = self.search_query(task_prompt).await else {
             return prompt.to_string();
         };
-        let mut snippets = Vec::new();
-        for knowledge in &self.searched {
-            let found = knowledge
-                .query(
-                    std::slice::from_ref(&query),
-                    self.config.results_limit,
-                    self.config.score_threshold,
-                )
-                .await;
-            match found {
-                Ok(found) => snippets.extend(found.into_iter().map(|s| s.content)),
-                Err(error) => {
-                    let error = error_chain(&error);
-                    tracing::warn!(agent = %self.agent_role, %error, "knowledge search failed; the task runs without knowledge");
-                    self.emit(
-                        |agent_role, task_name| EventKind::KnowledgeSearchQueryFailed {
-                            agent_role,
-                            task_name,
-                            query: query.clone(),
-                            error,
-                        },
-                    );
-                    return prompt.to_string();
-                }
+        let snippets = match self.search(&query).await {
+            Ok(snippets) => snippets,
+            Err(error) => {
+                let error = error_chain(&error);
+                tracing::warn!(agent = %self.agent_role, %error, "knowledge search failed; the task runs without knowledge");
+                self.emit(
+                    |agent_role, task_name| EventKind::KnowledgeSearchQueryFailed {
+                        agent_role,
+                        task_name,
+                        query: query.clone(),
+                        error,
+                    },
+                );
+                return prompt.to_string();
             }
-        }
+        };
         let block = prompts::snippets_block(&snippets);
         let elapsed_ms = started.elapsed().as_millis().try_into().unwrap_or(u64::MAX);
         self.emit(
@@ -152,6 +142,33 @@ impl TaskKnowledge {
             },
         );
         format!("{prompt}{block}")
+    }
+
+    /// The snippets of every searched knowledge for `query`, in order. The query is embedded
+    /// once per embedding model: the agent's and the crew's knowledge usually share one, and
+    /// embedding it again for each would be paid twice.
+    async fn search(&self, query: &str) -> Result<Vec<String>, KnowledgeError> {
+        let queries = [query.to_string()];
+        let mut embedded: Vec<EmbeddedQueries> = Vec::new();
+        let mut snippets = Vec::new();
+        for knowledge in &self.searched {
+            let index = match embedded.iter().position(|e| e.fit(knowledge)) {
+                Some(index) => index,
+                None => {
+                    embedded.push(knowledge.embed_queries(&queries).await?);
+                    embedded.len() - 1
+                }
+            };
+            let found = knowledge
+                .query_embedded(
+                    &embedded[index],
+                    self.config.results_limit,
+                    self.config.score_threshold,
+                )
+                .await?;
+            snippets.extend(found.into_iter().map(|s| s.content));
+        }
+        Ok(snippets)
     }
 
     /// The agent's model's search query for the task (`None`, reported, when the call fails or

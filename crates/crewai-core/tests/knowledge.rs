@@ -8,7 +8,10 @@ mod agent_common;
 use std::sync::Arc;
 
 use agent_common::*;
-use crewai_core::crew::{Crew, QUERY_KNOWLEDGE_LIMIT, QUERY_KNOWLEDGE_THRESHOLD};
+use crewai_core::crew::{
+    CREW_KNOWLEDGE_USAGE, Crew, CrewBuilder, CrewError, QUERY_KNOWLEDGE_LIMIT,
+    QUERY_KNOWLEDGE_THRESHOLD,
+};
 use crewai_core::events::{EventBus, EventKind, EventRecorder};
 use crewai_core::task::Task;
 use crewai_knowledge::{Knowledge, KnowledgeConfig, KnowledgeOwner, KnowledgeSource};
@@ -33,6 +36,14 @@ fn user_text(request: &crewai_testkit::scripted::RecordedRequest) -> String {
 }
 
 fn crew(store: &Arc<SqliteMemoryStore>, llm: Arc<dyn crewai_llm::Llm>, bus: &EventBus) -> Crew {
+    crew_builder(store, llm, bus).build().unwrap()
+}
+
+fn crew_builder(
+    store: &Arc<SqliteMemoryStore>,
+    llm: Arc<dyn crewai_llm::Llm>,
+    bus: &EventBus,
+) -> CrewBuilder {
     let agent = agent_with(llm)
         .role("Tea Expert")
         .knowledge(knowledge(
@@ -63,8 +74,6 @@ fn crew(store: &Arc<SqliteMemoryStore>, llm: Arc<dyn crewai_llm::Llm>, bus: &Eve
             "The Lisbon warehouse ships orders every Tuesday and Friday.",
         ))
         .event_bus(bus.clone())
-        .build()
-        .unwrap()
 }
 
 #[tokio::test]
@@ -79,10 +88,16 @@ async fn snippets_found_by_the_rewritten_query_reach_the_task_prompt() {
     let output = crew.kickoff(Default::default()).await.unwrap();
     assert_eq!(output.raw, "Orders ship on Tuesdays and Fridays.");
     // The rewrite (9 + 4) and the answer (20 + 6) count in the run's usage, and so do the
-    // search's two embedding calls of the 37-character rewritten query: HashEmbedder reports no
-    // count, so each is the four-characters-a-token estimate, 10 tokens.
-    assert_eq!(output.token_usage.total_tokens, 59);
-    assert_eq!(output.token_usage.successful_requests, 4);
+    // embeddings: HashEmbedder reports no count, so each is the four-characters-a-token
+    // estimate. The kickoff ingests the agent's 56-character source (14) and the crew's
+    // 59-character one (15), and the 37-character rewritten query is embedded once (10) for
+    // both searches.
+    assert_eq!(output.token_usage.total_tokens, 13 + 26 + 14 + 15 + 10);
+    assert_eq!(output.token_usage.successful_requests, 5);
+    let usage = crew.usage();
+    assert_eq!(usage.by_agent["Tea Expert"].total_tokens, 13 + 26 + 14 + 10);
+    assert_eq!(usage.by_agent[CREW_KNOWLEDGE_USAGE].total_tokens, 15);
+    assert_eq!(usage.by_model["feature-hash"].successful_requests, 3);
 
     let requests = server.requests();
     assert_eq!(requests.len(), 2);
@@ -146,6 +161,40 @@ async fn snippets_found_by_the_rewritten_query_reach_the_task_prompt() {
         .unwrap();
     assert_eq!(found.len(), 1, "{found:?}");
     assert_eq!(found[0].source, "string:0");
+
+    // Again: the unchanged sources are not embedded again, the query once.
+    server.push(Reply::text("warehouse ships orders Tuesday Friday").with_usage(9, 4));
+    server.push(Reply::text("Tuesdays and Fridays.").with_usage(20, 6));
+    let again = crew.kickoff(Default::default()).await.unwrap();
+    assert_eq!(again.token_usage.total_tokens, 13 + 26 + 10);
+    assert_eq!(again.token_usage.successful_requests, 3);
+}
+
+#[tokio::test]
+async fn a_budget_too_small_for_the_ingestion_stops_the_run_before_its_first_task() {
+    let server = server().await;
+    let store = Arc::new(SqliteMemoryStore::in_memory().unwrap());
+    let bus = EventBus::new();
+    // The crew's source (15 tokens, ingested first) fits; the agent's (14 more) would not.
+    let crew = crew_builder(&store, openai(&server), &bus)
+        .max_tokens(20)
+        .build()
+        .unwrap();
+    let error = crew.kickoff(Default::default()).await.unwrap_err();
+    match error {
+        CrewError::BudgetExceeded {
+            task,
+            completed,
+            usage,
+            ..
+        } => {
+            assert_eq!(task, None);
+            assert!(completed.is_empty());
+            assert_eq!(usage.total_tokens, 15);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(server.requests().is_empty());
 }
 
 #[tokio::test]

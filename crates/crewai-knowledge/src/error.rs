@@ -110,6 +110,9 @@ pub enum KnowledgeError {
         "knowledge embeds with {expected:?}; a layer over {given:?} would mix two models' vectors"
     )]
     EmbedderModel { expected: String, given: String },
+    /// Queries embedded by another model than the knowledge searched with them.
+    #[error("queries embedded with {given} cannot search knowledge embedded with {expected}")]
+    QueryEmbedder { expected: String, given: String },
     #[error("a knowledge background task failed")]
     Background(#[source] tokio::task::JoinError),
 }

@@ -156,6 +156,36 @@ pub struct KnowledgeSnippet {
     pub collection: String,
 }
 
+/// Search queries embedded by one model ([`Knowledge::embed_queries`]), for every knowledge
+/// that embeds with it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EmbeddedQueries {
+    model: String,
+    dimensions: Option<usize>,
+    vectors: Vec<Vec<f32>>,
+}
+
+impl EmbeddedQueries {
+    /// The embedding model the vectors come from.
+    pub fn model(&self) -> &str {
+        &self.model
+    }
+
+    /// Whether `knowledge` embeds with the same model (and vector size) as these queries, so
+    /// [`Knowledge::query_embedded`] can search it with them.
+    pub fn fit(&self, knowledge: &Knowledge) -> bool {
+        self.model == knowledge.embedder.model()
+            && self.dimensions == knowledge.embedder.dimensions()
+    }
+
+    fn describe(model: &str, dimensions: Option<usize>) -> String {
+        match dimensions {
+            Some(dimensions) => format!("{model} ({dimensions} dimensions)"),
+            None => model.to_string(),
+        }
+    }
+}
+
 /// What an ingestion did, document by document.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct IngestReport {
@@ -509,7 +539,45 @@ impl Knowledge {
         if limit == 0 || queries.is_empty() {
             return Ok(Vec::new());
         }
-        let vectors = self.embed(queries).await?;
+        let embedded = self.embed_queries(queries).await?;
+        self.query_embedded(&embedded, limit, score_threshold).await
+    }
+
+    /// `queries` embedded once, to search this and every other knowledge of the same embedding
+    /// model with [`Knowledge::query_embedded`] (an agent's and its crew's, say) without
+    /// embedding them again for each.
+    pub async fn embed_queries(
+        &self,
+        queries: &[String],
+    ) -> Result<EmbeddedQueries, KnowledgeError> {
+        Ok(EmbeddedQueries {
+            model: self.embedder.model().to_string(),
+            dimensions: self.embedder.dimensions(),
+            vectors: self.embed(queries).await?,
+        })
+    }
+
+    /// [`Knowledge::query`] with queries already embedded. Vectors of another embedding model
+    /// (or size) than this knowledge's are refused ([`KnowledgeError::QueryEmbedder`]): they
+    /// would not compare with the stored ones.
+    pub async fn query_embedded(
+        &self,
+        queries: &EmbeddedQueries,
+        limit: usize,
+        score_threshold: f64,
+    ) -> Result<Vec<KnowledgeSnippet>, KnowledgeError> {
+        if !queries.fit(self) {
+            return Err(KnowledgeError::QueryEmbedder {
+                expected: EmbeddedQueries::describe(
+                    self.embedder.model(),
+                    self.embedder.dimensions(),
+                ),
+                given: EmbeddedQueries::describe(&queries.model, queries.dimensions),
+            });
+        }
+        if limit == 0 || queries.vectors.is_empty() {
+            return Ok(Vec::new());
+        }
         let store = &self.inner.store;
         let mut snippets: Vec<KnowledgeSnippet> = Vec::new();
         let mut seen = HashSet::new();
@@ -522,7 +590,7 @@ impl Knowledge {
             {
                 continue;
             }
-            for vector in &vectors {
+            for vector in &queries.vectors {
                 let hits = store
                     .vector_search(
                         &collection,

@@ -8,7 +8,9 @@
 //! One job, one type: [`Knowledge`] holds an owner's [`KnowledgeSource`]s (the crew's, an
 //! agent's, or a search tool's), [`Knowledge::ingest`] stores what changed (a document whose
 //! content hash is unchanged is not read again; a changed one replaces its chunks), and
-//! [`Knowledge::query`] returns the closest [`KnowledgeSnippet`]s above a similarity threshold.
+//! [`Knowledge::query`] returns the closest [`KnowledgeSnippet`]s above a similarity threshold
+//! ([`Knowledge::embed_queries`] and [`Knowledge::query_embedded`] split it, so several
+//! knowledges of one embedder are searched with one embedding of the query).
 //!
 //! Storage is crewai-memory's [`MemoryStore`](crewai_memory::MemoryStore): by default the same
 //! `<project>/.crewai/memory.db` as memory, in collections named `knowledge:crew`,
@@ -34,9 +36,9 @@ mod source;
 pub use chunk::{ChunkSettings, DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE};
 pub use error::{DocxError, KnowledgeError};
 pub use knowledge::{
-    COLLECTION_PREFIX, CONTENT_HASH_KEY, CollectionKind, IngestReport, KNOWLEDGE_DIR, Knowledge,
-    KnowledgeBuilder, KnowledgeConfig, KnowledgeOwner, KnowledgeSnippet, collection_kind,
-    knowledge_store_error, reset_command,
+    COLLECTION_PREFIX, CONTENT_HASH_KEY, CollectionKind, EmbeddedQueries, IngestReport,
+    KNOWLEDGE_DIR, Knowledge, KnowledgeBuilder, KnowledgeConfig, KnowledgeOwner, KnowledgeSnippet,
+    collection_kind, knowledge_store_error, reset_command,
 };
 pub use search_tool::{
     DEFAULT_SEARCH_LIMIT, DEFAULT_SIMILARITY_THRESHOLD, KnowledgeSearchTool, SearchToolClass,

@@ -237,6 +237,55 @@ async fn queries_rank_by_meaning_keep_the_threshold_and_search_own_collections()
 }
 
 #[tokio::test]
+async fn queries_embedded_once_search_every_knowledge_of_their_model() {
+    let store = store();
+    let of = |owner, text: &str, dims| {
+        Knowledge::builder(store.clone(), Arc::new(HashEmbedder::new(dims)), owner)
+            .source(KnowledgeSource::text(text))
+            .build()
+    };
+    let agent = of(
+        KnowledgeOwner::Agent("Tea Expert".into()),
+        "Nebula Oolong is roasted over cherry wood.",
+        256,
+    );
+    let crew = of(
+        KnowledgeOwner::Crew,
+        "The Lisbon warehouse ships on Tuesdays.",
+        256,
+    );
+    agent.ingest().await.unwrap();
+    crew.ingest().await.unwrap();
+    let queries = ["which days does the warehouse ship".to_string()];
+    let embedded = agent.embed_queries(&queries).await.unwrap();
+    assert_eq!(embedded.model(), "feature-hash");
+    assert!(embedded.fit(&crew));
+    for knowledge in [&agent, &crew] {
+        assert_eq!(
+            knowledge.query_embedded(&embedded, 3, 0.0).await.unwrap(),
+            knowledge.query(&queries, 3, 0.0).await.unwrap()
+        );
+    }
+    assert_eq!(
+        crew.query_embedded(&embedded, 3, 0.2).await.unwrap()[0].content,
+        "The Lisbon warehouse ships on Tuesdays."
+    );
+
+    // Vectors of another size would not compare with the stored ones.
+    let wider = of(KnowledgeOwner::Tool("wide".into()), "Anything.", 512);
+    assert!(!embedded.fit(&wider));
+    let error = wider.query_embedded(&embedded, 3, 0.0).await.unwrap_err();
+    assert!(
+        matches!(error, KnowledgeError::QueryEmbedder { .. }),
+        "{error:?}"
+    );
+    assert_eq!(
+        error.to_string(),
+        "queries embedded with feature-hash (256 dimensions) cannot search knowledge embedded with feature-hash (512 dimensions)"
+    );
+}
+
+#[tokio::test]
 async fn another_embedder_on_a_collection_names_the_reset_command() {
     let store = store();
     let source = || KnowledgeSource::text("Shipping is free over 40 euros.");

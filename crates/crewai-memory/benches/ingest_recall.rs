@@ -21,7 +21,7 @@ use crewai_llm::embeddings::{Embedder, HashEmbedder};
 use crewai_llm::{LlmError, async_trait};
 use crewai_local::{ALL_MINILM_L6_V2, LocalEmbedder, models_dir};
 use crewai_memory::{
-    DEFAULT_COLLECTION, Memory, MemoryConfig, MemoryRecord, MemoryStore, RecallQuery,
+    DEFAULT_COLLECTION, Memory, MemoryConfig, MemoryRecord, MemoryStore, RecallQuery, RecordFilter,
     RememberOptions, ScopePath, SqliteMemoryStore,
 };
 
@@ -208,7 +208,7 @@ async fn store_only(records: usize, queries: usize) -> Vec<Row> {
         })
         .collect();
     let texts: Vec<String> = (0..queries).map(query).collect();
-    let vectors = texts
+    let vectors: HashMap<String, Vec<f32>> = texts
         .iter()
         .map(|t| (t.clone(), hashing.embed_one(t)))
         .collect();
@@ -224,13 +224,14 @@ async fn store_only(records: usize, queries: usize) -> Vec<Row> {
             .unwrap_or_else(|e| panic!("{e}"));
     }
     let inserted = started.elapsed();
+    let breakdown = search_breakdown(&store, &texts, &vectors).await;
     let memory = Memory::builder(store, Arc::new(Precomputed { vectors }))
         .config(MemoryConfig::default().read_only(true))
         .build();
     let (total, p50, p99) = timed_recalls(&memory, &texts, None).await;
     let tenant = ScopePath::parse("/tenant/42").ok();
     let (tenant_total, tenant_p50, tenant_p99) = timed_recalls(&memory, &texts, tenant).await;
-    vec![
+    let mut rows = vec![
         Row {
             phase: format!("store: insert {records} precomputed records (batches of 1,000)"),
             count: records,
@@ -255,7 +256,50 @@ async fn store_only(records: usize, queries: usize) -> Vec<Row> {
             p50: Some(tenant_p50),
             p99: Some(tenant_p99),
         },
-    ]
+    ];
+    rows.extend(breakdown);
+    rows
+}
+
+/// Where a shallow recall's store time goes: its vector search and its full-text search alone,
+/// over every record, with the recall's candidate count (5 × the default oversampling of 3).
+async fn search_breakdown(
+    store: &SqliteMemoryStore,
+    texts: &[String],
+    vectors: &HashMap<String, Vec<f32>>,
+) -> Vec<Row> {
+    const CANDIDATES: usize = 15;
+    let filter = RecordFilter::scope(ScopePath::root());
+    let mut by_vector = Vec::with_capacity(texts.len());
+    let mut by_text = Vec::with_capacity(texts.len());
+    for text in texts {
+        let began = Instant::now();
+        store
+            .vector_search(DEFAULT_COLLECTION, &vectors[text], &filter, CANDIDATES)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        by_vector.push(began.elapsed());
+        let began = Instant::now();
+        store
+            .text_search(DEFAULT_COLLECTION, text, &filter, CANDIDATES)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        by_text.push(began.elapsed());
+    }
+    [("vector", by_vector), ("full-text", by_text)]
+        .into_iter()
+        .map(|(what, mut times)| {
+            let total = times.iter().sum();
+            let (p50, p99) = percentiles(&mut times);
+            Row {
+                phase: format!("store: its {what} search alone, {CANDIDATES} candidates"),
+                count: texts.len(),
+                total,
+                p50: Some(p50),
+                p99: Some(p99),
+            }
+        })
+        .collect()
 }
 
 async fn offline(chunks: usize, queries: usize) -> Vec<Row> {

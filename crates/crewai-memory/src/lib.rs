@@ -37,6 +37,7 @@ mod record;
 mod scoring;
 mod slice;
 mod sqlite;
+mod sqlite_index;
 mod store;
 mod tools;
 

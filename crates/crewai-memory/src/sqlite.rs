@@ -12,6 +12,7 @@ use rusqlite::{Connection, OptionalExtension, params, params_from_iter};
 
 use crate::error::MemoryError;
 use crate::record::{CollectionInfo, MemoryRecord, RecordFilter, ScopeCount, ScopePath};
+use crate::sqlite_index::{IndexEntry, VectorIndex, rerank_count};
 use crate::store::{MemoryStore, VectorHit};
 
 /// The folder, inside a project, that holds its databases (the same as crewai-store's).
@@ -64,6 +65,8 @@ const RECORD_COLUMNS: &str = "m.id, m.content, m.scope, m.categories, m.metadata
 
 struct Inner {
     conn: Mutex<Connection>,
+    /// Locked after `conn`, never before.
+    index: Mutex<VectorIndex>,
     /// `None` for an in-memory database.
     path: Option<PathBuf>,
 }
@@ -71,10 +74,12 @@ struct Inner {
 /// Memory in one SQLite file (WAL mode). Cheap to clone: clones share the connection. Every
 /// trait call runs on tokio's blocking pool.
 ///
-/// Vector search is exact: the cosine distance (sqlite-vec's `vec_distance_cosine`) of every
-/// record the filter admits, so a scope's own records are always the ones ranked, however many
-/// other scopes hold. sqlite-vec's `vec0` index is brute force as well, and its KNN query cannot
-/// take a scope-prefix filter.
+/// Vector search ranks only records the filter admits, so a scope's own records are always the
+/// ones ranked, however many other scopes hold: an in-memory index of the filter columns and
+/// int8 vectors (`sqlite_index`) picks the closest candidates, and SQL ranks them by exact
+/// cosine distance (sqlite-vec's `vec_distance_cosine`) under the same filter. sqlite-vec's
+/// `vec0` is brute force over the float vectors, and its KNN query cannot take a scope-prefix
+/// filter.
 #[derive(Clone)]
 pub struct SqliteMemoryStore {
     inner: Arc<Inner>,
@@ -134,6 +139,7 @@ impl SqliteMemoryStore {
         Ok(SqliteMemoryStore {
             inner: Arc::new(Inner {
                 conn: Mutex::new(conn),
+                index: Mutex::new(VectorIndex::default()),
                 path,
             }),
         })
@@ -144,14 +150,14 @@ impl SqliteMemoryStore {
         self.inner.path.as_deref()
     }
 
-    fn shown_path(&self) -> PathBuf {
+    pub(crate) fn shown_path(&self) -> PathBuf {
         self.inner
             .path
             .clone()
             .unwrap_or_else(|| PathBuf::from(":memory:"))
     }
 
-    fn sql(&self, source: rusqlite::Error) -> MemoryError {
+    pub(crate) fn sql(&self, source: rusqlite::Error) -> MemoryError {
         MemoryError::Sqlite {
             path: self.shown_path(),
             source,
@@ -160,6 +166,13 @@ impl SqliteMemoryStore {
 
     fn conn(&self) -> Result<MutexGuard<'_, Connection>, MemoryError> {
         self.inner.conn.lock().map_err(|_| MemoryError::Poisoned)
+    }
+
+    /// The vector index, current with the database (taken while holding the connection).
+    fn index(&self, conn: &Connection) -> Result<MutexGuard<'_, VectorIndex>, MemoryError> {
+        let mut index = self.inner.index.lock().map_err(|_| MemoryError::Poisoned)?;
+        index.check_version(conn).map_err(|e| self.sql(e))?;
+        Ok(index)
     }
 
     /// Runs `work` on tokio's blocking pool with the connection.
@@ -202,13 +215,15 @@ impl SqliteMemoryStore {
         Ok(out)
     }
 
+    /// Inserts `record`, or replaces the stored one of its id; returns the row id written
+    /// (`None`: no record of that id to replace).
     fn write_record(
         &self,
         tx: &rusqlite::Transaction<'_>,
         collection: &str,
         record: &MemoryRecord,
         replace: bool,
-    ) -> Result<usize, MemoryError> {
+    ) -> Result<Option<i64>, MemoryError> {
         let categories =
             serde_json::to_string(&record.categories).map_err(|e| MemoryError::InvalidInput {
                 field: "categories",
@@ -236,13 +251,27 @@ impl SqliteMemoryStore {
         let query = if replace {
             "UPDATE memory_records SET content = ?3, scope = ?4, categories = ?5, metadata = ?6,
              importance = ?7, created_at = ?8, last_accessed = ?9, source = ?10, private = ?11,
-             embedding = ?12 WHERE id = ?1 AND collection = ?2"
+             embedding = ?12 WHERE id = ?1 AND collection = ?2 RETURNING rowid"
         } else {
             "INSERT INTO memory_records (id, collection, content, scope, categories, metadata,
              importance, created_at, last_accessed, source, private, embedding)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) RETURNING rowid"
         };
-        tx.execute(query, values).map_err(|e| self.sql(e))
+        tx.prepare_cached(query)
+            .and_then(|mut statement| statement.query_row(values, |row| row.get(0)).optional())
+            .map_err(|e| self.sql(e))
+    }
+
+    /// `record` as the vector index keeps it.
+    fn index_entry(record: &MemoryRecord) -> IndexEntry {
+        IndexEntry::new(
+            record.scope.to_string(),
+            record.categories.clone(),
+            record.source.clone(),
+            record.private,
+            time_text(record.created_at),
+            &record.embedding,
+        )
     }
 
     fn check_dimensions(
@@ -320,7 +349,7 @@ fn vector_blob(vector: &[f32]) -> Vec<u8> {
     vector.iter().flat_map(|x| x.to_le_bytes()).collect()
 }
 
-fn blob_vector(blob: &[u8]) -> Vec<f32> {
+pub(crate) fn blob_vector(blob: &[u8]) -> Vec<f32> {
     blob.chunks_exact(4)
         .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
         .collect()
@@ -475,10 +504,22 @@ impl MemoryStore for SqliteMemoryStore {
         self.blocking(move |store, conn| {
             store.check_dimensions(conn, &collection, &records)?;
             let tx = conn.transaction().map_err(|e| store.sql(e))?;
+            let mut written = Vec::with_capacity(records.len());
             for record in &records {
-                store.write_record(&tx, &collection, record, false)?;
+                if let Some(rowid) = store.write_record(&tx, &collection, record, false)? {
+                    written.push((rowid, record));
+                }
             }
-            tx.commit().map_err(|e| store.sql(e))
+            tx.commit().map_err(|e| store.sql(e))?;
+            let mut index = store.index(conn)?;
+            if index.is_loaded(&collection) {
+                let entries = written
+                    .into_iter()
+                    .map(|(rowid, record)| (rowid, Self::index_entry(record)))
+                    .collect();
+                index.upsert(&collection, entries);
+            }
+            Ok(())
         })
         .await
     }
@@ -494,7 +535,7 @@ impl MemoryStore for SqliteMemoryStore {
         self.blocking(move |store, conn| {
             store.check_dimensions(conn, &collection, &records)?;
             let tx = conn.transaction().map_err(|e| store.sql(e))?;
-            let mut replaced = 0;
+            let mut replaced = Vec::new();
             for record in &records {
                 let mut values = Vec::new();
                 let condition = filter_sql(&collection, &filter, &mut values);
@@ -509,12 +550,23 @@ impl MemoryStore for SqliteMemoryStore {
                         |row| row.get(0),
                     )
                     .map_err(|e| store.sql(e))?;
-                if admitted > 0 {
-                    replaced += store.write_record(&tx, &collection, record, true)?;
+                if admitted > 0
+                    && let Some(rowid) = store.write_record(&tx, &collection, record, true)?
+                {
+                    replaced.push((rowid, record));
                 }
             }
             tx.commit().map_err(|e| store.sql(e))?;
-            Ok(replaced)
+            let count = replaced.len();
+            let mut index = store.index(conn)?;
+            if index.is_loaded(&collection) {
+                let entries = replaced
+                    .into_iter()
+                    .map(|(rowid, record)| (rowid, Self::index_entry(record)))
+                    .collect();
+                index.upsert(&collection, entries);
+            }
+            Ok(count)
         })
         .await
     }
@@ -544,11 +596,18 @@ impl MemoryStore for SqliteMemoryStore {
                     .collect();
                 condition.push_str(&format!(" AND m.id IN ({})", marks.join(", ")));
             }
-            conn.execute(
-                &format!("DELETE FROM memory_records AS m WHERE {condition}"),
-                params_from_iter(values),
-            )
-            .map_err(|e| store.sql(e))
+            let deleted: Vec<i64> = conn
+                .prepare(&format!(
+                    "DELETE FROM memory_records AS m WHERE {condition} RETURNING rowid"
+                ))
+                .and_then(|mut statement| {
+                    statement
+                        .query_map(params_from_iter(values), |row| row.get(0))?
+                        .collect()
+                })
+                .map_err(|e| store.sql(e))?;
+            store.index(conn)?.remove(&collection, &deleted);
+            Ok(deleted.len())
         })
         .await
     }
@@ -588,11 +647,8 @@ impl MemoryStore for SqliteMemoryStore {
         filter: &RecordFilter,
         limit: usize,
     ) -> Result<Vec<VectorHit>, MemoryError> {
-        let (collection, query, filter) = (
-            collection.to_string(),
-            vector_blob(embedding),
-            filter.clone(),
-        );
+        let (collection, query, filter) =
+            (collection.to_string(), embedding.to_vec(), filter.clone());
         let dimensions = embedding.len();
         self.blocking(move |store, conn| {
             if let Some(info) = read_collection(conn, &collection).map_err(|e| store.sql(e))?
@@ -606,23 +662,47 @@ impl MemoryStore for SqliteMemoryStore {
                     model: "(the query's vector)".to_string(),
                 });
             }
+            let candidates = {
+                let mut index = store.index(conn)?;
+                if !index.is_loaded(&collection) {
+                    let entries = store.index_entries(conn, &collection)?;
+                    index.load(&collection, entries);
+                }
+                let created_after = filter.created_after.map(time_text);
+                index
+                    .candidates(
+                        &collection,
+                        &query,
+                        &filter,
+                        created_after.as_deref(),
+                        rerank_count(limit),
+                    )
+                    .unwrap_or_default()
+            };
+            if candidates.is_empty() || limit == 0 {
+                return Ok(Vec::new());
+            }
             let mut values = Vec::new();
             let condition = filter_sql(&collection, &filter, &mut values);
-            values.push(SqlValue::Blob(query));
+            values.push(SqlValue::Blob(vector_blob(&query)));
             let vector = values.len();
+            values.push(serde_json::Value::from(candidates).to_string().into());
+            let candidates = values.len();
             values.push(to_i64(limit).into());
             let mut statement = conn
-                // Ranked on the row id alone, then joined for the columns: the sort carries
-                // (rowid, distance, time) for every candidate instead of whole records.
-                .prepare(&format!(
+                // The index's candidates, ranked exactly under the same filter; on the row id
+                // alone, then joined for the columns.
+                .prepare_cached(&format!(
                     "SELECT {RECORD_COLUMNS}, top.distance FROM (
                          SELECT m.rowid AS rowid, m.created_at AS created_at,
                                 vec_distance_cosine(m.embedding, ?{vector}) AS distance
-                         FROM memory_records m WHERE {condition}
+                         FROM memory_records m
+                         WHERE m.rowid IN (SELECT value FROM json_each(?{candidates}))
+                           AND {condition}
                          ORDER BY distance ASC, m.created_at DESC LIMIT ?{}
                      ) top JOIN memory_records m ON m.rowid = top.rowid
                      ORDER BY top.distance ASC, top.created_at DESC",
-                    vector + 1
+                    candidates + 1
                 ))
                 .map_err(|e| store.sql(e))?;
             let rows = statement
@@ -829,6 +909,7 @@ impl MemoryStore for SqliteMemoryStore {
             )
             .map_err(|e| store.sql(e))?;
             tx.commit().map_err(|e| store.sql(e))?;
+            store.index(conn)?.drop_collection(&collection);
             Ok(deleted)
         })
         .await

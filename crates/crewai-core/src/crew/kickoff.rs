@@ -232,7 +232,7 @@ impl Crew {
 
         let result = tokio::select! {
             result = async {
-                self.ingest_knowledge().await?;
+                self.ingest_knowledge_counted(&usage, &cancellation).await?;
                 self.plan_and_execute(&run, prepared, started, plan.restored, plan.crew_plan, &recorder).await
             } => result,
             _ = cancellation.cancelled() => Err(CrewError::Cancelled { crew: spec.name.clone() }),

@@ -1,13 +1,22 @@
 //! The crew's side of knowledge: ingestion at kickoff (the crew's and every agent's, unchanged
-//! documents skipped) and [`Crew::query_knowledge`].
+//! documents skipped, its embeddings counted in the run's usage) and [`Crew::query_knowledge`].
 
-use crewai_knowledge::{Knowledge, KnowledgeSnippet};
+use std::sync::Arc;
+
+use crewai_knowledge::{Knowledge, KnowledgeError, KnowledgeOwner, KnowledgeSnippet};
+use crewai_llm::LlmError;
+use tokio_util::sync::CancellationToken;
 
 use super::{Crew, CrewError};
+use crate::embedder_stack::{self, RunMeter};
+use crate::usage::UsageTracker;
 
 /// CrewAI's `Crew.query_knowledge` defaults: three snippets at a similarity of 0.35 or more.
 pub const QUERY_KNOWLEDGE_LIMIT: usize = 3;
 pub const QUERY_KNOWLEDGE_THRESHOLD: f64 = 0.35;
+/// What a run's usage counts the embeddings of the crew's own knowledge under (by agent: no
+/// agent makes them), when a kickoff ingests it.
+pub const CREW_KNOWLEDGE_USAGE: &str = "(crew knowledge)";
 
 impl Crew {
     /// Every knowledge of the crew: its own, then its agents' (and its manager's).
@@ -32,19 +41,66 @@ impl Crew {
     /// does first (a document whose content hash is unchanged is not read again).
     pub async fn ingest_knowledge(&self) -> Result<(), CrewError> {
         for knowledge in self.all_knowledge() {
-            let report = knowledge
-                .ingest()
+            self.ingest(knowledge)
                 .await
                 .map_err(|e| self.knowledge_error(e))?;
-            tracing::debug!(
-                crew = %self.spec.name,
-                owner = ?knowledge.owner(),
-                ingested = report.ingested.len(),
-                unchanged = report.unchanged.len(),
-                chunks = report.chunks,
-                "knowledge ingested"
-            );
         }
+        Ok(())
+    }
+
+    /// [`Crew::ingest_knowledge`] as a kickoff does it: the embeddings count in the run's usage
+    /// and budget (under the agent whose knowledge it is, the crew's own under
+    /// [`CREW_KNOWLEDGE_USAGE`]) and stop when the run is cancelled. A budget it would go over
+    /// stops the run before its first task.
+    pub(super) async fn ingest_knowledge_counted(
+        &self,
+        usage: &UsageTracker,
+        cancellation: &CancellationToken,
+    ) -> Result<(), CrewError> {
+        for knowledge in self.all_knowledge() {
+            let meter = Arc::new(RunMeter {
+                usage: usage.clone(),
+                owner: match knowledge.owner() {
+                    KnowledgeOwner::Agent(role) => role.clone(),
+                    KnowledgeOwner::Crew | KnowledgeOwner::Tool(_) => {
+                        CREW_KNOWLEDGE_USAGE.to_string()
+                    }
+                },
+                cancellation: cancellation.clone(),
+            });
+            let counted = knowledge
+                .with_embedder(embedder_stack::metered(knowledge.embedder().clone(), meter))
+                .map_err(|e| self.knowledge_error(e))?;
+            match self.ingest(&counted).await {
+                Ok(()) => {}
+                Err(KnowledgeError::Embedding {
+                    source: LlmError::BudgetExceeded(exceeded),
+                    ..
+                }) => {
+                    return Err(CrewError::BudgetExceeded {
+                        crew: self.spec.name.clone(),
+                        task: None,
+                        exceeded,
+                        completed: Vec::new(),
+                        usage: Box::new(usage.total()),
+                    });
+                }
+                Err(error) => return Err(self.knowledge_error(error)),
+            }
+        }
+        Ok(())
+    }
+
+    async fn ingest(&self, knowledge: &Knowledge) -> Result<(), KnowledgeError> {
+        let report = knowledge.ingest().await?;
+        tracing::debug!(
+            crew = %self.spec.name,
+            owner = ?knowledge.owner(),
+            ingested = report.ingested.len(),
+            unchanged = report.unchanged.len(),
+            chunks = report.chunks,
+            "knowledge ingested"
+        );
         Ok(())
     }
 

@@ -21,7 +21,7 @@ pub use crate::kickoff::KickoffOptions;
 pub use crate::process::hierarchical::ManagerError;
 pub use builder::CrewBuilder;
 pub use error::CrewError;
-pub use knowledge::{QUERY_KNOWLEDGE_LIMIT, QUERY_KNOWLEDGE_THRESHOLD};
+pub use knowledge::{CREW_KNOWLEDGE_USAGE, QUERY_KNOWLEDGE_LIMIT, QUERY_KNOWLEDGE_THRESHOLD};
 pub use planning::{
     CrewPlan, PLANNER_SCHEMA_NAME, PLANNING_TASK_NAME, PlanningError, TaskPlan, planner_prompt,
 };
