@@ -7,7 +7,7 @@ use std::io::{IsTerminal, Write};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crewai_core::events::{Event, EventBus, EventKind, plans_added};
+use crewai_core::events::{Event, EventBus, EventKind, code_execution_summary, plans_added};
 use crewai_observe::local::format_cost;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::Value;
@@ -334,6 +334,16 @@ impl Progress {
                 let who = agent_role.as_deref().map(str::trim).unwrap_or("agent");
                 Self::line(state, &format!("  ↳ knowledge: {results} snippets for {who}"));
             }
+            EventKind::CodeExecutionCompleted { .. } => {
+                let summary = code_execution_summary(&event.kind).unwrap_or_default();
+                Self::line(state, &format!("  ↳ {summary}"));
+            }
+            EventKind::CodeExecutionFailed { backend, error, .. } => {
+                Self::line(
+                    state,
+                    &format!("  ✗ code could not run in the {backend} sandbox: {error}"),
+                );
+            }
             EventKind::KnowledgeQueryFailed { error, .. }
             | EventKind::KnowledgeSearchQueryFailed { error, .. } => {
                 Self::line(state, &format!("  ✗ knowledge could not be searched: {error}"));
@@ -369,6 +379,8 @@ impl Progress {
             | EventKind::A2aDelegationStarted { .. }
             | EventKind::A2aDelegationCompleted { .. }
             | EventKind::A2aDelegationFailed { .. }
+            // A code execution is shown when it ends.
+            | EventKind::CodeExecutionStarted { .. }
             | EventKind::LlmGuardrailStarted { .. }
             | EventKind::LlmGuardrailCompleted { .. }
             | EventKind::AgentDelegationCompleted { .. }

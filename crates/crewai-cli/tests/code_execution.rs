@@ -2,7 +2,8 @@
 //! CodeInterpreterTool, the Python the model writes runs in the WASI sandbox against the
 //! project's `inputs/sales.csv`, and what it printed (computed in the guest, not by the test)
 //! is the observation the model reads next. A plot the code saves comes back as an artifact
-//! under the project's `output/<task>/`.
+//! under the project's `output/<task>/`. Each execution is in the run's trace as
+//! `code_execution_*` events under the tool call's, and its end is a line of the run's progress.
 
 mod support;
 
@@ -12,9 +13,10 @@ use std::path::PathBuf;
 use crewai_local::cache::PYTHON_WASM;
 use crewai_testkit::prereq::{Prerequisite, Suite};
 use crewai_testkit::scripted::{Reply, ScriptedServer};
-use serde_json::json;
+use serde_json::{Value, json};
 use support::{
-    assert_contains, copy_dir, crewai, dry_run, examples, last_json_line, run, text, with_server,
+    assert_contains, copy_dir, crewai, dry_run, examples, last_json_line, new_trace_events, run,
+    text, with_server,
 };
 
 /// The name the model calls CodeInterpreterTool by (a function name, as CrewAI sends it).
@@ -46,6 +48,38 @@ fn expected_revenue() -> BTreeMap<String, f64> {
         *totals.entry(fields[1].to_string()).or_insert(0.0) += units * price;
     }
     totals
+}
+
+/// The run's one `code_execution_started` and its `code_execution_completed`, both under the
+/// `tool_usage_started` of the CodeInterpreterTool call; returns the completed one.
+fn the_execution_events(project: &std::path::Path) -> Value {
+    let events = new_trace_events(&project.join(".crewai/traces"), &[]);
+    let of_type = |kind: &str| -> Vec<&Value> {
+        events
+            .iter()
+            .filter(|event| event["type"] == kind)
+            .collect()
+    };
+    let calls = of_type("tool_usage_started");
+    let started = of_type("code_execution_started");
+    let completed = of_type("code_execution_completed");
+    assert_eq!(
+        (calls.len(), started.len(), completed.len()),
+        (1, 1, 1),
+        "{events:#?}"
+    );
+    for event in [started[0], completed[0]] {
+        assert_eq!(event["parent_event_id"], calls[0]["event_id"], "{event}");
+        assert_eq!(event["backend"], "wasi", "{event}");
+        assert_eq!(event["agent_role"], calls[0]["agent_role"], "{event}");
+        assert_eq!(event["code_sha256"], started[0]["code_sha256"], "{event}");
+    }
+    let hash = started[0]["code_sha256"].as_str().unwrap_or_default();
+    assert!(
+        hash.len() == 64 && hash.chars().all(|c| c.is_ascii_hexdigit()),
+        "{hash}"
+    );
+    completed[0].clone()
 }
 
 fn the_dry_run_gives_the_analyst_the_code_tool() {
@@ -126,6 +160,26 @@ fn the_analyst_computes_the_revenue_per_region_in_the_sandbox() {
 
     let output = last_json_line(&out);
     assert_eq!(output["raw"], "North has the highest revenue.", "{output}");
+
+    let completed = the_execution_events(dir.path());
+    assert_eq!(completed["exit_code"], 0, "{completed}");
+    assert_eq!(completed["limit_hit"], Value::Null, "{completed}");
+    // Where the tool saved it, as it names the path in the observation.
+    let artifacts = completed["artifacts"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(artifacts.len(), 1, "{completed}");
+    assert!(
+        artifacts[0]
+            .as_str()
+            .is_some_and(|path| path.ends_with("output/analysis/by_region.csv")),
+        "{completed}"
+    );
+    assert_contains(
+        &text(&out.stderr),
+        "code in the wasi sandbox: exit status 0 · ",
+    );
 }
 
 /// Code that raises gets its traceback as the observation, and the run goes on: a failing
@@ -150,6 +204,12 @@ fn a_traceback_is_the_observation_and_the_run_goes_on() {
     let observation = requests[1].body.to_string();
     assert_contains(&observation, "ZeroDivisionError");
     assert_contains(&observation, "exit status 1");
+    let completed = the_execution_events(dir.path());
+    assert_eq!(completed["exit_code"], 1, "{completed}");
+    assert_contains(
+        &text(&out.stderr),
+        "code in the wasi sandbox: exit status 1 · ",
+    );
 }
 
 fn main() -> std::process::ExitCode {

@@ -19,7 +19,9 @@ use std::process::{Child, Command, ExitCode, Stdio};
 use crewai_testkit::prereq::{Prerequisite, Suite};
 use crewai_testkit::scripted::ScriptedServer;
 use serde_json::Value;
-use support::{assert_contains, copy_dir, crewai, run_ok, text, with_server};
+use support::{
+    assert_contains, copy_dir, crewai, new_trace_events, run_ok, text, trace_files, with_server,
+};
 
 /// A sentence of the PDF's third paragraph (what a question about shipping days needs).
 const SHIPPING: &str = "Lisbon warehouse dispatches orders every Tuesday and Friday";
@@ -244,27 +246,6 @@ fn the_second_run_sends_the_first_runs_memories_and_the_pdf_snippet() {
         .unwrap_or_else(|| panic!("{collections}"));
     assert_eq!(crew["kind"], "crew knowledge");
     assert_eq!(crew["records"], 1, "{collections}");
-}
-
-/// The events of the trace files in `traces` that are not in `before`.
-fn new_trace_events(traces: &Path, before: &[PathBuf]) -> Vec<Value> {
-    trace_files(traces)
-        .into_iter()
-        .filter(|path| !before.contains(path))
-        .flat_map(|path| {
-            std::fs::read_to_string(&path)
-                .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-                .lines()
-                .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-                .collect::<Vec<_>>()
-        })
-        .collect()
-}
-
-fn trace_files(traces: &Path) -> Vec<PathBuf> {
-    std::fs::read_dir(traces)
-        .map(|entries| entries.filter_map(Result::ok).map(|e| e.path()).collect())
-        .unwrap_or_default()
 }
 
 /// The one `knowledge_retrieval_completed` event of a run, which found the PDF's passage.

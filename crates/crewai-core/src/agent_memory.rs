@@ -11,19 +11,23 @@
 
 use std::sync::Arc;
 
-use crewai_llm::{Llm, error_chain};
+use async_trait::async_trait;
+use crewai_llm::{LayeredLlm, Llm, LlmError, LlmLayer, LlmRequest, LlmResponse, Next, error_chain};
 use crewai_memory::{
-    Memory, MemoryEvent, MemoryObserver, RecallQuery, RememberOptions, ScopePath, memory_tools,
+    Memory, MemoryError, MemoryEvent, MemoryObserver, RecallQuery, RememberOptions, ScopePath,
+    memory_tools,
 };
 use crewai_tools::ToolHandle;
+use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use crate::agent::Agent;
 use crate::agent_task::RunServices;
-use crate::embedder_stack;
+use crate::embedder_stack::{self, RunMeter};
 use crate::events::{EventBus, EventKind};
 use crate::llm_stack::{self, CallPurpose, CallScope};
 use crate::prompts::memory as prompts;
+use crate::usage::UsageTracker;
 
 /// How many memories a task's prompt gets (CrewAI recalls five, shallow).
 pub(crate) const RECALL_LIMIT: usize = 5;
@@ -43,13 +47,13 @@ pub(crate) struct TaskMemory {
 struct BusObserver {
     events: EventBus,
     parent: Option<Uuid>,
-    agent_role: String,
+    agent_role: Option<String>,
     task_name: Option<String>,
 }
 
 impl MemoryObserver for BusObserver {
     fn on_event(&self, event: &MemoryEvent) {
-        let agent_role = Some(self.agent_role.clone());
+        let agent_role = self.agent_role.clone();
         let task_name = self.task_name.clone();
         let millis =
             |elapsed: &std::time::Duration| elapsed.as_millis().try_into().unwrap_or(u64::MAX);
@@ -137,7 +141,7 @@ impl TaskMemory {
         let observer = BusObserver {
             events: services.events.clone(),
             parent,
-            agent_role: agent.role().to_string(),
+            agent_role: Some(agent.role().to_string()),
             task_name: task_name.map(str::to_string),
         };
         let scope = Arc::new(scope);
@@ -235,5 +239,76 @@ impl TaskMemory {
                 "the task's result could not be queued for memory"
             );
         }
+    }
+}
+
+/// Where a memory used outside an agent's task reports and counts its work: a flow's methods
+/// (`FlowContext::remember` and `recall` in crewai-flow). Its `memory_*` events go to `events`
+/// under `parent`; its embeddings and its model's calls (extraction, analysis, consolidation)
+/// count in `usage` under `owner` and are refused past its budget, as a task's memory's are.
+#[derive(Debug, Clone)]
+pub struct MemoryAccounting {
+    pub events: EventBus,
+    pub parent: Option<Uuid>,
+    pub usage: UsageTracker,
+    pub cancellation: CancellationToken,
+    /// The name its usage is counted under (`(flow memory)`, say).
+    pub owner: String,
+}
+
+impl MemoryAccounting {
+    /// The same memory (store, background writes) doing its work under this accounting.
+    pub fn apply(&self, memory: &Memory) -> Result<Memory, MemoryError> {
+        let meter = Arc::new(RunMeter {
+            usage: self.usage.clone(),
+            owner: self.owner.clone(),
+            cancellation: self.cancellation.clone(),
+        });
+        let counted = memory.with_embedder(embedder_stack::metered(
+            memory.embedder().clone(),
+            meter.clone(),
+        ))?;
+        let counted = match memory.llm() {
+            Some(llm) => counted.with_llm(Arc::new(
+                LayeredLlm::builder(llm.clone())
+                    .layer(MeteredCalls(meter))
+                    .build(),
+            )),
+            None => counted,
+        };
+        Ok(counted.with_observer(Arc::new(BusObserver {
+            events: self.events.clone(),
+            parent: self.parent,
+            agent_role: None,
+            task_name: None,
+        })))
+    }
+}
+
+/// A model's calls counted by a [`RunMeter`]: refused past its budget, recorded under its
+/// owner, stopped by its cancellation.
+struct MeteredCalls(Arc<RunMeter>);
+
+#[async_trait]
+impl LlmLayer for MeteredCalls {
+    fn name(&self) -> &str {
+        "run usage"
+    }
+
+    async fn call(&self, request: LlmRequest, next: Next<'_>) -> Result<LlmResponse, LlmError> {
+        let model = next.model().model().to_string();
+        self.0
+            .usage
+            .check_request(&model, &request)
+            .map_err(|exceeded| LlmError::BudgetExceeded(Box::new(exceeded)))?;
+        let response = tokio::select! {
+            biased;
+            _ = self.0.cancellation.cancelled() => Err(LlmError::Cancelled),
+            response = next.call(request) => response,
+        }?;
+        self.0
+            .usage
+            .record_call(&model, &self.0.owner, None, &response.usage);
+        Ok(response)
     }
 }

@@ -45,6 +45,7 @@ mod jsonl;
 mod kind;
 mod panics;
 mod recorder;
+mod tool_report;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -53,7 +54,7 @@ use uuid::Uuid;
 
 pub use bus::{EventBus, ListenerId};
 pub use channel::{DroppedEvents, EventChannel};
-pub use console::{ConsoleListener, plans_added};
+pub use console::{ConsoleListener, code_execution_problem, code_execution_summary, plans_added};
 pub use jsonl::{
     DEFAULT_QUEUE_CAPACITY, EventLogError, JsonLinesReport, JsonLinesWriter, ListenerGuard,
 };

@@ -88,6 +88,7 @@ pub use agent::{
     Agent, AgentBuilder, AgentOutput, AgentStep, AgentTaskRequest, AgentTaskResult,
     DelegationChain, KickoffInput, StepCallback,
 };
+pub use agent_memory::MemoryAccounting;
 pub use error::AgentError;
 pub use events::{ConsoleListener, Event, EventBus, EventKind, EventRecorder, ListenerId};
 pub use guardrail::{Guardrail, GuardrailContext, GuardrailError, GuardrailPass, GuardrailVerdict};

@@ -2,9 +2,10 @@
 
 use std::sync::{Arc, Mutex};
 
-use crewai_core::KickoffOptions;
 use crewai_core::events::EventBus;
 use crewai_core::usage::UsageTracker;
+use crewai_core::{KickoffOptions, MemoryAccounting};
+use crewai_memory::{Memory, MemoryMatch, MemoryRecord, RecallQuery, RememberOptions};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -14,6 +15,9 @@ use crate::definition::MethodError;
 use crate::feedback::FeedbackRecord;
 use crate::persistence::MethodRecord;
 use crate::state::{FlowState, UnstructuredState};
+
+/// The name a flow's memory work is counted under in its usage.
+pub const FLOW_MEMORY_USAGE: &str = "(flow memory)";
 
 /// What one kickoff's methods share.
 pub(crate) struct RunShared<S> {
@@ -26,6 +30,8 @@ pub(crate) struct RunShared<S> {
     pub(crate) feedback: Mutex<Vec<FeedbackRecord>>,
     /// The run's ledger, held to the flow's budget.
     pub(crate) usage: UsageTracker,
+    /// The flow's memory, when it was given one.
+    pub(crate) memory: Option<Memory>,
 }
 
 /// The triggering completion a listener was run for.
@@ -193,6 +199,54 @@ impl<S: FlowState> FlowContext<S> {
     /// and the flow's budget (`max_cost_usd`, `max_tokens`) is checked against it.
     pub fn usage(&self) -> &UsageTracker {
         &self.shared.usage
+    }
+
+    /// The flow's memory as this method uses it: its events under this method's, its
+    /// embeddings and model calls counted in the flow's usage (as `(flow memory)`) and refused
+    /// past the flow's budget. An error when the flow has no memory
+    /// ([`FlowBuilder::memory`](crate::FlowBuilder::memory)).
+    pub fn memory(&self) -> Result<Memory, MethodError> {
+        let memory = self.shared.memory.as_ref().ok_or_else(|| {
+            MethodError::msg(format!(
+                "flow '{}' has no memory: give it one with FlowBuilder::memory(...) before \
+                 calling remember or recall",
+                self.shared.flow_name
+            ))
+        })?;
+        let accounting = MemoryAccounting {
+            events: self.shared.events.clone(),
+            parent: Some(self.event_id),
+            usage: self.shared.usage.clone(),
+            cancellation: self.shared.cancellation.clone(),
+            owner: FLOW_MEMORY_USAGE.to_string(),
+        };
+        Ok(accounting.apply(memory)?)
+    }
+
+    /// Stores `content` in the flow's memory (CrewAI's `Flow.remember`); scope, categories and
+    /// importance come from the memory's model when it has one, else its defaults.
+    pub async fn remember(&self, content: impl Into<String>) -> Result<MemoryRecord, MethodError> {
+        self.remember_with(content, RememberOptions::default())
+            .await
+    }
+
+    /// [`FlowContext::remember`] with the scope, categories, importance, source ... given.
+    pub async fn remember_with(
+        &self,
+        content: impl Into<String>,
+        options: RememberOptions,
+    ) -> Result<MemoryRecord, MethodError> {
+        Ok(self.memory()?.remember(&content.into(), options).await?)
+    }
+
+    /// The memories closest to `query` (CrewAI's `Flow.recall`: ten, deep recall).
+    pub async fn recall(&self, query: impl Into<String>) -> Result<Vec<MemoryMatch>, MethodError> {
+        self.recall_with(RecallQuery::new(query)).await
+    }
+
+    /// [`FlowContext::recall`] with the scope, limit, depth ... given.
+    pub async fn recall_with(&self, query: RecallQuery) -> Result<Vec<MemoryMatch>, MethodError> {
+        Ok(self.memory()?.recall(query).await?)
     }
 
     /// Options for `Agent::kickoff_with` run inside this method: [`FlowContext::crew_kickoff_options`]

@@ -1,5 +1,6 @@
 //! A flow's definition and its builder.
 
+use crewai_memory::Memory;
 use std::collections::BTreeSet;
 use std::fmt;
 use std::future::Future;
@@ -188,6 +189,7 @@ pub struct FlowBuilder<S: FlowState = UnstructuredState> {
     feedback_provider: Option<Arc<dyn FeedbackProvider>>,
     max_method_calls: u32,
     budget: Budget,
+    memory: Option<Memory>,
 }
 
 impl<S: FlowState> Default for FlowBuilder<S> {
@@ -210,6 +212,7 @@ impl<S: FlowState> FlowBuilder<S> {
             feedback_provider: None,
             max_method_calls: DEFAULT_MAX_METHOD_CALLS,
             budget: Budget::default(),
+            memory: None,
         }
     }
 
@@ -240,6 +243,14 @@ impl<S: FlowState> FlowBuilder<S> {
     /// every crew and agent of the run) over `tokens`; see [`FlowBuilder::max_cost_usd`].
     pub fn max_tokens(mut self, tokens: u64) -> Self {
         self.budget.max_tokens = Some(tokens);
+        self
+    }
+
+    /// The flow's memory (CrewAI's `Flow.memory`): what its methods' [`FlowContext::remember`]
+    /// and [`FlowContext::recall`] use. Its events go to the flow's bus under the method, and
+    /// its embeddings and model calls count in the flow's usage and budget.
+    pub fn memory(mut self, memory: Memory) -> Self {
+        self.memory = Some(memory);
         self
     }
 
@@ -484,6 +495,7 @@ impl<S: FlowState> FlowBuilder<S> {
                 .unwrap_or_else(|| Arc::new(ConsoleFeedbackProvider)),
             max_method_calls: self.max_method_calls,
             budget: self.budget,
+            memory: self.memory,
         }))
     }
 }

@@ -136,7 +136,7 @@ mod runtime;
 mod state;
 mod trigger;
 
-pub use context::FlowContext;
+pub use context::{FLOW_MEMORY_USAGE, FlowContext};
 /// `#[flow]` on an impl block (see the crate docs).
 pub use crewai_macros::flow;
 pub use definition::{

@@ -1,5 +1,6 @@
 //! Running a flow: kickoff, resume, fork and feedback, on tokio.
 
+use crewai_memory::Memory;
 use std::collections::BTreeMap;
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex};
@@ -71,6 +72,7 @@ pub(crate) struct FlowInner<S> {
     pub(crate) feedback: Arc<dyn FeedbackProvider>,
     pub(crate) max_method_calls: u32,
     pub(crate) budget: Budget,
+    pub(crate) memory: Option<Memory>,
 }
 
 impl Flow<UnstructuredState> {
@@ -354,6 +356,7 @@ impl<S: FlowState> Flow<S> {
             outputs: Mutex::new(progress.completed.clone()),
             feedback: Mutex::new(progress.feedback.clone()),
             usage,
+            memory: self.inner.memory.clone(),
         });
         let run = Run {
             flow: self.inner.clone(),

@@ -240,6 +240,11 @@ impl Memory {
         self.llm.is_some()
     }
 
+    /// The model it analyses and extracts with, when it has one.
+    pub fn llm(&self) -> Option<&Arc<dyn Llm>> {
+        self.llm.as_ref()
+    }
+
     pub(crate) fn absolute(&self, scope: &ScopePath) -> ScopePath {
         self.root.join(scope)
     }

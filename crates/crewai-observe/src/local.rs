@@ -577,6 +577,7 @@ fn kind_label(kind: SpanKind) -> &'static str {
         SpanKind::McpConnection => "mcp connect",
         SpanKind::McpToolCall => "mcp tool",
         SpanKind::A2aDelegation => "a2a delegate to",
+        SpanKind::CodeExecution => "code in",
     }
 }
 
@@ -586,7 +587,10 @@ fn kind_class(kind: SpanKind) -> &'static str {
         SpanKind::Task | SpanKind::Method => "task",
         SpanKind::Agent => "agent",
         SpanKind::LlmCall | SpanKind::Guardrail => "llm",
-        SpanKind::ToolCall | SpanKind::McpConnection | SpanKind::McpToolCall => "tool",
+        SpanKind::ToolCall
+        | SpanKind::McpConnection
+        | SpanKind::McpToolCall
+        | SpanKind::CodeExecution => "tool",
         SpanKind::Delegation | SpanKind::A2aDelegation => "delegation",
     }
 }

@@ -476,6 +476,35 @@ impl SpanShape {
                 }
                 (format!("a2a_delegate {label}"), OtelSpanKind::Client)
             }
+            K::CodeExecutionStarted {
+                code_sha256,
+                libraries_used,
+                ..
+            } => {
+                attributes.text("crewai.sandbox.backend", Some(label));
+                attributes.text("crewai.code.sha256", Some(code_sha256));
+                attributes.text("crewai.code.libraries", Some(&libraries_used.join(",")));
+                if let Some(K::CodeExecutionCompleted {
+                    exit_code,
+                    limit_hit,
+                    duration_ms,
+                    artifacts,
+                    ..
+                }) = closed
+                {
+                    if let Some(code) = exit_code {
+                        attributes.value("process.exit.code", i64::from(*code));
+                    }
+                    attributes.text("crewai.sandbox.limit_hit", limit_hit.as_deref());
+                    let count = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
+                    attributes.value("crewai.code.artifacts", count(artifacts.len()));
+                    attributes.value(
+                        "crewai.code.duration_ms",
+                        i64::try_from(*duration_ms).unwrap_or(i64::MAX),
+                    );
+                }
+                (format!("execute_code {label}"), OtelSpanKind::Internal)
+            }
             K::LlmGuardrailStarted { .. } => (format!("guardrail {label}"), OtelSpanKind::Internal),
             K::FlowStarted { flow_name, .. } => {
                 attributes.text("crewai.flow.name", Some(flow_name));
@@ -505,6 +534,8 @@ impl SpanShape {
             | K::McpConnectionFailed { .. }
             | K::McpToolExecutionCompleted { .. }
             | K::McpToolExecutionFailed { .. }
+            | K::CodeExecutionCompleted { .. }
+            | K::CodeExecutionFailed { .. }
             | K::A2aDelegationCompleted { .. }
             | K::A2aDelegationFailed { .. }
             | K::LlmGuardrailCompleted { .. }
@@ -756,6 +787,7 @@ fn span_kind_name(kind: SpanKind) -> &'static str {
         SpanKind::McpConnection => "mcp_connection",
         SpanKind::McpToolCall => "mcp_tool_call",
         SpanKind::A2aDelegation => "a2a_delegation",
+        SpanKind::CodeExecution => "code_execution",
     }
 }
 

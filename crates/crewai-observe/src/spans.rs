@@ -34,6 +34,8 @@ pub enum SpanKind {
     McpToolCall,
     /// One turn of a conversation with a remote A2A agent (inside the tool call that made it).
     A2aDelegation,
+    /// Model-written code running in a sandbox (inside the `CodeInterpreterTool` call).
+    CodeExecution,
 }
 
 /// One finished span.
@@ -253,6 +255,28 @@ fn role_of(kind: &EventKind) -> Role {
         K::A2aDelegationFailed {
             endpoint, error, ..
         } => closes(SpanKind::A2aDelegation, endpoint, Some(error)),
+        K::CodeExecutionStarted {
+            backend,
+            code_sha256,
+            ..
+        } => opens(SpanKind::CodeExecution, backend, code_sha256),
+        K::CodeExecutionCompleted {
+            code_sha256,
+            exit_code,
+            stopped,
+            limit_hit,
+            ..
+        } => {
+            let problem = crewai_core::events::code_execution_problem(
+                *exit_code,
+                stopped.as_deref(),
+                limit_hit.as_deref(),
+            );
+            closes(SpanKind::CodeExecution, code_sha256, problem.as_deref())
+        }
+        K::CodeExecutionFailed {
+            code_sha256, error, ..
+        } => closes(SpanKind::CodeExecution, code_sha256, Some(error)),
         K::AgentDelegationStarted { to_agent, .. } => opens(SpanKind::Delegation, to_agent, ""),
         K::AgentDelegationCompleted { .. } => closes(SpanKind::Delegation, "", None),
         K::LlmGuardrailStarted { guardrail, .. } => opens(SpanKind::Guardrail, guardrail, ""),
@@ -639,7 +663,7 @@ mod tests {
                 "nothing closes a {kind:?} span"
             );
         }
-        assert_eq!(opened.len(), 13, "{opened:?}");
+        assert_eq!(opened.len(), 14, "{opened:?}");
     }
 
     #[test]

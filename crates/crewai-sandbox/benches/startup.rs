@@ -7,6 +7,8 @@
 //! - **warm `print(1)`**: each later execution on the loaded sandbox: a fresh store, scratch
 //!   folder and interpreter start, so this is CPython's own start-up inside wasmtime.
 //! - **`import numpy, pandas`**: one execution importing both.
+//! - **matplotlib**: one execution drawing a line plot and saving it as a PNG (its font cache
+//!   is rebuilt each time: the guest's temporary folder is fresh per execution).
 //! - **host `python3 -c 'print(1)'`**: the anchor, the host interpreter's start (unconfined).
 //! - **compile** (only with `BENCH_COMPILE=1`, about a minute): the interpreter compiled into an
 //!   empty cache, what a machine pays once.
@@ -117,6 +119,11 @@ fn main() -> ExitCode {
         .map(|_| execute(&runtime, &sandbox, "import numpy, pandas\nprint(1)"))
         .collect();
     row("`import numpy, pandas`", &mut imports);
+    let plot = "import matplotlib.pyplot as plt\nplt.plot([1, 2, 3])\nplt.savefig('plot.png')";
+    let mut plots: Vec<Duration> = (0..runs().min(5))
+        .map(|_| execute(&runtime, &sandbox, plot))
+        .collect();
+    row("matplotlib: one line plot saved as PNG", &mut plots);
 
     let mut host: Vec<Duration> = (0..runs())
         .filter_map(|_| {

@@ -80,13 +80,22 @@ impl HostSandbox {
     /// The bubblewrap backend for `python` (blocking): refused, with the reason, where `bwrap`
     /// is missing, the kernel refuses a user namespace, or the platform has no seccomp filter.
     pub fn bubblewrap(python: &Path) -> Result<Self, SandboxError> {
+        Self::bubblewrap_searching(python, std::env::var_os("PATH"))
+    }
+
+    /// [`HostSandbox::bubblewrap`] with `bwrap` looked up in the folders of `search_path` (a
+    /// `PATH` value).
+    fn bubblewrap_searching(
+        python: &Path,
+        search_path: Option<OsString>,
+    ) -> Result<Self, SandboxError> {
         if !cfg!(target_os = "linux") {
             return Err(SandboxError::UnsupportedPlatform(
                 std::env::consts::OS.to_string(),
             ));
         }
         let seccomp = seccomp_programs()?;
-        let bwrap = on_path("bwrap").ok_or(SandboxError::BubblewrapMissing)?;
+        let bwrap = on_path("bwrap", search_path).ok_or(SandboxError::BubblewrapMissing)?;
         check_user_namespaces(&bwrap)?;
         let (executable, python_dirs) = python_layout(python)?;
         Ok(HostSandbox {
@@ -560,8 +569,8 @@ fn path_text(path: &Path) -> Result<String, SandboxError> {
         })
 }
 
-fn on_path(program: &str) -> Option<PathBuf> {
-    std::env::split_paths(&std::env::var_os("PATH")?)
+fn on_path(program: &str, search_path: Option<OsString>) -> Option<PathBuf> {
+    std::env::split_paths(&search_path?)
         .map(|dir| dir.join(program))
         .find(|candidate| candidate.is_file())
 }
@@ -680,6 +689,22 @@ mod tests {
             dir.path().join("missing").display().to_string(),
         ];
         assert_eq!(bind_roots(&folders), vec![venv]);
+    }
+
+    #[test]
+    fn without_bwrap_on_the_path_the_backend_refuses_with_how_to_install_it() {
+        let empty = tempfile::tempdir().unwrap();
+        for search_path in [None, Some(empty.path().as_os_str().to_owned())] {
+            let error = HostSandbox::bubblewrap_searching(Path::new("python3"), search_path)
+                .err()
+                .map(|error| error.to_string())
+                .unwrap_or_default();
+            assert!(
+                error.contains("needs `bwrap` on PATH")
+                    && error.contains("apt-get install bubblewrap"),
+                "{error}"
+            );
+        }
     }
 
     #[test]

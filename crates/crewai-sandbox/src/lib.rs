@@ -29,6 +29,7 @@ mod error;
 mod execution;
 mod guest;
 mod host;
+mod mpl_data;
 mod outcome;
 mod prelude;
 mod scratch;

@@ -11,10 +11,26 @@ pub(crate) const SANDBOX_INPUTS: &str = "/inputs";
 /// Runs the model's code as `__main__` in the working folder, after checking that the modules it
 /// says it needs are importable: a missing one is a clear `ModuleNotFoundError`, not a silent
 /// pass. Every backend runs it: its arguments are the working folder, the code, the needed
-/// modules (comma-separated) and what to say about a missing one.
+/// modules (comma-separated) and what to say about a missing one. When the backend names a
+/// `__file__` for matplotlib (the WASI one, see `mpl_data`), matplotlib is found as usual and
+/// given that `__file__`, so that it reads its data from the folder beside it.
 pub(crate) const PRELUDE: &str = r#"import os, sys, importlib.util
 _workdir, _source, _needed, _hint = sys.argv[1], sys.argv[2], [n for n in sys.argv[3].split(",") if n], sys.argv[4]
 del sys.argv[1:]
+_matplotlib_file = os.environ.pop("_CREWAI_MATPLOTLIB_FILE", None)
+if _matplotlib_file:
+    class _MatplotlibBesideItsData:
+        @classmethod
+        def find_spec(cls, name, path=None, target=None):
+            if name != "matplotlib":
+                return None
+            for finder in sys.meta_path[sys.meta_path.index(cls) + 1:]:
+                spec = finder.find_spec(name, path, target) if hasattr(finder, "find_spec") else None
+                if spec is not None:
+                    spec.origin = _matplotlib_file
+                    return spec
+            return None
+    sys.meta_path.insert(0, _MatplotlibBesideItsData)
 os.chdir(_workdir)
 _missing = [n for n in _needed if importlib.util.find_spec(n.split(".")[0]) is None]
 if _missing:

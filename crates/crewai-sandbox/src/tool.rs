@@ -4,8 +4,11 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use crewai_tools::{Tool, ToolContext, ToolError, ToolOutput};
+use crewai_tools::{
+    CodeExecutionEnd, CodeExecutionStart, Tool, ToolContext, ToolError, ToolOutput, ToolReport,
+};
 use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha256};
 use tokio::sync::OnceCell;
 
 use crate::backend::{self, Backend, BackendConfig, Sandbox};
@@ -61,9 +64,9 @@ impl CodeInterpreterTool {
         let mut description = String::from(match backend {
             Backend::Wasi => {
                 "Runs Python 3 code in an isolated sandbox and returns what it printed. Use \
-                 print() to show results. numpy, pandas, scipy and scikit-learn are available; \
-                 nothing can be installed and there is no network. Files written to the working \
-                 directory are saved."
+                 print() to show results. numpy, pandas, scipy, scikit-learn and matplotlib are \
+                 available; nothing can be installed and there is no network. Files written to \
+                 the working directory (a plot saved with savefig, say) are saved."
             }
             Backend::Bubblewrap => {
                 "Runs Python 3 code with the project's installed packages in an isolated sandbox \
@@ -161,6 +164,21 @@ impl CodeInterpreterTool {
         })
         .await
         .map_err(|error| ToolError::failed(format!("saving the artifacts failed: {error}")))?
+    }
+
+    /// Runs the code on the backend (loaded at the first call) and saves what it left behind.
+    async fn execute(
+        &self,
+        execution: Execution,
+        ctx: &ToolContext,
+    ) -> Result<(ExecutionOutcome, Vec<PathBuf>), ToolError> {
+        let sandbox = self.sandbox().await?;
+        let outcome = sandbox
+            .run(execution, &ctx.cancellation)
+            .await
+            .map_err(|error| ToolError::failed(crewai_llm::error_chain(&error)))?;
+        let saved = self.save_artifacts(&outcome, ctx).await?;
+        Ok((outcome, saved))
     }
 }
 
@@ -331,14 +349,38 @@ impl Tool for CodeInterpreterTool {
             env,
             limits: self.config.limits,
         };
-        let sandbox = self.sandbox().await?;
-        let outcome = sandbox
-            .run(execution, &ctx.cancellation)
-            .await
-            .map_err(|error| ToolError::failed(crewai_llm::error_chain(&error)))?;
-        let saved = self.save_artifacts(&outcome, ctx).await?;
+        let start = CodeExecutionStart {
+            backend: self.backend().as_str().to_string(),
+            code_sha256: hex::encode(Sha256::digest(code.as_bytes())),
+            libraries_used: execution.modules.clone(),
+        };
+        ctx.report(ToolReport::CodeExecutionStarted(start.clone()));
+        let ran = self.execute(execution, ctx).await;
+        match &ran {
+            Ok((outcome, saved)) => {
+                ctx.report(ToolReport::CodeExecutionCompleted(CodeExecutionEnd {
+                    start,
+                    exit_code: match outcome.status {
+                        ExitStatus::Exited(code) => Some(code),
+                        ExitStatus::Stopped { .. } => None,
+                    },
+                    stopped: match &outcome.status {
+                        ExitStatus::Exited(_) => None,
+                        ExitStatus::Stopped { reason } => Some(reason.clone()),
+                    },
+                    limit_hit: outcome.limit_hit.map(|limit| limit.as_str().to_string()),
+                    duration_ms: u64::try_from(outcome.duration.as_millis()).unwrap_or(u64::MAX),
+                    artifacts: saved.iter().map(|p| p.display().to_string()).collect(),
+                }))
+            }
+            Err(error) => ctx.report(ToolReport::CodeExecutionFailed {
+                start,
+                error: crewai_llm::error_chain(error),
+            }),
+        }
+        let (outcome, saved) = ran?;
         Ok(ToolOutput::Text(observation(
-            sandbox.backend(),
+            self.backend(),
             &outcome,
             &saved,
         )))

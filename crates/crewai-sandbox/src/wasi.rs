@@ -14,6 +14,7 @@ use wasmtime_wasi::{FsPerms, I32Exit, WasiCtxBuilder};
 use crate::error::SandboxError;
 use crate::execution::Execution;
 use crate::guest::{self, GuestLimiter, GuestState, StopReason};
+use crate::mpl_data;
 use crate::outcome::{self, ExecutionOutcome, ExitStatus, Stop};
 use crate::prelude;
 use crate::scratch::Workspace;
@@ -69,6 +70,8 @@ struct Inner {
     linker: Linker<GuestState>,
     /// A folder holding only the standard library zip as `python315.zip`.
     lib_dir: PathBuf,
+    /// matplotlib's unpacked data folder, when the interpreter has matplotlib.
+    mpl_data: Option<PathBuf>,
     // Held for its Drop: it stops the epoch thread when the last clone goes.
     _ticker: Ticker,
 }
@@ -141,6 +144,7 @@ impl WasiSandbox {
         std::fs::create_dir_all(cache_dir).map_err(SandboxError::io("create", cache_dir))?;
         let module = load_module(&engine, files, cache_dir)?;
         let lib_dir = stdlib_dir(files, cache_dir)?;
+        let mpl_data = mpl_data::unpacked(&files.stdlib_zip, cache_dir)?;
         let mut linker: Linker<GuestState> = Linker::new(&engine);
         wasmtime_wasi::p1::add_to_linker_sync(&mut linker, |state: &mut GuestState| {
             &mut state.wasi
@@ -159,6 +163,7 @@ impl WasiSandbox {
                 module,
                 linker,
                 lib_dir,
+                mpl_data,
                 _ticker: ticker,
             }),
         })
@@ -232,13 +237,21 @@ impl WasiSandbox {
         for (name, value) in &execution.env {
             wasi.env(name, value);
         }
+        if self.inner.mpl_data.is_some() {
+            wasi.env(mpl_data::MPL_FILE_VAR, mpl_data::GUEST_MPL_FILE);
+        }
+        let mpl_data = self
+            .inner
+            .mpl_data
+            .as_ref()
+            .map(|data| (data, mpl_data::GUEST_MPL_DATA, FsPerms::ReadOnly));
         let preopens = [
             (&self.inner.lib_dir, guest::GUEST_LIB, FsPerms::ReadOnly),
             (&scratch_dir, prelude::SANDBOX_SCRATCH, FsPerms::ReadWrite),
             (&tmp_dir, prelude::SANDBOX_TMP, FsPerms::ReadWrite),
             (&inputs_dir, prelude::SANDBOX_INPUTS, FsPerms::ReadOnly),
         ];
-        for (host, guest_path, perms) in preopens {
+        for (host, guest_path, perms) in preopens.into_iter().chain(mpl_data) {
             wasi.preopened_dir(host, guest_path, perms)
                 .map_err(SandboxError::runtime("open a folder for the guest"))?;
         }

@@ -15,8 +15,11 @@ use crewai_sandbox::{
     InterpreterFiles, Limits, Sandbox, WasiSandbox, backend_from_args,
 };
 use crewai_testkit::prereq::{Prerequisite, Suite};
-use crewai_tools::{Tool, ToolContext};
+use std::sync::{Arc, Mutex};
+
+use crewai_tools::{Tool, ToolContext, ToolReport, ToolReporter};
 use serde_json::json;
+use sha2::{Digest, Sha256};
 
 fn interpreter_dir() -> PathBuf {
     PYTHON_WASM.path_in(&crewai_local::models_dir())
@@ -78,6 +81,38 @@ async fn a_native_module_that_is_not_bundled_cannot_be_imported() {
     common::assert_all_blocked(&outcome, &["ctypes", "torch"]);
 }
 
+/// matplotlib draws with its bundled data (its rc file, fonts) read from the unpacked folder,
+/// and the PNG it saves comes back as an artifact.
+async fn matplotlib_saves_a_plot_as_an_artifact() {
+    let code = "\
+import matplotlib
+import matplotlib.pyplot as plt
+plt.bar(['North', 'South'], [3.5, 2.0])
+plt.title('revenue by region')
+plt.savefig('revenue.png')
+print(matplotlib.get_backend(), matplotlib.get_data_path())
+";
+    let outcome = run_code(&sandbox(), code).await;
+    assert!(
+        outcome.succeeded(),
+        "{}\n{}",
+        outcome.stdout,
+        outcome.stderr
+    );
+    assert_eq!(
+        outcome.stdout.trim(),
+        "Agg /usr/local/share/matplotlib/mpl-data",
+        "drawing to files, with its data from the unpacked folder"
+    );
+    let png = outcome
+        .artifacts
+        .iter()
+        .find(|artifact| artifact.path == "revenue.png")
+        .unwrap_or_else(|| panic!("no revenue.png in {:?}", outcome.artifacts));
+    assert!(png.bytes.starts_with(b"\x89PNG\r\n"), "not a PNG");
+    assert!(png.bytes.len() > 1000, "{} bytes", png.bytes.len());
+}
+
 async fn the_tool_saves_written_files_under_the_task_folder() {
     let output = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let tool = CodeInterpreterTool::new(CodeInterpreterConfig {
@@ -88,7 +123,10 @@ async fn the_tool_saves_written_files_under_the_task_folder() {
         limits: Limits::default(),
     });
     let code = "import pandas as pd\npd.DataFrame({'x': [1, 2, 3]}).to_csv('table.csv', index=False)\nprint('saved')";
-    let context = ToolContext::new().with_task("t1", "plot sales");
+    let (reports, reporter) = collect_reports();
+    let context = ToolContext::new()
+        .with_task("t1", "plot sales")
+        .with_reporter(reporter);
     let observation = tool
         .run(
             json!({"code": code, "libraries_used": ["pandas"]}),
@@ -108,6 +146,28 @@ async fn the_tool_saves_written_files_under_the_task_folder() {
     );
     let text = std::fs::read_to_string(&table).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(text, "x\n1\n2\n3\n");
+    // The execution was reported, started then completed, under the code's hash.
+    let reported = std::mem::take(&mut *reports.lock().unwrap_or_else(|p| p.into_inner()));
+    let [
+        ToolReport::CodeExecutionStarted(start),
+        ToolReport::CodeExecutionCompleted(end),
+    ] = reported.as_slice()
+    else {
+        panic!("{reported:#?}")
+    };
+    assert_eq!(start.backend, "wasi");
+    assert_eq!(start.code_sha256, hex(code));
+    assert_eq!(start.libraries_used, ["pandas"]);
+    assert_eq!(&end.start, start);
+    assert_eq!(
+        (
+            end.exit_code,
+            end.stopped.as_deref(),
+            end.limit_hit.as_deref()
+        ),
+        (Some(0), None, None)
+    );
+    assert_eq!(end.artifacts, [table.display().to_string()]);
     // An allow-listed variable reaches the guest.
     let seen = tool
         .run(
@@ -130,6 +190,60 @@ async fn the_tool_saves_written_files_under_the_task_folder() {
         missing.contains("exit status 1") && missing.contains("polars"),
         "{missing}"
     );
+}
+
+/// A reporter that keeps what the tool reports.
+fn collect_reports() -> (Arc<Mutex<Vec<ToolReport>>>, ToolReporter) {
+    let reports = Arc::new(Mutex::new(Vec::new()));
+    let sink = reports.clone();
+    let reporter = ToolReporter::new(move |report| {
+        sink.lock().unwrap_or_else(|p| p.into_inner()).push(report)
+    });
+    (reports, reporter)
+}
+
+fn hex(code: &str) -> String {
+    hex::encode(Sha256::digest(code.as_bytes()))
+}
+
+/// A sandbox that cannot start fails the call with the reason, and the failure is reported.
+async fn a_sandbox_that_cannot_start_is_reported_as_failed() {
+    let missing = Path::new("/nonexistent/python-wasm");
+    let tool = CodeInterpreterTool::new(CodeInterpreterConfig {
+        backend: BackendConfig::Wasi {
+            interpreter: InterpreterFiles::in_dir(missing, "00"),
+            cache_dir: missing.join("compiled"),
+        },
+        artifacts_dir: missing.join("output"),
+        inputs: Vec::new(),
+        env_allow: Vec::new(),
+        limits: Limits::default(),
+    });
+    let (reports, reporter) = collect_reports();
+    let error = tool
+        .run(
+            json!({"code": "print(1)"}),
+            &ToolContext::new().with_reporter(reporter),
+        )
+        .await
+        .err()
+        .map(|e| crewai_llm::error_chain(&e))
+        .unwrap_or_default();
+    assert!(error.contains("crewai models pull python-wasm"), "{error}");
+    let reported = reports.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    let [
+        ToolReport::CodeExecutionStarted(start),
+        ToolReport::CodeExecutionFailed {
+            start: failed,
+            error: reason,
+        },
+    ] = reported.as_slice()
+    else {
+        panic!("{reported:#?}")
+    };
+    assert_eq!(start, failed);
+    assert_eq!(start.code_sha256, hex("print(1)"));
+    assert_eq!(reason, &error);
 }
 
 fn project_arguments_are_mapped_or_refused() {
@@ -192,6 +306,10 @@ fn main() -> std::process::ExitCode {
             "a_missing_interpreter_is_a_clear_error",
             a_missing_interpreter_is_a_clear_error,
         )
+        .async_test(
+            "a_sandbox_that_cannot_start_is_reported_as_failed",
+            a_sandbox_that_cannot_start_is_reported_as_failed,
+        )
         .async_test_needing("prints_and_exits_zero", &needs, prints_and_exits_zero)
         .async_test_needing(
             "a_native_module_that_is_not_bundled_cannot_be_imported",
@@ -207,6 +325,11 @@ fn main() -> std::process::ExitCode {
             "the_guest_environment_is_only_the_allow_list",
             &needs,
             the_guest_environment_is_only_the_allow_list,
+        )
+        .async_test_needing(
+            "matplotlib_saves_a_plot_as_an_artifact",
+            &needs,
+            matplotlib_saves_a_plot_as_an_artifact,
         )
         .async_test_needing(
             "the_tool_saves_written_files_under_the_task_folder",

@@ -44,6 +44,7 @@ mod handle;
 mod macros;
 mod name;
 mod repair;
+pub mod report;
 mod schema;
 mod set;
 pub mod tool;
@@ -60,6 +61,7 @@ pub use handle::{
 };
 pub use name::{MAX_TOOL_NAME_LEN, field_title, sanitize_tool_name, similarity_ratio};
 pub use repair::repair_json;
+pub use report::{CodeExecutionEnd, CodeExecutionStart, ToolReport, ToolReporter};
 pub use schema::{schema_for, strict_parameters};
 pub use set::ToolSet;
 pub use tool::{EmbeddingLayer, EnvVar, Tool, ToolContext, ToolError, ToolOutput};

@@ -7,6 +7,8 @@ use crewai_llm::embeddings::Embedder;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use crate::report::{ToolReport, ToolReporter};
+
 /// Who is calling a tool, and a token that is cancelled when the run is abandoned.
 #[derive(Debug, Clone, Default)]
 pub struct ToolContext {
@@ -22,6 +24,9 @@ pub struct ToolContext {
     /// The run's accounting around an embedder: a tool that embeds (the knowledge search
     /// tools) wraps its embedder with it, so its embeddings count in the run's usage and budget.
     pub embedding_layer: Option<EmbeddingLayer>,
+    /// Where the tool reports the work it does inside the call (a sandboxed execution); the
+    /// run makes each report an event under this call's.
+    pub reporter: Option<ToolReporter>,
 }
 
 /// A function wrapping an embedder in another.
@@ -73,6 +78,15 @@ impl ToolContext {
         /// Ties the tool run to a caller's token (typically a child of the agent's run token).
         pub fn with_cancellation(cancellation: CancellationToken) => cancellation = cancellation;
         pub fn with_embedding_layer(layer: EmbeddingLayer) => embedding_layer = Some(layer);
+        pub fn with_reporter(reporter: ToolReporter) => reporter = Some(reporter);
+    }
+
+    /// Hands `report` to the caller's [`ToolReporter`]; without one (a call outside a run) it
+    /// goes nowhere.
+    pub fn report(&self, report: ToolReport) {
+        if let Some(reporter) = &self.reporter {
+            reporter.report(report);
+        }
     }
 
     /// `embedder` inside the caller's [`EmbeddingLayer`], or as it is when there is none.

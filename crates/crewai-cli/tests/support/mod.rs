@@ -119,3 +119,24 @@ pub fn copy_dir(from: &Path, to: &Path) {
         }
     }
 }
+
+/// The events of the trace files in `traces` that are not in `before`.
+pub fn new_trace_events(traces: &Path, before: &[PathBuf]) -> Vec<Value> {
+    trace_files(traces)
+        .into_iter()
+        .filter(|path| !before.contains(path))
+        .flat_map(|path| {
+            std::fs::read_to_string(&path)
+                .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+                .lines()
+                .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+pub fn trace_files(traces: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(traces)
+        .map(|entries| entries.filter_map(Result::ok).map(|e| e.path()).collect())
+        .unwrap_or_default()
+}

@@ -189,6 +189,12 @@ fn console_line(event: &Event) -> Option<String> {
         EventKind::McpConnectionFailed {
             server_name, error, ..
         } => format!("🔌 MCP server {server_name} could not be used: {error}"),
+        EventKind::CodeExecutionCompleted { .. } => {
+            format!("🐍 {}", code_execution_summary(&event.kind).unwrap_or_default())
+        }
+        EventKind::CodeExecutionFailed { backend, error, .. } => {
+            format!("🐍 Code could not run in the {backend} sandbox: {error}")
+        }
         EventKind::LlmGuardrailStarted {
             guardrail,
             retry_count,
@@ -288,9 +294,61 @@ fn console_line(event: &Event) -> Option<String> {
         | EventKind::A2aDelegationStarted { .. }
         | EventKind::A2aDelegationCompleted { .. }
         | EventKind::A2aDelegationFailed { .. }
+        // A code execution is shown when it ends.
+        | EventKind::CodeExecutionStarted { .. }
         | EventKind::MethodExecutionStarted { .. }
         | EventKind::MethodExecutionFinished { .. } => return None,
     };
+    Some(text)
+}
+
+/// What went wrong in a sandboxed code execution, none when it ran to its end, exited 0 and
+/// hit no limit: `exit status 1`, `stopped: <reason>`, each with the limit it reached.
+pub fn code_execution_problem(
+    exit_code: Option<i32>,
+    stopped: Option<&str>,
+    limit_hit: Option<&str>,
+) -> Option<String> {
+    let mut text = match (stopped, exit_code) {
+        (None, Some(0)) if limit_hit.is_none() => return None,
+        (Some(reason), _) => format!("stopped: {reason}"),
+        (None, Some(code)) => format!("exit status {code}"),
+        (None, None) => "ended without an exit status".to_string(),
+    };
+    if let Some(limit) = limit_hit {
+        text.push_str(&format!(" (limit reached: {limit})"));
+    }
+    Some(text)
+}
+
+/// How a sandboxed code execution ended, as the console and the CLI's progress show it:
+/// `code in the wasi sandbox: exit status 0 · 0.41s · 1 file saved`; none for any other event.
+pub fn code_execution_summary(kind: &EventKind) -> Option<String> {
+    let EventKind::CodeExecutionCompleted {
+        backend,
+        exit_code,
+        stopped,
+        limit_hit,
+        duration_ms,
+        artifacts,
+        ..
+    } = kind
+    else {
+        return None;
+    };
+    let outcome = code_execution_problem(*exit_code, stopped.as_deref(), limit_hit.as_deref())
+        .unwrap_or_else(|| "exit status 0".to_string());
+    let mut text = format!(
+        "code in the {backend} sandbox: {outcome} · {:.2}s",
+        *duration_ms as f64 / 1000.0
+    );
+    let saved = artifacts.len();
+    if saved > 0 {
+        text.push_str(&format!(
+            " · {saved} file{} saved",
+            if saved == 1 { "" } else { "s" }
+        ));
+    }
     Some(text)
 }
 
@@ -326,6 +384,45 @@ mod tests {
         fn flush(&mut self) -> std::io::Result<()> {
             Ok(())
         }
+    }
+
+    #[test]
+    fn a_code_execution_says_how_it_ended_and_what_went_wrong_only_when_something_did() {
+        assert_eq!(code_execution_problem(Some(0), None, None), None);
+        assert_eq!(
+            code_execution_problem(Some(1), None, Some("memory")).as_deref(),
+            Some("exit status 1 (limit reached: memory)")
+        );
+        assert_eq!(
+            code_execution_problem(None, Some("the deadline of 30s passed"), Some("deadline"))
+                .as_deref(),
+            Some("stopped: the deadline of 30s passed (limit reached: deadline)")
+        );
+        let completed = |backend: &str, exit_code: i32, duration_ms: u64, saved: usize| {
+            EventKind::CodeExecutionCompleted {
+                backend: backend.into(),
+                code_sha256: String::new(),
+                exit_code: Some(exit_code),
+                stopped: None,
+                limit_hit: None,
+                duration_ms,
+                artifacts: vec!["a".into(); saved],
+                agent_role: None,
+                task_name: None,
+            }
+        };
+        assert_eq!(
+            code_execution_summary(&completed("wasi", 0, 412, 1)).as_deref(),
+            Some("code in the wasi sandbox: exit status 0 · 0.41s · 1 file saved")
+        );
+        assert_eq!(
+            code_execution_summary(&completed("bubblewrap", 1, 2000, 3)).as_deref(),
+            Some("code in the bubblewrap sandbox: exit status 1 · 2.00s · 3 files saved")
+        );
+        assert_eq!(
+            code_execution_summary(&EventKind::blank(EventType::CodeExecutionStarted)),
+            None
+        );
     }
 
     #[test]

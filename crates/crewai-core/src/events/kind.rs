@@ -320,6 +320,39 @@ pub enum EventKind {
         error: String,
     },
 
+    /// Code a model wrote starts in a sandbox (`CodeInterpreterTool`; not a CrewAI event, CrewAI
+    /// has no sandbox). `backend` is `wasi`, `bubblewrap` or `unsafe`; `code_sha256` names the
+    /// code, which the tool call's own event carries.
+    CodeExecutionStarted {
+        backend: String,
+        code_sha256: String,
+        libraries_used: Vec<String>,
+        agent_role: Option<String>,
+        task_name: Option<String>,
+    },
+    /// The code ended: `exit_code` when it exited by itself, `stopped` when the runtime stopped
+    /// it, `limit_hit` (`deadline`, `memory`, `output`) when a limit did; `artifacts` are the
+    /// files it wrote, where they were saved.
+    CodeExecutionCompleted {
+        backend: String,
+        code_sha256: String,
+        exit_code: Option<i32>,
+        stopped: Option<String>,
+        limit_hit: Option<String>,
+        duration_ms: u64,
+        artifacts: Vec<String>,
+        agent_role: Option<String>,
+        task_name: Option<String>,
+    },
+    /// The code could not run: the sandbox did not start, or failed itself.
+    CodeExecutionFailed {
+        backend: String,
+        code_sha256: String,
+        agent_role: Option<String>,
+        task_name: Option<String>,
+        error: String,
+    },
+
     /// A guardrail check starts; `guardrail` is the description of an LLM guardrail or the name of a
     /// function guardrail; `retry_count` counts the retries before this check.
     LlmGuardrailStarted {
@@ -672,6 +705,21 @@ impl EventKind {
                 ..
             }
             | K::A2aDelegationFailed {
+                agent_role,
+                task_name,
+                ..
+            }
+            | K::CodeExecutionStarted {
+                agent_role,
+                task_name,
+                ..
+            }
+            | K::CodeExecutionCompleted {
+                agent_role,
+                task_name,
+                ..
+            }
+            | K::CodeExecutionFailed {
                 agent_role,
                 task_name,
                 ..

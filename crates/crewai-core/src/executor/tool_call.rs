@@ -6,11 +6,12 @@ use crewai_llm::{ToolCall, error_chain};
 use std::sync::Arc;
 
 use crewai_tools::{
-    EmbeddingLayer, ToolContext, ToolError, ToolFailurePolicy, ToolHandle, prepare_arguments,
-    usage_limit_message,
+    EmbeddingLayer, ToolContext, ToolError, ToolFailurePolicy, ToolHandle, ToolReporter,
+    prepare_arguments, usage_limit_message,
 };
 use futures::{FutureExt, StreamExt};
 use serde_json::Value;
+use uuid::Uuid;
 
 use super::Execution;
 use crate::agent::AgentStep;
@@ -35,6 +36,19 @@ impl Execution {
                 .with_cancellation(self.cancellation.clone()),
         );
         EmbeddingLayer::new(move |embedder| embedder_stack::metered(embedder, scope.clone()))
+    }
+
+    /// Makes what a tool reports from inside a call (a sandboxed execution) events under the
+    /// call's own `tool_usage_started`, attributed to this agent and task.
+    fn tool_reporter(&self, call_event: Uuid) -> ToolReporter {
+        let events = self.services.events.clone();
+        let agent_role = self.role().to_string();
+        let task_name = self.task_name.clone();
+        ToolReporter::new(move |report| {
+            events.emit_with(Some(call_event), || {
+                EventKind::from_tool_report(report, Some(agent_role.clone()), task_name.clone())
+            });
+        })
     }
 }
 
@@ -216,6 +230,7 @@ impl Execution {
             cancellation: self.cancellation.clone(),
             parent_event_id: Some(started_id.to_string()),
             embedding_layer: Some(self.embedding_layer()),
+            reporter: Some(self.tool_reporter(started_id)),
         };
         // A tool is user code: a panic in an async tool is caught here (a `#[tool]` function's
         // is caught on the blocking pool) and becomes a tool failure the model reads.

@@ -144,6 +144,20 @@ pub fn human_feedback_context(feedback: &str, previous_result: &str) -> String {
     )
 }
 
+/// Appended to every task's description when the kickoff inputs carry the conversation that
+/// led to it (`crew_chat_messages`, which `crewai chat` passes, as CrewAI's chat does): each
+/// `(role, text)` turn on its own line.
+pub fn chat_history_block(turns: &[(String, String)]) -> String {
+    let mut block = String::from(
+        "\n\nThe conversation with the user that led to this run, for context (follow the task \
+         above; use the conversation only to understand what the user wants):",
+    );
+    for (role, text) in turns {
+        block.push_str(&format!("\n{role}: {text}"));
+    }
+    block
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -161,18 +175,4 @@ mod tests {
     fn context_join_uses_separator() {
         assert_eq!(join_context(["a", "b"]), "a\n\n----------\n\nb");
     }
-}
-
-/// Appended to every task's description when the kickoff inputs carry the conversation that
-/// led to it (`crew_chat_messages`, which `crewai chat` passes, as CrewAI's chat does): each
-/// `(role, text)` turn on its own line.
-pub fn chat_history_block(turns: &[(String, String)]) -> String {
-    let mut block = String::from(
-        "\n\nThe conversation with the user that led to this run, for context (follow the task \
-         above; use the conversation only to understand what the user wants):",
-    );
-    for (role, text) in turns {
-        block.push_str(&format!("\n{role}: {text}"));
-    }
-    block
 }
