@@ -13,7 +13,14 @@ use crate::registry::{ToolLookupError, ToolRegistry};
 use crate::spec::ToolRef;
 
 /// CrewAI's class name for the code tool.
-const CODE_TOOL: &str = "CodeInterpreterTool";
+pub(crate) const CODE_TOOL: &str = "CodeInterpreterTool";
+
+/// What to do when no `CodeInterpreterTool` is registered (a crew built outside the CLI).
+pub(crate) fn missing_code_tool_hint() -> String {
+    format!(
+        "run the project with the crewai CLI (it provides the sandboxed {CODE_TOOL}), or register one in the ToolRegistry"
+    )
+}
 
 /// The code tool an agent with `allow_code_execution: true` gets, or why it cannot have one.
 pub(crate) fn code_tool(
@@ -59,9 +66,7 @@ pub(crate) fn code_tool(
                 "agent '{}' has `allow_code_execution: true`, but no {CODE_TOOL} is registered",
                 agent.key
             ))
-            .with_hint(Some(format!(
-                "run the project with the crewai CLI (it provides the sandboxed {CODE_TOOL}), or register one in the ToolRegistry"
-            )))),
+            .with_hint(Some(missing_code_tool_hint()))),
         Err(error) => Err(origin.diagnostic(format!(
             "agent '{}' `allow_code_execution`: {}",
             agent.key,

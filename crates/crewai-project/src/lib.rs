@@ -427,6 +427,9 @@ impl Project {
                     Ok(tool) => tools.push(tool),
                     Err(ToolLookupError::Unknown { name, nearest }) => {
                         let hint = match nearest.as_slice() {
+                            _ if name == code_execution::CODE_TOOL => {
+                                code_execution::missing_code_tool_hint()
+                            }
                             _ if ToolRegistry::is_crewai_tool_not_yet_available(&name) => format!(
                                 "{name} is a crewai-tools tool that crewai-rs does not provide yet; available: {}",
                                 registry.names().join(", ")

@@ -453,12 +453,17 @@ impl Overlay<'_> {
     }
 
     /// A crewai-rs tool when crewai-rs has it, else a Python tool under a key of its own.
+    /// `CodeInterpreterTool` is always crewai-rs's (the runner registers it, so the built-ins
+    /// here do not list it): crewai_tools' own would run the model's code through Docker in
+    /// the Python worker, and a missing sandbox is a clear error when the crew is built.
     fn tool_ref(&mut self, tool: &ToolUse, origin: &Origin, all: &[ToolUse]) -> Value {
         let from_crewai_tools =
             tool.module == "crewai_tools" || tool.module.starts_with("crewai_tools.");
+        let provided_here =
+            self.registry.contains(&tool.attr) || tool.attr == crate::code_execution::CODE_TOOL;
         if from_crewai_tools
             && !tool.is_function
-            && self.registry.contains(&tool.attr)
+            && provided_here
             && !tool.kwargs.contains_key("name")
         {
             let mut entry = tool.kwargs.clone();

@@ -81,14 +81,15 @@ fn crew_py_wires_agents_tasks_tools_and_schemas() {
                 "word_count",
                 true
             ),
-            (
-                "python:CodeInterpreterTool",
-                "crewai_tools",
-                "CodeInterpreterTool",
-                false
-            ),
+            ("python:DallETool", "crewai_tools", "DallETool", false),
         ]
     );
+    // crewai_tools' CodeInterpreterTool is crewai-rs's sandboxed one, with its arguments; a
+    // crewai_tools class crewai-rs does not have goes to the Python worker.
+    let analyst_tools = project.agents[1].spec.tools.as_ref().unwrap();
+    let names: Vec<&str> = analyst_tools.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["CodeInterpreterTool", "python:DallETool"]);
+    assert_eq!(analyst_tools[0].args["unsafe_mode"], false);
     assert_eq!(project.python_tools[0].kwargs["region"], "eu");
     assert!(
         project.python_tools[0]
@@ -161,10 +162,31 @@ fn main_py_inputs_are_defaults_and_computed_ones_are_named() {
 #[test]
 fn the_plan_shows_python_tools_without_a_worker_and_a_build_names_them() {
     let project = Project::load(classic()).unwrap();
-    let registry = ToolRegistry::with_builtins(&project.root);
-    let inputs = [("current_year".to_string(), json!("2025"))]
+    let mut registry = ToolRegistry::with_builtins(&project.root);
+    let inputs: crewai_core::interpolate::Inputs = [("current_year".to_string(), json!("2025"))]
         .into_iter()
         .collect();
+    // Without a CodeInterpreterTool (the CLI registers the sandboxed one), crew.py's is refused
+    // at its line with what to do.
+    let error = project.plan(&inputs, &registry).unwrap_err().to_string();
+    assert!(
+        error.contains("src/market_brief/crew.py:44")
+            && error.contains("CodeInterpreterTool")
+            && error.contains("run the project with the crewai CLI"),
+        "{error}"
+    );
+    registry.register_factory(
+        "CodeInterpreterTool",
+        std::sync::Arc::new(|_args| {
+            Ok(crewai_tools::DynamicTool::new(
+                "CodeInterpreterTool",
+                "stands in for the sandboxed tool",
+                json!({"type": "object", "properties": {}}),
+                |_, _| async { Ok("ran".into()) },
+            )
+            .into_handle())
+        }),
+    );
     let plan = project.plan(&inputs, &registry).unwrap();
     assert_eq!(
         plan.agents[0].tool_labels[1],
