@@ -323,6 +323,41 @@ impl Progress {
             EventKind::CrewPlanningFailed { error, .. } => {
                 Self::line(state, &format!("  ✗ planning failed: {error}"));
             }
+            EventKind::AgentReasoningCompleted {
+                agent_role, steps, ..
+            } => {
+                let text = format!("  ↳ {} planned {} step(s)", agent_role.trim(), steps.len());
+                Self::line(state, &text);
+            }
+            EventKind::AgentReasoningFailed { error, .. } => {
+                Self::line(state, &format!("  ✗ planning failed: {error}"));
+            }
+            EventKind::PlanStepStarted {
+                step_number,
+                description,
+                ..
+            } => {
+                Self::line(state, &format!("  ↳ step {step_number}: {description}"));
+            }
+            EventKind::PlanStepFailed {
+                step_number, error, ..
+            } => {
+                Self::line(state, &format!("  ✗ step {step_number} failed: {error}"));
+            }
+            EventKind::PlanStepObserved {
+                goal_achieved: true,
+                ..
+            } => {
+                Self::line(state, "  ↳ goal reached; the remaining steps are skipped");
+            }
+            EventKind::PlanReplanned {
+                replan_count,
+                steps,
+                ..
+            } => {
+                let text = format!("  ↳ plan changed ({replan_count}): {} step(s) to go", steps.len());
+                Self::line(state, &text);
+            }
             EventKind::MemoryQueryFailed { error, .. } => {
                 Self::line(state, &format!("  ✗ memory could not be searched: {error}"));
             }
@@ -381,6 +416,10 @@ impl Progress {
             | EventKind::A2aDelegationFailed { .. }
             // A code execution is shown when it ends.
             | EventKind::CodeExecutionStarted { .. }
+            // A plan is shown once made, its steps as they start.
+            | EventKind::AgentReasoningStarted { .. }
+            | EventKind::PlanStepCompleted { .. }
+            | EventKind::PlanStepObserved { .. }
             | EventKind::LlmGuardrailStarted { .. }
             | EventKind::LlmGuardrailCompleted { .. }
             | EventKind::AgentDelegationCompleted { .. }

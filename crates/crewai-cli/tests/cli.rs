@@ -62,6 +62,7 @@ fn every_example_dry_runs_offline() {
         "mcp-and-skill",
         "planned-brief",
         "data-analyst",
+        "plan-and-execute",
     ] {
         let out = dry_run(&examples().join(name), &[]);
         let stdout = text(&out.stdout);

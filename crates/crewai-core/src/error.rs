@@ -130,6 +130,18 @@ pub enum AgentError {
         source: crewai_skills::SkillError,
     },
 
+    /// A step of the agent's plan (`planning_config`) failed, a later step needed its result,
+    /// and no replan was left to route around it.
+    #[error(
+        "agent '{role}': step {step} of its plan failed and the plan could not change again (max_replans {max_replans}): {error}"
+    )]
+    PlanStepFailed {
+        role: String,
+        step: u32,
+        max_replans: u32,
+        error: String,
+    },
+
     /// The run was cancelled from outside.
     #[error("agent '{role}': the run was cancelled")]
     Cancelled { role: String },
@@ -179,6 +191,7 @@ impl AgentError {
             | AgentError::Guardrail { role, .. }
             | AgentError::Cancelled { role }
             | AgentError::Skills { role, .. }
+            | AgentError::PlanStepFailed { role, .. }
             | AgentError::BudgetExceeded { role, .. } => Some(role),
         }
     }

@@ -77,6 +77,7 @@ pub mod preview;
 pub(crate) mod process;
 pub(crate) mod prompts;
 pub mod react;
+pub mod reasoning;
 pub mod skills;
 pub mod store;
 mod structured_task;
@@ -96,4 +97,5 @@ pub use hooks::{CallOrigin, HookDecision, Hooks, HooksLayer, LlmCallContext, Too
 pub use kickoff::KickoffOptions;
 pub use llm_stack::{CallPurpose, CallScope};
 pub use output::{CrewOutput, OutputFormat, TaskOutput};
+pub use reasoning::{PlanningConfig, ReasoningEffort};
 pub use usage::{Budget, BudgetExceeded, BudgetLimit, UsageSummary, UsageTracker};

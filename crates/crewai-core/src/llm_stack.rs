@@ -111,6 +111,9 @@ pub enum CallPurpose {
     Memory,
     /// Knowledge's search query: the task rewritten by the agent's model before a search.
     Knowledge,
+    /// An agent's planning (`planning_config`): making, refining and changing its plan, and
+    /// judging its steps' results.
+    Reasoning,
 }
 
 /// Who makes a model call and what the run around it provides: the request extension the run's

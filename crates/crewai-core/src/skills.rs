@@ -35,6 +35,7 @@ pub const READ_RESOURCE_TOOL: &str = "read_skill_resource";
 pub const MAX_RESOURCE_BYTES: usize = 64 * 1024;
 
 /// The skills of one execution, with the names its tools got.
+#[derive(Clone)]
 pub(crate) struct ActiveSkills {
     skills: Arc<Vec<Skill>>,
     loader_tool: String,

@@ -578,6 +578,7 @@ fn kind_label(kind: SpanKind) -> &'static str {
         SpanKind::McpToolCall => "mcp tool",
         SpanKind::A2aDelegation => "a2a delegate to",
         SpanKind::CodeExecution => "code in",
+        SpanKind::PlanStep => "step",
     }
 }
 
@@ -585,7 +586,7 @@ fn kind_class(kind: SpanKind) -> &'static str {
     match kind {
         SpanKind::Crew | SpanKind::Flow => "crew",
         SpanKind::Task | SpanKind::Method => "task",
-        SpanKind::Agent => "agent",
+        SpanKind::Agent | SpanKind::PlanStep => "agent",
         SpanKind::LlmCall | SpanKind::Guardrail => "llm",
         SpanKind::ToolCall
         | SpanKind::McpConnection

@@ -506,6 +506,15 @@ impl SpanShape {
                 (format!("execute_code {label}"), OtelSpanKind::Internal)
             }
             K::LlmGuardrailStarted { .. } => (format!("guardrail {label}"), OtelSpanKind::Internal),
+            K::PlanStepStarted {
+                step_number,
+                tool_to_use,
+                ..
+            } => {
+                attributes.value("crewai.plan.step", i64::from(*step_number));
+                attributes.text("crewai.plan.tool", tool_to_use.as_deref());
+                (format!("plan_step {step_number}"), OtelSpanKind::Internal)
+            }
             K::FlowStarted { flow_name, .. } => {
                 attributes.text("crewai.flow.name", Some(flow_name));
                 (format!("flow {label}"), OtelSpanKind::Internal)
@@ -569,7 +578,14 @@ impl SpanShape {
             | K::KnowledgeQueryStarted { .. }
             | K::KnowledgeQueryCompleted { .. }
             | K::KnowledgeQueryFailed { .. }
-            | K::KnowledgeSearchQueryFailed { .. } => (
+            | K::KnowledgeSearchQueryFailed { .. }
+            | K::AgentReasoningStarted { .. }
+            | K::AgentReasoningCompleted { .. }
+            | K::AgentReasoningFailed { .. }
+            | K::PlanStepCompleted { .. }
+            | K::PlanStepFailed { .. }
+            | K::PlanStepObserved { .. }
+            | K::PlanReplanned { .. } => (
                 format!("{} {label}", span_kind_name(record.kind)),
                 OtelSpanKind::Internal,
             ),
@@ -788,6 +804,7 @@ fn span_kind_name(kind: SpanKind) -> &'static str {
         SpanKind::McpToolCall => "mcp_tool_call",
         SpanKind::A2aDelegation => "a2a_delegation",
         SpanKind::CodeExecution => "code_execution",
+        SpanKind::PlanStep => "plan_step",
     }
 }
 

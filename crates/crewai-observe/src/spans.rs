@@ -36,6 +36,8 @@ pub enum SpanKind {
     A2aDelegation,
     /// Model-written code running in a sandbox (inside the `CodeInterpreterTool` call).
     CodeExecution,
+    /// One step of an agent's plan (`planning_config`), inside the agent's span.
+    PlanStep,
 }
 
 /// One finished span.
@@ -277,6 +279,17 @@ fn role_of(kind: &EventKind) -> Role {
         K::CodeExecutionFailed {
             code_sha256, error, ..
         } => closes(SpanKind::CodeExecution, code_sha256, Some(error)),
+        K::PlanStepStarted {
+            step_number,
+            description,
+            ..
+        } => opens(SpanKind::PlanStep, description, &step_number.to_string()),
+        K::PlanStepCompleted { step_number, .. } => {
+            closes(SpanKind::PlanStep, &step_number.to_string(), None)
+        }
+        K::PlanStepFailed {
+            step_number, error, ..
+        } => closes(SpanKind::PlanStep, &step_number.to_string(), Some(error)),
         K::AgentDelegationStarted { to_agent, .. } => opens(SpanKind::Delegation, to_agent, ""),
         K::AgentDelegationCompleted { .. } => closes(SpanKind::Delegation, "", None),
         K::LlmGuardrailStarted { guardrail, .. } => opens(SpanKind::Guardrail, guardrail, ""),
@@ -302,6 +315,13 @@ fn role_of(kind: &EventKind) -> Role {
         K::CrewPlanningStarted { .. }
         | K::CrewPlanningCompleted { .. }
         | K::CrewPlanningFailed { .. }
+        // An agent's planning calls are spans of their own; the plan, its observations and its
+        // changes are moments of the agent's span.
+        | K::AgentReasoningStarted { .. }
+        | K::AgentReasoningCompleted { .. }
+        | K::AgentReasoningFailed { .. }
+        | K::PlanStepObserved { .. }
+        | K::PlanReplanned { .. }
         | K::CrewTestStarted { .. }
         | K::CrewTestCompleted { .. }
         | K::CrewTestResult { .. }

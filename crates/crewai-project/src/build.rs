@@ -493,6 +493,7 @@ impl Project {
         if let Some(v) = s.tool_failure_policy {
             builder = builder.tool_failure_policy(policy(v));
         }
+        builder = self.agent_planning(builder, s, &owner, options)?;
         if let Some(memory) = self.agent_memory(&entry.key, s, options)? {
             builder = builder.memory(memory);
         }

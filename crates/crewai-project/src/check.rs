@@ -181,6 +181,12 @@ fn check_agent(agent: &AgentEntry, errors: &mut Vec<Diagnostic>, warnings: &mut 
     {
         errors.extend(problems);
     }
+    if let (Some(value), Some(origin)) = (&spec.planning_config, spec.origin("planning_config"))
+        && let Err(problem) = crate::planning::PlanningConfigSpec::read(value, origin)
+    {
+        errors.push(problem);
+    }
+    warnings.extend(crate::planning::planning_warnings(spec, &owner));
     // A guardrail written as a mapping and `step_callback` name code: they are resolved (or
     // refused) when the crew is built, by `Project::resolve_code`.
     let values = agent_values(spec);
@@ -244,13 +250,6 @@ fn agent_values(spec: &crate::spec::AgentSpec) -> BTreeMap<&'static str, (Value,
     put("cache_handler", spec.cache_handler.clone());
     put("callbacks", spec.callbacks.clone());
     put("multimodal", spec.multimodal.map(Value::Bool));
-    put("reasoning", spec.reasoning.map(Value::Bool));
-    put(
-        "max_reasoning_attempts",
-        spec.max_reasoning_attempts.map(Value::from),
-    );
-    put("planning", spec.planning.map(Value::Bool));
-    put("planning_config", spec.planning_config.clone());
     put("knowledge_storage", spec.knowledge_storage.clone());
     put("apps", spec.apps.clone());
     put("checkpoint", spec.checkpoint.clone());

@@ -41,6 +41,7 @@ mod mcp;
 mod memory;
 mod options;
 mod plan;
+mod planning;
 mod python;
 mod registry;
 mod resolve;

@@ -39,6 +39,8 @@ pub struct PlannedAgent {
     /// The agent's MCP servers (`python3_server_py (stdio: python3 server.py; tools add)`),
     /// which a kickoff starts and a dry run does not.
     pub mcp_servers: Vec<String>,
+    /// How it plans each task (`medium effort, at most 20 steps, 3 replans`), when it does.
+    pub planning: Option<String>,
     /// The rendered system prompt.
     pub system_prompt: String,
 }
@@ -259,6 +261,7 @@ impl Project {
                 tool_labels: agent_tools.1,
                 allow_delegation: s.allow_delegation.unwrap_or(false),
                 mcp_servers: mcp_labels(s, &self.root),
+                planning: crate::planning::planning_label(s),
             });
         }
         let mut tasks = Vec::new();
@@ -421,6 +424,9 @@ impl fmt::Display for Plan {
                     "    MCP servers (started at kickoff, not in a dry run): {}",
                     agent.mcp_servers.join(", ")
                 )?;
+            }
+            if let Some(planning) = &agent.planning {
+                writeln!(f, "    plans each task: {planning}")?;
             }
         }
         writeln!(f, "\nTasks:")?;

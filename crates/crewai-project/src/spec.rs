@@ -444,22 +444,6 @@ pub(crate) const AGENT_UNSUPPORTED: &[(&str, bool, &str)] = &[
         "multimodal agents are not supported yet",
     ),
     (
-        "reasoning",
-        true,
-        "agent reasoning/planning is not supported yet",
-    ),
-    (
-        "max_reasoning_attempts",
-        false,
-        "agent reasoning is not supported yet, so this has no effect",
-    ),
-    ("planning", true, "agent planning is not supported yet"),
-    (
-        "planning_config",
-        true,
-        "agent planning is not supported yet",
-    ),
-    (
         "knowledge_storage",
         true,
         "custom knowledge storage is not supported yet; knowledge is stored in the project's .crewai/memory.db",

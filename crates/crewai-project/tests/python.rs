@@ -423,3 +423,22 @@ fn crew_py_search_tools_are_read_as_crewai_rs_search_tools() {
     );
     assert!(project.names_search_tools());
 }
+
+/// An agent's `planning_config=PlanningConfig(...)` in crew.py reaches its field, and the agent
+/// plans with it.
+#[test]
+fn a_planning_config_in_crew_py_reaches_its_field() {
+    let crew_py = format!(
+        "{HEADER}from crewai.agent.planning_config import PlanningConfig\n\n@CrewBase\nclass MarketBrief:\n{}\n    @crew\n    def crew(self) -> Crew:\n        return Crew(agents=self.agents, tasks=self.tasks)\n",
+        TWO_AGENTS.replace(
+            "return Agent(config=self.agents_config['researcher'])",
+            "return Agent(config=self.agents_config['researcher'], planning_config=PlanningConfig(reasoning_effort='high', max_replans=1))"
+        )
+    );
+    let dir = variant(&crew_py, None);
+    let project = Project::load(dir.path()).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        project.agents[0].spec.planning_config,
+        Some(json!({"reasoning_effort": "high", "max_replans": 1}))
+    );
+}

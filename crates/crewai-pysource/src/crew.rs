@@ -515,10 +515,16 @@ impl<'m> Reader<'m> {
                 Ok(sources) => Some(ArgValue::Json(sources)),
                 Err(why) => refuse(self, why),
             },
-            (_, "knowledge_config") => match self.knowledge_config(scope, value) {
+            (_, "knowledge_config") => match self.config_object(scope, value, "KnowledgeConfig") {
                 Ok(config) => Some(ArgValue::Json(config)),
                 Err(why) => refuse(self, why),
             },
+            (Kind::Agent, "planning_config") => {
+                match self.config_object(scope, value, "PlanningConfig") {
+                    Ok(config) => Some(ArgValue::Json(config)),
+                    Err(why) => refuse(self, why),
+                }
+            }
             (_, "llm" | "function_calling_llm" | "manager_llm" | "planning_llm" | "chat_llm") => {
                 match self.llm(scope, value, 0) {
                     Ok(llm) => Some(ArgValue::Json(llm)),

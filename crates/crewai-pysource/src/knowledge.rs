@@ -53,16 +53,18 @@ impl<'m> Reader<'m> {
             .map(Value::Array)
     }
 
-    /// A `knowledge_config=KnowledgeConfig(...)` value as the mapping of its arguments.
-    pub(crate) fn knowledge_config(
+    /// A configuration object given to crewai (`knowledge_config=KnowledgeConfig(...)`,
+    /// `planning_config=PlanningConfig(...)`), or a dict literal, as the mapping of its arguments.
+    pub(crate) fn config_object(
         &self,
         scope: Scope<'m>,
         value: &'m ast::Expr,
+        class: &str,
     ) -> Result<Value, String> {
         if let Ok(literal @ Value::Object(_)) = self.modules.literal(scope, value) {
             return Ok(literal);
         }
-        self.crewai_call(scope, value, &["KnowledgeConfig"], 0)
+        self.crewai_call(scope, value, &[class], 0)
             .map(|(_, kwargs)| Value::Object(kwargs))
     }
 

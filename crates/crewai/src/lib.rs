@@ -15,6 +15,7 @@ pub use crewai_core::events::{Event, EventBus, EventKind};
 pub use crewai_core::guardrail::{Guardrail, GuardrailPass};
 pub use crewai_core::hooks::{HookDecision, Hooks, HooksLayer};
 pub use crewai_core::output::{CrewOutput, OutputFormat, TaskOutput};
+pub use crewai_core::reasoning::{PlanningConfig, ReasoningEffort};
 pub use crewai_core::store::{
     InMemoryRunJournal, RunJournal, RunStatus, StoredRun, TaskOutputStore,
 };
@@ -96,6 +97,7 @@ pub mod prelude {
     pub use crewai_core::hooks::{HookDecision, Hooks};
     pub use crewai_core::interpolate::Inputs;
     pub use crewai_core::output::{CrewOutput, TaskOutput};
+    pub use crewai_core::reasoning::{PlanningConfig, ReasoningEffort};
     pub use crewai_core::store::{RunJournal, RunStatus};
     pub use crewai_core::task::Task;
     pub use crewai_flow::{Flow, FlowContext};

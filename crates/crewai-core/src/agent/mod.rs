@@ -36,6 +36,7 @@ use crate::events::EventBus;
 use crate::guardrail::Guardrail;
 use crate::hooks::Hooks;
 use crate::mcp::McpServer;
+use crate::reasoning::PlanningConfig;
 use crate::setters::required;
 use crate::skills::SkillSource;
 
@@ -162,6 +163,8 @@ pub(crate) struct AgentConfig {
     pub(crate) memory: Option<crewai_memory::Memory>,
     pub(crate) knowledge: Option<crewai_knowledge::Knowledge>,
     pub(crate) knowledge_config: crewai_knowledge::KnowledgeConfig,
+    /// Plan before acting ([`crate::reasoning`]).
+    pub(crate) planning: Option<Arc<PlanningConfig>>,
 }
 
 /// An agent (cheap to clone: the configuration is shared).
@@ -340,6 +343,11 @@ impl Agent {
     }
     /// How many knowledge snippets a task gets and how close they must be (its own and its
     /// crew's knowledge alike).
+    /// How the agent plans, when it does ([`crate::reasoning`]).
+    pub fn planning_config(&self) -> Option<&Arc<PlanningConfig>> {
+        self.config.planning.as_ref()
+    }
+
     pub fn knowledge_config(&self) -> crewai_knowledge::KnowledgeConfig {
         self.config.knowledge_config
     }
@@ -397,6 +405,10 @@ pub struct AgentBuilder {
     memory: Option<crewai_memory::Memory>,
     knowledge: Option<crewai_knowledge::Knowledge>,
     knowledge_config: Option<crewai_knowledge::KnowledgeConfig>,
+    planning_config: Option<PlanningConfig>,
+    planning: bool,
+    reasoning: bool,
+    max_reasoning_attempts: Option<u32>,
 }
 
 impl AgentBuilder {
@@ -484,6 +496,15 @@ impl AgentBuilder {
         pub fn knowledge(knowledge: crewai_knowledge::Knowledge) => knowledge = Some(knowledge);
         /// CrewAI's `knowledge_config` (default 5 results, similarity 0.6).
         pub fn knowledge_config(config: crewai_knowledge::KnowledgeConfig) => knowledge_config = Some(config);
+        /// Plan each task before acting and carry the plan out step by step (CrewAI's
+        /// `planning_config`; see [`crate::reasoning`]). Wins over `planning` and `reasoning`.
+        pub fn planning_config(config: PlanningConfig) => planning_config = Some(config);
+        /// CrewAI's agent-level `planning: true`: [`PlanningConfig::quick`].
+        pub fn planning(plan: bool) => planning = plan;
+        /// CrewAI's deprecated `reasoning: true`: [`PlanningConfig::from_reasoning`] with
+        /// `max_reasoning_attempts`.
+        pub fn reasoning(reason: bool) => reasoning = reason;
+        pub fn max_reasoning_attempts(attempts: u32) => max_reasoning_attempts = Some(attempts);
         /// The agent's own hooks (they run after the crew's). Layers added with
         /// [`AgentBuilder::llm_layer`] are kept.
         pub fn hooks(hooks: Hooks) => |b| b.hooks = hooks.replacing(std::mem::take(&mut b.hooks));
@@ -522,6 +543,17 @@ impl AgentBuilder {
             return Err(config_error(&format!(
                 "`date_format` '{date_format}' is not a valid strftime format (for example %Y-%m-%d)"
             )));
+        }
+        let planning = match (self.planning_config, self.planning, self.reasoning) {
+            (Some(config), _, _) => Some(config),
+            (None, true, _) => Some(PlanningConfig::quick()),
+            (None, false, true) => {
+                Some(PlanningConfig::from_reasoning(self.max_reasoning_attempts))
+            }
+            (None, false, false) => None,
+        };
+        if let Some(problem) = planning.as_ref().and_then(PlanningConfig::problem) {
+            return Err(config_error(problem));
         }
         let llm = self
             .llm
@@ -568,6 +600,7 @@ impl AgentBuilder {
                 memory: self.memory,
                 knowledge: self.knowledge,
                 knowledge_config: self.knowledge_config.unwrap_or_default(),
+                planning: planning.map(Arc::new),
             }),
         })
     }

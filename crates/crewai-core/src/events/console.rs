@@ -155,6 +155,41 @@ fn console_line(event: &Event) -> Option<String> {
         | EventKind::LiteAgentExecutionError {
             agent_role, error, ..
         } => format!("⚠️  Agent {agent_role} failed: {error}"),
+        EventKind::AgentReasoningCompleted {
+            agent_role,
+            plan,
+            steps,
+            ..
+        } => format!(
+            "🧭 Agent {agent_role} planned {} step(s): {plan}\n   {}",
+            steps.len(),
+            steps.join("\n   ")
+        ),
+        EventKind::AgentReasoningFailed {
+            agent_role, error, ..
+        } => format!("🧭 Agent {agent_role} could not plan: {error}"),
+        EventKind::PlanStepStarted {
+            step_number,
+            description,
+            ..
+        } => format!("🧭 Step {step_number}: {description}"),
+        EventKind::PlanStepFailed {
+            step_number, error, ..
+        } => format!("🧭 Step {step_number} failed: {error}"),
+        EventKind::PlanStepObserved {
+            goal_achieved: true,
+            reason,
+            ..
+        } => format!("🧭 Goal reached: {reason}"),
+        EventKind::PlanReplanned {
+            replan_count,
+            reason,
+            steps,
+            ..
+        } => format!(
+            "🧭 Plan changed ({replan_count}): {reason}\n   {}",
+            steps.join("\n   ")
+        ),
         EventKind::RateLimitWaitStarted {
             agent_role,
             max_rpm,
@@ -296,6 +331,10 @@ fn console_line(event: &Event) -> Option<String> {
         | EventKind::A2aDelegationFailed { .. }
         // A code execution is shown when it ends.
         | EventKind::CodeExecutionStarted { .. }
+        // A plan is shown once made; a step's result is the next step's or the answer's input.
+        | EventKind::AgentReasoningStarted { .. }
+        | EventKind::PlanStepCompleted { .. }
+        | EventKind::PlanStepObserved { .. }
         | EventKind::MethodExecutionStarted { .. }
         | EventKind::MethodExecutionFinished { .. } => return None,
     };

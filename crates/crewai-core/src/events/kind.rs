@@ -173,6 +173,67 @@ pub enum EventKind {
         error: String,
     },
 
+    /// An agent that plans (`planning_config`) asks for its plan; each refinement of a plan the
+    /// planner did not call ready is a new `attempt` (from 1).
+    AgentReasoningStarted {
+        agent_role: String,
+        task_name: Option<String>,
+        attempt: u32,
+    },
+    /// The plan the agent carries out: its summary, its steps (`"1. ..."`), whether the planner
+    /// called it ready, and the calls it took.
+    AgentReasoningCompleted {
+        agent_role: String,
+        task_name: Option<String>,
+        plan: String,
+        steps: Vec<String>,
+        ready: bool,
+        attempts: u32,
+    },
+    AgentReasoningFailed {
+        agent_role: String,
+        task_name: Option<String>,
+        error: String,
+    },
+    /// A step of the agent's plan starts: its model and tool calls hang under this event.
+    PlanStepStarted {
+        agent_role: String,
+        task_name: Option<String>,
+        step_number: u32,
+        description: String,
+        tool_to_use: Option<String>,
+    },
+    PlanStepCompleted {
+        agent_role: String,
+        task_name: Option<String>,
+        step_number: u32,
+        result: String,
+    },
+    PlanStepFailed {
+        agent_role: String,
+        task_name: Option<String>,
+        step_number: u32,
+        error: String,
+    },
+    /// The planner judged the results after the steps `step_numbers` ran: whether the goal is
+    /// reached (the remaining steps are not run) and whether the plan changes.
+    PlanStepObserved {
+        agent_role: String,
+        task_name: Option<String>,
+        step_numbers: Vec<u32>,
+        goal_achieved: bool,
+        replan: bool,
+        reason: String,
+    },
+    /// The steps not yet run were replaced by `steps`, the `replan_count`-th change.
+    PlanReplanned {
+        agent_role: String,
+        task_name: Option<String>,
+        replan_count: u32,
+        reason: String,
+        steps: Vec<String>,
+    },
+
     /// A model call starts; `messages` is the request's conversation as JSON.
     LlmCallStarted {
         call_id: String,
@@ -834,6 +895,46 @@ impl EventKind {
                 ..
             }
             | K::RateLimitWaitStarted {
+                agent_role,
+                task_name,
+                ..
+            }
+            | K::AgentReasoningStarted {
+                agent_role,
+                task_name,
+                ..
+            }
+            | K::AgentReasoningCompleted {
+                agent_role,
+                task_name,
+                ..
+            }
+            | K::AgentReasoningFailed {
+                agent_role,
+                task_name,
+                ..
+            }
+            | K::PlanStepStarted {
+                agent_role,
+                task_name,
+                ..
+            }
+            | K::PlanStepCompleted {
+                agent_role,
+                task_name,
+                ..
+            }
+            | K::PlanStepFailed {
+                agent_role,
+                task_name,
+                ..
+            }
+            | K::PlanStepObserved {
+                agent_role,
+                task_name,
+                ..
+            }
+            | K::PlanReplanned {
                 agent_role,
                 task_name,
                 ..

@@ -148,13 +148,6 @@ impl Execution {
             }
             match result {
                 Ok(response) => return Ok(response),
-                Err(CallFailure::NotJson(message)) => return Err(self.not_json_error(message)),
-                Err(CallFailure::Blocked(reason)) => {
-                    return Err(AgentError::LlmCallBlocked {
-                        role: self.role().to_string(),
-                        reason,
-                    });
-                }
                 Err(CallFailure::Llm(error)) if error.is_context_length() => {
                     if !self.agent.respect_context_window() {
                         return Err(
@@ -188,14 +181,24 @@ impl Execution {
                         "the reply stream broke; making the call again"
                     );
                 }
-                Err(CallFailure::Llm(source)) => {
-                    return Err(AgentError::Llm {
-                        role: self.role().to_string(),
-                        source,
-                    });
-                }
-                Err(CallFailure::Budget(exceeded)) => return Err(self.budget_error(exceeded)),
+                Err(failure) => return Err(self.failure_error(failure)),
             }
+        }
+    }
+
+    /// The error a failed call that cannot be recovered from ends the work with.
+    pub(crate) fn failure_error(&self, failure: CallFailure) -> AgentError {
+        match failure {
+            CallFailure::NotJson(message) => self.not_json_error(message),
+            CallFailure::Blocked(reason) => AgentError::LlmCallBlocked {
+                role: self.role().to_string(),
+                reason,
+            },
+            CallFailure::Llm(source) => AgentError::Llm {
+                role: self.role().to_string(),
+                source,
+            },
+            CallFailure::Budget(exceeded) => self.budget_error(exceeded),
         }
     }
 

@@ -10,7 +10,16 @@ use crate::error::AgentError;
 use crate::prompts::agent as prompts;
 
 impl Execution {
+    /// The execution's work from `messages`: its plan carried out when it plans, else [`Self::act`].
     pub(crate) async fn run_loop(&self, messages: Vec<Message>) -> Result<LoopOutcome, AgentError> {
+        match self.planning.clone() {
+            Some(config) => self.plan_and_execute(&config, messages).await,
+            None => self.act(messages).await,
+        }
+    }
+
+    /// The loop the model and tools call for, from `messages` to a final answer.
+    pub(crate) async fn act(&self, messages: Vec<Message>) -> Result<LoopOutcome, AgentError> {
         match self.mode {
             LoopMode::Native => self.native_loop(messages).await,
             LoopMode::React => self.react_loop(messages, 0).await,
@@ -18,7 +27,7 @@ impl Execution {
         }
     }
 
-    fn finish(
+    pub(crate) fn finish(
         &self,
         messages: Vec<Message>,
         output: String,
@@ -59,7 +68,7 @@ impl Execution {
         let definitions = self.tools.definitions();
         let mut iterations = 0;
         loop {
-            if iterations >= self.agent.max_iter() {
+            if iterations >= self.max_iter {
                 return self.forced_final_answer(messages, iterations).await;
             }
             let response = match self
@@ -123,7 +132,7 @@ impl Execution {
         let stop = vec![OBSERVATION_STOP.to_string()];
         let definitions = self.tools.decoding_definitions();
         loop {
-            if iterations >= self.agent.max_iter() {
+            if iterations >= self.max_iter {
                 return self.forced_final_answer(messages, iterations).await;
             }
             let response = self
@@ -175,7 +184,10 @@ impl Execution {
     }
 
     /// No tools: one call (with the response format when asked), the reply is the answer.
-    async fn direct_answer(&self, mut messages: Vec<Message>) -> Result<LoopOutcome, AgentError> {
+    pub(crate) async fn direct_answer(
+        &self,
+        mut messages: Vec<Message>,
+    ) -> Result<LoopOutcome, AgentError> {
         let structured = self.response_format.is_some();
         let shape = CallShape {
             structured,

@@ -39,6 +39,7 @@ use crate::error::AgentError;
 use crate::events::{CaughtPanic, EventKind, PanicSite, panic_message};
 use crate::hooks::Hooks;
 use crate::llm_stack::{self, CallPurpose, CallScope};
+use crate::reasoning::PlanningConfig;
 
 /// The loop an execution runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -100,6 +101,11 @@ pub(crate) struct Execution {
     pub(crate) cancellation: CancellationToken,
     /// The skills its system prompt discloses (their tools are in `tools`).
     pub(crate) skills: Option<crate::skills::ActiveSkills>,
+    /// Tool rounds before the agent must answer: the agent's `max_iter`, or a plan step's
+    /// `max_step_iterations`.
+    pub(crate) max_iter: u32,
+    /// Plan before acting (the agent's `planning_config`); `None` for a plan's own steps.
+    pub(crate) planning: Option<Arc<PlanningConfig>>,
     stack: OnceLock<ExecutionStack>,
     tool_errors: AtomicU32,
 }
@@ -134,9 +140,60 @@ impl Execution {
             task_tool_failure_policy: None,
             event_id: None,
             skills: None,
+            max_iter: agent.max_iter(),
+            planning: agent.planning_config().cloned(),
             stack: OnceLock::new(),
             tool_errors: AtomicU32::new(0),
         }
+    }
+
+    /// An execution for one step of this execution's plan: the same agent, tools, services and
+    /// task, at most `max_iter` tool rounds, no plan of its own, its calls and tools reported
+    /// under `step_event` and counted in this execution's usage.
+    pub(crate) fn for_step(&self, step_event: Uuid, max_iter: u32) -> Execution {
+        let cancellation = self.cancellation.child_token();
+        let scope = self
+            .stack()
+            .scope
+            .derived(CallPurpose::Agent)
+            .with_parent(Some(step_event))
+            .with_cancellation(cancellation.clone());
+        let mut summaries = Extensions::new();
+        summaries.insert(scope.derived(CallPurpose::Summary));
+        let scope = Arc::new(scope);
+        let stack = OnceLock::new();
+        // A fresh lock cannot be set already.
+        let _ = stack.set(ExecutionStack {
+            llm: llm_stack::stack(self.llm.clone(), scope.clone()),
+            scope,
+            summaries,
+        });
+        Execution {
+            agent: self.agent.clone(),
+            llm: self.llm.clone(),
+            services: self.services.clone(),
+            hooks: self.hooks.clone(),
+            tools: self.tools.clone(),
+            mode: self.mode,
+            kind: self.kind,
+            response_format: None,
+            task_name: self.task_name.clone(),
+            task_id: self.task_id.clone(),
+            task_tool_failure_policy: self.task_tool_failure_policy,
+            event_id: Some(step_event),
+            cancellation,
+            skills: self.skills.clone(),
+            max_iter,
+            planning: None,
+            stack,
+            tool_errors: AtomicU32::new(0),
+        }
+    }
+
+    /// Adds a step's tool errors to this execution's.
+    pub(crate) fn absorb_tool_errors(&self, step: &Execution) {
+        self.tool_errors
+            .fetch_add(step.tool_errors(), Ordering::SeqCst);
     }
 
     pub(crate) fn role(&self) -> &str {

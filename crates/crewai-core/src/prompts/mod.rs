@@ -21,4 +21,5 @@ pub mod evaluation;
 pub mod knowledge;
 pub mod memory;
 pub mod planning;
+pub mod reasoning;
 pub mod skills;
