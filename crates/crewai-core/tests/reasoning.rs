@@ -331,3 +331,76 @@ fn planning_settings_map_onto_a_config_and_bad_ones_are_refused() {
     assert!(matches!(error, AgentError::Config { .. }));
     assert!(error.to_string().contains("max_steps") || format!("{error:?}").contains("max_steps"));
 }
+
+#[tokio::test]
+async fn the_budget_stops_a_plan_between_steps() {
+    let server = ScriptedServer::start().await;
+    let config = PlanningConfig {
+        reasoning_effort: ReasoningEffort::High,
+        ..PlanningConfig::default()
+    };
+    let agent = agent_with("Counter", &server, |b| b.planning_config(config));
+    server.push(
+        plan(
+            "Count twice.",
+            vec![
+                step(1, "Count once", None, &[]),
+                step(2, "Count again", None, &[1]),
+            ],
+            true,
+        )
+        .with_usage(3000, 100),
+    );
+    server.push_text("One.");
+    let error = crew_support::run_solo_with(&agent, vec![task("count", "Count", &agent)], |c| {
+        c.max_tokens(3150)
+    })
+    .await
+    .unwrap_err();
+    let stop = crew_support::budget_stop(&error);
+    assert_eq!(stop.task, Some("count"));
+    assert_eq!(
+        server.request_count(),
+        1,
+        "the plan's call is made; the first step's would go over the budget"
+    );
+}
+
+#[tokio::test]
+async fn a_step_past_its_timeout_fails_and_a_plan_with_no_result_fails_the_task() {
+    let server = ScriptedServer::start().await;
+    let config = PlanningConfig {
+        reasoning_effort: ReasoningEffort::Low,
+        max_replans: 0,
+        step_timeout: Some(std::time::Duration::from_millis(200)),
+        ..PlanningConfig::default()
+    };
+    let agent = agent_with("Slow", &server, |b| b.planning_config(config));
+    let crew = Crew::builder()
+        .agents(vec![agent.clone()])
+        .tasks(vec![task("wait", "Wait", &agent)])
+        .build()
+        .unwrap();
+    let recorder = EventRecorder::attach(crew.event_bus());
+    server.push(plan(
+        "Wait.",
+        vec![step(1, "Wait a long time", None, &[])],
+        true,
+    ));
+    server.push(Reply::text("Too late.").delayed(std::time::Duration::from_secs(5)));
+    let started = std::time::Instant::now();
+    let error = crew.kickoff(Default::default()).await.unwrap_err();
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(4),
+        "the step was cut off"
+    );
+    let text = crewai_llm::error_chain(&error);
+    assert!(
+        text.contains("step 1 of its plan failed") && text.contains("timed out"),
+        "{text}"
+    );
+    let failed = recorder.of_type("plan_step_failed");
+    assert!(
+        matches!(&failed[0].kind, EventKind::PlanStepFailed { step_number: 1, error, .. } if error.contains("timed out"))
+    );
+}

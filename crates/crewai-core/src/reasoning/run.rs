@@ -188,6 +188,10 @@ impl Execution {
                     .await?;
             }
         }
+        if progress.done().is_empty() {
+            // Nothing to answer from: the work failed.
+            return Err(self.plan_step_error(&progress, config));
+        }
         self.answer(messages, &task, &plan, &progress, answer_is_last)
             .await
     }
