@@ -123,7 +123,7 @@ fn a_bad_planning_config_is_an_error_at_its_line() {
     }
 }
 
-fn warnings(project: Result<Project, crewai_project::ProjectError>) -> Vec<String> {
+fn warnings_of(project: Result<Project, crewai_project::ProjectError>) -> Vec<String> {
     let project = project.unwrap_or_else(|e| panic!("{e}"));
     project.warnings.iter().map(|w| w.to_string()).collect()
 }
@@ -131,13 +131,13 @@ fn warnings(project: Result<Project, crewai_project::ProjectError>) -> Vec<Strin
 #[test]
 fn settings_that_do_nothing_are_warnings() {
     let (_dir, project) = load("  max_reasoning_attempts: 3\n");
-    let warnings = warnings(project);
+    let warnings = warnings_of(project);
     assert_eq!(warnings.len(), 1, "{warnings:?}");
     assert!(
         warnings[0].contains("`max_reasoning_attempts` has no effect without `reasoning: true`")
     );
     let (_dir, project) = load("  reasoning: true\n  planning_config:\n    max_steps: 3\n");
-    let warnings = warnings(project);
+    let warnings = warnings_of(project);
     assert!(
         warnings
             .iter()
