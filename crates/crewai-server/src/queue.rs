@@ -6,6 +6,7 @@
 //! worker could not start the run, the journal failed) are retried with backoff up to
 //! [`QueueConfig::max_attempts`], then the kickoff is dead-lettered; a task's own error is final.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
@@ -274,4 +275,28 @@ pub trait KickoffQueue: Send + Sync + 'static {
         &'a self,
         kickoff_id: &'a str,
     ) -> BoxFuture<'a, Result<Option<KickoffState>, QueueError>>;
+
+    /// Returns when a kickoff may have become claimable (one was submitted or resumed) or after
+    /// `at_most`, whichever comes first. Workers wait on it when a claim found nothing, so a new
+    /// kickoff is claimed at once instead of at the next poll; the poll still finds what no
+    /// signal announces (a lapsed lease, a retry whose backoff ended). Which submissions it
+    /// hears depends on the queue: [`crate::SqliteQueue`] those made through the same value
+    /// (`crewai serve`'s own workers), [`crate::PgQueue`] those of any process (`LISTEN`).
+    fn wait_for_work(&self, at_most: Duration) -> BoxFuture<'_, ()>;
+}
+
+/// Wakes this process's waiting worker loop when a kickoff becomes claimable. One stored
+/// wake-up covers a submission made between an empty claim and the wait that follows it.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct WorkSignal(Arc<tokio::sync::Notify>);
+
+impl WorkSignal {
+    pub(crate) fn notify(&self) {
+        self.0.notify_one();
+    }
+
+    pub(crate) async fn wait(&self, at_most: Duration) {
+        // Either end is fine: woken, or the poll is due.
+        let _woken = tokio::time::timeout(at_most, self.0.notified()).await;
+    }
 }

@@ -16,7 +16,7 @@ use serde_json::{Map, Value, json};
 use crate::error::QueueError;
 use crate::queue::{
     AttemptEnd, Claimed, KickoffEvent, KickoffQueue, KickoffRecord, KickoffState, Lease,
-    QueueConfig, Submitted, WorkerIdentity,
+    QueueConfig, Submitted, WorkSignal, WorkerIdentity,
 };
 use crate::settle::{
     CANCELLED_BEFORE_CLAIM, Settlement, lapsed_on_every_attempt, millis, parse_inputs, parse_json,
@@ -60,6 +60,8 @@ pub struct SqliteQueue {
     conn: Arc<Mutex<Connection>>,
     path: PathBuf,
     config: QueueConfig,
+    /// Submissions and resumes through this value (and its clones) wake its workers.
+    new_work: WorkSignal,
 }
 
 impl std::fmt::Debug for SqliteQueue {
@@ -98,6 +100,7 @@ impl SqliteQueue {
             conn: Arc::new(Mutex::new(conn)),
             path: path.to_path_buf(),
             config,
+            new_work: WorkSignal::default(),
         })
     }
 
@@ -236,7 +239,7 @@ impl KickoffQueue for SqliteQueue {
         inputs: Map<String, Value>,
         idempotency_key: Option<String>,
     ) -> BoxFuture<'_, Result<Submitted, QueueError>> {
-        self.call(move |conn, ctx| {
+        let submitted = self.call(move |conn, ctx| {
             let inputs = Value::Object(inputs);
             let hash = request_hash(&inputs);
             let tx = conn
@@ -273,6 +276,13 @@ impl KickoffQueue for SqliteQueue {
             append_event(&tx, ctx, &id, "kickoff_queued", &json!({}))?;
             tx.commit().map_err(|e| ctx.sql(e))?;
             Ok(Submitted::Created(id))
+        });
+        Box::pin(async move {
+            let submitted = submitted.await;
+            if let Ok(Submitted::Created(_)) = &submitted {
+                self.new_work.notify();
+            }
+            submitted
         })
     }
 
@@ -524,7 +534,7 @@ impl KickoffQueue for SqliteQueue {
         kickoff_id: &'a str,
     ) -> BoxFuture<'a, Result<Option<KickoffState>, QueueError>> {
         let id = kickoff_id.to_string();
-        self.call(move |conn, ctx| {
+        let resumed = self.call(move |conn, ctx| {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(|e| ctx.sql(e))?;
             match state_of(&tx, ctx, &id)? {
                 None => Ok(None),
@@ -545,6 +555,17 @@ impl KickoffQueue for SqliteQueue {
                     state: state.as_str().to_string(),
                 }),
             }
+        });
+        Box::pin(async move {
+            let resumed = resumed.await;
+            if let Ok(Some(KickoffState::Queued)) = &resumed {
+                self.new_work.notify();
+            }
+            resumed
         })
+    }
+
+    fn wait_for_work(&self, at_most: Duration) -> BoxFuture<'_, ()> {
+        Box::pin(self.new_work.wait(at_most))
     }
 }

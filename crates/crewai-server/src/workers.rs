@@ -15,7 +15,9 @@ use crate::runner::{KickoffJob, KickoffRunner, ProgressSink};
 pub struct WorkerConfig {
     /// Kickoffs run at once.
     pub concurrency: usize,
-    /// The wait between claims when the queue is empty (and after a database error).
+    /// The longest wait between claims when the queue is empty (a submission the queue hears of
+    /// ends the wait at once, see [`KickoffQueue::wait_for_work`]), and the wait after a database
+    /// error.
     pub poll_interval: Duration,
     /// How often a running kickoff's lease is extended and its cancel flag read; well under
     /// the queue's lease.
@@ -67,7 +69,10 @@ pub async fn run_workers(
             }
             Ok(None) => {
                 drop(permit);
-                idle(config.poll_interval, &shutdown).await;
+                tokio::select! {
+                    () = queue.wait_for_work(config.poll_interval) => {}
+                    () = shutdown.cancelled() => {}
+                }
             }
             Err(error) => {
                 drop(permit);

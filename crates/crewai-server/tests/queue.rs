@@ -363,6 +363,37 @@ async fn concurrent_workers_each_claim_a_different_kickoff(fixture: Fixture) {
     assert_eq!(claimed.into_iter().collect::<BTreeSet<_>>(), submitted);
 }
 
+/// A worker waiting for work is woken by a submission long before its poll is due: on SQLite by
+/// one made through the same queue, on Postgres by one from another process (another pool).
+async fn a_submission_wakes_a_waiting_worker_before_its_poll(fixture: Fixture) {
+    let queue = fixture.queue(QueueConfig::default()).await;
+    let submitter = match fixture.backend {
+        Backend::Sqlite => Arc::clone(&queue),
+        Backend::Postgres => fixture.queue(QueueConfig::default()).await,
+    };
+    let waiting = {
+        let queue = Arc::clone(&queue);
+        tokio::spawn(async move {
+            loop {
+                if let Some(claim) = queue.claim(&worker(1)).await.unwrap() {
+                    return claim.kickoff_id;
+                }
+                queue.wait_for_work(Duration::from_secs(60)).await;
+            }
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let submitted = submitter
+        .submit(inputs(json!({"n": 1})), None)
+        .await
+        .unwrap();
+    let claimed = tokio::time::timeout(Duration::from_secs(10), waiting)
+        .await
+        .expect("the worker is woken, not left for its 60 s poll")
+        .unwrap();
+    assert_eq!(claimed, submitted.kickoff_id());
+}
+
 async fn concurrent_submissions_under_one_idempotency_key_make_one_kickoff(fixture: Fixture) {
     let queue = fixture.queue(QueueConfig::default()).await;
     let mut submitters = tokio::task::JoinSet::new();
@@ -425,6 +456,7 @@ fn main() -> std::process::ExitCode {
         cancel_stops_a_queued_kickoff_at_once_and_asks_a_running_one,
         concurrent_workers_each_claim_a_different_kickoff,
         concurrent_submissions_under_one_idempotency_key_make_one_kickoff,
+        a_submission_wakes_a_waiting_worker_before_its_poll,
         reopening_applies_no_migration_twice_and_a_newer_schema_is_refused,
     ];
     let mut suite = Suite::new();

@@ -8,11 +8,12 @@
 //! appended at once by a worker and by `POST /runs/{id}/cancel` never collide.
 
 use std::future::Future;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
 use serde_json::{Map, Value, json};
-use sqlx::postgres::PgPool;
+use sqlx::postgres::{PgListener, PgPool};
 use sqlx::{Postgres, Transaction};
 
 use super::{CallTimedOut, MigrateFailure, Schema, classify};
@@ -20,7 +21,7 @@ use super::{CallTimedOut, MigrateFailure, Schema, classify};
 use crate::error::QueueError;
 use crate::queue::{
     AttemptEnd, Claimed, KickoffEvent, KickoffQueue, KickoffRecord, KickoffState, Lease,
-    QueueConfig, Submitted, WorkerIdentity,
+    QueueConfig, Submitted, WorkSignal, WorkerIdentity,
 };
 use crate::settle::{
     CANCELLED_BEFORE_CLAIM, Settlement, lapsed_on_every_attempt, millis, parse_inputs, parse_json,
@@ -76,6 +77,51 @@ pub struct PgQueue {
     location: String,
     config: QueueConfig,
     call_timeout: Duration,
+    /// Woken by the `LISTEN` task on every kickoff any process submits or resumes.
+    new_work: WorkSignal,
+    /// That task, started by the first wait for work and stopped with the last clone.
+    listener: Arc<OnceLock<ListenerTask>>,
+}
+
+/// The channel a submission or resume is announced on (`NOTIFY`, delivered at commit).
+const NEW_WORK_CHANNEL: &str = "crewai_kickoffs";
+
+/// The `LISTEN` task of a queue; aborted when dropped.
+struct ListenerTask(tokio::task::JoinHandle<()>);
+
+impl Drop for ListenerTask {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Hears every announcement of new work and wakes `signal`; reconnects after a lost connection
+/// (a submission announced meanwhile is found by the workers' poll).
+async fn listen_for_work(pool: PgPool, signal: WorkSignal) {
+    loop {
+        match PgListener::connect_with(&pool).await {
+            Ok(mut listener) => match listener.listen(NEW_WORK_CHANNEL).await {
+                // What was announced before this connection listened is claimable now.
+                Ok(()) => {
+                    signal.notify();
+                    loop {
+                        match listener.recv().await {
+                            Ok(_) => signal.notify(),
+                            Err(error) => {
+                                tracing::warn!(%error, "lost the queue's LISTEN connection; reconnecting");
+                                break;
+                            }
+                        }
+                    }
+                }
+                Err(error) => tracing::warn!(%error, "cannot LISTEN for new kickoffs; retrying"),
+            },
+            Err(error) => {
+                tracing::warn!(%error, "cannot connect to LISTEN for new kickoffs; retrying")
+            }
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
 }
 
 impl std::fmt::Debug for PgQueue {
@@ -101,6 +147,8 @@ impl PgQueue {
             location: location.into(),
             config,
             call_timeout,
+            new_work: WorkSignal::default(),
+            listener: Arc::default(),
         };
         queue
             .guarded(async {
@@ -237,6 +285,7 @@ impl PgQueue {
         }
         self.append_event(&mut tx, &id, "kickoff_queued", &json!({}))
             .await?;
+        self.announce_new_work(&mut tx).await?;
         tx.commit().await.map_err(|e| self.sql(e))?;
         Ok(Submitted::Created(id))
     }
@@ -512,6 +561,19 @@ impl PgQueue {
         Ok(Some(after))
     }
 
+    /// Tells every listening process that a kickoff is claimable, when `tx` commits.
+    async fn announce_new_work(
+        &self,
+        tx: &mut Transaction<'_, Postgres>,
+    ) -> Result<(), QueueError> {
+        sqlx::query("SELECT pg_notify($1, '')")
+            .bind(NEW_WORK_CHANNEL)
+            .execute(&mut **tx)
+            .await
+            .map_err(|e| self.sql(e))?;
+        Ok(())
+    }
+
     async fn resume_now(&self, id: &str) -> Result<Option<KickoffState>, QueueError> {
         let mut tx = self.begin().await?;
         match self.lock_state(&mut tx, id).await? {
@@ -528,6 +590,7 @@ impl PgQueue {
                 .map_err(|e| self.sql(e))?;
                 self.append_event(&mut tx, id, "kickoff_resumed", &json!({}))
                     .await?;
+                self.announce_new_work(&mut tx).await?;
                 tx.commit().await.map_err(|e| self.sql(e))?;
                 Ok(Some(KickoffState::Queued))
             }
@@ -609,5 +672,15 @@ impl KickoffQueue for PgQueue {
         kickoff_id: &'a str,
     ) -> BoxFuture<'a, Result<Option<KickoffState>, QueueError>> {
         Box::pin(self.guarded(self.resume_now(kickoff_id)))
+    }
+
+    fn wait_for_work(&self, at_most: Duration) -> BoxFuture<'_, ()> {
+        self.listener.get_or_init(|| {
+            ListenerTask(tokio::spawn(listen_for_work(
+                self.pool.clone(),
+                self.new_work.clone(),
+            )))
+        });
+        Box::pin(self.new_work.wait(at_most))
     }
 }
