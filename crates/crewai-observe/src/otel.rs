@@ -559,6 +559,10 @@ impl SpanShape {
             | K::CrewPlanningStarted { .. }
             | K::CrewPlanningCompleted { .. }
             | K::CrewPlanningFailed { .. }
+            | K::ConsensusRoundStarted { .. }
+            | K::ConsensusRoundCompleted { .. }
+            | K::ConsensusDecisionStarted { .. }
+            | K::ConsensusDecided { .. }
             | K::CrewTestStarted { .. }
             | K::CrewTestCompleted { .. }
             | K::CrewTestResult { .. }
