@@ -106,7 +106,11 @@ fn the_dry_run_says_what_a_task_costs() {
         "--dry-run",
     ]));
     let stdout = support::text(&out.stdout);
-    assert!(out.status.success(), "{}\n{stdout}", support::text(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}\n{stdout}",
+        support::text(&out.stderr)
+    );
     assert_contains(&stdout, "consensual process, 3 agents, 1 tasks");
     assert_contains(
         &stdout,
