@@ -390,6 +390,63 @@ async fn a_resumed_run_does_not_decide_a_finished_task_again() {
 }
 
 #[tokio::test]
+async fn a_tied_vote_goes_to_the_tasks_own_agent_and_async_tasks_are_panels_too() {
+    let servers = [
+        ScriptedServer::start().await,
+        ScriptedServer::start().await,
+        ScriptedServer::start().await,
+    ];
+    let agents: Vec<_> = ["Analyst", "Critic", "Editor"]
+        .iter()
+        .zip(&servers)
+        .map(|(role, server)| agent(role, server))
+        .collect();
+    let early = task_builder("early", "Name a flower", &agents[2])
+        .async_execution(true)
+        .build()
+        .unwrap();
+    let crew = crew_builder(
+        &agents.iter().collect::<Vec<_>>(),
+        vec![early, task("late", "Name a tree", &agents[0])],
+    )
+    .process(Process::Consensual)
+    .consensus(ConsensusConfig::new().revisions(0))
+    .build()
+    .unwrap();
+    // Each votes for the next answer round the circle: one vote each, a three-way tie.
+    for (server, (flower, ballot)) in
+        servers
+            .iter()
+            .zip([("rose", "B"), ("tulip", "C"), ("lily", "A")])
+    {
+        server.push_text(flower);
+        server.push_text(vote(ballot, "nice"));
+    }
+    // The second task: no tie, Critic's answer wins.
+    for (server, (tree, ballot)) in servers
+        .iter()
+        .zip([("oak", "B"), ("elm", "A"), ("ash", "B")])
+    {
+        server.push_text(tree);
+        server.push_text(vote(ballot, "tall"));
+    }
+    let output = crew.kickoff(Default::default()).await.unwrap();
+    let early = &output.tasks_output[0];
+    assert_eq!(
+        early.raw, "lily",
+        "the tie goes to the task's agent, Editor"
+    );
+    let record = early.consensus.as_ref().unwrap();
+    assert!(matches!(
+        &record.outcome,
+        ConsensusOutcome::Chosen { label, tie_broken: true, .. } if label == "C"
+    ));
+    assert!(record.reason.contains("tie"), "{}", record.reason);
+    assert_eq!(output.raw, "elm");
+    assert_eq!(crew.usage().total.successful_requests, 12);
+}
+
+#[tokio::test]
 async fn the_budget_stops_a_consensual_task_with_the_finished_outputs() {
     let servers = [
         ScriptedServer::start().await,
