@@ -358,6 +358,28 @@ impl Progress {
                 let text = format!("  ↳ plan changed ({replan_count}): {} step(s) to go", steps.len());
                 Self::line(state, &text);
             }
+            EventKind::ConsensusRoundStarted { round, voters, .. } => {
+                let text = match round {
+                    0 => format!("  ↳ consensus: {} agents answer on their own", voters.len()),
+                    r => format!("  ↳ consensus: revision round {r}"),
+                };
+                Self::line(state, &text);
+            }
+            EventKind::ConsensusRoundCompleted { round, revised, .. } if *round > 0 => {
+                Self::line(state, &format!("  ↳ consensus: {revised} answer(s) revised"));
+            }
+            EventKind::ConsensusDecided {
+                outcome,
+                agent_role,
+                reason,
+                ..
+            } => {
+                let who = agent_role.as_deref().map(str::trim).unwrap_or("agent");
+                Self::line(
+                    state,
+                    &format!("  ↳ consensus: {outcome} by {who} ({reason})"),
+                );
+            }
             EventKind::MemoryQueryFailed { error, .. } => {
                 Self::line(state, &format!("  ✗ memory could not be searched: {error}"));
             }
@@ -441,7 +463,10 @@ impl Progress {
             | EventKind::KnowledgeRetrievalStarted { .. }
             | EventKind::KnowledgeRetrievalCompleted { .. }
             | EventKind::KnowledgeQueryStarted { .. }
-            | EventKind::KnowledgeQueryCompleted { .. } => {}
+            | EventKind::KnowledgeQueryCompleted { .. }
+            // A consensus shows its rounds, revisions and decision; the rest is in between.
+            | EventKind::ConsensusRoundCompleted { .. }
+            | EventKind::ConsensusDecisionStarted { .. } => {}
         }
     }
 

@@ -61,6 +61,7 @@ fn every_example_dry_runs_offline() {
         "content-team",
         "mcp-and-skill",
         "planned-brief",
+        "consensual",
         "data-analyst",
         "plan-and-execute",
     ] {

@@ -57,6 +57,7 @@ pub mod agent;
 mod agent_knowledge;
 mod agent_memory;
 mod agent_task;
+pub mod consensus;
 pub mod converter;
 pub mod crew;
 pub mod delegation;

@@ -75,6 +75,10 @@ pub struct TaskOutput {
     /// The conversation that produced it.
     #[serde(default)]
     pub messages: Vec<Message>,
+    /// How a consensual crew (`process: consensual`) decided this answer: the rounds, the
+    /// votes and the reason. `None` for the other processes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub consensus: Option<crate::consensus::ConsensusRecord>,
 }
 
 /// CrewAI's summary: the first ten words of the description, then "...".

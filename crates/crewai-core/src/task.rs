@@ -127,6 +127,12 @@ pub enum TaskError {
         task: String,
         source: std::io::Error,
     },
+    /// A consensual crew's voters or judge gave no usable decision.
+    #[error("task '{task}': the consensus could not be decided")]
+    Consensus {
+        task: String,
+        source: Box<crate::consensus::ConsensusError>,
+    },
     #[error("task '{task}': the training iteration could not be kept")]
     TrainingLog {
         task: String,

@@ -568,6 +568,10 @@ impl SpanShape {
             | K::CrewPlanningStarted { .. }
             | K::CrewPlanningCompleted { .. }
             | K::CrewPlanningFailed { .. }
+            | K::ConsensusRoundStarted { .. }
+            | K::ConsensusRoundCompleted { .. }
+            | K::ConsensusDecisionStarted { .. }
+            | K::ConsensusDecided { .. }
             | K::CrewTestStarted { .. }
             | K::CrewTestCompleted { .. }
             | K::CrewTestResult { .. }

@@ -311,8 +311,13 @@ fn role_of(kind: &EventKind) -> Role {
         // A skill's discovery, loading and use, memory's recalls and saves, and knowledge searches, are moments of
         // the agent's (or the task's, or a tool's) span, not work of their own.
         // Planning, test scores and training are moments of the crew's span (the planner's own
-        // calls are spans under the crew's).
-        K::CrewPlanningStarted { .. }
+        // calls are spans under the crew's); a consensus's rounds and decision are moments of
+        // the task's (the voters' and the judge's calls are spans under it).
+        K::ConsensusRoundStarted { .. }
+        | K::ConsensusRoundCompleted { .. }
+        | K::ConsensusDecisionStarted { .. }
+        | K::ConsensusDecided { .. }
+        | K::CrewPlanningStarted { .. }
         | K::CrewPlanningCompleted { .. }
         | K::CrewPlanningFailed { .. }
         // An agent's planning calls are spans of their own; the plan, its observations and its

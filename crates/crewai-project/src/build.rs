@@ -191,10 +191,12 @@ impl Project {
             .skills(self.crew_skills().to_vec());
         let mut manager = None;
         let mut members = Vec::new();
+        let mut roles_by_key = std::collections::BTreeMap::new();
         for (key, agent) in parts.agents {
             if Some(key.as_str()) == manager_key {
                 manager = Some(agent);
             } else {
+                roles_by_key.insert(key, agent.role().to_string());
                 members.push(agent);
             }
         }
@@ -206,7 +208,11 @@ impl Project {
         builder = builder.process(match process {
             ProcessSpec::Sequential => Process::Sequential,
             ProcessSpec::Hierarchical => Process::Hierarchical,
+            ProcessSpec::Consensual => Process::Consensual,
         });
+        if process == ProcessSpec::Consensual {
+            builder = builder.consensus(self.consensus_config(&roles_by_key, options)?);
+        }
         if process == ProcessSpec::Hierarchical {
             match manager {
                 Some(agent) => builder = builder.manager_agent(agent),

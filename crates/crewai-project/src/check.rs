@@ -509,6 +509,7 @@ fn check_crew(
     {
         errors.extend(problems);
     }
+    crate::consensus::check(loaded, process, errors);
     if process == ProcessSpec::Hierarchical && crew.manager_llm.is_none() && manager.is_none() {
         let origin = crew.origin("process");
         let diagnostic = match origin {

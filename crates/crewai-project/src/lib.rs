@@ -32,6 +32,7 @@ mod a2a;
 mod build;
 mod check;
 mod code_execution;
+mod consensus;
 mod error;
 pub mod flow_v1;
 pub mod flow_yaml;
@@ -64,7 +65,7 @@ pub use error::{Diagnostic, ProjectError, closest, did_you_mean};
 pub use load::{AgentEntry, Entry, Layout, ProjectFiles, TaskEntry};
 pub use memory::EmbedderChoice;
 pub use options::{BuildOptions, LlmFactory, RateLimitOwner, RateLimiterFactory};
-pub use plan::{ContextPlan, Plan, PlannedAgent, PlannedTask};
+pub use plan::{ContextPlan, Plan, PlannedAgent, PlannedConsensus, PlannedTask};
 pub use python::PythonToolUse;
 pub use registry::{
     BUILTIN_TOOLS, FactoryError, SearchToolBase, ToolFactory, ToolLookupError, ToolRegistry,
@@ -238,7 +239,7 @@ impl Project {
     pub fn manager_key(&self) -> Option<&str> {
         match self.crew.process.unwrap_or_default() {
             ProcessSpec::Hierarchical => self.crew.manager_agent.as_deref(),
-            ProcessSpec::Sequential => None,
+            ProcessSpec::Sequential | ProcessSpec::Consensual => None,
         }
     }
 

@@ -70,18 +70,35 @@ pub struct PlannedTask {
 #[derive(Debug, Clone, Serialize)]
 pub struct Plan {
     pub crew: String,
-    /// `sequential` or `hierarchical`.
+    /// `sequential`, `hierarchical` or `consensual`.
     pub process: &'static str,
     /// The manager of a hierarchical crew: an agent key, or `manager_llm: <model>`.
     pub manager: Option<String>,
     /// `planning: true`: the planner's model (`None`: the default model). The planner is one
     /// model call before the first task; its plans are appended to the task descriptions.
     pub planning: Option<Option<String>>,
+    /// `process: consensual`: who votes and how the answer is decided.
+    pub consensus: Option<PlannedConsensus>,
     pub inputs: Inputs,
     pub agents: Vec<PlannedAgent>,
     pub tasks: Vec<PlannedTask>,
     /// Things that do not stop the run, each with file and line.
     pub warnings: Vec<String>,
+}
+
+/// How a consensual crew works each task.
+#[derive(Debug, Clone, Serialize)]
+pub struct PlannedConsensus {
+    /// Agent keys, in the order their answers are labelled A, B, ...
+    pub voters: Vec<String>,
+    pub revisions: u32,
+    /// `vote` or `judge`.
+    pub decision: &'static str,
+    /// The judge's model (`None`: the default model, or no judge).
+    pub judge_llm: Option<String>,
+    /// The fewest model calls one task takes: `voters × (1 + revisions)` answers, plus a vote
+    /// per voter or one judge call (tool calls and conversions add to it).
+    pub calls_per_task: u32,
 }
 
 /// The tools the engine adds to a delegating agent (CrewAI's names, sanitised). crewai-core
@@ -92,6 +109,7 @@ fn process_name(process: ProcessSpec) -> &'static str {
     match process {
         ProcessSpec::Sequential => "sequential",
         ProcessSpec::Hierarchical => "hierarchical",
+        ProcessSpec::Consensual => "consensual",
     }
 }
 
@@ -341,7 +359,7 @@ impl Project {
         }
         let process = self.crew.process.unwrap_or_default();
         let manager = match process {
-            ProcessSpec::Sequential => None,
+            ProcessSpec::Sequential | ProcessSpec::Consensual => None,
             ProcessSpec::Hierarchical => self.crew.manager_agent.clone().or_else(|| {
                 self.crew
                     .manager_llm
@@ -351,11 +369,15 @@ impl Project {
         };
         let planning = (self.crew.planning == Some(true))
             .then(|| self.crew.planning_llm.as_ref().map(|l| l.model.clone()));
+        let consensus = (process == ProcessSpec::Consensual)
+            .then(|| self.planned_consensus())
+            .flatten();
         Ok(Plan {
             crew: self.name(),
             process: process_name(process),
             manager,
             planning,
+            consensus,
             inputs: inputs.clone(),
             agents,
             tasks,
@@ -389,6 +411,22 @@ impl fmt::Display for Plan {
                 f,
                 "Planning: first, one call to the planner [llm: {}] for a plan per task, appended to each task's description",
                 model.as_deref().unwrap_or("default")
+            )?;
+        }
+        if let Some(consensus) = &self.consensus {
+            let decision = match consensus.judge_llm.as_deref() {
+                Some(model) => format!("decided by a judge [llm: {model}]"),
+                None if consensus.decision == "judge" => {
+                    "decided by a judge [llm: default]".to_string()
+                }
+                None => "decided by a vote".to_string(),
+            };
+            writeln!(
+                f,
+                "Consensus: voters {}; {} revision round(s); {decision}; at least {} model calls per task",
+                consensus.voters.join(", "),
+                consensus.revisions,
+                consensus.calls_per_task
             )?;
         }
         if !self.inputs.is_empty() {

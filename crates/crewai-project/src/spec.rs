@@ -132,6 +132,8 @@ pub enum ProcessSpec {
     #[default]
     Sequential,
     Hierarchical,
+    /// Several agents answer each task and agree on one answer (configured by `consensus:`).
+    Consensual,
 }
 
 /// A number of seconds, as `max_execution_time` takes it. CrewAI declares a whole number; a
@@ -380,6 +382,8 @@ spec_struct! {
         cache: bool;
         planning: bool;
         planning_llm: LlmConfig;
+        /// `process: consensual`'s voters, revisions and decision (see `crate::consensus`).
+        consensus: Value;
         output_log_file: LogFileSpec;
         stream: bool;
         /// Default inputs; the command line and the caller override them.

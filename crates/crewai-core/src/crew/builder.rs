@@ -41,6 +41,7 @@ pub struct CrewBuilder {
     cache: bool,
     planning: bool,
     planning_llm: Option<Arc<dyn Llm>>,
+    consensus: Option<crate::consensus::ConsensusConfig>,
     trained: crate::training::TrainedAgents,
     stream: bool,
     verbose: bool,
@@ -112,6 +113,10 @@ impl CrewBuilder {
         pub fn planning(planning: bool) => planning = planning;
         /// The planner's model (default: the default model, as for an agent without `llm`).
         pub fn planning_llm(llm: Arc<dyn Llm>) => planning_llm = Some(llm);
+        /// How a consensual crew ([`Process::Consensual`]) works its tasks: the voters, the
+        /// revision rounds and the decision (default: every agent votes after one revision).
+        /// Given to a crew of another process, it is a configuration error.
+        pub fn consensus(config: crate::consensus::ConsensusConfig) => consensus = Some(config);
         /// What training taught the agents (the trained-agents file, [`Crew::train`]): an
         /// agent whose role, after interpolation, has an entry ends each task prompt with its
         /// suggestions, as CrewAI does with a trained agent.
@@ -206,8 +211,27 @@ impl CrewBuilder {
             ));
         }
         validate_tasks(&self.tasks, self.process).map_err(config)?;
+        let consensus = match (self.process, &self.consensus) {
+            (Process::Consensual, given) => {
+                if self.manager_agent.is_some() || self.manager_llm.is_some() {
+                    return Err(config_error(
+                        &name,
+                        "a consensual crew has no manager; remove `manager_llm` / `manager_agent` (or use `process: hierarchical`)",
+                    ));
+                }
+                let given = given.clone().unwrap_or_default();
+                Some(super::consensus::setup(&given, &self.agents, &self.tasks).map_err(config)?)
+            }
+            (_, Some(_)) => {
+                return Err(config_error(
+                    &name,
+                    "a consensus configuration is set, but the crew's process is not consensual; set the process to `Process::Consensual` or remove it",
+                ));
+            }
+            (_, None) => None,
+        };
         let manager = match self.process {
-            Process::Sequential => None,
+            Process::Sequential | Process::Consensual => None,
             Process::Hierarchical => {
                 if self.agents.is_empty() && self.tasks.iter().any(|t| t.agent().is_none()) {
                     return Err(config(
@@ -243,7 +267,8 @@ impl CrewBuilder {
                 .iter()
                 .chain(self.tasks.iter().filter_map(Task::agent))
                 .chain(&manager)
-                .chain(&planner);
+                .chain(&planner)
+                .chain(consensus.as_ref().and_then(|c| c.judge()));
             if let Some((role, model)) = first_unpriced(callers, &prices) {
                 return Err(config(format!(
                     "`max_cost_usd` is set, but agent '{role}' uses model '{model}', which has no \
@@ -274,6 +299,7 @@ impl CrewBuilder {
                 process: self.process,
                 manager,
                 planner,
+                consensus,
                 trained: Arc::new(self.trained),
                 function_calling_llm: self.function_calling_llm,
                 rate_limiter: self
@@ -310,6 +336,13 @@ impl CrewBuilder {
                 last_run: Mutex::new(RunRecord::default()),
             }),
         })
+    }
+}
+
+fn config_error(crew: &str, message: &str) -> CrewError {
+    CrewError::Config {
+        crew: crew.to_string(),
+        message: message.to_string(),
     }
 }
 

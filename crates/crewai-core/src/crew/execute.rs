@@ -3,16 +3,14 @@
 
 use std::collections::BTreeSet;
 
-use crewai_tools::ToolHandle;
 use tokio::task::JoinHandle;
 use uuid::Uuid;
 
-use crate::agent::Agent;
 use crate::error::AgentError;
 use crate::events::{CaughtPanic, PanicSite, panic_message};
 use crate::output::TaskOutput;
 use crate::process::hierarchical::{self, ManagerError};
-use crate::process::{DelegatedFrom, RunContext, execute_task, merge_tools};
+use crate::process::{DelegatedFrom, RunContext, TaskWorker, merge_tools};
 use crate::prompts::crew as prompts;
 use crate::task::{Task, TaskContext, TaskError};
 
@@ -107,16 +105,15 @@ impl Crew {
                 done.push((index, skipped));
                 continue;
             }
-            let (agent, tools) = self.agent_and_tools(run, prepared, task, parent)?;
+            let worker = self.worker_for(run, prepared, task, parent)?;
             let context = context_for(task, index, done, &prepared.tasks);
             if task.is_async() {
-                let (run, task, agent) = (run.clone(), task.clone(), agent.clone());
+                let (run, task) = (run.clone(), task.clone());
                 let recorder = recorder.clone();
                 // Recorded inside the spawned task, the moment it finishes: a run killed before
                 // the join still keeps this output.
                 let handle = tokio::spawn(async move {
-                    let output =
-                        execute_task(&run, &task, &agent, context, tools, Some(parent)).await?;
+                    let output = worker.execute(&run, &task, context, Some(parent)).await?;
                     recorder.record(index, &task, &output).await?;
                     Ok(output)
                 });
@@ -125,7 +122,7 @@ impl Crew {
                     handle: AbortOnDrop(handle),
                 });
             } else {
-                let output = execute_task(run, task, &agent, context, tools, Some(parent)).await?;
+                let output = worker.execute(run, task, context, Some(parent)).await?;
                 recorder.record(index, task, &output).await?;
                 done.push((index, output));
             }
@@ -193,14 +190,15 @@ impl Crew {
 
     /// Who runs `task` and with which tools: its agent with the task's (or its own) tools plus
     /// delegation tools for its coworkers; in a hierarchical crew the manager with only the
-    /// delegation tools.
-    fn agent_and_tools(
+    /// delegation tools; in a consensual crew the panel of voters (each with the task's tools,
+    /// or its own).
+    fn worker_for(
         &self,
         run: &RunContext,
         prepared: &Prepared,
         task: &Task,
         parent: Uuid,
-    ) -> Result<(Agent, Vec<ToolHandle>), CrewError> {
+    ) -> Result<TaskWorker, CrewError> {
         let key = task.key();
         match self.spec.process {
             Process::Sequential => {
@@ -223,7 +221,10 @@ impl Crew {
                 } else {
                     Vec::new()
                 };
-                Ok((agent, merge_tools(own, delegation)))
+                Ok(TaskWorker::Agent {
+                    agent,
+                    tools: merge_tools(own, delegation),
+                })
             }
             Process::Hierarchical => {
                 let manager = prepared.manager.clone().ok_or_else(|| CrewError::Manager {
@@ -234,7 +235,21 @@ impl Crew {
                 let from = DelegatedFrom::task(task, task.tools().to_vec());
                 let tools = run.delegation_tools(&manager, &coworkers, from, Some(parent));
                 self.record().manager_tools = tools.clone();
-                Ok((manager, tools))
+                Ok(TaskWorker::Agent {
+                    agent: manager,
+                    tools,
+                })
+            }
+            Process::Consensual => {
+                let setup = self
+                    .spec
+                    .consensus
+                    .as_ref()
+                    .ok_or_else(|| CrewError::Config {
+                        crew: self.spec.name.clone(),
+                        message: "a consensual crew was built without its consensus setup".into(),
+                    })?;
+                Ok(TaskWorker::Panel(setup.panel(prepared, task)))
             }
         }
     }

@@ -65,6 +65,8 @@ pub(super) struct Prepared {
     pub(super) agents: Vec<Agent>,
     pub(super) tasks: Vec<Task>,
     pub(super) manager: Option<Agent>,
+    /// A consensual crew's voters, in label order.
+    pub(super) voters: Vec<Agent>,
 }
 
 impl Crew {
@@ -379,10 +381,16 @@ impl Crew {
             tasks.push(ready);
         }
         let manager = spec.manager.as_ref().map(adapt).transpose()?;
+        let voters = spec
+            .consensus
+            .as_ref()
+            .map(|setup| setup.voters_of(&agents))
+            .unwrap_or_default();
         Ok(Prepared {
             agents,
             tasks,
             manager,
+            voters,
         })
     }
 }

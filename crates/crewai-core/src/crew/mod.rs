@@ -1,4 +1,5 @@
-//! [`Crew`]: agents working through tasks, sequentially or under a manager (CrewAI's `Crew`).
+//! [`Crew`]: agents working through tasks, sequentially, under a manager, or by consensus
+//! (CrewAI's `Crew`).
 //!
 //! A crew is a specification plus the bookkeeping of its latest kickoff (usage, the manager's
 //! tools). Every kickoff works on its own interpolated copies of the agents and tasks, with its own
@@ -6,6 +7,7 @@
 //! between two kickoffs of the same crew.
 
 mod builder;
+mod consensus;
 mod error;
 mod execute;
 mod journal;
@@ -17,6 +19,11 @@ mod stream;
 mod testing;
 mod training;
 
+pub use crate::consensus::{
+    ConsensusAnswer, ConsensusConfig, ConsensusDecision, ConsensusError, ConsensusOutcome,
+    ConsensusRecord, ConsensusRound, ConsensusVote, DecisionMethod, JUDGEMENT_SCHEMA_NAME,
+    VOTE_SCHEMA_NAME,
+};
 pub use crate::kickoff::KickoffOptions;
 pub use crate::process::hierarchical::ManagerError;
 pub use builder::CrewBuilder;
@@ -57,6 +64,10 @@ pub enum Process {
     Sequential,
     /// Every task through a manager that delegates to the agents.
     Hierarchical,
+    /// Every task answered by several agents, who revise after reading each other's answers
+    /// and then vote, or let a judge decide (see [`crate::consensus`]; configured with
+    /// [`CrewBuilder::consensus`]).
+    Consensual,
 }
 
 /// Changes the inputs before a kickoff (CrewAI's `before_kickoff_callbacks`).
@@ -85,6 +96,8 @@ struct CrewSpec {
     manager: Option<Agent>,
     /// The planner of a crew with `planning: true`.
     planner: Option<Agent>,
+    /// The voters and the judge of a consensual crew.
+    consensus: Option<consensus::ConsensusSetup>,
     /// What training taught agents, by role: applied to each kickoff's interpolated agents.
     trained: Arc<crate::training::TrainedAgents>,
     function_calling_llm: Option<Arc<dyn Llm>>,
@@ -263,6 +276,7 @@ impl Crew {
             process: s.process,
             manager: s.manager.clone(),
             planner: s.planner.clone(),
+            consensus: s.consensus.clone(),
             trained: s.trained.clone(),
             function_calling_llm: s.function_calling_llm.clone(),
             rate_limiter: s.rate_limiter.clone(),

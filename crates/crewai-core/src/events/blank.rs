@@ -148,6 +148,29 @@ impl EventKind {
                 crew_id: None,
                 error: text(),
             },
+            EventType::ConsensusRoundStarted => K::ConsensusRoundStarted {
+                task_name: None,
+                round: 0,
+                voters: Vec::new(),
+            },
+            EventType::ConsensusRoundCompleted => K::ConsensusRoundCompleted {
+                task_name: None,
+                round: 0,
+                answers: 0,
+                revised: 0,
+            },
+            EventType::ConsensusDecisionStarted => K::ConsensusDecisionStarted {
+                task_name: None,
+                method: text(),
+            },
+            EventType::ConsensusDecided => K::ConsensusDecided {
+                task_name: None,
+                method: text(),
+                outcome: text(),
+                agent_role: None,
+                tally: Default::default(),
+                reason: text(),
+            },
             EventType::CrewPlanningStarted => K::CrewPlanningStarted {
                 crew_name: text(),
                 tasks: 0,

@@ -95,6 +95,44 @@ fn console_line(event: &Event) -> Option<String> {
         EventKind::CrewPlanningFailed {
             crew_name, error, ..
         } => format!("❌ Crew '{crew_name}' could not plan: {error}"),
+        EventKind::ConsensusRoundStarted {
+            task_name,
+            round,
+            voters,
+        } => match round {
+            0 => format!(
+                "🗳️  Task '{}': {} agents answer on their own",
+                optional(task_name),
+                voters.len()
+            ),
+            r => format!(
+                "🗳️  Task '{}': revision round {r}, each agent reads the others' answers",
+                optional(task_name)
+            ),
+        },
+        EventKind::ConsensusRoundCompleted {
+            task_name,
+            round,
+            answers,
+            revised,
+        } => format!(
+            "🗳️  Task '{}': round {round} done, {answers} answer(s), {revised} revised",
+            optional(task_name)
+        ),
+        EventKind::ConsensusDecisionStarted { task_name, method } => {
+            format!("🗳️  Task '{}': deciding by {method}", optional(task_name))
+        }
+        EventKind::ConsensusDecided {
+            task_name,
+            outcome,
+            agent_role,
+            reason,
+            ..
+        } => format!(
+            "🗳️  Task '{}': {outcome} ({}) — {reason}",
+            optional(task_name),
+            optional(agent_role)
+        ),
         EventKind::CrewTestStarted {
             crew_name,
             n_iterations,

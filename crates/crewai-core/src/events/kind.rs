@@ -133,6 +133,38 @@ pub enum EventKind {
         error: String,
     },
 
+    /// A round of a consensual task (`process: consensual`) starts, under the task's
+    /// `task_started`: round 0 is the voters' independent answers, round `r` the `r`-th
+    /// revision. `voters` are the roles, in the order their answers are labelled A, B, ...
+    ConsensusRoundStarted {
+        task_name: Option<String>,
+        round: u32,
+        voters: Vec<String>,
+    },
+    /// Every voter answered in this round; `revised` of them changed their answer.
+    ConsensusRoundCompleted {
+        task_name: Option<String>,
+        round: u32,
+        answers: usize,
+        revised: usize,
+    },
+    /// The voters vote, or the judge decides (`method`: `vote` or `judge`), under the task's
+    /// `task_started`.
+    ConsensusDecisionStarted {
+        task_name: Option<String>,
+        method: String,
+    },
+    /// The task's answer is decided: `outcome` is `Answer B` or `merged`, `agent_role` who
+    /// wrote it (the judge for a merged one), `tally` the votes per label (empty for a judge).
+    ConsensusDecided {
+        task_name: Option<String>,
+        method: String,
+        outcome: String,
+        agent_role: Option<String>,
+        tally: std::collections::BTreeMap<String, u32>,
+        reason: String,
+    },
+
     /// An agent starts working on a task; `task_prompt` is the task text without the user-message
     /// wrapper, `tools` the names of the tools it may use.
     AgentExecutionStarted {
@@ -875,6 +907,14 @@ impl EventKind {
                 task_name,
                 ..
             } => (agent_role.as_deref(), task_name.as_deref()),
+            K::ConsensusDecided {
+                agent_role,
+                task_name,
+                ..
+            } => (agent_role.as_deref(), task_name.as_deref()),
+            K::ConsensusRoundStarted { task_name, .. }
+            | K::ConsensusRoundCompleted { task_name, .. }
+            | K::ConsensusDecisionStarted { task_name, .. } => (None, task_name.as_deref()),
             K::SkillDiscoveryStarted { agent_role, .. }
             | K::SkillDiscoveryCompleted { agent_role, .. }
             | K::SkillLoaded { agent_role, .. }

@@ -1,7 +1,9 @@
 //! Running tasks: one task through its agent with structured output, guardrails, human feedback,
 //! callbacks and its output file ([`execute_task`]); the delegation runner that lets an agent
-//! hand work to a coworker; and the hierarchical manager ([`hierarchical`]).
+//! hand work to a coworker; the hierarchical manager ([`hierarchical`]); and the consensual
+//! panel ([`consensual`]).
 
+pub mod consensual;
 pub mod hierarchical;
 
 use std::path::PathBuf;
@@ -153,6 +155,7 @@ pub async fn execute_task(
         agent,
         tools,
         started,
+        consensus: None,
     };
     let work = task_run.steps(context);
     let result = match run.deadline_for(agent) {
@@ -192,12 +195,25 @@ struct TaskRun<'a> {
     tools: Vec<ToolHandle>,
     /// The `task_started` event: the parent of the run's events.
     started: Uuid,
+    /// A consensual task's record, kept on every output this run makes.
+    consensus: Option<&'a crate::consensus::ConsensusRecord>,
 }
 
 impl TaskRun<'_> {
     /// The agent's attempts (again after human feedback and failed guardrails), the callbacks and
     /// the output file.
     async fn steps(&self, context: Option<String>) -> Result<TaskOutput, TaskError> {
+        let output = self.attempt(context.clone()).await?;
+        self.finish(output, context).await
+    }
+
+    /// What follows a task's first answer `output`: human feedback and guardrails (each retry
+    /// an attempt by this run's agent), the callbacks and the output file.
+    async fn finish(
+        &self,
+        mut output: TaskOutput,
+        context: Option<String>,
+    ) -> Result<TaskOutput, TaskError> {
         let (run, task, agent, started) = (self.run, self.task, self.agent, self.started);
         let attempt = |extra: Option<String>| {
             let context = match (&context, extra) {
@@ -208,7 +224,6 @@ impl TaskRun<'_> {
             };
             self.attempt(context)
         };
-        let mut output = attempt(None).await?;
 
         if let (true, Some(training)) = (task.human_input(), &run.training) {
             // Training: one round of feedback, and the iteration kept (CrewAI's training mode).
@@ -371,7 +386,15 @@ impl TaskRun<'_> {
             .run_task(request)
             .await
             .map_err(|source| self.agent_failed(source))?;
+        self.shape(result).await
+    }
 
+    /// The task's output from an answer of this run's agent: the text, and the structured
+    /// value made from it when the task has a schema (the typed reply, else JSON in the text,
+    /// else a conversion call).
+    async fn shape(&self, result: AgentTaskResult) -> Result<TaskOutput, TaskError> {
+        let (task, agent) = (self.task, self.agent);
+        let schema = task.output_schema();
         let mut output = TaskOutput::new(
             task.description(),
             task.expected_output(),
@@ -380,6 +403,7 @@ impl TaskRun<'_> {
         );
         output.name = task.name().map(str::to_string);
         output.messages = result.messages;
+        output.consensus = self.consensus.cloned();
         let Some(schema) = schema else {
             return Ok(output);
         };
@@ -454,6 +478,37 @@ impl TaskRun<'_> {
         TaskError::Agent {
             task: self.task.key(),
             source: Box::new(source),
+        }
+    }
+}
+
+/// Who works a task: one agent with its tools, or a consensual crew's panel of voters.
+#[derive(Clone)]
+pub enum TaskWorker {
+    Agent {
+        agent: Agent,
+        tools: Vec<ToolHandle>,
+    },
+    Panel(consensual::Panel),
+}
+
+impl TaskWorker {
+    /// Runs `task` with this worker (see [`execute_task`] and
+    /// [`consensual::execute_consensual_task`]).
+    pub async fn execute(
+        &self,
+        run: &RunContext,
+        task: &Task,
+        context: Option<String>,
+        parent: Option<Uuid>,
+    ) -> Result<TaskOutput, TaskError> {
+        match self {
+            TaskWorker::Agent { agent, tools } => {
+                execute_task(run, task, agent, context, tools.clone(), parent).await
+            }
+            TaskWorker::Panel(panel) => {
+                consensual::execute_consensual_task(run, task, panel, context, parent).await
+            }
         }
     }
 }

@@ -10,12 +10,14 @@
 //! - [`crew`]: what crews add: delegation tool descriptions, the default manager, guardrail retry
 //!   feedback, the LLM guardrail judge, structured-output conversion, human feedback.
 //! - [`planning`]: the crew's planner (`planning: true`) and how a plan joins its task.
+//! - [`consensus`]: a consensual crew's revisions, ballots and judge.
 //! - [`evaluation`]: the judges of `Crew::test` and `Crew::train`, and trained instructions.
 //!
 //! The structure follows CrewAI's (users and recorded runs depend on where things go); the wording is
 //! our own, except for the few sentences conformance cases check byte for byte, which say so.
 
 pub mod agent;
+pub mod consensus;
 pub mod crew;
 pub mod evaluation;
 pub mod knowledge;
