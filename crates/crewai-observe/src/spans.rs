@@ -688,7 +688,7 @@ mod tests {
                 "nothing closes a {kind:?} span"
             );
         }
-        assert_eq!(opened.len(), 14, "{opened:?}");
+        assert_eq!(opened.len(), 15, "{opened:?}");
     }
 
     #[test]
