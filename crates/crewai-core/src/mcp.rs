@@ -26,7 +26,7 @@ use serde_json::Value;
 use uuid::Uuid;
 
 pub use crewai_mcp::{
-    DEFAULT_MAX_RESULT_BYTES, DEFAULT_MCP_TIMEOUT, McpConnection, McpError, McpServer,
+    DEFAULT_MAX_RESULT_BYTES, DEFAULT_MCP_TIMEOUT, McpConnection, McpError, McpOAuth, McpServer,
     McpStdioServer, McpTransport,
 };
 

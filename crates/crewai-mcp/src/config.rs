@@ -109,6 +109,31 @@ pub struct McpRemoteServer {
     pub call_timeout: Duration,
     /// How many times a session that ended is opened again, over the connection's life.
     pub max_restarts: u32,
+    /// OAuth for the server, when it needs it: a token is got before each session opens.
+    pub oauth: Option<McpOAuth>,
+}
+
+/// OAuth 2.0 client credentials for an MCP server (the MCP spec's machine-to-machine flow,
+/// SEP-1046): the authorization server is discovered from the server's protected-resource
+/// metadata, and the token asked for `resource` (default: the server's URL) with `scopes`.
+/// The secret is sent, never shown (`Debug` hides it).
+#[derive(Clone)]
+pub struct McpOAuth {
+    pub client_id: String,
+    pub client_secret: String,
+    pub scopes: Vec<String>,
+    /// The resource the token is for (RFC 8707); `None`: the server's URL.
+    pub resource: Option<String>,
+}
+
+impl std::fmt::Debug for McpOAuth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpOAuth")
+            .field("client_id", &self.client_id)
+            .field("scopes", &self.scopes)
+            .field("resource", &self.resource)
+            .finish_non_exhaustive()
+    }
 }
 
 impl McpRemoteServer {
@@ -121,6 +146,7 @@ impl McpRemoteServer {
             start_timeout: Duration::from_secs(30),
             call_timeout: Duration::from_secs(30),
             max_restarts: 1,
+            oauth: None,
         }
     }
 
@@ -130,6 +156,8 @@ impl McpRemoteServer {
         pub fn start_timeout(start_timeout: Duration) => start_timeout = start_timeout;
         pub fn call_timeout(call_timeout: Duration) => call_timeout = call_timeout;
         pub fn max_restarts(max_restarts: u32) => max_restarts = max_restarts;
+        /// Gets an OAuth token (client credentials) before each session.
+        pub fn oauth(oauth: McpOAuth) => oauth = Some(oauth);
     }
 }
 
@@ -143,6 +171,7 @@ impl std::fmt::Debug for McpRemoteServer {
             .field("start_timeout", &self.start_timeout)
             .field("call_timeout", &self.call_timeout)
             .field("max_restarts", &self.max_restarts)
+            .field("oauth", &self.oauth)
             .finish()
     }
 }

@@ -99,6 +99,14 @@ pub enum McpError {
         url: String,
         detail: String,
     },
+    /// The OAuth flow for an HTTP server failed: its metadata could not be discovered, or the
+    /// authorization server refused the client's credentials.
+    #[error("MCP server '{server}' at {url}: OAuth failed: {detail}")]
+    OAuth {
+        server: String,
+        url: String,
+        detail: String,
+    },
     /// An `mcps:` entry cannot be used as written.
     #[error("{0}")]
     InvalidServer(String),

@@ -31,13 +31,14 @@
 mod config;
 mod connection;
 mod error;
+mod oauth;
 mod server;
 mod session;
 mod sse;
 mod stderr;
 mod tool;
 
-pub use config::{McpRemoteServer, McpStdioServer};
+pub use config::{McpOAuth, McpRemoteServer, McpStdioServer};
 pub use connection::McpConnection;
 pub use error::McpError;
 pub use server::{DEFAULT_MCP_TIMEOUT, McpServer, McpTransport};

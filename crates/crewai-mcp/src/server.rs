@@ -172,6 +172,15 @@ impl McpServer {
         self
     }
 
+    /// Gets an OAuth token (client credentials) before each session with an HTTP server; a
+    /// stdio server has no use for one and keeps none.
+    pub fn oauth(mut self, oauth: crate::config::McpOAuth) -> Self {
+        if let McpTransport::Http(config) | McpTransport::Sse(config) = &mut self.transport {
+            config.oauth = Some(oauth);
+        }
+        self
+    }
+
     crewai_llm::setters! {
         pub fn cache_tools_list(cache: bool) => cache_tools_list = cache;
         pub fn max_result_bytes(max: usize) => max_result_bytes = max;

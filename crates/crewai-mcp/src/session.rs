@@ -47,7 +47,7 @@ impl Session {
         match transport {
             McpTransport::Stdio(config) => Session::start_stdio(config, listing).await,
             McpTransport::Http(config) => {
-                let transport = streamable_http(config)?;
+                let transport = streamable_http(config).await?;
                 Session::start_remote(config, transport, Vec::new(), listing).await
             }
             McpTransport::Sse(config) => {
@@ -301,7 +301,7 @@ where
 }
 
 /// rmcp's streamable HTTP client for `config`, its headers marked sensitive.
-fn streamable_http(
+async fn streamable_http(
     config: &McpRemoteServer,
 ) -> Result<rmcp::transport::StreamableHttpClientTransport<reqwest::Client>, McpError> {
     use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -320,6 +320,19 @@ fn streamable_http(
         .into_iter()
         .filter_map(|(name, value)| Some((name?, value)))
         .collect();
+    if let Some(oauth) = &config.oauth {
+        let token = tokio::time::timeout(
+            config.start_timeout,
+            crate::oauth::access_token(config, oauth),
+        )
+        .await
+        .map_err(|_| McpError::OAuth {
+            server: config.name.clone(),
+            url: config.url.clone(),
+            detail: format!("no token within {}s", config.start_timeout.as_secs_f64()),
+        })??;
+        transport_config.auth_header = Some(token);
+    }
     Ok(rmcp::transport::StreamableHttpClientTransport::with_client(
         client,
         transport_config,

@@ -54,7 +54,14 @@ pub(crate) async fn connect(config: &McpRemoteServer) -> Result<SseTransport, Mc
         url: config.url.clone(),
         detail,
     };
-    let headers = header_map(config)?;
+    let mut headers = header_map(config)?;
+    if let Some(oauth) = &config.oauth {
+        let token = crate::oauth::access_token(config, oauth).await?;
+        let mut value = HeaderValue::from_str(&format!("Bearer {token}"))
+            .map_err(|_| failed("the OAuth token is not a valid header value".into()))?;
+        value.set_sensitive(true);
+        headers.insert(reqwest::header::AUTHORIZATION, value);
+    }
     let client = reqwest::Client::builder()
         .connect_timeout(config.start_timeout)
         .redirect(reqwest::redirect::Policy::none())

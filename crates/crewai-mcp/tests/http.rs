@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crewai_mcp::{McpConnection, McpServer};
+use crewai_mcp::{McpConnection, McpOAuth, McpServer};
 use crewai_testkit::prereq::{Prerequisite, Suite};
 use crewai_tools::{Tool, ToolContext, ToolError};
 use serde_json::json;
@@ -33,15 +33,23 @@ impl Drop for HttpServer {
 }
 
 fn start_sdk_server(transport: &str) -> HttpServer {
+    start_fixture("sdk_server.py", &[transport], &[])
+}
+
+/// `python3 tests/fixtures/<script> <before...> PORT <after...>` on a free port.
+fn start_fixture(script: &str, before: &[&str], after: &[&str]) -> HttpServer {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|listener| listener.local_addr())
         .map(|address| address.port())
         .unwrap_or_else(|error| panic!("no free port: {error}"));
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sdk_server.py");
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(script);
     let child = Command::new("python3")
         .arg(script)
-        .arg(transport)
+        .args(before)
         .arg(port.to_string())
+        .args(after)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -153,6 +161,65 @@ async fn an_sse_stream_that_never_names_its_endpoint_times_out() {
     hold.abort();
 }
 
+/// A server written with the SDK that needs a bearer token (the SDK is the resource server; a
+/// fixture authorization server beside it grants `client_credentials`): the token is got by
+/// discovery and the client's credentials, and the tool sees the client it was issued to; a
+/// wrong secret and no OAuth at all are refused.
+async fn streamable_http_with_oauth_client_credentials() {
+    let running = start_fixture("oauth_server.py", &[], &["crew-client", "s3cret"]);
+    let url = format!("http://127.0.0.1:{}/mcp", running.port);
+    let credentials = |secret: &str| McpOAuth {
+        client_id: "crew-client".into(),
+        client_secret: secret.into(),
+        scopes: vec!["tools".into()],
+        resource: None,
+    };
+    let server = McpServer::http(&url, false)
+        .unwrap()
+        .oauth(credentials("s3cret"));
+    assert!(
+        !format!("{server:?}").contains("s3cret"),
+        "the secret is never shown"
+    );
+    let connection = connect_when_up(&server).await;
+    let (tools_connection, tools) = server
+        .clone()
+        .open()
+        .await
+        .unwrap_or_else(|error| panic!("open: {}", crewai_llm::error_chain(&error)));
+    let whoami = tools
+        .iter()
+        .find(|tool| tool.info().name == "whoami")
+        .unwrap();
+    let answer = whoami.run(json!({}), &ToolContext::new()).await.unwrap();
+    assert_eq!(answer.to_text(), "client crew-client");
+    tools_connection.shutdown().await;
+    connection.shutdown().await;
+
+    let wrong = McpServer::http(&url, false)
+        .unwrap()
+        .oauth(credentials("guess"));
+    let error = match McpConnection::connect_server(&wrong).await {
+        Ok(_) => panic!("a wrong secret got a token"),
+        Err(error) => crewai_llm::error_chain(&error),
+    };
+    assert!(error.contains("OAuth failed"), "{error}");
+    assert!(!error.contains("guess"), "{error}");
+    let without = McpServer::http(&url, false).unwrap();
+    assert!(
+        McpConnection::connect_server(&without).await.is_err(),
+        "the server refuses a client without a token"
+    );
+
+    // The older HTTP+SSE protocol sends the same bearer token.
+    let sse = start_fixture("oauth_server.py", &[], &["crew-client", "s3cret", "sse"]);
+    let server = McpServer::http(&format!("http://127.0.0.1:{}/sse", sse.port), true)
+        .unwrap()
+        .oauth(credentials("s3cret"));
+    let connection = connect_when_up(&server).await;
+    connection.shutdown().await;
+}
+
 fn main() -> std::process::ExitCode {
     let mcp = python_mcp();
     Suite::new()
@@ -165,6 +232,11 @@ fn main() -> std::process::ExitCode {
             "http_sse_against_the_python_sdk",
             &[&mcp],
             http_sse_against_the_python_sdk,
+        )
+        .async_test_needing(
+            "streamable_http_with_oauth_client_credentials",
+            &[&mcp],
+            streamable_http_with_oauth_client_credentials,
         )
         .async_test(
             "a_server_that_is_not_there_is_a_bounded_connect_error",

@@ -1,6 +1,7 @@
 //! An agent's `mcps:` as written in a project, read into [`McpServer`]s: URL strings
 //! (`https://host/path`, `...#tool` for one tool) and mappings for stdio (`command`, `args`,
-//! `env`), streamable HTTP (`url`, `headers`, `streamable`) and SSE (`url`, `transport: sse`),
+//! `env`), streamable HTTP (`url`, `headers`, `streamable`, `auth`: OAuth client credentials)
+//! and SSE (`url`, `transport: sse`),
 //! each with `tool_filter`, `cache_tools_list`, `connect_timeout`, `call_timeout`,
 //! `max_result_bytes` and `prefix_tool_names` (`false`: the server's own tool names, as
 //! crew.py's `get_mcp_tools()` gives them).
@@ -8,7 +9,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use crewai_core::mcp::{McpServer, McpTransport};
+use crewai_core::mcp::{McpOAuth, McpServer, McpTransport};
 use serde_json::{Map, Value};
 
 use crate::error::Diagnostic;
@@ -21,6 +22,7 @@ const FIELDS: &[&str] = &[
     "env",
     "url",
     "headers",
+    "auth",
     "streamable",
     "transport",
     "tool_filter",
@@ -90,12 +92,6 @@ fn read_url_string(text: &str) -> Result<McpServer, String> {
 }
 
 fn read_mapping(fields: &Map<String, Value>, root: &Path) -> Result<McpServer, String> {
-    if fields.contains_key("auth") {
-        return Err(
-            "`auth` (OAuth) is not supported: crewai-rs does not run the OAuth flow for MCP servers; get a token yourself and send it with `headers: {Authorization: \"Bearer <token>\"}`"
-                .into(),
-        );
-    }
     if let Some(unknown) = fields.keys().find(|key| !FIELDS.contains(&key.as_str())) {
         return Err(format!(
             "unknown field `{unknown}`; an MCP server takes {}",
@@ -113,7 +109,7 @@ fn read_mapping(fields: &Map<String, Value>, root: &Path) -> Result<McpServer, S
                     "a server with `command` speaks stdio, not `{transport}`"
                 ));
             }
-            for http_only in ["headers", "streamable"] {
+            for http_only in ["headers", "streamable", "auth"] {
                 if fields.contains_key(http_only) {
                     return Err(format!("`{http_only}` is for servers with a `url`"));
                 }
@@ -159,7 +155,87 @@ fn read_mapping(fields: &Map<String, Value>, root: &Path) -> Result<McpServer, S
             return Err("an MCP server needs `command` (stdio) or `url` (HTTP, SSE)".into());
         }
     };
+    let server = match oauth(fields)? {
+        Some(oauth) => server.oauth(oauth),
+        None => server,
+    };
     common_fields(server, fields)
+}
+
+/// Every field `auth:` takes.
+const AUTH_FIELDS: &[&str] = &[
+    "client_id",
+    "client_secret",
+    "client_secret_env",
+    "scopes",
+    "resource",
+];
+
+/// `auth:` of an HTTP server: OAuth client credentials, the secret written out or (better) named
+/// by the environment variable holding it.
+fn oauth(fields: &Map<String, Value>) -> Result<Option<McpOAuth>, String> {
+    let Some(auth) = fields.get("auth") else {
+        return Ok(None);
+    };
+    let Value::Object(auth) = auth else {
+        return Err(format!(
+            "`auth` is a mapping of OAuth client credentials ({}), not {}",
+            AUTH_FIELDS.join(", "),
+            describe(auth)
+        ));
+    };
+    if let Some(unknown) = auth.keys().find(|key| !AUTH_FIELDS.contains(&key.as_str())) {
+        return Err(format!(
+            "`auth` has no field `{unknown}`; it takes {} (the OAuth client-credentials flow)",
+            AUTH_FIELDS.join(", ")
+        ));
+    }
+    let text = |key: &str| match auth.get(key) {
+        None => Ok(None),
+        Some(Value::String(text)) if !text.trim().is_empty() => Ok(Some(text.clone())),
+        Some(other) => Err(format!("`auth.{key}` is text, not {}", describe(other))),
+    };
+    let client_id = text("client_id")?.ok_or("`auth` needs `client_id`")?;
+    let client_secret = match (text("client_secret")?, text("client_secret_env")?) {
+        (Some(secret), None) => secret,
+        (None, Some(variable)) => std::env::var(&variable).map_err(|_| {
+            format!(
+                "`auth.client_secret_env` names `{variable}`, which is not set: export it with the client's secret"
+            )
+        })?,
+        (Some(_), Some(_)) => {
+            return Err("give `auth.client_secret` or `auth.client_secret_env`, not both".into());
+        }
+        (None, None) => {
+            return Err(
+                "`auth` needs the client's secret: `client_secret_env: VARIABLE` (the variable holding it) or `client_secret`"
+                    .into(),
+            );
+        }
+    };
+    let scopes = match auth.get("scopes") {
+        None => Vec::new(),
+        Some(Value::String(list)) => list.split_whitespace().map(str::to_string).collect(),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|item| match item {
+                Value::String(scope) => Ok(scope.clone()),
+                other => Err(format!("`auth.scopes` holds text, not {}", describe(other))),
+            })
+            .collect::<Result<_, _>>()?,
+        Some(other) => {
+            return Err(format!(
+                "`auth.scopes` is a list of scopes, not {}",
+                describe(other)
+            ));
+        }
+    };
+    Ok(Some(McpOAuth {
+        client_id,
+        client_secret,
+        scopes,
+        resource: text("resource")?,
+    }))
 }
 
 fn stdio_server(

@@ -194,7 +194,19 @@ fn mcps_written_wrong_are_refused_at_their_line() {
         ("    - 42\n", "not a number"),
         (
             "    - {url: 'https://x.example/mcp', auth: {client_id: app}}\n",
-            "`auth` (OAuth) is not supported",
+            "`auth` needs the client's secret",
+        ),
+        (
+            "    - {url: 'https://x.example/mcp', auth: {client_id: app, client_secret_env: CREWAI_TEST_NO_SUCH_SECRET}}\n",
+            "names `CREWAI_TEST_NO_SUCH_SECRET`, which is not set",
+        ),
+        (
+            "    - {url: 'https://x.example/mcp', auth: {client_id: app, client_secret: s, audience: x}}\n",
+            "`auth` has no field `audience`",
+        ),
+        (
+            "    - {command: python3, auth: {client_id: app, client_secret: s}}\n",
+            "`auth` is for servers with a `url`",
         ),
     ];
     for (mcps, expected) in cases {
