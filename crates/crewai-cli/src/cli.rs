@@ -159,6 +159,24 @@ pub struct ProjectArgs {
     /// as $0); without it such a crew stops before its first call, naming the model.
     #[arg(long)]
     pub allow_unpriced: bool,
+    /// Where memory is kept when not in the project's file: the `--database` of `serve` and
+    /// `worker` on Postgres. Never a flag of its own.
+    #[arg(skip)]
+    pub memory_store: SharedMemoryStore,
+}
+
+/// A memory store handed to the crews a command builds (`None`: the project's own file).
+#[derive(Clone, Default)]
+pub struct SharedMemoryStore(pub Option<std::sync::Arc<dyn crewai_memory::MemoryStore>>);
+
+impl std::fmt::Debug for SharedMemoryStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "SharedMemoryStore(given)"
+        } else {
+            "SharedMemoryStore(the project's file)"
+        })
+    }
 }
 
 impl ProjectArgs {
@@ -178,6 +196,7 @@ impl ProjectArgs {
             json: false,
             python,
             allow_unpriced: false,
+            memory_store: SharedMemoryStore::default(),
         }
     }
 }

@@ -524,6 +524,9 @@ pub(crate) async fn build(
         .with_task_output_store(Arc::new(store.clone()))
         .with_event_bus(bus.clone())
         .with_allow_unpriced(common.allow_unpriced);
+    if let Some(store) = &common.memory_store.0 {
+        options = options.with_memory_store(Arc::clone(store));
+    }
     options = crate::models::configure(project, options, common.llm.as_deref()).await?;
     let announced = [
         (

@@ -13,6 +13,7 @@ use crewai_core::crew::CrewError;
 use crewai_core::events::EventKind;
 use crewai_core::interpolate::Inputs;
 use crewai_core::store::RunJournal;
+use crewai_memory::MemoryStore;
 use crewai_project::Project;
 use crewai_server::{
     AttemptEnd, KickoffApi, KickoffJob, KickoffQueue, KickoffRunner, QueueConfig, SqliteQueue,
@@ -32,8 +33,8 @@ pub struct QueueArgs {
     /// The project folder.
     #[arg(long, short = 'p', default_value = ".")]
     pub project: PathBuf,
-    /// The queue's database: `postgres://…` (the queue and the run journal, shared by processes
-    /// on any machine), a SQLite file path or `sqlite://PATH` (default
+    /// The queue's database: `postgres://…` (the queue, the run journal and memory, shared by
+    /// processes on any machine), a SQLite file path or `sqlite://PATH` (default
     /// `<project>/.crewai/queue.db`).
     #[arg(long, env = "CREWAI_DATABASE_URL", value_name = "URL")]
     pub database: Option<String>,
@@ -100,6 +101,8 @@ struct Database {
     /// The run journal, when it is not the project's own store (Postgres: shared by every
     /// worker on every machine).
     journal: Option<Arc<dyn RunJournal>>,
+    /// The crews' memory, when it is not the project's own file (Postgres with pgvector).
+    memory: Option<Arc<dyn MemoryStore>>,
 }
 
 fn queue_config(args: &QueueArgs) -> QueueConfig {
@@ -111,8 +114,9 @@ fn queue_config(args: &QueueArgs) -> QueueConfig {
 }
 
 /// The database `--database` names: a SQLite file (the queue only; runs are journaled in the
-/// project's store), or Postgres (the queue and the run journal).
-async fn open_database(args: &QueueArgs) -> Result<Database, Failure> {
+/// project's store and memory kept in its file), or Postgres (the queue, the run journal and,
+/// for a project with memory, memory: pgvector is needed only then).
+async fn open_database(args: &QueueArgs, with_memory: bool) -> Result<Database, Failure> {
     let path = match args
         .database
         .as_deref()
@@ -121,7 +125,7 @@ async fn open_database(args: &QueueArgs) -> Result<Database, Failure> {
     {
         None => args.project.join(crewai_store::STORE_DIR).join("queue.db"),
         Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
-            return open_postgres(url, args).await;
+            return open_postgres(url, args, with_memory).await;
         }
         Some(url) => match url.strip_prefix("sqlite://") {
             Some(path) => PathBuf::from(path),
@@ -139,11 +143,16 @@ async fn open_database(args: &QueueArgs) -> Result<Database, Failure> {
     Ok(Database {
         queue: Arc::new(queue),
         journal: None,
+        memory: None,
     })
 }
 
 #[cfg(feature = "postgres")]
-async fn open_postgres(url: &str, args: &QueueArgs) -> Result<Database, Failure> {
+async fn open_postgres(
+    url: &str,
+    args: &QueueArgs,
+    with_memory: bool,
+) -> Result<Database, Failure> {
     use crewai_server::{PgJournal, PgPoolConfig, PgQueue, WorkerIdentity};
     let location = crewai_server::redact_url(url);
     let pool_config = PgPoolConfig::default();
@@ -156,6 +165,14 @@ async fn open_postgres(url: &str, args: &QueueArgs) -> Result<Database, Failure>
             pool_config.call_timeout,
         )
         .await?;
+        let memory: Option<Arc<dyn MemoryStore>> = if with_memory {
+            let store = crewai_memory::PgMemoryStore::with_pool(pool.clone(), location.clone())
+                .await
+                .context("the crew's memory (it needs the pgvector extension)")?;
+            Some(Arc::new(store))
+        } else {
+            None
+        };
         let journal = PgJournal::open(
             pool,
             location.clone(),
@@ -164,20 +181,25 @@ async fn open_postgres(url: &str, args: &QueueArgs) -> Result<Database, Failure>
         )
         .await
         .map_err(|error| anyhow!(error))?;
-        anyhow::Ok((queue, journal))
+        anyhow::Ok((queue, journal, memory))
     };
-    let (queue, journal) = opened
+    let (queue, journal, memory) = opened
         .await
         .with_context(|| format!("--database {location}"))
         .map_err(Failure::config)?;
     Ok(Database {
         queue: Arc::new(queue),
         journal: Some(Arc::new(journal)),
+        memory,
     })
 }
 
 #[cfg(not(feature = "postgres"))]
-async fn open_postgres(url: &str, _args: &QueueArgs) -> Result<Database, Failure> {
+async fn open_postgres(
+    url: &str,
+    _args: &QueueArgs,
+    _with_memory: bool,
+) -> Result<Database, Failure> {
     Err(Failure::config(anyhow!(
         "--database {}: this build of crewai has no Postgres support",
         crewai_server::redact_url(url)
@@ -185,23 +207,30 @@ async fn open_postgres(url: &str, _args: &QueueArgs) -> Result<Database, Failure
     .with_hint("build crewai with the `postgres` feature (on by default), or give a SQLite file"))
 }
 
+/// The project `serve` and `worker` run (its `.env` loaded first).
+fn load_project(args: &QueueArgs) -> Result<Project, Failure> {
+    load_env(&args.project)?;
+    load(&args.project)
+}
+
 fn runner(
     args: &QueueArgs,
+    project: Project,
     journal: Option<Arc<dyn RunJournal>>,
-) -> Result<Arc<ProjectRunner>, Failure> {
-    load_env(&args.project)?;
-    let project = load(&args.project)?;
-    let common = ProjectArgs::served(
+    memory: Option<Arc<dyn MemoryStore>>,
+) -> Arc<ProjectRunner> {
+    let mut common = ProjectArgs::served(
         args.project.clone(),
         args.llm.clone(),
         args.verbose,
         args.python.clone(),
     );
-    Ok(Arc::new(ProjectRunner {
+    common.memory_store = crate::cli::SharedMemoryStore(memory);
+    Arc::new(ProjectRunner {
         project: Arc::new(project),
         common,
         journal,
-    }))
+    })
 }
 
 fn heartbeat_for(args: &QueueArgs) -> Duration {
@@ -224,8 +253,13 @@ pub async fn serve(args: ServeArgs) -> Result<(), Failure> {
         how_to_set: "CREWAI_SERVE_TOKEN, --token or --token-file",
     };
     let token = crate::bearer::token_for(&settings, host)?;
-    let Database { queue, journal } = open_database(&args.queue).await?;
-    let runner = runner(&args.queue, journal)?;
+    let project = load_project(&args.queue)?;
+    let Database {
+        queue,
+        journal,
+        memory,
+    } = open_database(&args.queue, project.uses_memory()).await?;
+    let runner = runner(&args.queue, project, journal, memory);
     let listener = tokio::net::TcpListener::bind(SocketAddr::new(host, args.port))
         .await
         .with_context(|| format!("cannot listen on {host}:{}", args.port))
@@ -272,8 +306,13 @@ pub async fn serve(args: ServeArgs) -> Result<(), Failure> {
 }
 
 pub async fn worker(args: WorkerArgs) -> Result<(), Failure> {
-    let Database { queue, journal } = open_database(&args.queue).await?;
-    let runner = runner(&args.queue, journal)?;
+    let project = load_project(&args.queue)?;
+    let Database {
+        queue,
+        journal,
+        memory,
+    } = open_database(&args.queue, project.uses_memory()).await?;
+    let runner = runner(&args.queue, project, journal, memory);
     let shutdown = CancellationToken::new();
     let config = WorkerConfig {
         concurrency: args.concurrency.max(1),

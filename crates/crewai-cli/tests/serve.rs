@@ -3,7 +3,8 @@
 //! OpenAPI document walked against the running server, concurrent submissions, and a worker
 //! SIGKILLed mid-run whose kickoffs another worker resumes without re-running finished tasks
 //! (counted on the model server's requests) — on SQLite, and on Postgres with three workers
-//! sharing the database, whose outage the API answers with 503.
+//! sharing the database, whose outage the API answers with 503, and a memory crew whose memory
+//! the workers share there.
 
 mod support;
 
@@ -56,13 +57,17 @@ struct Cluster {
 
 impl Cluster {
     async fn new(backend: Backend) -> Cluster {
+        Cluster::of(backend, FILES).await
+    }
+
+    async fn of(backend: Backend, files: &[(&str, &str)]) -> Cluster {
         let database = match backend {
             Backend::Sqlite => None,
             Backend::Postgres => Some(crewai_testkit::postgres::fresh_database().await),
         };
         Cluster {
             server: ScriptedServer::start().await,
-            dir: project(FILES),
+            dir: project(files),
             database,
         }
     }
@@ -701,6 +706,71 @@ async fn the_api_answers_503_while_postgres_is_unreachable(cluster: Cluster) {
     drop(child);
 }
 
+const MEMORY_FILES: &[(&str, &str)] = &[
+    (
+        "config/agents.yaml",
+        "planner:\n  role: Planner\n  goal: Plan launches\n  backstory: Careful.\n",
+    ),
+    (
+        "config/tasks.yaml",
+        "plan:\n  description: Plan the product launch\n  expected_output: A plan\n  agent: planner\n",
+    ),
+    (
+        "config/crew.yaml",
+        "name: launch\nmemory: true\nembedder:\n  provider: hash\n  config: {dimensions: 256}\n",
+    ),
+];
+
+/// On `--database postgres://…` a crew's memory is kept in the database (pgvector), not in the
+/// project's file: what one worker's kickoff saved, another worker's kickoff recalls.
+async fn a_memory_crews_workers_share_its_memory_in_postgres(cluster: Cluster) {
+    let server = &cluster.server;
+    server.push_text("Launch on May 4 in Lisbon.");
+    server.push_text("{\"memories\": [\"The product launches on May 4 in Lisbon\"]}");
+    server.push_text(
+        r#"{"memories": [{"scope": "/", "categories": ["launch"], "importance": 0.8}]}"#,
+    );
+    let (_api_child, api) = cluster.serve(&["--workers", "0"]);
+    let first_worker = cluster.worker(&[]);
+    let first = api.kickoff(json!({})).await;
+    let done = api.wait_final(&first, Duration::from_secs(60)).await;
+    assert_eq!(done["state"], "completed", "{done}");
+    assert_eq!(server.requests().len(), 3);
+    drop(first_worker);
+
+    let url = cluster.database.clone().unwrap();
+    {
+        use sqlx::Connection as _;
+        let mut conn = sqlx::PgConnection::connect(&url).await.unwrap();
+        let rows: Vec<(String, String)> =
+            sqlx::query_as("SELECT scope, content FROM memory_records ORDER BY seq")
+                .fetch_all(&mut conn)
+                .await
+                .unwrap();
+        assert_eq!(
+            rows,
+            [(
+                "/crew/launch/agent/planner".to_string(),
+                "The product launches on May 4 in Lisbon".to_string()
+            )]
+        );
+    }
+    assert!(!cluster.dir.path().join(".crewai/memory.db").exists());
+
+    server.push_text("Same plan.");
+    server.push_text("{\"memories\": []}");
+    let _second_worker = cluster.worker(&[]);
+    let second = api.kickoff(json!({})).await;
+    let done = api.wait_final(&second, Duration::from_secs(60)).await;
+    assert_eq!(done["state"], "completed", "{done}");
+    let prompt = server.requests()[3].body.to_string();
+    assert!(prompt.contains("Plan the product launch"), "{prompt}");
+    assert!(
+        prompt.contains("The product launches on May 4 in Lisbon"),
+        "{prompt}"
+    );
+}
+
 type Test = fn(Cluster) -> BoxFuture<'static, ()>;
 
 fn main() -> std::process::ExitCode {
@@ -739,5 +809,15 @@ fn main() -> std::process::ExitCode {
             block_on_multi_thread(2, async move { test(Cluster::new(backend).await).await })
         });
     }
+    suite = suite.test_needing(
+        "postgres::a_memory_crews_workers_share_its_memory_in_postgres",
+        &[&postgres],
+        || {
+            block_on_multi_thread(2, async {
+                let cluster = Cluster::of(Backend::Postgres, MEMORY_FILES).await;
+                a_memory_crews_workers_share_its_memory_in_postgres(cluster).await
+            })
+        },
+    );
     suite.run()
 }

@@ -28,6 +28,38 @@ pub enum MemoryError {
     /// A stored row that does not read back.
     #[error("memory database {}: a stored row could not be read: {message}", path.display())]
     Corrupt { path: PathBuf, message: String },
+    /// The PostgreSQL memory database could not be reached: the connection failed or timed
+    /// out, or the server is going away or starting (worth retrying).
+    #[cfg(feature = "postgres")]
+    #[error("memory database {location} is unavailable")]
+    PostgresUnavailable {
+        location: String,
+        #[source]
+        source: sqlx::Error,
+    },
+    /// The PostgreSQL memory database refused a call.
+    #[cfg(feature = "postgres")]
+    #[error("memory database {location} failed")]
+    Postgres {
+        location: String,
+        #[source]
+        source: sqlx::Error,
+    },
+    /// A row of the PostgreSQL memory database that does not read back.
+    #[cfg(feature = "postgres")]
+    #[error("memory database {location}: a stored row could not be read: {message}")]
+    PostgresCorrupt { location: String, message: String },
+    /// The PostgreSQL memory database was migrated by a newer crewai.
+    #[cfg(feature = "postgres")]
+    #[error(
+        "memory database {location} has schema version {found}, newer than this build's {known}: \
+         upgrade crewai (every process sharing the database must run the same version)"
+    )]
+    SchemaTooNew {
+        location: String,
+        found: i64,
+        known: i64,
+    },
     /// The collection was written with vectors of another size (another embedding model).
     #[error(
         "memory collection {collection:?} holds {stored}-dimensional vectors from {stored_model:?}, \
@@ -84,4 +116,16 @@ pub enum MemoryError {
     /// A background write (`Memory::remember_background`) failed; `drain_writes` reports it.
     #[error("a background memory write failed")]
     BackgroundWrite(#[source] Box<MemoryError>),
+}
+
+impl MemoryError {
+    /// Whether the same call may succeed later: the database was out of reach.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            #[cfg(feature = "postgres")]
+            MemoryError::PostgresUnavailable { .. } => true,
+            MemoryError::BackgroundWrite(inner) => inner.is_transient(),
+            _ => false,
+        }
+    }
 }

@@ -10,7 +10,9 @@
 //! and carries a [`RecordFilter`] that the storage itself applies, so a scope is enforced where
 //! the data lives. [`SqliteMemoryStore`] is the default: one SQLite file
 //! (`<project>/.crewai/memory.db`), with cosine distance from sqlite-vec and an FTS5 index, all of
-//! it run on tokio's blocking pool.
+//! it run on tokio's blocking pool. With the feature `postgres`, `PgMemoryStore` keeps the
+//! same records in PostgreSQL with pgvector (`ORDER BY embedding <=> $1` under the filter's
+//! `WHERE`, a `tsvector` for words), for processes on several machines sharing one memory.
 //!
 //! Embeddings come from any [`crewai_llm::embeddings::Embedder`]; the collection records the
 //! embedding model and size the first time and refuses a different size later, naming
@@ -21,7 +23,7 @@
 //! duplicates are consolidated by it, and long deep recalls are planned by it.
 //!
 //! Modules: `record` (scopes, records, filters), `store` (the trait), `sqlite` (the default
-//! store), `memory` (the type and its writes), `analysis` (filing statements saved without a
+//! store), `postgres` (the PostgreSQL store), `memory` (the type and its writes), `analysis` (filing statements saved without a
 //! scope, categories or importance), `recall`, `browse` (listings), `slice` (a view over
 //! several scopes), `scoring`, `prompts` (what the memory's model is asked), `events` and
 //! `tools` (the agent tools `search_memory` and `save_to_memory`).
@@ -31,6 +33,8 @@ mod browse;
 mod error;
 mod events;
 mod memory;
+#[cfg(feature = "postgres")]
+mod postgres;
 mod prompts;
 mod recall;
 mod record;
@@ -45,6 +49,8 @@ pub use browse::{MemoryInfo, RecordQuery, ScopeTree};
 pub use error::MemoryError;
 pub use events::{MemoryEvent, MemoryObserver};
 pub use memory::{DEFAULT_COLLECTION, Memory, MemoryBuilder, MemoryUpdate, RememberOptions};
+#[cfg(feature = "postgres")]
+pub use postgres::{PgMemoryConfig, PgMemoryStore};
 pub use recall::{RecallDepth, RecallQuery};
 pub use record::{CollectionInfo, MemoryRecord, RecordFilter, ScopeCount, ScopePath};
 pub use scoring::{MatchReason, MemoryConfig, MemoryMatch};

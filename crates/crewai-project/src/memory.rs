@@ -8,7 +8,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use crewai_llm::embeddings::{EmbedderConfig, build_embedder_from};
-use crewai_memory::{DEFAULT_COLLECTION, Memory, ScopePath, SqliteMemoryStore};
+use crewai_memory::{DEFAULT_COLLECTION, Memory, MemoryStore, ScopePath, SqliteMemoryStore};
 
 use crate::spec::{AgentSpec, is_requested};
 use crate::{BuildOptions, Project, ProjectError};
@@ -52,6 +52,16 @@ impl Project {
     /// Whether the crew has `memory: true`.
     pub fn memory_enabled(&self) -> bool {
         self.crew.memory == Some(true)
+    }
+
+    /// Whether a build of this project keeps any memory: the crew's, or an agent's own
+    /// (`memory: true` on the agent).
+    pub fn uses_memory(&self) -> bool {
+        self.memory_enabled()
+            || self
+                .agents
+                .iter()
+                .any(|entry| entry.spec.memory == Some(serde_json::Value::Bool(true)))
     }
 
     /// The embedder the crew's memory uses and why (`None` without `memory: true`).
@@ -169,9 +179,16 @@ impl Project {
     ) -> Result<Memory, ProjectError> {
         let embedder = build_embedder_from(config, &options.llm_build)
             .map_err(|error| ProjectError::build(format!("{context} embedder"), error))?;
-        let store = SqliteMemoryStore::open_project(&self.root)
-            .map_err(|error| ProjectError::build(context.to_string(), error))?;
-        Ok(Memory::builder(Arc::new(store), embedder)
+        // A store given to the build (`crewai serve`/`worker` on Postgres) is shared by every
+        // process; otherwise the project's own file.
+        let store: Arc<dyn MemoryStore> = match &options.memory_store {
+            Some(store) => Arc::clone(store),
+            None => Arc::new(
+                SqliteMemoryStore::open_project(&self.root)
+                    .map_err(|error| ProjectError::build(context.to_string(), error))?,
+            ),
+        };
+        Ok(Memory::builder(store, embedder)
             .collection(collection)
             .root_scope(root)
             .build())

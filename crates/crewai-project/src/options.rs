@@ -74,6 +74,10 @@ pub struct BuildOptions {
     /// Lets a crew with `max_cost_usd` use models without a price (`--allow-unpriced`; see
     /// `CrewBuilder::allow_unpriced`).
     pub allow_unpriced: bool,
+    /// Where the crew's and agents' memory is kept; default: the project's
+    /// `.crewai/memory.db`. `crewai serve` and `worker` on `--database postgres://…` give the
+    /// database's store, so every process shares one memory. (Knowledge stays in the file.)
+    pub memory_store: Option<Arc<dyn crewai_memory::MemoryStore>>,
 }
 
 impl BuildOptions {
@@ -92,6 +96,7 @@ impl BuildOptions {
             code_resolver: None,
             trained_agents: None,
             allow_unpriced: false,
+            memory_store: None,
         }
     }
     crewai_llm::setters! {
@@ -114,6 +119,8 @@ impl BuildOptions {
         pub fn with_trained_agents(trained: crewai_core::training::TrainedAgents) => trained_agents = Some(trained);
         /// Lets a budgeted crew use models without a price (see [`BuildOptions::allow_unpriced`]).
         pub fn with_allow_unpriced(allow: bool) => allow_unpriced = allow;
+        /// Keeps memory in this store (see [`BuildOptions::memory_store`]).
+        pub fn with_memory_store(store: Arc<dyn crewai_memory::MemoryStore>) => memory_store = Some(store);
     }
     pub fn with_llm_factory(
         mut self,
@@ -161,6 +168,7 @@ impl std::fmt::Debug for BuildOptions {
                 &self.trained_agents.as_ref().map(|t| t.agents.len()),
             )
             .field("allow_unpriced", &self.allow_unpriced)
+            .field("memory_store", &self.memory_store.is_some())
             .finish()
     }
 }
