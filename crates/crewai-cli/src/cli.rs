@@ -46,7 +46,7 @@ pub enum Command {
         #[command(subcommand)]
         action: crate::a2a_cmd::A2aAction,
     },
-    /// Run or draw a declarative flow (flow.yaml).
+    /// Run, draw or add a crew to a declarative flow (flow.yaml).
     Flow {
         #[command(subcommand)]
         action: crate::flow_cmd::FlowAction,

@@ -1,5 +1,6 @@
-//! `crewai flow kickoff|plot` and `crewai create flow`: declarative flows, in our `flow.yaml`
-//! format or CrewAI's `schema: crewai.flow/v1` (see `crewai_project::flow_v1::AnyFlow`).
+//! `crewai flow kickoff|plot|add-crew` and `crewai create flow`: declarative flows, in our
+//! `flow.yaml` format or CrewAI's `schema: crewai.flow/v1` (see
+//! `crewai_project::flow_v1::AnyFlow`).
 
 use std::path::{Path, PathBuf};
 
@@ -21,6 +22,18 @@ pub enum FlowAction {
     Kickoff(FlowKickoffArgs),
     /// Draw the flow as a self-contained HTML page (or mermaid text).
     Plot(FlowPlotArgs),
+    /// Add a crew to the flow project, as CrewAI's `flow add-crew` does: `crews/<name>/` with its
+    /// `config/agents.yaml` and `config/tasks.yaml`, ready for a method's `crew: crews/<name>`.
+    AddCrew(FlowAddCrewArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct FlowAddCrewArgs {
+    /// The crew's name (its folder is the name in snake case).
+    pub name: String,
+    /// The flow project (the folder holding flow.yaml).
+    #[arg(long, short = 'p', default_value = ".")]
+    pub project: PathBuf,
 }
 
 #[derive(Debug, Args)]
@@ -61,6 +74,7 @@ pub async fn flow(action: FlowAction) -> Result<(), Failure> {
             kickoff(&flow, &inputs, args.llm.as_deref(), args.json).await
         }
         FlowAction::Plot(args) => plot(args),
+        FlowAction::AddCrew(args) => add_crew(&args),
     }
 }
 
@@ -217,10 +231,21 @@ fn scaffold_flow(name: &str, parent: &Path) -> anyhow::Result<PathBuf> {
             dir.display()
         );
     }
-    let crews = dir.join("crews");
-    std::fs::create_dir_all(&crews)
-        .with_context(|| format!("cannot create {}", crews.display()))?;
-    let crew_dir = crate::create::scaffold("research crew", &crews)?;
+    let crew_folder = scaffold_flow_crew("research crew", &dir.join("crews"))?;
+    let flow_yaml = format!(
+        "# A flow: each method has a trigger (start / listen / router) and one step.\nname: {name}\nmethods:\n  pick_topic:\n    start: true\n    set: {{ topic: AI LLMs }}\n  check_depth:\n    router: pick_topic\n    emits: [deep, quick]\n    route: {{ if_contains: {{ text: LLM, then: deep, else: quick }} }}\n  research:\n    listen: deep\n    crew: crews/{crew_folder}\n  summary:\n    listen: quick\n    set: {{ summary: \"A quick topic needs no crew.\" }}\n",
+        name = name.trim()
+    );
+    std::fs::write(dir.join(FLOW_FILE), flow_yaml)
+        .with_context(|| format!("cannot write {}", dir.join(FLOW_FILE).display()))?;
+    FlowProject::load(&dir).context("the scaffolded flow does not load (a bug in crewai)")?;
+    Ok(dir)
+}
+
+/// Writes a crew a flow runs from its YAML into `crews/<folder>`; returns the folder's name.
+fn scaffold_flow_crew(name: &str, crews: &Path) -> anyhow::Result<String> {
+    std::fs::create_dir_all(crews).with_context(|| format!("cannot create {}", crews.display()))?;
+    let crew_dir = crate::create::scaffold(name, crews)?;
     // A flow runs its crews from their YAML, so the Rust half of the crew scaffold (and the Rust
     // tool its agents name) has no place here.
     std::fs::remove_file(crew_dir.join("Cargo.toml")).context("cannot tidy the crew scaffold")?;
@@ -232,18 +257,40 @@ fn scaffold_flow(name: &str, parent: &Path) -> anyhow::Result<PathBuf> {
         agents.replace("  tools:\n    - word_count\n", ""),
     )
     .context("cannot tidy the crew scaffold")?;
-    let crew_folder = crew_dir
+    crewai_project::Project::load(&crew_dir)
+        .context("the scaffolded crew does not load (a bug in crewai)")?;
+    Ok(crew_dir
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let flow_yaml = format!(
-        "# A flow: each method has a trigger (start / listen / router) and one step.\nname: {name}\nmethods:\n  pick_topic:\n    start: true\n    set: {{ topic: AI LLMs }}\n  check_depth:\n    router: pick_topic\n    emits: [deep, quick]\n    route: {{ if_contains: {{ text: LLM, then: deep, else: quick }} }}\n  research:\n    listen: deep\n    crew: crews/{crew_folder}\n  summary:\n    listen: quick\n    set: {{ summary: \"A quick topic needs no crew.\" }}\n",
-        name = name.trim()
+        .unwrap_or_default())
+}
+
+/// `crewai flow add-crew NAME`: a new crew in the flow project's `crews/`.
+fn add_crew(args: &FlowAddCrewArgs) -> Result<(), Failure> {
+    let dir = &args.project;
+    let declared = ["flow.yaml", "flow.yml", "flow.json"]
+        .iter()
+        .any(|file| dir.join(file).is_file());
+    if !declared {
+        let message = match crewai_pysource::find_crewai_package(dir) {
+            Ok(Some(package)) if package.kind == Some(crewai_pysource::ProjectKind::Flow) => {
+                format!(
+                    "{} is a CrewAI flow written in Python; crewai-rs runs declarative flows (flow.yaml), not Python `Flow` classes, so a crew added here would not run: write the flow as flow.yaml (`crewai create flow NAME` shows the form)",
+                    dir.display()
+                )
+            }
+            _ => format!(
+                "{} holds no flow.yaml; run `crewai flow add-crew` in a flow project (`crewai create flow NAME` makes one), or name it with --project",
+                dir.display()
+            ),
+        };
+        return Err(Failure::config(anyhow!(message)));
+    }
+    let folder = scaffold_flow_crew(&args.name, &dir.join("crews")).map_err(Failure::config)?;
+    println!(
+        "Added crews/{folder} (config/agents.yaml, config/tasks.yaml).\nRun it from a method of the flow:\n\n  my_step:\n    listen: <a method>\n    crew: crews/{folder}\n"
     );
-    std::fs::write(dir.join(FLOW_FILE), flow_yaml)
-        .with_context(|| format!("cannot write {}", dir.join(FLOW_FILE).display()))?;
-    FlowProject::load(&dir).context("the scaffolded flow does not load (a bug in crewai)")?;
-    Ok(dir)
+    Ok(())
 }
 
 #[cfg(test)]
@@ -257,5 +304,17 @@ mod tests {
         let project = FlowProject::load(&dir).unwrap();
         assert_eq!(project.methods.len(), 4);
         assert!(scaffold_flow("My Flow", parent.path()).is_err());
+    }
+
+    #[test]
+    fn an_added_crew_loads_and_is_not_written_twice() {
+        let parent = tempfile::tempdir().unwrap();
+        let dir = scaffold_flow("My Flow", parent.path()).unwrap();
+        let folder = scaffold_flow_crew("Writing Crew", &dir.join("crews")).unwrap();
+        assert_eq!(folder, "writing_crew");
+        let project = crewai_project::Project::load(dir.join("crews/writing_crew")).unwrap();
+        assert!(!project.agents.is_empty() && !project.tasks.is_empty());
+        assert!(!dir.join("crews/writing_crew/Cargo.toml").exists());
+        assert!(scaffold_flow_crew("Writing Crew", &dir.join("crews")).is_err());
     }
 }

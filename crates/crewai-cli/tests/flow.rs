@@ -150,3 +150,43 @@ fn created_flow_plots_and_kicks_off() {
     assert_eq!(output["state"]["check_depth"], "deep");
     assert_eq!(output["result"], "The AI LLMs report");
 }
+
+#[test]
+fn add_crew_adds_a_crew_the_flow_can_run() {
+    let dir = tempfile::tempdir().unwrap();
+    run_ok(crewai_in(&["create", "flow", "Research Flow"], dir.path()));
+    let project = dir.path().join("research_flow");
+    let out = run_ok(crewai_in(&["flow", "add-crew", "Fact Checkers"], &project));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_contains(&stdout, "Added crews/fact_checkers");
+    assert_contains(&stdout, "crew: crews/fact_checkers");
+    assert!(
+        project
+            .join("crews/fact_checkers/config/agents.yaml")
+            .is_file()
+    );
+    assert!(
+        project
+            .join("crews/fact_checkers/config/tasks.yaml")
+            .is_file()
+    );
+    // The new crew dry-runs as any crew does.
+    let dry = run_ok(crewai_in(
+        &["run", "--dry-run", "--project", "crews/fact_checkers"],
+        &project,
+    ));
+    assert_contains(
+        &String::from_utf8_lossy(&dry.stdout),
+        "Dry run: the project is valid",
+    );
+    // Twice is refused; outside a flow project it says where to run it.
+    let again = run(crewai_in(&["flow", "add-crew", "Fact Checkers"], &project));
+    assert_eq!(again.status.code(), Some(2));
+    assert_contains(&String::from_utf8_lossy(&again.stderr), "already exists");
+    let outside = run(crewai_in(&["flow", "add-crew", "Loose"], dir.path()));
+    assert_eq!(outside.status.code(), Some(2));
+    assert_contains(
+        &String::from_utf8_lossy(&outside.stderr),
+        "holds no flow.yaml",
+    );
+}
