@@ -45,6 +45,8 @@ pub async fn run_workers(
     let identity = WorkerIdentity::this_process();
     let slots = Arc::new(Semaphore::new(config.concurrency.max(1)));
     let mut running = tokio::task::JoinSet::new();
+    // Claims that failed in a row (the database down or refusing): each waits longer.
+    let mut failed_claims = 0u32;
     loop {
         let permit = tokio::select! {
             permit = Arc::clone(&slots).acquire_owned() => match permit {
@@ -57,6 +59,9 @@ pub async fn run_workers(
             claimed = queue.claim(&identity) => claimed,
             () = shutdown.cancelled() => break,
         };
+        if claimed.is_ok() {
+            failed_claims = 0;
+        }
         match claimed {
             Ok(Some(claimed)) => {
                 let queue = Arc::clone(&queue);
@@ -76,18 +81,33 @@ pub async fn run_workers(
             }
             Err(error) => {
                 drop(permit);
-                tracing::warn!("cannot claim a kickoff: {}; retrying", error_chain(&error));
-                idle(
-                    config.poll_interval.max(Duration::from_millis(500)),
-                    &shutdown,
-                )
-                .await;
+                failed_claims = failed_claims.saturating_add(1);
+                let wait = claim_retry_wait(config.poll_interval, failed_claims);
+                tracing::warn!(
+                    "cannot claim a kickoff: {}; retrying in {:.1}s",
+                    error_chain(&error),
+                    wait.as_secs_f64()
+                );
+                idle(wait, &shutdown).await;
             }
         }
         // Reap finished attempts so the set does not grow.
         while running.try_join_next().is_some() {}
     }
     while running.join_next().await.is_some() {}
+}
+
+/// The longest wait between claim retries while the database keeps failing.
+const MAX_CLAIM_RETRY_WAIT: Duration = Duration::from_secs(30);
+
+/// The wait after the `failures`-th claim in a row failed: half a second (or the poll interval,
+/// if longer), doubling with each failure up to [`MAX_CLAIM_RETRY_WAIT`], so a fleet does not
+/// hammer a database that is down.
+fn claim_retry_wait(poll_interval: Duration, failures: u32) -> Duration {
+    let first = poll_interval.max(Duration::from_millis(500));
+    first
+        .saturating_mul(2u32.saturating_pow(failures.saturating_sub(1).min(16)))
+        .min(MAX_CLAIM_RETRY_WAIT.max(first))
 }
 
 async fn idle(wait: Duration, shutdown: &CancellationToken) {
@@ -196,6 +216,33 @@ async fn forward(
         tracing::warn!(
             "kickoff {kickoff_id}: cannot record its progress: {}",
             error_chain(&error)
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn claim_retries_back_off_exponentially_up_to_a_ceiling() {
+        let poll = Duration::from_millis(100);
+        let waits: Vec<u64> = (1..=9)
+            .map(|n| claim_retry_wait(poll, n).as_millis() as u64)
+            .collect();
+        assert_eq!(
+            waits,
+            [500, 1000, 2000, 4000, 8000, 16000, 30000, 30000, 30000]
+        );
+        assert_eq!(claim_retry_wait(poll, u32::MAX), MAX_CLAIM_RETRY_WAIT);
+        // A long poll interval is never shortened.
+        assert_eq!(
+            claim_retry_wait(Duration::from_secs(60), 1),
+            Duration::from_secs(60)
+        );
+        assert_eq!(
+            claim_retry_wait(Duration::from_secs(60), 5),
+            Duration::from_secs(60)
         );
     }
 }
