@@ -322,24 +322,8 @@ impl PgMemoryStore {
         collection: &str,
         records: &[MemoryRecord],
     ) -> Result<(), MemoryError> {
-        let Some(info) = self.read_collection(tx, collection).await? else {
-            return Err(MemoryError::InvalidInput {
-                field: "collection",
-                reason: format!("{collection:?} was never opened (call open_collection first)"),
-            });
-        };
-        for record in records {
-            if record.embedding.len() != info.dimensions {
-                return Err(MemoryError::DimensionMismatch {
-                    collection: collection.to_string(),
-                    stored: info.dimensions,
-                    stored_model: info.model.clone(),
-                    found: record.embedding.len(),
-                    model: "(this record's vector)".to_string(),
-                });
-            }
-        }
-        Ok(())
+        let info = self.read_collection(tx, collection).await?;
+        CollectionInfo::check_records(info.as_ref(), collection, records)
     }
 }
 

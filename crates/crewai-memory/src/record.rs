@@ -254,6 +254,36 @@ pub struct CollectionInfo {
     pub dimensions: usize,
 }
 
+impl CollectionInfo {
+    /// Whether `records` may be written to `collection`, whose stored info is `info`: it was
+    /// opened, and every record's vector has its size.
+    pub(crate) fn check_records(
+        info: Option<&CollectionInfo>,
+        collection: &str,
+        records: &[MemoryRecord],
+    ) -> Result<(), crate::error::MemoryError> {
+        let Some(info) = info else {
+            return Err(crate::error::MemoryError::InvalidInput {
+                field: "collection",
+                reason: format!("{collection:?} was never opened (call open_collection first)"),
+            });
+        };
+        match records
+            .iter()
+            .find(|record| record.embedding.len() != info.dimensions)
+        {
+            Some(record) => Err(crate::error::MemoryError::DimensionMismatch {
+                collection: collection.to_string(),
+                stored: info.dimensions,
+                stored_model: info.model.clone(),
+                found: record.embedding.len(),
+                model: "(this record's vector)".to_string(),
+            }),
+            None => Ok(()),
+        }
+    }
+}
+
 /// A scope that holds records, with how many (its own, not its children's).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ScopeCount {

@@ -281,24 +281,7 @@ impl SqliteMemoryStore {
         records: &[MemoryRecord],
     ) -> Result<(), MemoryError> {
         let info = read_collection(conn, collection).map_err(|e| self.sql(e))?;
-        let Some(info) = info else {
-            return Err(MemoryError::InvalidInput {
-                field: "collection",
-                reason: format!("{collection:?} was never opened (call open_collection first)"),
-            });
-        };
-        for record in records {
-            if record.embedding.len() != info.dimensions {
-                return Err(MemoryError::DimensionMismatch {
-                    collection: collection.to_string(),
-                    stored: info.dimensions,
-                    stored_model: info.model.clone(),
-                    found: record.embedding.len(),
-                    model: "(this record's vector)".to_string(),
-                });
-            }
-        }
-        Ok(())
+        CollectionInfo::check_records(info.as_ref(), collection, records)
     }
 }
 
