@@ -35,6 +35,26 @@ fn format_name(request: &RecordedRequest) -> &str {
         .unwrap_or_default()
 }
 
+/// One scripted server per voter (they answer at the same time, so each needs its own script).
+async fn three_servers() -> [ScriptedServer; 3] {
+    [
+        ScriptedServer::start().await,
+        ScriptedServer::start().await,
+        ScriptedServer::start().await,
+    ]
+}
+
+/// An Analyst, a Critic and an Editor, each on its own server.
+async fn panel_of_three() -> ([ScriptedServer; 3], Vec<crewai_core::Agent>) {
+    let servers = three_servers().await;
+    let agents = ["Analyst", "Critic", "Editor"]
+        .iter()
+        .zip(&servers)
+        .map(|(role, server)| agent(role, server))
+        .collect();
+    (servers, agents)
+}
+
 fn config_message(error: CrewError) -> String {
     match error {
         CrewError::Config { message, .. } => message,
@@ -44,11 +64,7 @@ fn config_message(error: CrewError) -> String {
 
 #[tokio::test]
 async fn three_voters_revise_after_reading_each_other_then_vote() {
-    let servers = [
-        ScriptedServer::start().await,
-        ScriptedServer::start().await,
-        ScriptedServer::start().await,
-    ];
+    let servers = three_servers().await;
     let analyst = agent("Analyst", &servers[0]);
     let critic = agent("Critic", &servers[1]);
     let editor = agent("Editor", &servers[2]);
@@ -325,16 +341,7 @@ async fn a_guardrail_checks_the_chosen_answer_and_its_author_retries() {
 
 #[tokio::test]
 async fn a_resumed_run_does_not_decide_a_finished_task_again() {
-    let servers = [
-        ScriptedServer::start().await,
-        ScriptedServer::start().await,
-        ScriptedServer::start().await,
-    ];
-    let agents: Vec<_> = ["Analyst", "Critic", "Editor"]
-        .iter()
-        .zip(&servers)
-        .map(|(role, server)| agent(role, server))
-        .collect();
+    let (servers, agents) = panel_of_three().await;
     let journal = Arc::new(InMemoryRunJournal::new());
     let crew = crew_builder(
         &agents.iter().collect::<Vec<_>>(),
@@ -391,16 +398,7 @@ async fn a_resumed_run_does_not_decide_a_finished_task_again() {
 
 #[tokio::test]
 async fn a_tied_vote_goes_to_the_tasks_own_agent_and_async_tasks_are_panels_too() {
-    let servers = [
-        ScriptedServer::start().await,
-        ScriptedServer::start().await,
-        ScriptedServer::start().await,
-    ];
-    let agents: Vec<_> = ["Analyst", "Critic", "Editor"]
-        .iter()
-        .zip(&servers)
-        .map(|(role, server)| agent(role, server))
-        .collect();
+    let (servers, agents) = panel_of_three().await;
     let early = task_builder("early", "Name a flower", &agents[2])
         .async_execution(true)
         .build()
@@ -448,16 +446,7 @@ async fn a_tied_vote_goes_to_the_tasks_own_agent_and_async_tasks_are_panels_too(
 
 #[tokio::test]
 async fn the_budget_stops_a_consensual_task_with_the_finished_outputs() {
-    let servers = [
-        ScriptedServer::start().await,
-        ScriptedServer::start().await,
-        ScriptedServer::start().await,
-    ];
-    let agents: Vec<_> = ["Analyst", "Critic", "Editor"]
-        .iter()
-        .zip(&servers)
-        .map(|(role, server)| agent(role, server))
-        .collect();
+    let (servers, agents) = panel_of_three().await;
     let crew = crew_builder(
         &agents.iter().collect::<Vec<_>>(),
         vec![task("one", "First job", &agents[0])],
