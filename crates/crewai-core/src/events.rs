@@ -37,6 +37,7 @@
 //! assert!(events[0].emission_sequence < events[1].emission_sequence);
 //! ```
 
+mod attribution;
 mod blank;
 mod bus;
 mod channel;
