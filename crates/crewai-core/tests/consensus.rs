@@ -55,6 +55,24 @@ async fn panel_of_three() -> ([ScriptedServer; 3], Vec<crewai_core::Agent>) {
     (servers, agents)
 }
 
+/// A consensual crew of two voters, no revision, decided by a judge on `judge`'s server.
+fn judged_pair(
+    first: &crewai_core::Agent,
+    second: &crewai_core::Agent,
+    task: crewai_core::task::Task,
+    judge: &ScriptedServer,
+) -> crewai_core::crew::Crew {
+    crew_builder(&[first, second], vec![task])
+        .process(Process::Consensual)
+        .consensus(
+            ConsensusConfig::new()
+                .revisions(0)
+                .judge(Some(crew_support::llm(judge))),
+        )
+        .build()
+        .unwrap()
+}
+
 fn config_message(error: CrewError) -> String {
     match error {
         CrewError::Config { message, .. } => message,
@@ -243,15 +261,7 @@ async fn a_judge_merges_a_structured_answer_and_a_judge_is_one_call() {
         .output_json(crew_support::score_schema())
         .build()
         .unwrap();
-    let crew = crew_builder(&[&analyst, &critic], vec![score])
-        .process(Process::Consensual)
-        .consensus(
-            ConsensusConfig::new()
-                .revisions(0)
-                .judge(Some(crew_support::llm(&judge))),
-        )
-        .build()
-        .unwrap();
+    let crew = judged_pair(&analyst, &critic, score, &judge);
     voters[0].push_text(r#"{"score": 3}"#);
     voters[1].push_text(r#"{"score": 5}"#);
     judge.push(
@@ -314,15 +324,7 @@ async fn a_guardrail_checks_the_chosen_answer_and_its_author_retries() {
         .guardrail(exclaims)
         .build()
         .unwrap();
-    let crew = crew_builder(&[&analyst, &critic], vec![cheer])
-        .process(Process::Consensual)
-        .consensus(
-            ConsensusConfig::new()
-                .revisions(0)
-                .judge(Some(crew_support::llm(&judge))),
-        )
-        .build()
-        .unwrap();
+    let crew = judged_pair(&analyst, &critic, cheer, &judge);
     voters[0].push_text("Go bees.");
     voters[1].push_text("Bees are great.");
     voters[1].push_text("Bees are great!");

@@ -224,6 +224,7 @@ async fn a_failed_step_is_planned_around_and_without_replans_the_task_fails() {
     let config = PlanningConfig {
         reasoning_effort: ReasoningEffort::Low,
         max_replans: 1,
+        system_prompt: Some("Plan like a beekeeper.".into()),
         ..PlanningConfig::default()
     };
     let agent = agent_with("Fixer", &server, |b| {
@@ -258,6 +259,13 @@ async fn a_failed_step_is_planned_around_and_without_replans_the_task_fails() {
         "{replan}"
     );
     assert!(replan.contains("numbered from 2"), "{replan}");
+    for planner_call in [&requests[0], &requests[2]] {
+        assert_eq!(
+            planner_call.messages()[0]["content"],
+            "Plan like a beekeeper.",
+            "the custom system prompt is the planner's for the plan and the replan"
+        );
+    }
     assert_eq!(recorder.of_type("plan_step_failed").len(), 1);
     let replanned = recorder.of_type("plan_replanned");
     assert!(matches!(

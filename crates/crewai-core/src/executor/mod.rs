@@ -78,6 +78,21 @@ pub(crate) struct ExecutionStack {
     pub(crate) summaries: Extensions,
 }
 
+impl ExecutionStack {
+    /// `llm` under the run's layers for the turns `scope` describes, with a summaries' scope
+    /// sharing its usage.
+    fn over(llm: Arc<dyn Llm>, scope: CallScope) -> Self {
+        let mut summaries = Extensions::new();
+        summaries.insert(scope.derived(CallPurpose::Summary));
+        let scope = Arc::new(scope);
+        ExecutionStack {
+            llm: llm_stack::stack(llm, scope.clone()),
+            scope,
+            summaries,
+        }
+    }
+}
+
 /// One execution of an agent: everything the loops share.
 pub(crate) struct Execution {
     pub(crate) agent: Agent,
@@ -158,16 +173,9 @@ impl Execution {
             .derived(CallPurpose::Agent)
             .with_parent(Some(step_event))
             .with_cancellation(cancellation.clone());
-        let mut summaries = Extensions::new();
-        summaries.insert(scope.derived(CallPurpose::Summary));
-        let scope = Arc::new(scope);
         let stack = OnceLock::new();
         // A fresh lock cannot be set already.
-        let _ = stack.set(ExecutionStack {
-            llm: llm_stack::stack(self.llm.clone(), scope.clone()),
-            scope,
-            summaries,
-        });
+        let _ = stack.set(ExecutionStack::over(self.llm.clone(), scope));
         Execution {
             agent: self.agent.clone(),
             llm: self.llm.clone(),
@@ -207,14 +215,7 @@ impl Execution {
                 .with_task(self.task_name.as_deref())
                 .with_parent(self.event_id)
                 .with_cancellation(self.cancellation.clone());
-            let mut summaries = Extensions::new();
-            summaries.insert(scope.derived(CallPurpose::Summary));
-            let scope = Arc::new(scope);
-            ExecutionStack {
-                llm: llm_stack::stack(self.llm.clone(), scope.clone()),
-                scope,
-                summaries,
-            }
+            ExecutionStack::over(self.llm.clone(), scope)
         })
     }
 

@@ -159,7 +159,7 @@ impl Execution {
             let numbers: Vec<u32> = runnable.iter().map(|s| s.step_number).collect();
             if config.observes() {
                 let observation = self
-                    .observe(&planner, &task, &plan, &progress, &numbers)
+                    .observe(config, &planner, &task, &plan, &progress, &numbers)
                     .await?;
                 if observation.goal_achieved && failed.is_empty() {
                     if observation.last_result_is_answer {
@@ -236,14 +236,6 @@ impl Execution {
         planner: &Arc<dyn Llm>,
         task: &str,
     ) -> Result<ReasoningPlan, AgentError> {
-        let system = match &config.system_prompt {
-            Some(custom) => custom.clone(),
-            None => prompts::planner_system(
-                self.agent.role(),
-                self.agent.goal(),
-                self.agent.backstory(),
-            ),
-        };
         let tools: Vec<(String, String)> = self
             .tools
             .definitions()
@@ -251,7 +243,7 @@ impl Execution {
             .map(|d| (d.name, d.description))
             .collect();
         let mut conversation = vec![
-            Message::system(system),
+            self.planner_system(config),
             Message::user(prompts::plan_request(
                 config.plan_prompt.as_deref(),
                 task,
@@ -306,11 +298,7 @@ impl Execution {
     ) -> Result<ReasoningPlan, AgentError> {
         let first = progress.records.keys().max().copied().unwrap_or(0) + 1;
         let conversation = vec![
-            Message::system(prompts::planner_system(
-                self.agent.role(),
-                self.agent.goal(),
-                self.agent.backstory(),
-            )),
+            self.planner_system(config),
             Message::user(prompts::replan_request(
                 task,
                 &progress.results(None),
@@ -341,6 +329,7 @@ impl Execution {
     /// The observer's judgement after the steps `numbers` ran.
     async fn observe(
         &self,
+        config: &PlanningConfig,
         planner: &Arc<dyn Llm>,
         task: &str,
         plan: &ReasoningPlan,
@@ -355,11 +344,7 @@ impl Execution {
             .map(|s| format!("{}. {}", s.step_number, s.description))
             .collect();
         let conversation = vec![
-            Message::system(prompts::planner_system(
-                self.agent.role(),
-                self.agent.goal(),
-                self.agent.backstory(),
-            )),
+            self.planner_system(config),
             Message::user(prompts::observe_request(
                 task,
                 &plan.plan,
@@ -468,6 +453,19 @@ impl Execution {
             .call(request)
             .await
             .map_err(|error| self.failure_error(error.into()))
+    }
+
+    /// The planner's system message: the user's `system_prompt`, else the agent as a planner.
+    /// Every planner call (plan, refinement, observation, replan) gets the same one.
+    fn planner_system(&self, config: &PlanningConfig) -> Message {
+        Message::system(match &config.system_prompt {
+            Some(custom) => custom.clone(),
+            None => prompts::planner_system(
+                self.agent.role(),
+                self.agent.goal(),
+                self.agent.backstory(),
+            ),
+        })
     }
 
     fn emit_reasoning(&self, kind: EventKind) {
