@@ -5,6 +5,7 @@
 //! `OPENAI_API_KEY` is set and else by the offline `local` model.
 
 use std::fmt;
+use std::path::Path;
 use std::sync::Arc;
 
 use crewai_llm::embeddings::{EmbedderConfig, build_embedder_from};
@@ -87,20 +88,18 @@ impl Project {
             })?;
             return Ok((config, EmbedderChoice::Configured));
         }
-        let has_key =
-            (options.llm_build.env())("OPENAI_API_KEY").is_some_and(|key| !key.trim().is_empty());
-        Ok(if has_key {
-            (EmbedderConfig::new("openai"), EmbedderChoice::OpenAiKey)
-        } else {
-            (EmbedderConfig::new("local"), EmbedderChoice::Offline)
-        })
+        Ok(unconfigured_embedder(options))
     }
 
-    /// The crew's memory (`None` without `memory: true`), on the project's store.
+    /// The crew's memory, on the project's store: its own with `memory: true`, the memory of
+    /// the flow running it ([`BuildOptions::flow_memory`]) when it sets no `memory:`, else none.
     pub(crate) fn crew_memory(
         &self,
         options: &BuildOptions,
     ) -> Result<Option<Memory>, ProjectError> {
+        if self.crew.memory.is_none() {
+            return Ok(options.flow_memory.clone());
+        }
         let Some((config, _)) = self.memory_embedder(options)? else {
             return Ok(None);
         };
@@ -177,20 +176,70 @@ impl Project {
         root: ScopePath,
         options: &BuildOptions,
     ) -> Result<Memory, ProjectError> {
-        let embedder = build_embedder_from(config, &options.llm_build)
-            .map_err(|error| ProjectError::build(format!("{context} embedder"), error))?;
-        // A store given to the build (`crewai serve`/`worker` on Postgres) is shared by every
-        // process; otherwise the project's own file.
-        let store: Arc<dyn MemoryStore> = match &options.memory_store {
-            Some(store) => Arc::clone(store),
-            None => Arc::new(
-                SqliteMemoryStore::open_project(&self.root)
-                    .map_err(|error| ProjectError::build(context.to_string(), error))?,
-            ),
-        };
-        Ok(Memory::builder(store, embedder)
-            .collection(collection)
-            .root_scope(root)
-            .build())
+        memory_in(&self.root, context, config, collection, root, options)
     }
+}
+
+/// The embedder when none is configured: OpenAI's when `OPENAI_API_KEY` is set, else the
+/// offline model.
+fn unconfigured_embedder(options: &BuildOptions) -> (EmbedderConfig, EmbedderChoice) {
+    let has_key =
+        (options.llm_build.env())("OPENAI_API_KEY").is_some_and(|key| !key.trim().is_empty());
+    if has_key {
+        (EmbedderConfig::new("openai"), EmbedderChoice::OpenAiKey)
+    } else {
+        (EmbedderConfig::new("local"), EmbedderChoice::Offline)
+    }
+}
+
+/// A declarative flow's memory (`config.memory`), rooted at `/flow/<name>` in the store of the
+/// folder `project` (or the build's [`BuildOptions::memory_store`]).
+pub(crate) fn flow_memory(
+    project: &Path,
+    flow: &str,
+    embedder: Option<&serde_json::Value>,
+    options: &BuildOptions,
+) -> Result<Memory, ProjectError> {
+    let context = format!("flow '{flow}' memory");
+    let config = match embedder {
+        Some(value) => configured_embedder(value)
+            .map_err(|error| ProjectError::build(format!("{context} embedder"), error))?,
+        None => unconfigured_embedder(options).0,
+    };
+    let root = ScopePath::parse("flow")
+        .map(|base| base.join(&ScopePath::segment_from_name(flow)))
+        .map_err(|error| ProjectError::build(context.clone(), error))?;
+    memory_in(
+        project,
+        &context,
+        &config,
+        DEFAULT_COLLECTION,
+        root,
+        options,
+    )
+}
+
+fn memory_in(
+    project: &Path,
+    context: &str,
+    config: &EmbedderConfig,
+    collection: &str,
+    root: ScopePath,
+    options: &BuildOptions,
+) -> Result<Memory, ProjectError> {
+    let embedder = build_embedder_from(config, &options.llm_build)
+        .map_err(|error| ProjectError::build(format!("{context} embedder"), error))?;
+    // A store given to the build (`crewai serve`/`worker` on Postgres) is shared by every
+    // process; otherwise the project's own file.
+    let store: Arc<dyn MemoryStore> = match &options.memory_store {
+        Some(store) => Arc::clone(store),
+        None => Arc::new(
+            SqliteMemoryStore::open_project(project)
+                .map_err(|error| ProjectError::build(context.to_string(), error))?,
+        ),
+    };
+    Ok(Memory::builder(store, embedder)
+        .collection(collection)
+        .root_scope(root)
+        .build())
 }

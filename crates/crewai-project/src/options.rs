@@ -78,6 +78,9 @@ pub struct BuildOptions {
     /// `.crewai/memory.db`. `crewai serve` and `worker` on `--database postgres://…` give the
     /// database's store, so every process shares one memory. (Knowledge stays in the file.)
     pub memory_store: Option<Arc<dyn crewai_memory::MemoryStore>>,
+    /// The memory of the declarative flow running this build (`config.memory`): a crew that
+    /// sets no `memory:` uses it.
+    pub flow_memory: Option<crewai_memory::Memory>,
 }
 
 impl BuildOptions {
@@ -97,6 +100,7 @@ impl BuildOptions {
             trained_agents: None,
             allow_unpriced: false,
             memory_store: None,
+            flow_memory: None,
         }
     }
     crewai_llm::setters! {
@@ -121,6 +125,8 @@ impl BuildOptions {
         pub fn with_allow_unpriced(allow: bool) => allow_unpriced = allow;
         /// Keeps memory in this store (see [`BuildOptions::memory_store`]).
         pub fn with_memory_store(store: Arc<dyn crewai_memory::MemoryStore>) => memory_store = Some(store);
+        /// Gives crews without `memory:` this memory (see [`BuildOptions::flow_memory`]).
+        pub fn with_flow_memory(memory: crewai_memory::Memory) => flow_memory = Some(memory);
     }
     pub fn with_llm_factory(
         mut self,
@@ -169,6 +175,7 @@ impl std::fmt::Debug for BuildOptions {
             )
             .field("allow_unpriced", &self.allow_unpriced)
             .field("memory_store", &self.memory_store.is_some())
+            .field("flow_memory", &self.flow_memory.is_some())
             .finish()
     }
 }

@@ -578,10 +578,6 @@ fn feedback_persistence_config_and_chat_features_are_refused_with_line() {
             "`stream` is not supported: streamed flow events are not supported; leave it false",
         ),
         (
-            "memory: {enabled: true}",
-            "`memory` is not supported: flow-level memory is not supported",
-        ),
-        (
             "input_provider: app.inputs:load",
             "`input_provider` is not supported: an input provider is a Python reference; pass kickoff inputs instead",
         ),

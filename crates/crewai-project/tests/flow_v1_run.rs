@@ -325,6 +325,7 @@ methods:
     });
     let flow = declaration
         .builder(&options())
+        .unwrap()
         .feedback_provider(reviewer.clone())
         .build()
         .unwrap();

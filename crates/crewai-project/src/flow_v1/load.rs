@@ -7,7 +7,9 @@ use std::sync::Arc;
 use crewai_flow::{HumanFeedback, Trigger};
 use serde_json::{Map, Value};
 
-use super::{DeclaredMethod, DeclaredRole, FLOW_SCHEMA, FlowDeclaration, StateContract};
+use super::{
+    DeclaredMethod, DeclaredRole, FLOW_SCHEMA, FlowDeclaration, FlowMemory, StateContract,
+};
 use crate::error::{Diagnostic, ProjectError, did_you_mean};
 use crate::flow_yaml::{parse_trigger, unknown_key};
 use crate::source::{Format, SourceFile};
@@ -204,8 +206,7 @@ pub(super) fn load(path: &Path) -> Result<FlowDeclaration, ProjectError> {
         reader.error(&top.child("conversational"), "`conversational` flows (chat) are not supported; run the flow with kickoff inputs instead");
     }
     let state = read_state(&mut reader, document.get("state"), &top.child("state"));
-    let (max_method_calls, emit_events) =
-        read_config(&mut reader, document.get("config"), &top.child("config"));
+    let config = read_config(&mut reader, document.get("config"), &top.child("config"));
     let persist = read_persist(
         &mut reader,
         document.get("persist"),
@@ -250,8 +251,9 @@ pub(super) fn load(path: &Path) -> Result<FlowDeclaration, ProjectError> {
         name: name.unwrap_or_default(),
         description,
         state,
-        max_method_calls,
-        emit_events,
+        max_method_calls: config.max_method_calls,
+        emit_events: config.emit_events,
+        memory: config.memory,
         persist,
         methods,
         warnings: reader.warnings,
@@ -352,9 +354,20 @@ fn read_state(reader: &mut Reader, value: Option<&Value>, at: &Origin) -> StateC
     }
 }
 
-fn read_config(reader: &mut Reader, value: Option<&Value>, at: &Origin) -> (u32, bool) {
+/// What `config:` sets: the method-call limit, whether events are emitted, the flow's memory.
+struct Config {
+    max_method_calls: u32,
+    emit_events: bool,
+    memory: Option<FlowMemory>,
+}
+
+fn read_config(reader: &mut Reader, value: Option<&Value>, at: &Origin) -> Config {
     let Some(map) = object(reader, value, at, "`config`") else {
-        return (crewai_flow::DEFAULT_MAX_METHOD_CALLS, true);
+        return Config {
+            max_method_calls: crewai_flow::DEFAULT_MAX_METHOD_CALLS,
+            emit_events: true,
+            memory: None,
+        };
     };
     reader.unknown_keys(map, at, CONFIG_KEYS, "the config");
     let owner = "the config";
@@ -365,13 +378,6 @@ fn read_config(reader: &mut Reader, value: Option<&Value>, at: &Origin) -> (u32,
         at,
         owner,
         "streamed flow events are not supported; leave it false",
-    );
-    reader.refuse_unless_default(
-        map,
-        "memory",
-        at,
-        owner,
-        "flow-level memory is not supported",
     );
     reader.refuse_unless_default(
         map,
@@ -412,7 +418,50 @@ fn read_config(reader: &mut Reader, value: Option<&Value>, at: &Origin) -> (u32,
             }
         },
     };
-    (max_method_calls, emit_events)
+    let memory = read_memory(reader, map.get("memory"), &at.child("memory"));
+    Config {
+        max_method_calls,
+        emit_events,
+        memory,
+    }
+}
+
+/// `config.memory`: `true`, or a mapping with `enabled` (default true, as `persist:` has it) and
+/// `embedder: {provider, config}` (CrewAI's embedder shape) to choose what embeds it; `false`
+/// or absent for none.
+fn read_memory(reader: &mut Reader, value: Option<&Value>, at: &Origin) -> Option<FlowMemory> {
+    match value {
+        None | Some(Value::Null) | Some(Value::Bool(false)) => None,
+        Some(Value::Bool(true)) => Some(FlowMemory { embedder: None }),
+        Some(Value::Object(map)) => {
+            reader.unknown_keys(map, at, &["enabled", "embedder"], "the flow's memory");
+            match map.get("enabled") {
+                None | Some(Value::Bool(true)) => {}
+                Some(Value::Bool(false)) => return None,
+                Some(_) => {
+                    reader.error(&at.child("enabled"), "`enabled` must be true or false");
+                    return None;
+                }
+            }
+            let embedder = map.get("embedder").filter(|v| !v.is_null()).cloned();
+            if let Some(value) = &embedder
+                && let Err(error) = crate::memory::configured_embedder(value)
+            {
+                reader.error(
+                    &at.child("embedder"),
+                    crate::memory::embedder_message(&error),
+                );
+            }
+            Some(FlowMemory { embedder })
+        }
+        Some(_) => {
+            reader.error(
+                at,
+                "`memory` must be true, false, or {enabled: true, embedder: {provider: <name>, config: {...}}}",
+            );
+            None
+        }
+    }
 }
 
 fn read_persist(reader: &mut Reader, value: Option<&Value>, at: &Origin, owner: &str) -> bool {

@@ -41,6 +41,14 @@
 //!   warning that `ref` is not imported).
 //! - `config`: `max_method_calls`, `suppress_flow_events` (the flow then reports to no event bus
 //!   of the caller); `tracing: false`, `stream: false` and the other keys at their defaults.
+//! - `config.memory: true` (or `{enabled: true, embedder: {provider, config}}`): the flow has a
+//!   memory, rooted at `/flow/<name>` in the project's store (`.crewai/memory.db` beside the
+//!   file), embedded by that embedder or by the crews' default rule (OpenAI's when `OPENAI_API_KEY` is set,
+//!   else the offline model). Every crew the flow runs that sets no `memory:` of its own uses
+//!   it, as CrewAI's agents use their crew's: what one method's crew learns, a later method's
+//!   crew (and the next kickoff) recalls. A crew with `memory: true` keeps its own under
+//!   `/crew/<name>`, one with `memory: false` has none; `call: agent` runs an agent on its
+//!   own, which has no memory here.
 //! - `persist: {enabled: true}` at the top (every method) or on a method: the state is saved
 //!   after the method, as crewai-flow's `persist` does (SQLite).
 //! - A method: `start: true` (or a condition: a conditional start), `listen: <condition>`,
@@ -76,8 +84,8 @@
 //! other than `state`/`outputs`, an agent's `type`/`apps`/`mcps`/`response_format`, a crew's
 //! `manager_agent` given as a Python reference, `human_feedback.provider`/`metadata`/`learn`,
 //! `persist.persistence` (a Python backend), a router that is also a start, and the `config`
-//! keys that need CrewAI's platform (`tracing: true`, `stream: true`, `memory`,
-//! `input_provider`, `checkpoint`, `defer_trace_finalization: true`). Unknown keys are refused
+//! keys that need CrewAI's platform (`tracing: true`, `stream: true`, `input_provider`,
+//! `checkpoint`, `defer_trace_finalization: true`). Unknown keys are refused
 //! with the nearest known one, where CrewAI would ignore them.
 
 mod actions;
@@ -118,12 +126,21 @@ pub struct FlowDeclaration {
     pub max_method_calls: u32,
     /// `config.suppress_flow_events: true` turns this off.
     pub emit_events: bool,
+    /// `config.memory`: the flow's memory, which its crews use unless they set their own.
+    pub memory: Option<FlowMemory>,
     /// Top-level `persist: {enabled: true}`.
     pub persist: bool,
     /// Methods in file order.
     pub methods: Vec<DeclaredMethod>,
     /// What loads but differs from CrewAI (shown by the CLI on stderr).
     pub warnings: Vec<String>,
+}
+
+/// `config.memory` of a declaration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FlowMemory {
+    /// `embedder:` (CrewAI's `{provider, config}`); `None`: the crews' default rule.
+    pub embedder: Option<Value>,
 }
 
 /// The state a kickoff starts from, and the schema it must satisfy.
@@ -252,15 +269,19 @@ impl FlowDeclaration {
 
     /// Builds the runnable flow; crews and agents are built at each call with these options.
     pub fn build(&self, options: &BuildOptions) -> Result<crewai_flow::Flow, ProjectError> {
-        self.builder(options).build().map_err(|err| {
+        self.builder(options)?.build().map_err(|err| {
             ProjectError::build(format!("flow '{}' ({})", self.name, self.file), err)
         })
     }
 
     /// The engine's builder with every declared method on it, for a caller that adds what a
     /// file cannot say before building: a feedback provider (a web UI's, say) or a
-    /// persistence backend.
-    pub fn builder(&self, options: &BuildOptions) -> crewai_flow::FlowBuilder {
+    /// persistence backend. Fails when the flow's memory cannot be opened (its store or
+    /// embedder).
+    pub fn builder(
+        &self,
+        options: &BuildOptions,
+    ) -> Result<crewai_flow::FlowBuilder, ProjectError> {
         run::builder(self, options)
     }
 }

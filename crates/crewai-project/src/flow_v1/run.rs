@@ -11,6 +11,8 @@ use serde_json::{Map, Value, json};
 use super::{
     Action, DeclaredMethod, DeclaredRole, ExpressionScope, FlowDeclaration, StateContract,
 };
+use crate::ProjectError;
+use crate::memory::flow_memory;
 use crate::options::BuildOptions;
 
 /// What every method of one built flow shares.
@@ -21,7 +23,23 @@ struct Shared {
     options: BuildOptions,
 }
 
-pub(super) fn builder(declaration: &FlowDeclaration, options: &BuildOptions) -> FlowBuilder {
+pub(super) fn builder(
+    declaration: &FlowDeclaration,
+    options: &BuildOptions,
+) -> Result<FlowBuilder, ProjectError> {
+    let memory = match &declaration.memory {
+        Some(spec) => Some(flow_memory(
+            &declaration.root,
+            &declaration.name,
+            spec.embedder.as_ref(),
+            options,
+        )?),
+        None => None,
+    };
+    let mut options = options.clone();
+    if let Some(memory) = &memory {
+        options = options.with_flow_memory(memory.clone());
+    }
     let shared = Arc::new(Shared {
         methods: declaration
             .methods
@@ -42,6 +60,9 @@ pub(super) fn builder(declaration: &FlowDeclaration, options: &BuildOptions) -> 
     }
     if declaration.persist {
         builder = builder.persist();
+    }
+    if let Some(memory) = memory {
+        builder = builder.memory(memory);
     }
     for method in &declaration.methods {
         let method_shared = Arc::clone(&shared);
@@ -81,7 +102,7 @@ pub(super) fn builder(declaration: &FlowDeclaration, options: &BuildOptions) -> 
             builder = builder.human_feedback(feedback.clone());
         }
     }
-    builder
+    Ok(builder)
 }
 
 /// A router's label: its output when that is text, else the `raw` text of a crew or agent
