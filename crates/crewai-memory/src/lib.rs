@@ -9,7 +9,8 @@
 //! Storage is behind the async, batched [`MemoryStore`] trait; every call names its collection
 //! and carries a [`RecordFilter`] that the storage itself applies, so a scope is enforced where
 //! the data lives. [`SqliteMemoryStore`] is the default: one SQLite file
-//! (`<project>/.crewai/memory.db`), with cosine distance from sqlite-vec and an FTS5 index, all of
+//! (`<project>/.crewai/memory.db`), with cosine distance from sqlite-vec, searched through an
+//! in-memory index of each collection (filter columns, int8 vectors, BM25 posting lists), all of
 //! it run on tokio's blocking pool. With the feature `postgres`, `PgMemoryStore` keeps the
 //! same records in PostgreSQL with pgvector (`ORDER BY embedding <=> $1` under the filter's
 //! `WHERE`, a `tsvector` for words), for processes on several machines sharing one memory.

@@ -1,6 +1,8 @@
-//! [`SqliteMemoryStore`]: the default [`MemoryStore`], one SQLite file holding records, their
-//! vectors (cosine distance by sqlite-vec) and a full-text index (FTS5).
+//! [`SqliteMemoryStore`]: the default [`MemoryStore`], one SQLite file holding records and their
+//! vectors (cosine distance by sqlite-vec), searched through an in-memory record index
+//! (`sqlite_index`: filter columns, int8 vectors, BM25 posting lists).
 
+use std::collections::HashMap;
 use std::ffi::{c_char, c_int, c_void};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -12,7 +14,7 @@ use rusqlite::{Connection, OptionalExtension, params, params_from_iter};
 
 use crate::error::MemoryError;
 use crate::record::{CollectionInfo, MemoryRecord, RecordFilter, ScopeCount, ScopePath};
-use crate::sqlite_index::{IndexEntry, VectorIndex, rerank_count};
+use crate::sqlite_index::{IndexEntry, RecordIndex, rerank_count, words as text_words};
 use crate::store::{MemoryStore, VectorHit};
 
 /// The folder, inside a project, that holds its databases (the same as crewai-store's).
@@ -43,20 +45,15 @@ CREATE TABLE IF NOT EXISTS memory_records (
     embedding BLOB NOT NULL
 );
 CREATE INDEX IF NOT EXISTS memory_records_by_scope ON memory_records (collection, scope);
-CREATE VIRTUAL TABLE IF NOT EXISTS memory_fts USING fts5(
-    content, content = 'memory_records', content_rowid = 'rowid',
-    tokenize = 'unicode61 remove_diacritics 2'
-);
-CREATE TRIGGER IF NOT EXISTS memory_records_ai AFTER INSERT ON memory_records BEGIN
-    INSERT INTO memory_fts (rowid, content) VALUES (new.rowid, new.content);
-END;
-CREATE TRIGGER IF NOT EXISTS memory_records_ad AFTER DELETE ON memory_records BEGIN
-    INSERT INTO memory_fts (memory_fts, rowid, content) VALUES ('delete', old.rowid, old.content);
-END;
-CREATE TRIGGER IF NOT EXISTS memory_records_au AFTER UPDATE OF content ON memory_records BEGIN
-    INSERT INTO memory_fts (memory_fts, rowid, content) VALUES ('delete', old.rowid, old.content);
-    INSERT INTO memory_fts (rowid, content) VALUES (new.rowid, new.content);
-END;
+";
+
+/// Databases written before the text search moved into the record index hold an FTS5 table
+/// and the triggers that kept it: dropped, so writes stop maintaining what nothing reads.
+const DROP_FULL_TEXT_TABLE: &str = "
+DROP TRIGGER IF EXISTS memory_records_ai;
+DROP TRIGGER IF EXISTS memory_records_ad;
+DROP TRIGGER IF EXISTS memory_records_au;
+DROP TABLE IF EXISTS memory_fts;
 ";
 
 /// The record columns every read selects, in [`read_record`]'s order (`m` is the table's alias).
@@ -66,7 +63,7 @@ const RECORD_COLUMNS: &str = "m.id, m.content, m.scope, m.categories, m.metadata
 struct Inner {
     conn: Mutex<Connection>,
     /// Locked after `conn`, never before.
-    index: Mutex<VectorIndex>,
+    index: Mutex<RecordIndex>,
     /// `None` for an in-memory database.
     path: Option<PathBuf>,
 }
@@ -136,10 +133,11 @@ impl SqliteMemoryStore {
         };
         load_sqlite_vec(&conn).map_err(sql)?;
         conn.execute_batch(SCHEMA).map_err(sql)?;
+        conn.execute_batch(DROP_FULL_TEXT_TABLE).map_err(sql)?;
         Ok(SqliteMemoryStore {
             inner: Arc::new(Inner {
                 conn: Mutex::new(conn),
-                index: Mutex::new(VectorIndex::default()),
+                index: Mutex::new(RecordIndex::default()),
                 path,
             }),
         })
@@ -168,10 +166,24 @@ impl SqliteMemoryStore {
         self.inner.conn.lock().map_err(|_| MemoryError::Poisoned)
     }
 
-    /// The vector index, current with the database (taken while holding the connection).
-    fn index(&self, conn: &Connection) -> Result<MutexGuard<'_, VectorIndex>, MemoryError> {
+    /// The record index, current with the database (taken while holding the connection).
+    fn index(&self, conn: &Connection) -> Result<MutexGuard<'_, RecordIndex>, MemoryError> {
         let mut index = self.inner.index.lock().map_err(|_| MemoryError::Poisoned)?;
         index.check_version(conn).map_err(|e| self.sql(e))?;
+        Ok(index)
+    }
+
+    /// The record index with `collection` loaded (read from the table on its first search).
+    fn loaded_index(
+        &self,
+        conn: &Connection,
+        collection: &str,
+    ) -> Result<MutexGuard<'_, RecordIndex>, MemoryError> {
+        let mut index = self.index(conn)?;
+        if !index.is_loaded(collection) {
+            let entries = self.index_entries(conn, collection)?;
+            index.load(collection, entries);
+        }
         Ok(index)
     }
 
@@ -198,19 +210,43 @@ impl SqliteMemoryStore {
         query: &str,
         values: Vec<SqlValue>,
     ) -> Result<Vec<MemoryRecord>, MemoryError> {
+        let rows = self.keyed_records(conn, query, values, |row| Ok(((), read_record(row, 0))))?;
+        Ok(rows.into_iter().map(|((), record)| record).collect())
+    }
+
+    /// The rows `query` selects with `values` (the row id, then [`RECORD_COLUMNS`]), by row id.
+    fn records_by_rowid(
+        &self,
+        conn: &Connection,
+        query: &str,
+        values: Vec<SqlValue>,
+    ) -> Result<HashMap<i64, MemoryRecord>, MemoryError> {
+        let rows = self.keyed_records(conn, query, values, |row| {
+            Ok((row.get::<_, i64>(0)?, read_record(row, 1)))
+        })?;
+        Ok(rows.into_iter().collect())
+    }
+
+    /// The rows `query` selects with `values`, each read by `read` as a key and a record.
+    fn keyed_records<K>(
+        &self,
+        conn: &Connection,
+        query: &str,
+        values: Vec<SqlValue>,
+        read: impl Fn(&rusqlite::Row<'_>) -> rusqlite::Result<(K, Result<MemoryRecord, String>)>,
+    ) -> Result<Vec<(K, MemoryRecord)>, MemoryError> {
         let mut statement = conn.prepare(query).map_err(|e| self.sql(e))?;
         let rows = statement
-            .query_map(params_from_iter(values), |row| Ok(read_record(row, 0)))
+            .query_map(params_from_iter(values), read)
             .map_err(|e| self.sql(e))?;
         let mut out = Vec::new();
         for row in rows {
-            let record = row
-                .map_err(|e| self.sql(e))?
-                .map_err(|message| MemoryError::Corrupt {
-                    path: self.shown_path(),
-                    message,
-                })?;
-            out.push(record);
+            let (key, record) = row.map_err(|e| self.sql(e))?;
+            let record = record.map_err(|message| MemoryError::Corrupt {
+                path: self.shown_path(),
+                message,
+            })?;
+            out.push((key, record));
         }
         Ok(out)
     }
@@ -271,6 +307,7 @@ impl SqliteMemoryStore {
             record.private,
             time_text(record.created_at),
             &record.embedding,
+            &record.content,
         )
     }
 
@@ -419,18 +456,6 @@ fn filter_sql(collection: &str, filter: &RecordFilter, values: &mut Vec<SqlValue
         conditions.push(format!("m.created_at >= {}", bind(time_text(after).into())));
     }
     conditions.join(" AND ")
-}
-
-/// `query`'s words as an FTS5 query matching any of them: each word is quoted, so nothing the
-/// user typed is read as FTS syntax. `None` when there is no word.
-fn fts_query(query: &str) -> Option<String> {
-    let words: Vec<String> = query
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .take(64)
-        .map(|w| format!("\"{w}\""))
-        .collect();
-    (!words.is_empty()).then(|| words.join(" OR "))
 }
 
 fn to_i64(n: usize) -> i64 {
@@ -646,14 +671,10 @@ impl MemoryStore for SqliteMemoryStore {
                 });
             }
             let candidates = {
-                let mut index = store.index(conn)?;
-                if !index.is_loaded(&collection) {
-                    let entries = store.index_entries(conn, &collection)?;
-                    index.load(&collection, entries);
-                }
+                let index = store.loaded_index(conn, &collection)?;
                 let created_after = filter.created_after.map(time_text);
                 index
-                    .candidates(
+                    .vector_candidates(
                         &collection,
                         &query,
                         &filter,
@@ -674,14 +695,16 @@ impl MemoryStore for SqliteMemoryStore {
             values.push(to_i64(limit).into());
             let mut statement = conn
                 // The index's candidates, ranked exactly under the same filter; on the row id
-                // alone, then joined for the columns.
+                // alone, then joined for the columns. `CROSS JOIN` keeps SQLite's loop on the
+                // candidates: given the choice, its planner seeks the (collection, scope) index
+                // and reads every record of the collection (20 ms over 100,000).
                 .prepare_cached(&format!(
                     "SELECT {RECORD_COLUMNS}, top.distance FROM (
                          SELECT m.rowid AS rowid, m.created_at AS created_at,
                                 vec_distance_cosine(m.embedding, ?{vector}) AS distance
-                         FROM memory_records m
-                         WHERE m.rowid IN (SELECT value FROM json_each(?{candidates}))
-                           AND {condition}
+                         FROM json_each(?{candidates}) c
+                         CROSS JOIN memory_records m ON m.rowid = c.value
+                         WHERE {condition}
                          ORDER BY distance ASC, m.created_at DESC LIMIT ?{}
                      ) top JOIN memory_records m ON m.rowid = top.rowid
                      ORDER BY top.distance ASC, top.created_at DESC",
@@ -716,30 +739,51 @@ impl MemoryStore for SqliteMemoryStore {
         filter: &RecordFilter,
         limit: usize,
     ) -> Result<Vec<MemoryRecord>, MemoryError> {
-        let Some(matching) = fts_query(query) else {
+        if limit == 0 || text_words(query).next().is_none() {
             return Ok(Vec::new());
-        };
-        let (collection, filter) = (collection.to_string(), filter.clone());
+        }
+        let (collection, query, filter) =
+            (collection.to_string(), query.to_string(), filter.clone());
         self.blocking(move |store, conn| {
+            let candidates = {
+                let index = store.loaded_index(conn, &collection)?;
+                let created_after = filter.created_after.map(time_text);
+                index
+                    .text_candidates(
+                        &collection,
+                        &query,
+                        &filter,
+                        created_after.as_deref(),
+                        limit,
+                    )
+                    .unwrap_or_default()
+            };
+            if candidates.is_empty() {
+                return Ok(Vec::new());
+            }
             let mut values = Vec::new();
             let condition = filter_sql(&collection, &filter, &mut values);
-            values.push(matching.into());
-            let fts = values.len();
-            values.push(to_i64(limit).into());
-            store.records(
+            values.push(
+                serde_json::Value::from(candidates.clone())
+                    .to_string()
+                    .into(),
+            );
+            // The index's ranking, read under the same filter (which enforces the scope), looked
+            // up by row id (see `vector_search` for the `CROSS JOIN`).
+            let mut found: HashMap<i64, MemoryRecord> = store.records_by_rowid(
                 conn,
                 &format!(
-                    "SELECT {RECORD_COLUMNS} FROM (
-                         SELECT f.rowid AS rowid, bm25(memory_fts) AS rank
-                         FROM memory_fts f JOIN memory_records m ON m.rowid = f.rowid
-                         WHERE memory_fts MATCH ?{fts} AND {condition}
-                         ORDER BY rank ASC LIMIT ?{}
-                     ) top JOIN memory_records m ON m.rowid = top.rowid
-                     ORDER BY top.rank ASC",
-                    fts + 1
+                    "SELECT m.rowid, {RECORD_COLUMNS}
+                     FROM json_each(?{}) c CROSS JOIN memory_records m ON m.rowid = c.value
+                     WHERE {condition}",
+                    values.len()
                 ),
                 values,
-            )
+            )?;
+            Ok(candidates
+                .iter()
+                .filter_map(|rowid| found.remove(rowid))
+                .collect())
         })
         .await
     }
@@ -938,14 +982,5 @@ mod tests {
             )
             .unwrap();
         assert!((distance - 1.0).abs() < 1e-6);
-    }
-
-    #[test]
-    fn fts_queries_quote_every_word() {
-        assert_eq!(
-            fts_query("rust OR \"crates\" NEAR(x)*").as_deref(),
-            Some("\"rust\" OR \"OR\" OR \"crates\" OR \"NEAR\" OR \"x\"")
-        );
-        assert_eq!(fts_query("  %%% "), None);
     }
 }

@@ -1,5 +1,5 @@
-//! The vector pre-filter of [`SqliteMemoryStore`](crate::SqliteMemoryStore): per collection,
-//! every record's filter columns and an int8 copy of its vector, held in memory.
+//! The record index of [`SqliteMemoryStore`](crate::SqliteMemoryStore): per collection, every
+//! record's filter columns, an int8 copy of its vector and its words (`text`), held in memory.
 //!
 //! A vector search over the table alone reads every row the filter admits (each carries its
 //! 1.5 KB vector and its text), which at 100,000 records is most of a second. With this index the
@@ -8,6 +8,10 @@
 //! so the hits are those of the exact search unless quantisation pushed one of them out of that
 //! candidate set (when the filter admits no more records than that, the search is exact).
 //!
+//! A text search ranks the records holding the query's words by BM25 over the index's posting
+//! lists (`text.rs`, which says why not FTS5), with the same filter, and SQL reads the top ones
+//! under the filter again.
+//!
 //! The index is a cache of the table: loaded per collection on the first search, kept in step
 //! by the store's own writes (after they commit), and dropped whole when `PRAGMA data_version`
 //! says another connection (another `crewai run`) committed.
@@ -15,6 +19,10 @@
 use std::collections::HashMap;
 
 use rusqlite::Connection;
+
+mod text;
+pub(crate) use text::words;
+use text::{TermIndex, WordCounts};
 
 use crate::error::MemoryError;
 use crate::record::RecordFilter;
@@ -34,6 +42,7 @@ pub(crate) struct IndexEntry {
     /// Turns the int8 dot product with a query into a cosine (the quantisation scale over the
     /// vector's norm); 0 for a vector with no direction.
     factor: f32,
+    words: WordCounts,
 }
 
 /// The filter columns other than the scope.
@@ -54,6 +63,7 @@ impl IndexEntry {
         private: bool,
         created_at: String,
         vector: &[f32],
+        content: &str,
     ) -> IndexEntry {
         let (quantized, factor) = quantize(vector);
         IndexEntry {
@@ -66,6 +76,7 @@ impl IndexEntry {
             },
             quantized,
             factor,
+            words: WordCounts::of(content),
         }
     }
 }
@@ -101,18 +112,33 @@ impl EntryMeta {
 /// One collection's entries, column by column: the int8 vectors side by side in one buffer
 /// and each scope stored once, so a search reads memory in order instead of chasing a
 /// pointer per record.
+///
+/// Positions are only appended: a replaced record is forgotten at its old position and
+/// appended at a new one, a deleted one is forgotten, and the columns are compacted once the
+/// forgotten positions are half of them. The text index's posting lists refer to positions,
+/// and appending keeps them valid without rewriting a list per write.
 #[derive(Debug, Default)]
 struct CollectionIndex {
     dimensions: usize,
     rowids: Vec<i64>,
+    live: Vec<bool>,
+    forgotten: usize,
     positions: HashMap<i64, usize>,
     scope_of: Vec<u32>,
+    /// Each entry's private flag again, densely: a plain recall's filter reads only this and
+    /// the scope, not the whole `meta`.
+    private: Vec<bool>,
     meta: Vec<EntryMeta>,
     vectors: Vec<i8>,
     factors: Vec<f32>,
+    text: TermIndex,
     scopes: Vec<String>,
     scope_ids: HashMap<String, u32>,
 }
+
+/// Compaction waits for this many forgotten positions at least, so a small collection's
+/// deletes do not rebuild it each time.
+const COMPACT_AFTER: usize = 1024;
 
 impl CollectionIndex {
     fn upsert(&mut self, rowid: i64, entry: IndexEntry) {
@@ -135,41 +161,85 @@ impl CollectionIndex {
         } else {
             (vec![0; self.dimensions].into_boxed_slice(), 0.0)
         };
-        let dimensions = self.dimensions;
-        match self.positions.get(&rowid) {
-            Some(&at) => {
-                self.scope_of[at] = scope;
-                self.meta[at] = entry.meta;
-                self.vectors[at * dimensions..(at + 1) * dimensions].copy_from_slice(&quantized);
-                self.factors[at] = factor;
-            }
-            None => {
-                self.positions.insert(rowid, self.rowids.len());
-                self.rowids.push(rowid);
-                self.scope_of.push(scope);
-                self.meta.push(entry.meta);
-                self.vectors.extend_from_slice(&quantized);
-                self.factors.push(factor);
-            }
+        if let Some(at) = self.positions.remove(&rowid) {
+            self.forget(at);
         }
+        self.positions.insert(rowid, self.rowids.len());
+        self.rowids.push(rowid);
+        self.live.push(true);
+        self.scope_of.push(scope);
+        self.private.push(entry.meta.private);
+        self.meta.push(entry.meta);
+        self.vectors.extend_from_slice(&quantized);
+        self.factors.push(factor);
+        self.text.push(entry.words);
     }
 
     fn remove(&mut self, rowid: i64) {
-        let Some(at) = self.positions.remove(&rowid) else {
-            return;
-        };
-        let last = self.rowids.len() - 1;
-        let dimensions = self.dimensions;
-        if at != last {
-            self.vectors
-                .copy_within(last * dimensions..(last + 1) * dimensions, at * dimensions);
-            self.positions.insert(self.rowids[last], at);
+        if let Some(at) = self.positions.remove(&rowid) {
+            self.forget(at);
         }
-        self.vectors.truncate(last * dimensions);
-        self.rowids.swap_remove(at);
-        self.scope_of.swap_remove(at);
-        self.meta.swap_remove(at);
-        self.factors.swap_remove(at);
+    }
+
+    fn forget(&mut self, at: usize) {
+        self.live[at] = false;
+        self.forgotten += 1;
+        self.text.forget(at);
+    }
+
+    /// Drops the forgotten positions once they are half of all.
+    fn compact_if_sparse(&mut self) {
+        if self.forgotten < COMPACT_AFTER || self.forgotten * 2 < self.rowids.len() {
+            return;
+        }
+        let kept: Vec<usize> = (0..self.rowids.len()).filter(|at| self.live[*at]).collect();
+        let dimensions = self.dimensions;
+        let mut vectors = Vec::with_capacity(kept.len() * dimensions);
+        for at in &kept {
+            vectors.extend_from_slice(&self.vectors[at * dimensions..(at + 1) * dimensions]);
+        }
+        self.text = self.text.rebuilt(&kept);
+        self.vectors = vectors;
+        self.rowids = kept.iter().map(|at| self.rowids[*at]).collect();
+        self.scope_of = kept.iter().map(|at| self.scope_of[*at]).collect();
+        self.private = kept.iter().map(|at| self.private[*at]).collect();
+        self.meta = kept.iter().map(|at| self.meta[*at].clone()).collect();
+        self.factors = kept.iter().map(|at| self.factors[*at]).collect();
+        self.live = vec![true; kept.len()];
+        self.forgotten = 0;
+        self.positions = self
+            .rowids
+            .iter()
+            .enumerate()
+            .map(|(at, rowid)| (*rowid, at))
+            .collect();
+    }
+
+    /// Which positions `filter` admits (live ones only).
+    fn admission<'a>(
+        &'a self,
+        filter: &'a RecordFilter,
+        created_after: Option<&'a str>,
+    ) -> impl Fn(usize) -> bool + 'a {
+        let filter_scope = filter.scope.to_string();
+        let scope_admitted: Vec<bool> = self
+            .scopes
+            .iter()
+            .map(|scope| in_scope(scope, filter, &filter_scope))
+            .collect();
+        // A plain recall sets none of these, so its records are admitted by scope and the
+        // private flag alone.
+        let plain =
+            filter.categories.is_empty() && filter.source.is_none() && created_after.is_none();
+        move |at| {
+            self.live[at]
+                && scope_admitted[self.scope_of[at] as usize]
+                && if plain {
+                    filter.include_private || !self.private[at]
+                } else {
+                    self.meta[at].admitted_by(filter, created_after)
+                }
+        }
     }
 }
 
@@ -182,7 +252,7 @@ impl SqliteMemoryStore {
     ) -> Result<Vec<(i64, IndexEntry)>, MemoryError> {
         let mut statement = conn
             .prepare(
-                "SELECT rowid, scope, categories, source, private, created_at, embedding
+                "SELECT rowid, scope, categories, source, private, created_at, embedding, content
                  FROM memory_records WHERE collection = ?1",
             )
             .map_err(|e| self.sql(e))?;
@@ -196,12 +266,13 @@ impl SqliteMemoryStore {
                     row.get::<_, bool>(4)?,
                     row.get::<_, String>(5)?,
                     row.get::<_, Vec<u8>>(6)?,
+                    row.get::<_, String>(7)?,
                 ))
             })
             .map_err(|e| self.sql(e))?;
         let mut entries = Vec::new();
         for row in rows {
-            let (rowid, scope, categories, source, private, created_at, blob) =
+            let (rowid, scope, categories, source, private, created_at, blob, content) =
                 row.map_err(|e| self.sql(e))?;
             let categories: Vec<String> =
                 serde_json::from_str(&categories).map_err(|e| MemoryError::Corrupt {
@@ -215,6 +286,7 @@ impl SqliteMemoryStore {
                 private,
                 created_at,
                 &blob_vector(&blob),
+                &content,
             );
             entries.push((rowid, entry));
         }
@@ -238,6 +310,8 @@ fn quantize(vector: &[f32]) -> (Box<[i8]>, f32) {
     (quantized, scale / norm)
 }
 
+// Inlined into `dot_on_avx2`, so the loop is compiled for AVX2 there.
+#[inline(always)]
 fn dot(a: &[i8], b: &[i8]) -> i32 {
     a.iter()
         .zip(b)
@@ -245,14 +319,35 @@ fn dot(a: &[i8], b: &[i8]) -> i32 {
         .sum()
 }
 
+/// The int8 dot product for this CPU: [`dot`] compiled with AVX2 where the CPU has it (twice
+/// the lanes of the baseline x86-64 build; the same code, autovectorised), else as built.
+/// Chosen once per search, since a search calls it once per record.
+fn dot_kernel() -> fn(&[i8], &[i8]) -> i32 {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        return dot_on_avx2;
+    }
+    dot
+}
+
+#[cfg(target_arch = "x86_64")]
+fn dot_on_avx2(a: &[i8], b: &[i8]) -> i32 {
+    #[target_feature(enable = "avx2")]
+    fn vectorised(a: &[i8], b: &[i8]) -> i32 {
+        dot(a, b)
+    }
+    // SAFETY: `dot_kernel` hands this out only after detecting AVX2 on the CPU.
+    unsafe { vectorised(a, b) }
+}
+
 /// The loaded collections, by name, and the database version they were read at.
 #[derive(Debug, Default)]
-pub(crate) struct VectorIndex {
+pub(crate) struct RecordIndex {
     data_version: Option<i64>,
     collections: HashMap<String, CollectionIndex>,
 }
 
-impl VectorIndex {
+impl RecordIndex {
     /// Forgets everything when another connection committed since the index was read.
     pub(crate) fn check_version(&mut self, conn: &Connection) -> rusqlite::Result<()> {
         let version: i64 = conn.query_row("PRAGMA data_version", [], |row| row.get(0))?;
@@ -281,6 +376,7 @@ impl VectorIndex {
             for (rowid, entry) in written {
                 loaded.upsert(rowid, entry);
             }
+            loaded.compact_if_sparse();
         }
     }
 
@@ -290,6 +386,7 @@ impl VectorIndex {
             for rowid in rowids {
                 loaded.remove(*rowid);
             }
+            loaded.compact_if_sparse();
         }
     }
 
@@ -300,7 +397,7 @@ impl VectorIndex {
     /// The row ids of the records `filter` admits whose quantised similarity to `query` is
     /// among the `count` highest (all admitted ones when there are no more than `count`). `None`
     /// when the collection is not loaded.
-    pub(crate) fn candidates(
+    pub(crate) fn vector_candidates(
         &self,
         collection: &str,
         query: &[f32],
@@ -309,29 +406,14 @@ impl VectorIndex {
         count: usize,
     ) -> Option<Vec<i64>> {
         let loaded = self.collections.get(collection)?;
-        let filter_scope = filter.scope.to_string();
-        let scope_admitted: Vec<bool> = loaded
-            .scopes
-            .iter()
-            .map(|scope| in_scope(scope, filter, &filter_scope))
-            .collect();
-        // A plain recall sets none of these, so its records are admitted by scope and the
-        // private flag alone.
-        let plain =
-            filter.categories.is_empty() && filter.source.is_none() && created_after.is_none();
+        let admitted = loaded.admission(filter, created_after);
         let (query, query_factor) = quantize(query);
         let comparable = query.len() == loaded.dimensions;
         let dimensions = loaded.dimensions.max(1);
+        let dot = dot_kernel();
         let mut scored: Vec<(f32, i64)> = Vec::new();
         for (at, rowid) in loaded.rowids.iter().enumerate() {
-            let meta = &loaded.meta[at];
-            let admitted = scope_admitted[loaded.scope_of[at] as usize]
-                && if plain {
-                    filter.include_private || !meta.private
-                } else {
-                    meta.admitted_by(filter, created_after)
-                };
-            if !admitted {
+            if !admitted(at) {
                 continue;
             }
             let similarity = if comparable {
@@ -348,6 +430,40 @@ impl VectorIndex {
         }
         Some(scored.into_iter().map(|(_, rowid)| rowid).collect())
     }
+
+    /// The row ids of the `count` records `filter` admits that best match any word of `query`
+    /// by BM25, best first (ties: the later written first). `None` when the collection is not
+    /// loaded.
+    pub(crate) fn text_candidates(
+        &self,
+        collection: &str,
+        query: &str,
+        filter: &RecordFilter,
+        created_after: Option<&str>,
+        count: usize,
+    ) -> Option<Vec<i64>> {
+        let loaded = self.collections.get(collection)?;
+        let mut scored = loaded
+            .text
+            .scores(query, loaded.admission(filter, created_after));
+        // Equal scores are common (records that share only common words), so the tie-break
+        // must be cheap: the row id, which grows with every write.
+        let newer_first = |a: &(usize, f32), b: &(usize, f32)| {
+            b.1.total_cmp(&a.1)
+                .then_with(|| loaded.rowids[b.0].cmp(&loaded.rowids[a.0]))
+        };
+        if scored.len() > count && count > 0 {
+            scored.select_nth_unstable_by(count - 1, newer_first);
+            scored.truncate(count);
+        }
+        scored.sort_by(newer_first);
+        Some(
+            scored
+                .into_iter()
+                .map(|(at, _)| loaded.rowids[at])
+                .collect(),
+        )
+    }
 }
 
 #[cfg(test)]
@@ -356,6 +472,10 @@ mod tests {
     use crate::record::ScopePath;
 
     fn entry(scope: &str, vector: &[f32]) -> IndexEntry {
+        said(scope, vector, "")
+    }
+
+    fn said(scope: &str, vector: &[f32], content: &str) -> IndexEntry {
         IndexEntry::new(
             scope.into(),
             vec!["ops".into()],
@@ -363,6 +483,7 @@ mod tests {
             false,
             "2026-01-01T00:00:00.000000Z".into(),
             vector,
+            content,
         )
     }
 
@@ -381,6 +502,20 @@ mod tests {
             "{exact} vs {approximate}"
         );
         assert_eq!(quantize(&[0.0, 0.0]).1, 0.0);
+    }
+
+    #[test]
+    fn the_cpu_s_dot_kernel_agrees_with_the_portable_one() {
+        let a: Vec<i8> = (0..384)
+            .map(|i| ((i * 37 % 255) as i16 - 127) as i8)
+            .collect();
+        let b: Vec<i8> = (0..384)
+            .map(|i| ((i * 91 % 255) as i16 - 127) as i8)
+            .collect();
+        let extreme = vec![-127i8; 384];
+        for (x, y) in [(&a, &b), (&extreme, &extreme), (&a, &extreme)] {
+            assert_eq!(dot_kernel()(x, y), dot(x, y));
+        }
     }
 
     #[test]
@@ -413,7 +548,7 @@ mod tests {
 
     #[test]
     fn candidates_keep_the_closest_admitted_records() {
-        let mut index = VectorIndex::default();
+        let mut index = RecordIndex::default();
         let entries = [
             (1, entry("/a", &[1.0, 0.0])),
             (2, entry("/a", &[0.0, 1.0])),
@@ -425,26 +560,88 @@ mod tests {
         index.upsert("memory", vec![(2, entry("/b", &[0.0, 1.0]))]);
         let filter = RecordFilter::scope(ScopePath::parse("/a").unwrap());
         let mut found = index
-            .candidates("memory", &[1.0, 0.0], &filter, None, 2)
+            .vector_candidates("memory", &[1.0, 0.0], &filter, None, 2)
             .unwrap();
         found.sort();
         assert_eq!(found, [1, 3]);
         let mut all = index
-            .candidates("memory", &[1.0, 0.0], &filter, None, 10)
+            .vector_candidates("memory", &[1.0, 0.0], &filter, None, 10)
             .unwrap();
         all.sort();
         assert_eq!(all, [1, 3]);
         index.remove("memory", &[1]);
         assert_eq!(
             index
-                .candidates("memory", &[1.0, 0.0], &filter, None, 1)
+                .vector_candidates("memory", &[1.0, 0.0], &filter, None, 1)
                 .unwrap(),
             [3]
         );
         assert!(
             index
-                .candidates("other", &[1.0], &filter, None, 1)
+                .vector_candidates("other", &[1.0], &filter, None, 1)
                 .is_none()
         );
+    }
+
+    #[test]
+    fn text_candidates_rank_admitted_records_and_follow_writes() {
+        let mut index = RecordIndex::default();
+        index.load(
+            "memory",
+            vec![
+                (1, said("/a", &[1.0], "the budget is due on Friday")),
+                (2, said("/a", &[1.0], "the roadmap moved")),
+                (3, said("/b", &[1.0], "the budget of the other tenant")),
+            ],
+        );
+        let a = RecordFilter::scope(ScopePath::parse("/a").unwrap());
+        let text = |index: &RecordIndex, query: &str| {
+            index
+                .text_candidates("memory", query, &a, None, 10)
+                .unwrap()
+        };
+        assert_eq!(text(&index, "budget"), [1]);
+        assert_eq!(text(&index, "the budget"), [1, 2]);
+        // A replaced record is found by its new words only.
+        index.upsert("memory", vec![(1, said("/a", &[1.0], "an invoice"))]);
+        assert_eq!(text(&index, "budget"), Vec::<i64>::new());
+        assert_eq!(text(&index, "invoice"), [1]);
+        index.remove("memory", &[2]);
+        assert_eq!(text(&index, "roadmap"), Vec::<i64>::new());
+    }
+
+    #[test]
+    fn compaction_keeps_every_live_record_findable() {
+        let mut index = RecordIndex::default();
+        let records: Vec<(i64, IndexEntry)> = (0..3000)
+            .map(|i| {
+                (
+                    i,
+                    said("/a", &[1.0, i as f32], &format!("note {i} word{}", i % 7)),
+                )
+            })
+            .collect();
+        index.load("memory", records);
+        let gone: Vec<i64> = (0..2000).collect();
+        index.remove("memory", &gone);
+        let loaded = &index.collections["memory"];
+        assert_eq!((loaded.rowids.len(), loaded.forgotten), (1000, 0));
+        let filter = RecordFilter::scope(ScopePath::root());
+        for i in [2000i64, 2500, 2999] {
+            let found = index
+                .text_candidates("memory", &format!("note {i}"), &filter, None, 1)
+                .unwrap();
+            assert_eq!(found, [i]);
+        }
+        assert!(
+            index
+                .text_candidates("memory", "1999", &filter, None, 5)
+                .unwrap()
+                .is_empty()
+        );
+        let all = index
+            .vector_candidates("memory", &[1.0, 0.0], &filter, None, 5000)
+            .unwrap();
+        assert_eq!(all.len(), 1000);
     }
 }
