@@ -8,7 +8,7 @@ mod common;
 use std::path::Path;
 use std::sync::Arc;
 
-use common::{call_error, hi, streamed};
+use common::{assert_times_out, call_error, hi, streamed};
 use crewai_llm::router::{BuildOptions, build_llm_with};
 use crewai_llm::{FinishReason, Llm, LlmConfig, LlmError, LlmRequest, Message, RetryPolicy};
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
@@ -480,4 +480,56 @@ fn missing_credentials_and_a_missing_project_say_what_to_set() {
         "{:?}",
         claude.err()
     );
+}
+
+#[tokio::test]
+async fn a_token_endpoint_that_never_answers_fails_the_call_on_the_config_s_timeout() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/token"))
+        .respond_with(common::never_answering(&json!({"access_token": "late"})))
+        .mount(&server)
+        .await;
+    let config = vertex_config(&server, service_account(&server)).with_timeout(1.0);
+    let llm = build(&config, &[]).expect("builds");
+
+    let error = assert_times_out(std::time::Duration::from_secs(1), llm.call(hi())).await;
+    let chain = crewai_llm::error_chain(&error);
+    assert!(
+        chain.contains(&format!("the token request to {}/token", server.uri())),
+        "{chain}"
+    );
+}
+
+#[tokio::test]
+async fn a_recorded_cassette_holds_the_model_call_but_never_the_token_exchange() {
+    let server = MockServer::start().await;
+    serve_jwt_grant(&server, 1).await;
+    Mock::given(method("POST"))
+        .and(path(model_path(
+            "sa-project",
+            "europe-west4",
+            "generateContent",
+        )))
+        .respond_with(ResponseTemplate::new(200).set_body_json(text_reply("taped")))
+        .mount(&server)
+        .await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let cassette = dir.path().join("vertex.yaml");
+    let llm = crewai_llm::cassette::record_llm(
+        &vertex_config(&server, service_account(&server)),
+        &cassette,
+    )
+    .expect("builds");
+
+    assert_eq!(
+        llm.call(hi()).await.expect("call").content.as_deref(),
+        Some("taped")
+    );
+    let text = std::fs::read_to_string(&cassette).expect("cassette written");
+    assert_eq!(text.matches("uri:").count(), 1, "{text}");
+    assert!(text.contains(":generateContent"), "{text}");
+    for secret in ["assertion", TOKEN, "/token"] {
+        assert!(!text.contains(secret), "{secret} in {text}");
+    }
 }
