@@ -8,7 +8,7 @@ mod common;
 use std::path::Path;
 use std::sync::Arc;
 
-use common::{assert_times_out, call_error, hi, streamed};
+use common::{assert_times_out, call_error, hi, requests_to, streamed};
 use crewai_llm::router::{BuildOptions, build_llm_with};
 use crewai_llm::{FinishReason, Llm, LlmConfig, LlmError, LlmRequest, Message, RetryPolicy};
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
@@ -118,6 +118,11 @@ fn model_path(project: &str, location: &str, method_name: &str) -> String {
     )
 }
 
+/// A mock of one Vertex AI method of [`MODEL`] in `project` and `location`.
+fn model_call(project: &str, location: &str, method_name: &str) -> wiremock::MockBuilder {
+    Mock::given(method("POST")).and(path(model_path(project, location, method_name)))
+}
+
 fn text_reply(text: &str) -> Value {
     json!({
         "candidates": [{"content": {"role": "model", "parts": [{"text": text}]}, "finishReason": "STOP"}],
@@ -153,12 +158,7 @@ fn vertex_config(server: &MockServer, credentials: Value) -> LlmConfig {
 async fn a_service_account_signs_a_jwt_and_its_token_is_reused_for_generate_content() {
     let server = MockServer::start().await;
     serve_jwt_grant(&server, 1).await;
-    Mock::given(method("POST"))
-        .and(path(model_path(
-            "sa-project",
-            "europe-west4",
-            "generateContent",
-        )))
+    model_call("sa-project", "europe-west4", "generateContent")
         .and(header("authorization", format!("Bearer {TOKEN}").as_str()))
         .respond_with(ResponseTemplate::new(200).set_body_json(text_reply("Bonjour")))
         .expect(2)
@@ -181,13 +181,7 @@ async fn a_service_account_signs_a_jwt_and_its_token_is_reused_for_generate_cont
         (reply.usage.prompt_tokens, reply.usage.completion_tokens),
         (12, 3)
     );
-    let calls: Vec<Request> = server
-        .received_requests()
-        .await
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|r| r.url.path().ends_with(":generateContent"))
-        .collect();
+    let calls = requests_to(&server, |path| path.ends_with(":generateContent")).await;
     assert_eq!(
         calls[0].body_json::<Value>().expect("json"),
         json!({
@@ -214,12 +208,7 @@ async fn a_stream_carries_text_and_a_tool_call_in_server_sent_events() {
         .iter()
         .map(|c| format!("data: {c}\r\n\r\n"))
         .collect();
-    Mock::given(method("POST"))
-        .and(path(model_path(
-            "pinned",
-            "europe-west4",
-            "streamGenerateContent",
-        )))
+    model_call("pinned", "europe-west4", "streamGenerateContent")
         .and(query_param("alt", "sse"))
         .and(header("authorization", format!("Bearer {TOKEN}").as_str()))
         .respond_with(ResponseTemplate::new(200).set_body_raw(sse, "text/event-stream"))
@@ -266,12 +255,7 @@ async fn gcloud_user_credentials_refresh_at_their_token_uri_and_bill_their_quota
         .expect(1)
         .mount(&server)
         .await;
-    Mock::given(method("POST"))
-        .and(path(model_path(
-            "quota-project",
-            "us-central1",
-            "generateContent",
-        )))
+    model_call("quota-project", "us-central1", "generateContent")
         .and(header("authorization", format!("Bearer {TOKEN}").as_str()))
         .and(header("x-goog-user-project", "quota-project"))
         .respond_with(ResponseTemplate::new(200).set_body_json(text_reply("hello")))
@@ -319,12 +303,7 @@ async fn a_refused_token_is_exchanged_once_more_then_the_refusal_is_an_authentic
     serve_jwt_grant(&server, 2).await;
     let unauthenticated = json!({"error": {"code": 401, "status": "UNAUTHENTICATED",
         "message": "Request had invalid authentication credentials. Expected OAuth 2 access token."}});
-    Mock::given(method("POST"))
-        .and(path(model_path(
-            "sa-project",
-            "europe-west4",
-            "generateContent",
-        )))
+    model_call("sa-project", "europe-west4", "generateContent")
         .respond_with(ResponseTemplate::new(401).set_body_json(unauthenticated))
         .expect(2)
         .mount(&server)
@@ -355,12 +334,7 @@ async fn a_quota_error_is_a_rate_limit_with_google_s_retry_delay() {
     let exhausted = json!({"error": {"code": 429, "status": "RESOURCE_EXHAUSTED",
         "message": "Resource exhausted. Please try again later.",
         "details": [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "7s"}]}});
-    Mock::given(method("POST"))
-        .and(path(model_path(
-            "sa-project",
-            "europe-west4",
-            "generateContent",
-        )))
+    model_call("sa-project", "europe-west4", "generateContent")
         .respond_with(ResponseTemplate::new(429).set_body_json(exhausted))
         .mount(&server)
         .await;
@@ -406,20 +380,14 @@ async fn a_token_endpoint_refusal_names_the_credentials_it_came_from() {
         }
         other => panic!("{other:?}"),
     }
-    let models_called = server
-        .received_requests()
-        .await
-        .unwrap_or_default()
-        .iter()
-        .any(|r| r.url.path().contains("/models/"));
-    assert!(!models_called, "no model call without a token");
+    let model_calls = requests_to(&server, |path| path.contains("/models/")).await;
+    assert!(model_calls.is_empty(), "no model call without a token");
 }
 
 #[tokio::test]
 async fn an_access_token_given_as_api_key_is_sent_as_it_is() {
     let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path(model_path("p1", "global", "generateContent")))
+    model_call("p1", "global", "generateContent")
         .and(header(
             "authorization",
             "Bearer from-gcloud-print-access-token",
@@ -505,12 +473,7 @@ async fn a_token_endpoint_that_never_answers_fails_the_call_on_the_config_s_time
 async fn a_recorded_cassette_holds_the_model_call_but_never_the_token_exchange() {
     let server = MockServer::start().await;
     serve_jwt_grant(&server, 1).await;
-    Mock::given(method("POST"))
-        .and(path(model_path(
-            "sa-project",
-            "europe-west4",
-            "generateContent",
-        )))
+    model_call("sa-project", "europe-west4", "generateContent")
         .respond_with(ResponseTemplate::new(200).set_body_json(text_reply("taped")))
         .mount(&server)
         .await;

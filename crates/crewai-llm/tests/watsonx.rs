@@ -7,7 +7,7 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{calculator, call_error, hi, streamed};
+use common::{calculator, call_error, hi, requests_to, streamed};
 use crewai_llm::router::{BuildOptions, build_llm_with};
 use crewai_llm::{
     FinishReason, Llm, LlmConfig, LlmError, LlmRequest, Message, RetryPolicy, StreamEvent,
@@ -78,13 +78,7 @@ fn chat_path() -> &'static str {
 }
 
 async fn chat_requests(server: &MockServer) -> Vec<Request> {
-    server
-        .received_requests()
-        .await
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|r| r.url.path().starts_with("/ml/"))
-        .collect()
+    requests_to(server, |path| path.starts_with("/ml/")).await
 }
 
 #[tokio::test]
@@ -253,13 +247,8 @@ async fn a_deployment_posts_to_its_own_url_with_a_given_token_and_no_model_or_pr
         body.get("model_id").is_none() && body.get("project_id").is_none(),
         "{body}"
     );
-    let iam_called = server
-        .received_requests()
-        .await
-        .unwrap_or_default()
-        .iter()
-        .any(|r| r.url.path() == "/identity/token");
-    assert!(!iam_called);
+    let iam_calls = requests_to(&server, |path| path == "/identity/token").await;
+    assert!(iam_calls.is_empty(), "a given token needs no exchange");
 }
 
 /// A watsonx error reply.
