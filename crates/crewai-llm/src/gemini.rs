@@ -41,7 +41,7 @@ use crate::adapter_support::{self, SseReplyDecoder, ToolNameMap, ToolNameRules};
 use crate::config::LlmConfig;
 use crate::error::LlmError;
 use crate::http::{ErrorContext, ErrorReply, HttpClient, SseStream, Transport};
-use crate::token::Credential;
+use crate::token::{Credential, Endpoint};
 use crate::traits::{Llm, LlmStream};
 use crate::types::{
     Capabilities, ContentPart, FinishReason, LlmRequest, LlmResponse, Message, Role, StreamEvent,
@@ -102,20 +102,6 @@ pub(crate) fn api_root(base_url: Option<&str>) -> String {
     } else {
         format!("{base}/v1beta")
     }
-}
-
-/// Where a Gemini client sends its calls and how it authenticates there.
-#[derive(Debug, Clone)]
-pub(crate) struct Endpoint {
-    /// The provider named in errors, events and spans.
-    pub(crate) provider: &'static str,
-    /// The model's URL without the method.
-    pub(crate) model_url: String,
-    pub(crate) credential: Credential,
-    /// Headers besides the credential.
-    pub(crate) headers: Vec<(String, String)>,
-    /// Where the credential comes from, named on authentication errors.
-    pub(crate) key_hint: String,
 }
 
 impl GeminiLlm {

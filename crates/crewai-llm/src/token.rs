@@ -187,6 +187,21 @@ impl Credential {
     }
 }
 
+/// Where a client sends a model's calls and how it authenticates there (the Vertex AI
+/// provider builds one for its Gemini and Claude clients).
+#[derive(Debug, Clone)]
+pub(crate) struct Endpoint {
+    /// The provider named in errors, events and spans.
+    pub(crate) provider: &'static str,
+    /// The model's URL without the method (`…/models/{model}`).
+    pub(crate) model_url: String,
+    pub(crate) credential: Credential,
+    /// Headers besides the credential.
+    pub(crate) headers: Vec<(String, String)>,
+    /// Where the credential comes from, named on authentication errors.
+    pub(crate) key_hint: String,
+}
+
 /// A token request failed on its way; the model call it was for names the provider, this says
 /// which endpoint.
 #[derive(Debug, thiserror::Error)]

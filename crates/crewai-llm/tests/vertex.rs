@@ -439,14 +439,15 @@ fn missing_credentials_and_a_missing_project_say_what_to_set() {
         text.contains("needs a Google Cloud project") && text.contains("VERTEXAI_PROJECT"),
         "{text}"
     );
-    let claude = build(
-        &LlmConfig::new("vertex_ai/claude-sonnet-4-5").with_api_key("tok"),
+    let partner = build(
+        &LlmConfig::new("vertex_ai/meta/llama-4-maverick-17b-128e-instruct-maas")
+            .with_api_key("tok"),
         &[("VERTEXAI_PROJECT", "p")],
     );
     assert!(
-        matches!(claude, Err(LlmError::Unsupported(_))),
+        matches!(partner, Err(LlmError::Unsupported(_))),
         "{:?}",
-        claude.err()
+        partner.err()
     );
 }
 
@@ -495,4 +496,120 @@ async fn a_recorded_cassette_holds_the_model_call_but_never_the_token_exchange()
     for secret in ["assertion", TOKEN, "/token"] {
         assert!(!text.contains(secret), "{secret} in {text}");
     }
+}
+
+/// The path of a Claude method on Vertex AI.
+fn claude_path(method_name: &str) -> String {
+    format!(
+        "/v1/projects/sa-project/locations/us-east5/publishers/anthropic/models/claude-sonnet-4-5@20250929:{method_name}"
+    )
+}
+
+fn claude_config(server: &MockServer) -> LlmConfig {
+    let mut config = vertex_config(server, service_account(server));
+    config.model = "vertex_ai/claude-sonnet-4-5@20250929".into();
+    config.vertex_location = Some("us-east5".into());
+    config
+}
+
+#[tokio::test]
+async fn claude_speaks_anthropic_s_format_at_raw_predict_without_a_model_in_the_body() {
+    let server = MockServer::start().await;
+    serve_jwt_grant(&server, 1).await;
+    Mock::given(method("POST"))
+        .and(path(claude_path("rawPredict")))
+        .and(header("authorization", format!("Bearer {TOKEN}").as_str()))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+            "id": "msg_vrtx_01", "type": "message", "role": "assistant",
+            "model": "claude-sonnet-4-5-20250929",
+            "content": [{"type": "text", "text": "Hello from Claude"}],
+            "stop_reason": "end_turn",
+            "usage": {"input_tokens": 14, "output_tokens": 4}
+        })))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let llm = build(&claude_config(&server), &[]).expect("builds");
+    assert_eq!(
+        (llm.provider(), llm.model()),
+        ("vertex_ai", "claude-sonnet-4-5@20250929")
+    );
+
+    let reply = llm
+        .call(LlmRequest::new(vec![
+            Message::system("Be brief."),
+            Message::user("hi"),
+        ]))
+        .await
+        .expect("call");
+
+    assert_eq!(reply.content.as_deref(), Some("Hello from Claude"));
+    assert_eq!(
+        (reply.usage.prompt_tokens, reply.usage.completion_tokens),
+        (14, 4)
+    );
+    let sent = requests_to(&server, |path| path.ends_with(":rawPredict")).await;
+    let body: Value = sent[0].body_json().expect("json");
+    assert_eq!(body["anthropic_version"], "vertex-2023-10-16");
+    assert!(
+        body.get("model").is_none(),
+        "the model is in the URL: {body}"
+    );
+    assert_eq!(body["messages"][0]["role"], "user");
+    assert!(sent[0].headers.get("anthropic-version").is_none());
+    assert!(sent[0].headers.get("x-api-key").is_none());
+}
+
+#[tokio::test]
+async fn claude_streams_anthropic_s_events_from_stream_raw_predict() {
+    let server = MockServer::start().await;
+    serve_jwt_grant(&server, 1).await;
+    let events = [
+        (
+            "message_start",
+            json!({"type": "message_start", "message": {"id": "msg_vrtx_02", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5-20250929", "content": [], "usage": {"input_tokens": 9, "output_tokens": 1}}}),
+        ),
+        (
+            "content_block_start",
+            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+        ),
+        (
+            "content_block_delta",
+            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Hi "}}),
+        ),
+        (
+            "content_block_delta",
+            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "there"}}),
+        ),
+        (
+            "content_block_stop",
+            json!({"type": "content_block_stop", "index": 0}),
+        ),
+        (
+            "message_delta",
+            json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 5}}),
+        ),
+        ("message_stop", json!({"type": "message_stop"})),
+    ];
+    let sse: String = events
+        .iter()
+        .map(|(name, data)| format!("event: {name}\ndata: {data}\n\n"))
+        .collect();
+    Mock::given(method("POST"))
+        .and(path(claude_path("streamRawPredict")))
+        .and(header("authorization", format!("Bearer {TOKEN}").as_str()))
+        .respond_with(ResponseTemplate::new(200).set_body_raw(sse, "text/event-stream"))
+        .mount(&server)
+        .await;
+    let llm = build(&claude_config(&server), &[]).expect("builds");
+
+    let (_, reply) = streamed(llm.as_ref(), hi()).await;
+
+    assert_eq!(reply.content.as_deref(), Some("Hi there"));
+    assert_eq!(reply.finish_reason, FinishReason::Stop);
+    assert_eq!(reply.usage.completion_tokens, 5);
+    let sent = requests_to(&server, |path| path.ends_with(":streamRawPredict")).await;
+    let body: Value = sent[0].body_json().expect("json");
+    assert_eq!(body["stream"], json!(true));
+    assert_eq!(body["anthropic_version"], "vertex-2023-10-16");
 }

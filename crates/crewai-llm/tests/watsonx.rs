@@ -230,7 +230,10 @@ async fn a_deployment_posts_to_its_own_url_with_a_given_token_and_no_model_or_pr
         .expect(1)
         .mount(&server)
         .await;
-    let mut config = LlmConfig::new("watsonx/deployment/dep-42").with_base_url(server.uri());
+    // A given token wins over an API key, as in LiteLLM: no exchange at all.
+    let mut config = LlmConfig::new("watsonx/deployment/dep-42")
+        .with_base_url(server.uri())
+        .with_api_key("an-api-key-left-unused");
     config.api_version = Some("2025-02-11".into());
     let llm = build_with(
         &config,

@@ -1,9 +1,15 @@
-//! Google's Gemini models on Vertex AI (`vertex_ai/gemini-2.5-flash`; LiteLLM's `vertex_ai_beta`
-//! means the same): `generateContent` and `streamGenerateContent` at
-//! `https://{location}-aiplatform.googleapis.com/v1/projects/{project}/locations/{location}/publishers/google/models/{model}`
-//! (`https://aiplatform.googleapis.com` for the `global` location), in the Gemini body format
-//! the Gemini client already speaks. A numeric model (`vertex_ai/1234567890`) is a tuned model
-//! deployed to that endpoint of the project.
+//! Models on Google Cloud's Vertex AI (`vertex_ai/…`; LiteLLM's `vertex_ai_beta` means the
+//! same), at
+//! `https://{location}-aiplatform.googleapis.com/v1/projects/{project}/locations/{location}/…`
+//! (`https://aiplatform.googleapis.com` for the `global` location):
+//!
+//! - Gemini (`vertex_ai/gemini-2.5-flash`): `publishers/google/models/{model}:generateContent`
+//!   and `:streamGenerateContent`, in the Gemini body format the Gemini client speaks. A numeric
+//!   model (`vertex_ai/1234567890`) is a tuned model deployed to that endpoint of the project.
+//! - Claude (`vertex_ai/claude-sonnet-4-5@20250929`):
+//!   `publishers/anthropic/models/{model}:rawPredict` and `:streamRawPredict`, in Anthropic's
+//!   Messages format (the Anthropic client, without `model` in the body and with
+//!   `anthropic_version: vertex-2023-10-16`).
 //!
 //! - **Credentials**, first found wins: the config's `api_key` taken as an OAuth access token
 //!   (`gcloud auth print-access-token`); else the config's `vertex_credentials`,
@@ -19,16 +25,17 @@
 //!   Private Service Connect endpoint, a gateway) and the path above is appended; one that
 //!   already ends in `/models/<model>` (LiteLLM's proxy form) is used as it is.
 //!
-//! Vertex AI's other publishers are refused by name: Claude (`claude-*`, Anthropic's `rawPredict`
-//! format) and the partner and open models (Llama, Mistral, DeepSeek, Qwen, gpt-oss, Jamba).
+//! The partner and open models Vertex AI serves in other formats (Llama, Mistral, DeepSeek,
+//! Qwen, gpt-oss, Jamba) are refused by name.
 
 use std::sync::Arc;
 
+use crate::anthropic::AnthropicLlm;
 use crate::error::LlmError;
-use crate::gemini::{Endpoint, GeminiLlm};
+use crate::gemini::GeminiLlm;
 use crate::google_auth::{APPLICATION_CREDENTIALS_ENV, CREDENTIALS_ENV, GoogleCredentials};
 use crate::http::ErrorContext;
-use crate::token::Credential;
+use crate::token::{Credential, Endpoint};
 use crate::traits::Llm;
 
 use super::{KeyRequirement, Provider, ProviderCapabilities, ProviderContext, ProviderDescriptor};
@@ -71,6 +78,7 @@ pub fn descriptor() -> ProviderDescriptor {
         })
         .otel_system("gcp.vertex_ai")
         .context_windows(super::gemini::CONTEXT_WINDOWS.iter().copied())
+        .context_windows(super::anthropic::CONTEXT_WINDOWS.iter().copied())
         .default_model("vertex_ai/gemini-2.5-flash")
 }
 
@@ -99,6 +107,10 @@ fn build(cx: &ProviderContext<'_>) -> Result<Arc<dyn Llm>, LlmError> {
         }),
         key_hint: access.hint,
     };
+    if target == Target::Claude {
+        let client = AnthropicLlm::on_vertex(model, endpoint, cx.config())?;
+        return Ok(cx.attach(client, AnthropicLlm::with_transport));
+    }
     let client = GeminiLlm::at(model, endpoint, cx.config())?;
     Ok(cx.attach(client, GeminiLlm::with_transport))
 }
@@ -110,6 +122,8 @@ enum Target {
     Published,
     /// A tuned model deployed to an endpoint of the project (`endpoints/{id}`).
     Endpoint,
+    /// Anthropic's Claude (`publishers/anthropic/models/{model}`, `rawPredict`).
+    Claude,
 }
 
 impl Target {
@@ -120,22 +134,17 @@ impl Target {
             ));
         }
         let lower = model.to_ascii_lowercase();
-        if lower.starts_with("claude") {
-            return Err(LlmError::Unsupported(format!(
-                "vertex_ai model '{model}' is Anthropic's Claude, which Vertex AI serves in \
-                 Anthropic's rawPredict format; that is not supported here yet: use \
-                 anthropic/{model} with ANTHROPIC_API_KEY, or a Gemini model on Vertex AI"
-            )));
-        }
         if lower.contains('/') || PARTNER_PREFIXES.iter().any(|p| lower.starts_with(p)) {
             return Err(LlmError::Unsupported(format!(
                 "vertex_ai model '{model}' is a partner or open model, which Vertex AI serves in \
-                 another format; vertex_ai here runs Google's Gemini models (and tuned models by \
-                 their numeric endpoint id)"
+                 another format; vertex_ai here runs Google's Gemini models, Anthropic's Claude \
+                 and tuned models by their numeric endpoint id"
             )));
         }
         check_segment("model", model, "the model name")?;
-        Ok(if model.bytes().all(|b| b.is_ascii_digit()) {
+        Ok(if lower.starts_with("claude") {
+            Target::Claude
+        } else if model.bytes().all(|b| b.is_ascii_digit()) {
             Target::Endpoint
         } else {
             Target::Published
@@ -256,6 +265,7 @@ fn model_url(
     let resource = match target {
         Target::Published => format!("publishers/google/models/{model}"),
         Target::Endpoint => format!("endpoints/{model}"),
+        Target::Claude => format!("publishers/anthropic/models/{model}"),
     };
     format!("{root}/v1/projects/{project}/locations/{location}/{resource}")
 }
@@ -317,22 +327,21 @@ mod tests {
     }
 
     #[test]
-    fn models_are_published_gemini_or_tuned_endpoints_and_others_are_refused() {
+    fn models_are_gemini_claude_or_tuned_endpoints_and_others_are_refused() {
         assert_eq!(Target::of("gemini-2.5-flash").ok(), Some(Target::Published));
         assert_eq!(Target::of("1234567890").ok(), Some(Target::Endpoint));
-        for refused in [
-            "claude-sonnet-4-5@20250929",
-            "meta/llama-4-maverick",
-            "mistral-large",
-            "",
-        ] {
+        assert_eq!(
+            Target::of("claude-sonnet-4-5@20250929").ok(),
+            Some(Target::Claude)
+        );
+        for refused in ["meta/llama-4-maverick", "mistral-large", ""] {
             assert!(Target::of(refused).is_err(), "{refused}");
         }
-        let claude = Target::of("claude-sonnet-4-5")
+        let partner = Target::of("deepseek-ai/deepseek-r1-0528-maas")
             .err()
             .map(|e| e.to_string())
             .unwrap_or_default();
-        assert!(claude.contains("anthropic/claude-sonnet-4-5"), "{claude}");
+        assert!(partner.contains("partner or open model"), "{partner}");
         assert!(Target::of("gemini 2").is_err());
     }
 }

@@ -3,9 +3,10 @@
 //!
 //! - **URL**: `base_url`, else `WATSONX_API_BASE`, `WATSONX_URL`, `WX_URL` or `WML_URL` (the
 //!   region's, `https://us-south.ml.cloud.ibm.com`); required.
-//! - **Credential**, first found wins: the config's `api_key` (an IBM Cloud API key); a bearer
-//!   token in `WATSONX_TOKEN`, used as it is; a Cloud Pak for Data key in `WATSONX_ZENAPIKEY`
-//!   (sent as `ZenApiKey`); an API key in `WATSONX_APIKEY`, `WATSONX_API_KEY` or `WX_API_KEY`.
+//! - **Credential**, first found wins, in LiteLLM's order: a bearer token in `WATSONX_TOKEN`,
+//!   used as it is; a Cloud Pak for Data key in `WATSONX_ZENAPIKEY` (sent as `ZenApiKey`); an
+//!   IBM Cloud API key in the config's `api_key`, `WATSONX_APIKEY`, `WATSONX_API_KEY` or
+//!   `WX_API_KEY`.
 //!   API keys are exchanged at IBM Cloud IAM (`WATSONX_IAM_URL`, else
 //!   `https://iam.cloud.ibm.com/identity/token`) for a token, cached until shortly before it
 //!   expires.
@@ -138,9 +139,6 @@ fn credential(cx: &ProviderContext<'_>, model: &str) -> Result<(Credential, Stri
         let endpoint = TokenEndpoint::new(url, context, cx.config())?;
         Ok((Credential::exchanged(IamApiKey { endpoint, api_key }), hint))
     };
-    if let Some(key) = configured_key {
-        return exchange(key, "api_key".into());
-    }
     if let Some(token) = cx.env(&[TOKEN_ENV]) {
         return Ok((Credential::bearer(token), TOKEN_ENV.into()));
     }
@@ -150,6 +148,9 @@ fn credential(cx: &ProviderContext<'_>, model: &str) -> Result<(Credential, Stri
             value: format!("ZenApiKey {key}"),
         };
         return Ok((credential, ZEN_API_KEY_ENV.into()));
+    }
+    if let Some(key) = configured_key {
+        return exchange(key, "api_key".into());
     }
     for name in API_KEY_ENV {
         if let Some(key) = cx.env(&[name]) {
