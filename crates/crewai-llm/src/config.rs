@@ -263,3 +263,38 @@ impl<'de> Deserialize<'de> for LlmConfig {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vertex_and_watsonx_settings_read_with_litellm_s_names() {
+        let vertex: LlmConfig = yaml_serde::from_str(
+            "model: vertex_ai/gemini-2.5-flash\nvertex_ai_project: p\nvertex_location: europe-west4\nvertex_credentials: {type: service_account, client_email: a@b}",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(vertex.vertex_project.as_deref(), Some("p"));
+        assert_eq!(vertex.vertex_location.as_deref(), Some("europe-west4"));
+        assert_eq!(
+            vertex
+                .vertex_credentials
+                .as_ref()
+                .and_then(|c| c.get("type"))
+                .and_then(Value::as_str),
+            Some("service_account")
+        );
+        let watsonx: LlmConfig =
+            yaml_serde::from_str("model: watsonx/ibm/granite-4-h-small\nwatsonx_project: p1")
+                .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(watsonx.project_id.as_deref(), Some("p1"));
+        let space: LlmConfig = yaml_serde::from_str("model: watsonx/x\nspace_id: s1")
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(space.space_id.as_deref(), Some("s1"));
+        let shown = serde_json::to_value(LlmConfig::new("gpt-4o")).unwrap_or_default();
+        assert!(
+            shown.get("vertex_credentials").is_none(),
+            "unset provider settings are left out"
+        );
+    }
+}
