@@ -97,11 +97,9 @@ async fn a_stream_over_the_size_limit_is_abandoned() {
     let base = peer(Router::new().route("/", flood), true).await;
     // The limit, not the clock, must stop it: a loaded machine may take longer than the short
     // timeout of the other tests to stream 64 KB.
-    let error = ask(
-        config(&base)
-            .timeout(Duration::from_secs(60))
-            .max_response_bytes(64 * 1024),
-    )
+    let error = ask(config(&base)
+        .timeout(Duration::from_secs(60))
+        .max_response_bytes(64 * 1024))
     .await;
     assert!(
         matches!(error, A2aError::TooLarge { limit: 65536, .. }),

@@ -295,10 +295,15 @@ impl Llm for WatsonxLlm {
                 .context_window(&format!("{PROVIDER}/{}", self.model))
                 .or_else(|| crate::context_window::known_context_window(&self.model))
         });
+        // The chat API takes OpenAI's image parts for its vision models.
+        let name = self.model.to_ascii_lowercase();
+        let multimodal = ["vision", "pixtral", "llama-4"]
+            .iter()
+            .any(|family| name.contains(family));
         Capabilities {
             function_calling: true,
             stop_words: true,
-            multimodal: false,
+            multimodal,
             structured_output: true,
             context_window: window.unwrap_or(crate::context_window::DEFAULT_CONTEXT_WINDOW),
         }
