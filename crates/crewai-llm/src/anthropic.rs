@@ -248,11 +248,7 @@ impl AnthropicLlm {
         let body = &build_body(self.dialect(), &self.config, request, &reader, true)?;
         let events = self
             .credential
-            .send(|credential| async move {
-                self.http
-                    .post_sse(&self.stream_url, &self.headers(credential), body)
-                    .await
-            })
+            .post_sse(&self.http, &self.stream_url, |c| self.headers(c), body)
             .await?;
         Ok((events, reader))
     }
@@ -273,11 +269,7 @@ impl Llm for AnthropicLlm {
         let body = &build_body(self.dialect(), &self.config, &request, &reader, false)?;
         let reply = self
             .credential
-            .send(|credential| async move {
-                self.http
-                    .post_bytes(&self.messages_url, &self.headers(credential), body)
-                    .await
-            })
+            .post_bytes(&self.http, &self.messages_url, |c| self.headers(c), body)
             .await?;
         reader.read_reply(&reply)
     }

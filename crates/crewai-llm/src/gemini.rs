@@ -207,11 +207,7 @@ impl GeminiLlm {
         let url = url.as_str();
         let events = self
             .credential
-            .send(|credential| async move {
-                self.http
-                    .post_sse(url, &self.headers(credential), body)
-                    .await
-            })
+            .post_sse(&self.http, url, |c| self.headers(c), body)
             .await?;
         Ok((events, reader))
     }
@@ -234,11 +230,7 @@ impl Llm for GeminiLlm {
         let url = url.as_str();
         let reply = self
             .credential
-            .send(|credential| async move {
-                self.http
-                    .post_bytes(url, &self.headers(credential), body)
-                    .await
-            })
+            .post_bytes(&self.http, url, |c| self.headers(c), body)
             .await?;
         let chunk: GenerateContentResponse<'_> =
             crate::wire::decode(self.provider, "the reply", &reply)?;

@@ -19,13 +19,16 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use bytes::Bytes;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use tokio::sync::Mutex;
 use tokio::time::Instant;
 
 use crate::config::LlmConfig;
 use crate::error::{BoxError, LlmError};
-use crate::http::{ErrorContext, HttpRequest, NetworkTransport, Transport, parse_retry_after};
+use crate::http::{
+    ErrorContext, HttpClient, HttpRequest, NetworkTransport, SseStream, Transport,
+    parse_retry_after,
+};
 
 /// The longest a token request may take; a token server answers in well under a second, so a
 /// slow one fails the call long before its own (much longer) model timeout would.
@@ -200,6 +203,47 @@ pub(crate) struct Endpoint {
     pub(crate) headers: Vec<(String, String)>,
     /// Where the credential comes from, named on authentication errors.
     pub(crate) key_hint: String,
+}
+
+impl Credential {
+    /// [`HttpClient::post_bytes`] with the credential, retried as [`Credential::send`] says;
+    /// `headers` makes the request's headers from the credential's.
+    pub(crate) async fn post_bytes<B, H>(
+        &self,
+        http: &HttpClient,
+        url: &str,
+        headers: H,
+        body: &B,
+    ) -> Result<Bytes, LlmError>
+    where
+        B: Serialize + ?Sized + Sync,
+        H: Fn((String, String)) -> Vec<(String, String)> + Send + Sync,
+    {
+        self.send(|credential| {
+            let headers = headers(credential);
+            async move { http.post_bytes(url, &headers, body).await }
+        })
+        .await
+    }
+
+    /// [`HttpClient::post_sse`] with the credential, as [`Credential::post_bytes`].
+    pub(crate) async fn post_sse<B, H>(
+        &self,
+        http: &HttpClient,
+        url: &str,
+        headers: H,
+        body: &B,
+    ) -> Result<SseStream, LlmError>
+    where
+        B: Serialize + ?Sized + Sync,
+        H: Fn((String, String)) -> Vec<(String, String)> + Send + Sync,
+    {
+        self.send(|credential| {
+            let headers = headers(credential);
+            async move { http.post_sse(url, &headers, body).await }
+        })
+        .await
+    }
 }
 
 /// A token request failed on its way; the model call it was for names the provider, this says

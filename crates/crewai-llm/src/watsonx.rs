@@ -259,11 +259,7 @@ impl Llm for WatsonxLlm {
         let body = &self.body(&request, &names, &schemas);
         let reply = self
             .credential
-            .send(|credential| async move {
-                self.http
-                    .post_bytes(&self.chat_url, &self.headers(credential), body)
-                    .await
-            })
+            .post_bytes(&self.http, &self.chat_url, |c| self.headers(c), body)
             .await?;
         let mut response = parse_completion_bytes(PROVIDER, &reply)?;
         restore_tool_names(&mut response, &names);
@@ -276,11 +272,7 @@ impl Llm for WatsonxLlm {
         let body = &self.body(&request, &names, &schemas);
         let events = self
             .credential
-            .send(|credential| async move {
-                self.http
-                    .post_sse(&self.stream_url, &self.headers(credential), body)
-                    .await
-            })
+            .post_sse(&self.http, &self.stream_url, |c| self.headers(c), body)
             .await?;
         Ok(restore_stream_names(
             completion_stream(self.http.context().clone(), events),
