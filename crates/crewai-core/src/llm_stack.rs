@@ -368,6 +368,13 @@ impl LlmLayer for ScopeLayer {
     }
 }
 
+/// The name a call of `llm` is priced, counted and reported under: its model, or
+/// `provider/model` where only that has a price (see `PriceTable::priced_name`).
+fn priced_name(scope: &CallScope, llm: &dyn Llm) -> String {
+    let prices = scope.services.usage.prices();
+    prices.priced_name(llm.provider(), llm.model()).into_owned()
+}
+
 /// Refuses a call that would go over the run's budget (and its parents').
 struct BudgetLayer;
 
@@ -377,7 +384,7 @@ impl BudgetLayer {
             Some(scope) => scope
                 .services
                 .usage
-                .check_request(next.model().model(), request)
+                .check_request(&priced_name(scope, next.model()), request)
                 .map_err(|exceeded| LlmError::BudgetExceeded(Box::new(exceeded))),
             None => Ok(()),
         }
@@ -480,7 +487,8 @@ impl CallRecord {
     /// The record of a call made in a run (its request carries a [`CallScope`]), started.
     fn of(request: &LlmRequest, next: &Next<'_>) -> Option<Self> {
         let scope = request.extensions.get_arc::<CallScope>()?;
-        Some(Self::start(scope, next.model().model(), request))
+        let model = priced_name(&scope, next.model());
+        Some(Self::start(scope, &model, request))
     }
 
     /// `work`, unless the run is cancelled first.

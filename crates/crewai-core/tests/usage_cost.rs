@@ -292,3 +292,45 @@ async fn a_cost_budget_on_a_model_without_a_price_is_refused_unless_allowed() {
             .is_ok()
     );
 }
+
+#[tokio::test]
+async fn a_model_litellm_prices_only_under_its_provider_is_priced_and_budgeted() {
+    // watsonx's chat replies have OpenAI's shape, so the scripted server can play the service.
+    let server = ScriptedServer::start().await;
+    server.push(Reply::text("facts").with_usage(1_000_000, 1_000_000));
+    let origin = server.base_url().trim_end_matches("/v1").to_string();
+    let env = [
+        ("WATSONX_URL", origin.as_str()),
+        ("WATSONX_TOKEN", "t"),
+        ("WATSONX_PROJECT_ID", "p"),
+    ];
+    let options = crewai_llm::BuildOptions::new()
+        .with_env_vars(env.map(|(k, v)| (k.to_string(), v.to_string())));
+    let granite = crewai_llm::build_llm_with(
+        &crewai_llm::LlmConfig::new("watsonx/ibm/granite-4-h-small"),
+        &options,
+    )
+    .unwrap();
+    assert_eq!(granite.model(), "ibm/granite-4-h-small");
+    let researcher = Agent::builder()
+        .role("Researcher")
+        .goal("Find facts")
+        .backstory("Careful.")
+        .llm(granite)
+        .build()
+        .unwrap();
+    // LiteLLM lists the model as `watsonx/ibm/granite-4-h-small` only: without the provider the
+    // budget would refuse it as unpriced.
+    let crew = Crew::builder()
+        .agents(vec![researcher.clone()])
+        .tasks(vec![task("research", "Find facts", &researcher)])
+        .max_cost_usd(10.0)
+        .build()
+        .unwrap();
+
+    let output = crew.kickoff(Inputs::new()).await.unwrap();
+
+    // $0.0636 per million prompt tokens and $0.265 per million completion tokens.
+    assert_close(output.token_usage.cost_usd, 0.0636 + 0.265);
+    assert_eq!(server.requests()[0].path, "/ml/v1/text/chat");
+}

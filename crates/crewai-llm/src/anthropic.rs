@@ -13,6 +13,9 @@
 //!   becomes the response's content as JSON text.
 //! - Streaming over server-sent events, ending with the assembled response and its usage.
 //! - Tool names rewritten to `^[a-zA-Z0-9_-]{1,64}$` and mapped back in responses.
+//! - The same client speaks Claude on Vertex AI (`rawPredict` and `streamRawPredict`): the body
+//!   without `model` and with `anthropic_version: vertex-2023-10-16`, an OAuth access token
+//!   instead of the key; see [`crate::providers::vertex`].
 //! - The wire types are [`crate::wire::anthropic`]; errors are read by their `type`
 //!   (`overloaded_error`, `rate_limit_error`, ...), and an `invalid_request_error` saying the
 //!   prompt is too long is [`LlmError::ContextLengthExceeded`].
@@ -56,6 +59,7 @@ use crate::adapter_support::{self, ToolNameMap, ToolNameRules};
 use crate::config::LlmConfig;
 use crate::error::LlmError;
 use crate::http::{ErrorContext, HttpClient, SseStream, Transport};
+use crate::token::{Credential, Endpoint};
 use crate::traits::{Llm, LlmStream};
 use crate::types::{Capabilities, ContentPart, LlmRequest, LlmResponse, Message, Role, ToolChoice};
 use crate::wire::anthropic::{
@@ -72,6 +76,8 @@ use reply::{Assembler, EventDecoder, ResponseReader, read_error};
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
 /// The API version header every request carries.
 pub const API_VERSION: &str = "2023-06-01";
+/// The API version Claude on Vertex AI takes, in the body.
+pub const VERTEX_API_VERSION: &str = "vertex-2023-10-16";
 /// `max_tokens` is required by Anthropic; this is used when the config sets none.
 pub const DEFAULT_MAX_TOKENS: u32 = 4096;
 /// Claude's context window, for models the shared table does not list.
@@ -88,12 +94,19 @@ const TOOL_NAMES: ToolNameRules = ToolNameRules {
     allowed_first: |c| c.is_ascii_alphanumeric() || c == '_' || c == '-',
 };
 
-/// A Claude model over Anthropic's Messages API.
+/// A Claude model over Anthropic's Messages API, or on Vertex AI.
 #[derive(Debug, Clone)]
 pub struct AnthropicLlm {
     model: String,
-    api_key: String,
+    /// The API key (`x-api-key`), or Vertex AI's access token.
+    credential: Credential,
     messages_url: String,
+    /// Where a streamed call goes (Anthropic's: the same URL; Vertex AI's: `:streamRawPredict`).
+    stream_url: String,
+    /// Claude on Vertex AI: no `model` in the body, the version in it rather than in a header.
+    on_vertex: bool,
+    /// Headers the endpoint needs besides the credential (Vertex AI's quota project).
+    endpoint_headers: Vec<(String, String)>,
     config: LlmConfig,
     http: HttpClient,
 }
@@ -131,10 +144,37 @@ impl AnthropicLlm {
         let base = base.strip_suffix("/v1").unwrap_or(&base);
         let http = HttpClient::new(ErrorContext::new(PROVIDER, model, KEY_VAR), config)?
             .with_error_reader(read_error);
+        let messages_url = format!("{base}/v1/messages");
         Ok(AnthropicLlm {
-            messages_url: format!("{base}/v1/messages"),
+            stream_url: messages_url.clone(),
+            messages_url,
             model: model.to_string(),
-            api_key,
+            credential: Credential::Fixed {
+                name: "x-api-key",
+                value: api_key,
+            },
+            on_vertex: false,
+            endpoint_headers: Vec::new(),
+            config: config.clone(),
+            http,
+        })
+    }
+
+    /// Claude `model` on Vertex AI at `endpoint` (built by the `vertex_ai` provider).
+    pub(crate) fn on_vertex(
+        model: &str,
+        endpoint: Endpoint,
+        config: &LlmConfig,
+    ) -> Result<Self, LlmError> {
+        let context = ErrorContext::new(endpoint.provider, model, endpoint.key_hint);
+        let http = HttpClient::new(context, config)?.with_error_reader(read_error);
+        Ok(AnthropicLlm {
+            messages_url: format!("{}:rawPredict", endpoint.model_url),
+            stream_url: format!("{}:streamRawPredict", endpoint.model_url),
+            model: model.to_string(),
+            credential: endpoint.credential,
+            on_vertex: true,
+            endpoint_headers: endpoint.headers,
             config: config.clone(),
             http,
         })
@@ -151,12 +191,29 @@ impl AnthropicLlm {
         &self.messages_url
     }
 
-    fn headers(&self) -> Vec<(String, String)> {
-        let own = vec![
-            ("x-api-key".to_string(), self.api_key.clone()),
-            ("anthropic-version".to_string(), API_VERSION.to_string()),
-        ];
+    fn headers(&self, credential: (String, String)) -> Vec<(String, String)> {
+        let mut own = vec![credential];
+        own.extend(self.endpoint_headers.iter().cloned());
+        if !self.on_vertex {
+            own.push(("anthropic-version".to_string(), API_VERSION.to_string()));
+        }
         adapter_support::request_headers(own, &self.config)
+    }
+
+    /// The model and version fields of the body: Anthropic names the model there, Vertex AI
+    /// the version.
+    fn dialect(&self) -> Dialect<'_> {
+        if self.on_vertex {
+            Dialect {
+                model: None,
+                version: Some(VERTEX_API_VERSION),
+            }
+        } else {
+            Dialect {
+                model: Some(&self.model),
+                version: None,
+            }
+        }
     }
 
     /// The reader of the answer to `request`: the tool-name map and the structured-output
@@ -172,13 +229,14 @@ impl AnthropicLlm {
         ResponseReader {
             names,
             structured_tool,
+            context: self.http.context().clone(),
         }
     }
 
     /// The JSON body for `request`, as it is sent.
     pub fn request_body(&self, request: &LlmRequest, stream: bool) -> Result<Value, LlmError> {
         let reader = self.reader(request);
-        let body = build_body(&self.model, &self.config, request, &reader, stream)?;
+        let body = build_body(self.dialect(), &self.config, request, &reader, stream)?;
         Ok(crate::wire::to_json(&body))
     }
 
@@ -187,10 +245,10 @@ impl AnthropicLlm {
         request: &LlmRequest,
     ) -> Result<(SseStream, ResponseReader), LlmError> {
         let reader = self.reader(request);
-        let body = build_body(&self.model, &self.config, request, &reader, true)?;
+        let body = &build_body(self.dialect(), &self.config, request, &reader, true)?;
         let events = self
-            .http
-            .post_sse(&self.messages_url, &self.headers(), &body)
+            .credential
+            .post_sse(&self.http, &self.stream_url, |c| self.headers(c), body)
             .await?;
         Ok((events, reader))
     }
@@ -203,15 +261,15 @@ impl Llm for AnthropicLlm {
     }
 
     fn provider(&self) -> &str {
-        PROVIDER
+        &self.http.context().provider
     }
 
     async fn call(&self, request: LlmRequest) -> Result<LlmResponse, LlmError> {
         let reader = self.reader(&request);
-        let body = build_body(&self.model, &self.config, &request, &reader, false)?;
+        let body = &build_body(self.dialect(), &self.config, &request, &reader, false)?;
         let reply = self
-            .http
-            .post_bytes(&self.messages_url, &self.headers(), &body)
+            .credential
+            .post_bytes(&self.http, &self.messages_url, |c| self.headers(c), body)
             .await?;
         reader.read_reply(&reply)
     }
@@ -259,9 +317,16 @@ fn thinking_enabled(config: &LlmConfig) -> bool {
     })
 }
 
+/// The fields of a body that say which API it is for.
+#[derive(Debug, Clone, Copy)]
+struct Dialect<'a> {
+    model: Option<&'a str>,
+    version: Option<&'a str>,
+}
+
 /// Builds the Messages API body.
 fn build_body<'a>(
-    model: &'a str,
+    dialect: Dialect<'a>,
     config: &'a LlmConfig,
     request: &'a LlmRequest,
     reader: &'a ResponseReader,
@@ -336,7 +401,8 @@ fn build_body<'a>(
         tool_choice = None;
     }
     let body = MessagesRequest {
-        model,
+        anthropic_version: dialect.version,
+        model: dialect.model,
         max_tokens,
         system,
         messages: build_messages(&conversation, names)?,

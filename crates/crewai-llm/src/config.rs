@@ -76,6 +76,22 @@ pub struct LlmConfig {
     pub context_window_size: Option<u64>,
     /// Anthropic extended thinking: `{type: enabled, budget_tokens: N}`.
     pub thinking: Option<Value>,
+    /// Vertex AI's credentials: a service-account key (its JSON as text, or as a mapping) or the
+    /// path of a credentials file; see [`crate::providers::vertex`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vertex_credentials: Option<Value>,
+    /// Vertex AI's Google Cloud project.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vertex_project: Option<String>,
+    /// Vertex AI's region (`us-central1`, `europe-west4`, `global`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vertex_location: Option<String>,
+    /// watsonx.ai's project the calls run in; see [`crate::providers::watsonx`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub project_id: Option<String>,
+    /// watsonx.ai's deployment space, instead of a project.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub space_id: Option<String>,
 }
 
 impl LlmConfig {
@@ -168,6 +184,15 @@ struct LlmConfigMap {
     max_tpm: Option<u32>,
     context_window_size: Option<u64>,
     thinking: Option<Value>,
+    #[serde(alias = "vertex_ai_credentials")]
+    vertex_credentials: Option<Value>,
+    #[serde(alias = "vertex_ai_project")]
+    vertex_project: Option<String>,
+    #[serde(alias = "vertex_ai_location")]
+    vertex_location: Option<String>,
+    #[serde(alias = "watsonx_project")]
+    project_id: Option<String>,
+    space_id: Option<String>,
 }
 
 fn one_or_many<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
@@ -228,8 +253,48 @@ impl<'de> Deserialize<'de> for LlmConfig {
                     max_tpm: m.max_tpm,
                     context_window_size: m.context_window_size,
                     thinking: m.thinking,
+                    vertex_credentials: m.vertex_credentials,
+                    vertex_project: m.vertex_project,
+                    vertex_location: m.vertex_location,
+                    project_id: m.project_id,
+                    space_id: m.space_id,
                 })
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vertex_and_watsonx_settings_read_with_litellm_s_names() {
+        let vertex: LlmConfig = yaml_serde::from_str(
+            "model: vertex_ai/gemini-2.5-flash\nvertex_ai_project: p\nvertex_location: europe-west4\nvertex_credentials: {type: service_account, client_email: a@b}",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(vertex.vertex_project.as_deref(), Some("p"));
+        assert_eq!(vertex.vertex_location.as_deref(), Some("europe-west4"));
+        assert_eq!(
+            vertex
+                .vertex_credentials
+                .as_ref()
+                .and_then(|c| c.get("type"))
+                .and_then(Value::as_str),
+            Some("service_account")
+        );
+        let watsonx: LlmConfig =
+            yaml_serde::from_str("model: watsonx/ibm/granite-4-h-small\nwatsonx_project: p1")
+                .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(watsonx.project_id.as_deref(), Some("p1"));
+        let space: LlmConfig = yaml_serde::from_str("model: watsonx/x\nspace_id: s1")
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(space.space_id.as_deref(), Some("s1"));
+        let shown = serde_json::to_value(LlmConfig::new("gpt-4o")).unwrap_or_default();
+        assert!(
+            shown.get("vertex_credentials").is_none(),
+            "unset provider settings are left out"
+        );
     }
 }

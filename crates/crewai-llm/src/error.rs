@@ -92,6 +92,10 @@ pub enum LlmError {
     },
     #[error("{provider} needs an API key: set {env_var}")]
     MissingApiKey { provider: String, env_var: String },
+    /// A provider that signs in with credentials rather than one API key (Vertex AI's Google
+    /// credentials) found none; `how` says what to set.
+    #[error("{provider} found no credentials: {how}")]
+    MissingCredentials { provider: String, how: String },
     #[error("invalid LLM configuration: {0}")]
     Config(String),
     /// A configuration value a library refused (a URL, a header, an `extra_body` that does not

@@ -11,6 +11,9 @@
 //!   the call, as Gemini's thinking models require.
 //! - Structured output through `responseMimeType: application/json` and `responseSchema`.
 //! - The key travels in the `x-goog-api-key` header, so it never ends up in URLs or logs.
+//! - The same client speaks Vertex AI's `generateContent` (the body format is the same), with a
+//!   project and location in the URL and an OAuth access token; see
+//!   [`crate::providers::vertex`].
 //! - Tool names rewritten to `^[a-zA-Z_][a-zA-Z0-9_.-]{0,63}$` and mapped back in responses.
 //! - The wire types are [`crate::wire::gemini`]; errors are read from Google's typed details:
 //!   `API_KEY_INVALID` is an authentication error, `RetryInfo` the wait of a rate limit, and a
@@ -38,6 +41,7 @@ use crate::adapter_support::{self, SseReplyDecoder, ToolNameMap, ToolNameRules};
 use crate::config::LlmConfig;
 use crate::error::LlmError;
 use crate::http::{ErrorContext, ErrorReply, HttpClient, SseStream, Transport};
+use crate::token::{Credential, Endpoint};
 use crate::traits::{Llm, LlmStream};
 use crate::types::{
     Capabilities, ContentPart, FinishReason, LlmRequest, LlmResponse, Message, Role, StreamEvent,
@@ -69,12 +73,18 @@ const TOOL_NAMES: ToolNameRules = ToolNameRules {
     allowed_first: |c| c.is_ascii_alphabetic() || c == '_',
 };
 
-/// A Gemini model over the Generative Language API.
+/// A Gemini model over the Generative Language API or Vertex AI.
 #[derive(Debug, Clone)]
 pub struct GeminiLlm {
+    /// `gemini`, or `vertex_ai` for a model on Vertex AI.
+    provider: &'static str,
     model: String,
-    api_key: String,
-    /// `{base}/v1beta/models/{model}`; the method is appended per call.
+    /// The API key header, or Vertex AI's access token.
+    credential: Credential,
+    /// Headers the endpoint needs besides the credential (Vertex AI's quota project).
+    endpoint_headers: Vec<(String, String)>,
+    /// `{base}/v1beta/models/{model}` (Vertex AI: `…/publishers/google/models/{model}`); the
+    /// method is appended per call.
     model_url: String,
     config: LlmConfig,
     http: HttpClient,
@@ -121,15 +131,37 @@ impl GeminiLlm {
             ));
         }
         let root = api_root(base_url);
+        let credential = Credential::Fixed {
+            name: "x-goog-api-key",
+            value: api_key,
+        };
+        let endpoint = Endpoint {
+            provider: PROVIDER,
+            model_url: format!("{root}/models/{model}"),
+            credential,
+            headers: Vec::new(),
+            key_hint: KEY_VARS.join(" or "),
+        };
+        Self::at(model, endpoint, config)
+    }
+
+    /// A client for `model` at `endpoint` (Vertex AI's, built by its provider).
+    pub(crate) fn at(
+        model: &str,
+        endpoint: Endpoint,
+        config: &LlmConfig,
+    ) -> Result<Self, LlmError> {
         let http = HttpClient::new(
-            ErrorContext::new(PROVIDER, model, KEY_VARS.join(" or ")),
+            ErrorContext::new(endpoint.provider, model, endpoint.key_hint),
             config,
         )?
         .with_error_reader(read_error);
         Ok(GeminiLlm {
-            model_url: format!("{root}/models/{model}"),
+            provider: endpoint.provider,
+            model_url: endpoint.model_url,
             model: model.to_string(),
-            api_key,
+            credential: endpoint.credential,
+            endpoint_headers: endpoint.headers,
             config: config.clone(),
             http,
         })
@@ -146,11 +178,10 @@ impl GeminiLlm {
         &self.model_url
     }
 
-    fn headers(&self) -> Vec<(String, String)> {
-        adapter_support::request_headers(
-            vec![("x-goog-api-key".to_string(), self.api_key.clone())],
-            &self.config,
-        )
+    fn headers(&self, credential: (String, String)) -> Vec<(String, String)> {
+        let mut own = vec![credential];
+        own.extend(self.endpoint_headers.iter().cloned());
+        adapter_support::request_headers(own, &self.config)
     }
 
     /// The JSON body for `request`, as it is sent.
@@ -172,13 +203,11 @@ impl GeminiLlm {
     ) -> Result<(SseStream, ResponseReader), LlmError> {
         let reader = self.reader(request);
         let url = format!("{}:streamGenerateContent?alt=sse", self.model_url);
+        let body = &build_body(&self.config, request, &reader.names);
+        let url = url.as_str();
         let events = self
-            .http
-            .post_sse(
-                &url,
-                &self.headers(),
-                &build_body(&self.config, request, &reader.names),
-            )
+            .credential
+            .post_sse(&self.http, url, |c| self.headers(c), body)
             .await?;
         Ok((events, reader))
     }
@@ -191,22 +220,20 @@ impl Llm for GeminiLlm {
     }
 
     fn provider(&self) -> &str {
-        PROVIDER
+        self.provider
     }
 
     async fn call(&self, request: LlmRequest) -> Result<LlmResponse, LlmError> {
         let reader = self.reader(&request);
         let url = format!("{}:generateContent", self.model_url);
+        let body = &build_body(&self.config, &request, &reader.names);
+        let url = url.as_str();
         let reply = self
-            .http
-            .post_bytes(
-                &url,
-                &self.headers(),
-                &build_body(&self.config, &request, &reader.names),
-            )
+            .credential
+            .post_bytes(&self.http, url, |c| self.headers(c), body)
             .await?;
         let chunk: GenerateContentResponse<'_> =
-            crate::wire::decode(PROVIDER, "the reply", &reply)?;
+            crate::wire::decode(self.provider, "the reply", &reply)?;
         let mut assembler = Assembler::new(reader);
         assembler.add_chunk(chunk)?;
         assembler.finish()
@@ -217,6 +244,7 @@ impl Llm for GeminiLlm {
         Ok(adapter_support::decode_sse_reply(
             events,
             ChunkDecoder {
+                provider: self.provider,
                 assembler: Some(Assembler::new(reader)),
             },
         ))
@@ -287,7 +315,7 @@ fn google_error(
         return LlmError::Authentication {
             provider,
             message,
-            hint: KEY_VARS.join(" or "),
+            hint: context.key_hint.clone(),
         };
     }
     let refusable = (400..500).contains(&status) && !matches!(status, 401 | 403 | 429);
@@ -530,10 +558,6 @@ struct ResponseReader {
     context: ErrorContext,
 }
 
-fn malformed(message: impl Into<String>) -> LlmError {
-    Malformed::new(message).into_error(PROVIDER)
-}
-
 /// Builds a response from one complete reply or from the chunks of a stream.
 #[derive(Debug)]
 struct Assembler {
@@ -597,9 +621,10 @@ impl Assembler {
         let parts = candidate.content.map(|c| c.parts).unwrap_or_default();
         for part in parts {
             if let Some(call) = part.function_call {
-                let provider_name = call
-                    .name
-                    .ok_or_else(|| malformed("a functionCall without a name"))?;
+                let provider_name = call.name.ok_or_else(|| {
+                    Malformed::new("a functionCall without a name")
+                        .into_error(&self.reader.context.provider)
+                })?;
                 let index = self.tool_calls.len();
                 let id = call.id.unwrap_or_else(|| {
                     format!(
@@ -638,7 +663,8 @@ impl Assembler {
 
     fn finish(self) -> Result<LlmResponse, LlmError> {
         if self.chunks == 0 {
-            return Err(malformed("the reply held no response"));
+            return Err(Malformed::new("the reply held no response")
+                .into_error(&self.reader.context.provider));
         }
         let finish_reason = match (self.block_reason.as_deref(), self.finish_reason.as_deref()) {
             (Some(_), _) => FinishReason::ContentFilter,
@@ -682,6 +708,7 @@ impl Assembler {
 /// Gemini's stream: each event is a whole `GenerateContentResponse` chunk; the server ends the
 /// reply by closing the stream (the last chunk carried the finish reason).
 struct ChunkDecoder {
+    provider: &'static str,
     /// `None` once the final response went out.
     assembler: Option<Assembler>,
 }
@@ -689,7 +716,7 @@ struct ChunkDecoder {
 impl SseReplyDecoder for ChunkDecoder {
     fn on_data(&mut self, data: &str) -> Result<Vec<StreamEvent>, LlmError> {
         let chunk: GenerateContentResponse<'_> =
-            crate::wire::decode(PROVIDER, "a stream chunk", data.as_bytes())?;
+            crate::wire::decode(self.provider, "a stream chunk", data.as_bytes())?;
         match self.assembler.as_mut() {
             Some(assembler) => assembler.add_chunk(chunk),
             None => Ok(Vec::new()),

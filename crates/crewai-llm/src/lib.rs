@@ -1,10 +1,10 @@
 //! # crewai-llm
 //!
 //! The model layer of crewai-rs: one [`Llm`] trait, real HTTP clients for the providers CrewAI
-//! users have (OpenAI chat completions and Responses, Anthropic messages, Gemini, Azure OpenAI,
-//! Ollama and any OpenAI-compatible server), and the layers that make every call bounded:
-//! timeouts, retries with backoff and jitter that honour `Retry-After`, fallback models, and
-//! shared rate limits.
+//! users have (OpenAI chat completions and Responses, Anthropic messages, Gemini, Vertex AI,
+//! Azure OpenAI, IBM watsonx.ai, Ollama and any OpenAI-compatible server), and the layers that
+//! make every call bounded: timeouts, retries with backoff and jitter that honour
+//! `Retry-After`, fallback models, and shared rate limits.
 //!
 //! ## Layers
 //!
@@ -102,6 +102,7 @@ pub mod error;
 pub mod extensions;
 pub mod fallback;
 pub mod gemini;
+mod google_auth;
 pub mod http;
 pub mod layer;
 pub mod litellm_models;
@@ -114,8 +115,10 @@ pub mod retry;
 pub mod router;
 pub mod scripted;
 pub mod stop_words;
+mod token;
 pub mod traits;
 pub mod types;
+pub mod watsonx;
 pub mod wire;
 
 pub use anthropic::AnthropicLlm;

@@ -353,7 +353,7 @@ pub fn message_json(message: &Message) -> Value {
     to_json(&chat_message(message, &ToolNameMap::default()))
 }
 
-fn chat_message<'a>(message: &'a Message, names: &'a ToolNameMap) -> ChatMessage<'a> {
+pub(crate) fn chat_message<'a>(message: &'a Message, names: &'a ToolNameMap) -> ChatMessage<'a> {
     match message.role {
         Role::Tool => ChatMessage::Tool {
             tool_call_id: message.tool_call_id.as_deref().unwrap_or_default(),
@@ -689,7 +689,7 @@ pub fn completion_events(provider: String, sse: SseStream) -> LlmStream {
 }
 
 /// [`completion_events`] with the client's error context (a typed error names the model).
-fn completion_stream(context: ErrorContext, sse: SseStream) -> LlmStream {
+pub(crate) fn completion_stream(context: ErrorContext, sse: SseStream) -> LlmStream {
     adapter_support::decode_sse_reply(
         sse,
         ChunkDecoder {

@@ -19,6 +19,7 @@
 //! assert_eq!(table.cost("never-heard-of-it", &usage), None);
 //! ```
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{LazyLock, Mutex, PoisonError};
 
@@ -232,6 +233,30 @@ impl PriceTable {
                 .then(|| LitellmModels::get().price(model))
                 .flatten()
         })
+    }
+
+    /// The name a call of `model` served by `provider` (an [`crate::Llm`]'s `provider()` and
+    /// `model()`) is priced and counted under: `model` when the table prices it, else
+    /// `provider/model` when that is priced (LiteLLM lists many models only under their
+    /// provider: `watsonx/ibm/granite-4-h-small`, `groq/llama-3.3-70b-versatile`), else `model`.
+    ///
+    /// ```
+    /// use crewai_llm::PriceTable;
+    /// let prices = PriceTable::builtin();
+    /// assert_eq!(prices.priced_name("openai", "gpt-4o-mini"), "gpt-4o-mini");
+    /// assert_eq!(prices.priced_name("watsonx", "ibm/granite-4-h-small"), "watsonx/ibm/granite-4-h-small");
+    /// assert_eq!(prices.priced_name("custom", "my-model"), "my-model");
+    /// ```
+    pub fn priced_name<'m>(&self, provider: &str, model: &'m str) -> Cow<'m, str> {
+        if self.lookup(model).is_some() {
+            return Cow::Borrowed(model);
+        }
+        let qualified = format!("{provider}/{model}");
+        if self.lookup(&qualified).is_some() {
+            Cow::Owned(qualified)
+        } else {
+            Cow::Borrowed(model)
+        }
     }
 
     /// What `usage` on `model` cost, in USD; `None` when the model has no price.

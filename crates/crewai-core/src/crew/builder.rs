@@ -360,7 +360,7 @@ fn first_unpriced<'a>(
             .into_iter()
             .chain(agent.function_calling_llm().cloned());
         models
-            .map(|llm| llm.model().to_string())
+            .map(|llm| prices.priced_name(llm.provider(), llm.model()).into_owned())
             .find(|model| prices.lookup(model).is_none())
             .map(|model| (agent.role().to_string(), model))
     })

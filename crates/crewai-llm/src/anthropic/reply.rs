@@ -4,7 +4,6 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::{KEY_VAR, PROVIDER};
 use crate::adapter_support::{SseReplyDecoder, ToolNameMap};
 use crate::error::LlmError;
 use crate::http::{ErrorContext, ErrorReply};
@@ -20,21 +19,25 @@ pub(super) struct ResponseReader {
     pub(super) names: ToolNameMap,
     /// The forced structured-output tool's name as sent, if any.
     pub(super) structured_tool: Option<String>,
-}
-
-fn malformed(message: impl Into<String>) -> LlmError {
-    Malformed::new(message).into_error(PROVIDER)
+    /// The client's: the provider (`anthropic`, or `vertex_ai` for Claude on Vertex AI) and where
+    /// its key comes from, for errors.
+    pub(super) context: ErrorContext,
 }
 
 impl ResponseReader {
+    fn malformed(&self, message: impl Into<String>) -> LlmError {
+        Malformed::new(message).into_error(&self.context.provider)
+    }
+
     /// A complete (non-streamed) reply, from its bytes.
     pub(super) fn read_reply(self, bytes: &[u8]) -> Result<LlmResponse, LlmError> {
-        let mut reply: MessageReply<'_> = crate::wire::decode(PROVIDER, "the reply", bytes)?;
+        let mut reply: MessageReply<'_> =
+            crate::wire::decode(&self.context.provider, "the reply", bytes)?;
         if reply.kind.as_deref() == Some("error") {
-            return Err(reply.error.unwrap_or_default().into());
+            return Err(detail_error(reply.error.unwrap_or_default(), &self.context));
         }
         let blocks = reply.content.take().ok_or_else(|| {
-            malformed(format!(
+            self.malformed(format!(
                 "no `content` array in the reply: {}",
                 crate::http::snippet(&String::from_utf8_lossy(bytes))
             ))
@@ -130,7 +133,7 @@ impl Assembler {
                     None => String::new(),
                 };
                 if id.is_empty() {
-                    return Err(malformed("a tool_use block without an id"));
+                    return Err(self.reader.malformed("a tool_use block without an id"));
                 }
                 if self.is_structured(&provider_name) {
                     if !input.is_empty() {
@@ -222,7 +225,7 @@ impl Assembler {
             // Citations and later kinds add nothing the response keeps.
             (BlockDelta::Other, _) => return Ok(Vec::new()),
             (other, _) => {
-                return Err(malformed(format!(
+                return Err(self.reader.malformed(format!(
                     "a `{}` delta for content block {index} of another kind",
                     other.kind()
                 )));
@@ -252,7 +255,7 @@ impl Assembler {
                         serde_json::from_str(&input).map_err(|e| {
                             let start = crate::http::snippet(&input);
                             LlmError::malformed_because(
-                                PROVIDER,
+                                self.reader.context.provider.clone(),
                                 format!("the structured answer is not JSON: {start}"),
                                 e,
                             )
@@ -297,12 +300,12 @@ impl Assembler {
     }
 }
 
-impl From<ErrorDetail> for LlmError {
-    /// The error an `error` event (or an error-typed body) carries, by its `type`.
-    fn from(error: ErrorDetail) -> Self {
+/// The error an `error` event (or an error-typed body) carries, by its `type`.
+fn detail_error(error: ErrorDetail, context: &ErrorContext) -> LlmError {
+    {
         let kind = error.kind.unwrap_or_default();
         let message = error.message.unwrap_or_else(|| kind.clone());
-        let provider = PROVIDER.to_string();
+        let provider = context.provider.clone();
         match kind.as_str() {
             "overloaded_error" => LlmError::Server {
                 provider,
@@ -324,7 +327,7 @@ impl From<ErrorDetail> for LlmError {
             "authentication_error" => LlmError::Authentication {
                 provider,
                 message,
-                hint: KEY_VAR.into(),
+                hint: context.key_hint.clone(),
             },
             "permission_error" => LlmError::PermissionDenied { provider, message },
             _ if crate::error::looks_like_context_overflow(&message) => {
@@ -342,7 +345,7 @@ impl From<ErrorDetail> for LlmError {
 /// Reads an Anthropic error reply: an `invalid_request_error` whose message says the prompt is
 /// too long is a context overflow (Anthropic gives it no code of its own); the statuses say the
 /// rest, left to [`crate::http::classify_status`].
-pub(super) fn read_error(_context: &ErrorContext, reply: &ErrorReply<'_>) -> Option<LlmError> {
+pub(super) fn read_error(context: &ErrorContext, reply: &ErrorReply<'_>) -> Option<LlmError> {
     let error = serde_json::from_str::<ErrorBody>(reply.body).ok()?.error?;
     let message = error.message?;
     let overflow = matches!(
@@ -350,7 +353,7 @@ pub(super) fn read_error(_context: &ErrorContext, reply: &ErrorReply<'_>) -> Opt
         Some("invalid_request_error" | "request_too_large")
     ) && crate::error::looks_like_context_overflow(&message);
     overflow.then(|| LlmError::ContextLengthExceeded {
-        provider: PROVIDER.into(),
+        provider: context.provider.clone(),
         message,
     })
 }
@@ -364,11 +367,15 @@ pub(super) struct EventDecoder {
 
 impl SseReplyDecoder for EventDecoder {
     fn on_data(&mut self, data: &str) -> Result<Vec<StreamEvent>, LlmError> {
-        let event: MessagesEvent<'_> = crate::wire::decode(PROVIDER, "an event", data.as_bytes())?;
-        let index = |index: Option<usize>| {
-            index.ok_or_else(|| malformed("a content event without an index"))
-        };
+        let event: MessagesEvent<'_> = crate::wire::decode(
+            &self.assembler.reader.context.provider,
+            "an event",
+            data.as_bytes(),
+        )?;
         let assembler = &mut self.assembler;
+        let index = |index: Option<usize>, reader: &ResponseReader| {
+            index.ok_or_else(|| reader.malformed("a content event without an index"))
+        };
         match event {
             MessagesEvent::MessageStart { message } => {
                 if let Some(message) = message {
@@ -382,14 +389,14 @@ impl SseReplyDecoder for EventDecoder {
                 index: at,
                 content_block,
             } => {
-                let at = index(at)?;
+                let at = index(at, &assembler.reader)?;
                 return match content_block {
                     Some(block) => assembler.start_block(at, block),
                     None => Ok(Vec::new()),
                 };
             }
             MessagesEvent::ContentBlockDelta { index: at, delta } => {
-                let at = index(at)?;
+                let at = index(at, &assembler.reader)?;
                 return match delta {
                     Some(delta) => assembler.delta(at, delta),
                     None => Ok(Vec::new()),
@@ -408,7 +415,12 @@ impl SseReplyDecoder for EventDecoder {
                 self.finished = true;
                 return Ok(vec![StreamEvent::Done(done.finish()?)]);
             }
-            MessagesEvent::Error { error } => return Err(error.unwrap_or_default().into()),
+            MessagesEvent::Error { error } => {
+                return Err(detail_error(
+                    error.unwrap_or_default(),
+                    &assembler.reader.context,
+                ));
+            }
             // `ping`, `content_block_stop` and event kinds added later need no action.
             MessagesEvent::Other => {}
         }
@@ -416,7 +428,10 @@ impl SseReplyDecoder for EventDecoder {
     }
 
     fn on_close(&mut self) -> Option<Result<StreamEvent, LlmError>> {
-        Some(Err(malformed("the event stream ended before message_stop")))
+        Some(Err(self
+            .assembler
+            .reader
+            .malformed("the event stream ended before message_stop")))
     }
 
     fn is_complete(&self) -> bool {

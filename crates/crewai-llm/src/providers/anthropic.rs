@@ -10,6 +10,16 @@ use super::{KeyRequirement, Provider, ProviderCapabilities, ProviderContext, Pro
 
 pub const NAME: &str = "anthropic";
 
+/// Context windows of Claude models (the longest matching prefix wins); Vertex AI serves the
+/// same models.
+pub(crate) const CONTEXT_WINDOWS: &[(&str, u64)] = &[
+    ("claude-3", 200_000),
+    ("claude-opus-4", 200_000),
+    ("claude-sonnet-4", 200_000),
+    ("claude-haiku-4", 200_000),
+    ("claude-", 200_000),
+];
+
 pub fn descriptor() -> ProviderDescriptor {
     ProviderDescriptor::new(NAME)
         .alias("claude")
@@ -21,13 +31,7 @@ pub fn descriptor() -> ProviderDescriptor {
             server_stop_words: true,
         })
         .otel_system("anthropic")
-        .context_windows([
-            ("claude-3", 200_000),
-            ("claude-opus-4", 200_000),
-            ("claude-sonnet-4", 200_000),
-            ("claude-haiku-4", 200_000),
-            ("claude-", 200_000),
-        ])
+        .context_windows(CONTEXT_WINDOWS.iter().copied())
         .infer_prefixes(["claude-"])
         .default_model("anthropic/claude-sonnet-4-5")
 }

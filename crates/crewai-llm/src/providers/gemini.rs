@@ -10,6 +10,16 @@ use super::{KeyRequirement, Provider, ProviderCapabilities, ProviderContext, Pro
 
 pub const NAME: &str = "gemini";
 
+/// Context windows of Gemini models (the longest matching prefix wins); Vertex AI serves the
+/// same models.
+pub(crate) const CONTEXT_WINDOWS: &[(&str, u64)] = &[
+    ("gemini-2.5", 1_048_576),
+    ("gemini-2.0", 1_048_576),
+    ("gemini-1.5-pro", 2_097_152),
+    ("gemini-1.5-flash", 1_048_576),
+    ("gemini-", 1_048_576),
+];
+
 pub fn descriptor() -> ProviderDescriptor {
     ProviderDescriptor::new(NAME)
         .aliases(["google", "google_genai"])
@@ -21,13 +31,7 @@ pub fn descriptor() -> ProviderDescriptor {
             server_stop_words: true,
         })
         .otel_system("gcp.gemini")
-        .context_windows([
-            ("gemini-2.5", 1_048_576),
-            ("gemini-2.0", 1_048_576),
-            ("gemini-1.5-pro", 2_097_152),
-            ("gemini-1.5-flash", 1_048_576),
-            ("gemini-", 1_048_576),
-        ])
+        .context_windows(CONTEXT_WINDOWS.iter().copied())
         .infer_prefixes(["gemini-", "gemma-"])
         .default_model("gemini/gemini-2.5-flash")
 }

@@ -15,6 +15,8 @@
 //! | `anthropic`; `claude` | `claude-*` | `ANTHROPIC_API_KEY` | `ANTHROPIC_BASE_URL` or `ANTHROPIC_API_BASE` (`https://api.anthropic.com`) |
 //! | `gemini`; `google`, `google_genai` | `gemini-*`, `gemma-*` | `GEMINI_API_KEY` or `GOOGLE_API_KEY` | `GEMINI_API_BASE` (Google's) |
 //! | `azure`; `azure_openai` | | `AZURE_API_KEY` or `AZURE_OPENAI_API_KEY` | `AZURE_API_BASE` + `AZURE_API_VERSION` |
+//! | `vertex_ai`; `vertex_ai_beta` | | Google credentials: `vertex_credentials`, `VERTEXAI_CREDENTIALS`, `GOOGLE_APPLICATION_CREDENTIALS` or gcloud's ADC file; `VERTEXAI_PROJECT`, `VERTEXAI_LOCATION` | `VERTEXAI_API_BASE` (`https://{location}-aiplatform.googleapis.com`) |
+//! | `watsonx` (`watsonx_text` refused) | | `WATSONX_TOKEN`, `WATSONX_ZENAPIKEY` or `WATSONX_APIKEY` (exchanged at IAM); `WATSONX_PROJECT_ID` or `WATSONX_SPACE_ID` | `WATSONX_URL` (required) |
 //! | `ollama`; `ollama_chat` | | none | `OLLAMA_HOST` (`http://localhost:11434`) + `/v1` |
 //! | `openrouter` | | `OPENROUTER_API_KEY` | `OPENROUTER_API_BASE` (`https://openrouter.ai/api/v1`) |
 //! | `deepseek` | | `DEEPSEEK_API_KEY` | `DEEPSEEK_API_BASE` (`https://api.deepseek.com/v1`) |
@@ -77,6 +79,8 @@ pub mod ollama;
 pub mod openai;
 pub mod openai_compatible;
 pub mod openrouter;
+pub mod vertex;
+pub mod watsonx;
 
 pub use context::ProviderContext;
 pub use descriptor::{
@@ -251,6 +255,9 @@ static BUILTIN: LazyLock<ProviderRegistry> = LazyLock::new(|| {
     registry.register(anthropic::provider());
     registry.register(gemini::provider());
     registry.register(azure::provider());
+    registry.register(vertex::provider());
+    registry.register(watsonx::provider());
+    registry.register(watsonx::text_provider());
     registry.register(ollama::provider());
     registry.register(openrouter::provider());
     registry.register(deepseek::provider());

@@ -77,6 +77,22 @@ fn a_known_prefix_routes_with_the_rest_of_the_name() {
             pair("openai_compatible", "org/model"),
         ),
         ("local/smollm2-135m", pair("local", "smollm2-135m")),
+        (
+            "vertex_ai/gemini-2.5-flash",
+            pair("vertex_ai", "gemini-2.5-flash"),
+        ),
+        (
+            "vertex_ai_beta/gemini-2.5-pro",
+            pair("vertex_ai", "gemini-2.5-pro"),
+        ),
+        (
+            "watsonx/ibm/granite-3-8b-instruct",
+            pair("watsonx", "ibm/granite-3-8b-instruct"),
+        ),
+        (
+            "watsonx/deployment/my-dep",
+            pair("watsonx", "deployment/my-dep"),
+        ),
         // `openai/` before a slashed name: "this server speaks OpenAI's API".
         (
             "openai/meta-llama/Llama-3-8B",
@@ -230,6 +246,8 @@ fn telemetry_names_follow_the_genai_conventions() {
         ("groq/llama-3.1-8b", "groq"),
         ("deepseek/deepseek-chat", "deepseek"),
         ("openrouter/x/y", "openrouter"),
+        ("vertex_ai/gemini-2.5-flash", "gcp.vertex_ai"),
+        ("watsonx/ibm/granite-4-h-small", "ibm.watsonx.ai"),
         ("some-unclaimed-model", "openai"),
         ("unknown/prefix", "openai"),
     ];
@@ -258,7 +276,17 @@ fn every_builtin_provider_is_declared_once_with_its_default_models_in_order() {
         .filter(|d| d.default_model.is_some())
         .map(|d| d.name.as_str())
         .collect();
-    assert_eq!(defaults, ["openai", "anthropic", "gemini", "azure"]);
+    assert_eq!(
+        defaults,
+        [
+            "openai",
+            "anthropic",
+            "gemini",
+            "azure",
+            "vertex_ai",
+            "watsonx"
+        ]
+    );
     assert!(
         !registry.is_available("local"),
         "local waits for crewai-local"

@@ -13,7 +13,12 @@ use crate::types::{ThinkingBlock, Usage};
 /// A Messages request body (fields in the order they have always been sent).
 #[derive(Debug, Clone, Serialize)]
 pub struct MessagesRequest<'a> {
-    pub model: &'a str,
+    /// Vertex AI's version of the API, which goes in the body there (the header on Anthropic's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub anthropic_version: Option<&'a str>,
+    /// Vertex AI sends none: the model is in the URL.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<&'a str>,
     pub max_tokens: u64,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub system: Vec<RequestBlock<'a>>,

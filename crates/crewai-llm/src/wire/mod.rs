@@ -29,6 +29,7 @@ pub mod bedrock;
 pub mod gemini;
 pub mod openai;
 pub mod responses;
+pub mod watsonx;
 
 /// A reply that does not have the shape its provider documents. The wire conversions return
 /// it; the adapter names its provider in the [`LlmError::MalformedResponse`] it becomes.

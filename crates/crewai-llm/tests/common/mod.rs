@@ -182,6 +182,15 @@ pub async fn stream_error(llm: &dyn Llm, request: LlmRequest) -> LlmError {
     }
 }
 
+/// The requests `server` received whose path `wanted` accepts, in order.
+pub async fn requests_to(server: &MockServer, wanted: impl Fn(&str) -> bool) -> Vec<Request> {
+    let requests = server.received_requests().await.unwrap_or_default();
+    requests
+        .into_iter()
+        .filter(|r| wanted(r.url.path()))
+        .collect()
+}
+
 /// The JSON bodies `server` received, in order.
 pub async fn sent_bodies(server: &MockServer) -> Vec<Value> {
     let requests = server.received_requests().await.unwrap_or_default();
