@@ -119,6 +119,23 @@ impl Fixture {
         build_llm_with(&config, &self.options(vars)).unwrap_or_else(|e| panic!("{e}"))
     }
 
+    /// One call of the model built from `vars`, answered; the request the server verified.
+    async fn answered_call(&self, vars: &[(&str, &str)]) -> Value {
+        self.script(json!({"replies": [converse_reply("answered")]}))
+            .await;
+        let response = self
+            .model(vars)
+            .call(common::hi())
+            .await
+            .unwrap_or_else(|e| panic!("{}", crewai_llm::error_chain(&e)));
+        assert_eq!(response.content.as_deref(), Some("answered"));
+        let requests = self.model_requests().await;
+        requests
+            .last()
+            .cloned()
+            .unwrap_or_else(|| panic!("the server got no request"))
+    }
+
     fn options(&self, vars: &[(&str, &str)]) -> BuildOptions {
         let home = path_text(self.home.path());
         let mut env: Vec<(String, String)> = vec![
@@ -438,18 +455,11 @@ async fn a_signature_with_the_wrong_secret_is_refused_by_the_server() {
 
 async fn a_bedrock_api_key_is_sent_as_a_bearer_token() {
     let fixture = Fixture::start();
-    fixture
-        .script(json!({"replies": [converse_reply("hello")]}))
+    let request = fixture
+        .answered_call(&[("AWS_BEARER_TOKEN_BEDROCK", "bedrock-api-key-0123456789")])
         .await;
-    let llm = fixture.model(&[("AWS_BEARER_TOKEN_BEDROCK", "bedrock-api-key-0123456789")]);
-    let response = llm
-        .call(common::hi())
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(response.content.as_deref(), Some("hello"));
-    let requests = fixture.model_requests().await;
     assert_eq!(
-        requests[0]["headers"]["authorization"],
+        request["headers"]["authorization"],
         "Bearer bedrock-api-key-0123456789"
     );
 }
@@ -465,18 +475,9 @@ async fn credentials_and_region_come_from_the_selected_profile() {
         ".aws/config",
         "[default]\nregion = us-east-2\n\n[profile dev]\nregion = eu-central-1\n",
     );
-    fixture
-        .script(json!({"replies": [converse_reply("from the profile")]}))
-        .await;
-    let llm = fixture.model(&[("AWS_PROFILE", "dev")]);
-    let response = llm
-        .call(common::hi())
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(response.content.as_deref(), Some("from the profile"));
-    let requests = fixture.model_requests().await;
+    let request = fixture.answered_call(&[("AWS_PROFILE", "dev")]).await;
     assert_eq!(
-        signed_by(&requests[0]),
+        signed_by(&request),
         ("AKIDPROFILE".into(), "eu-central-1".into())
     );
 }
@@ -493,24 +494,12 @@ async fn a_credential_process_in_the_config_file_is_run() {
             path_text(&script)
         ),
     );
-    fixture
-        .script(json!({"replies": [converse_reply("from the process")]}))
-        .await;
-    let llm = fixture.model(&[("AWS_PROFILE", "tool")]);
-    let response = llm
-        .call(common::hi())
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(response.content.as_deref(), Some("from the process"));
-    let requests = fixture.model_requests().await;
+    let request = fixture.answered_call(&[("AWS_PROFILE", "tool")]).await;
     assert_eq!(
-        signed_by(&requests[0]),
+        signed_by(&request),
         ("AKIDPROCESS".into(), "ap-southeast-2".into())
     );
-    assert_eq!(
-        requests[0]["headers"]["x-amz-security-token"],
-        "process-token"
-    );
+    assert_eq!(request["headers"]["x-amz-security-token"], "process-token");
 }
 
 async fn container_credentials_are_kept_until_they_near_expiry() {
@@ -525,28 +514,24 @@ async fn container_credentials_are_kept_until_they_near_expiry() {
         .map(|i| converse_reply(&format!("reply {i}")))
         .collect();
     fixture
-        .script(
-            json!({"replies": replies, "expires_in": 3600, "container_token": "container-auth"}),
-        )
+        .script(json!({"replies": replies, "container_token": "container-auth"}))
         .await;
-    // Credentials good for an hour: fetched once for two calls.
-    let llm = fixture.model(&container);
-    for _ in 0..2 {
-        llm.call(common::hi())
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
+    // Credentials good for an hour: fetched once for two calls; credentials that expire within
+    // the refresh window: fetched again for every call.
+    for (expires_in, issued_after) in [(3600, 1), (120, 3)] {
+        fixture.script(json!({"expires_in": expires_in})).await;
+        let llm = fixture.model(&container);
+        for _ in 0..2 {
+            llm.call(common::hi())
+                .await
+                .unwrap_or_else(|e| panic!("{e}"));
+        }
+        assert_eq!(
+            fixture.log().await["issued"]["container"],
+            issued_after,
+            "keys living {expires_in} s"
+        );
     }
-    assert_eq!(fixture.log().await["issued"]["container"], 1);
-
-    // Credentials that expire within the refresh window: fetched again for every call.
-    fixture.script(json!({"expires_in": 120})).await;
-    let llm = fixture.model(&container);
-    for _ in 0..2 {
-        llm.call(common::hi())
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
-    }
-    assert_eq!(fixture.log().await["issued"]["container"], 3);
     let keys: Vec<String> = fixture
         .model_requests()
         .await
@@ -566,23 +551,16 @@ async fn container_credentials_are_kept_until_they_near_expiry() {
 
 async fn instance_metadata_credentials_over_imdsv2() {
     let fixture = Fixture::start();
-    fixture
-        .script(json!({"replies": [converse_reply("from the instance role")]}))
-        .await;
     let endpoint = fixture.url();
-    let llm = fixture.model(&[
-        ("AWS_EC2_METADATA_DISABLED", "false"),
-        ("AWS_EC2_METADATA_SERVICE_ENDPOINT", endpoint.as_str()),
-        ("AWS_REGION", "us-west-2"),
-    ]);
-    let response = llm
-        .call(common::hi())
-        .await
-        .unwrap_or_else(|e| panic!("{}", crewai_llm::error_chain(&e)));
-    assert_eq!(response.content.as_deref(), Some("from the instance role"));
-    let requests = fixture.model_requests().await;
+    let request = fixture
+        .answered_call(&[
+            ("AWS_EC2_METADATA_DISABLED", "false"),
+            ("AWS_EC2_METADATA_SERVICE_ENDPOINT", endpoint.as_str()),
+            ("AWS_REGION", "us-west-2"),
+        ])
+        .await;
     assert_eq!(
-        signed_by(&requests[0]),
+        signed_by(&request),
         ("ASIAIMDS1".into(), "us-west-2".into())
     );
 }

@@ -319,18 +319,6 @@ pub fn sign_request(
     region: &str,
     time: SystemTime,
 ) -> Result<Vec<(String, String)>, LlmError> {
-    sign_post(SERVICE, url, headers, body, credentials, region, time)
-}
-
-fn sign_post(
-    service: &str,
-    url: &str,
-    headers: &[(String, String)],
-    body: &[u8],
-    credentials: &Credentials,
-    region: &str,
-    time: SystemTime,
-) -> Result<Vec<(String, String)>, LlmError> {
     let refused = |e: BoxError| {
         LlmError::invalid_config(format!("bedrock: cannot sign a request to {url}"), e)
     };
@@ -338,7 +326,7 @@ fn sign_post(
     let params = v4::SigningParams::builder()
         .identity(&identity)
         .region(region)
-        .name(service)
+        .name(SERVICE)
         .time(time)
         .settings(SigningSettings::default())
         .build()
@@ -366,22 +354,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn signature_matches_the_aws_test_suite() {
-        // AWS's SigV4 test suite, `post-vanilla`: its credentials, time, request and signature
-        // (botocore's signer computes the same).
+    fn a_converse_request_is_signed_as_botocore_signs_it() {
+        // AWS's SigV4 test-suite credentials and time; the signature is the one botocore's
+        // `SigV4Auth` computes for this request (the model id's `%3A` encoded again, as AWS
+        // wants outside S3; the session token signed).
         let credentials = Credentials::new(
             "AKIDEXAMPLE",
             "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY",
-            None,
+            Some("session-token".into()),
             None,
             "test",
         );
         let time = SystemTime::UNIX_EPOCH + Duration::from_secs(1_440_938_160); // 20150830T123600Z
-        let signed = sign_post(
-            "service",
-            "https://example.amazonaws.com/",
-            &[],
-            b"",
+        let signed = sign_request(
+            "https://bedrock-runtime.us-east-1.amazonaws.com/model/anthropic.claude-3-haiku-20240307-v1%3A0/converse",
+            &[("content-type".into(), "application/json".into())],
+            br#"{"messages":[]}"#,
             &credentials,
             "us-east-1",
             time,
@@ -394,15 +382,15 @@ mod tests {
                 .map(|(_, v)| v.as_str())
         };
         assert_eq!(header("x-amz-date"), Some("20150830T123600Z"));
+        assert_eq!(header("x-amz-security-token"), Some("session-token"));
         assert_eq!(
             header("authorization"),
             Some(
-                "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request, \
-                 SignedHeaders=host;x-amz-date, \
-                 Signature=5da7c1a2acd57cee7505fc6676e4e544621c30862966e37dddb68e92efbe5d6b"
+                "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/bedrock/aws4_request, \
+                 SignedHeaders=content-type;host;x-amz-date;x-amz-security-token, \
+                 Signature=eceec53e2aa65291dd41f10774da52d41a8cbb4396233608afddf28f00ccd273"
             )
         );
-        assert_eq!(header("x-amz-security-token"), None);
     }
 
     #[test]
