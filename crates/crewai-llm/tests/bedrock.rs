@@ -85,12 +85,16 @@ impl Fixture {
             .unwrap_or_else(|e| panic!("{e}"))
     }
 
-    /// The model requests received, each checked: its signature must have verified.
+    /// The model requests received (STS's and SSO's left out), each checked: its signature must have
+    /// verified.
     async fn model_requests(&self) -> Vec<Value> {
-        let requests = self.log().await["requests"]
+        let requests: Vec<Value> = self.log().await["requests"]
             .as_array()
             .cloned()
-            .unwrap_or_default();
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|r| r["path"] != "sts" && r["path"] != "sso")
+            .collect();
         for request in &requests {
             assert_eq!(
                 request["signature_problem"],
@@ -502,6 +506,68 @@ async fn a_credential_process_in_the_config_file_is_run() {
     assert_eq!(request["headers"]["x-amz-security-token"], "process-token");
 }
 
+async fn a_profile_with_role_arn_assumes_the_role_through_sts() {
+    let fixture = Fixture::start();
+    fixture.write_home_file(
+        ".aws/credentials",
+        "[base]\naws_access_key_id = AKIDPROFILE\naws_secret_access_key = profile-secret\n",
+    );
+    fixture.write_home_file(
+        ".aws/config",
+        "[profile deploy]\nrole_arn = arn:aws:iam::123456789012:role/crewai-test\n\
+         source_profile = base\nregion = us-west-2\n",
+    );
+    let sts = fixture.url();
+    let request = fixture
+        .answered_call(&[
+            ("AWS_PROFILE", "deploy"),
+            ("AWS_ENDPOINT_URL_STS", sts.as_str()),
+        ])
+        .await;
+    assert_eq!(signed_by(&request), ("ASIASTS1".into(), "us-west-2".into()));
+    let log = fixture.log().await;
+    let assumed = &log["requests"][0];
+    assert_eq!(assumed["path"], "sts", "{log:#}");
+    assert_eq!(assumed["signature_problem"], Value::Null, "{log:#}");
+    assert_eq!(
+        assumed["role_arn"],
+        json!(["arn:aws:iam::123456789012:role/crewai-test"])
+    );
+}
+
+async fn an_sso_session_profile_uses_the_cached_sso_token() {
+    let fixture = Fixture::start();
+    fixture.write_home_file(
+        ".aws/config",
+        "[profile sso]\nsso_session = corp\nsso_account_id = 123456789012\n\
+         sso_role_name = Developer\nregion = eu-west-1\n\n\
+         [sso-session corp]\nsso_start_url = https://corp.awsapps.com/start\nsso_region = us-east-1\n",
+    );
+    // `aws sso login` leaves the token in a file named by the SHA-1 of the session's name.
+    let token = json!({
+        "startUrl": "https://corp.awsapps.com/start", "region": "us-east-1",
+        "accessToken": "sso-access-token", "expiresAt": "2099-01-01T00:00:00Z"
+    });
+    fixture.write_home_file(
+        ".aws/sso/cache/ee0bfd2552fbd840c02cc48b6e823320543c450f.json",
+        &token.to_string(),
+    );
+    let portal = fixture.url();
+    let request = fixture
+        .answered_call(&[
+            ("AWS_PROFILE", "sso"),
+            ("AWS_ENDPOINT_URL_SSO", portal.as_str()),
+        ])
+        .await;
+    assert_eq!(signed_by(&request), ("ASIASSO1".into(), "eu-west-1".into()));
+    let log = fixture.log().await;
+    assert_eq!(log["requests"][0]["path"], "sso", "{log:#}");
+    assert_eq!(
+        log["requests"][0]["query"],
+        json!({"role_name": ["Developer"], "account_id": ["123456789012"]})
+    );
+}
+
 async fn container_credentials_are_kept_until_they_near_expiry() {
     let fixture = Fixture::start();
     let endpoint = format!("{}/container-credentials", fixture.url());
@@ -622,6 +688,16 @@ fn main() -> std::process::ExitCode {
             "a_credential_process_in_the_config_file_is_run",
             &needs,
             a_credential_process_in_the_config_file_is_run,
+        )
+        .async_test_needing(
+            "a_profile_with_role_arn_assumes_the_role_through_sts",
+            &needs,
+            a_profile_with_role_arn_assumes_the_role_through_sts,
+        )
+        .async_test_needing(
+            "an_sso_session_profile_uses_the_cached_sso_token",
+            &needs,
+            an_sso_session_profile_uses_the_cached_sso_token,
         )
         .async_test_needing(
             "container_credentials_are_kept_until_they_near_expiry",

@@ -104,11 +104,6 @@ impl AwsEnvironment {
         AwsEnvironment(Env::from(vars))
     }
 
-    /// The process environment, read when the SDK asks.
-    pub fn process() -> Self {
-        AwsEnvironment(Env::real())
-    }
-
     fn get(&self, name: &str) -> Option<String> {
         self.0
             .get(name)
