@@ -8,12 +8,13 @@ use std::collections::HashMap;
 use serde_json::{Map, Value};
 
 use std::collections::VecDeque;
+use std::pin::Pin;
 
-use futures::StreamExt;
+use futures::{Stream, StreamExt};
 
 use crate::config::LlmConfig;
 use crate::error::LlmError;
-use crate::http::SseStream;
+use crate::http::{SseEvent, SseStream};
 use crate::traits::LlmStream;
 use crate::types::{ContentPart, LlmRequest, Message, Role, StreamEvent, ToolCall};
 
@@ -291,16 +292,56 @@ pub(crate) trait SseReplyDecoder: Send + 'static {
     fn is_complete(&self) -> bool;
 }
 
+/// How one provider turns the pieces of a streamed reply (server-sent events, AWS event-stream
+/// frames) into [`StreamEvent`]s.
+pub(crate) trait ReplyDecoder<Piece>: Send + 'static {
+    /// The stream events one piece stands for.
+    fn on_piece(&mut self, piece: Piece) -> Result<Vec<StreamEvent>, LlmError>;
+    /// The server closed the stream: the last event to hand out, if any.
+    fn on_close(&mut self) -> Option<Result<StreamEvent, LlmError>>;
+    /// The reply is complete: nothing more is read from the server.
+    fn is_complete(&self) -> bool;
+}
+
+/// An SSE decoder as a [`ReplyDecoder`]: events with blank data are skipped.
+struct SseData<D>(D);
+
+impl<D: SseReplyDecoder> ReplyDecoder<SseEvent> for SseData<D> {
+    fn on_piece(&mut self, event: SseEvent) -> Result<Vec<StreamEvent>, LlmError> {
+        if event.data.trim().is_empty() {
+            return Ok(Vec::new());
+        }
+        self.0.on_data(&event.data)
+    }
+    fn on_close(&mut self) -> Option<Result<StreamEvent, LlmError>> {
+        self.0.on_close()
+    }
+    fn is_complete(&self) -> bool {
+        self.0.is_complete()
+    }
+}
+
 /// A streamed reply: SSE events decoded by `decoder`; the first error ends it.
 pub(crate) fn decode_sse_reply(events: SseStream, decoder: impl SseReplyDecoder) -> LlmStream {
-    struct State<D> {
-        events: SseStream,
+    decode_reply(events, SseData(decoder))
+}
+
+/// The pieces of a reply as they arrive.
+pub(crate) type PieceStream<P> = Pin<Box<dyn Stream<Item = Result<P, LlmError>> + Send>>;
+
+/// A streamed reply: `pieces` decoded by `decoder`; the first error ends it.
+pub(crate) fn decode_reply<P: Send + 'static>(
+    pieces: PieceStream<P>,
+    decoder: impl ReplyDecoder<P>,
+) -> LlmStream {
+    struct State<P, D> {
+        pieces: PieceStream<P>,
         decoder: D,
         pending: VecDeque<StreamEvent>,
         ended: bool,
     }
     let state = State {
-        events,
+        pieces,
         decoder,
         pending: VecDeque::new(),
         ended: false,
@@ -313,14 +354,13 @@ pub(crate) fn decode_sse_reply(events: SseStream, decoder: impl SseReplyDecoder)
             if state.ended || state.decoder.is_complete() {
                 return None;
             }
-            let decoded = match state.events.next().await {
+            let decoded = match state.pieces.next().await {
                 None => {
                     state.ended = true;
                     let last = state.decoder.on_close()?;
                     return Some((last, state));
                 }
-                Some(Ok(sse)) if sse.data.trim().is_empty() => continue,
-                Some(item) => item.and_then(|sse| state.decoder.on_data(&sse.data)),
+                Some(item) => item.and_then(|piece| state.decoder.on_piece(piece)),
             };
             match decoded {
                 Ok(events) => state.pending.extend(events),

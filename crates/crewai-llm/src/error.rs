@@ -92,10 +92,17 @@ pub enum LlmError {
     },
     #[error("{provider} needs an API key: set {env_var}")]
     MissingApiKey { provider: String, env_var: String },
-    /// A provider that signs in with credentials rather than one API key (Vertex AI's Google
-    /// credentials) found none; `how` says what to set.
-    #[error("{provider} found no credentials: {how}")]
-    MissingCredentials { provider: String, how: String },
+    /// The provider's credential sources gave none that work (Bedrock's: the AWS SDK's chain of
+    /// environment, shared files, SSO, container and instance roles; Vertex AI's: Google's
+    /// service-account keys and ADC file): `message` says what was looked for and what to set,
+    /// `source` what the failing source said.
+    #[error("{provider}: no usable credentials: {message}")]
+    Credentials {
+        provider: String,
+        message: String,
+        #[source]
+        source: Option<BoxError>,
+    },
     #[error("invalid LLM configuration: {0}")]
     Config(String),
     /// A configuration value a library refused (a URL, a header, an `extra_body` that does not
@@ -289,6 +296,7 @@ const CREDENTIAL_HEADERS: &[&str] = &[
     "api-key",
     "x-api-key",
     "x-goog-api-key",
+    "x-amz-security-token",
 ];
 
 /// Shorter values are not redacted: they cannot be told apart from ordinary words.

@@ -103,7 +103,8 @@ impl ResponseBody {
         }
     }
 
-    fn into_stream(self) -> BodyStream {
+    /// The body as a stream of chunks (one chunk when it is complete).
+    pub fn into_stream(self) -> BodyStream {
         match self {
             ResponseBody::Complete(bytes) => {
                 Box::pin(futures::stream::once(async move { Ok(bytes) }))

@@ -91,7 +91,6 @@ pub mod setters;
 
 mod adapter_support;
 pub mod anthropic;
-#[cfg(feature = "bedrock")]
 pub mod bedrock;
 pub mod budget;
 pub mod cassette;

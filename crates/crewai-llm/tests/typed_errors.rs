@@ -335,10 +335,9 @@ async fn gemini_errors_are_read_from_their_typed_details() {
     assert_tools_unsupported(&error, "gemini", "gemma-3-4b-it");
 }
 
-#[cfg(feature = "bedrock")]
 mod bedrock {
     use super::*;
-    use crewai_llm::bedrock::{BedrockAuth, BedrockLlm};
+    use crewai_llm::bedrock::{BedrockAuth, BedrockLlm, BedrockRegion};
     use wiremock::Mock;
     use wiremock::matchers::method;
 
@@ -363,7 +362,7 @@ mod bedrock {
     fn client(server: &MockServer) -> BedrockLlm {
         BedrockLlm::new(
             MODEL,
-            "us-east-1",
+            BedrockRegion::Named("us-east-1".into()),
             BedrockAuth::ApiKey("bedrock-key".into()),
             Some(&server.uri()),
             &config(),

@@ -417,7 +417,7 @@ fn missing_credentials_and_a_missing_project_say_what_to_set() {
         &[("HOME", "/nonexistent")],
     );
     match none.err() {
-        Some(error @ LlmError::MissingCredentials { .. }) => {
+        Some(error @ LlmError::Credentials { .. }) => {
             let text = error.to_string();
             for needed in [
                 "VERTEXAI_CREDENTIALS",

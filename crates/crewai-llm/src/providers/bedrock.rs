@@ -1,63 +1,41 @@
-//! Amazon Bedrock's Converse API, signed with SigV4 or a Bedrock API key. The client is behind
-//! the crate's `bedrock` feature; without it the prefix is still known, and building says which
-//! feature to turn on.
+//! Amazon Bedrock's Converse and ConverseStream APIs, signed with SigV4 (credentials found the
+//! way the AWS SDK finds them) or sent with a Bedrock API key.
 
-use super::{KeyRequirement, Provider, ProviderCapabilities, ProviderDescriptor};
+use std::sync::Arc;
+
+use super::{KeyRequirement, Provider, ProviderCapabilities, ProviderContext, ProviderDescriptor};
+use crate::bedrock::{AwsCredentials, AwsEnvironment, BedrockAuth, BedrockLlm, BedrockRegion};
+use crate::error::LlmError;
+use crate::traits::Llm;
 
 pub const NAME: &str = "bedrock";
 
 pub fn descriptor() -> ProviderDescriptor {
     ProviderDescriptor::new(NAME)
         .alias("aws")
-        // A Bedrock API key; otherwise the AWS access key pair (read by the factory).
+        // A Bedrock API key; without one, the AWS credential chain (read by the client).
         .key_env(["AWS_BEARER_TOKEN_BEDROCK"])
         .capabilities(ProviderCapabilities {
-            api_key: KeyRequirement::Required,
+            api_key: KeyRequirement::Optional,
             server_stop_words: true,
         })
         .otel_system("aws.bedrock")
 }
 
-#[cfg(feature = "bedrock")]
 pub fn provider() -> Provider {
     Provider::new(descriptor(), build)
 }
 
-#[cfg(not(feature = "bedrock"))]
-pub fn provider() -> Provider {
-    Provider::unavailable(
-        descriptor(),
-        "needs Bedrock support: build crewai-llm with the `bedrock` feature",
-    )
-}
-
-#[cfg(feature = "bedrock")]
-fn build(
-    cx: &super::ProviderContext<'_>,
-) -> Result<std::sync::Arc<dyn crate::traits::Llm>, crate::error::LlmError> {
-    use crate::bedrock::{AwsCredentials, BedrockAuth, BedrockLlm};
+fn build(cx: &ProviderContext<'_>) -> Result<Arc<dyn Llm>, LlmError> {
+    let env = AwsEnvironment::from_lookup(cx.env_lookup());
     let auth = match cx.api_key() {
         Some(key) => BedrockAuth::ApiKey(key),
-        None => match (
-            cx.env(&["AWS_ACCESS_KEY_ID"]),
-            cx.env(&["AWS_SECRET_ACCESS_KEY"]),
-        ) {
-            (Some(access_key_id), Some(secret_access_key)) => BedrockAuth::SigV4(AwsCredentials {
-                access_key_id,
-                secret_access_key,
-                session_token: cx.env(&["AWS_SESSION_TOKEN"]),
-            }),
-            _ => {
-                return Err(cx.missing_key_named(
-                    "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or AWS_BEARER_TOKEN_BEDROCK)",
-                ));
-            }
-        },
+        // Resolved at the first call, as the SDK does: the sources (a container endpoint,
+        // instance metadata, a `credential_process`) are asked only when a request is signed.
+        None => BedrockAuth::SigV4(AwsCredentials::default_chain(env.clone())),
     };
-    let region = cx
-        .env(&["AWS_REGION", "AWS_REGION_NAME", "AWS_DEFAULT_REGION"])
-        .unwrap_or_else(|| "us-east-1".to_string());
+    let region = BedrockRegion::FromEnvironment(env);
     let base = cx.configured_base_url();
-    let client = BedrockLlm::new(cx.model(), &region, auth, base.as_deref(), cx.config())?;
+    let client = BedrockLlm::new(cx.model(), region, auth, base.as_deref(), cx.config())?;
     Ok(cx.attach(client, BedrockLlm::with_transport))
 }

@@ -22,7 +22,7 @@
 //! | `deepseek` | | `DEEPSEEK_API_KEY` | `DEEPSEEK_API_BASE` (`https://api.deepseek.com/v1`) |
 //! | `groq` | | `GROQ_API_KEY` | `GROQ_API_BASE` (`https://api.groq.com/openai/v1`) |
 //! | `openai_compatible`; `custom_openai`, `hosted_vllm`, `vllm`, `lm_studio`, `lmstudio` | | `OPENAI_API_KEY` (optional) | `base_url`, `OPENAI_BASE_URL` or `OPENAI_API_BASE` (required) |
-//! | `bedrock`; `aws` (feature `bedrock`) | | `AWS_ACCESS_KEY_ID` + `AWS_SECRET_ACCESS_KEY` (+ `AWS_SESSION_TOKEN`) or `AWS_BEARER_TOKEN_BEDROCK` | `AWS_REGION` (`us-east-1`) |
+//! | `bedrock`; `aws` | | `AWS_BEARER_TOKEN_BEDROCK`, else AWS credentials as the AWS SDK finds them (`AWS_ACCESS_KEY_ID` + `AWS_SECRET_ACCESS_KEY` (+ `AWS_SESSION_TOKEN`), `AWS_PROFILE` and `~/.aws/credentials` / `~/.aws/config`, SSO, the container endpoint, IMDSv2) | `AWS_REGION`, `AWS_DEFAULT_REGION`, `AWS_REGION_NAME` or the profile's `region` (`us-east-1`) |
 //! | `local` (registered by the CLI from crewai-local) | | none | in the process |
 //!
 //! OpenAI's Responses API is not a provider of its own: an `openai` model speaks it when the
@@ -102,8 +102,8 @@ pub type ProviderFactory = Arc<dyn Fn(&LlmConfig) -> Result<Arc<dyn Llm>, LlmErr
 #[derive(Clone)]
 enum Build {
     Factory(ProviderBuilder),
-    /// Known, but this build cannot make it; the text says what would (`needs the bedrock
-    /// feature`).
+    /// Known, but this build cannot make it; the text says what would (`local` until a program
+    /// registers crewai-local's factory).
     Unavailable(String),
 }
 

@@ -185,9 +185,10 @@ impl Access {
             config.vertex_credentials.as_ref(),
             cx.env_lookup(),
         )?
-        .ok_or_else(|| LlmError::MissingCredentials {
+        .ok_or_else(|| LlmError::Credentials {
             provider: NAME.into(),
-            how: format!(
+            source: None,
+            message: format!(
                 "set VERTEXAI_CREDENTIALS (a service-account key, as JSON or the path of its \
                      file) or {APPLICATION_CREDENTIALS_ENV} (the path of a key file), put \
                      `vertex_credentials` in the LLM config, or run `gcloud auth \

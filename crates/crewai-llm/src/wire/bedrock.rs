@@ -1,7 +1,9 @@
-//! Amazon Bedrock's Converse API (`POST /model/{modelId}/converse`): content blocks keyed by
-//! their kind (`text`, `image`, `document`, `toolUse`, `toolResult`), the tool configuration,
-//! and the reply with its stop reason and usage. Errors carry their type in the
-//! `x-amzn-errortype` header and a `message` in the body.
+//! Amazon Bedrock's Converse API (`POST /model/{modelId}/converse` and `/converse-stream`):
+//! content blocks keyed by their kind (`text`, `image`, `document`, `toolUse`, `toolResult`), the
+//! tool configuration, the reply with its stop reason and usage, and the payloads of
+//! ConverseStream's events (each the JSON of one event-stream frame, named by the frame's
+//! `:event-type` header). Errors carry their type in the `x-amzn-errortype` header and a
+//! `message` in the body; a stream's errors come as frames of their own.
 
 use std::borrow::Cow;
 
@@ -233,6 +235,66 @@ impl ConverseReply {
             .and_then(|m| m.content)
             .ok_or_else(|| Malformed::new("no `output.message.content` in the reply"))
     }
+}
+
+/// The payload of a ConverseStream event; which one the frame's `:event-type` header says.
+/// `messageStart` and `contentBlockStop` carry nothing read here.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BlockStart {
+    pub content_block_index: usize,
+    pub start: Option<BlockStartKind>,
+}
+
+/// What a `contentBlockStart` opens: a tool call (text blocks open with their first delta).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BlockStartKind {
+    pub tool_use: Option<ToolUseStart>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolUseStart {
+    pub tool_use_id: String,
+    pub name: String,
+}
+
+/// A `contentBlockDelta`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BlockDelta {
+    pub content_block_index: usize,
+    pub delta: Option<DeltaKind>,
+}
+
+/// A delta's content: more text, or more of a tool call's input JSON (as text). Reasoning and
+/// citation deltas have neither field.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeltaKind {
+    #[serde(default, deserialize_with = "lenient_text")]
+    pub text: Option<String>,
+    pub tool_use: Option<ToolUseDelta>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct ToolUseDelta {
+    #[serde(default)]
+    pub input: String,
+}
+
+/// A `messageStop`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MessageStop {
+    pub stop_reason: Option<String>,
+}
+
+/// The `metadata` event that ends a stream: the usage of the call.
+#[derive(Debug, Clone, Deserialize)]
+pub struct StreamMetadata {
+    pub usage: Option<ConverseUsage>,
 }
 
 /// Maps Converse's `stopReason` (a `tool_use` stop without calls is an ordinary stop: the

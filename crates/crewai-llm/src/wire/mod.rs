@@ -24,7 +24,6 @@ use serde_json::{Map, Value};
 use crate::error::LlmError;
 
 pub mod anthropic;
-#[cfg(feature = "bedrock")]
 pub mod bedrock;
 pub mod gemini;
 pub mod openai;
