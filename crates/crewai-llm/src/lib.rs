@@ -114,6 +114,7 @@ pub mod retry;
 pub mod router;
 pub mod scripted;
 pub mod stop_words;
+pub mod tokens;
 pub mod traits;
 pub mod types;
 pub mod wire;
