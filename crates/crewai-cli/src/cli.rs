@@ -36,7 +36,7 @@ pub enum ColorChoice {
 pub enum Command {
     /// Run the crew of a project (YAML/JSON directly, a Rust project through cargo).
     Run(RunArgs),
-    /// Scaffold a new project.
+    /// Scaffold a new crew, flow or tool.
     Create {
         #[command(subcommand)]
         kind: CreateKind,
@@ -134,6 +134,17 @@ pub enum CreateKind {
     },
     /// A flow project: flow.yaml with a router and a crew in crews/.
     Flow { name: String },
+    /// A tool: a CrewAI `BaseTool` (in a CrewAI crew project, in its `src/<pkg>/tools/`;
+    /// elsewhere CrewAI's tool package), or with `--rust` a crate with a `#[tool]` function.
+    Tool {
+        name: String,
+        /// The folder to create it in (default: the current folder).
+        #[arg(short = 'o', long = "output-dir")]
+        output_dir: Option<PathBuf>,
+        /// A Rust crate with a `#[tool]` function, for a Rust crew (`crewai create crew`).
+        #[arg(long)]
+        rust: bool,
+    },
 }
 
 /// What `run`, `replay` and `chat` share.

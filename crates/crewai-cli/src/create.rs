@@ -32,19 +32,21 @@ pub fn folder_name(name: &str) -> String {
 }
 
 /// Where this workspace's crates are, if the binary runs on the machine it was built on.
-fn workspace_crates() -> Option<PathBuf> {
+fn workspace_crates(needed: &[&str]) -> Option<PathBuf> {
     let crates = Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()?
         .to_path_buf();
-    CREWAI_CRATES
+    needed
         .iter()
         .all(|c| crates.join(c).join("Cargo.toml").is_file())
         .then_some(crates)
 }
 
-fn dependency_lines() -> Vec<minijinja::Value> {
-    let crates = workspace_crates();
-    CREWAI_CRATES
+/// The `name = spec` lines of a scaffold's dependencies on `needed`: paths into this checkout
+/// when the binary runs where it was built, else the crates.io version of this binary.
+pub(crate) fn dependency_lines(needed: &[&str]) -> Vec<minijinja::Value> {
+    let crates = workspace_crates(needed);
+    needed
         .iter()
         .map(|name| {
             let spec = match &crates {
@@ -107,7 +109,7 @@ pub fn scaffold(name: &str, parent: &Path) -> anyhow::Result<PathBuf> {
     let vars = context! {
         name => name.trim(),
         crate_name => folder.replace('_', "-"),
-        crewai_deps => dependency_lines(),
+        crewai_deps => dependency_lines(CREWAI_CRATES),
         current_year => year,
     };
     let render = |template: &str| render(template, &vars);

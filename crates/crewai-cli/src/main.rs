@@ -12,6 +12,7 @@ mod cli;
 mod code_tool;
 mod create;
 mod create_classic;
+mod create_tool;
 mod flow_cmd;
 mod inputs;
 mod knowledge_cmd;
@@ -126,6 +127,14 @@ async fn dispatch(cli: Cli) -> Result<(), Failure> {
         Command::Create {
             kind: CreateKind::Flow { name },
         } => flow_cmd::create_flow(&name),
+        Command::Create {
+            kind:
+                CreateKind::Tool {
+                    name,
+                    output_dir,
+                    rust,
+                },
+        } => create_tool::create_tool(&name, output_dir.as_deref(), rust),
         Command::Flow { action } => flow_cmd::flow(action).await,
         Command::A2a { action } => a2a_cmd::a2a(action).await,
         Command::LogTasksOutputs { project, json } => {

@@ -88,7 +88,7 @@ impl Embedder for MeteredEmbedder {
             return self.inner.embed_counted(texts).await;
         }
         let model = self.inner.model();
-        let estimate = estimate_embedding_tokens(texts);
+        let estimate = estimate_embedding_tokens(model, texts);
         self.meter
             .usage()
             .check_budget(model, estimate)

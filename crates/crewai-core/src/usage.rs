@@ -109,7 +109,7 @@ impl Default for UsageTracker {
     }
 }
 
-use crewai_llm::rate_limit::estimate_prompt_tokens;
+use crewai_llm::tokens::estimate_prompt_tokens;
 
 impl UsageTracker {
     /// An empty ledger with the built-in prices and no budget.
@@ -216,7 +216,7 @@ impl UsageTracker {
     /// run's model stack makes it): whether `request` to `model` may still be made under this
     /// tracker's budget and its parents'.
     pub fn check_request(&self, model: &str, request: &LlmRequest) -> Result<(), BudgetExceeded> {
-        self.check_budget(model, estimate_prompt_tokens(request))
+        self.check_budget(model, estimate_prompt_tokens(model, request))
     }
 
     /// Whether a call of `model` sending about `prompt_tokens` may still be made, under this
@@ -410,7 +410,7 @@ mod tests {
             ..Default::default()
         });
         let request = |text: &str| LlmRequest::new(vec![crewai_llm::Message::user(text)]);
-        assert_eq!(estimate_prompt_tokens(&request("12345678")), 2);
+        assert_eq!(estimate_prompt_tokens("m", &request("12345678")), 2);
         assert!(tracker.check_request("m", &request("12345678")).is_ok());
         assert!(tracker.check_request("m", &request("123456789")).is_err());
     }

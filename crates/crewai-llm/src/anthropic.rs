@@ -55,11 +55,11 @@ use async_trait::async_trait;
 use base64::Engine;
 use serde_json::Value;
 
+use crate::access_token::{Credential, Endpoint};
 use crate::adapter_support::{self, ToolNameMap, ToolNameRules};
 use crate::config::LlmConfig;
 use crate::error::LlmError;
 use crate::http::{ErrorContext, HttpClient, SseStream, Transport};
-use crate::token::{Credential, Endpoint};
 use crate::traits::{Llm, LlmStream};
 use crate::types::{Capabilities, ContentPart, LlmRequest, LlmResponse, Message, Role, ToolChoice};
 use crate::wire::anthropic::{

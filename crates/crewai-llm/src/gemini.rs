@@ -37,11 +37,11 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::Value;
 
+use crate::access_token::{Credential, Endpoint};
 use crate::adapter_support::{self, SseReplyDecoder, ToolNameMap, ToolNameRules};
 use crate::config::LlmConfig;
 use crate::error::LlmError;
 use crate::http::{ErrorContext, ErrorReply, HttpClient, SseStream, Transport};
-use crate::token::{Credential, Endpoint};
 use crate::traits::{Llm, LlmStream};
 use crate::types::{
     Capabilities, ContentPart, FinishReason, LlmRequest, LlmResponse, Message, Role, StreamEvent,

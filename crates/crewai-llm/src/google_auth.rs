@@ -23,11 +23,11 @@ use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::access_token::{Credential, IssuedToken, TokenEndpoint, TokenExchange};
 use crate::config::LlmConfig;
 use crate::error::LlmError;
 use crate::http::ErrorContext;
 use crate::router::{EnvLookup, first_env};
-use crate::token::{Credential, IssuedToken, TokenEndpoint, TokenExchange};
 
 /// Google's OAuth 2 token endpoint (the default `token_uri`).
 pub(crate) const GOOGLE_TOKEN_URI: &str = "https://oauth2.googleapis.com/token";

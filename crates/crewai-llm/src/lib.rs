@@ -89,6 +89,7 @@
 #[macro_use]
 pub mod setters;
 
+mod access_token;
 mod adapter_support;
 pub mod anthropic;
 pub mod bedrock;
@@ -114,7 +115,7 @@ pub mod retry;
 pub mod router;
 pub mod scripted;
 pub mod stop_words;
-mod token;
+pub mod tokens;
 pub mod traits;
 pub mod types;
 pub mod watsonx;

@@ -37,6 +37,7 @@ use governor::state::{InMemoryState, NotKeyed};
 
 use crate::error::LlmError;
 use crate::layer::{LlmLayer, Next};
+use crate::tokens::estimate_tokens;
 use crate::traits::LlmStream;
 use crate::types::{LlmRequest, LlmResponse, StreamEvent};
 
@@ -327,28 +328,6 @@ impl RateLimiter {
     }
 }
 
-/// The prompt size of `request` in tokens, estimated at four characters a token (messages and
-/// tool definitions): what a budget check counts for a call not made yet.
-pub fn estimate_prompt_tokens(request: &LlmRequest) -> u64 {
-    let chars: usize = request
-        .messages
-        .iter()
-        .map(|m| m.text().len())
-        .sum::<usize>()
-        + request
-            .tools
-            .iter()
-            .map(|t| t.name.len() + t.description.len() + t.parameters.to_string().len())
-            .sum::<usize>();
-    (chars as u64).div_ceil(4)
-}
-
-/// The tokens a call may use, reserved on a token rate limit before it is made: the estimated
-/// prompt plus the reply's `max_tokens`.
-pub fn estimate_tokens(request: &LlmRequest) -> u64 {
-    estimate_prompt_tokens(request) + request.options.max_tokens.map(u64::from).unwrap_or(0)
-}
-
 /// The rate-limit layer: every call first waits on a (possibly shared) [`RateLimiter`], and
 /// its real token usage is reported back to it.
 #[derive(Debug, Clone)]
@@ -365,9 +344,10 @@ impl RateLimitLayer {
         &self.limiter
     }
 
-    async fn admit(&self, request: &LlmRequest) -> u64 {
+    /// Waits for the call's slot; returns the tokens it was admitted on.
+    async fn admit(&self, model: &str, request: &LlmRequest) -> u64 {
         let estimate = if self.limiter.limits_tokens() {
-            estimate_tokens(request)
+            estimate_tokens(model, request)
         } else {
             0
         };
@@ -383,7 +363,7 @@ impl LlmLayer for RateLimitLayer {
     }
 
     async fn call(&self, request: LlmRequest, next: Next<'_>) -> Result<LlmResponse, LlmError> {
-        let estimate = self.admit(&request).await;
+        let estimate = self.admit(next.model().model(), &request).await;
         let response = next.call(request).await?;
         self.limiter
             .record_tokens(estimate, response.usage.total_tokens);
@@ -392,7 +372,7 @@ impl LlmLayer for RateLimitLayer {
 
     async fn stream(&self, request: LlmRequest, next: Next<'_>) -> Result<LlmStream, LlmError> {
         use futures::StreamExt;
-        let estimate = self.admit(&request).await;
+        let estimate = self.admit(next.model().model(), &request).await;
         let stream = next.stream(request).await?;
         if !self.limiter.limits_tokens() {
             return Ok(stream);

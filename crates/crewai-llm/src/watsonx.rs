@@ -19,6 +19,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::Value;
 
+use crate::access_token::{Credential, IssuedToken, TokenEndpoint, TokenExchange};
 use crate::adapter_support::{self, ToolNameMap};
 use crate::config::LlmConfig;
 use crate::error::LlmError;
@@ -28,7 +29,6 @@ use crate::openai::{
     Sampling, TOOL_NAMES, chat_message, completion_stream, parse_completion_bytes,
     restore_stream_names, restore_tool_names,
 };
-use crate::token::{Credential, IssuedToken, TokenEndpoint, TokenExchange};
 use crate::traits::{Llm, LlmStream};
 use crate::types::{Capabilities, LlmRequest, LlmResponse, ToolChoice};
 use crate::wire::openai::{

@@ -41,6 +41,7 @@ pub mod catalog;
 mod dynamic;
 mod env;
 mod handle;
+mod llm_call;
 mod macros;
 mod name;
 mod repair;
@@ -59,6 +60,7 @@ pub use env::check_env_vars;
 pub use handle::{
     CacheFunction, ToolFailurePolicy, ToolHandle, UsageLimitReached, usage_limit_message,
 };
+pub use llm_call::{CallError, CallOutcome, CallReply, FunctionRun, LlmCall};
 pub use name::{MAX_TOOL_NAME_LEN, field_title, sanitize_tool_name, similarity_ratio};
 pub use repair::repair_json;
 pub use report::{CodeExecutionEnd, CodeExecutionStart, ToolReport, ToolReporter};

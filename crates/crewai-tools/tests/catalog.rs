@@ -140,7 +140,7 @@ async fn scrape_reads_the_fixed_page_or_the_one_the_model_names() {
     assert_eq!(fixed.parameters()["properties"], json!({}));
     assert!(fixed.description().contains(&url));
     let text = run_text(fixed.as_ref(), json!({})).await;
-    assert_eq!(text, "Example\n\nHello\nReadable & plain.");
+    assert_eq!(text, "Example\n\n# Hello\nReadable & plain.");
 
     let any = built(
         "scrape_website_tool",
@@ -154,7 +154,7 @@ async fn scrape_reads_the_fixed_page_or_the_one_the_model_names() {
         json!(["website_url"])
     );
     let text = run_text(any.as_ref(), json!({"website_url": url})).await;
-    assert_eq!(text, "Example\n\nHello\nReadable & plain.");
+    assert_eq!(text, "Example\n\n# Hello\nReadable & plain.");
 }
 
 #[tokio::test]

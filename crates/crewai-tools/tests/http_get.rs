@@ -44,7 +44,7 @@ async fn html_pages_become_readable_text() {
     let text = get(&local_tool(), format!("{}/page", server.uri()))
         .await
         .unwrap();
-    assert_eq!(text, "Docs\n\nHello\nWorld & more");
+    assert_eq!(text, "Docs\n\n# Hello\nWorld & more");
 }
 
 #[tokio::test]

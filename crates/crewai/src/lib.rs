@@ -43,7 +43,8 @@ pub use crewai_macros::crewai_tool as tool;
 
 /// The names most programs need: agents, tasks and crews and how to kick them off, tools
 /// (`#[tool]` functions, [`TypedTool`](crewai_tools::TypedTool), or the [`Tool`](crewai_tools::Tool)
-/// trait), models (and [`ScriptedLlm`](crewai_llm::ScriptedLlm) to test without one), flows, and
+/// trait), models (and [`ScriptedLlm`](crewai_llm::ScriptedLlm) to test without one; [`LlmCall`](crewai_tools::LlmCall)
+/// for one call that runs the functions it asks for, CrewAI's `LLM.call`), flows, and
 /// loading a CrewAI project's YAML files.
 ///
 /// ```
@@ -106,7 +107,8 @@ pub mod prelude {
     };
     pub use crewai_project::{BuildOptions, Project, ProjectError, ToolRegistry};
     pub use crewai_tools::{
-        Tool, ToolContext, ToolError, ToolHandle, ToolOutput, TypedTool, async_trait,
+        CallOutcome, LlmCall, Tool, ToolContext, ToolError, ToolHandle, ToolOutput, TypedTool,
+        async_trait,
     };
 }
 

@@ -89,10 +89,10 @@ pub struct Embedded {
     pub prompt_tokens: Option<u64>,
 }
 
-/// The tokens `texts` are estimated to cost when an embedder does not report them: four
-/// characters a token, as prompts are estimated for budgets.
-pub fn estimate_embedding_tokens(texts: &[String]) -> u64 {
-    texts.iter().map(|t| (t.len() as u64).div_ceil(4)).sum()
+/// The tokens `texts` are estimated to cost `model` when an embedder does not report them,
+/// counted as prompts are for budgets ([`estimate_text_tokens`](crate::tokens::estimate_text_tokens)).
+pub fn estimate_embedding_tokens(model: &str, texts: &[String]) -> u64 {
+    crate::tokens::estimate_text_tokens(model, texts.iter().map(String::as_str))
 }
 
 #[async_trait]

@@ -16,7 +16,7 @@
 //!   `VERTEXAI_CREDENTIALS` or `VERTEX_CREDENTIALS` (a service-account key as JSON or a path);
 //!   else `GOOGLE_APPLICATION_CREDENTIALS`; else gcloud's application default credentials file.
 //!   Keys and refresh tokens are exchanged for an access token, cached until a minute before it
-//!   expires (see `google_auth.rs` and `token.rs`).
+//!   expires (see `google_auth.rs` and `access_token.rs`).
 //! - **Project**: `vertex_project`, `VERTEXAI_PROJECT`, `VERTEX_PROJECT`,
 //!   `GOOGLE_CLOUD_PROJECT`, else the credentials' own (`project_id`, `quota_project_id`).
 //! - **Location**: `vertex_location`, `VERTEXAI_LOCATION`, `VERTEX_LOCATION`, else
@@ -30,12 +30,12 @@
 
 use std::sync::Arc;
 
+use crate::access_token::{Credential, Endpoint};
 use crate::anthropic::AnthropicLlm;
 use crate::error::LlmError;
 use crate::gemini::GeminiLlm;
 use crate::google_auth::{APPLICATION_CREDENTIALS_ENV, CREDENTIALS_ENV, GoogleCredentials};
 use crate::http::ErrorContext;
-use crate::token::{Credential, Endpoint};
 use crate::traits::Llm;
 
 use super::{KeyRequirement, Provider, ProviderCapabilities, ProviderContext, ProviderDescriptor};

@@ -20,9 +20,9 @@
 
 use std::sync::Arc;
 
+use crate::access_token::{Credential, TokenEndpoint};
 use crate::error::LlmError;
 use crate::http::ErrorContext;
-use crate::token::{Credential, TokenEndpoint};
 use crate::traits::Llm;
 use crate::watsonx::{
     DEFAULT_API_VERSION, IAM_TOKEN_URL, IamApiKey, PROVIDER, Scope, Settings, WatsonxLlm,

@@ -1,125 +1,64 @@
-//! Reducing an HTML page to the text a model can read.
-
-use std::sync::LazyLock;
-
-use regex::Regex;
+//! Reducing an HTML page to the text a model can read, with html2text (html5ever's parser, the
+//! browsers' parsing rules, every named entity).
 
 use crate::macros::static_regexes;
 
-static INVISIBLE: LazyLock<Vec<Regex>> = LazyLock::new(|| {
-    ["script", "style", "noscript", "template", "svg", "head"]
-        .iter()
-        .map(|tag| {
-            Regex::new(&format!(r"(?is)<{tag}\b[^>]*>.*?</{tag}\s*>")).expect("static regex")
-        })
-        .collect()
-});
+/// The columns html2text lays text out in: wide enough that no paragraph is wrapped (a model
+/// reads lines, not a screen).
+const LINE_WIDTH: usize = 100_000;
+
 static_regexes! {
     TITLE = r"(?is)<title\b[^>]*>(.*?)</title\s*>";
-    COMMENT = r"(?s)<!--.*?-->";
-    LIST_ITEM = r"(?i)<li\b[^>]*>";
-    BLOCK = r"(?i)</?(p|div|br|hr|h[1-6]|ul|ol|li|dl|dt|dd|table|thead|tbody|tfoot|tr|section|article|header|footer|nav|aside|main|blockquote|pre|figure|figcaption|form|address)\b[^>]*>";
-    CELL = r"(?i)</t[dh]\s*>";
-    WHITESPACE = r"\s+";
-    TAG = r"(?s)<[^>]*>";
-    ENTITY = r"&(#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[a-zA-Z]{2,8});";
 }
 
-/// The readable text of an HTML document: scripts, styles and markup removed, block elements on
-/// their own lines, list items as `- ` lines, entities decoded and whitespace collapsed. The
-/// page title, when there is one, comes first.
+/// The readable text of an HTML document: scripts, styles and markup removed, each block on
+/// its own line (headings as `# `, list items as `* `, links as `[text]`), entities decoded,
+/// blank lines and trailing spaces dropped. The page title, when there is one, comes first.
 ///
 /// ```
 /// let text = crewai_tools::builtin::html_to_text(
 ///     "<html><head><title>Hi</title><style>p{}</style></head>\
 ///      <body><p>One &amp;  two</p><script>x()</script><ul><li>a</li><li>b</li></ul></body></html>",
 /// );
-/// assert_eq!(text, "Hi\n\nOne & two\n- a\n- b");
+/// assert_eq!(text, "Hi\n\nOne & two\n* a\n* b");
 /// ```
 pub fn html_to_text(html: &str) -> String {
+    let body = render(html);
+    // html2text leaves out `<head>`, title included; the title names the page, so it is taken
+    // on its own and rendered the same way.
     let title = TITLE
         .captures(html)
-        .map(|captures| collapse_inline(&decode_entities(&TAG.replace_all(&captures[1], ""))));
-    let mut text = COMMENT.replace_all(html, "").into_owned();
-    for pattern in INVISIBLE.iter() {
-        text = pattern.replace_all(&text, " ").into_owned();
-    }
-    // Line breaks in the source are layout, not text: only block elements start new lines.
-    let text = WHITESPACE.replace_all(&text, " ");
-    let text = LIST_ITEM.replace_all(&text, "\n- ");
-    let text = BLOCK.replace_all(&text, "\n");
-    let text = CELL.replace_all(&text, " ");
-    let text = TAG.replace_all(&text, "");
-    let text = decode_entities(&text);
-    let body = collapse_lines(&text);
-    match title.filter(|title| !title.is_empty()) {
-        Some(title) if !body.starts_with(&title) => format!("{title}\n\n{body}"),
-        _ => body,
+        .map(|captures| render(&format!("<p>{}</p>", &captures[1])))
+        .filter(|title| !title.is_empty() && !heads_with(&body, title));
+    match title {
+        Some(title) => format!("{title}\n\n{body}"),
+        None => body,
     }
 }
 
-fn decode_entities(text: &str) -> String {
-    ENTITY
-        .replace_all(text, |captures: &regex::Captures<'_>| {
-            let entity = &captures[1];
-            let decoded = if let Some(hex) = entity
-                .strip_prefix("#x")
-                .or_else(|| entity.strip_prefix("#X"))
-            {
-                u32::from_str_radix(hex, 16).ok().and_then(char::from_u32)
-            } else if let Some(decimal) = entity.strip_prefix('#') {
-                decimal.parse().ok().and_then(char::from_u32)
-            } else {
-                named_entity(entity)
-            };
-            decoded.map_or_else(|| captures[0].to_string(), String::from)
-        })
-        .into_owned()
+/// Whether the first line of `body` is `title` already (as text or as a heading).
+fn heads_with(body: &str, title: &str) -> bool {
+    body.lines()
+        .next()
+        .is_some_and(|first| first.trim_start_matches('#').trim() == title)
 }
 
-fn named_entity(name: &str) -> Option<char> {
-    Some(match name {
-        "amp" => '&',
-        "lt" => '<',
-        "gt" => '>',
-        "quot" => '"',
-        "apos" => '\'',
-        "nbsp" => ' ',
-        "ndash" => '–',
-        "mdash" => '—',
-        "hellip" => '…',
-        "copy" => '©',
-        "reg" => '®',
-        "trade" => '™',
-        "lsquo" => '‘',
-        "rsquo" => '’',
-        "ldquo" => '“',
-        "rdquo" => '”',
-        "laquo" => '«',
-        "raquo" => '»',
-        "middot" => '·',
-        "bull" => '•',
-        "euro" => '€',
-        "pound" => '£',
-        "deg" => '°',
-        _ => return None,
-    })
-}
-
-fn collapse_inline(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-fn collapse_lines(text: &str) -> String {
-    let mut out: Vec<String> = Vec::new();
-    for line in text.lines() {
-        let line = collapse_inline(line);
-        if line.is_empty() || line == "-" {
-            continue;
-        }
-        out.push(line);
-    }
-    out.join("\n")
+/// html2text's plain rendering, without its blank lines and trailing spaces, and with no-break
+/// spaces as plain ones (a model reads them alike, a tokenizer does not). A page it cannot
+/// lay out (it fails only on widths too narrow for a table, which [`LINE_WIDTH`] rules out)
+/// reads as empty.
+fn render(html: &str) -> String {
+    let text = html2text::config::plain_no_decorate()
+        .raw_mode(true)
+        .no_link_wrapping()
+        .string_from_read(html.as_bytes(), LINE_WIDTH)
+        .unwrap_or_default();
+    text.replace('\u{a0}', " ")
+        .lines()
+        .map(str::trim_end)
+        .filter(|line| !line.trim().is_empty())
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 #[cfg(test)]
@@ -137,8 +76,15 @@ mod tests {
             <style>.x { color: red }</style></body></html>"#;
         assert_eq!(
             html_to_text(html),
-            "Rust — Home\n\nHome\nFast and safe\nMemory safety <without> GC — ☺\na b"
+            "Rust — Home\n\n[Home]\n# Fast and safe\nMemory safety <without> GC — ☺\na\nb\nenable js"
         );
+    }
+
+    #[test]
+    fn a_title_the_page_opens_with_is_not_repeated() {
+        let html =
+            "<html><head><title>Notes</title></head><body><h1>Notes</h1><p>One.</p></body></html>";
+        assert_eq!(html_to_text(html), "# Notes\nOne.");
     }
 
     #[test]
