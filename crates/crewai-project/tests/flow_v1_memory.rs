@@ -11,10 +11,10 @@ use crewai_llm::embeddings::HashEmbedder;
 use crewai_memory::{Memory, RecordQuery, SqliteMemoryStore};
 use crewai_project::flow_v1::FlowDeclaration;
 use crewai_project::{BuildOptions, ProjectError, ToolRegistry};
-use crewai_testkit::scripted::{Reply, ScriptedServer};
+use crewai_testkit::scripted::{RecordedRequest, Reply, ScriptedServer};
 use serde_json::Value;
 
-use common::write;
+use common::{declaration, write};
 
 fn crew_method(name: &str, listen: Option<&str>, task: &str, llm: &str, memory: &str) -> String {
     let trigger = match listen {
@@ -60,18 +60,6 @@ methods:
     )
 }
 
-fn load(yaml: &str) -> (tempfile::TempDir, FlowDeclaration) {
-    let dir = tempfile::tempdir().unwrap();
-    write(dir.path(), &[("flow.yaml", yaml)]);
-    let flow = FlowDeclaration::load(dir.path().join("flow.yaml"))
-        .unwrap_or_else(|err| panic!("should load:\n{err}"));
-    (dir, flow)
-}
-
-fn options() -> BuildOptions {
-    BuildOptions::new(ToolRegistry::new())
-}
-
 /// The first crew's answer, what memory extracts from it, and how it files it.
 fn push_learning(server: &ScriptedServer) {
     server.push(Reply::text("The launch is on May 4 in Lisbon."));
@@ -83,20 +71,31 @@ fn push_learning(server: &ScriptedServer) {
     ));
 }
 
-#[tokio::test]
-async fn a_later_crew_recalls_what_an_earlier_method_learned() {
+/// Runs the launch flow (its second crew with `second_crew_memory`) once, the first crew's
+/// learning and then `then` scripted; every scripted reply must be used.
+async fn run_launch_flow(
+    second_crew_memory: &str,
+    then: &[&str],
+) -> (tempfile::TempDir, Vec<RecordedRequest>) {
     let server = ScriptedServer::start().await;
-    let (dir, flow) = load(&launch_flow(&server, ""));
+    let (dir, flow) = declaration(&launch_flow(&server, second_crew_memory));
     push_learning(&server);
-    server.push(Reply::text("Book the venue for May 4."));
-    server.push(Reply::text("{\"memories\": []}"));
-    flow.build(&options())
+    for reply in then {
+        server.push(Reply::text(*reply));
+    }
+    flow.build(&BuildOptions::new(ToolRegistry::new()))
         .unwrap()
         .kickoff(Vec::<(String, Value)>::new())
         .await
         .unwrap();
     assert_eq!(server.remaining(), 0);
-    let requests = server.requests();
+    (dir, server.requests())
+}
+
+#[tokio::test]
+async fn a_later_crew_recalls_what_an_earlier_method_learned() {
+    let (dir, requests) =
+        run_launch_flow("", &["Book the venue for May 4.", "{\"memories\": []}"]).await;
     assert!(!requests[0].body.to_string().contains("May 4"));
     let planning = requests[3].body.to_string();
     assert!(planning.contains("Plan the product launch"), "{planning}");
@@ -115,18 +114,8 @@ async fn a_later_crew_recalls_what_an_earlier_method_learned() {
 
 #[tokio::test]
 async fn a_crew_with_memory_false_in_a_flow_with_memory_has_none() {
-    let server = ScriptedServer::start().await;
-    let (_dir, flow) = load(&launch_flow(&server, "\n        memory: false"));
-    push_learning(&server);
-    server.push(Reply::text("Book a venue."));
-    flow.build(&options())
-        .unwrap()
-        .kickoff(Vec::<(String, Value)>::new())
-        .await
-        .unwrap();
+    let (_dir, requests) = run_launch_flow("\n        memory: false", &["Book a venue."]).await;
     // No recall into its prompt and no extraction after its task.
-    assert_eq!(server.remaining(), 0);
-    let requests = server.requests();
     assert_eq!(requests.len(), 4);
     assert!(!requests[3].body.to_string().contains("Lisbon"));
 }

@@ -6,12 +6,11 @@
 mod common;
 
 use crewai_flow::FlowError;
-use crewai_project::flow_v1::FlowDeclaration;
 use crewai_project::{BuildOptions, ToolRegistry};
 use crewai_testkit::scripted::{Reply, ScriptedServer};
 use serde_json::{Value, json};
 
-use common::write;
+use common::declaration;
 
 /// A flow whose crew researches `state.topic`, whose agent routes on the findings, and whose
 /// expressions write the result; every model call goes to `server`.
@@ -75,14 +74,6 @@ methods:
     do: {{call: expression, expr: \"'stopped'\"}}
 "
     )
-}
-
-fn declaration(yaml: &str) -> (tempfile::TempDir, FlowDeclaration) {
-    let dir = tempfile::tempdir().unwrap();
-    write(dir.path(), &[("flow.yaml", yaml)]);
-    let flow = FlowDeclaration::load(dir.path().join("flow.yaml"))
-        .unwrap_or_else(|err| panic!("should load:\n{err}"));
-    (dir, flow)
 }
 
 fn options() -> BuildOptions {

@@ -15,6 +15,15 @@ pub fn write(dir: &Path, files: &[(&str, &str)]) {
     }
 }
 
+/// A new folder holding `yaml` as its `flow.yaml`, and the declaration loaded from it.
+pub fn declaration(yaml: &str) -> (tempfile::TempDir, crewai_project::flow_v1::FlowDeclaration) {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), &[("flow.yaml", yaml)]);
+    let flow = crewai_project::flow_v1::FlowDeclaration::load(dir.path().join("flow.yaml"))
+        .unwrap_or_else(|err| panic!("should load:\n{err}"));
+    (dir, flow)
+}
+
 /// A new folder holding `files`, and the project loaded from it.
 pub fn load(files: &[(&str, &str)]) -> (tempfile::TempDir, Project) {
     let dir = tempfile::tempdir().unwrap();
